@@ -1,0 +1,73 @@
+"""From a score table on disk to one cell's audit: resolve the rubric and reference, pick the cell."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from radar_local.errors import InputError
+from radar_local.rubric import BUNDLED, Rubric, load_reference, load_rubric
+from radar_local.scores import cells, check_criteria, probe_matrix, read_scores
+from radar_local.stats.audit import audit_cell
+from radar_local.stats.coupling import TAU
+from radar_local.stats.flags import Thresholds
+
+
+def resolve_reference(rubric: Rubric | None, rubric_arg: str | None, human: str | None) -> dict | None:
+    """An explicit --human wins; a bundled rubric brings its own human reference."""
+    if rubric is None:
+        return None
+    if human:
+        return load_reference(human, rubric).lookup()
+    if rubric_arg in BUNDLED:
+        return load_reference(rubric_arg, rubric).lookup()
+    return None
+
+
+def select_cell(df: pd.DataFrame, path: object, generator: str | None, verifier: str | None) -> tuple[str, str]:
+    found = [c for c in cells(df) if (generator in (None, c[0])) and (verifier in (None, c[1]))]
+    if not found:
+        raise InputError(path, f"no scores for generator={generator} verifier={verifier}; cells present: {_names(cells(df))}")
+    if len(found) > 1:
+        raise InputError(path, f"holds {len(found)} generator -> verifier cells ({_names(found)}); pick one with --generator/--verifier")
+    return found[0]
+
+
+def _names(cs: list[tuple[str, str]]) -> str:
+    return ", ".join(f"{g} -> {v}" for g, v in cs)
+
+
+def stats_for_table(
+    df: pd.DataFrame,
+    path: object,
+    *,
+    rubric_arg: str | None = None,
+    human: str | None = None,
+    tau: float = TAU,
+    n_bootstrap: int = 500,
+    seed: int = 0,
+    generator: str | None = None,
+    verifier: str | None = None,
+    thresholds: Thresholds = Thresholds(),
+) -> dict:
+    rubric = load_rubric(rubric_arg) if rubric_arg else None
+    if rubric is not None:
+        criteria = rubric.ids
+        check_criteria(df, criteria, path)
+    else:
+        criteria = list(pd.unique(df["criterion"]))
+        check_criteria(df, criteria, path)
+        if human:
+            raise InputError(human, "a human reference needs --rubric so its pairs can be checked")
+    reference = resolve_reference(rubric, rubric_arg, human)
+    gen, ver = select_cell(df, path, generator, verifier)
+    result = audit_cell(
+        probe_matrix(df, criteria, gen, ver), reference, tau=tau, n_bootstrap=n_bootstrap, seed=seed, thresholds=thresholds
+    )
+    result["rubric"] = rubric.id if rubric else None
+    return result
+
+
+def stats_for_file(path: str | Path, *, scale: str = "0-4", **kwargs) -> dict:
+    return stats_for_table(read_scores(path, scale), path, **kwargs)

@@ -1,0 +1,3 @@
+from radar_local.cli.main import main
+
+main()

@@ -1,0 +1,32 @@
+"""`radar stats`: the audit statistics of a score table from anywhere."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from radar_local.cli.options import stats_options
+
+
+@click.command()
+@click.argument("scores", type=click.Path(path_type=Path))
+@stats_options
+@click.option("--scale", type=click.Choice(["0-4", "1-5"]), default="0-4", show_default=True, help="Score scale of the table.")
+@click.option("--generator", help="Pick one generator when the table holds several.")
+@click.option("--verifier", help="Pick one verifier when the table holds several.")
+@click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the full result as JSON.")
+@click.option("--markdown", "md_out", type=click.Path(path_type=Path), help="Write the audit as Markdown.")
+def stats(scores: Path, json_out: Path | None, md_out: Path | None, **kwargs) -> None:
+    """Print the RADAR audit of a score table (CSV or Parquet)."""
+    from radar_local.analyze import stats_for_file
+    from radar_local.report.console import print_audit
+    from radar_local.report.markdown import audit_markdown
+
+    result = stats_for_file(scores, **kwargs)
+    print_audit(result)
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2))
+    if md_out:
+        md_out.write_text(audit_markdown(result))

@@ -1,0 +1,1 @@
+"""Renderings of an audit result (the stats dict): console, Markdown."""

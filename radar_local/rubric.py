@@ -1,0 +1,174 @@
+"""Rubrics, tasks and human reference correlations: pydantic models that reject unknown keys."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from radar_local.errors import InputError
+
+BUNDLED = ("helpsteer2", "summeval", "sumpubmed")
+_ID = r"^[a-z][a-z0-9_]*$"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Criterion(Strict):
+    id: str = Field(pattern=_ID, description="Stable identifier used in score tables")
+    label: str = Field(min_length=1, description="Human-readable name shown to models")
+    description: str = Field(min_length=1, description="One-paragraph definition")
+    kind: Literal["evaluative", "descriptive"] = "evaluative"
+    low: str | None = Field(None, description="Word for the low end of a descriptive axis")
+    high: str | None = Field(None, description="Word for the high end of a descriptive axis")
+
+    @model_validator(mode="after")
+    def _ends_for_descriptive(self) -> "Criterion":
+        if self.kind == "descriptive" and not (self.low and self.high):
+            raise ValueError(f"descriptive criterion '{self.id}' needs 'low' and 'high' words")
+        return self
+
+
+class Rubric(Strict):
+    id: str = Field(pattern=_ID)
+    name: str = Field(min_length=1)
+    criteria: tuple[Criterion, ...] = Field(min_length=2)
+    weights: dict[str, float] | None = None
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> "Rubric":
+        seen: set[str] = set()
+        for c in self.criteria:
+            if c.id in seen:
+                raise ValueError(f"duplicate criterion id '{c.id}'")
+            seen.add(c.id)
+        for key in self.weights or {}:
+            if key not in seen:
+                raise ValueError(f"weight given for unknown criterion '{key}'")
+        return self
+
+    @property
+    def ids(self) -> list[str]:
+        return [c.id for c in self.criteria]
+
+    def criterion(self, cid: str) -> Criterion:
+        return next(c for c in self.criteria if c.id == cid)
+
+    def digest(self) -> str:
+        """Content hash: a stored record keyed by it is invalidated by any rubric edit."""
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+class Task(Strict):
+    id: str = Field(min_length=1)
+    prompt: str = Field(min_length=1)
+    format: Literal["response", "summary"] = "response"
+
+
+class ReferencePair(Strict):
+    a: str
+    b: str
+    r: float = Field(ge=-1, le=1)
+
+
+class Reference(Strict):
+    """Human inter-criterion Pearson correlations, one per criterion pair."""
+
+    citation: str = ""
+    pairs: tuple[ReferencePair, ...] = Field(min_length=1)
+
+    def lookup(self) -> dict[frozenset[str], float]:
+        return {frozenset((p.a, p.b)): p.r for p in self.pairs}
+
+
+class Benchmark(Strict):
+    """A bundled benchmark: rubric, tasks and human reference in one file."""
+
+    rubric: Rubric
+    tasks: tuple[Task, ...] = Field(min_length=1)
+    reference: Reference
+
+
+def read_mapping(path: Path) -> dict:
+    """Read a YAML or JSON file that must hold a mapping; one clear error otherwise."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise InputError(path, "file not found; check the path") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read file ({exc.strerror})") from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        where = f" at line {line + 1}" if line is not None else ""
+        raise InputError(path, f"malformed YAML/JSON{where}; fix the syntax") from None
+    if not isinstance(data, dict):
+        raise InputError(path, "expected a mapping at the top level")
+    return data
+
+
+def parse_model(model: type[Strict], data: dict, path: object) -> Strict:
+    """Validate `data` as `model`, turning the first pydantic error into one line naming the key."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        raise InputError(path, f"key '{key}': {msg}") from None
+
+
+def bundled_path(name: str) -> Path:
+    return Path(str(resources.files("radar_local") / "benchmarks" / f"{name}.yaml"))
+
+
+def load_benchmark(name: str) -> Benchmark:
+    if name not in BUNDLED:
+        raise InputError(name, f"unknown benchmark; bundled ones are {', '.join(BUNDLED)}")
+    path = bundled_path(name)
+    return parse_model(Benchmark, read_mapping(path), path)
+
+
+def load_rubric(name_or_path: str | Path) -> Rubric:
+    """A bundled benchmark's rubric by name, or a rubric file (YAML or JSON)."""
+    if str(name_or_path) in BUNDLED:
+        return load_benchmark(str(name_or_path)).rubric
+    path = Path(name_or_path)
+    return parse_model(Rubric, read_mapping(path), path)
+
+
+def load_tasks(name_or_path: str | Path) -> tuple[Task, ...]:
+    """A bundled benchmark's tasks by name, or a file holding `tasks: [...]`."""
+    if str(name_or_path) in BUNDLED:
+        return load_benchmark(str(name_or_path)).tasks
+    path = Path(name_or_path)
+
+    class TaskFile(Strict):
+        tasks: tuple[Task, ...] = Field(min_length=1)
+
+    return parse_model(TaskFile, read_mapping(path), path).tasks
+
+
+def load_reference(name_or_path: str | Path, rubric: Rubric) -> Reference:
+    """A bundled benchmark's human reference by name, or a reference file; every rubric pair must be present."""
+    if str(name_or_path) in BUNDLED:
+        ref, where = load_benchmark(str(name_or_path)).reference, bundled_path(str(name_or_path))
+    else:
+        where = Path(name_or_path)
+        ref = parse_model(Reference, read_mapping(where), where)
+    table = ref.lookup()
+    ids = rubric.ids
+    for i, a in enumerate(ids):
+        for b in ids[i + 1 :]:
+            if frozenset((a, b)) not in table:
+                raise InputError(where, f"reference lacks the pair {a}/{b}; add it under 'pairs'")
+    return ref

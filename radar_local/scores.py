@@ -1,0 +1,170 @@
+"""The score table: the contract between the model half and the statistics half.
+
+Long format, one row per (probe, scored criterion). A probe is identified by
+(generator, verifier, task_id, target, direction, variant). `score` is an integer on the
+0-4 scale, or empty where the verifier's answer could not be parsed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from radar_local.errors import InputError
+
+COLUMNS = ("generator", "verifier", "task_id", "target", "direction", "variant", "criterion", "score")
+PROBE_KEY = ("generator", "verifier", "task_id", "target", "direction", "variant")
+DIRECTIONS = ("+", "-", "none")
+SCALES = {"0-4": 0, "1-5": 1}  # offset subtracted to land on 0-4
+
+
+def _csv_row(index: int) -> int:
+    return index + 2  # 1-based, after the header line
+
+
+def read_scores(path: str | Path, scale: str = "0-4") -> pd.DataFrame:
+    """Read a CSV or Parquet score table and validate its shape (not yet its criteria)."""
+    path = Path(path)
+    if scale not in SCALES:
+        raise InputError(path, f"unknown scale '{scale}'; use one of {', '.join(SCALES)}")
+    if not path.is_file():
+        raise InputError(path, "score file not found; check the path")
+    try:
+        if path.suffix == ".parquet":
+            df = pd.read_parquet(path)
+            for col in df.columns:
+                if col != "score":
+                    df[col] = df[col].astype(str)
+        else:
+            df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        raise InputError(path, "the score file is empty; expected a header and score rows") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
+        raise InputError(path, f"cannot parse the score table ({str(exc).splitlines()[0]})") from None
+    return validate_scores(df, path, scale)
+
+
+def validate_scores(df: pd.DataFrame, path: object, scale: str = "0-4") -> pd.DataFrame:
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise InputError(path, f"missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}")
+    if df.empty:
+        raise InputError(path, "the score table has no rows")
+    df = df.loc[:, list(COLUMNS)].copy()
+    for col in PROBE_KEY + ("criterion",):
+        df[col] = df[col].astype(str)
+
+    raw = df["score"]
+    numeric = pd.to_numeric(raw.replace("", np.nan), errors="coerce")
+    bad = numeric.isna() & raw.notna() & (raw.astype(str) != "") & (raw.astype(str) != "nan")
+    lo = SCALES[scale]
+    bad |= numeric.notna() & ((numeric != np.round(numeric)) | (numeric < lo) | (numeric > lo + 4))
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise InputError(
+            path, f"row {_csv_row(i)}: score '{raw.iloc[i]}' is off the {scale} scale; use an integer {lo}-{lo + 4} or leave it empty"
+        )
+    df["score"] = (numeric - lo).astype("float64")
+
+    bad_dir = ~df["direction"].isin(DIRECTIONS)
+    if bad_dir.any():
+        i = int(np.flatnonzero(bad_dir.to_numpy())[0])
+        raise InputError(path, f"row {_csv_row(i)}: direction '{df['direction'].iloc[i]}' must be one of + - none")
+    empty_crit = df["criterion"].str.strip() == ""
+    if empty_crit.any():
+        i = int(np.flatnonzero(empty_crit.to_numpy())[0])
+        raise InputError(path, f"row {_csv_row(i)}: criterion is empty")
+
+    dup = df.duplicated(list(PROBE_KEY) + ["criterion"], keep="first")
+    if dup.any():
+        i = int(np.flatnonzero(dup.to_numpy())[0])
+        raise InputError(path, f"row {_csv_row(i)}: duplicate of an earlier row for the same probe and criterion; keep one")
+
+    directed = df[df["direction"] != "none"]
+    dirs = directed.groupby(["generator", "verifier", "task_id", "target"], sort=False)["direction"].nunique()
+    lonely = dirs[dirs < 2]
+    if len(lonely):
+        gen, ver, task, target = lonely.index[0]
+        have = directed[(directed["task_id"] == task) & (directed["target"] == target)]["direction"].iloc[0]
+        raise InputError(
+            path, f"target '{target}' in task '{task}' ({gen} -> {ver}) has only '{have}' probes; each target needs both + and - probes"
+        )
+    return df
+
+
+def check_criteria(df: pd.DataFrame, criteria: list[str], path: object) -> None:
+    """Every scored criterion and every target must belong to the rubric."""
+    known = set(criteria)
+    for col in ("criterion", "target"):
+        values = df[col] if col == "criterion" else df.loc[df["direction"] != "none", "target"]
+        unknown = ~values.isin(known)
+        if unknown.any():
+            i = int(np.flatnonzero(unknown.to_numpy())[0])
+            row = values.index[i]
+            raise InputError(
+                path, f"row {_csv_row(int(row))}: unknown {col} '{values.iloc[i]}'; the rubric has {', '.join(criteria)}"
+            )
+
+
+def write_scores(df: pd.DataFrame, path: str | Path) -> None:
+    path = Path(path)
+    out = df.loc[:, list(COLUMNS)]
+    tmp = path.with_name(path.name + ".tmp")
+    if path.suffix == ".parquet":
+        out.to_parquet(tmp, index=False)
+    else:
+        out.assign(score=out["score"].astype("Int64")).to_csv(tmp, index=False)
+    tmp.replace(path)  # atomic: a crash never leaves a half-written table
+
+
+@dataclass(frozen=True)
+class ProbeMatrix:
+    """One (generator, verifier) cell as arrays: probes x criteria, sorted by stratum."""
+
+    generator: str
+    verifier: str
+    criteria: tuple[str, ...]
+    tasks: tuple[str, ...]
+    scores: np.ndarray  # (P, K) float, NaN = unscored or not scored; 0-4 scale
+    task: np.ndarray  # (P,) task index
+    target: np.ndarray  # (P,) criterion index, -1 for unconditioned probes
+    direction: np.ndarray  # (P,) 0 for +, 1 for -, 2 for none
+    variant: np.ndarray  # (P,) variant label, for showing example probes
+
+    @property
+    def directed(self) -> np.ndarray:
+        return self.direction < 2
+
+
+def cells(df: pd.DataFrame) -> list[tuple[str, str]]:
+    pairs = df[["generator", "verifier"]].drop_duplicates()
+    return sorted(zip(pairs["generator"], pairs["verifier"]))
+
+
+def probe_matrix(df: pd.DataFrame, criteria: list[str], generator: str, verifier: str) -> ProbeMatrix:
+    """Pivot one cell of a validated long table into a probe matrix, sorted by (task, target, direction)."""
+    cell = df[(df["generator"] == generator) & (df["verifier"] == verifier)]
+    tasks = tuple(pd.unique(cell["task_id"]))
+    crit_code = pd.Categorical(cell["criterion"], categories=criteria).codes
+    task_code = pd.Categorical(cell["task_id"], categories=tasks).codes
+    code_of = {c: i for i, c in enumerate(criteria)}
+    target_code = cell["target"].map(code_of).fillna(-1).to_numpy(np.int64)  # -1: unconditioned
+    dir_code = pd.Categorical(cell["direction"], categories=list(DIRECTIONS)).codes
+    variant = cell["variant"].to_numpy()
+    # One probe id per (task, target, direction, variant), numbered in stratum order.
+    v_code, _ = pd.factorize(variant)
+    key = ((task_code * (len(criteria) + 1) + target_code + 1) * 3 + dir_code) * (v_code.max() + 1) + v_code
+    _, probe = np.unique(key, return_inverse=True)
+    n_probes = int(probe.max()) + 1
+    scores = np.full((n_probes, len(criteria)), np.nan)
+    scores[probe, crit_code] = cell["score"].to_numpy()
+    first = np.zeros(n_probes, dtype=np.int64)
+    first[probe[::-1]] = np.arange(len(probe))[::-1]
+    return ProbeMatrix(
+        generator=generator, verifier=verifier, criteria=tuple(criteria), tasks=tasks, scores=scores,
+        task=task_code[first].astype(np.int64), target=target_code[first].astype(np.int64),
+        direction=dir_code[first].astype(np.int64), variant=variant[first],
+    )

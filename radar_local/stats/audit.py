@@ -1,0 +1,144 @@
+"""One cell's audit: coupling, bootstrap CIs, flags, agreement, baselines and probe budget as a
+JSON-ready dict (the content of `radar stats --json` and a run's stats.json)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from radar_local.scores import ProbeMatrix
+from radar_local.stats import baselines
+from radar_local.stats.agreement import agreement
+from radar_local.stats.bootstrap import Strata, percentile_ci, resample_means
+from radar_local.stats.budget import probe_budget
+from radar_local.stats.coupling import TAU, coupling, global_summaries
+from radar_local.stats.flags import Thresholds, pair_flag, upstream
+
+SCHEMA_VERSION = 1
+
+
+def audit_cell(
+    pm: ProbeMatrix,
+    reference: dict[frozenset[str], float] | None = None,
+    *,
+    tau: float = TAU,
+    n_bootstrap: int = 500,
+    seed: int = 0,
+    thresholds: Thresholds = Thresholds(),
+    budget: bool = True,
+) -> dict:
+    crit = list(pm.criteria)
+    k = len(crit)
+    if not pm.directed.any():
+        raise ValueError("the cell has no + or - probes; coupling needs directed probes")
+    strata = Strata.from_probes(pm)
+    point = coupling(strata.means(), tau)
+    boot = coupling(resample_means(strata, n_bootstrap, seed), tau) if n_bootstrap else None
+    pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
+    ref_vec = None if reference is None else np.array([reference[frozenset((crit[a], crit[b]))] for a, b in pairs])
+
+    se, lk = point.self_effect[0], point.leakage[0]
+    sym, asym, ok = point.sym[0], point.asym[0], point.pair_reliable[0]
+    glob = {key: v[0] for key, v in global_summaries(point).items()}
+    ci = {}
+    if boot is not None:
+        ci = {
+            "self_effect": percentile_ci(boot.self_effect),
+            "leakage": percentile_ci(boot.leakage),
+            "sym": percentile_ci(boot.sym),
+            "asym": percentile_ci(boot.asym),
+            "global": {key: percentile_ci(v) for key, v in global_summaries(boot).items()},
+        }
+
+    pair_rows = []
+    for idx, (a, b) in enumerate(pairs):
+        flag = pair_flag(lk[a, b], lk[b, a], bool(ok[a, b]), thresholds)
+        row = {
+            "a": crit[a], "b": crit[b], "leak_ab": lk[a, b], "leak_ba": lk[b, a],
+            "sym": sym[a, b], "asym": asym[a, b], "reliable": bool(ok[a, b]), "flag": flag,
+            "ci": {"sym": ci["sym"][a, b], "asym": ci["asym"][a, b]} if ci else None,
+            "human_r": None if ref_vec is None else ref_vec[idx],
+        }
+        if flag == "directional":
+            row["upstream"], row["downstream"] = upstream(crit[a], crit[b], lk[a, b], lk[b, a])
+        pair_rows.append(row)
+    pair_rows.sort(key=lambda r: (not r["reliable"], -np.nan_to_num(r["sym"], nan=-np.inf)))
+
+    result = {
+        "schema_version": SCHEMA_VERSION,
+        "generator": pm.generator,
+        "verifier": pm.verifier,
+        "criteria": crit,
+        "tasks": list(pm.tasks),
+        "tau": tau,
+        "bootstrap": {"resamples": n_bootstrap, "seed": seed, "level": 0.95},
+        "probes": {
+            "directed": int(pm.directed.sum()),
+            "unconditioned": int((~pm.directed).sum()),
+            "min_per_stratum": int(strata.sizes.min()),
+            "unscored_cells": int(np.isnan(pm.scores).sum()),
+        },
+        "self_effect": dict(zip(crit, se)),
+        "self_effect_ci": dict(zip(crit, ci["self_effect"])) if ci else None,
+        "reliable": dict(zip(crit, point.reliable[0].tolist())),
+        "self_effect_by_task": {t: dict(zip(crit, point.self_effect_by_task[0, ti])) for ti, t in enumerate(pm.tasks)},
+        "leakage": _matrix(crit, lk),
+        "leakage_ci": _matrix(crit, ci["leakage"]) if ci else None,
+        "leakage_sd": _matrix(crit, point.leakage_sd[0]),
+        "leakage_by_task": {t: _matrix(crit, point.leakage_by_task[0, ti]) for ti, t in enumerate(pm.tasks)},
+        "pairs": pair_rows,
+        "global": {**glob, "ci": ci["global"] if ci else None},
+        "flags": {
+            "thresholds": vars(thresholds),
+            "unreliable": [
+                {"criterion": c, "self_effect": se[i], "reason": "negative self-effect" if se[i] < 0 else f"self-effect below tau={tau}"}
+                for i, c in enumerate(crit) if not point.reliable[0, i]
+            ],
+        },
+        "baselines": _baselines(pm, pairs, ref_vec),
+    }
+    if ref_vec is not None:
+        gated_sym = np.array([sym[a, b] if ok[a, b] else np.nan for a, b in pairs])
+        result["agreement"] = agreement(gated_sym, ref_vec)
+    if budget:
+        result["budget"] = probe_budget(strata, pairs, ref_vec, tau=tau, seed=seed)
+    return to_json(result)
+
+
+def _baselines(pm: ProbeMatrix, pairs: list[tuple[int, int]], ref_vec: np.ndarray | None) -> dict:
+    unconditioned = pm.scores[~pm.directed]
+    sample = unconditioned if len(unconditioned) >= 3 else pm.scores
+    mats = {
+        "synthetic_correlation": baselines.synthetic_correlation(unconditioned) if len(unconditioned) else None,
+        "whitening_redundancy": baselines.whitening_redundancy(sample),
+        "score_profile_redundancy": baselines.score_profile_redundancy(sample),
+    }
+    out: dict = {"sample": "unconditioned probes" if sample is unconditioned else "all probes"}
+    for name, mat in mats.items():
+        vec = None if mat is None else np.array([mat[a, b] for a, b in pairs])
+        out[name] = None if vec is None else {f"{pm.criteria[a]}/{pm.criteria[b]}": v for (a, b), v in zip(pairs, vec)}
+        if ref_vec is not None and vec is not None:
+            out.setdefault("agreement", {})[name] = agreement(vec, ref_vec)
+    return out
+
+
+def _matrix(names: list[str], m: np.ndarray) -> dict:
+    return {a: {b: m[i, j] for j, b in enumerate(names)} for i, a in enumerate(names)}
+
+
+def to_json(obj):
+    """numpy scalars and arrays to plain Python; NaN to None."""
+    if isinstance(obj, dict):
+        return {str(k): to_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_json(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_json(obj.tolist())
+    if isinstance(obj, (np.bool_, bool)):
+        return bool(obj)
+    if isinstance(obj, (np.integer, int)):
+        return int(obj)
+    if isinstance(obj, (np.floating, float)):
+        return None if math.isnan(obj) else float(obj)
+    return obj

@@ -1,0 +1,115 @@
+"""Self-effect, leakage, gating, symmetric coupling and global summaries (RADAR §3.4-3.5, App. C).
+
+Every function takes stratum means with optional leading batch axes, so the same code serves the
+point estimate, the bootstrap and the probe-budget ablation. Shapes: T tasks, K criteria,
+means[..., t, i, d, j] = mean normalized score on criterion j of probes for task t that target
+criterion i in direction d (d = 0 for +, 1 for -).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+TAU = 0.40
+
+
+def _nanmean(x: np.ndarray, axis: int) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(x, axis=axis)
+
+
+def _nanstd(x: np.ndarray, axis: int) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanstd(x, axis=axis)
+
+
+def gen_coupling(means: np.ndarray) -> np.ndarray:
+    """GenCoupling(C_i -> C_j) = p_j(i,+) - p_j(i,-) per task (eq. 8). Shape (..., T, K, K)."""
+    if means.shape[-2] != 2 or means.shape[-3] != means.shape[-1]:
+        raise ValueError(f"means must have shape (..., T, K, 2, K), got {means.shape}")
+    return means[..., 0, :] - means[..., 1, :]
+
+
+def self_effect(means: np.ndarray) -> np.ndarray:
+    """SelfEffect(C_i) = p_i(i,+) - p_i(i,-) per task (eq. 1, 7). Shape (..., T, K)."""
+    return np.diagonal(gen_coupling(means), axis1=-2, axis2=-1)
+
+
+def leakage(means: np.ndarray) -> np.ndarray:
+    """Leakage(C_i -> C_j) = GenCoupling / SelfEffect per task (eq. 2, 9). Shape (..., T, K, K).
+
+    A row is undefined (NaN) in a task where the source's self-effect is not positive: zero
+    cannot be normalized against, and a negative one is a failed intervention (§3.4.3).
+    """
+    gc = gen_coupling(means)
+    se = np.diagonal(gc, axis1=-2, axis2=-1)[..., None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(se > 0, gc / np.where(se > 0, se, 1.0), np.nan)
+
+
+@dataclass(frozen=True)
+class Coupling:
+    """Aggregated coupling of one cell, possibly with leading batch axes."""
+
+    self_effect: np.ndarray  # (..., K) mean over tasks of the per-task self-effect
+    self_effect_by_task: np.ndarray  # (..., T, K)
+    leakage: np.ndarray  # (..., K, K) mean over tasks, eq. 5
+    leakage_sd: np.ndarray  # (..., K, K) std over tasks, eq. 6
+    leakage_by_task: np.ndarray  # (..., T, K, K)
+    reliable: np.ndarray  # (..., K) bool: self-effect >= tau
+
+    @property
+    def sym(self) -> np.ndarray:
+        """SymCoupling(C_i, C_j) = (l_ij + l_ji) / 2 (eq. 3). Shape (..., K, K)."""
+        return 0.5 * (self.leakage + np.swapaxes(self.leakage, -1, -2))
+
+    @property
+    def asym(self) -> np.ndarray:
+        """Asymmetry(C_i, C_j) = |l_ij - l_ji| (eq. 4). Shape (..., K, K)."""
+        return np.abs(self.leakage - np.swapaxes(self.leakage, -1, -2))
+
+    @property
+    def pair_reliable(self) -> np.ndarray:
+        """A pair-level summary needs both directions to pass the gate (§3.4.3)."""
+        return self.reliable[..., :, None] & self.reliable[..., None, :]
+
+
+def coupling(means: np.ndarray, tau: float = TAU) -> Coupling:
+    """All directional quantities from stratum means, aggregated over tasks (eq. 1-6)."""
+    if not 0 <= tau <= 1:
+        raise ValueError(f"tau must lie in [0, 1], got {tau}")
+    by_task = leakage(means)
+    se_t = self_effect(means)
+    se = _nanmean(se_t, axis=-2)
+    return Coupling(
+        self_effect=se,
+        self_effect_by_task=se_t,
+        leakage=_nanmean(by_task, axis=-3),
+        leakage_sd=_nanstd(by_task, axis=-3),
+        leakage_by_task=by_task,
+        reliable=np.nan_to_num(se, nan=-1.0) >= tau,
+    )
+
+
+def global_summaries(c: Coupling) -> dict[str, np.ndarray]:
+    """GlobalPos, GlobalTension (eq. 10-11) and MaxCoupling over off-diagonal cells of reliable rows.
+
+    Rows of unreliable sources are excluded (App. C); all-excluded gives NaN.
+    """
+    k = c.leakage.shape[-1]
+    off = ~np.eye(k, dtype=bool)
+    keep = off & c.reliable[..., :, None] & ~np.isnan(c.leakage)
+    vals = np.where(keep, c.leakage, np.nan)
+    flat = vals.reshape(vals.shape[:-2] + (k * k,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return {
+            "positive": np.nanmean(np.maximum(flat, 0), axis=-1),
+            "tension": np.nanmean(np.maximum(-flat, 0), axis=-1),
+            "max_coupling": np.nanmax(flat, axis=-1),
+        }

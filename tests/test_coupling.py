@@ -1,0 +1,161 @@
+"""Known-answer and property tests of the coupling statistics (paper eq. 1-11)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from radar_local.scores import probe_matrix
+from radar_local.stats.audit import audit_cell
+from radar_local.stats.bootstrap import Strata, percentile_ci, resample_means
+from radar_local.stats.coupling import coupling, global_summaries, leakage
+from tests.conftest import probes, table
+
+
+def test_known_answer_two_criteria(two_criteria_table):
+    # Normalized scores p = S/4.
+    # target a, +: a = (4, 4) -> 1.00;   b = (3, 1) -> (0.75 + 0.25)/2 = 0.50
+    # target a, -: a = (0, 2) -> 0.25;   b = (1, 1) -> 0.25
+    #   SelfEffect(a) = 1.00 - 0.25 = 0.75;  GenCoupling(a->b) = 0.50 - 0.25 = 0.25
+    #   Leakage(a->b) = 0.25 / 0.75 = 1/3
+    # target b, +: a = (3, 3) -> 0.75;   b = (4, 4) -> 1.00
+    # target b, -: a = (1, 1) -> 0.25;   b = (0, 2) -> 0.25
+    #   SelfEffect(b) = 0.75;  GenCoupling(b->a) = 0.50;  Leakage(b->a) = 0.50 / 0.75 = 2/3
+    # Sym = (1/3 + 2/3)/2 = 0.5;  Asym = |1/3 - 2/3| = 1/3
+    # GlobalPos = mean(1/3, 2/3) = 0.5; GlobalTension = 0; MaxCoupling = 2/3
+    pm = probe_matrix(two_criteria_table, ["a", "b"], "g", "v")
+    r = audit_cell(pm, n_bootstrap=0, budget=False)
+    assert r["self_effect"] == pytest.approx({"a": 0.75, "b": 0.75})
+    assert r["leakage"]["a"]["b"] == pytest.approx(1 / 3)
+    assert r["leakage"]["b"]["a"] == pytest.approx(2 / 3)
+    assert r["leakage"]["a"]["a"] == r["leakage"]["b"]["b"] == 1.0
+    (pair,) = r["pairs"]
+    assert pair["sym"] == pytest.approx(0.5) and pair["asym"] == pytest.approx(1 / 3)
+    assert r["global"]["positive"] == pytest.approx(0.5)
+    assert r["global"]["tension"] == pytest.approx(0.0)
+    assert r["global"]["max_coupling"] == pytest.approx(2 / 3)
+    assert r["reliable"] == {"a": True, "b": True}
+
+
+def test_task_aggregation_mean_and_sd():
+    # Task t1: a+ b-scores (4) vs a- (2): GenCoupling(a->b) = (1 - 0.5) = 0.5, SelfEffect(a) = 1 -> 0.5
+    # Task t2: a+ b (3) vs a- (2): GenCoupling = 0.25 -> leakage 0.25
+    # eq. 5: mean = (0.5 + 0.25)/2 = 0.375;  eq. 6: sd = |0.5 - 0.25| / 2 = 0.125
+    rows = []
+    for task, b_hi in (("t1", 4), ("t2", 3)):
+        rows += probes(task, "a", "+", [{"a": 4, "b": b_hi}]) + probes(task, "a", "-", [{"a": 0, "b": 2}])
+        rows += probes(task, "b", "+", [{"a": 2, "b": 4}]) + probes(task, "b", "-", [{"a": 2, "b": 0}])
+    r = audit_cell(probe_matrix(table(rows), ["a", "b"], "g", "v"), n_bootstrap=0, budget=False)
+    assert r["leakage"]["a"]["b"] == pytest.approx(0.375)
+    assert r["leakage_sd"]["a"]["b"] == pytest.approx(0.125)
+    assert r["leakage_by_task"]["t1"]["a"]["b"] == pytest.approx(0.5)
+    assert r["leakage"]["b"]["a"] == pytest.approx(0.0)
+
+
+def test_gate_flags_weak_and_negative_self_effects():
+    # a: + scores 2, - scores 1 -> SelfEffect 0.25 < tau 0.4: unreliable
+    # b: + scores 0, - scores 4 -> SelfEffect -1: negative, excluded
+    # c: + 4, - 0 -> SelfEffect 1: reliable
+    crit = ["a", "b", "c"]
+    rows = (
+        probes("t", "a", "+", [{"a": 2, "b": 2, "c": 2}]) + probes("t", "a", "-", [{"a": 1, "b": 2, "c": 0}])
+        + probes("t", "b", "+", [{"a": 2, "b": 0, "c": 2}]) + probes("t", "b", "-", [{"a": 2, "b": 4, "c": 2}])
+        + probes("t", "c", "+", [{"a": 3, "b": 2, "c": 4}]) + probes("t", "c", "-", [{"a": 1, "b": 2, "c": 0}])
+    )
+    r = audit_cell(probe_matrix(table(rows), crit, "g", "v"), n_bootstrap=0, budget=False)
+    assert r["reliable"] == {"a": False, "b": False, "c": True}
+    reasons = {u["criterion"]: u["reason"] for u in r["flags"]["unreliable"]}
+    assert reasons == {"a": "self-effect below tau=0.4", "b": "negative self-effect"}
+    assert {(p["a"], p["b"]): p["flag"] for p in r["pairs"]} == {("a", "b"): "gated", ("a", "c"): "gated", ("b", "c"): "gated"}
+    # Only the reliable row c counts in the globals: c->a = (0.75-0.25)/1 = 0.5, c->b = 0.
+    assert r["global"]["max_coupling"] == pytest.approx(0.5)
+    assert r["global"]["positive"] == pytest.approx(0.25)
+    # The negative row is undefined rather than a sign-flipped ratio.
+    assert r["leakage"]["b"]["a"] is None
+
+
+def test_zero_self_effect_is_undefined_not_infinite():
+    means = np.zeros((1, 2, 2, 2))  # every stratum mean 0: SelfEffect 0
+    assert np.isnan(leakage(means)).all()
+
+
+def _random_means(draw_shape=(3, 4)):
+    t, k = draw_shape
+    return arrays(np.float64, (t, k, 2, k), elements=st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(_random_means())
+def test_diagonal_leakage_is_one_where_defined(means):
+    lk = leakage(means)
+    se = np.diagonal(means[..., 0, :] - means[..., 1, :], axis1=-2, axis2=-1)
+    diag = np.diagonal(lk, axis1=-2, axis2=-1)
+    assert np.all(diag[se > 0] == 1.0)
+    assert np.all(np.isnan(diag[se <= 0]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(_random_means(), st.floats(0.1, 10), st.floats(-5, 5))
+def test_coupling_metrics_invariant_under_affine_rescaling(means, scale, shift):
+    # Only the gate (an absolute threshold on the normalized scale) is not rescaled; compare ungated values.
+    a, b = coupling(means, tau=0.0), coupling(means * scale + shift, tau=0.0)
+    np.testing.assert_allclose(a.leakage, b.leakage, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(a.sym, b.sym, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(a.asym, b.asym, rtol=1e-9, atol=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_random_means())
+def test_sym_is_symmetric_and_asym_nonnegative(means):
+    c = coupling(means)
+    np.testing.assert_array_equal(c.sym, np.swapaxes(c.sym, -1, -2))
+    assert np.all(np.nan_to_num(c.asym) >= 0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_bootstrap_interval_brackets_point_estimate(seed):
+    from radar_local.synthetic import HELPSTEER2_PLANTED, planted_table
+
+    crit = ["helpfulness", "correctness", "coherence", "complexity", "verbosity"]
+    df = planted_table(crit, ["t1", "t2"], HELPSTEER2_PLANTED, n=6, seed=seed)
+    strata = Strata.from_probes(probe_matrix(df, crit, "sim-generator", "sim-verifier"))
+    point = coupling(strata.means())
+    ci = percentile_ci(coupling(resample_means(strata, 200, seed)).leakage)
+    ok = ~np.isnan(point.leakage[0])
+    assert np.all(ci[..., 0][ok] <= point.leakage[0][ok] + 1e-12)
+    assert np.all(point.leakage[0][ok] <= ci[..., 1][ok] + 1e-12)
+
+
+def test_bootstrap_is_seeded_and_stratified(two_criteria_table):
+    strata = Strata.from_probes(probe_matrix(two_criteria_table, ["a", "b"], "g", "v"))
+    np.testing.assert_array_equal(resample_means(strata, 50, seed=3), resample_means(strata, 50, seed=3))
+    w = strata.bootstrap_weights(np.random.default_rng(0), 100)
+    # Every resample redraws exactly as many probes as each stratum holds, from that stratum only.
+    for rows, size in zip(strata.slices(), strata.sizes):
+        np.testing.assert_array_equal(w[:, rows].sum(axis=1), size)
+    assert w.sum(axis=1).tolist() == [8.0] * 100 and len(set(map(bytes, w))) > 1
+
+
+def test_subsets_draw_distinct_probes_per_stratum(two_criteria_table):
+    strata = Strata.from_probes(probe_matrix(two_criteria_table, ["a", "b"], "g", "v"))
+    w = strata.subset_weights(np.random.default_rng(0), 30, 1)
+    assert set(np.unique(w)) == {0.0, 1.0}
+    for rows in strata.slices():
+        np.testing.assert_array_equal(w[:, rows].sum(axis=1), 1)
+    with pytest.raises(ValueError, match="exceeds"):
+        strata.subset_weights(np.random.default_rng(0), 1, 3)
+
+
+def test_global_summaries_known_answer():
+    # Leakage off-diagonals of one reliable 3x3 matrix: 0.5, -0.25, 0.0, 1.0, -0.75, 0.25
+    # GlobalPos = (0.5 + 0 + 0 + 1 + 0 + 0.25)/6 = 0.29166..; Tension = (0.25 + 0.75)/6 = 0.1666..; Max = 1.0
+    from radar_local.stats.coupling import Coupling
+
+    lk = np.array([[[1, 0.5, -0.25], [0.0, 1, 1.0], [-0.75, 0.25, 1]]])
+    c = Coupling(np.ones((1, 3)), np.ones((1, 1, 3)), lk, np.zeros_like(lk), lk[:, None], np.ones((1, 3), bool))
+    g = global_summaries(c)
+    assert g["positive"][0] == pytest.approx(1.75 / 6)
+    assert g["tension"][0] == pytest.approx(1.0 / 6)
+    assert g["max_coupling"][0] == pytest.approx(1.0)

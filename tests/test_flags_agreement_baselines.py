@@ -1,0 +1,74 @@
+import numpy as np
+import pytest
+
+from radar_local.stats.agreement import agreement
+from radar_local.stats.baselines import score_profile_redundancy, synthetic_correlation, whitening_redundancy
+from radar_local.stats.flags import pair_flag, upstream
+
+# The paper's Table 1: (l_ij, l_ji) and the interpretation printed there.
+TABLE_1 = [
+    ("helpfulness", "correctness", 1.02, 0.82, "bidirectional cluster", None),
+    ("correctness", "coherence", 0.22, 0.78, "directional", ("coherence", "correctness")),
+    ("coherence", "fluency", 0.64, 0.51, "bidirectional cluster", None),
+    ("coherence", "relevance", 0.28, 0.53, "directional", ("relevance", "coherence")),
+    ("coherence", "readability", 0.62, 0.26, "directional", ("coherence", "readability")),
+]
+
+
+@pytest.mark.parametrize("a,b,l_ab,l_ba,expected,direction", TABLE_1)
+def test_default_thresholds_reproduce_paper_table_1(a, b, l_ab, l_ba, expected, direction):
+    assert pair_flag(l_ab, l_ba, True) == expected
+    if direction:
+        assert upstream(a, b, l_ab, l_ba) == direction
+
+
+def test_tradeoff_and_gated_flags():
+    assert pair_flag(-0.3, -0.25, True) == "tradeoff"
+    assert pair_flag(0.1, 0.05, True) is None
+    assert pair_flag(0.9, 0.9, False) == "gated"
+
+
+def test_agreement_known_answer():
+    # x = (0.1, 0.2, 0.3), y = (0.1, 0.2, 0.4): |diff| = (0, 0, 0.1) -> MAE = 0.1/3
+    # same order -> Spearman 1; Pearson: centred x = (-.1, 0, .1), y = (-.1333, -.0333, .1667) (mean .2333)
+    #   sum xy = .01333 + 0 + .01667 = .03; |x| = sqrt(.02) = .141421, |y| = sqrt(.046667) = .216025
+    #   r = .03 / (.141421 * .216025) = .03 / .030551 = 0.98198
+    r = agreement(np.array([0.1, 0.2, 0.3]), np.array([0.1, 0.2, 0.4]))
+    assert r["mae"] == pytest.approx(0.1 / 3)
+    assert r["spearman"] == pytest.approx(1.0)
+    assert r["pearson"] == pytest.approx(0.98198, abs=1e-5)
+    assert r["n_pairs"] == 3
+
+
+def test_agreement_skips_undefined_pairs():
+    r = agreement(np.array([0.1, np.nan, 0.3]), np.array([0.1, 0.5, 0.4]))
+    assert r["n_pairs"] == 2 and np.isnan(r["pearson"]) and r["mae"] == pytest.approx(0.05)
+
+
+def test_whitening_redundancy_recovers_partial_correlation(rng):
+    # Equicorrelated (r = 0.5) trivariate normal: partial correlation = r / (1 + r) = 1/3 for every pair.
+    cov = np.full((3, 3), 0.5) + 0.5 * np.eye(3)
+    x = rng.multivariate_normal(np.zeros(3), cov, size=40_000)
+    np.testing.assert_allclose(whitening_redundancy(x)[np.triu_indices(3, 1)], 1 / 3, atol=0.02)
+
+
+def test_whitening_separates_direct_from_indirect_dependence(rng):
+    # a -> b -> c chain: a and c correlate, but only through b, so their partial correlation is ~0.
+    a = rng.normal(size=30_000)
+    b = a + rng.normal(size=a.size)
+    c = b + rng.normal(size=a.size)
+    x = np.c_[a, b, c]
+    assert synthetic_correlation(x)[0, 2] > 0.5
+    assert whitening_redundancy(x)[0, 2] < 0.03
+
+
+def test_score_profile_redundancy_is_rank_based():
+    x = np.array([[0, 0], [1, 1], [2, 4], [3, 9], [4, 16]], float)  # monotone, non-linear
+    assert score_profile_redundancy(x)[0, 1] == pytest.approx(1.0)
+    assert synthetic_correlation(x)[0, 1] < 1.0
+
+
+def test_constant_columns_give_undefined_not_zero():
+    x = np.array([[1, 0], [1, 1], [1, 2], [1, 3]], float)
+    assert np.isnan(synthetic_correlation(x)[0, 1])
+    assert np.isnan(whitening_redundancy(x)[0, 1])
