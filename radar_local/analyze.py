@@ -42,8 +42,8 @@ def stats_for_table(
     df: pd.DataFrame,
     path: object,
     *,
-    rubric_arg: str | None = None,
-    human: str | None = None,
+    rubric: Rubric | None = None,
+    reference: dict | None = None,
     tau: float = TAU,
     n_bootstrap: int = 500,
     seed: int = 0,
@@ -51,16 +51,8 @@ def stats_for_table(
     verifier: str | None = None,
     thresholds: Thresholds = Thresholds(),
 ) -> dict:
-    rubric = load_rubric(rubric_arg) if rubric_arg else None
-    if rubric is not None:
-        criteria = rubric.ids
-        check_criteria(df, criteria, path)
-    else:
-        criteria = list(pd.unique(df["criterion"]))
-        check_criteria(df, criteria, path)
-        if human:
-            raise InputError(human, "a human reference needs --rubric so its pairs can be checked")
-    reference = resolve_reference(rubric, rubric_arg, human)
+    criteria = rubric.ids if rubric else list(pd.unique(df["criterion"]))
+    check_criteria(df, criteria, path)
     gen, ver = select_cell(df, path, generator, verifier)
     result = audit_cell(
         probe_matrix(df, criteria, gen, ver), reference, tau=tau, n_bootstrap=n_bootstrap, seed=seed, thresholds=thresholds
@@ -69,5 +61,10 @@ def stats_for_table(
     return result
 
 
-def stats_for_file(path: str | Path, *, scale: str = "0-4", **kwargs) -> dict:
-    return stats_for_table(read_scores(path, scale), path, **kwargs)
+def stats_for_file(path: str | Path, *, scale: str = "0-4", rubric_arg: str | None = None, human: str | None = None,
+                   **kwargs) -> dict:
+    df = read_scores(path, scale)
+    rubric = load_rubric(rubric_arg) if rubric_arg else None
+    if human and rubric is None:
+        raise InputError(human, "a human reference needs --rubric so its pairs can be checked")
+    return stats_for_table(df, path, rubric=rubric, reference=resolve_reference(rubric, rubric_arg, human), **kwargs)

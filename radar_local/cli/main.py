@@ -25,9 +25,10 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from radar_local.cli import stats
+    from radar_local.cli import audit, models, score, stats
 
-    cli.add_command(stats.stats)
+    for command in (stats.stats, audit.audit, audit.generate, score.score, models.models):
+        cli.add_command(command)
 
 
 _register()

@@ -1,0 +1,55 @@
+"""`radar audit` and `radar generate`: run the stages of a config into a run directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+def _setup(config_path: Path, out: Path | None):
+    from radar_local.config import load_config
+    from radar_local.errors import InputError
+
+    config = load_config(config_path)
+    run_dir = out or (Path(config.out) if config.out else None)
+    if run_dir is None:
+        raise InputError(config_path, "no run directory: set 'out' in the config or pass --out")
+    return config, run_dir
+
+
+@click.command()
+@click.argument("config_path", metavar="CONFIG", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), help="Run directory (default: the config's `out`).")
+@click.option("--quiet", is_flag=True, help="No progress output.")
+def audit(config_path: Path, out: Path | None, quiet: bool) -> None:
+    """Generate probes, score them, and print the audit. Re-running resumes: stored calls are skipped."""
+    from radar_local.pipeline import run_audit
+    from radar_local.report.console import print_audit, print_run
+
+    config, run_dir = _setup(config_path, out)
+    result = run_audit(config, run_dir, config_path.parent, progress=not quiet)
+    print_audit(result)
+    print_run(run_dir)
+
+
+@click.command()
+@click.argument("config_path", metavar="CONFIG", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), help="Run directory (default: the config's `out`).")
+@click.option("--quiet", is_flag=True, help="No progress output.")
+def generate(config_path: Path, out: Path | None, quiet: bool) -> None:
+    """Stage 1 only: generate and store the probes."""
+    from radar_local.config import resolve_inputs
+    from radar_local.pipeline import EnginePool, generate_stage, snapshot_config
+    from radar_local.store import Store
+
+    config, run_dir = _setup(config_path, out)
+    rubric, tasks, _ = resolve_inputs(config, config_path.parent)
+    store = Store(run_dir)
+    snapshot_config(config, store)
+    pool = EnginePool()
+    try:
+        stats = generate_stage(config, rubric, tasks, store, pool, progress=not quiet)
+    finally:
+        pool.close()
+    click.echo(f"{len(store.probes)} probes stored in {run_dir} ({stats['calls']} generated now)")

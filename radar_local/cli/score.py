@@ -1,0 +1,53 @@
+"""`radar score`: re-score a run's stored probes with another verifier, without regenerating."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+
+
+def parse_option(value: str) -> tuple[str, object]:
+    import yaml
+
+    if "=" not in value:
+        raise click.BadParameter(f"'{value}' is not KEY=VALUE")
+    key, raw = value.split("=", 1)
+    return key, yaml.safe_load(raw)
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--verifier", "verifier_arg", required=True, metavar="ENGINE:MODEL",
+              help="e.g. vllm:qwen2.5-7b-instruct or openai:my-served-model")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Engine option (repeatable).")
+@click.option("--name", help="Verifier label in the score table (default: the model's name).")
+@click.option("--quiet", is_flag=True)
+def score(run_dir: Path, verifier_arg: str, options: tuple[str, ...], name: str | None, quiet: bool) -> None:
+    """Score RUN_DIR's probes with another verifier; writes its stats next to the first."""
+    from radar_local.config import ModelSpec, load_config, resolve_inputs
+    from radar_local.errors import InputError
+    from radar_local.pipeline import CONFIG_SNAPSHOT, EnginePool, finish, score_stage
+    from radar_local.report.console import print_audit
+    from radar_local.store import open_run
+
+    store = open_run(run_dir, must_exist=True)
+    config = load_config(run_dir / CONFIG_SNAPSHOT)
+    engine, sep, model = verifier_arg.partition(":")
+    if not sep or not model:
+        raise InputError(verifier_arg, "--verifier must be ENGINE:MODEL, e.g. vllm:smollm2-135m")
+    spec = ModelSpec.model_validate({"engine": engine, "model": model, "name": name,
+                                     "options": dict(parse_option(o) for o in options)}) if engine in (
+        "vllm", "transformers", "openai") else None
+    if spec is None:
+        raise InputError(verifier_arg, f"unknown engine '{engine}'; use vllm, transformers or openai")
+    rubric, tasks, reference = resolve_inputs(config, run_dir)
+    pool = EnginePool()
+    try:
+        stages = {"score": score_stage(config, spec, rubric, tasks, store, pool, progress=not quiet)}
+    finally:
+        pool.close()
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", spec.label)
+    result = finish(config, spec, rubric, tasks, reference, store, stages, stats_name=f"stats.{slug}.json")
+    print_audit(result)

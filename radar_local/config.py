@@ -1,0 +1,79 @@
+"""The audit config file: pydantic models that reject unknown keys, with described, bounded fields."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, parse_model, read_mapping
+from radar_local.scoring import ScoreFormat
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelSpec(Strict):
+    engine: Literal["vllm", "transformers", "openai"] = Field(description="Which engine runs the model")
+    model: str = Field(min_length=1, description="Registry name, local weights directory, or served model name (openai)")
+    name: str | None = Field(None, description="Label in the score table; defaults to `model`")
+    options: dict[str, Any] = Field(default_factory=dict, description="Engine options, passed through")
+
+    @property
+    def label(self) -> str:
+        return self.name or Path(self.model).name
+
+    def same_weights(self, other: "ModelSpec") -> bool:
+        return (self.engine, self.model, self.options) == (other.engine, other.model, other.options)
+
+
+class Generation(Strict):
+    temperature: float = Field(0.9, ge=0, le=2, description="Paper App. D: 0.9")
+    max_new_tokens: int = Field(800, ge=1, le=32768)
+
+
+class AuditConfig(Strict):
+    rubric: str = Field(description="Bundled rubric name or path to a rubric file")
+    tasks: str | list[Task] | None = Field(None, description="Bundled name, a tasks file, or inline; default: the rubric's")
+    human: str | None = Field(None, description="Human reference (name or path); default: a bundled rubric's own")
+    generator: ModelSpec
+    verifier: ModelSpec
+    n: int = Field(5, ge=1, le=1000, description="Probes per (task, criterion, direction); paper recommends 3-5")
+    unconditioned: int = Field(0, ge=0, le=1000, description="Unconditioned probes per task (synthetic-correlation baseline)")
+    seed: int = 0
+    layout: Literal["paper", "prefix-shared"] = Field("paper", description="Verifier prompt layout")
+    generation: Generation = Field(default_factory=Generation)
+    scoring: ScoreFormat = Field(default_factory=ScoreFormat)
+    batch_size: int = Field(256, ge=1, description="Requests per engine call; a kill loses at most one batch")
+    tau: float = Field(0.4, ge=0, le=1)
+    bootstrap: int = Field(500, ge=0)
+    out: str | None = Field(None, description="Run directory; `--out` overrides")
+
+    @model_validator(mode="after")
+    def _tasks_for_custom_rubric(self) -> "AuditConfig":
+        if self.tasks is None and self.rubric not in BUNDLED:
+            raise ValueError("a custom rubric needs 'tasks' (a bundled name, a file, or a list)")
+        return self
+
+
+def load_config(path: str | Path) -> AuditConfig:
+    path = Path(path)
+    config = parse_model(AuditConfig, read_mapping(path), path)
+    return config
+
+
+def resolve_inputs(config: AuditConfig, base: Path) -> tuple[Rubric, tuple[Task, ...], dict | None]:
+    """Rubric, tasks and human reference, with relative paths taken from the config file's folder."""
+    from radar_local.analyze import resolve_reference
+
+    def rel(value: str) -> str:
+        return value if value in BUNDLED or Path(value).is_absolute() else str(base / value)
+
+    rubric = load_rubric(rel(config.rubric))
+    if isinstance(config.tasks, list):
+        tasks = tuple(config.tasks)
+    else:
+        tasks = load_tasks(rel(config.tasks or config.rubric))
+    return rubric, tasks, resolve_reference(rubric, config.rubric, rel(config.human) if config.human else None)

@@ -1,0 +1,115 @@
+"""transformers + outlines engine, for machines without vLLM: batched `generate`, outlines-constrained scoring."""
+
+from __future__ import annotations
+
+import gc
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from radar_local.engines.base import Completion, EngineStats
+from radar_local.models import resolve
+from radar_local.prompts import Messages
+from radar_local.scoring import ScoreFormat
+
+if TYPE_CHECKING:
+    import torch
+
+
+class TransformersEngine:
+    name = "transformers"
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        device: str = Field("auto", description="auto, cpu, cuda, cuda:1, ...")
+        dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
+            "auto", description="auto: bfloat16 on CUDA, float32 on CPU (faster there)")
+        batch_size: int = Field(16, ge=1, description="Prompts per scoring batch")
+
+    def __init__(self, model: str, options: Options | None = None):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.model = model
+        self.options = options or self.Options()
+        self.path, _ = resolve(model)
+        device = self.options.device
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        dtype = self.options.dtype
+        if dtype == "auto":
+            dtype = "bfloat16" if device.startswith("cuda") else "float32"
+        self.device = torch.device(device)
+        self.tokenizer = AutoTokenizer.from_pretrained(self.path)
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.hf = AutoModelForCausalLM.from_pretrained(self.path, dtype=getattr(torch, dtype)).to(self.device).eval()
+        self._generators: dict[str, object] = {}
+
+    def _encode(self, prompts: list[Messages]) -> dict[str, "torch.Tensor"]:
+        texts = [self.tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in prompts]
+        return self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+
+    def _completions(self, inputs, out_ids, per_prompt: int) -> list[Completion]:
+        prompt_len = inputs["input_ids"].shape[1]
+        real_prompt = inputs["attention_mask"].sum(dim=1).tolist()
+        eos = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id}
+        result = []
+        for row, ids in enumerate(out_ids[:, prompt_len:].tolist()):
+            used = next((i for i, t in enumerate(ids) if t in eos), None)
+            n_out = len(ids) if used is None else used + 1
+            text = self.tokenizer.decode(ids[:n_out], skip_special_tokens=True)
+            result.append(Completion(text, int(real_prompt[row // per_prompt]), n_out, "length" if used is None else "stop"))
+        return result
+
+    def generate(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
+                 seeds: list[int]) -> list[list[Completion]]:
+        import torch
+
+        out = []
+        for messages, seed in zip(prompts, seeds):  # one seeded batch of n samples per prompt: reproducible
+            inputs = self._encode([messages])
+            torch.manual_seed(seed)
+            with torch.inference_mode():
+                ids = self.hf.generate(**inputs, do_sample=temperature > 0, temperature=temperature or None,
+                                       max_new_tokens=max_tokens, num_return_sequences=n,
+                                       pad_token_id=self.tokenizer.pad_token_id)
+            out.append(self._completions(inputs, ids, n))
+        return out
+
+    def _regex_processor(self, regex: str):
+        if regex not in self._generators:
+            import outlines
+            from outlines.backends import get_regex_logits_processor
+
+            self._generators[regex] = get_regex_logits_processor(None, outlines.from_transformers(self.hf, self.tokenizer), regex)
+        return self._generators[regex]
+
+    def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
+        import torch
+        from transformers import LogitsProcessorList
+
+        processor = self._regex_processor(fmt.regex)
+        out: list[Completion] = []
+        bs = self.options.batch_size
+        for start in range(0, len(prompts), bs):
+            inputs = self._encode(prompts[start : start + bs])
+            processor.reset()
+            with torch.inference_mode():
+                ids = self.hf.generate(**inputs, do_sample=False, max_new_tokens=fmt.max_tokens,
+                                       logits_processor=LogitsProcessorList([processor]),
+                                       pad_token_id=self.tokenizer.pad_token_id)
+            out.extend(self._completions(inputs, ids, 1))
+        return out
+
+    def stats(self) -> EngineStats:
+        return EngineStats()
+
+    def close(self) -> None:
+        import torch
+
+        del self.hf
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()

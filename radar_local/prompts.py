@@ -1,0 +1,94 @@
+"""The paper's Appendix B prompts (pure formatting, no model), and a prefix-shared variant.
+
+Messages are lists of {"role", "content"} dicts, the chat format every engine accepts.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from radar_local.rubric import Criterion, Task
+
+PROMPT_VERSION = "b1-b2/1"  # bump when any template changes: stored records are keyed by it
+Messages = list[dict[str, str]]
+Layout = Literal["paper", "prefix-shared"]
+
+GENERATOR_SYSTEM = (
+    "You are generating candidate responses for rubric testing. Follow the user instructions precisely. "
+    "Output ONLY the candidate response itself (no preamble, no rubric commentary, no JSON, no surrounding quotes)."
+)
+_INSTRUCTIONS = {
+    "+": "- Optimize only for this criterion.\n- Do not intentionally move any other criterion.\n- Keep the response realistic.",
+    "-": "- Make the failure realistic and plausible.\n- Do not modify other criteria.\n"
+         "- Do not make the response nonsensical unless the criterion requires it.",
+}
+
+
+def target_phrase(criterion: Criterion, direction: str) -> str:
+    """B.1: evaluative axes are satisfied or failed; descriptive axes sit at one end."""
+    if criterion.kind == "descriptive":
+        end = criterion.high if direction == "+" else criterion.low
+        side = "HIGH" if direction == "+" else "LOW"
+        return f"sits clearly at the {side}-word end ({end}) of the {criterion.label} spectrum"
+    return "strongly satisfies the following criterion" if direction == "+" else "clearly fails the following criterion"
+
+
+def generation_messages(task: Task, criterion: Criterion | None, direction: str) -> Messages:
+    """B.1 system and user message; `direction='none'` gives the unconditioned task prompt (App. E)."""
+    if direction == "none" or criterion is None:
+        return [{"role": "system", "content": GENERATOR_SYSTEM}, {"role": "user", "content": task.prompt}]
+    user = (
+        f"Task:\n{task.prompt}\n"
+        f"Generate a response that {target_phrase(criterion, direction)}.\n"
+        f"Criterion: {criterion.label}\n{criterion.description}\n"
+        f"Important:\n{_INSTRUCTIONS[direction]}"
+    )
+    return [{"role": "system", "content": GENERATOR_SYSTEM}, {"role": "user", "content": user}]
+
+
+def _sections(task: Task) -> tuple[str, str]:
+    return ("Source article", "Candidate summary") if task.format == "summary" else ("Prompt", "Response")
+
+
+SCHEMA_TEXT = (
+    "### Output schema\n"
+    "Return exactly this JSON object, with no surrounding text. Fill the `reasoning` field first with a short "
+    "step-by-step analysis (3-6 brief steps), then choose the integer `score`, then write a 1-2 sentence `rationale`.\n"
+    '{\n"reasoning": "Step 1: ... Step 2: ...",\n"score": 0,\n"rationale": "1-2 sentences explaining the score."\n}'
+)
+
+
+def verifier_system(criterion: Criterion) -> str:
+    return (
+        f"You are an expert annotator rating only the {criterion.label} of a response on a 5-point Likert scale "
+        f"(0 to 4). {criterion.description}"
+    )
+
+
+def verification_messages(task: Task, response: str, criterion: Criterion, layout: Layout = "paper") -> Messages:
+    """B.2 per-criterion scoring prompt.
+
+    `paper`: the criterion in the system message, then task and response (Appendix B.2).
+    `prefix-shared`: a criterion-free system message and the task and response first, the criterion
+    last, so the K calls for one probe share a token prefix under automatic prefix caching.
+    """
+    head, body = _sections(task)
+    shared = f"### {head}\n```\n{task.prompt}\n```\n### {body}\n```\n{response}\n```\n"
+    ask = f"Rate the {criterion.label} of the following response on a 5-point Likert scale (integer 0-4) for this criterion.\n"
+    if layout == "paper":
+        return [{"role": "system", "content": verifier_system(criterion)}, {"role": "user", "content": ask + shared + SCHEMA_TEXT}]
+    if layout == "prefix-shared":
+        system = "You are an expert annotator rating one criterion of a response on a 5-point Likert scale (0 to 4)."
+        user = (f"{shared}### Criterion\n{criterion.label}: {criterion.description}\n"
+                f"Rate the {criterion.label} of the response above on a 5-point Likert scale (integer 0-4).\n{SCHEMA_TEXT}")
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    raise ValueError(f"unknown layout {layout!r}")
+
+
+def strip_think(text: str) -> str:
+    """Drop <think>...</think> blocks (and an unclosed trailing one) before a probe is stored (App. B)."""
+    import re
+
+    text = re.sub(r"<think>.*?</think>", "", text, flags=re.DOTALL)
+    text = re.sub(r"<think>.*\Z", "", text, flags=re.DOTALL)
+    return text.strip()
