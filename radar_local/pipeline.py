@@ -12,6 +12,7 @@ import yaml
 from radar_local.config import AuditConfig, ModelSpec, resolve_inputs
 from radar_local.engines.base import Engine
 from radar_local.engines.registry import build_engine
+from radar_local.errors import InputError
 from radar_local.plan import GenerationRequest, generation_requests, score_requests
 from radar_local.progress import stage_progress
 from radar_local.prompts import PROMPT_VERSION, strip_think
@@ -94,6 +95,10 @@ def score_stage(config: AuditConfig, verifier: ModelSpec, rubric: Rubric, tasks:
                 pool: EnginePool, progress: bool = True) -> dict:
     probes = planned_probes(config, rubric, tasks, store)
     requests = score_requests(probes, verifier, config, rubric, tasks)
+    keys = {r.key for r in requests}
+    if any(s["verifier"] == verifier.label and s["key"] not in keys for s in store.scores.values()):
+        raise InputError(store.root, f"verifier label '{verifier.label}' already holds scores from another model or "
+                                     "setting; give this verifier its own name (--name)")
     todo = [r for r in requests if r.key not in store.scores]
     stats = {"requests": len(requests), "calls": 0, "prompt_tokens": 0, "output_tokens": 0, "seconds": 0.0,
              "layout": config.layout, "prefix_cache_hit_rate": None}
@@ -103,12 +108,13 @@ def score_stage(config: AuditConfig, verifier: ModelSpec, rubric: Rubric, tasks:
         before = engine.stats()
         with stage_progress(f"score ({verifier.label})", len(todo), progress) as advance:
             for chunk in _chunks(todo, config.batch_size):
-                outs = engine.score([r.messages for r in chunk], fmt=config.scoring)
-                store.add_scores([_score_record(r, c, verifier.label) for r, c in zip(chunk, outs)])
-                stats["calls"] += len(outs)
-                stats["prompt_tokens"] += sum(c.prompt_tokens for c in outs)
-                stats["output_tokens"] += sum(c.output_tokens for c in outs)
-                advance(len(outs))
+                for wave in _waves(chunk, config.layout):
+                    outs = engine.score([r.messages for r in wave], fmt=config.scoring)
+                    store.add_scores([_score_record(r, c, verifier.label) for r, c in zip(wave, outs)])
+                    stats["calls"] += len(outs)
+                    stats["prompt_tokens"] += sum(c.prompt_tokens for c in outs)
+                    stats["output_tokens"] += sum(c.output_tokens for c in outs)
+                    advance(len(outs))
         after = engine.stats()
         if after.prefix_cache_queries is not None and before.prefix_cache_queries is not None:
             queries = after.prefix_cache_queries - before.prefix_cache_queries
@@ -119,6 +125,18 @@ def score_stage(config: AuditConfig, verifier: ModelSpec, rubric: Rubric, tasks:
     parsed = sum(r["score"] is not None for r in done)
     stats.update(parsed=parsed, unscored=len(done) - parsed, parse_rate=round(parsed / len(done), 4) if done else None)
     return stats
+
+
+def _waves(chunk: list, layout: str) -> list[list]:
+    """Prefix-shared layout: one call per probe first, so the prefix cache holds each probe's shared
+    blocks before its other K-1 calls arrive (requests admitted in the same step cannot share)."""
+    if layout != "prefix-shared":
+        return [chunk]
+    seen: set[str] = set()
+    first = [r for r in chunk if not (r.probe_key in seen or seen.add(r.probe_key))]
+    firsts = {id(r) for r in first}
+    rest = [r for r in chunk if id(r) not in firsts]
+    return [w for w in (first, rest) if w]
 
 
 def _score_record(req, c, verifier: str) -> dict:

@@ -30,3 +30,80 @@ def two_criteria_table() -> pd.DataFrame:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(0)
+
+
+# ---- Real engines on the embedded model, each started once per test session ----
+
+SMALL_VLLM = {"enforce_eager": True, "max_model_len": 2048}
+
+
+@pytest.fixture(scope="session")
+def embedded_model():
+    from radar_local.models import resolve
+
+    path, _ = resolve("smollm2-135m")  # fails with the fetch command when the model is missing
+    return path
+
+
+@pytest.fixture(scope="session")
+def vllm_engine(embedded_model):
+    from radar_local.engines.registry import build_engine
+
+    engine = build_engine("vllm", "smollm2-135m", SMALL_VLLM)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session")
+def hf_engine(embedded_model):
+    from radar_local.engines.registry import build_engine
+
+    engine = build_engine("transformers", "smollm2-135m", {"batch_size": 8})
+    yield engine
+    engine.close()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def vllm_server(embedded_model, tmp_path_factory):
+    """A real `vllm serve` (CPU build) on 127.0.0.1, stopped at the end of the session."""
+    import os
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    port = free_port()
+    log = tmp_path_factory.mktemp("server") / "vllm-serve.log"
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(embedded_model), "--host", "127.0.0.1",
+           "--port", str(port), "--served-model-name", "smol", "--enforce-eager", "--max-model-len", "2048",
+           "--kv-cache-memory-bytes", str(1 << 30), "--no-enable-chunked-prefill", "--max-num-batched-tokens", "8192"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"vllm serve exited ({proc.returncode}); log:\n{log.read_text()[-3000:]}")
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"vllm serve did not come up; log:\n{log.read_text()[-3000:]}")
+                time.sleep(2)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()

