@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import time
 from pathlib import Path
 
@@ -95,10 +96,7 @@ def score_stage(config: AuditConfig, verifier: ModelSpec, rubric: Rubric, tasks:
                 pool: EnginePool, progress: bool = True) -> dict:
     probes = planned_probes(config, rubric, tasks, store)
     requests = score_requests(probes, verifier, config, rubric, tasks)
-    keys = {r.key for r in requests}
-    if any(s["verifier"] == verifier.label and s["key"] not in keys for s in store.scores.values()):
-        raise InputError(store.root, f"verifier label '{verifier.label}' already holds scores from another model or "
-                                     "setting; give this verifier its own name (--name)")
+    register_verifier(store, verifier)
     todo = [r for r in requests if r.key not in store.scores]
     stats = {"requests": len(requests), "calls": 0, "prompt_tokens": 0, "output_tokens": 0, "seconds": 0.0,
              "layout": config.layout, "prefix_cache_hit_rate": None}
@@ -146,11 +144,33 @@ def _score_record(req, c, verifier: str) -> dict:
             "prompt_tokens": c.prompt_tokens, "output_tokens": c.output_tokens, "finish_reason": c.finish_reason}
 
 
-def score_table(store: Store, probes: list[dict]) -> pd.DataFrame:
-    """The long score table of every stored score of these probes, all verifiers."""
+VERIFIERS = "verifiers.json"
+
+
+def register_verifier(store: Store, spec: ModelSpec) -> None:
+    """Remember which model each verifier label stands for; one label never mixes two models."""
+    path = store.root / VERIFIERS
+    known = json.loads(path.read_text()) if path.exists() else {}
+    mine = spec.model_dump(mode="json")
+    if spec.label in known and not ModelSpec.model_validate(known[spec.label]).same_weights(spec):
+        raise InputError(store.root, f"verifier label '{spec.label}' already holds scores from another model; "
+                                     "give this verifier its own name (--name)")
+    known[spec.label] = mine
+    store.write_json(VERIFIERS, known)
+
+
+def score_table(config: AuditConfig, rubric: Rubric, tasks: tuple[Task, ...], store: Store, probes: list[dict]) -> pd.DataFrame:
+    """The long score table under the current config: every registered verifier's stored scores of these probes."""
+    path = store.root / VERIFIERS
+    specs = [ModelSpec.model_validate(v) for v in json.loads(path.read_text()).values()] if path.exists() else []
     by_key = {p["key"]: p for p in probes}
-    rows = [(p["generator"], s["verifier"], p["task_id"], p["target"], p["direction"], str(p["variant"]), s["criterion"],
-             s["score"]) for s in store.scores.values() if (p := by_key.get(s["probe_key"]))]
+    rows = []
+    for spec in specs:
+        for req in score_requests(probes, spec, config, rubric, tasks):
+            if (s := store.scores.get(req.key)) is not None:
+                p = by_key[req.probe_key]
+                rows.append((p["generator"], spec.label, p["task_id"], p["target"], p["direction"], str(p["variant"]),
+                             s["criterion"], s["score"]))
     df = pd.DataFrame(rows, columns=list(COLUMNS))
     df["score"] = df["score"].astype("float64")
     return df
@@ -177,7 +197,7 @@ def finish(config: AuditConfig, verifier: ModelSpec, rubric: Rubric, tasks: tupl
 
     probes = planned_probes(config, rubric, tasks, store)
     table_path = store.root / "scores.csv"
-    table = validate_scores(score_table(store, probes), table_path)
+    table = validate_scores(score_table(config, rubric, tasks, store, probes), table_path)
     write_scores(table, table_path)
     result = stats_for_table(table, table_path, rubric=rubric, reference=reference, tau=config.tau,
                              n_bootstrap=config.bootstrap, seed=config.seed,
@@ -193,8 +213,6 @@ def finish(config: AuditConfig, verifier: ModelSpec, rubric: Rubric, tasks: tupl
     }
     previous = store.root / "run.json"
     if previous.exists():
-        import json
-
         history = json.loads(previous.read_text())
         run["previous_runs"] = history.pop("previous_runs", []) + [history]
     store.write_json("run.json", run)

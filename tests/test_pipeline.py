@@ -1,0 +1,185 @@
+"""End-to-end audits on the embedded model: run directory, resume, re-scoring, SIGKILL, no network."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from radar_local.config import AuditConfig
+from radar_local.pipeline import EnginePool, run_audit
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[1]
+TINY_TASK = [{"id": "refund", "prompt": "A customer wants a refund for a cracked blender jug. Reply in two sentences."}]
+
+
+SMALL_RUBRIC = REPO / "tests" / "data" / "small_rubric.yaml"  # 3 criteria: 12 probes at n = 2, 36 score calls
+
+
+def tiny_config(engine: str, **kw) -> dict:
+    options = {"enforce_eager": True, "max_model_len": 2048} if engine == "vllm" else {"batch_size": 8}
+    spec = {"engine": engine, "model": "smollm2-135m", "options": options}
+    return {"rubric": "helpsteer2", "tasks": TINY_TASK, "generator": spec, "verifier": spec, "n": 2, "seed": 0,
+            "generation": {"max_new_tokens": 24}, "scoring": {"max_reasoning_chars": 24, "max_rationale_chars": 16},
+            "bootstrap": 50, **kw}
+
+
+class SharedPool(EnginePool):
+    """The session's engine, never closed by the pipeline (one engine per test session)."""
+
+    def __init__(self, engine, spec):
+        super().__init__()
+        self.engine, self.spec = engine, spec
+
+    def close(self):
+        pass
+
+
+@pytest.fixture(scope="module")
+def vllm_pool(vllm_engine):
+    cfg = AuditConfig.model_validate(tiny_config("vllm"))
+    return SharedPool(vllm_engine, cfg.generator)
+
+
+@pytest.fixture(scope="module")
+def small_run(vllm_pool, tmp_path_factory):
+    """One small audit, copied by each test that builds on it."""
+    run = tmp_path_factory.mktemp("small") / "run"
+    run_audit(AuditConfig.model_validate(tiny_config("vllm", rubric=str(SMALL_RUBRIC))), run, REPO, pool=vllm_pool, progress=False)
+    return run
+
+
+def copy_run(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst / "run")
+    return dst / "run"
+
+
+def test_audit_writes_the_run_directory_and_resumes(tmp_path, vllm_pool):
+    cfg = AuditConfig.model_validate(tiny_config("vllm", unconditioned=3))
+    result = run_audit(cfg, tmp_path, REPO, pool=vllm_pool, progress=False)
+    for name in ("config.yaml", "probes.jsonl", "scores.jsonl", "scores.csv", "stats.json", "run.json"):
+        assert (tmp_path / name).is_file(), name
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["stages"]["generate"]["calls"] == 1 * 5 * 2 * 2 + 3  # task x criteria x directions x n + unconditioned
+    assert run["stages"]["score"]["calls"] == 23 * 5
+    assert run["stages"]["score"]["parse_rate"] == 1.0 and run["stages"]["score"]["unscored"] == 0
+    assert run["libraries"]["torch"] and run["stages"]["score"]["output_tokens"] > 0
+    table = pd.read_csv(tmp_path / "scores.csv", dtype=str, keep_default_na=False)
+    assert len(table) == 23 * 5 and set(table["direction"]) == {"+", "-", "none"}
+    assert json.loads((tmp_path / "stats.json").read_text()) == result
+    assert set(result["self_effect"]) == {"helpfulness", "correctness", "coherence", "complexity", "verbosity"}
+    assert result["agreement"]["n_pairs"] == sum(p["reliable"] for p in result["pairs"])
+
+    again = run_audit(cfg, tmp_path, REPO, pool=vllm_pool, progress=False)
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["stages"]["generate"]["calls"] == 0 and run["stages"]["score"]["calls"] == 0  # everything was stored
+    assert again == result and len(run["previous_runs"]) == 1
+    lines = (tmp_path / "probes.jsonl").read_text().splitlines()
+    assert len(lines) == len({json.loads(line)["key"] for line in lines}) == 23
+
+
+def test_prefix_shared_layout_rescores_without_regenerating(tmp_path, vllm_pool, small_run):
+    run = copy_run(small_run, tmp_path)
+    shared = AuditConfig.model_validate(tiny_config("vllm", rubric=str(SMALL_RUBRIC), layout="prefix-shared"))
+    run_audit(shared, run, REPO, pool=vllm_pool, progress=False)
+    stages = json.loads((run / "run.json").read_text())["stages"]
+    assert stages["generate"]["calls"] == 0 and stages["score"]["calls"] == 12 * 3
+    assert stages["score"]["layout"] == "prefix-shared" and stages["score"]["parse_rate"] == 1.0
+
+
+def test_radar_score_adds_a_second_verifier(tmp_path, small_run):
+    from click.testing import CliRunner
+
+    from radar_local.cli.main import cli
+
+    run = copy_run(small_run, tmp_path)
+    clash = CliRunner().invoke(cli, ["score", str(run), "--verifier", "transformers:smollm2-135m", "--quiet"])
+    assert clash.exit_code == 2 and "already holds scores from another model" in clash.output
+    res = CliRunner().invoke(cli, ["score", str(run), "--verifier", "transformers:smollm2-135m", "--name", "hf-smol",
+                                   "--option", "batch_size=18", "--quiet"])
+    assert res.exit_code == 0, res.output
+    table = pd.read_csv(run / "scores.csv", dtype=str, keep_default_na=False)
+    assert set(table["verifier"]) == {"smollm2-135m", "hf-smol"} and len(table) == 2 * 12 * 3
+    stats = json.loads((run / "stats.hf-smol.json").read_text())
+    assert stats["verifier"] == "hf-smol" and stats["generator"] == "smollm2-135m"
+    assert len((run / "probes.jsonl").read_text().splitlines()) == 12  # probes were not regenerated
+
+
+def radar(*args, env=None, **kw):
+    return subprocess.run([sys.executable, "-m", "radar_local.cli", *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, **kw)
+
+
+def test_sigkill_mid_stage_then_resume_loses_and_duplicates_nothing(tmp_path):
+    cfg = tiny_config("transformers", rubric=str(SMALL_RUBRIC), batch_size=2, generation={"max_new_tokens": 12})
+    path = tmp_path / "audit.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "radar_local.cli", "audit", str(path), "--out", str(run_dir), "--quiet"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    probes = run_dir / "probes.jsonl"
+    deadline = time.monotonic() + 300
+    while not (probes.exists() and len(probes.read_text().splitlines()) >= 2):
+        assert proc.poll() is None, "the audit ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    kept = [json.loads(line) for line in probes.read_text().splitlines() if line.strip()]
+    assert 2 <= len(kept) < 12  # killed in the middle of stage 1 with stored rows
+
+    # Resume without any network: a fresh network namespace has no interfaces but loopback.
+    prefix = ["unshare", "-n"] if shutil.which("unshare") and os.geteuid() == 0 else []
+    res = subprocess.run(prefix + cmd, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    lines = probes.read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert len(records) == len({r["key"] for r in records}) == 12  # no duplicate, none lost
+    before = {r["key"]: r["text"] for r in kept}
+    assert all(r["text"] == before[r["key"]] for r in records if r["key"] in before)  # stored rows untouched
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["stages"]["generate"]["calls"] == 12 - len(kept)
+    assert run["stages"]["score"]["parse_rate"] == 1.0 and run["stages"]["score"]["calls"] == 36
+
+
+def test_missing_model_names_the_path_and_the_fetch_command(tmp_path):
+    path = tmp_path / "audit.yaml"
+    path.write_text(yaml.safe_dump(tiny_config("transformers")))
+    res = radar("audit", path, "--out", tmp_path / "run", env={"RADAR_MODELS_DIR": str(tmp_path / "empty")})
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert f"model 'smollm2-135m' is not at {tmp_path / 'empty' / 'smollm2-135m'}" in res.stderr
+    assert "radar models fetch smollm2-135m" in res.stderr
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda c: {**c, "temperature": 0.5}, "key 'temperature'"),
+    (lambda c: {**c, "n": 0}, "key 'n'"),
+    (lambda c: {**c, "generator": {**c["generator"], "engine": "llamafile"}}, "key 'generator.engine'"),
+    (lambda c: {**c, "rubric": "nope.yaml", "tasks": None}, "custom rubric needs 'tasks'"),
+])
+def test_bad_config_is_one_line_exit_2(tmp_path, edit, message):
+    path = tmp_path / "audit.yaml"
+    path.write_text(yaml.safe_dump(edit(tiny_config("transformers"))))
+    res = radar("audit", path, "--out", tmp_path / "run")
+    assert res.returncode == 2 and message in res.stderr and str(path) in res.stderr
+    assert res.stderr.count("\n") == 1 and not (tmp_path / "run").exists()
+
+
+def test_malformed_config_yaml(tmp_path):
+    path = tmp_path / "audit.yaml"
+    path.write_text("rubric: [helpsteer2\n")
+    res = radar("audit", path)
+    assert res.returncode == 2 and "malformed YAML" in res.stderr
+
+
+def test_score_on_a_directory_that_is_not_a_run(tmp_path):
+    res = radar("score", tmp_path, "--verifier", "vllm:smollm2-135m")
+    assert res.returncode == 2 and "not a run directory" in res.stderr
