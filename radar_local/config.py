@@ -64,6 +64,18 @@ def load_config(path: str | Path) -> AuditConfig:
     return config
 
 
+def with_absolute_paths(config: AuditConfig, base: Path) -> AuditConfig:
+    """File references made absolute, so a run directory's config snapshot works from anywhere."""
+
+    def rel(value: str | None) -> str | None:
+        if value is None or value in BUNDLED or Path(value).is_absolute():
+            return value
+        return str((base / value).resolve())
+
+    tasks = config.tasks if isinstance(config.tasks, list) else rel(config.tasks)
+    return config.model_copy(update={"rubric": rel(config.rubric), "tasks": tasks, "human": rel(config.human)})
+
+
 def resolve_inputs(config: AuditConfig, base: Path) -> tuple[Rubric, tuple[Task, ...], dict | None]:
     """Rubric, tasks and human reference, with relative paths taken from the config file's folder."""
     from radar_local.analyze import resolve_reference

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from radar_local.config import AuditConfig, ModelSpec, resolve_inputs
+from radar_local.config import AuditConfig, ModelSpec, resolve_inputs, with_absolute_paths
 from radar_local.engines.base import Engine
 from radar_local.engines.registry import build_engine
 from radar_local.errors import InputError
@@ -221,6 +221,7 @@ def finish(config: AuditConfig, verifier: ModelSpec, rubric: Rubric, tasks: tupl
 
 def run_audit(config: AuditConfig, out: str | Path, base: Path, pool: EnginePool | None = None,
               progress: bool = True) -> dict:
+    config = with_absolute_paths(config, base)
     rubric, tasks, reference = resolve_inputs(config, base)
     store = Store(out)
     snapshot_config(config, store)

@@ -85,7 +85,7 @@ def vllm_server(embedded_model, tmp_path_factory):
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(embedded_model), "--host", "127.0.0.1",
            "--port", str(port), "--served-model-name", "smol", "--enforce-eager", "--max-model-len", "2048",
            "--kv-cache-memory-bytes", str(1 << 30), "--no-enable-chunked-prefill", "--max-num-batched-tokens", "8192"]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:

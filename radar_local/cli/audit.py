@@ -7,11 +7,17 @@ from pathlib import Path
 import click
 
 
+def run_options(fn):
+    fn = click.option("--quiet", is_flag=True, help="No progress output.")(fn)
+    fn = click.option("--out", type=click.Path(path_type=Path), help="Run directory (default: the config's `out`).")(fn)
+    return click.argument("config_path", metavar="CONFIG", type=click.Path(path_type=Path))(fn)
+
+
 def _setup(config_path: Path, out: Path | None):
-    from radar_local.config import load_config
+    from radar_local.config import load_config, with_absolute_paths
     from radar_local.errors import InputError
 
-    config = load_config(config_path)
+    config = with_absolute_paths(load_config(config_path), config_path.parent)
     run_dir = out or (Path(config.out) if config.out else None)
     if run_dir is None:
         raise InputError(config_path, "no run directory: set 'out' in the config or pass --out")
@@ -19,9 +25,7 @@ def _setup(config_path: Path, out: Path | None):
 
 
 @click.command()
-@click.argument("config_path", metavar="CONFIG", type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), help="Run directory (default: the config's `out`).")
-@click.option("--quiet", is_flag=True, help="No progress output.")
+@run_options
 def audit(config_path: Path, out: Path | None, quiet: bool) -> None:
     """Generate probes, score them, and print the audit. Re-running resumes: stored calls are skipped."""
     from radar_local.pipeline import run_audit
@@ -34,9 +38,7 @@ def audit(config_path: Path, out: Path | None, quiet: bool) -> None:
 
 
 @click.command()
-@click.argument("config_path", metavar="CONFIG", type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), help="Run directory (default: the config's `out`).")
-@click.option("--quiet", is_flag=True, help="No progress output.")
+@run_options
 def generate(config_path: Path, out: Path | None, quiet: bool) -> None:
     """Stage 1 only: generate and store the probes."""
     from radar_local.config import resolve_inputs

@@ -29,6 +29,7 @@ def score(run_dir: Path, verifier_arg: str, options: tuple[str, ...], name: str 
     from radar_local.config import ModelSpec, load_config, resolve_inputs
     from radar_local.errors import InputError
     from radar_local.pipeline import CONFIG_SNAPSHOT, EnginePool, finish, score_stage
+    from radar_local.rubric import parse_model
     from radar_local.report.console import print_audit
     from radar_local.store import open_run
 
@@ -36,12 +37,9 @@ def score(run_dir: Path, verifier_arg: str, options: tuple[str, ...], name: str 
     config = load_config(run_dir / CONFIG_SNAPSHOT)
     engine, sep, model = verifier_arg.partition(":")
     if not sep or not model:
-        raise InputError(verifier_arg, "--verifier must be ENGINE:MODEL, e.g. vllm:smollm2-135m")
-    spec = ModelSpec.model_validate({"engine": engine, "model": model, "name": name,
-                                     "options": dict(parse_option(o) for o in options)}) if engine in (
-        "vllm", "transformers", "openai") else None
-    if spec is None:
-        raise InputError(verifier_arg, f"unknown engine '{engine}'; use vllm, transformers or openai")
+        raise InputError("--verifier", f"'{verifier_arg}' is not ENGINE:MODEL, e.g. vllm:smollm2-135m")
+    spec = parse_model(ModelSpec, {"engine": engine, "model": model, "name": name,
+                                   "options": dict(parse_option(o) for o in options)}, "--verifier")
     rubric, tasks, reference = resolve_inputs(config, run_dir)
     pool = EnginePool()
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from typing import Any, Callable
 
 from pydantic import ValidationError
@@ -19,6 +20,7 @@ def _needs(module: str, package: str, extra: str) -> None:
 
 def _vllm(model: str, options: dict) -> Engine:
     _needs("vllm", "vllm", "gpu' or 'radar_local[cpu")
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # progress is ours; keep vLLM's INFO chatter out
     from radar_local.engines.vllm import VLLMEngine
 
     return VLLMEngine(model, VLLMEngine.Options.model_validate(options))
