@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 MODEL := models/cache/smollm2-135m/radar_fetch.json
 
-.PHONY: demo test test-fast bench clean
+.PHONY: demo test test-fast bench browser clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,7 +23,13 @@ $(MODEL): $(STAMP)
 demo: $(STAMP) $(MODEL)
 	$(BIN)/radar audit configs/quickstart.yaml
 
-test: $(STAMP) $(MODEL)
+# Debian's Chromium for the report's browser test (root installs it; elsewhere that test is skipped).
+browser:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+		echo "chromium is not installed: the browser test will be skipped"
+
+test: $(STAMP) $(MODEL) browser
 	$(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)

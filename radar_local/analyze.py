@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from radar_local.errors import InputError
+from radar_local.judges import calibration
 from radar_local.rubric import BUNDLED, Rubric, load_reference, load_rubric
 from radar_local.scores import cells, check_criteria, probe_matrix, read_scores
 from radar_local.stats.audit import audit_cell
@@ -58,6 +59,7 @@ def stats_for_table(
         probe_matrix(df, criteria, gen, ver), reference, tau=tau, n_bootstrap=n_bootstrap, seed=seed, thresholds=thresholds
     )
     result["rubric"] = rubric.id if rubric else None
+    result["calibration"] = calibration(df[df["generator"] == gen], criteria)
     return result
 
 

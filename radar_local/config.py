@@ -34,12 +34,12 @@ class Generation(Strict):
     max_new_tokens: int = Field(800, ge=1, le=32768)
 
 
-class AuditConfig(Strict):
+class AuditSettings(Strict):
+    """Everything of an audit but its models; shared by one audit and a generator x verifier grid."""
+
     rubric: str = Field(description="Bundled rubric name or path to a rubric file")
     tasks: str | list[Task] | None = Field(None, description="Bundled name, a tasks file, or inline; default: the rubric's")
     human: str | None = Field(None, description="Human reference (name or path); default: a bundled rubric's own")
-    generator: ModelSpec
-    verifier: ModelSpec
     n: int = Field(5, ge=1, le=1000, description="Probes per (task, criterion, direction); paper recommends 3-5")
     unconditioned: int = Field(0, ge=0, le=1000, description="Unconditioned probes per task (synthetic-correlation baseline)")
     seed: int = 0
@@ -52,19 +52,33 @@ class AuditConfig(Strict):
     out: str | None = Field(None, description="Run directory; `--out` overrides")
 
     @model_validator(mode="after")
-    def _tasks_for_custom_rubric(self) -> "AuditConfig":
+    def _tasks_for_custom_rubric(self) -> "AuditSettings":
         if self.tasks is None and self.rubric not in BUNDLED:
             raise ValueError("a custom rubric needs 'tasks' (a bundled name, a file, or a list)")
         return self
 
 
-def load_config(path: str | Path) -> AuditConfig:
+class AuditConfig(AuditSettings):
+    generator: ModelSpec
+    verifier: ModelSpec
+
+
+class GridConfig(AuditSettings):
+    generators: list[ModelSpec] = Field(min_length=1)
+    verifiers: list[ModelSpec] = Field(min_length=1)
+    exclude_self_pairs: bool = Field(True, description="Skip cells where a model judges its own probes (paper §4.2)")
+
+    def cell(self, generator: ModelSpec, verifier: ModelSpec) -> AuditConfig:
+        settings = self.model_dump(exclude={"generators", "verifiers", "exclude_self_pairs"})
+        return AuditConfig.model_validate({**settings, "generator": generator.model_dump(), "verifier": verifier.model_dump()})
+
+
+def load_config(path: str | Path, model: type[AuditSettings] = AuditConfig) -> AuditSettings:
     path = Path(path)
-    config = parse_model(AuditConfig, read_mapping(path), path)
-    return config
+    return parse_model(model, read_mapping(path), path)
 
 
-def with_absolute_paths(config: AuditConfig, base: Path) -> AuditConfig:
+def with_absolute_paths(config: AuditSettings, base: Path) -> AuditSettings:
     """File references made absolute, so a run directory's config snapshot works from anywhere."""
 
     def rel(value: str | None) -> str | None:
@@ -76,7 +90,7 @@ def with_absolute_paths(config: AuditConfig, base: Path) -> AuditConfig:
     return config.model_copy(update={"rubric": rel(config.rubric), "tasks": tasks, "human": rel(config.human)})
 
 
-def resolve_inputs(config: AuditConfig, base: Path) -> tuple[Rubric, tuple[Task, ...], dict | None]:
+def resolve_inputs(config: AuditSettings, base: Path) -> tuple[Rubric, tuple[Task, ...], dict | None]:
     """Rubric, tasks and human reference, with relative paths taken from the config file's folder."""
     from radar_local.analyze import resolve_reference
 

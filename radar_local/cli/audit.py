@@ -26,8 +26,10 @@ def _setup(config_path: Path, out: Path | None):
 
 @click.command()
 @run_options
-def audit(config_path: Path, out: Path | None, quiet: bool) -> None:
-    """Generate probes, score them, and print the audit. Re-running resumes: stored calls are skipped."""
+@click.option("--no-report", is_flag=True, help="Skip report.html / report.md.")
+def audit(config_path: Path, out: Path | None, quiet: bool, no_report: bool) -> None:
+    """Generate probes, score them, print the audit and write the report. Re-running resumes: stored
+    calls are skipped."""
     from radar_local.pipeline import run_audit
     from radar_local.report.console import print_audit, print_run
 
@@ -35,6 +37,10 @@ def audit(config_path: Path, out: Path | None, quiet: bool) -> None:
     result = run_audit(config, run_dir, config_path.parent, progress=not quiet)
     print_audit(result)
     print_run(run_dir)
+    if not no_report:
+        from radar_local.report.build import write_report
+
+        click.echo(f"Report: {write_report(run_dir) / 'report.html'}")
 
 
 @click.command()

@@ -25,9 +25,9 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from radar_local.cli import audit, models, score, stats
+    from radar_local.cli import audit, models, report, score, stats
 
-    for command in (stats.stats, audit.audit, audit.generate, score.score, models.models):
+    for command in (stats.stats, audit.audit, audit.generate, score.score, report.report, report.compare, report.grid, models.models):
         cli.add_command(command)
 
 

@@ -1,0 +1,72 @@
+"""`radar report` and `radar compare`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), help="Output folder (default: RUN_DIR/report).")
+def report(run_dir: Path, out: Path | None) -> None:
+    """Write report.html (self-contained) and report.md with PNG figures for an audit run."""
+    from radar_local.report.build import write_report
+
+    folder = write_report(run_dir, out)
+    click.echo(f"wrote {folder / 'report.html'} and {folder / 'report.md'}")
+
+
+@click.command()
+@click.argument("run_a", type=click.Path(path_type=Path))
+@click.argument("run_b", type=click.Path(path_type=Path))
+@click.option("--fail-on-sym", type=float, help="Exit 1 when a reliable pair in RUN_B has Sym at or above this.")
+@click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the diff as JSON.")
+def compare(run_a: Path, run_b: Path, fail_on_sym: float | None, json_out: Path | None) -> None:
+    """Diff two audits (before/after a rubric edit, or two judges)."""
+    from radar_local.compare import compare as diff
+    from radar_local.compare import load_stats
+    from radar_local.report.text import interval, num
+
+    result = diff(load_stats(run_a), load_stats(run_b), fail_on_sym)
+    for r in result["moved"]:
+        click.echo(f"moved: {r['a']} / {r['b']}: Sym {num(r['sym_before'])} {interval(r['ci_before'])} -> "
+                   f"{num(r['sym_after'])} {interval(r['ci_after'])}")
+    for g in result["gate_changes"]:
+        state = "now passes" if g["reliable_after"] else "now fails"
+        click.echo(f"gate: {g['criterion']} {state} the reliability gate")
+    if not result["moved"] and not result["gate_changes"]:
+        click.echo("no pair moved beyond its confidence interval and no criterion crossed the gate")
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=2))
+    if result["violations"]:
+        for v in result["violations"]:
+            click.echo(f"policy: {v['a']} / {v['b']} has Sym {num(v['sym_after'])} >= {fail_on_sym}", err=True)
+        raise SystemExit(1)
+
+
+@click.command()
+@click.argument("config_path", metavar="CONFIG", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), help="Grid folder (default: the config's `out`).")
+@click.option("--quiet", is_flag=True, help="No progress output.")
+def grid(config_path: Path, out: Path | None, quiet: bool) -> None:
+    """Run generators x verifiers (self-pairs excluded) and compare the judges."""
+    from radar_local.config import GridConfig, load_config
+    from radar_local.errors import InputError
+    from radar_local.grid import run_grid
+    from radar_local.report.grid import grid_html, grid_markdown
+
+    config = load_config(config_path, GridConfig)
+    folder = out or (Path(config.out) if config.out else None)
+    if folder is None:
+        raise InputError(config_path, "no grid folder: set 'out' in the config or pass --out")
+    try:
+        summary = run_grid(config, folder, config_path.parent, progress=not quiet)
+    except ValueError as exc:
+        raise InputError(config_path, str(exc)) from None
+    (folder / "grid.md").write_text(grid_markdown(summary))
+    (folder / "grid.html").write_text(grid_html(summary))
+    click.echo(grid_markdown(summary))
+    click.echo(f"wrote {folder / 'grid.html'}")

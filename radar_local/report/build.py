@@ -1,0 +1,77 @@
+"""`radar report`: report.html (self-contained) and report.md with its figures as PNG files beside it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from radar_local.errors import InputError
+from radar_local.report.examples import example_probes
+from radar_local.report.html import audit_html
+from radar_local.report.markdown import audit_markdown
+from radar_local.report.text import num
+from radar_local.store import open_run
+
+FIGURE_TITLES = {"leakage": "Leakage", "self_effect": "Self-effects", "sym_asym": "Sym against Asym",
+                 "task_spread": "Per-task leakage spread", "budget": "Probe budget"}
+
+
+def _load(run_dir: Path, name: str) -> dict:
+    path = run_dir / name
+    if not path.is_file():
+        raise InputError(run_dir, f"not an audit run directory (no {name}); run `radar audit` first")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError:
+        raise InputError(path, "is not valid JSON; re-run `radar audit` to rewrite it") from None
+
+
+def cost_rows(run: dict) -> list[list[str]]:
+    rows = []
+    for stage, s in run["stages"].items():
+        tps = s["output_tokens"] / s["seconds"] if s.get("seconds") else None
+        rate = f"{s['parse_rate']:.1%}" if s.get("parse_rate") is not None else "-"
+        cache = f"{s['prefix_cache_hit_rate']:.1%}" if s.get("prefix_cache_hit_rate") is not None else "-"
+        rows.append([stage, str(s["calls"]), str(s["prompt_tokens"]), str(s["output_tokens"]), f"{s['seconds']:.1f}",
+                     num(tps, 0, signed=False), rate, cache])
+    return rows
+
+
+def write_report(run_dir: str | Path, out: str | Path | None = None, stats_name: str = "stats.json") -> Path:
+    from radar_local.judges import calibration
+    from radar_local.report.plots import FIGURES, png
+    from radar_local.scores import read_scores
+
+    run_dir = Path(run_dir)
+    result, run = _load(run_dir, stats_name), _load(run_dir, "run.json")
+    store = open_run(run_dir, must_exist=True)
+    out = Path(out) if out else run_dir / "report"
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    figures = {name: png(make(result)) for name, make in FIGURES.items()}
+    for name, data in figures.items():
+        (out / "figures" / f"{name}.png").write_bytes(data)
+    examples = example_probes(result, store)
+    cost = cost_rows(run)
+    cal = calibration(read_scores(run_dir / "scores.csv"), result["criteria"])
+    (out / "report.html").write_text(audit_html(result, figures, examples, cost, cal))
+    (out / "report.md").write_text(report_markdown(result, examples, cost, cal))
+    return out
+
+
+def report_markdown(result: dict, examples: list[dict], cost: list[list[str]], cal: dict) -> str:
+    md = [audit_markdown(result)]
+    md += [f"## {title}\n\n![{title}](figures/{name}.png)\n" for name, title in FIGURE_TITLES.items()]
+    md.append("## Example probes\n")
+    for ex in examples:
+        md.append(f"### {ex['a']} / {ex['b']} (Sym {num(ex['sym'])}, {ex['flag'] or 'no flag'})\n")
+        for p in ex["probes"]:
+            scores = ", ".join(f"{c} {s}" for c, s in p["scores"].items())
+            md.append(f"Task {p['task_id']}, steered {p['target']} {p['direction']}; scores: {scores}\n")
+            md.append("> " + p["text"].replace("\n", "\n> ") + "\n")
+            md += [f"- {c}: {t}" for c, t in p["rationale"].items()] + [""]
+    md += ["## Judge calibration\n", "| verifier | criterion | discrimination | stability |", "|---|---|---|---|"]
+    md += [f"| {v} | {c} | {num(d['discrimination'], signed=False)} | {num(cal['stability'].get(c), signed=False)} |"
+           for v, per in cal["verifiers"].items() for c, d in per.items()]
+    md += ["", "## Cost", "", "| stage | calls | prompt tokens | output tokens | seconds | tokens/s | parse rate | prefix-cache hits |",
+           "|---|---|---|---|---|---|---|---|"] + ["| " + " | ".join(r) + " |" for r in cost]
+    return "\n".join(md) + "\n"

@@ -1,0 +1,85 @@
+"""The report as one self-contained HTML page: inline CSS, figures as data URIs, no script."""
+
+from __future__ import annotations
+
+import base64
+from html import escape
+
+from radar_local.report.text import flag_text, interval, num, verdict
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.6em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:1em 0;font-size:.9em}td,th{border:1px solid #ddd;padding:.3em .6em;text-align:left}
+th{background:#f5f5f5}.gated{color:#999}.verdict li{margin:.3em 0}img{max-width:100%;height:auto}
+.probe{background:#fafafa;border-left:3px solid #aaa;padding:.5em 1em;margin:.5em 0;white-space:pre-wrap}
+"""
+
+
+def _img(name: str, data: bytes, alt: str) -> str:
+    return f'<figure><img id="fig-{name}" alt="{escape(alt)}" src="data:image/png;base64,{base64.b64encode(data).decode()}"></figure>'
+
+
+def _table(head: list[str], rows: list[list[str]], classes: list[str] | None = None) -> str:
+    out = ["<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"]
+    for i, r in enumerate(rows):
+        cls = f' class="{classes[i]}"' if classes and classes[i] else ""
+        out.append(f"<tr{cls}>" + "".join(f"<td>{escape(str(c))}</td>" for c in r) + "</tr>")
+    return "".join(out) + "</table>"
+
+
+def audit_html(result: dict, figures: dict[str, bytes], examples: list[dict], cost: list[list[str]],
+               calibration: dict | None = None) -> str:
+    r = result
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>RADAR audit: {escape(r['generator'])} -&gt; "
+             f"{escape(r['verifier'])}</title><style>{CSS}</style></head><body>",
+             f"<h1>RADAR audit: {escape(r['generator'])} &rarr; {escape(r['verifier'])}</h1>",
+             f"<p>Rubric <b>{escape(str(r.get('rubric')))}</b>, {len(r['tasks'])} tasks, {r['probes']['directed']} steered probes, "
+             f"tau = {r['tau']}, {r['bootstrap']['resamples']} bootstrap resamples.</p>",
+             "<ul class='verdict'>" + "".join(f"<li>{escape(v)}</li>" for v in verdict(r)) + "</ul>",
+             "<h2>Leakage</h2>", _img("leakage", figures["leakage"], "leakage heatmap"),
+             "<h2>Self-effects</h2>", _img("self_effect", figures["self_effect"], "self-effect bars"),
+             "<h2>Pairs</h2>", _img("sym_asym", figures["sym_asym"], "Sym against Asym")]
+    rows, classes = [], []
+    for p in r["pairs"]:
+        rows.append([f"{p['a']} / {p['b']}", num(p["leak_ab"]), num(p["leak_ba"]), num(p["sym"]),
+                     interval((p["ci"] or {}).get("sym")), num(p["asym"], signed=False), num(p["human_r"]), flag_text(p)])
+        classes.append("" if p["reliable"] else "gated")
+    parts.append(_table(["pair", "l_ab", "l_ba", "Sym", "Sym 95% CI", "Asym", "human r", "flag"], rows, classes))
+    if "agreement" in r:
+        a = r["agreement"]
+        parts.append(f"<p>Agreement with the human reference over {a['n_pairs']} reliable pairs: Pearson {num(a['pearson'])}, "
+                     f"Spearman {num(a['spearman'])}, MAE {num(a['mae'], signed=False)}.</p>")
+    base = r.get("baselines", {}).get("agreement")
+    if base:
+        parts.append(_table(["passive baseline", "Pearson", "Spearman", "MAE"],
+                            [[k, num(v["pearson"]), num(v["spearman"]), num(v["mae"], signed=False)] for k, v in base.items()]))
+    g = r["global"]
+    parts.append(f"<p>Global: positive {num(g['positive'])}, tension {num(g['tension'])}, max coupling {num(g['max_coupling'])}.</p>")
+    parts += ["<h2>Per-task spread</h2>", _img("task_spread", figures["task_spread"], "per-task leakage spread"),
+              "<h2>Probe budget</h2>", _img("budget", figures["budget"], "probe budget curve"),
+              "<h2>Example probes</h2>"]
+    for ex in examples:
+        parts.append(f"<h3>{escape(ex['a'])} / {escape(ex['b'])} (Sym {num(ex['sym'])}, {escape(str(ex['flag'] or 'no flag'))})</h3>")
+        for pr in ex["probes"]:
+            scores = ", ".join(f"{c} {s}" for c, s in pr["scores"].items())
+            why = " ".join(f"{c}: {escape(str(t))}" for c, t in pr["rationale"].items())
+            parts.append(f"<p>Task {escape(pr['task_id'])}, steered {escape(pr['target'])} {escape(pr['direction'])}; "
+                         f"scores: {escape(scores)}</p><div class='probe'>{escape(pr['text'])}</div><p><i>{why}</i></p>")
+    if calibration:
+        parts += ["<h2>Judge calibration</h2>", calibration_table_html(calibration)]
+    parts += ["<h2>Cost</h2>", _table(["stage", "calls", "prompt tokens", "output tokens", "seconds", "tokens/s",
+                                       "parse rate", "prefix-cache hits"], cost)]
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def calibration_table_html(cal: dict) -> str:
+    rows = [[v, c, num(d["discrimination"], signed=False), num(cal["stability"].get(c), signed=False)]
+            for v, per in cal["verifiers"].items() for c, d in per.items()]
+    out = _table(["verifier", "criterion", "discrimination (sd of scores)", "stability across judges"], rows)
+    if cal.get("agreement"):
+        out += _table(["verifier pair", "criterion", "agreement (1 - mean |diff|)", "n"],
+                      [[pair, c, num(v["agreement"], signed=False), v["n"]] for pair, per in cal["agreement"].items()
+                       for c, v in per.items()])
+    return out

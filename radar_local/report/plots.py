@@ -1,0 +1,170 @@
+"""Audit figures (matplotlib, Agg backend) built from a stats dict. Each returns a Figure."""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+FLAG_COLOURS = {"bidirectional cluster": "#d62728", "directional": "#ff7f0e", "tradeoff": "#1f77b4", None: "#7f7f7f",
+                "gated": "#c7c7c7"}
+
+
+def _figure(w: float, h: float) -> "Figure":
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(w, h), dpi=100, layout="constrained")
+
+
+def _matrix(result: dict, key: str) -> np.ndarray:
+    crit = result["criteria"]
+    return np.array([[np.nan if result[key][a][b] is None else result[key][a][b] for b in crit] for a in crit], float)
+
+
+def leakage_heatmap(result: dict) -> "Figure":
+    """Leakage (row -> column) with 95% CI half-widths; gated (unreliable) rows hatched and labelled."""
+    crit = result["criteria"]
+    k = len(crit)
+    lk = _matrix(result, "leakage")
+    fig = _figure(1.3 * k + 2.5, 1.0 * k + 1.5)
+    ax = fig.add_subplot()
+    im = ax.imshow(np.ma.masked_invalid(lk), cmap="RdBu_r", vmin=-1, vmax=1)
+    fig.colorbar(im, ax=ax, label="leakage")
+    ci = result.get("leakage_ci")
+    for i, a in enumerate(crit):
+        gated = not result["reliable"][a]
+        if gated:
+            ax.add_patch(_hatch(i, k))
+        for j, b in enumerate(crit):
+            text = "n/a" if np.isnan(lk[i, j]) else f"{lk[i, j]:+.2f}"
+            if ci and ci[a][b] and ci[a][b][0] is not None and i != j:
+                text += f"\n±{(ci[a][b][1] - ci[a][b][0]) / 2:.2f}"
+            dark = not np.isnan(lk[i, j]) and abs(lk[i, j]) > 0.6
+            ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
+    ax.set_xticks(range(k), crit, rotation=30, ha="right")
+    ax.set_yticks(range(k), [f"{c} (gated)" if not result["reliable"][c] else c for c in crit])
+    ax.set_xlabel("target criterion (scored)")
+    ax.set_ylabel("source criterion (steered)")
+    ax.set_title("Leakage with 95% CI half-width")
+    return fig
+
+
+def _hatch(row: int, k: int):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((-0.5, row - 0.5), k, 1, fill=False, hatch="//", edgecolor="#999999", lw=0)
+
+
+def self_effect_bars(result: dict) -> "Figure":
+    crit = result["criteria"]
+    se = np.array([np.nan if result["self_effect"][c] is None else result["self_effect"][c] for c in crit])
+    fig = _figure(1.0 * len(crit) + 2, 3.5)
+    ax = fig.add_subplot()
+    colours = ["#2ca02c" if result["reliable"][c] else "#d62728" for c in crit]
+    ax.bar(crit, np.nan_to_num(se), color=colours)
+    ci = result.get("self_effect_ci")
+    if ci:
+        lo = np.array([np.nan if ci[c][0] is None else ci[c][0] for c in crit])
+        hi = np.array([np.nan if ci[c][1] is None else ci[c][1] for c in crit])
+        ax.errorbar(range(len(crit)), np.nan_to_num(se), yerr=[np.nan_to_num(se - lo), np.nan_to_num(hi - se)],
+                    fmt="none", ecolor="black", capsize=3)
+    ax.axhline(result["tau"], color="black", ls="--", label=f"tau = {result['tau']}")
+    ax.set_ylabel("self-effect")
+    ax.set_ylim(min(-0.1, np.nanmin(np.r_[se, 0]) - 0.1), 1.05)
+    ax.set_title("Self-effects (red: below the gate)")
+    ax.legend(loc="upper right")
+    ax.tick_params(axis="x", rotation=30)
+    return fig
+
+
+def sym_asym_scatter(result: dict) -> "Figure":
+    fig = _figure(6, 4.5)
+    ax = fig.add_subplot()
+    th = result["flags"]["thresholds"]
+    plotted = False
+    for p in result["pairs"]:
+        if p["sym"] is None or p["asym"] is None:
+            continue
+        ax.scatter(p["sym"], p["asym"], color=FLAG_COLOURS.get(p["flag"], "#7f7f7f"), s=40)
+        label = f"{p['a']}/{p['b']}"
+        if p["flag"] == "directional":
+            label += f" ({p['upstream']}->{p['downstream']})"
+        elif p["flag"] not in (None, "gated"):
+            label += f" ({p['flag']})"
+        ax.annotate(label, (p["sym"], p["asym"]), fontsize=7, xytext=(4, 3), textcoords="offset points")
+        plotted = True
+    if not plotted:
+        ax.text(0.5, 0.5, "no pair has defined leakage\n(every criterion gated)", ha="center", va="center",
+                transform=ax.transAxes)
+    ax.axvline(th["cluster_sym"], color="#d62728", ls=":", lw=1)
+    ax.axhline(th["directional_asym"], color="#ff7f0e", ls=":", lw=1)
+    ax.set_xlabel("SymCoupling")
+    ax.set_ylabel("Asymmetry")
+    ax.set_title("Pairs: symmetric coupling vs asymmetry")
+    return fig
+
+
+def task_spread_heatmap(result: dict) -> "Figure":
+    """sigma_ij (eq. 6): which couplings depend on the task."""
+    crit = result["criteria"]
+    sd = _matrix(result, "leakage_sd")
+    np.fill_diagonal(sd, np.nan)
+    fig = _figure(1.3 * len(crit) + 2.5, 1.0 * len(crit) + 1.5)
+    ax = fig.add_subplot()
+    im = ax.imshow(np.ma.masked_invalid(sd), cmap="Oranges", vmin=0, vmax=max(0.5, np.nanmax(np.r_[sd.ravel(), 0])))
+    fig.colorbar(im, ax=ax, label="sd of leakage across tasks")
+    for i in range(len(crit)):
+        for j in range(len(crit)):
+            if not np.isnan(sd[i, j]):
+                ax.text(j, i, f"{sd[i, j]:.2f}", ha="center", va="center", fontsize=8)
+    ax.set_xticks(range(len(crit)), crit, rotation=30, ha="right")
+    ax.set_yticks(range(len(crit)), crit)
+    ax.set_title(f"Per-task leakage spread over {len(result['tasks'])} tasks")
+    return fig
+
+
+def budget_curve(result: dict) -> "Figure":
+    """Appendix G: agreement (or Sym) against the probe budget N, mean +- sd over subsets."""
+    fig = _figure(6, 3.8)
+    ax = fig.add_subplot()
+    rows = result.get("budget") or []
+    ns = [r["n"] for r in rows]
+    if rows and "pearson" in rows[0]:
+        for key, colour in (("pearson", "#1f77b4"), ("spearman", "#2ca02c"), ("mae", "#d62728")):
+            mean = [np.nan if r[key]["mean"] is None else r[key]["mean"] for r in rows]
+            sd = [np.nan if r[key]["sd"] is None else r[key]["sd"] for r in rows]
+            ax.errorbar(ns, mean, yerr=sd, marker="o", capsize=3, color=colour, label=key)
+        ax.set_ylabel("agreement with human r")
+    elif rows:
+        for idx in range(len(rows[0]["sym"])):
+            mean = [np.nan if r["sym"][idx]["mean"] is None else r["sym"][idx]["mean"] for r in rows]
+            ax.plot(ns, mean, marker="o", lw=1)
+        ax.set_ylabel("SymCoupling per pair")
+    if not any(np.isfinite(np.asarray(line.get_ydata(), float)).any() for line in ax.get_lines()):
+        ax.text(0.5, 0.5, "no defined value at any budget", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xscale("log")
+    ax.set_xticks(ns or [1], [str(n) for n in ns] or ["1"])
+    ax.set_xlabel("probes per (task, criterion, direction)")
+    ax.set_title("Probe budget (30 stratified subsets per N)")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend()
+    return fig
+
+
+def png(fig: "Figure") -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
+
+
+FIGURES = {
+    "leakage": leakage_heatmap,
+    "self_effect": self_effect_bars,
+    "sym_asym": sym_asym_scatter,
+    "task_spread": task_spread_heatmap,
+    "budget": budget_curve,
+}

@@ -1,0 +1,110 @@
+"""`radar report`: the HTML and Markdown report, figure content, and rendering in a real browser."""
+
+import json
+import re
+import shutil
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from radar_local.cli.main import cli
+from radar_local.report import plots
+from tests.report_fixtures import planted_run
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    return planted_run(tmp_path_factory.mktemp("planted") / "run")
+
+
+@pytest.fixture(scope="module")
+def report_dir(run_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    res = CliRunner().invoke(cli, ["report", str(run_dir), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def stats(run_dir):
+    return json.loads((run_dir / "stats.json").read_text())
+
+
+def test_report_files_are_self_contained(report_dir):
+    html = (report_dir / "report.html").read_text()
+    assert len(re.findall(r'<img [^>]*src="data:image/png;base64,', html)) == len(plots.FIGURES)
+    assert "<script" not in html and "<link" not in html and "http://" not in html and "https://" not in html
+    md = (report_dir / "report.md").read_text()
+    for name in plots.FIGURES:
+        assert f"(figures/{name}.png)" in md
+        assert (report_dir / "figures" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for section in ("Example probes", "Judge calibration", "Cost", "helpfulness / correctness"):
+        assert section in html and section in md
+    assert "prefix-cache hits" in html and "35.0%" in html and "100.0%" in html  # the run's cost and parse rate
+
+
+def test_report_shows_example_probes_for_the_top_pairs(report_dir, stats):
+    html = (report_dir / "report.html").read_text()
+    top = stats["pairs"][0]
+    assert f"A + probe for {top['a']}" in html and f"A - probe for {top['a']}" in html
+    assert f"{top['b']} looks like" in html  # the verifier's rationale on the coupled criterion
+
+
+def test_leakage_heatmap_shows_cells_ci_and_gated_rows(stats):
+    fig = plots.leakage_heatmap(stats)
+    ax = fig.axes[0]
+    texts = [t.get_text() for t in ax.texts]
+    lk = stats["leakage"]["helpfulness"]["correctness"]
+    assert any(t.startswith(f"{lk:+.2f}\n±") for t in texts)  # value with its CI half-width
+    assert [t.get_text() for t in ax.get_xticklabels()] == stats["criteria"]
+    gated = {**stats, "reliable": {**stats["reliable"], "verbosity": False}}
+    labels = [t.get_text() for t in plots.leakage_heatmap(gated).axes[0].get_yticklabels()]
+    assert labels[-1] == "verbosity (gated)" and labels[0] == "helpfulness"
+
+
+def test_self_effect_bars_draw_the_gate(stats):
+    ax = plots.self_effect_bars(stats).axes[0]
+    assert len(ax.patches) == len(stats["criteria"])
+    assert any(np.allclose(line.get_ydata(), stats["tau"]) for line in ax.get_lines())
+    assert ax.get_ylabel() == "self-effect"
+
+
+def test_sym_asym_scatter_labels_flags(stats):
+    texts = [t.get_text() for t in plots.sym_asym_scatter(stats).axes[0].texts]
+    for p in stats["pairs"]:
+        if p["flag"] == "bidirectional cluster":
+            assert f"{p['a']}/{p['b']} (bidirectional cluster)" in texts
+        if p["flag"] == "directional":
+            assert f"{p['a']}/{p['b']} ({p['upstream']}->{p['downstream']})" in texts
+
+
+def test_budget_curve_plots_agreement_by_n(stats):
+    ax = plots.budget_curve(stats).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(r["n"]) for r in stats["budget"]]
+    assert {t.get_text() for t in ax.get_legend().get_texts()} == {"pearson", "spearman", "mae"}
+
+
+def test_report_on_a_bad_run_directory(tmp_path):
+    res = CliRunner().invoke(cli, ["report", str(tmp_path)])
+    assert res.exit_code == 2 and "not an audit run directory (no stats.json)" in res.output
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium is installed by `make test`")
+def test_report_renders_in_headless_chromium_without_network(report_dir, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    requests = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=shutil.which("chromium"),
+                                     args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        context = browser.new_context(offline=True)
+        page = context.new_page()
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto((report_dir / "report.html").as_uri(), wait_until="load")
+        loaded = page.evaluate("Array.from(document.images).map(i => i.complete && i.naturalWidth > 0)")
+        page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+        browser.close()
+    assert loaded == [True] * len(plots.FIGURES)
+    assert all(u.startswith(("file://", "data:")) for u in requests), requests
+    assert (tmp_path / "report.png").stat().st_size > 20_000
