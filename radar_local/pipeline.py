@@ -211,11 +211,12 @@ def finish(config: AuditConfig, verifier: ModelSpec, rubric: Rubric, tasks: tupl
         "stages": stages,
         "libraries": library_versions(),
     }
-    previous = store.root / "run.json"
+    run_name = stats_name.replace("stats", "run", 1)  # stats.json -> run.json, stats.X.json -> run.X.json
+    previous = store.root / run_name
     if previous.exists():
         history = json.loads(previous.read_text())
         run["previous_runs"] = history.pop("previous_runs", []) + [history]
-    store.write_json("run.json", run)
+    store.write_json(run_name, run)
     return result
 
 

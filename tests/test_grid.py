@@ -43,9 +43,12 @@ def test_grid_over_stored_runs(tmp_path):
     cal = summary["calibration"]["gen"]
     assert set(cal["verifiers"]) == {"judge-a", "judge-b"} and "judge-a vs judge-b" in cal["agreement"]
     assert 0 < cal["agreement"]["judge-a vs judge-b"]["helpfulness"]["agreement"] <= 1
-    for name in ("grid.md", "grid.html", "gen/stats.judge-a.json", "gen/stats.judge-b.json"):
+    for name in ("grid.md", "grid.html", "gen/stats.judge-a.json", "gen/stats.judge-b.json",
+                 "gen/report-judge-a/report.html", "gen/report-judge-b/report.md"):
         assert (out / name).is_file(), name
     assert "Table 9" in (out / "grid.md").read_text() and "<script" not in (out / "grid.html").read_text()
+    res = CliRunner().invoke(cli, ["report", str(out / "gen"), "--verifier", "judge-b", "--out", str(tmp_path / "rb")])
+    assert res.exit_code == 0 and "gen &rarr; judge-b" in (tmp_path / "rb" / "report.html").read_text()
 
 
 def test_grid_with_only_self_pairs_is_an_input_error(tmp_path):

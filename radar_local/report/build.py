@@ -43,7 +43,9 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, stats_name:
     from radar_local.scores import read_scores
 
     run_dir = Path(run_dir)
-    result, run = _load(run_dir, stats_name), _load(run_dir, "run.json")
+    result = _load(run_dir, stats_name)
+    run_name = stats_name.replace("stats", "run", 1)
+    run = _load(run_dir, run_name if (run_dir / run_name).is_file() else "run.json")
     store = open_run(run_dir, must_exist=True)
     out = Path(out) if out else run_dir / "report"
     (out / "figures").mkdir(parents=True, exist_ok=True)
