@@ -80,6 +80,7 @@ def test_openai_engine_against_vllm_serve(vllm_server):
         out = engine.generate(gen_prompts(), n=2, temperature=0.9, max_tokens=16, seeds=[1, 2])
         assert [len(cs) for cs in out] == [2, 2] and all(c.text for cs in out for c in cs)
         check_scoring(engine, score_prompts()[:5])
+        assert engine.stats().prefix_cache_queries > 0  # read from the server's /metrics
         schema = build_engine("openai", "smol", {"base_url": vllm_server, "constraint": "json_schema"})
         answer = schema.score(score_prompts()[:1], fmt=FMT)[0]
         assert answer.output_tokens > 0 and answer.prompt_tokens > 0  # the server took the response_format request

@@ -88,7 +88,24 @@ class OpenAIEngine:
         return [self._completions(r)[0] for r in self._pool.map(self._post, bodies)]
 
     def stats(self) -> EngineStats:
-        return EngineStats()
+        """Prefix-cache counters from the server's Prometheus endpoint, where it has one (vllm serve)."""
+        root = self.options.base_url.rstrip("/").removesuffix("/v1")
+        try:
+            with urllib.request.urlopen(f"{root}/metrics", timeout=10) as resp:
+                text = resp.read().decode()
+        except (urllib.error.URLError, OSError):
+            return EngineStats()
+        totals = {"queries": 0.0, "hits": 0.0}
+        found = False
+        for line in text.splitlines():
+            name = line.split("{", 1)[0].split(" ", 1)[0]
+            for kind in totals:
+                if name in (f"vllm:prefix_cache_{kind}", f"vllm:prefix_cache_{kind}_total"):
+                    totals[kind] += float(line.rsplit(" ", 1)[1])
+                    found = True
+        if not found:
+            return EngineStats()
+        return EngineStats(prefix_cache_queries=int(totals["queries"]), prefix_cache_hits=int(totals["hits"]))
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
