@@ -94,12 +94,7 @@ def resolve_inputs(config: AuditSettings, base: Path) -> tuple[Rubric, tuple[Tas
     """Rubric, tasks and human reference, with relative paths taken from the config file's folder."""
     from radar_local.analyze import resolve_reference
 
-    def rel(value: str) -> str:
-        return value if value in BUNDLED or Path(value).is_absolute() else str(base / value)
-
-    rubric = load_rubric(rel(config.rubric))
-    if isinstance(config.tasks, list):
-        tasks = tuple(config.tasks)
-    else:
-        tasks = load_tasks(rel(config.tasks or config.rubric))
-    return rubric, tasks, resolve_reference(rubric, config.rubric, rel(config.human) if config.human else None)
+    config = with_absolute_paths(config, base)
+    rubric = load_rubric(config.rubric)
+    tasks = tuple(config.tasks) if isinstance(config.tasks, list) else load_tasks(config.tasks or config.rubric)
+    return rubric, tasks, resolve_reference(rubric, config.rubric, config.human)

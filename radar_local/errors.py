@@ -20,11 +20,9 @@ class InputError(RadarError):
 class MissingDependencyError(RadarError):
     """An optional engine dependency is not installed; carries the exact install command."""
 
-    def __init__(self, package: str, extra: str):
-        super().__init__(
-            f"the '{package}' package is needed for this engine; install it with: "
-            f"pip install 'radar_local[{extra}]'"
-        )
+    def __init__(self, package: str, *extras: str):
+        commands = " or ".join(f"pip install 'radar_local[{e}]'" for e in extras)
+        super().__init__(f"the '{package}' package is needed for this engine; install it with: {commands}")
 
 
 class ModelNotFoundError(RadarError):

@@ -5,7 +5,6 @@ under the grid's folder, so every cell is also an ordinary audit."""
 from __future__ import annotations
 
 import itertools
-import re
 import warnings
 from pathlib import Path
 
@@ -16,13 +15,9 @@ from radar_local.scores import read_scores
 from radar_local.config import GridConfig, ModelSpec, resolve_inputs, with_absolute_paths
 from radar_local.pipeline import EnginePool, finish, generate_stage, score_stage, snapshot_config
 from radar_local.stats.audit import to_json
-from radar_local.store import Store
+from radar_local.store import Store, slug, stats_file
 
 STABLE_SD = 0.15  # a pair whose Sym varies less than this across cells couples at the rubric level
-
-
-def slug(label: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", label)
 
 
 def cells(grid: GridConfig) -> list[tuple[ModelSpec, ModelSpec]]:
@@ -56,7 +51,7 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
     results = []
     for g, v in todo:
         result = finish(grid.cell(g, v), v, rubric, tasks, reference, stores[g.label], stages[(g.label, v.label)],
-                        stats_name=f"stats.{slug(v.label)}.json")
+                        stats_name=stats_file(v.label))
         results.append(result)
     summary = grid_summary(results)
     summary["calibration"] = {g.label: calibration(read_scores(out / slug(g.label) / "scores.csv"), rubric.ids)

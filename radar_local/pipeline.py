@@ -131,9 +131,10 @@ def _waves(chunk: list, layout: str) -> list[list]:
     if layout != "prefix-shared":
         return [chunk]
     seen: set[str] = set()
-    first = [r for r in chunk if not (r.probe_key in seen or seen.add(r.probe_key))]
-    firsts = {id(r) for r in first}
-    rest = [r for r in chunk if id(r) not in firsts]
+    first, rest = [], []
+    for r in chunk:
+        (rest if r.probe_key in seen else first).append(r)
+        seen.add(r.probe_key)
     return [w for w in (first, rest) if w]
 
 
@@ -220,12 +221,18 @@ def finish(config: AuditConfig, verifier: ModelSpec, rubric: Rubric, tasks: tupl
     return result
 
 
-def run_audit(config: AuditConfig, out: str | Path, base: Path, pool: EnginePool | None = None,
-              progress: bool = True) -> dict:
+def open_audit(config: AuditConfig, out: str | Path, base: Path):
+    """Config with absolute paths, its inputs, and the run directory holding its snapshot."""
     config = with_absolute_paths(config, base)
     rubric, tasks, reference = resolve_inputs(config, base)
     store = Store(out)
     snapshot_config(config, store)
+    return config, rubric, tasks, reference, store
+
+
+def run_audit(config: AuditConfig, out: str | Path, base: Path, pool: EnginePool | None = None,
+              progress: bool = True) -> dict:
+    config, rubric, tasks, reference, store = open_audit(config, out, base)
     own_pool = pool is None
     pool = pool or EnginePool()
     try:

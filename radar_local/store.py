@@ -8,12 +8,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from radar_local.errors import InputError
 
 RECORD_VERSION = 1
 PROBES, SCORES = "probes.jsonl", "scores.jsonl"
+
+
+def slug(label: str) -> str:
+    """A model label as a file-name part."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", label)
+
+
+def stats_file(verifier: str | None = None) -> str:
+    """stats.json for the audit's own verifier, stats.<label>.json for one added later."""
+    return f"stats.{slug(verifier)}.json" if verifier else "stats.json"
 
 
 class Store:

@@ -14,10 +14,10 @@ def run_options(fn):
 
 
 def _setup(config_path: Path, out: Path | None):
-    from radar_local.config import load_config, with_absolute_paths
+    from radar_local.config import load_config
     from radar_local.errors import InputError
 
-    config = with_absolute_paths(load_config(config_path), config_path.parent)
+    config = load_config(config_path)
     run_dir = out or (Path(config.out) if config.out else None)
     if run_dir is None:
         raise InputError(config_path, "no run directory: set 'out' in the config or pass --out")
@@ -47,14 +47,10 @@ def audit(config_path: Path, out: Path | None, quiet: bool, no_report: bool) -> 
 @run_options
 def generate(config_path: Path, out: Path | None, quiet: bool) -> None:
     """Stage 1 only: generate and store the probes."""
-    from radar_local.config import resolve_inputs
-    from radar_local.pipeline import EnginePool, generate_stage, snapshot_config
-    from radar_local.store import Store
+    from radar_local.pipeline import EnginePool, generate_stage, open_audit
 
     config, run_dir = _setup(config_path, out)
-    rubric, tasks, _ = resolve_inputs(config, config_path.parent)
-    store = Store(run_dir)
-    snapshot_config(config, store)
+    config, rubric, tasks, _, store = open_audit(config, run_dir, config_path.parent)
     pool = EnginePool()
     try:
         stats = generate_stage(config, rubric, tasks, store, pool, progress=not quiet)

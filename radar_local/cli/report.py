@@ -14,11 +14,10 @@ import click
 @click.option("--verifier", help="Report a verifier added by `radar score` (default: the audit's own).")
 def report(run_dir: Path, out: Path | None, verifier: str | None) -> None:
     """Write report.html (self-contained) and report.md with PNG figures for an audit run."""
-    from radar_local.grid import slug
     from radar_local.report.build import write_report
+    from radar_local.store import slug, stats_file
 
-    stats_name = f"stats.{slug(verifier)}.json" if verifier else "stats.json"
-    folder = write_report(run_dir, out or (run_dir / f"report-{slug(verifier)}" if verifier else None), stats_name)
+    folder = write_report(run_dir, out or (run_dir / f"report-{slug(verifier)}" if verifier else None), stats_file(verifier))
     click.echo(f"wrote {folder / 'report.html'} and {folder / 'report.md'}")
 
 
@@ -58,8 +57,9 @@ def grid(config_path: Path, out: Path | None, quiet: bool) -> None:
     """Run generators x verifiers (self-pairs excluded) and compare the judges."""
     from radar_local.config import GridConfig, load_config
     from radar_local.errors import InputError
-    from radar_local.grid import run_grid, slug
+    from radar_local.grid import run_grid
     from radar_local.report.build import write_report
+    from radar_local.store import slug, stats_file
     from radar_local.report.grid import grid_html, grid_markdown
 
     config = load_config(config_path, GridConfig)
@@ -72,7 +72,7 @@ def grid(config_path: Path, out: Path | None, quiet: bool) -> None:
         raise InputError(config_path, str(exc)) from None
     for cell in summary["cells"]:  # every cell is an ordinary audit with its own report
         gen_dir = folder / slug(cell["generator"])
-        write_report(gen_dir, gen_dir / f"report-{slug(cell['verifier'])}", f"stats.{slug(cell['verifier'])}.json")
+        write_report(gen_dir, gen_dir / f"report-{slug(cell['verifier'])}", stats_file(cell["verifier"]))
     (folder / "grid.md").write_text(grid_markdown(summary))
     (folder / "grid.html").write_text(grid_html(summary))
     click.echo(grid_markdown(summary))

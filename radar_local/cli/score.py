@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import click
@@ -31,7 +30,7 @@ def score(run_dir: Path, verifier_arg: str, options: tuple[str, ...], name: str 
     from radar_local.pipeline import CONFIG_SNAPSHOT, EnginePool, finish, score_stage
     from radar_local.rubric import parse_model
     from radar_local.report.console import print_audit
-    from radar_local.store import open_run
+    from radar_local.store import open_run, stats_file
 
     store = open_run(run_dir, must_exist=True)
     config = load_config(run_dir / CONFIG_SNAPSHOT)
@@ -46,6 +45,5 @@ def score(run_dir: Path, verifier_arg: str, options: tuple[str, ...], name: str 
         stages = {"score": score_stage(config, spec, rubric, tasks, store, pool, progress=not quiet)}
     finally:
         pool.close()
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", spec.label)
-    result = finish(config, spec, rubric, tasks, reference, store, stages, stats_name=f"stats.{slug}.json")
+    result = finish(config, spec, rubric, tasks, reference, store, stages, stats_name=stats_file(spec.label))
     print_audit(result)

@@ -45,7 +45,7 @@ class TransformersEngine:
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.hf = AutoModelForCausalLM.from_pretrained(self.path, dtype=getattr(torch, dtype)).to(self.device).eval()
-        self._generators: dict[str, object] = {}
+        self._processors: dict[str, object] = {}
 
     def _encode(self, prompts: list[Messages]) -> dict[str, "torch.Tensor"]:
         texts = [self.tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in prompts]
@@ -79,12 +79,12 @@ class TransformersEngine:
         return out
 
     def _regex_processor(self, regex: str):
-        if regex not in self._generators:
+        if regex not in self._processors:
             import outlines
             from outlines.backends import get_regex_logits_processor
 
-            self._generators[regex] = get_regex_logits_processor(None, outlines.from_transformers(self.hf, self.tokenizer), regex)
-        return self._generators[regex]
+            self._processors[regex] = get_regex_logits_processor(None, outlines.from_transformers(self.hf, self.tokenizer), regex)
+        return self._processors[regex]
 
     def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
         import torch

@@ -13,13 +13,13 @@ from radar_local.errors import InputError, MissingDependencyError
 from radar_local.models import go_offline
 
 
-def _needs(module: str, package: str, extra: str) -> None:
+def _needs(module: str, package: str, *extras: str) -> None:
     if importlib.util.find_spec(module) is None:
-        raise MissingDependencyError(package, extra)
+        raise MissingDependencyError(package, *extras)
 
 
 def _vllm(model: str, options: dict) -> Engine:
-    _needs("vllm", "vllm", "gpu' or 'radar_local[cpu")
+    _needs("vllm", "vllm", "gpu", "cpu")
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # progress is ours; keep vLLM's INFO chatter out
     from radar_local.engines.vllm import VLLMEngine
 

@@ -50,16 +50,14 @@ def print_audit(result: dict, console: Console | None = None) -> None:
 
 
 def print_run(run_dir, console: Console | None = None) -> None:
-    """Cost and parse-rate line of a run (run.json)."""
+    """Cost and parse-rate lines of a run (run.json), the report's cost table as text."""
     import json
     from pathlib import Path
 
+    from radar_local.report.build import cost_rows
+
     console = console or Console()
-    run = json.loads((Path(run_dir) / "run.json").read_text())
-    for stage, s in run["stages"].items():
-        rate = f", parse rate {s['parse_rate']:.1%} ({s['unscored']} unscored)" if s.get("parse_rate") is not None else ""
-        cache = f", prefix-cache hit rate {s['prefix_cache_hit_rate']:.1%}" if s.get("prefix_cache_hit_rate") is not None else ""
-        tps = s["output_tokens"] / s["seconds"] if s.get("seconds") else 0
-        console.print(f"{stage}: {s['calls']} calls now ({s['requests']} planned), {s['prompt_tokens']} prompt + "
-                      f"{s['output_tokens']} output tokens, {s['seconds']:.1f} s, {tps:.0f} tokens/s{rate}{cache}")
+    for stage, calls, prompt, output, seconds, tps, rate, cache in cost_rows(json.loads((Path(run_dir) / "run.json").read_text())):
+        extra = "".join(f", {label} {v}" for label, v in (("parse rate", rate), ("prefix-cache hit rate", cache)) if v != "-")
+        console.print(f"{stage}: {calls} calls, {prompt} prompt + {output} output tokens, {seconds} s, {tps} tokens/s{extra}")
     console.print(f"Run directory: {run_dir}")
