@@ -41,7 +41,7 @@ def compare(before: dict, after: dict, fail_on_sym: float | None = None) -> dict
         delta = None if p["sym"] is None or q["sym"] is None else p["sym"] - q["sym"]
         rows.append({"a": p["a"], "b": p["b"], "sym_before": q["sym"], "sym_after": p["sym"], "delta": delta,
                      "ci_before": ci_a, "ci_after": ci_b, "moved": _disjoint(ci_a, ci_b),
-                     "flag_before": q["flag"], "flag_after": p["flag"], "reliable_after": p["reliable"]})
+                     "flags_before": q["flags"], "flags_after": p["flags"], "reliable_after": p["reliable"]})
     shared = [c for c in after["criteria"] if c in before["reliable"]]
     gate = [{"criterion": c, "reliable_before": before["reliable"][c], "reliable_after": after["reliable"][c]}
             for c in shared if before["reliable"][c] != after["reliable"][c]]

@@ -29,9 +29,9 @@ def test_stats_json_has_the_documented_keys(tmp_path):
     assert set(r["global"]) >= {"positive", "tension", "max_coupling"}
     assert set(r["agreement"]) >= {"pearson", "spearman", "mae", "n_pairs"}
     pair = r["pairs"][0]
-    assert set(pair) >= {"a", "b", "leak_ab", "leak_ba", "sym", "asym", "ci", "flag", "human_r"}
+    assert set(pair) >= {"a", "b", "leak_ab", "leak_ba", "sym", "asym", "ci", "flags", "human_r"}
     # The example plants helpfulness <-> correctness as the strongest coupling (0.9 / 0.8).
-    assert {pair["a"], pair["b"]} == {"helpfulness", "correctness"} and pair["flag"] == "bidirectional cluster"
+    assert {pair["a"], pair["b"]} == {"helpfulness", "correctness"} and pair["flags"] == ["bidirectional cluster"]
     assert pair["human_r"] == 0.94
     lo, hi = pair["ci"]["sym"]
     assert lo <= pair["sym"] <= hi

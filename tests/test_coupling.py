@@ -66,8 +66,8 @@ def test_gate_flags_weak_and_negative_self_effects():
     r = audit_cell(probe_matrix(table(rows), crit, "g", "v"), n_bootstrap=0, budget=False)
     assert r["reliable"] == {"a": False, "b": False, "c": True}
     reasons = {u["criterion"]: u["reason"] for u in r["flags"]["unreliable"]}
-    assert reasons == {"a": "self-effect below tau=0.4", "b": "negative self-effect"}
-    assert {(p["a"], p["b"]): p["flag"] for p in r["pairs"]} == {("a", "b"): "gated", ("a", "c"): "gated", ("b", "c"): "gated"}
+    assert reasons == {"a": "self-effect below tau=0.4", "b": "negative self-effect (failed intervention)"}
+    assert {(p["a"], p["b"]): p["flags"] for p in r["pairs"]} == {("a", "b"): ["gated"], ("a", "c"): ["gated"], ("b", "c"): ["gated"]}
     # Only the reliable row c counts in the globals: c->a = (0.75-0.25)/1 = 0.5, c->b = 0.
     assert r["global"]["max_coupling"] == pytest.approx(0.5)
     assert r["global"]["positive"] == pytest.approx(0.25)

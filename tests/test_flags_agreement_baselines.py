@@ -3,7 +3,9 @@ import pytest
 
 from radar_local.stats.agreement import agreement
 from radar_local.stats.baselines import score_profile_redundancy, synthetic_correlation, whitening_redundancy
-from radar_local.stats.flags import pair_flag, upstream
+from fractions import Fraction
+
+from radar_local.stats.flags import pair_flags, upstream
 
 # The paper's Table 1: (l_ij, l_ji) and the interpretation printed there.
 TABLE_1 = [
@@ -17,15 +19,35 @@ TABLE_1 = [
 
 @pytest.mark.parametrize("a,b,l_ab,l_ba,expected,direction", TABLE_1)
 def test_default_thresholds_reproduce_paper_table_1(a, b, l_ab, l_ba, expected, direction):
-    assert pair_flag(l_ab, l_ba, True) == expected
+    assert pair_flags(Fraction(str(l_ab)), Fraction(str(l_ba)), True) == [expected]
     if direction:
         assert upstream(a, b, l_ab, l_ba) == direction
 
 
 def test_tradeoff_and_gated_flags():
-    assert pair_flag(-0.3, -0.25, True) == "tradeoff"
-    assert pair_flag(0.1, 0.05, True) is None
-    assert pair_flag(0.9, 0.9, False) == "gated"
+    assert pair_flags(Fraction(-3, 10), Fraction(-1, 4), True) == ["tradeoff"]
+    assert pair_flags(Fraction(1, 10), Fraction(1, 20), True) == []
+    assert pair_flags(Fraction(9, 10), Fraction(9, 10), False) == ["gated"]
+    assert pair_flags(None, Fraction(9, 10), True) == ["gated"]
+
+
+def test_a_pair_carries_every_flag_that_applies():
+    # (0.75, -0.25): Asym 1.0 >= 0.25 and max 0.75 >= 0.5 -> directional; min -0.25 <= -0.2 -> tradeoff
+    assert pair_flags(Fraction(3, 4), Fraction(-1, 4), True) == ["directional", "tradeoff"]
+
+
+@pytest.mark.parametrize("l_ab,l_ba,expected", [
+    # Each threshold met exactly (>= / <=), then missed by the smallest step a rational can take here.
+    ((1, 2), (1, 2), ["bidirectional cluster"]),  # Sym = 0.5 = cluster_sym, Asym 0
+    ((49, 100), (1, 2), []),  # Sym 0.495 < 0.5
+    ((1, 2), (1, 4), ["directional"]),  # Asym = 0.25, max = 0.5: both exactly at their thresholds
+    ((1, 2), (26, 100), []),  # Asym 0.24 < 0.25; Sym 0.38 < 0.5
+    ((49, 100), (24, 100), []),  # Asym 0.25 but max 0.49 < 0.5
+    ((1, 10), (-1, 5), ["tradeoff"]),  # min = -0.2 = tradeoff_leak
+    ((1, 10), (-19, 100), []),  # -0.19 > -0.2
+])
+def test_flag_thresholds_are_met_exactly(l_ab, l_ba, expected):
+    assert pair_flags(Fraction(*l_ab), Fraction(*l_ba), True) == expected
 
 
 def test_agreement_known_answer():

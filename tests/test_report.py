@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from radar_local.report.text import flag_text
 from radar_local.cli.main import cli
 from radar_local.report import plots
 from tests.report_fixtures import planted_run
@@ -72,16 +73,15 @@ def test_self_effect_bars_draw_the_gate(stats):
 
 def test_sym_asym_scatter_labels_flags(stats):
     texts = [t.get_text() for t in plots.sym_asym_scatter(stats).axes[0].texts]
-    for p in stats["pairs"]:
-        if p["flag"] == "bidirectional cluster":
-            assert f"{p['a']}/{p['b']} (bidirectional cluster)" in texts
-        if p["flag"] == "directional":
-            assert f"{p['a']}/{p['b']} ({p['upstream']}->{p['downstream']})" in texts
+    flagged = [p for p in stats["pairs"] if p["flags"] and p["flags"] != ["gated"]]
+    assert flagged
+    for p in flagged:
+        assert f"{p['a']}/{p['b']} ({flag_text(p)})" in texts
 
 
 def test_budget_curve_plots_agreement_by_n(stats):
     ax = plots.budget_curve(stats).axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == [str(r["n"]) for r in stats["budget"]]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(r["n"]) for r in stats["budget"][:-1]] + [f"all ({stats['budget'][-1]['n']})"]
     assert {t.get_text() for t in ax.get_legend().get_texts()} == {"pearson", "spearman", "mae"}
 
 

@@ -65,7 +65,7 @@ def report_markdown(result: dict, examples: list[dict], cost: list[list[str]], c
     md += [f"## {title}\n\n![{title}](figures/{name}.png)\n" for name, title in FIGURE_TITLES.items()]
     md.append("## Example probes\n")
     for ex in examples:
-        md.append(f"### {ex['a']} / {ex['b']} (Sym {num(ex['sym'])}, {ex['flag'] or 'no flag'})\n")
+        md.append(f"### {ex['a']} / {ex['b']} (Sym {num(ex['sym'])}, {ex['flags'] or 'no flag'})\n")
         for p in ex["probes"]:
             scores = ", ".join(f"{c} {s}" for c, s in p["scores"].items())
             md.append(f"Task {p['task_id']}, steered {p['target']} {p['direction']}; scores: {scores}\n")

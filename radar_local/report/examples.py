@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from radar_local.report.text import flag_text
 from radar_local.store import Store
 
 
@@ -31,5 +32,5 @@ def example_probes(result: dict, store: Store, pairs: int = 3, max_chars: int = 
                 "scores": {c: scores[c]["score"] for c in result["criteria"] if c in scores},
                 "rationale": {c: scores[c]["rationale"] for c in (a, b) if c in scores},
             })
-        out.append({"a": a, "b": b, "sym": pair["sym"], "flag": pair["flag"], "probes": shown})
+        out.append({"a": a, "b": b, "sym": pair["sym"], "flags": flag_text(pair), "probes": shown})
     return out

@@ -60,7 +60,7 @@ def audit_html(result: dict, figures: dict[str, bytes], examples: list[dict], co
               "<h2>Probe budget</h2>", _img("budget", figures["budget"], "probe budget curve"),
               "<h2>Example probes</h2>"]
     for ex in examples:
-        parts.append(f"<h3>{escape(ex['a'])} / {escape(ex['b'])} (Sym {num(ex['sym'])}, {escape(str(ex['flag'] or 'no flag'))})</h3>")
+        parts.append(f"<h3>{escape(ex['a'])} / {escape(ex['b'])} (Sym {num(ex['sym'])}, {escape(ex['flags'] or 'no flag')})</h3>")
         for pr in ex["probes"]:
             scores = ", ".join(f"{c} {s}" for c, s in pr["scores"].items())
             why = " ".join(f"{c}: {escape(str(t))}" for c, t in pr["rationale"].items())

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from radar_local.report.text import flag_text
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -89,12 +91,10 @@ def sym_asym_scatter(result: dict) -> "Figure":
     for p in result["pairs"]:
         if p["sym"] is None or p["asym"] is None:
             continue
-        ax.scatter(p["sym"], p["asym"], color=FLAG_COLOURS.get(p["flag"], "#7f7f7f"), s=40)
+        ax.scatter(p["sym"], p["asym"], color=FLAG_COLOURS.get((p["flags"] or [None])[0], "#7f7f7f"), s=40)
         label = f"{p['a']}/{p['b']}"
-        if p["flag"] == "directional":
-            label += f" ({p['upstream']}->{p['downstream']})"
-        elif p["flag"] not in (None, "gated"):
-            label += f" ({p['flag']})"
+        if p["flags"] and p["flags"] != ["gated"]:
+            label += f" ({flag_text(p)})"
         ax.annotate(label, (p["sym"], p["asym"]), fontsize=7, xytext=(4, 3), textcoords="offset points")
         plotted = True
     if not plotted:
@@ -119,8 +119,8 @@ def task_spread_heatmap(result: dict) -> "Figure":
     fig.colorbar(im, ax=ax, label="sd of leakage across tasks")
     for i in range(len(crit)):
         for j in range(len(crit)):
-            if not np.isnan(sd[i, j]):
-                ax.text(j, i, f"{sd[i, j]:.2f}", ha="center", va="center", fontsize=8)
+            if i != j:  # undefined with fewer than two tasks: n/a, never a reassuring 0
+                ax.text(j, i, "n/a" if np.isnan(sd[i, j]) else f"{sd[i, j]:.2f}", ha="center", va="center", fontsize=8)
     ax.set_xticks(range(len(crit)), crit, rotation=30, ha="right")
     ax.set_yticks(range(len(crit)), crit)
     ax.set_title(f"Per-task leakage spread over {len(result['tasks'])} tasks")
@@ -147,9 +147,9 @@ def budget_curve(result: dict) -> "Figure":
     if not any(np.isfinite(np.asarray(line.get_ydata(), float)).any() for line in ax.get_lines()):
         ax.text(0.5, 0.5, "no defined value at any budget", ha="center", va="center", transform=ax.transAxes)
     ax.set_xscale("log")
-    ax.set_xticks(ns or [1], [str(n) for n in ns] or ["1"])
+    ax.set_xticks(ns or [1], [f"all ({r['n']})" if r.get("all_probes") else str(r["n"]) for r in rows] or ["1"])
     ax.set_xlabel("probes per (task, criterion, direction)")
-    ax.set_title("Probe budget (30 stratified subsets per N)")
+    ax.set_title("Probe budget (30 stratified subsets per N; last: all probes)")
     if ax.get_legend_handles_labels()[0]:
         ax.legend()
     return fig

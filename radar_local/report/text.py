@@ -16,26 +16,22 @@ def interval(ci: list | None) -> str:
 
 
 def flag_text(pair: dict) -> str:
-    flag = pair["flag"]
-    if flag == "directional":
-        return f"directional ({pair['upstream']} -> {pair['downstream']})"
-    if flag == "gated":
-        return "gated (unreliable criterion)"
-    return flag or ""
+    """Every flag of a pair, e.g. 'directional (a -> b), tradeoff'."""
+    named = {"directional": f"directional ({pair.get('upstream')} -> {pair.get('downstream')})",
+             "gated": "gated (unreliable criterion)"}
+    return ", ".join(named.get(f, f) for f in pair["flags"])
 
 
 def verdict(result: dict) -> list[str]:
     """Plain sentences a reviewer reads first."""
-    lines = []
+    lines = [f"Warning: {w}." for w in result["warnings"]]
     bad = result["flags"]["unreliable"]
     if bad:
-        names = ", ".join(u["criterion"] for u in bad)
-        lines.append(
-            f"The verifier could not read {len(bad)} of {len(result['criteria'])} criteria ({names}): "
-            f"self-effect below tau={result['tau']}; no coupling is claimed for them."
-        )
+        names = ", ".join(f"{u['criterion']} ({u['reason']})" for u in bad)
+        lines.append(f"{len(bad)} of {len(result['criteria'])} criteria fail the reliability gate: {names}; "
+                     "no coupling is claimed for them.")
     for p in result["pairs"]:
-        if p["flag"] in ("bidirectional cluster", "directional", "tradeoff"):
+        if p["flags"] and p["flags"] != ["gated"]:
             lines.append(f"{p['a']} / {p['b']}: {flag_text(p)}, Sym {num(p['sym'])}, Asym {num(p['asym'], signed=False)}.")
     if not lines:
         lines.append("No pair crosses the flag thresholds.")

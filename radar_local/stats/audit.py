@@ -4,6 +4,7 @@ JSON-ready dict (the content of `radar stats --json` and a run's stats.json)."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -13,9 +14,10 @@ from radar_local.stats.agreement import agreement
 from radar_local.stats.bootstrap import Strata, percentile_ci, resample_means
 from radar_local.stats.budget import probe_budget
 from radar_local.stats.coupling import TAU, coupling, global_summaries
-from radar_local.stats.flags import Thresholds, pair_flag, upstream
+from radar_local.stats.exact import exact_point
+from radar_local.stats.flags import DIRECTIONAL, Thresholds, pair_flags, upstream
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: pair 'flags' is a list; gating causes; unscored counts and warnings
 
 
 def audit_cell(
@@ -33,13 +35,13 @@ def audit_cell(
     if not pm.directed.any():
         raise ValueError("the cell has no + or - probes; coupling needs directed probes")
     strata = Strata.from_probes(pm)
-    point = coupling(strata.means(), tau)
+    exact = exact_point(strata)
+    point = exact.coupling(tau)
     boot = coupling(resample_means(strata, n_bootstrap, seed), tau) if n_bootstrap else None
     pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
     ref_vec = None if reference is None else np.array([reference[frozenset((crit[a], crit[b]))] for a, b in pairs])
 
-    se, lk = point.self_effect[0], point.leakage[0]
-    sym, asym, ok = point.sym[0], point.asym[0], point.pair_reliable[0]
+    se, lk, ok = point.self_effect[0], point.leakage[0], point.pair_reliable[0]
     glob = {key: v[0] for key, v in global_summaries(point).items()}
     ci = {}
     if boot is not None:
@@ -53,17 +55,21 @@ def audit_cell(
 
     pair_rows = []
     for idx, (a, b) in enumerate(pairs):
-        flag = pair_flag(lk[a, b], lk[b, a], bool(ok[a, b]), thresholds)
+        l_ab, l_ba = exact.leakage[a][b], exact.leakage[b][a]
+        both = l_ab is not None and l_ba is not None
+        flags = pair_flags(l_ab, l_ba, bool(ok[a, b]), thresholds)
         row = {
             "a": crit[a], "b": crit[b], "leak_ab": lk[a, b], "leak_ba": lk[b, a],
-            "sym": sym[a, b], "asym": asym[a, b], "reliable": bool(ok[a, b]), "flag": flag,
+            "sym": float((l_ab + l_ba) / 2) if both else None, "asym": float(abs(l_ab - l_ba)) if both else None,
+            "reliable": bool(ok[a, b]), "flags": flags,
             "ci": {"sym": ci["sym"][a, b], "asym": ci["asym"][a, b]} if ci else None,
             "human_r": None if ref_vec is None else ref_vec[idx],
         }
-        if flag == "directional":
-            row["upstream"], row["downstream"] = upstream(crit[a], crit[b], lk[a, b], lk[b, a])
+        if DIRECTIONAL in flags:
+            row["upstream"], row["downstream"] = upstream(crit[a], crit[b], l_ab, l_ba)
         pair_rows.append(row)
-    pair_rows.sort(key=lambda r: (not r["reliable"], -np.nan_to_num(r["sym"], nan=-np.inf)))
+    pair_rows.sort(key=lambda r: (not r["reliable"], -(r["sym"] if r["sym"] is not None else -np.inf)))
+    unscored = _unscored(pm, strata)
 
     result = {
         "schema_version": SCHEMA_VERSION,
@@ -79,6 +85,8 @@ def audit_cell(
             "min_per_stratum": int(strata.sizes.min()),
             "unscored_cells": int(np.isnan(pm.scores).sum()),
         },
+        "unscored": unscored,
+        "warnings": _warnings(unscored, pm),
         "self_effect": dict(zip(crit, se)),
         "self_effect_ci": dict(zip(crit, ci["self_effect"])) if ci else None,
         "reliable": dict(zip(crit, point.reliable[0].tolist())),
@@ -91,19 +99,53 @@ def audit_cell(
         "global": {**glob, "ci": ci["global"] if ci else None},
         "flags": {
             "thresholds": vars(thresholds),
-            "unreliable": [
-                {"criterion": c, "self_effect": se[i], "reason": "negative self-effect" if se[i] < 0 else f"self-effect below tau={tau}"}
-                for i, c in enumerate(crit) if not point.reliable[0, i]
-            ],
+            "unreliable": [_gate_reason(c, exact.self_effect[i], tau) for i, c in enumerate(crit) if not point.reliable[0, i]],
         },
         "baselines": _baselines(pm, pairs, ref_vec),
     }
     if ref_vec is not None:
-        gated_sym = np.array([sym[a, b] if ok[a, b] else np.nan for a, b in pairs])
+        sym = {(r["a"], r["b"]): r["sym"] for r in pair_rows}
+        gated_sym = np.array([sym[crit[a], crit[b]] if ok[a, b] else np.nan for a, b in pairs], float)
         result["agreement"] = agreement(gated_sym, ref_vec)
     if budget:
-        result["budget"] = probe_budget(strata, pairs, ref_vec, tau=tau, seed=seed)
+        result["budget"] = probe_budget(strata, pairs, ref_vec, point, tau=tau, seed=seed)
     return to_json(result)
+
+
+def _gate_reason(criterion: str, self_effect: Fraction | None, tau: float) -> dict:
+    """Why a criterion is gated (App. C): no evidence, a failed intervention, or too weak a move."""
+    if self_effect is None:
+        cause, reason = "unscored", "no scored probes in a direction (every answer unscored or missing)"
+    elif self_effect < 0:
+        cause, reason = "negative", "negative self-effect (failed intervention)"
+    else:
+        cause, reason = "below_tau", f"self-effect below tau={tau}"
+    return {"criterion": criterion, "self_effect": None if self_effect is None else float(self_effect),
+            "cause": cause, "reason": reason}
+
+
+def _unscored(pm: ProbeMatrix, strata: Strata) -> dict:
+    """Strata (task, target, direction) with no scored answer on their own target, per task."""
+    t_count, k = strata.shape
+    scored = {(int(strata.task[s]), int(strata.target[s]), int(strata.direction[s]))
+              for s, rows in enumerate(strata.slices()) if not np.isnan(strata.scores[rows, strata.target[s]]).all()}
+    per_task = {pm.tasks[t]: sum((t, i, d) not in scored for i in range(k) for d in (0, 1)) for t in range(t_count)}
+    return {"verdicts": int(np.isnan(pm.scores).sum()), "verdicts_total": int(pm.scores.size),
+            "strata": sum(per_task.values()), "strata_total": t_count * k * 2,
+            "tasks": {t: n for t, n in per_task.items() if n}}
+
+
+def _warnings(unscored: dict, pm: ProbeMatrix) -> list[str]:
+    out = []
+    if unscored["verdicts"]:
+        out.append(f"{unscored['verdicts']} of {unscored['verdicts_total']} verdicts are unscored (the verifier's "
+                   "answer did not parse, or the probe was not scored on that criterion)")
+    if unscored["strata"]:
+        tasks = ", ".join(f"{t} ({n})" for t, n in unscored["tasks"].items())
+        out.append(f"{unscored['strata']} of {unscored['strata_total']} strata (task, target, direction) have no scored "
+                   f"answer on their target, in {len(unscored['tasks'])} of {len(pm.tasks)} tasks: {tasks}; "
+                   "their self-effects and leakages are undefined")
+    return out
 
 
 def _baselines(pm: ProbeMatrix, pairs: list[tuple[int, int]], ref_vec: np.ndarray | None) -> dict:

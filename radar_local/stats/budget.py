@@ -6,7 +6,7 @@ import numpy as np
 
 from radar_local.stats.agreement import agreement
 from radar_local.stats.bootstrap import Strata
-from radar_local.stats.coupling import coupling
+from radar_local.stats.coupling import Coupling, coupling
 
 BUDGETS = (1, 2, 3, 4, 5, 10)
 
@@ -15,39 +15,41 @@ def probe_budget(
     strata: Strata,
     pairs: list[tuple[int, int]],
     reference: np.ndarray | None,
+    full: Coupling,
     *,
     tau: float,
     seed: int,
     budgets: tuple[int, ...] = BUDGETS,
     n_subsets: int = 30,
 ) -> list[dict]:
-    """For each N up to the smallest stratum, `n_subsets` stratified subsets of N probes each.
+    """For each N below the smallest stratum, `n_subsets` stratified subsets of N probes each; then
+    one row that uses all probes (Table 13's last row), from the point estimate `full`.
 
     With a reference: mean and sd of Pearson, Spearman and MAE of the gated Sym vector against it.
-    Without one: mean and sd of each pair's Sym.
+    Without one: mean and sd of each pair's Sym. The full row has no sd: it is not resampled.
     """
     rng = np.random.default_rng(seed)
     a, b = np.array([p[0] for p in pairs], int), np.array([p[1] for p in pairs], int)
     rows = []
-    for n in budgets:
-        if n > strata.sizes.min():
-            break
-        c = coupling(strata.means(strata.subset_weights(rng, n_subsets, n)), tau)
-        sym = np.where(c.pair_reliable[:, a, b], c.sym[:, a, b], np.nan)  # (n_subsets, pairs)
-        row: dict = {"n": n, "subsets": n_subsets}
-        if reference is not None:
-            metrics = [agreement(s, reference) for s in sym]
-            for key in ("pearson", "spearman", "mae"):
-                vals = np.array([m[key] for m in metrics])
-                row[key] = _mean_sd(vals)
-        else:
-            row["sym"] = [_mean_sd(sym[:, p]) for p in range(len(pairs))]
-        rows.append(row)
+    smallest = int(strata.sizes.min())
+    for n in [n for n in budgets if n < smallest]:
+        rows.append({"n": n, "subsets": n_subsets,
+                     **_summary(coupling(strata.means(strata.subset_weights(rng, n_subsets, n)), tau), a, b, reference)})
+    rows.append({"n": smallest, "subsets": 1, "all_probes": True, **_summary(full, a, b, reference)})
     return rows
 
 
+def _summary(c: Coupling, a: np.ndarray, b: np.ndarray, reference: np.ndarray | None) -> dict:
+    sym = np.where(c.pair_reliable[:, a, b], c.sym[:, a, b], np.nan)  # (subsets, pairs)
+    if reference is None:
+        return {"sym": [_mean_sd(sym[:, p]) for p in range(len(a))]}
+    metrics = [agreement(s, reference) for s in sym]
+    return {key: _mean_sd(np.array([m[key] for m in metrics])) for key in ("pearson", "spearman", "mae")}
+
+
 def _mean_sd(vals: np.ndarray) -> dict:
+    n = len(vals)
     vals = vals[~np.isnan(vals)]
     if not len(vals):
         return {"mean": None, "sd": None, "defined": 0}
-    return {"mean": float(vals.mean()), "sd": float(vals.std()), "defined": int(len(vals))}
+    return {"mean": float(vals.mean()), "sd": float(vals.std()) if n > 1 else None, "defined": int(len(vals))}

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 TAU = 0.40
+# Resampled estimates (bootstrap, budget) are floats; the gate allows them this rounding slack, far
+# below one Likert step. The point estimate is gated exactly (stats/exact.py).
+GATE_SLACK = 1e-9
 
 
 def _nanmean(x: np.ndarray, axis: int) -> np.ndarray:
@@ -23,9 +26,10 @@ def _nanmean(x: np.ndarray, axis: int) -> np.ndarray:
 
 
 def _nanstd(x: np.ndarray, axis: int) -> np.ndarray:
+    """Population sd over the defined values; undefined (NaN) with fewer than two, never 0."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanstd(x, axis=axis)
+        return np.where((~np.isnan(x)).sum(axis=axis) >= 2, np.nanstd(x, axis=axis), np.nan)
 
 
 def gen_coupling(means: np.ndarray) -> np.ndarray:
@@ -59,7 +63,7 @@ class Coupling:
     self_effect: np.ndarray  # (..., K) mean over tasks of the per-task self-effect
     self_effect_by_task: np.ndarray  # (..., T, K)
     leakage: np.ndarray  # (..., K, K) mean over tasks, eq. 5
-    leakage_sd: np.ndarray  # (..., K, K) std over tasks, eq. 6
+    leakage_sd: np.ndarray  # (..., K, K) std over tasks, eq. 6; NaN with fewer than two tasks
     leakage_by_task: np.ndarray  # (..., T, K, K)
     reliable: np.ndarray  # (..., K) bool: self-effect >= tau
 
@@ -92,7 +96,7 @@ def coupling(means: np.ndarray, tau: float = TAU) -> Coupling:
         leakage=_nanmean(by_task, axis=-3),
         leakage_sd=_nanstd(by_task, axis=-3),
         leakage_by_task=by_task,
-        reliable=np.nan_to_num(se, nan=-1.0) >= tau,
+        reliable=np.nan_to_num(se, nan=-1.0) >= tau - GATE_SLACK,
     )
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
+from radar_local.stats.exact import Q, at_least, at_most
+
+GATED, DIRECTIONAL, CLUSTER, TRADEOFF = "gated", "directional", "bidirectional cluster", "tradeoff"
 
 
 @dataclass(frozen=True)
@@ -23,20 +25,23 @@ class Thresholds:
     tradeoff_leak: float = -0.2
 
 
-def pair_flag(l_ab: float, l_ba: float, reliable: bool, th: Thresholds = Thresholds()) -> str | None:
-    """One label per pair: 'gated', 'directional', 'bidirectional cluster', 'tradeoff' or None."""
-    if not reliable or np.isnan(l_ab) or np.isnan(l_ba):
-        return "gated"
+def pair_flags(l_ab: Q, l_ba: Q, reliable: bool, th: Thresholds = Thresholds()) -> list[str]:
+    """Every label that applies, compared in exact arithmetic: ['gated'] for a pair with an
+    unreliable criterion; otherwise any of directional, bidirectional cluster, tradeoff.
+    Leakages (0.75, -0.25) are both directional and a tradeoff."""
+    if not reliable or l_ab is None or l_ba is None:
+        return [GATED]
     sym, asym = (l_ab + l_ba) / 2, abs(l_ab - l_ba)
-    if asym >= th.directional_asym and max(l_ab, l_ba) >= th.directional_leak:
-        return "directional"
-    if sym >= th.cluster_sym and asym < th.directional_asym:
-        return "bidirectional cluster"
-    if min(l_ab, l_ba) <= th.tradeoff_leak:
-        return "tradeoff"
-    return None
+    flags = []
+    if at_least(asym, th.directional_asym) and at_least(max(l_ab, l_ba), th.directional_leak):
+        flags.append(DIRECTIONAL)
+    if at_least(sym, th.cluster_sym) and not at_least(asym, th.directional_asym):
+        flags.append(CLUSTER)
+    if at_most(min(l_ab, l_ba), th.tradeoff_leak):
+        flags.append(TRADEOFF)
+    return flags
 
 
-def upstream(a: str, b: str, l_ab: float, l_ba: float) -> tuple[str, str]:
+def upstream(a: str, b: str, l_ab: Q, l_ba: Q) -> tuple[str, str]:
     """(upstream, downstream): the source whose leakage into the other is larger."""
     return (a, b) if l_ab >= l_ba else (b, a)

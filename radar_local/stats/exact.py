@@ -1,0 +1,112 @@
+"""Point estimates in exact rational arithmetic (eq. 1-6), for every comparison with a threshold.
+
+Likert scores make every point estimate a rational number. In floats, 0.6 - 0.2 is
+0.39999999999999997, so a self-effect of exactly tau = 0.40 would fail the gate (App. C asks for
+SelfEffect >= tau). Here each estimate stays a Fraction wherever it meets a threshold (the gate,
+the flags) and is rounded to float once, correctly, for output. Rounding is monotone, so a stored
+value compared with a threshold read from a decimal (`--fail-on-sym 0.6`) keeps its side of it.
+Thresholds are taken as the decimals the user wrote: 0.4 means 2/5, not the binary 0.4000000000000000222.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from radar_local.stats.bootstrap import Strata
+from radar_local.stats.coupling import Coupling
+
+Q = Fraction | None  # an exact value, or None where it is undefined
+
+
+def decimal(x: float) -> Fraction:
+    """The threshold the user wrote: float 0.4 -> 2/5 (its shortest decimal repr)."""
+    return Fraction(repr(float(x)))
+
+
+def at_least(value: Q, threshold: float) -> bool:
+    return value is not None and value >= decimal(threshold)
+
+
+def at_most(value: Q, threshold: float) -> bool:
+    return value is not None and value <= decimal(threshold)
+
+
+def _mean(values: list[Q]) -> Q:
+    vals = [v for v in values if v is not None]
+    return sum(vals, Fraction(0)) / len(vals) if vals else None
+
+
+def _sd(values: list[Q]) -> float | None:
+    """Population sd over tasks (eq. 6); undefined with fewer than two tasks, never a reassuring 0."""
+    vals = [v for v in values if v is not None]
+    if len(vals) < 2:
+        return None
+    mean = sum(vals, Fraction(0)) / len(vals)
+    return math.sqrt(sum(((v - mean) ** 2 for v in vals), Fraction(0)) / len(vals))
+
+
+def _diff(a: Q, b: Q) -> Q:
+    return None if a is None or b is None else a - b
+
+
+@dataclass(frozen=True)
+class ExactPoint:
+    """The point estimate of one cell; T tasks, K criteria, None = undefined."""
+
+    self_effect_by_task: list[list[Q]]  # [t][i], eq. 1
+    leakage_by_task: list[list[list[Q]]]  # [t][i][j], eq. 2; row i undefined where SelfEffect_t(i) <= 0
+    self_effect: list[Q]  # [i], mean over the tasks where it is defined
+    leakage: list[list[Q]]  # [i][j], eq. 5
+    leakage_sd: list[list[float | None]]  # [i][j], eq. 6
+
+    def reliable(self, tau: float) -> list[bool]:
+        return [at_least(se, tau) for se in self.self_effect]
+
+    def coupling(self, tau: float) -> Coupling:
+        """The same estimate as float arrays with a batch axis of 1, each value correctly rounded."""
+        return Coupling(
+            self_effect=_floats([self.self_effect]),
+            self_effect_by_task=_floats([self.self_effect_by_task]),
+            leakage=_floats([self.leakage]),
+            leakage_sd=_floats([self.leakage_sd]),
+            leakage_by_task=_floats([self.leakage_by_task]),
+            reliable=np.array([self.reliable(tau)]),
+        )
+
+
+def _floats(nested) -> np.ndarray:
+    def conv(x):
+        if isinstance(x, list):
+            return [conv(v) for v in x]
+        return np.nan if x is None else float(x)
+
+    return np.array(conv(nested), dtype=float)
+
+
+def exact_point(strata: Strata) -> ExactPoint:
+    """Stratum means as Fractions of exact sums (scores are multiples of 1/4 after normalization,
+    which floats hold exactly), then eq. 1-6 in rational arithmetic."""
+    t_count, k = strata.shape
+    means: list[list[list[list[Q]]]] = [[[[None] * k for _ in range(2)] for _ in range(k)] for _ in range(t_count)]
+    for s, rows in enumerate(strata.slices()):
+        block = strata.scores[rows].astype(np.float64)
+        for j in range(k):
+            col = block[:, j][~np.isnan(block[:, j])]
+            if len(col):
+                means[strata.task[s]][strata.target[s]][strata.direction[s]][j] = Fraction(float(col.sum())) / len(col)
+
+    se_t = [[_diff(means[t][i][0][i], means[t][i][1][i]) for i in range(k)] for t in range(t_count)]
+    leak_t = [[[_diff(means[t][i][0][j], means[t][i][1][j]) / se_t[t][i]
+                if se_t[t][i] is not None and se_t[t][i] > 0 and _diff(means[t][i][0][j], means[t][i][1][j]) is not None
+                else None for j in range(k)] for i in range(k)] for t in range(t_count)]
+    return ExactPoint(
+        self_effect_by_task=se_t,
+        leakage_by_task=leak_t,
+        self_effect=[_mean([se_t[t][i] for t in range(t_count)]) for i in range(k)],
+        leakage=[[_mean([leak_t[t][i][j] for t in range(t_count)]) for j in range(k)] for i in range(k)],
+        leakage_sd=[[_sd([leak_t[t][i][j] for t in range(t_count)]) for j in range(k)] for i in range(k)],
+    )

@@ -1,0 +1,133 @@
+"""Values that meet a threshold are compared exactly: the gate at tau, per-task spread, the budget's
+full-sample row, gating reasons and unscored warnings (issue 7, part 1)."""
+
+import json
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from radar_local.analyze import stats_for_table
+from radar_local.cli.main import cli
+from radar_local.scores import COLUMNS, probe_matrix, validate_scores
+from radar_local.stats.audit import audit_cell
+from radar_local.stats.bootstrap import Strata
+from radar_local.stats.coupling import coupling
+from tests.conftest import probes, table
+
+TAU = Fraction(2, 5)
+
+
+def _spread(total: int, n: int) -> list[int]:
+    """n Likert scores (0-4) summing to total."""
+    return [min(4, max(0, total - 4 * v)) for v in range(n)]
+
+
+def _cell(name: str, pos: list[int], neg: list[int], offset: int) -> list[tuple]:
+    """Criterion a steered with the given + and - scores; b is a clean, fully reliable criterion."""
+    rows = [("t", "a", "+", str(v), "a", s) for v, s in enumerate(pos)] + [("t", "a", "-", str(v), "a", s) for v, s in enumerate(neg)]
+    rows += [("t", "a", d, str(v), "b", 2) for d, ss in (("+", pos), ("-", neg)) for v in range(len(ss))]
+    rows += [("t", "b", "+", "0", "a", 2), ("t", "b", "+", "0", "b", 4), ("t", "b", "-", "0", "a", 2), ("t", "b", "-", "0", "b", 0)]
+    return [(name, "v", *r[:5], r[5] + offset) for r in rows]
+
+
+def _exact_tau_cases() -> list[tuple[int, int, int, int]]:
+    """Every (n+, n-, S+, S-) with 1..10 scored probes per direction whose self-effect is exactly tau:
+    (S+/n+ - S-/n-) / 4 = 2/5, i.e. a move of exactly 1.6 Likert points."""
+    return [(a, b, sp, sm) for a in range(1, 11) for b in range(1, 11) for sp in range(4 * a + 1) for sm in range(4 * b + 1)
+            if (Fraction(sp, a) - Fraction(sm, b)) / 4 == TAU]
+
+
+@pytest.mark.parametrize("scale,offset", [("0-4", 0), ("1-5", 1)])
+def test_gate_passes_at_exactly_tau_and_fails_just_below(scale, offset):
+    cases = _exact_tau_cases()
+    assert len(cases) == 176 and (5, 5, 12, 4) in cases  # the issue's [2,2,3,3,2] vs [0,1,1,1,1]
+    rows = []
+    for idx, (a, b, sp, sm) in enumerate(cases):
+        rows += _cell(f"at{idx}", _spread(sp, a), _spread(sm, b), offset)
+        if sp > 0:  # one Likert point less on one + probe: below tau
+            rows += _cell(f"below{idx}", _spread(sp - 1, a), _spread(sm, b), offset)
+    df = validate_scores(pd.DataFrame(rows, columns=list(COLUMNS)), "planted", scale)
+    for gen in pd.unique(df["generator"]):
+        pm = probe_matrix(df, ["a", "b"], gen, "v")
+        r = audit_cell(pm, n_bootstrap=0, budget=False)
+        at = gen.startswith("at")
+        assert r["reliable"]["a"] is at, (gen, r["self_effect"]["a"])
+        assert (r["pairs"][0]["flags"] == ["gated"]) is not at
+        # The resampling path (bootstrap, budget) gates the same values alike.
+        assert bool(coupling(Strata.from_probes(pm).means(), 0.4).reliable[0, 0]) is at
+
+
+def test_issue_example_keeps_its_pairs_and_globals():
+    # + scores [2,2,3,3,2] (mean 2.4), - scores [0,1,1,1,1] (mean 0.8): a move of 1.6 points = 0.4 exactly.
+    rows = probes("t", "a", "+", [{"a": s, "b": 2} for s in (2, 2, 3, 3, 2)]) + probes("t", "a", "-", [{"a": s, "b": 1} for s in (0, 1, 1, 1, 1)])
+    rows += probes("t", "b", "+", [{"a": 2, "b": 4}] * 5) + probes("t", "b", "-", [{"a": 2, "b": 0}] * 5)
+    r = stats_for_table(table(rows), "t.csv", n_bootstrap=50)
+    assert r["self_effect"]["a"] == 0.4 and r["reliable"] == {"a": True, "b": True}
+    # leakage a->b = (2/4 - 1/4) / (2/5) = 5/8
+    assert r["leakage"]["a"]["b"] == 0.625 and r["global"]["positive"] is not None
+    assert r["pairs"][0]["reliable"] and r["flags"]["unreliable"] == []
+
+
+def test_fail_on_sym_is_exact_at_the_boundary(tmp_path):
+    # N = 5 per stratum; normalized means are sums / 20.
+    # a+: a sum 8, b sum 0;  a-: a 0, b sum 3  -> SelfEffect(a) = 8/20 = 0.4,  l_ab = (0 - 3/20) / (8/20) = -3/8
+    # b+: b sum 8, a sum 7;  b-: b 0, a 0      -> SelfEffect(b) = 0.4,          l_ba = (7/20) / (8/20) = 7/8
+    # Sym = (-3/8 + 7/8) / 2 = 1/4 exactly; in floats it came out 0.24999999999999997 and slipped under 0.25.
+    zero = [0] * 5
+    rows = probes("t", "a", "+", [{"a": s, "b": 0} for s in (2, 2, 2, 2, 0)])
+    rows += probes("t", "a", "-", [{"a": 0, "b": s} for s in (1, 1, 1, 0, 0)])
+    rows += probes("t", "b", "+", [{"a": x, "b": y} for x, y in zip((2, 2, 2, 1, 0), (2, 2, 2, 2, 0))])
+    rows += probes("t", "b", "-", [{"a": 0, "b": s} for s in zero])
+    path = tmp_path / "s.csv"
+    table(rows).to_csv(path, index=False)
+    stats = tmp_path / "stats.json"
+    res = CliRunner().invoke(cli, ["stats", str(path), "--json", str(stats), "--bootstrap", "0"])
+    assert res.exit_code == 0, res.output
+    (pair,) = json.loads(stats.read_text())["pairs"]
+    assert pair["sym"] == 0.25 and pair["reliable"] and pair["flags"] == ["directional", "tradeoff"]
+    at = CliRunner().invoke(cli, ["compare", str(stats), str(stats), "--fail-on-sym", "0.25"])
+    above = CliRunner().invoke(cli, ["compare", str(stats), str(stats), "--fail-on-sym", "0.26"])
+    assert at.exit_code == 1 and above.exit_code == 0
+
+
+def test_one_task_has_no_spread():
+    rows = probes("t", "a", "+", [{"a": 4, "b": 3}]) + probes("t", "a", "-", [{"a": 0, "b": 1}])
+    rows += probes("t", "b", "+", [{"a": 3, "b": 4}]) + probes("t", "b", "-", [{"a": 1, "b": 0}])
+    r = audit_cell(probe_matrix(table(rows), ["a", "b"], "g", "v"), n_bootstrap=20, budget=False)
+    assert r["leakage_sd"]["a"]["b"] is None and r["leakage_sd"]["b"]["a"] is None  # undefined, not a stable 0.0
+
+
+def test_budget_always_ends_with_the_full_sample(two_criteria_table):
+    # N = 2 per stratum: one subset row (N = 1), then all probes once, equal to the point estimate.
+    r = audit_cell(probe_matrix(two_criteria_table, ["a", "b"], "g", "v"), n_bootstrap=0)
+    assert [(row["n"], row["subsets"], row.get("all_probes", False)) for row in r["budget"]] == [(1, 30, False), (2, 1, True)]
+    full = r["budget"][-1]["sym"][0]
+    assert full["mean"] == r["pairs"][0]["sym"] == 0.5 and full["sd"] is None
+
+
+def test_budget_full_row_when_n_is_not_a_standard_budget():
+    rng = np.random.default_rng(0)
+    rows = []
+    for target in ("a", "b"):
+        for d, hi in (("+", 4), ("-", 0)):
+            rows += probes("t", target, d, [{"a": int(rng.integers(0, 5)), "b": int(rng.integers(0, 5)), target: hi} for _ in range(7)])
+    r = audit_cell(probe_matrix(table(rows), ["a", "b"], "g", "v"), n_bootstrap=0)
+    assert [row["n"] for row in r["budget"]] == [1, 2, 3, 4, 5, 7] and r["budget"][-1]["all_probes"]
+
+
+def test_gating_reasons_and_unscored_warnings():
+    nan = float("nan")
+    rows = probes("t1", "a", "+", [{"a": 4, "b": 2, "c": 2}]) + probes("t1", "a", "-", [{"a": 0, "b": 2, "c": 2}])
+    rows += probes("t1", "b", "+", [{"a": 2, "b": 0, "c": 2}]) + probes("t1", "b", "-", [{"a": 2, "b": 4, "c": 2}])
+    rows += probes("t1", "c", "+", [{"a": 2, "b": 2, "c": nan}]) + probes("t1", "c", "-", [{"a": 2, "b": 2, "c": 0}])
+    r = audit_cell(probe_matrix(table(rows), ["a", "b", "c"], "g", "v"), n_bootstrap=0, budget=False)
+    causes = {u["criterion"]: (u["cause"], u["reason"]) for u in r["flags"]["unreliable"]}
+    assert causes == {
+        "b": ("negative", "negative self-effect (failed intervention)"),
+        "c": ("unscored", "no scored probes in a direction (every answer unscored or missing)"),
+    }
+    assert r["unscored"] == {"verdicts": 1, "verdicts_total": 18, "strata": 1, "strata_total": 6, "tasks": {"t1": 1}}
+    assert len(r["warnings"]) == 2 and "1 of 6 strata" in r["warnings"][1] and "t1 (1)" in r["warnings"][1]
