@@ -16,7 +16,8 @@ class Strict(BaseModel):
 
 
 class ModelSpec(Strict):
-    engine: Literal["vllm", "transformers", "openai"] = Field(description="Which engine runs the model")
+    engine: Literal["vllm", "transformers", "openai", "testing"] = Field(
+        description="Which engine runs the model; `testing` is the planted engine of the orchestration tests")
     model: str = Field(min_length=1, description="Registry name, local weights directory, or served model name (openai)")
     name: str | None = Field(None, description="Label in the score table; defaults to `model`")
     options: dict[str, Any] = Field(default_factory=dict, description="Engine options, passed through")

@@ -20,7 +20,7 @@ from radar_local.prompts import PROMPT_VERSION, strip_think
 from radar_local.rubric import Rubric, Task
 from radar_local.scores import COLUMNS, validate_scores, write_scores
 from radar_local.scoring import parse_score
-from radar_local.store import Store
+from radar_local.store import Store, write_atomic
 
 CONFIG_SNAPSHOT = "config.yaml"
 
@@ -68,7 +68,7 @@ def generate_stage(config: AuditConfig, rubric: Rubric, tasks: tuple[Task, ...],
                 outs = engine.generate([r.messages for r in chunk], n=n, temperature=config.generation.temperature,
                                        max_tokens=config.generation.max_new_tokens, seeds=[r.seed for r in chunk])
                 store.add_probes([_probe_record(r, v, c, config.generator.label) for r, cs in zip(chunk, outs)
-                                  for v, c in enumerate(cs)])
+                                  for v, c in enumerate(cs) if r.variant_key(v) not in store.probes])
                 stats["calls"] += sum(len(cs) for cs in outs)
                 stats["prompt_tokens"] += sum(c.prompt_tokens for cs in outs for c in cs[:1])
                 stats["output_tokens"] += sum(c.output_tokens for cs in outs for c in cs)
@@ -188,7 +188,7 @@ def library_versions() -> dict[str, str | None]:
 
 
 def snapshot_config(config: AuditConfig, store: Store) -> None:
-    (store.root / CONFIG_SNAPSHOT).write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
+    write_atomic(store.root / CONFIG_SNAPSHOT, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
 
 
 def finish(config: AuditConfig, verifier: ModelSpec, rubric: Rubric, tasks: tuple[Task, ...], reference: dict | None,

@@ -110,14 +110,19 @@ def check_criteria(df: pd.DataFrame, criteria: list[str], path: object) -> None:
 
 
 def write_scores(df: pd.DataFrame, path: str | Path) -> None:
+    import io
+
+    from radar_local.store import write_atomic
+
     path = Path(path)
     out = df.loc[:, list(COLUMNS)]
-    tmp = path.with_name(path.name + ".tmp")
     if path.suffix == ".parquet":
-        out.to_parquet(tmp, index=False)
+        buf = io.BytesIO()
+        out.to_parquet(buf, index=False)
+        data: str | bytes = buf.getvalue()
     else:
-        out.assign(score=out["score"].astype("Int64")).to_csv(tmp, index=False)
-    tmp.replace(path)  # atomic: a crash never leaves a half-written table
+        data = out.assign(score=out["score"].astype("Int64")).to_csv(index=False)
+    write_atomic(path, data)  # a crash never leaves a half-written table
 
 
 @dataclass(frozen=True)

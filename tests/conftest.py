@@ -107,3 +107,26 @@ def vllm_server(embedded_model, tmp_path_factory):
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+# ---- The planted test engine: orchestration tests in seconds, without a model ----
+
+PLANTED_TASKS = [{"id": "refund", "prompt": "A customer wants a refund for a cracked jug."},
+                 {"id": "delay", "prompt": "A parcel is two weeks late. Reply to the customer."}]
+
+
+def planted_config(**kw) -> dict:
+    """An audit config on the deterministic `testing` engine (see radar_local/engines/testing.py)."""
+    spec = {"engine": "testing", "model": "planted", "options": kw.pop("options", {})}
+    return {"rubric": "helpsteer2", "tasks": PLANTED_TASKS, "generator": spec, "verifier": spec, "n": 2, "seed": 0,
+            "bootstrap": 20, **kw}
+
+
+def radar_cli(*args, env=None, **kw):
+    """`radar` in a subprocess, as a user runs it."""
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "radar_local.cli", *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, **kw)

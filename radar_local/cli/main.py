@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import logging
+import signal
+
 import click
 
 from radar_local.errors import RadarError
 
+RESUME = "every stored record is whole and the batch in flight was dropped; run the same command again to resume"
+
+
+class Terminated(Exception):
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
 
 class RadarGroup(click.Group):
-    """Turns domain errors into one line on stderr and their exit code, never a traceback."""
+    """Turns domain errors into one line on stderr and their exit code, never a traceback; an
+    interrupt (Ctrl-C: 130, SIGTERM: 143) into one line that says how to resume."""
 
     def invoke(self, ctx: click.Context):
         try:
@@ -16,6 +30,12 @@ class RadarGroup(click.Group):
         except RadarError as exc:
             click.echo(f"error: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except (KeyboardInterrupt, click.exceptions.Abort):
+            click.echo(f"interrupted: {RESUME}", err=True)
+            ctx.exit(130)
+        except Terminated:
+            click.echo(f"terminated: {RESUME}", err=True)
+            ctx.exit(143)
 
 
 @click.group(cls=RadarGroup, context_settings={"auto_envvar_prefix": "RADAR", "help_option_names": ["-h", "--help"]})
@@ -35,4 +55,9 @@ _register()
 
 
 def main() -> None:
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("note: %(message)s"))
+    logging.getLogger("radar_local").addHandler(handler)
+    logging.getLogger("radar_local").propagate = False
     cli()

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from radar_local.stats.coupling import TAU
+
+
+def check_output(path: Path | None) -> None:
+    """Before any work: an output file's folder must exist (nothing is created behind the user's back)."""
+    from radar_local.errors import InputError
+
+    if path is not None and not path.parent.is_dir():
+        raise InputError(path, f"the folder {path.parent} does not exist; create it or write somewhere else")
 
 
 def stats_options(fn):

@@ -32,6 +32,10 @@ def compare(run_a: Path, run_b: Path, fail_on_sym: float | None, json_out: Path 
     from radar_local.compare import load_stats
     from radar_local.report.text import interval, num
 
+    from radar_local.cli.options import check_output
+    from radar_local.store import write_atomic
+
+    check_output(json_out)
     result = diff(load_stats(run_a), load_stats(run_b), fail_on_sym)
     for r in result["moved"]:
         click.echo(f"moved: {r['a']} / {r['b']}: Sym {num(r['sym_before'])} {interval(r['ci_before'])} -> "
@@ -42,7 +46,7 @@ def compare(run_a: Path, run_b: Path, fail_on_sym: float | None, json_out: Path 
     if not result["moved"] and not result["gate_changes"]:
         click.echo("no pair moved beyond its confidence interval and no criterion crossed the gate")
     if json_out:
-        json_out.write_text(json.dumps(result, indent=2))
+        write_atomic(json_out, json.dumps(result, indent=2))
     if result["violations"]:
         for v in result["violations"]:
             click.echo(f"policy: {v['a']} / {v['b']} has Sym {num(v['sym_after'])} >= {fail_on_sym}", err=True)
@@ -59,7 +63,7 @@ def grid(config_path: Path, out: Path | None, quiet: bool) -> None:
     from radar_local.errors import InputError
     from radar_local.grid import run_grid
     from radar_local.report.build import write_report
-    from radar_local.store import slug, stats_file
+    from radar_local.store import slug, stats_file, write_atomic
     from radar_local.report.grid import grid_html, grid_markdown
 
     config = load_config(config_path, GridConfig)
@@ -73,7 +77,7 @@ def grid(config_path: Path, out: Path | None, quiet: bool) -> None:
     for cell in summary["cells"]:  # every cell is an ordinary audit with its own report
         gen_dir = folder / slug(cell["generator"])
         write_report(gen_dir, gen_dir / f"report-{slug(cell['verifier'])}", stats_file(cell["verifier"]))
-    (folder / "grid.md").write_text(grid_markdown(summary))
-    (folder / "grid.html").write_text(grid_html(summary))
+    write_atomic(folder / "grid.md", grid_markdown(summary))
+    write_atomic(folder / "grid.html", grid_html(summary))
     click.echo(grid_markdown(summary))
     click.echo(f"wrote {folder / 'grid.html'}")

@@ -32,7 +32,7 @@ def score(run_dir: Path, verifier_arg: str, options: tuple[str, ...], name: str 
     from radar_local.report.console import print_audit
     from radar_local.store import open_run, stats_file
 
-    store = open_run(run_dir, must_exist=True)
+    store = open_run(run_dir, must_exist=True, writer=True)
     config = load_config(run_dir / CONFIG_SNAPSHOT)
     engine, sep, model = verifier_arg.partition(":")
     if not sep or not model:

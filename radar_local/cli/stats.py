@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from radar_local.cli.options import stats_options
+from radar_local.cli.options import check_output, stats_options
 
 
 @click.command()
@@ -24,9 +24,13 @@ def stats(scores: Path, json_out: Path | None, md_out: Path | None, **kwargs) ->
     from radar_local.report.console import print_audit
     from radar_local.report.markdown import audit_markdown
 
+    from radar_local.store import write_atomic
+
+    check_output(json_out)
+    check_output(md_out)
     result = stats_for_file(scores, **kwargs)
     print_audit(result)
     if json_out:
-        json_out.write_text(json.dumps(result, indent=2))
+        write_atomic(json_out, json.dumps(result, indent=2))
     if md_out:
-        md_out.write_text(audit_markdown(result))
+        write_atomic(md_out, audit_markdown(result))

@@ -40,7 +40,14 @@ def _openai(model: str, options: dict) -> Engine:
     return OpenAIEngine(model, OpenAIEngine.Options.model_validate(options))
 
 
-FACTORIES: dict[str, Callable[[str, dict], Engine]] = {"vllm": _vllm, "transformers": _transformers, "openai": _openai}
+def _testing(model: str, options: dict) -> Engine:
+    from radar_local.engines.testing import PlantedEngine
+
+    return PlantedEngine(model, PlantedEngine.Options.model_validate(options))
+
+
+FACTORIES: dict[str, Callable[[str, dict], Engine]] = {"vllm": _vllm, "transformers": _transformers, "openai": _openai,
+                                                       "testing": _testing}
 
 
 def build_engine(engine: str, model: str, options: dict[str, Any] | None = None, where: object = "config") -> Engine:

@@ -10,7 +10,7 @@ from radar_local.report.examples import example_probes
 from radar_local.report.html import audit_html
 from radar_local.report.markdown import audit_markdown
 from radar_local.report.text import num
-from radar_local.store import open_run
+from radar_local.store import open_run, write_atomic
 
 FIGURE_TITLES = {"leakage": "Leakage", "self_effect": "Self-effects", "sym_asym": "Sym against Asym",
                  "task_spread": "Per-task leakage spread", "budget": "Probe budget"}
@@ -51,12 +51,12 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, stats_name:
     (out / "figures").mkdir(parents=True, exist_ok=True)
     figures = {name: png(make(result)) for name, make in FIGURES.items()}
     for name, data in figures.items():
-        (out / "figures" / f"{name}.png").write_bytes(data)
+        write_atomic(out / "figures" / f"{name}.png", data)
     examples = example_probes(result, store)
     cost = cost_rows(run)
     cal = calibration(read_scores(run_dir / "scores.csv"), result["criteria"])
-    (out / "report.html").write_text(audit_html(result, figures, examples, cost, cal))
-    (out / "report.md").write_text(report_markdown(result, examples, cost, cal))
+    write_atomic(out / "report.html", audit_html(result, figures, examples, cost, cal))
+    write_atomic(out / "report.md", report_markdown(result, examples, cost, cal))
     return out
 
 

@@ -1,0 +1,161 @@
+"""The store never loses a record: torn writes, damaged lines, two writers, signals, a full disk
+(issue 7, part 2). All on the planted engine: no model is loaded."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from radar_local.config import AuditConfig
+from radar_local.errors import InputError
+from radar_local.pipeline import EnginePool, generate_stage, open_audit
+from radar_local.store import PROBES, SCORES, Store, unlock_run_dir
+from tests.conftest import planted_config, radar_cli
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def generate(cfg: dict, run: Path) -> dict:
+    config, rubric, tasks, _, store = open_audit(AuditConfig.model_validate(cfg), run, REPO)
+    return generate_stage(config, rubric, tasks, store, EnginePool(), progress=False)
+
+
+def records(path: Path) -> list[dict]:
+    data = path.read_bytes()
+    assert data.endswith(b"\n")  # only whole lines
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def test_torn_last_line_at_every_byte_offset_is_cut_and_redone(tmp_path, caplog):
+    cfg = planted_config(rubric=str(REPO / "tests/data/small_rubric.yaml"), tasks=[planted_config()["tasks"][0]])
+    whole = tmp_path / "whole"
+    generate(cfg, whole)
+    expected = records(whole / PROBES)
+    lines = (whole / PROBES).read_bytes().splitlines(keepends=True)
+    head, last = b"".join(lines[:-1]), lines[-1]
+    run = tmp_path / "run"
+    for cut in range(1, len(last)):  # every offset inside the last record, newline excluded
+        shutil.rmtree(run, ignore_errors=True)
+        unlock_run_dir(run)
+        run.mkdir()
+        (run / PROBES).write_bytes(head + last[:cut])
+        caplog.clear()
+        first = generate(cfg, run)
+        second = generate(cfg, run)
+        got = records(run / PROBES)
+        assert [r["key"] for r in got] == [r["key"] for r in expected] and got == expected, cut
+        # The torn record's prompt was sampled again (n = 2 samples); only the missing one was stored.
+        assert first["calls"] == 2 and second["calls"] == 0, cut
+        (side,) = run.glob(f"{PROBES}.torn-*")
+        assert side.read_bytes() == last[:cut]
+        (note,) = [r.getMessage() for r in caplog.records]
+        assert "cut a torn last line" in note and side.name in note
+
+
+def test_a_damaged_line_that_is_not_the_last_is_refused(tmp_path):
+    cfg_path = tmp_path / "audit.yaml"
+    cfg_path.write_text(yaml.safe_dump(planted_config()))
+    run = tmp_path / "run"
+    assert radar_cli("audit", cfg_path, "--out", run, "--quiet", "--no-report").returncode == 0
+    lines = (run / SCORES).read_text().splitlines(keepends=True)
+    lines[1] = lines[1][:20] + "\n"  # damage, not a torn write: the line is terminated
+    (run / SCORES).write_text("".join(lines))
+    before = (run / SCORES).read_bytes()
+    res = radar_cli("audit", cfg_path, "--out", run, "--quiet")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+    assert f"{run / SCORES}: line 2 is damaged" in res.stderr
+    assert (run / SCORES).read_bytes() == before  # refused, nothing rewritten
+    with pytest.raises(InputError, match="line 2 is damaged"):
+        Store(run, writer=False)
+
+
+def test_second_writer_is_refused_with_the_holder_pid(tmp_path):
+    cfg_path = tmp_path / "audit.yaml"
+    cfg_path.write_text(yaml.safe_dump(planted_config()))
+    run = tmp_path / "run"
+    Store(run)  # this test process now holds the run directory
+    try:
+        res = radar_cli("audit", cfg_path, "--out", run)
+        assert res.returncode == 2 and res.stderr.count("\n") == 1
+        assert f"in use by PID {os.getpid()}" in res.stderr and "Traceback" not in res.stderr
+        assert not (run / PROBES).exists() and not (run / "config.yaml").exists()  # refused before any work
+    finally:
+        unlock_run_dir(run)
+
+
+def test_a_lock_left_by_a_killed_process_does_not_block(tmp_path):
+    cfg_path = tmp_path / "audit.yaml"
+    cfg_path.write_text(yaml.safe_dump(planted_config()))
+    run = tmp_path / "run"
+    holder = subprocess.Popen([sys.executable, "-c", f"from radar_local.store import Store; Store({str(run)!r}); "
+                               "print('held', flush=True); import time; time.sleep(300)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert radar_cli("audit", cfg_path, "--out", run, "--quiet", "--no-report").returncode == 2
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    res = radar_cli("audit", cfg_path, "--out", run, "--quiet", "--no-report")
+    assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.parametrize("sig,code,word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")])
+def test_a_signal_mid_stage_leaves_whole_records_and_resumes(tmp_path, sig, code, word):
+    cfg_path = tmp_path / "audit.yaml"
+    cfg_path.write_text(yaml.safe_dump(planted_config(batch_size=2, options={"delay_s": 0.2})))
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "radar_local.cli", "audit", str(cfg_path), "--out", str(run), "--quiet", "--no-report"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not ((run / PROBES).exists() and len((run / PROBES).read_bytes().splitlines()) >= 4):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert err.strip().startswith(f"{word}:") and "run the same command again to resume" in err and "Traceback" not in err
+    kept = records(run / PROBES)
+    assert 4 <= len(kept) < 40 and not list(run.glob("*.tmp"))
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    done = records(run / PROBES)
+    assert len(done) == len({r["key"] for r in done}) == 2 * 5 * 2 * 2  # tasks x criteria x directions x n
+    assert done[: len(kept)] == kept  # stored records untouched
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MiB tmpfs the test mounts (root only) and unmounts."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_disk_full_is_one_line_and_keeps_what_was_stored(tmp_path, small_disk):
+    cfg_path = tmp_path / "audit.yaml"
+    cfg_path.write_text(yaml.safe_dump(planted_config(n=20, batch_size=4)))
+    filler = small_disk / "filler"
+    free = shutil.disk_usage(small_disk).free
+    filler.write_bytes(b"x" * (free - 16 * 1024))  # leave 16 KiB: room for some probes, not all 400
+    run = small_disk / "run"
+    res = radar_cli("audit", cfg_path, "--out", run, "--quiet", "--no-report")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr, res.stderr
+    assert "cannot write (the disk is full)" in res.stderr and str(run) in res.stderr
+    kept = records(run / PROBES)  # whole records only, each readable
+    assert 0 < len(kept) < 400
+    filler.unlink()
+    res = radar_cli("audit", cfg_path, "--out", run, "--quiet", "--no-report")
+    assert res.returncode == 0, res.stderr
+    done = records(run / PROBES)
+    assert len(done) == len({r["key"] for r in done}) == 400 and done[: len(kept)] == kept
