@@ -55,6 +55,10 @@ def stats_for_table(
     criteria = rubric.ids if rubric else list(pd.unique(df["criterion"]))
     check_criteria(df, criteria, path)
     gen, ver = select_cell(df, path, generator, verifier)
+    cell = df[(df["generator"] == gen) & (df["verifier"] == ver)]
+    if (cell["direction"] == "none").all():
+        raise InputError(path, f"{gen} -> {ver} has only unconditioned ('none') probes; coupling needs probes "
+                               "steered + and - on each criterion")
     result = audit_cell(
         probe_matrix(df, criteria, gen, ver), reference, tau=tau, n_bootstrap=n_bootstrap, seed=seed, thresholds=thresholds
     )

@@ -6,21 +6,52 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from radar_local.errors import InputError
+from radar_local.rubric import parse_model
+from radar_local.stats.audit import SCHEMA_VERSION
+
+
+class _Pair(BaseModel):
+    a: str
+    b: str
+    sym: float | None
+    reliable: bool
+    flags: list[str]
+    ci: dict[str, list[float | None] | None] | None
+
+
+class _Stats(BaseModel):
+    """The keys compare reads; anything else in the file is left alone."""
+
+    schema_version: int
+    criteria: list[str]
+    reliable: dict[str, bool]
+    pairs: list[_Pair]
 
 
 def load_stats(path: str | Path) -> dict:
-    """A run directory's stats.json, or a stats JSON file itself."""
+    """A run directory's stats.json, or a stats JSON file itself, checked before use."""
     path = Path(path)
     file = path / "stats.json" if path.is_dir() else path
     if not file.is_file():
         raise InputError(path, "no stats.json here; pass a run directory from `radar audit` or a `radar stats --json` file")
     try:
         stats = json.loads(file.read_text())
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, UnicodeDecodeError):
         raise InputError(file, "is not valid JSON") from None
     if not isinstance(stats, dict) or "pairs" not in stats or "reliable" not in stats:
         raise InputError(file, "is not a RADAR stats file (no 'pairs' or 'reliable')")
+    version = stats.get("schema_version")
+    if version != SCHEMA_VERSION:
+        newer = isinstance(version, int) and version > SCHEMA_VERSION
+        fix = "upgrade radar_local" if newer else "re-run `radar audit` or `radar stats --json` to rewrite it"
+        raise InputError(file, f"stats schema_version {version!r}, this radar_local reads {SCHEMA_VERSION}; {fix}")
+    parse_model(_Stats, stats, file)
+    missing = [c for c in stats["criteria"] if c not in stats["reliable"]]
+    if missing:
+        raise InputError(file, f"key 'reliable' lacks criterion '{missing[0]}'; re-run to rewrite the file")
     return stats
 
 

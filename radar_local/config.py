@@ -7,8 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, parse_model, read_mapping
+from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, parse_model, read_mapping, unique_ids
 from radar_local.scoring import ScoreFormat
+from radar_local.store import slug
 
 
 class Strict(BaseModel):
@@ -56,6 +57,8 @@ class AuditSettings(Strict):
     def _tasks_for_custom_rubric(self) -> "AuditSettings":
         if self.tasks is None and self.rubric not in BUNDLED:
             raise ValueError("a custom rubric needs 'tasks' (a bundled name, a file, or a list)")
+        if isinstance(self.tasks, list):
+            unique_ids(self.tasks)
         return self
 
 
@@ -68,6 +71,23 @@ class GridConfig(AuditSettings):
     generators: list[ModelSpec] = Field(min_length=1)
     verifiers: list[ModelSpec] = Field(min_length=1)
     exclude_self_pairs: bool = Field(True, description="Skip cells where a model judges its own probes (paper §4.2)")
+
+    @model_validator(mode="after")
+    def _distinct_labels_and_some_cell(self) -> "GridConfig":
+        for role in ("generators", "verifiers"):  # a label names a directory and a score-table column
+            labels = [m.label for m in getattr(self, role)]
+            slugs = [slug(label) for label in labels]
+            dup = next((label for label, s in zip(labels, slugs) if slugs.count(s) > 1), None)
+            if dup is not None:
+                raise ValueError(f"two {role} share the label '{dup}'; give each its own `name`")
+        if not self.cells():
+            raise ValueError("every cell is a self-pair; add models or set exclude_self_pairs: false")
+        return self
+
+    def cells(self) -> list[tuple[ModelSpec, ModelSpec]]:
+        """(generator, verifier) cells, self-pairs excluded unless asked for (paper §4.2)."""
+        return [(g, v) for g in self.generators for v in self.verifiers
+                if not (self.exclude_self_pairs and g.model == v.model)]
 
     def cell(self, generator: ModelSpec, verifier: ModelSpec) -> AuditConfig:
         settings = self.model_dump(exclude={"generators", "verifiers", "exclude_self_pairs"})

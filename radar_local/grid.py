@@ -20,18 +20,11 @@ from radar_local.store import Store, slug, stats_file
 STABLE_SD = 0.15  # a pair whose Sym varies less than this across cells couples at the rubric level
 
 
-def cells(grid: GridConfig) -> list[tuple[ModelSpec, ModelSpec]]:
-    return [(g, v) for g in grid.generators for v in grid.verifiers
-            if not (grid.exclude_self_pairs and g.model == v.model)]
-
-
 def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = True) -> dict:
     grid = with_absolute_paths(grid, base)
     rubric, tasks, reference = resolve_inputs(grid, base)
     out = Path(out)
-    todo = cells(grid)
-    if not todo:
-        raise ValueError("every cell is a self-pair; add models or set exclude_self_pairs: false")
+    todo = grid.cells()
     stores = {g.label: Store(out / slug(g.label)) for g in grid.generators}
     stages: dict[tuple[str, str], dict] = {}
     pool = EnginePool()

@@ -73,6 +73,15 @@ class Task(Strict):
     format: Literal["response", "summary"] = "response"
 
 
+def unique_ids(tasks) -> None:
+    """Task ids key probes and prompts: a repeated id would score one task's probes against another's prompt."""
+    seen: set[str] = set()
+    for t in tasks:
+        if t.id in seen:
+            raise ValueError(f"duplicate task id '{t.id}'; every task needs its own id")
+        seen.add(t.id)
+
+
 class ReferencePair(Strict):
     a: str
     b: str
@@ -95,6 +104,11 @@ class Benchmark(Strict):
     rubric: Rubric
     tasks: tuple[Task, ...] = Field(min_length=1)
     reference: Reference
+
+    @model_validator(mode="after")
+    def _unique_tasks(self) -> "Benchmark":
+        unique_ids(self.tasks)
+        return self
 
 
 def read_mapping(path: Path) -> dict:
@@ -154,6 +168,11 @@ def load_tasks(name_or_path: str | Path) -> tuple[Task, ...]:
 
     class TaskFile(Strict):
         tasks: tuple[Task, ...] = Field(min_length=1)
+
+        @model_validator(mode="after")
+        def _unique(self) -> "TaskFile":
+            unique_ids(self.tasks)
+            return self
 
     return parse_model(TaskFile, read_mapping(path), path).tasks
 

@@ -7,7 +7,6 @@ from click.testing import CliRunner
 
 from radar_local.cli.main import cli
 from radar_local.config import GridConfig
-from radar_local.grid import cells
 from radar_local.synthetic import HELPSTEER2_PLANTED
 from tests.report_fixtures import GENERATOR, judge, planted_run, planted_settings
 
@@ -16,9 +15,9 @@ def test_self_pairs_are_excluded_by_default():
     a = {"engine": "vllm", "model": "qwen"}
     b = {"engine": "vllm", "model": "llama"}
     grid = GridConfig.model_validate({"rubric": "helpsteer2", "generators": [a, b], "verifiers": [a, b]})
-    assert [(g.model, v.model) for g, v in cells(grid)] == [("qwen", "llama"), ("llama", "qwen")]
+    assert [(g.model, v.model) for g, v in grid.cells()] == [("qwen", "llama"), ("llama", "qwen")]
     both = GridConfig.model_validate({"rubric": "helpsteer2", "generators": [a], "verifiers": [a], "exclude_self_pairs": False})
-    assert len(cells(both)) == 1
+    assert len(both.cells()) == 1
 
 
 def test_grid_over_stored_runs(tmp_path):

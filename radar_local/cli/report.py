@@ -70,10 +70,7 @@ def grid(config_path: Path, out: Path | None, quiet: bool) -> None:
     folder = out or (Path(config.out) if config.out else None)
     if folder is None:
         raise InputError(config_path, "no grid folder: set 'out' in the config or pass --out")
-    try:
-        summary = run_grid(config, folder, config_path.parent, progress=not quiet)
-    except ValueError as exc:
-        raise InputError(config_path, str(exc)) from None
+    summary = run_grid(config, folder, config_path.parent, progress=not quiet)
     for cell in summary["cells"]:  # every cell is an ordinary audit with its own report
         gen_dir = folder / slug(cell["generator"])
         write_report(gen_dir, gen_dir / f"report-{slug(cell['verifier'])}", stats_file(cell["verifier"]))

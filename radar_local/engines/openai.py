@@ -23,6 +23,10 @@ from radar_local.scoring import ScoreFormat
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
 
+class ServerError(RadarError):
+    """The server answered, but not with a usable chat completion."""
+
+
 class OpenAIEngine:
     name = "openai"
 
@@ -52,16 +56,33 @@ class OpenAIEngine:
             try:
                 req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
                 with urllib.request.urlopen(req, timeout=self.options.timeout_s) as resp:
-                    return json.loads(resp.read())
+                    raw = resp.read()
+                return self._checked(raw)
             except urllib.error.HTTPError as exc:
                 if exc.code not in RETRY_STATUS or attempt == self.options.retries:
-                    detail = exc.read().decode(errors="replace")[:300]
-                    raise RadarError(f"{self.url} answered HTTP {exc.code}: {detail}") from None
+                    detail = " ".join(exc.read().decode(errors="replace").split())[:200]
+                    tries = f" after {attempt + 1} attempts" if attempt else ""
+                    raise ServerError(f"{self.url} answered HTTP {exc.code}{tries}: {detail or exc.reason}; "
+                                      "check the server's log, then run again (stored calls are kept)") from None
             except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
                 if attempt == self.options.retries:
                     raise RadarError(f"cannot reach {self.url} ({getattr(exc, 'reason', exc)}); is the server running?") from None
             time.sleep(self.options.backoff_s * 2**attempt)
         raise AssertionError("unreachable")
+
+    def _checked(self, raw: bytes) -> dict:
+        """A chat completion with choices, or one line saying what the server sent instead."""
+        try:
+            resp = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            raise ServerError(f"{self.url} answered with something that is not JSON ({raw[:80]!r}); is base_url an "
+                              "OpenAI-compatible server's /v1?") from None
+        choices = resp.get("choices") if isinstance(resp, dict) else None
+        if not isinstance(choices, list) or not choices or not all(
+                isinstance(c, dict) and isinstance(c.get("message"), dict) for c in choices):
+            raise ServerError(f"{self.url} answered JSON without completion choices ({str(resp)[:120]}); is it a chat "
+                              "completions endpoint?")
+        return resp
 
     def _completions(self, resp: dict) -> list[Completion]:
         usage = resp.get("usage") or {}

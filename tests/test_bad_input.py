@@ -1,0 +1,163 @@
+"""Every bad input found in review gets one line and exit 2 (issue 7, part 3)."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from radar_local.cli.main import cli
+from radar_local.engines.openai import OpenAIEngine
+from radar_local.errors import RadarError
+from radar_local.scoring import ScoreFormat
+from tests.conftest import PLANTED_TASKS, planted_config, probes, table
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "radar_local" / "benchmarks" / "example_helpsteer2.csv"
+
+
+def invoke(*args):
+    res = CliRunner().invoke(cli, [str(a) for a in args])
+    return res
+
+
+def one_line_exit_2(res, *needles):
+    assert res.exit_code == 2, res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit)  # no traceback
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith("error: "), res.stderr
+    for needle in needles:
+        assert str(needle) in res.stderr, res.stderr
+
+
+def test_stats_on_a_table_of_only_unconditioned_probes(tmp_path):
+    path = tmp_path / "none.csv"
+    table(probes("t", "", "none", [{"a": 1, "b": 2}, {"a": 3, "b": 2}])).to_csv(path, index=False)
+    one_line_exit_2(invoke("stats", path), path, "only unconditioned ('none') probes")
+
+
+@pytest.mark.parametrize("option", ["--json", "--markdown"])
+def test_stats_output_into_a_missing_folder(tmp_path, option):
+    target = tmp_path / "no" / "such" / "out.json"
+    one_line_exit_2(invoke("stats", EXAMPLE, "--rubric", "helpsteer2", "--bootstrap", 0, option, target),
+                    target, "does not exist")
+    assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize("content,needle", [
+    ({"pairs": [], "reliable": {}}, "schema_version None"),
+    ({"schema_version": 99, "pairs": [], "reliable": {}}, "upgrade radar_local"),
+    ({"schema_version": 2, "pairs": [{"a": "x"}], "reliable": {}, "criteria": []}, "key 'pairs.0.b'"),
+    ({"schema_version": 2, "pairs": [], "reliable": {}, "criteria": ["x"]}, "lacks criterion 'x'"),
+])
+def test_compare_on_json_without_the_expected_keys(tmp_path, content, needle):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(content))
+    one_line_exit_2(invoke("compare", bad, bad), bad, needle)
+
+
+class _Server:
+    """A real HTTP server on 127.0.0.1 answering every POST with one canned reply."""
+
+    def __init__(self, status: int, body: bytes):
+        reply = (status, body)
+        self.hits = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                outer.hits += 1
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self.send_response(reply[0])
+                self.send_header("Content-Length", str(len(reply[1])))
+                self.end_headers()
+                self.wfile.write(reply[1])
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.mark.parametrize("status,body,needle", [
+    (200, b"<html>not an API</html>", "not JSON"),
+    (200, json.dumps({"object": "chat.completion", "usage": {}}).encode(), "without completion choices"),
+    (200, json.dumps({"choices": []}).encode(), "without completion choices"),
+    (503, b"overloaded", "answered HTTP 503 after 3 attempts: overloaded"),
+])
+def test_openai_engine_bad_answers_are_one_line(status, body, needle):
+    server = _Server(status, body)
+    engine = OpenAIEngine("m", OpenAIEngine.Options(base_url=server.url, retries=2, backoff_s=0.01))
+    try:
+        with pytest.raises(RadarError) as err:
+            engine.score([[{"role": "user", "content": "hi"}]], fmt=ScoreFormat())
+        msg = str(err.value)
+        assert server.url in msg and needle in msg and "\n" not in msg
+        assert server.hits == (3 if status == 503 else 1)
+    finally:
+        engine.close()
+        server.close()
+
+
+def test_audit_against_a_server_that_answers_5xx(tmp_path):
+    server = _Server(500, b"boom")
+    try:
+        spec = {"engine": "openai", "model": "m", "options": {"base_url": server.url, "retries": 1, "backoff_s": 0.01}}
+        cfg = tmp_path / "audit.yaml"
+        cfg.write_text(yaml.safe_dump(planted_config(generator=spec, verifier=spec)))
+        one_line_exit_2(invoke("audit", cfg, "--out", tmp_path / "run", "--quiet"), server.url, "HTTP 500")
+    finally:
+        server.close()
+
+
+def _config(tmp_path, data: dict, name: str = "audit.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_duplicate_task_ids_inline_are_refused_before_any_model(tmp_path):
+    cfg = _config(tmp_path, planted_config(tasks=[PLANTED_TASKS[0], {**PLANTED_TASKS[1], "id": "refund"}]))
+    one_line_exit_2(invoke("audit", cfg, "--out", tmp_path / "run"), cfg, "duplicate task id 'refund'")
+    assert not (tmp_path / "run").exists()
+
+
+def test_duplicate_task_ids_in_a_task_file(tmp_path):
+    tasks = _config(tmp_path, {"tasks": [PLANTED_TASKS[0], PLANTED_TASKS[0]]}, "tasks.yaml")
+    cfg = _config(tmp_path, planted_config(tasks=str(tasks)))
+    one_line_exit_2(invoke("audit", cfg, "--out", tmp_path / "run"), tasks, "duplicate task id 'refund'")
+    assert not (tmp_path / "run" / "probes.jsonl").exists()
+
+
+@pytest.mark.parametrize("role", ["generators", "verifiers"])
+def test_grid_models_sharing_a_label_are_refused(tmp_path, role):
+    a = {"engine": "testing", "model": "one", "name": "judge"}
+    b = {"engine": "testing", "model": "two", "name": "judge"}
+    other = [{"engine": "testing", "model": "three"}]
+    data = {"rubric": "helpsteer2", "generators": other, "verifiers": other, role: [a, b]}
+    cfg = _config(tmp_path, data, "grid.yaml")
+    one_line_exit_2(invoke("grid", cfg, "--out", tmp_path / "g"), cfg, f"two {role} share the label 'judge'")
+    assert not (tmp_path / "g").exists()
+
+
+def test_grid_lets_a_bug_surface_as_a_bug(tmp_path, monkeypatch):
+    """A ValueError raised by a bug is not relabelled as a config error."""
+    import radar_local.grid
+
+    def broken(results):
+        raise ValueError("a bug deep in the statistics")
+
+    monkeypatch.setattr(radar_local.grid, "grid_summary", broken)
+    data = {k: v for k, v in planted_config().items() if k not in ("generator", "verifier")}
+    data |= {"generators": [{"engine": "testing", "model": "one"}], "verifiers": [{"engine": "testing", "model": "two"}]}
+    cfg = _config(tmp_path, data, "grid.yaml")
+    res = invoke("grid", cfg, "--out", tmp_path / "g", "--quiet")
+    assert res.exit_code == 1 and isinstance(res.exception, ValueError) and "config" not in res.output
