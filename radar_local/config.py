@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -27,6 +27,13 @@ class ModelSpec(Strict):
     def label(self) -> str:
         return self.name or Path(self.model).name
 
+    @model_validator(mode="after")
+    def _options_the_engine_takes(self) -> "ModelSpec":
+        from radar_local.engines.registry import parse_options
+
+        parse_options(self.engine, self.options)  # checked when the config is read, not when the model loads
+        return self
+
     def same_weights(self, other: "ModelSpec") -> bool:
         return (self.engine, self.model, self.options) == (other.engine, other.model, other.options)
 
@@ -39,18 +46,19 @@ class Generation(Strict):
 class AuditSettings(Strict):
     """Everything of an audit but its models; shared by one audit and a generator x verifier grid."""
 
-    rubric: str = Field(description="Bundled rubric name or path to a rubric file")
-    tasks: str | list[Task] | None = Field(None, description="Bundled name, a tasks file, or inline; default: the rubric's")
-    human: str | None = Field(None, description="Human reference (name or path); default: a bundled rubric's own")
+    rubric: str = Field(min_length=1, description="Bundled rubric name or path to a rubric file")
+    tasks: Annotated[str, Field(min_length=1)] | list[Task] | None = Field(
+        None, description="Bundled name, a tasks file, or inline; default: the rubric's")
+    human: str | None = Field(None, min_length=1, description="Human reference (name or path); default: a bundled rubric's own")
     n: int = Field(5, ge=1, le=1000, description="Probes per (task, criterion, direction); paper recommends 3-5")
     unconditioned: int = Field(0, ge=0, le=1000, description="Unconditioned probes per task (synthetic-correlation baseline)")
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="Run seed: sampling seeds and resamples derive from it")
     layout: Literal["paper", "prefix-shared"] = Field("paper", description="Verifier prompt layout")
     generation: Generation = Field(default_factory=Generation)
     scoring: ScoreFormat = Field(default_factory=ScoreFormat)
     batch_size: int = Field(256, ge=1, description="Requests per engine call; a kill loses at most one batch")
     tau: float = Field(0.4, ge=0, le=1)
-    bootstrap: int = Field(500, ge=0)
+    bootstrap: int = Field(500, ge=0, le=100_000, description="Bootstrap resamples (0 = no CIs)")
     out: str | None = Field(None, description="Run directory; `--out` overrides")
 
     @model_validator(mode="after")

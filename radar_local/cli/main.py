@@ -27,8 +27,8 @@ class RadarGroup(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except RadarError as exc:
-            click.echo(f"error: {exc}", err=True)
+        except RadarError as exc:  # one line, even when it quotes a value holding a line break
+            click.echo("error: " + str(exc).replace("\r", "\\r").replace("\n", "\\n"), err=True)
             ctx.exit(exc.exit_code)
         except (KeyboardInterrupt, click.exceptions.Abort):
             click.echo(f"interrupted: {RESUME}", err=True)

@@ -22,8 +22,8 @@ def stats_options(fn):
         click.option("--rubric", "rubric_arg", metavar="NAME|PATH", help="Bundled rubric name or rubric file."),
         click.option("--human", metavar="NAME|PATH", help="Human inter-criterion reference (default: the bundled rubric's)."),
         click.option("--tau", type=click.FloatRange(0, 1), default=TAU, show_default=True, help="Reliability gate on self-effect."),
-        click.option("--bootstrap", "n_bootstrap", type=click.IntRange(0), default=500, show_default=True, help="Bootstrap resamples (0 = no CIs)."),
-        click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--bootstrap", "n_bootstrap", type=click.IntRange(0, 100_000), default=500, show_default=True, help="Bootstrap resamples (0 = no CIs)."),
+        click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True),
     ]):
         fn = deco(fn)
     return fn

@@ -1,62 +1,58 @@
-"""Engine names to lazy factories: the factory checks the optional dependency, then imports."""
+"""Engine names to lazily imported classes. An engine module imports its heavy library (torch, vllm)
+inside its methods, so its `Options` can be checked when a config is read, before any model loads."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
-from typing import Any, Callable
+from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from radar_local.engines.base import Engine
 from radar_local.errors import InputError, MissingDependencyError
 from radar_local.models import go_offline
 
-
-def _needs(module: str, package: str, *extras: str) -> None:
-    if importlib.util.find_spec(module) is None:
-        raise MissingDependencyError(package, *extras)
-
-
-def _vllm(model: str, options: dict) -> Engine:
-    _needs("vllm", "vllm", "gpu", "cpu")
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # progress is ours; keep vLLM's INFO chatter out
-    from radar_local.engines.vllm import VLLMEngine
-
-    return VLLMEngine(model, VLLMEngine.Options.model_validate(options))
-
-
-def _transformers(model: str, options: dict) -> Engine:
-    _needs("transformers", "transformers", "hf")
-    _needs("outlines", "outlines", "hf")
-    from radar_local.engines.hf import TransformersEngine
-
-    return TransformersEngine(model, TransformersEngine.Options.model_validate(options))
+ENGINES = {
+    "vllm": "radar_local.engines.vllm:VLLMEngine",
+    "transformers": "radar_local.engines.hf:TransformersEngine",
+    "openai": "radar_local.engines.openai:OpenAIEngine",
+    "testing": "radar_local.engines.testing:PlantedEngine",
+}
+# (module, package, extras) each engine needs before it is built
+REQUIRES = {
+    "vllm": [("vllm", "vllm", ("gpu", "cpu"))],
+    "transformers": [("transformers", "transformers", ("hf",)), ("outlines", "outlines", ("hf",))],
+}
 
 
-def _openai(model: str, options: dict) -> Engine:
-    from radar_local.engines.openai import OpenAIEngine
-
-    return OpenAIEngine(model, OpenAIEngine.Options.model_validate(options))
-
-
-def _testing(model: str, options: dict) -> Engine:
-    from radar_local.engines.testing import PlantedEngine
-
-    return PlantedEngine(model, PlantedEngine.Options.model_validate(options))
+def engine_class(engine: str) -> type:
+    module, name = ENGINES[engine].split(":")
+    return getattr(importlib.import_module(module), name)
 
 
-FACTORIES: dict[str, Callable[[str, dict], Engine]] = {"vllm": _vllm, "transformers": _transformers, "openai": _openai,
-                                                       "testing": _testing}
+def parse_options(engine: str, options: dict[str, Any]) -> BaseModel:
+    """The engine's typed options; ValueError with one line on an option it does not take or a bad value."""
+    try:
+        return engine_class(engine).Options.model_validate(options)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        raise ValueError(f"engine '{engine}' option '{key}': {err['msg']}") from None
 
 
 def build_engine(engine: str, model: str, options: dict[str, Any] | None = None, where: object = "config") -> Engine:
-    if engine not in FACTORIES:
-        raise InputError(where, f"unknown engine '{engine}'; use one of {', '.join(FACTORIES)}")
-    go_offline()
+    if engine not in ENGINES:
+        raise InputError(where, f"unknown engine '{engine}'; use one of {', '.join(ENGINES)}")
     try:
-        return FACTORIES[engine](model, dict(options or {}))
-    except ValidationError as exc:  # an option the engine does not take, or a bad value
-        err = exc.errors()[0]
-        key = ".".join(str(p) for p in err["loc"])
-        raise InputError(where, f"engine '{engine}' option '{key}': {err['msg']}") from None
+        opts = parse_options(engine, dict(options or {}))
+    except ValueError as exc:
+        raise InputError(where, str(exc)) from None
+    for module, package, extras in REQUIRES.get(engine, ()):
+        if importlib.util.find_spec(module) is None:
+            raise MissingDependencyError(package, *extras)
+    go_offline()
+    if engine == "vllm":
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # progress is ours; keep vLLM's INFO chatter out
+    return engine_class(engine)(model, opts)

@@ -1,0 +1,169 @@
+"""Malformed inputs, built by hypothesis, through the CLI in-process: exit 0, or exit 2 with one line on
+stderr naming the file; never a traceback, never a file left half-written (issue 7, part 3)."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from click.testing import CliRunner
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from radar_local.cli.main import cli
+from radar_local.rubric import load_benchmark
+from tests.conftest import planted_config
+
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+ANY_VALUE = st.one_of(st.none(), st.booleans(), st.integers(-5, 10), st.floats(allow_nan=True), st.text(max_size=8),
+                      st.lists(st.integers(0, 4), max_size=2), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+CELL = st.one_of(st.sampled_from(["", "nan", "+", "-", "none", "a", "b", "0", "4", "5", "-1", "2.5", "t1", "x,y", '"']),
+                 st.text(max_size=6))
+
+
+def valid_table() -> pd.DataFrame:
+    rows = []
+    for task in ("t1", "t2"):
+        for target in ("a", "b"):
+            for d, hi in (("+", 4), ("-", 0)):
+                for v in range(2):
+                    rows += [("g", "v", task, target, d, str(v), c, hi if c == target else 2) for c in ("a", "b")]
+    return pd.DataFrame(rows, columns=["generator", "verifier", "task_id", "target", "direction", "variant", "criterion", "score"])
+
+
+@st.composite
+def broken_tables(draw) -> pd.DataFrame:
+    df = valid_table().astype(str)
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(["cell", "drop_col", "rename_col", "drop_rows", "dup_row", "extra_col"]))
+        if op == "cell" and len(df):
+            df.iat[draw(st.integers(0, len(df) - 1)), draw(st.integers(0, df.shape[1] - 1))] = draw(CELL)
+        elif op == "drop_col" and df.shape[1]:
+            df = df.drop(columns=draw(st.sampled_from(list(df.columns))))
+        elif op == "rename_col" and df.shape[1]:
+            df = df.rename(columns={draw(st.sampled_from(list(df.columns))): draw(st.text(max_size=5))})
+        elif op == "drop_rows":
+            df = df.iloc[draw(st.integers(0, len(df))):]
+        elif op == "dup_row" and len(df):
+            df = pd.concat([df, df.iloc[[draw(st.integers(0, len(df) - 1))]]])
+        elif op == "extra_col":
+            df[draw(st.text(min_size=1, max_size=5))] = "x"
+    return df
+
+
+def check(res, named: Path | str, written: list[Path]) -> None:
+    """Exit 0; or 2 with one line naming the file (or, for a config, the file it refers to, which
+    lives in its folder). No traceback; no half-written output."""
+    event(f"exit {res.exit_code}")  # --hypothesis-show-statistics: both outcomes are exercised
+    assert res.exit_code in (0, 2), (res.exit_code, res.output, res.exception)
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    if res.exit_code == 2:
+        assert res.stderr.count("\n") == 1 and res.stderr.startswith("error: "), res.stderr
+        assert str(named) in res.stderr or "--" in res.stderr, res.stderr
+        assert not any(p.exists() for p in written)
+    for p in written:
+        assert not p.with_name(p.name + ".tmp").exists()
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+@SETTINGS
+@given(df=broken_tables(), fmt=st.sampled_from(["csv", "parquet"]))
+def test_malformed_score_tables(tmp_path_factory, df, fmt):
+    tmp = tmp_path_factory.mktemp("t")
+    path = tmp / f"scores.{fmt}"
+    if fmt == "csv":
+        df.to_csv(path, index=False)
+    else:
+        df.columns = [str(c) for c in df.columns]
+        try:
+            df.loc[:, ~df.columns.duplicated()].to_parquet(path, index=False)
+        except (ValueError, TypeError):
+            pytest.skip("pyarrow cannot store this frame")
+    out = tmp / "stats.json"
+    check(run("stats", path, "--bootstrap", 0, "--json", out), path, [out])
+
+
+@SETTINGS
+@given(data=st.binary(max_size=200), suffix=st.sampled_from([".csv", ".parquet"]))
+def test_score_files_of_random_bytes(tmp_path_factory, data, suffix):
+    path = tmp_path_factory.mktemp("b") / f"scores{suffix}"
+    path.write_bytes(data)
+    check(run("stats", path, "--bootstrap", 0), path, [])
+
+
+def _mutate(draw, obj):
+    """Replace, drop or add one key somewhere in a nested mapping / list."""
+    if isinstance(obj, dict) and obj:
+        key = draw(st.sampled_from(list(obj)))
+        op = draw(st.sampled_from(["replace", "drop", "add", "recurse", "recurse"]))
+        if op == "replace":
+            return {**obj, key: draw(ANY_VALUE)}
+        if op == "drop":
+            return {k: v for k, v in obj.items() if k != key}
+        if op == "add":
+            return {**obj, draw(st.text(min_size=1, max_size=6)): draw(ANY_VALUE)}
+        return {**obj, key: _mutate(draw, obj[key])}
+    if isinstance(obj, list) and obj:
+        i = draw(st.integers(0, len(obj) - 1))
+        op = draw(st.sampled_from(["replace", "duplicate", "recurse"]))
+        if op == "replace":
+            return obj[:i] + [draw(ANY_VALUE)] + obj[i + 1:]
+        if op == "duplicate":
+            return obj + [obj[i]]
+        return obj[:i] + [_mutate(draw, obj[i])] + obj[i + 1:]
+    return draw(ANY_VALUE)
+
+
+@st.composite
+def mutated(draw, base):
+    obj = base
+    for _ in range(draw(st.integers(1, 3))):
+        obj = _mutate(draw, obj)
+    return obj
+
+
+BENCH = load_benchmark("helpsteer2")
+RUBRIC = BENCH.rubric.model_dump(mode="json")
+REFERENCE = BENCH.reference.model_dump(mode="json")
+EXAMPLE = Path(__file__).resolve().parents[1] / "radar_local" / "benchmarks" / "example_helpsteer2.csv"
+
+
+@SETTINGS
+@given(rubric=mutated(RUBRIC))
+def test_malformed_rubrics(tmp_path_factory, rubric):
+    path = tmp_path_factory.mktemp("r") / "rubric.yaml"
+    path.write_text(yaml.safe_dump(rubric))
+    check(run("stats", EXAMPLE, "--rubric", path, "--bootstrap", 0), path, [])
+
+
+@SETTINGS
+@given(reference=mutated(REFERENCE))
+def test_malformed_reference_files(tmp_path_factory, reference):
+    path = tmp_path_factory.mktemp("h") / "human.json"
+    path.write_text(json.dumps(reference))
+    check(run("stats", EXAMPLE, "--rubric", "helpsteer2", "--human", path, "--bootstrap", 0), path, [])
+
+
+@SETTINGS
+@given(config=mutated(planted_config(n=1, bootstrap=0)))
+def test_malformed_configs(tmp_path_factory, config):
+    tmp = tmp_path_factory.mktemp("c")
+    path = tmp / "audit.yaml"
+    path.write_text(yaml.safe_dump(config))
+    run_dir = tmp / "run"
+    res = run("audit", path, "--out", run_dir, "--quiet", "--no-report")
+    check(res, tmp, [])
+    if res.exit_code == 2:
+        assert not (run_dir / "probes.jsonl").exists()  # refused before any model call
+
+
+@SETTINGS
+@given(text=st.text(max_size=120))
+def test_config_files_of_random_text(tmp_path_factory, text):
+    path = tmp_path_factory.mktemp("y") / "audit.yaml"
+    path.write_text(text)
+    check(run("audit", path, "--out", path.parent / "run", "--quiet"), path, [])
