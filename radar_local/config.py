@@ -57,6 +57,8 @@ class AuditSettings(Strict):
     generation: Generation = Field(default_factory=Generation)
     scoring: ScoreFormat = Field(default_factory=ScoreFormat)
     batch_size: int = Field(256, ge=1, description="Requests per engine call; a kill loses at most one batch")
+    exclude_flagged_probes: bool = Field(
+        False, description="Leave probes whose text addresses the judge or asks for a score out of the statistics")
     tau: float = Field(0.4, ge=0, le=1)
     bootstrap: int = Field(500, ge=0, le=100_000, description="Bootstrap resamples (0 = no CIs)")
     out: str | None = Field(None, description="Run directory; `--out` overrides")

@@ -14,6 +14,7 @@ from radar_local.config import AuditConfig, ModelSpec, resolve_inputs, with_abso
 from radar_local.engines.base import Engine
 from radar_local.engines.registry import build_engine
 from radar_local.errors import InputError
+from radar_local.injection import flagged_probes
 from radar_local.plan import GenerationRequest, generation_requests, score_requests
 from radar_local.progress import stage_progress
 from radar_local.prompts import PROMPT_VERSION, strip_think
@@ -197,8 +198,10 @@ def finish(config: AuditConfig, verifier: ModelSpec, rubric: Rubric, tasks: tupl
     from radar_local.analyze import stats_for_table
 
     probes = planned_probes(config, rubric, tasks, store)
+    injection = {**flagged_probes(probes), "excluded": config.exclude_flagged_probes}
+    used = [p for p in probes if p["key"] not in set(injection["keys"])] if config.exclude_flagged_probes else probes
     table_path = store.root / "scores.csv"
-    table = validate_scores(score_table(config, rubric, tasks, store, probes), table_path)
+    table = validate_scores(score_table(config, rubric, tasks, store, used), table_path, both_directions=False)
     write_scores(table, table_path)
     result = stats_for_table(table, table_path, rubric=rubric, reference=reference, tau=config.tau,
                              n_bootstrap=config.bootstrap, seed=config.seed,
@@ -209,6 +212,7 @@ def finish(config: AuditConfig, verifier: ModelSpec, rubric: Rubric, tasks: tupl
         "generator": {"label": config.generator.label, "engine": config.generator.engine, "model": config.generator.model},
         "verifier": {"label": verifier.label, "engine": verifier.engine, "model": verifier.model},
         "probes": len(probes),
+        "injection": injection,
         "stages": stages,
         "libraries": library_versions(),
     }

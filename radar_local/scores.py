@@ -47,7 +47,9 @@ def read_scores(path: str | Path, scale: str = "0-4") -> pd.DataFrame:
     return validate_scores(df, path, scale)
 
 
-def validate_scores(df: pd.DataFrame, path: object, scale: str = "0-4") -> pd.DataFrame:
+def validate_scores(df: pd.DataFrame, path: object, scale: str = "0-4", both_directions: bool = True) -> pd.DataFrame:
+    """Check a table's shape and values. `both_directions=False` lets a target lack + or - probes
+    (an audit that excluded flagged probes); the statistics then gate it and say why."""
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise InputError(path, f"missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}")
@@ -83,6 +85,8 @@ def validate_scores(df: pd.DataFrame, path: object, scale: str = "0-4") -> pd.Da
         i = int(np.flatnonzero(dup.to_numpy())[0])
         raise InputError(path, f"row {_csv_row(i)}: duplicate of an earlier row for the same probe and criterion; keep one")
 
+    if not both_directions:
+        return df
     directed = df[df["direction"] != "none"]
     dirs = directed.groupby(["generator", "verifier", "task_id", "target"], sort=False)["direction"].nunique()
     lonely = dirs[dirs < 2]

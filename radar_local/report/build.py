@@ -9,7 +9,7 @@ from radar_local.errors import InputError
 from radar_local.report.examples import example_probes
 from radar_local.report.html import audit_html
 from radar_local.report.markdown import audit_markdown
-from radar_local.report.text import num
+from radar_local.report.text import injection_line, num
 from radar_local.store import open_run, write_atomic
 
 FIGURE_TITLES = {"leakage": "Leakage", "self_effect": "Self-effects", "sym_asym": "Sym against Asym",
@@ -53,14 +53,13 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, stats_name:
     for name, data in figures.items():
         write_atomic(out / "figures" / f"{name}.png", data)
     examples = example_probes(result, store)
-    cost = cost_rows(run)
     cal = calibration(read_scores(run_dir / "scores.csv"), result["criteria"])
-    write_atomic(out / "report.html", audit_html(result, figures, examples, cost, cal))
-    write_atomic(out / "report.md", report_markdown(result, examples, cost, cal))
+    write_atomic(out / "report.html", audit_html(result, figures, examples, run, cal))
+    write_atomic(out / "report.md", report_markdown(result, examples, run, cal))
     return out
 
 
-def report_markdown(result: dict, examples: list[dict], cost: list[list[str]], cal: dict) -> str:
+def report_markdown(result: dict, examples: list[dict], run: dict, cal: dict) -> str:
     md = [audit_markdown(result)]
     md += [f"## {title}\n\n![{title}](figures/{name}.png)\n" for name, title in FIGURE_TITLES.items()]
     md.append("## Example probes\n")
@@ -71,9 +70,12 @@ def report_markdown(result: dict, examples: list[dict], cost: list[list[str]], c
             md.append(f"Task {p['task_id']}, steered {p['target']} {p['direction']}; scores: {scores}\n")
             md.append("> " + p["text"].replace("\n", "\n> ") + "\n")
             md += [f"- {c}: {t}" for c, t in p["rationale"].items()] + [""]
+    md += ["## Probes that address the judge\n", injection_line(run), ""]
+    md += [f"- {ex['target'] or 'unconditioned'} {ex['direction']} ({', '.join(ex['matched'])}): "
+           + ex["text"].replace("\n", " ") for ex in (run.get("injection") or {}).get("examples", [])] + [""]
     md += ["## Judge calibration\n", "| verifier | criterion | discrimination | stability |", "|---|---|---|---|"]
     md += [f"| {v} | {c} | {num(d['discrimination'], signed=False)} | {num(cal['stability'].get(c), signed=False)} |"
            for v, per in cal["verifiers"].items() for c, d in per.items()]
     md += ["", "## Cost", "", "| stage | calls | prompt tokens | output tokens | seconds | tokens/s | parse rate | prefix-cache hits |",
-           "|---|---|---|---|---|---|---|---|"] + ["| " + " | ".join(r) + " |" for r in cost]
+           "|---|---|---|---|---|---|---|---|"] + ["| " + " | ".join(r) + " |" for r in cost_rows(run)]
     return "\n".join(md) + "\n"

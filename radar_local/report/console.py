@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from radar_local.report.text import flag_text, interval, num, verdict
+from radar_local.report.text import flag_text, injection_line, interval, num, verdict
 
 
 def print_audit(result: dict, console: Console | None = None) -> None:
@@ -57,7 +57,9 @@ def print_run(run_dir, console: Console | None = None) -> None:
     from radar_local.report.build import cost_rows
 
     console = console or Console()
-    for stage, calls, prompt, output, seconds, tps, rate, cache in cost_rows(json.loads((Path(run_dir) / "run.json").read_text())):
+    run = json.loads((Path(run_dir) / "run.json").read_text())
+    for stage, calls, prompt, output, seconds, tps, rate, cache in cost_rows(run):
         extra = "".join(f", {label} {v}" for label, v in (("parse rate", rate), ("prefix-cache hit rate", cache)) if v != "-")
         console.print(f"{stage}: {calls} calls, {prompt} prompt + {output} output tokens, {seconds} s, {tps} tokens/s{extra}")
+    console.print(injection_line(run))
     console.print(f"Run directory: {run_dir}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from html import escape
 
-from radar_local.report.text import flag_text, interval, num, verdict
+from radar_local.report.text import flag_text, injection_line, interval, num, verdict
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -28,8 +28,10 @@ def _table(head: list[str], rows: list[list[str]], classes: list[str] | None = N
     return "".join(out) + "</table>"
 
 
-def audit_html(result: dict, figures: dict[str, bytes], examples: list[dict], cost: list[list[str]],
+def audit_html(result: dict, figures: dict[str, bytes], examples: list[dict], run: dict,
                calibration: dict | None = None) -> str:
+    from radar_local.report.build import cost_rows
+
     r = result
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>RADAR audit: {escape(r['generator'])} -&gt; "
              f"{escape(r['verifier'])}</title><style>{CSS}</style></head><body>",
@@ -66,10 +68,15 @@ def audit_html(result: dict, figures: dict[str, bytes], examples: list[dict], co
             why = " ".join(f"{c}: {escape(str(t))}" for c, t in pr["rationale"].items())
             parts.append(f"<p>Task {escape(pr['task_id'])}, steered {escape(pr['target'])} {escape(pr['direction'])}; "
                          f"scores: {escape(scores)}</p><div class='probe'>{escape(pr['text'])}</div><p><i>{why}</i></p>")
+    parts += ["<h2>Probes that address the judge</h2>", f"<p>{escape(injection_line(run))}</p>"]
+    injected = (run.get("injection") or {}).get("examples", [])
+    if injected:
+        parts.append(_table(["steered", "matched", "probe text"], [[f"{ex['target'] or 'unconditioned'} {ex['direction']}",
+                                                                   ", ".join(ex["matched"]), ex["text"]] for ex in injected]))
     if calibration:
         parts += ["<h2>Judge calibration</h2>", calibration_table_html(calibration)]
     parts += ["<h2>Cost</h2>", _table(["stage", "calls", "prompt tokens", "output tokens", "seconds", "tokens/s",
-                                       "parse rate", "prefix-cache hits"], cost)]
+                                       "parse rate", "prefix-cache hits"], cost_rows(run))]
     parts.append("</body></html>")
     return "\n".join(parts)
 

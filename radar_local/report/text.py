@@ -22,6 +22,19 @@ def flag_text(pair: dict) -> str:
     return ", ".join(named.get(f, f) for f in pair["flags"])
 
 
+def injection_line(run: dict) -> str:
+    """How many probes address the judge, where, and whether the statistics use them."""
+    inj = run.get("injection")
+    if not inj:
+        return "Probes addressing the judge: not checked (run stored before this check existed)."
+    if not inj["flagged"]:
+        return f"No probe of {inj['probes']} addresses the judge or asks for a score."
+    where = ", ".join(f"{k}: {n}" for k, n in inj["by_target_direction"].items())
+    use = ("excluded from the statistics" if inj["excluded"]
+           else "kept in the statistics (set exclude_flagged_probes: true to leave them out)")
+    return f"{inj['flagged']} of {inj['probes']} probes address the judge or ask for a score ({where}); {use}."
+
+
 def verdict(result: dict) -> list[str]:
     """Plain sentences a reviewer reads first."""
     lines = [f"Warning: {w}." for w in result["warnings"]]
