@@ -21,7 +21,7 @@ from radar_local.prompts import PROMPT_VERSION, strip_think
 from radar_local.rubric import Rubric, Task
 from radar_local.scores import COLUMNS, validate_scores, write_scores
 from radar_local.scoring import parse_score
-from radar_local.store import Store, write_atomic
+from radar_local.store import Store, slug, write_atomic
 
 CONFIG_SNAPSHOT = "config.yaml"
 
@@ -157,6 +157,10 @@ def register_verifier(store: Store, spec: ModelSpec) -> None:
     if spec.label in known and not ModelSpec.model_validate(known[spec.label]).same_weights(spec):
         raise InputError(store.root, f"verifier label '{spec.label}' already holds scores from another model; "
                                      "give this verifier its own name (--name)")
+    clash = next((label for label in known if label != spec.label and slug(label) == slug(spec.label)), None)
+    if clash is not None:  # both would write stats.<slug>.json
+        raise InputError(store.root, f"verifier labels '{clash}' and '{spec.label}' share a file name; "
+                                     "give this verifier another name (--name)")
     known[spec.label] = mine
     store.write_json(VERIFIERS, known)
 

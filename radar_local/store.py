@@ -139,8 +139,13 @@ class Store:
     def __init__(self, root: str | Path, writer: bool = True):
         self.root = Path(root)
         if writer:
-            self.root.mkdir(parents=True, exist_ok=True)
-            lock_run_dir(self.root)
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+                lock_run_dir(self.root)
+            except (FileExistsError, NotADirectoryError):
+                raise InputError(self.root, "is a file, not a run directory; pick another --out") from None
+            except PermissionError as exc:
+                raise InputError(self.root, f"cannot write here ({exc.strerror}); pick another --out") from None
             for name in (PROBES, SCORES):
                 repair_torn_tail(self.root / name)
         self.probes = self._load(PROBES)

@@ -161,3 +161,38 @@ def test_grid_lets_a_bug_surface_as_a_bug(tmp_path, monkeypatch):
     cfg = _config(tmp_path, data, "grid.yaml")
     res = invoke("grid", cfg, "--out", tmp_path / "g", "--quiet")
     assert res.exit_code == 1 and isinstance(res.exception, ValueError) and "config" not in res.output
+
+
+def test_nan_tau_and_unknown_options_are_one_line():
+    one_line_exit_2(invoke("stats", EXAMPLE, "--tau", "nan"), "--tau", "nan is not a number in [0, 1]")
+    one_line_exit_2(invoke("stats", EXAMPLE, "--bogus"), "--bogus", "radar stats --help")
+
+
+def test_out_that_is_a_file(tmp_path):
+    cfg = _config(tmp_path, planted_config())
+    target = tmp_path / "afile"
+    target.write_text("keep me")
+    one_line_exit_2(invoke("audit", cfg, "--out", target), target, "is a file, not a run directory")
+    assert target.read_text() == "keep me"
+
+
+def test_verifier_labels_that_share_a_file_name(tmp_path):
+    from radar_local.config import ModelSpec
+    from radar_local.errors import InputError
+    from radar_local.pipeline import register_verifier
+    from radar_local.store import Store
+
+    store = Store(tmp_path / "run")
+    register_verifier(store, ModelSpec(engine="testing", model="one", name="judge/a"))
+    with pytest.raises(InputError, match="share a file name"):
+        register_verifier(store, ModelSpec(engine="testing", model="two", name="judge_a"))
+
+
+def test_report_on_stats_from_an_older_schema(tmp_path):
+    from tests.report_fixtures import planted_run
+
+    run = planted_run(tmp_path / "run")
+    stats = json.loads((run / "stats.json").read_text())
+    (run / "stats.json").write_text(json.dumps({**stats, "schema_version": 1}))
+    one_line_exit_2(invoke("report", run), run / "stats.json", "schema_version 1")
+    assert not (run / "report").exists()

@@ -12,6 +12,10 @@ from radar_local.errors import RadarError
 RESUME = "every stored record is whole and the batch in flight was dropped; run the same command again to resume"
 
 
+def _one_line(text: str) -> str:
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 class Terminated(Exception):
     """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt."""
 
@@ -28,8 +32,12 @@ class RadarGroup(click.Group):
         try:
             return super().invoke(ctx)
         except RadarError as exc:  # one line, even when it quotes a value holding a line break
-            click.echo("error: " + str(exc).replace("\r", "\\r").replace("\n", "\\n"), err=True)
+            click.echo("error: " + _one_line(str(exc)), err=True)
             ctx.exit(exc.exit_code)
+        except click.UsageError as exc:  # a bad option or argument: one line too, with where to look
+            where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
+            click.echo(f"error: {_one_line(exc.format_message())}{where}", err=True)
+            ctx.exit(2)
         except (KeyboardInterrupt, click.exceptions.Abort):
             click.echo(f"interrupted: {RESUME}", err=True)
             ctx.exit(130)
@@ -38,7 +46,7 @@ class RadarGroup(click.Group):
             ctx.exit(143)
 
 
-@click.group(cls=RadarGroup, context_settings={"auto_envvar_prefix": "RADAR", "help_option_names": ["-h", "--help"]})
+@click.group(name="radar", cls=RadarGroup, context_settings={"auto_envvar_prefix": "RADAR", "help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="radar_local")
 def cli() -> None:
     """RADAR rubric coupling audits on local open-weight models, fully offline."""

@@ -17,11 +17,24 @@ def check_output(path: Path | None) -> None:
         raise InputError(path, f"the folder {path.parent} does not exist; create it or write somewhere else")
 
 
+class Unit(click.FloatRange):
+    """A number in [0, 1]; NaN is not one (it compares false with both bounds)."""
+
+    def __init__(self):
+        super().__init__(0, 1)
+
+    def convert(self, value, param, ctx):
+        value = super().convert(value, param, ctx)
+        if value != value:
+            self.fail("nan is not a number in [0, 1]", param, ctx)
+        return value
+
+
 def stats_options(fn):
     for deco in reversed([
         click.option("--rubric", "rubric_arg", metavar="NAME|PATH", help="Bundled rubric name or rubric file."),
         click.option("--human", metavar="NAME|PATH", help="Human inter-criterion reference (default: the bundled rubric's)."),
-        click.option("--tau", type=click.FloatRange(0, 1), default=TAU, show_default=True, help="Reliability gate on self-effect."),
+        click.option("--tau", type=Unit(), default=TAU, show_default=True, help="Reliability gate on self-effect."),
         click.option("--bootstrap", "n_bootstrap", type=click.IntRange(0, 100_000), default=500, show_default=True, help="Bootstrap resamples (0 = no CIs)."),
         click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True),
     ]):

@@ -42,8 +42,11 @@ def write_report(run_dir: str | Path, out: str | Path | None = None, stats_name:
     from radar_local.report.plots import FIGURES, png
     from radar_local.scores import read_scores
 
+    from radar_local.compare import load_stats
+
     run_dir = Path(run_dir)
-    result = _load(run_dir, stats_name)
+    _load(run_dir, stats_name)  # a run directory without stats gets the message about `radar audit`
+    result = load_stats(run_dir / stats_name)  # checked: schema version and the keys the report reads
     run_name = stats_name.replace("stats", "run", 1)
     run = _load(run_dir, run_name if (run_dir / run_name).is_file() else "run.json")
     store = open_run(run_dir, must_exist=True)
