@@ -9,10 +9,11 @@ import pandas as pd
 from radar_local.errors import InputError
 from radar_local.judges import calibration
 from radar_local.rubric import BUNDLED, Rubric, load_reference, load_rubric
-from radar_local.scores import cells, check_criteria, probe_matrix, read_scores
+from radar_local.scores import cells, check_criteria, probe_matrix, read_scores, validate_scores
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.coupling import TAU
 from radar_local.stats.flags import Thresholds
+from radar_local.stats.result import AuditResult
 
 
 def resolve_reference(rubric: Rubric | None, rubric_arg: str | None, human: str | None) -> dict | None:
@@ -51,7 +52,7 @@ def stats_for_table(
     generator: str | None = None,
     verifier: str | None = None,
     thresholds: Thresholds = Thresholds(),
-) -> dict:
+) -> AuditResult:
     criteria = rubric.ids if rubric else list(pd.unique(df["criterion"]))
     check_criteria(df, criteria, path)
     gen, ver = select_cell(df, path, generator, verifier)
@@ -62,15 +63,27 @@ def stats_for_table(
     result = audit_cell(
         probe_matrix(df, criteria, gen, ver), reference, tau=tau, n_bootstrap=n_bootstrap, seed=seed, thresholds=thresholds
     )
-    result["rubric"] = rubric.id if rubric else None
-    result["calibration"] = calibration(df[df["generator"] == gen], criteria)
+    result.rubric = rubric.id if rubric else None
+    result.calibration = calibration(df[df["generator"] == gen], criteria)
     return result
 
 
-def stats_for_file(path: str | Path, *, scale: str = "0-4", rubric_arg: str | None = None, human: str | None = None,
-                   **kwargs) -> dict:
-    df = read_scores(path, scale)
-    rubric = load_rubric(rubric_arg) if rubric_arg else None
-    if human and rubric is None:
-        raise InputError(human, "a human reference needs --rubric so its pairs can be checked")
-    return stats_for_table(df, path, rubric=rubric, reference=resolve_reference(rubric, rubric_arg, human), **kwargs)
+def analyze(table: pd.DataFrame | str | Path, *, rubric: Rubric | str | Path | None = None, human: str | Path | None = None,
+            tau: float = TAU, bootstrap: int = 500, seed: int = 0, scale: str = "0-4", generator: str | None = None,
+            verifier: str | None = None) -> AuditResult:
+    """The RADAR audit of a score table: a DataFrame in the long format, or a CSV / Parquet file.
+
+    `rubric`: a Rubric, a bundled name or a rubric file (default: the table's criteria, in order);
+    a bundled rubric brings its human reference unless `human` names another."""
+    if isinstance(table, pd.DataFrame):
+        where: object = "table"
+        df = validate_scores(table, where, scale)
+    else:
+        where = table
+        df = read_scores(table, scale)
+    rubric_arg = None if isinstance(rubric, Rubric) or rubric is None else str(rubric)
+    rubric_obj = rubric if isinstance(rubric, Rubric) else load_rubric(rubric_arg) if rubric_arg else None
+    if human and rubric_obj is None:
+        raise InputError(human, "a human reference needs a rubric (--rubric) so its pairs can be checked")
+    return stats_for_table(df, where, rubric=rubric_obj, reference=resolve_reference(rubric_obj, rubric_arg, human and str(human)),
+                           tau=tau, n_bootstrap=bootstrap, seed=seed, generator=generator, verifier=verifier)

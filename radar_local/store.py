@@ -45,11 +45,6 @@ def slug(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", label)
 
 
-def stats_file(verifier: str | None = None) -> str:
-    """stats.json for the audit's own verifier, stats.<label>.json for one added later."""
-    return f"stats.{slug(verifier)}.json" if verifier else "stats.json"
-
-
 _HELD: dict[Path, int] = {}  # run directories this process holds: lock file descriptors
 
 
@@ -226,8 +221,9 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
         raise _write_failed(path, exc) from None
 
 
-def open_run(path: str | Path, must_exist: bool = False, writer: bool = False) -> Store:
-    path = Path(path)
-    if must_exist and not (path / PROBES).is_file():
-        raise InputError(path, f"not a run directory (no {PROBES}); run `radar audit` or `radar generate` first")
-    return Store(path, writer=writer)
+def read_json(path: Path) -> dict:
+    """A JSON file a command wrote; one line naming it when it is not JSON."""
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise InputError(path, "is not valid JSON; re-run the command that wrote it") from None

@@ -12,9 +12,8 @@ import time
 from pathlib import Path
 
 from radar_local.config import AuditConfig
-from radar_local.pipeline import EnginePool, generate_stage, score_stage
+from radar_local.run import EnginePool, Run
 from radar_local.rubric import load_benchmark
-from radar_local.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 OPTIONS = {"vllm": {"enforce_eager": True, "max_model_len": 2048}, "transformers": {"batch_size": 16}}
@@ -53,21 +52,19 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for engine in args.engines.split(","):
         with tempfile.TemporaryDirectory() as tmp:
-            store, pool = Store(tmp), EnginePool()
+            pool = EnginePool()
             cfg = workload(engine, args, "paper")
-            bench = load_benchmark("helpsteer2")
-            tasks = bench.tasks[: args.tasks]
             t0 = time.monotonic()
             pool.get(cfg.generator)
             start_s = time.monotonic() - t0
             try:
-                gen = generate_stage(cfg, bench.rubric, tasks, store, pool, progress=False)
+                gen = Run.create(cfg, tmp, REPO).generate(pool, progress=False)
                 rows.append(row(engine, "generate", "-", gen, start_s))
                 print(rows[-1], flush=True)
                 layouts = ["paper", "prefix-shared"] if engine == "vllm" else ["paper"]
                 for layout in layouts:
                     cfg = workload(engine, args, layout)
-                    sc = score_stage(cfg, cfg.verifier, bench.rubric, tasks, store, pool, progress=False)
+                    sc = Run.create(cfg, tmp, REPO).score(cfg.verifier, pool, progress=False)
                     rows.append(row(engine, "score", layout, sc, start_s))
                     raw.append({"engine": engine, "layout": layout, "generate": gen, "score": sc, "engine_start_s": start_s})
                     print(rows[-1], flush=True)

@@ -75,12 +75,12 @@ def run_engine(engine: str, model: Path, device: str, out: Path) -> dict:
     import torch
 
     from radar_local.config import AuditConfig
-    from radar_local.pipeline import run_audit
+    from radar_local.run import run_audit
 
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     start = time.monotonic()
-    run_audit(AuditConfig.model_validate(audit_config(engine, model, device)), out, REPO, progress=False)
+    run_audit(AuditConfig.model_validate(audit_config(engine, model, device)), out, base=REPO)
     run = json.loads((out / "run.json").read_text())
     result = {"seconds": round(time.monotonic() - start, 1)}
     for stage, s in run["stages"].items():

@@ -9,10 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from radar_local.config import AuditConfig
-from radar_local.pipeline import finish, register_verifier, snapshot_config
+from radar_local.run import Run
 from radar_local.plan import generation_requests, score_requests
 from radar_local.rubric import load_benchmark
-from radar_local.store import Store
 from radar_local.synthetic import HELPSTEER2_PLANTED
 
 
@@ -33,8 +32,8 @@ def planted_run(root: Path, coupling: np.ndarray = HELPSTEER2_PLANTED, *, verifi
     bench = load_benchmark("helpsteer2")
     cfg = AuditConfig.model_validate({**planted_settings(n, tasks), "generator": GENERATOR, "verifier": judge(verifier)})
     rubric, task_set, crit = bench.rubric, bench.tasks[:tasks], bench.rubric.ids
-    store = Store(root)
-    snapshot_config(cfg, store)
+    run = Run.create(cfg, root, Path.cwd())
+    store = run.store
     rng = np.random.default_rng(seed)
     probes = []
     for req in generation_requests(cfg, rubric, task_set):
@@ -44,7 +43,7 @@ def planted_run(root: Path, coupling: np.ndarray = HELPSTEER2_PLANTED, *, verifi
                            "text": f"A {req.direction} probe for {req.target} on {req.task.id}, variant {v}.",
                            "prompt_tokens": 100, "output_tokens": 50, "finish_reason": "stop"})
     store.add_probes([p for p in probes if p["key"] not in store.probes])  # a second judge reuses them
-    register_verifier(store, cfg.verifier)
+    run.register_verifier(cfg.verifier)
     by_key = {p["key"]: p for p in probes}
     records = []
     for req in score_requests(probes, cfg.verifier, cfg, rubric, task_set):
@@ -61,6 +60,5 @@ def planted_run(root: Path, coupling: np.ndarray = HELPSTEER2_PLANTED, *, verifi
               "score": {"requests": len(records), "calls": len(records), "prompt_tokens": 300 * len(records),
                         "output_tokens": 40 * len(records), "seconds": 20.0, "layout": "paper",
                         "prefix_cache_hit_rate": 0.35, "parsed": len(records), "unscored": 0, "parse_rate": 1.0}}
-    reference = load_benchmark("helpsteer2").reference.lookup()
-    finish(cfg, cfg.verifier, rubric, task_set, reference, store, stages)
+    run.finish(cfg.verifier, stages)
     return root

@@ -49,8 +49,8 @@ def test_stats_output_into_a_missing_folder(tmp_path, option):
 @pytest.mark.parametrize("content,needle", [
     ({"pairs": [], "reliable": {}}, "schema_version None"),
     ({"schema_version": 99, "pairs": [], "reliable": {}}, "upgrade radar_local"),
-    ({"schema_version": 2, "pairs": [{"a": "x"}], "reliable": {}, "criteria": []}, "key 'pairs.0.b'"),
-    ({"schema_version": 2, "pairs": [], "reliable": {}, "criteria": ["x"]}, "lacks criterion 'x'"),
+    ({"schema_version": 2, "pairs": [{"a": "x"}], "reliable": {}, "criteria": []}, "is not a complete RADAR stats file"),
+    ({"schema_version": 2, "pairs": [], "reliable": {}, "criteria": ["x"]}, "is not a complete RADAR stats file (KeyError"),
 ])
 def test_compare_on_json_without_the_expected_keys(tmp_path, content, needle):
     bad = tmp_path / "bad.json"
@@ -177,15 +177,14 @@ def test_out_that_is_a_file(tmp_path):
 
 
 def test_verifier_labels_that_share_a_file_name(tmp_path):
-    from radar_local.config import ModelSpec
+    from radar_local.config import AuditConfig, ModelSpec
     from radar_local.errors import InputError
-    from radar_local.pipeline import register_verifier
-    from radar_local.store import Store
+    from radar_local.run import Run
 
-    store = Store(tmp_path / "run")
-    register_verifier(store, ModelSpec(engine="testing", model="one", name="judge/a"))
+    run = Run.create(AuditConfig.model_validate(planted_config()), tmp_path / "run", tmp_path)
+    run.register_verifier(ModelSpec(engine="testing", model="one", name="judge/a"))
     with pytest.raises(InputError, match="share a file name"):
-        register_verifier(store, ModelSpec(engine="testing", model="two", name="judge_a"))
+        run.register_verifier(ModelSpec(engine="testing", model="two", name="judge_a"))
 
 
 def test_report_on_stats_from_an_older_schema(tmp_path):

@@ -52,7 +52,7 @@ def test_gate_passes_at_exactly_tau_and_fails_just_below(scale, offset):
     df = validate_scores(pd.DataFrame(rows, columns=list(COLUMNS)), "planted", scale)
     for gen in pd.unique(df["generator"]):
         pm = probe_matrix(df, ["a", "b"], gen, "v")
-        r = audit_cell(pm, n_bootstrap=0, budget=False)
+        r = audit_cell(pm, n_bootstrap=0, budget=False).to_json()
         at = gen.startswith("at")
         assert r["reliable"]["a"] is at, (gen, r["self_effect"]["a"])
         assert (r["pairs"][0]["flags"] == ["gated"]) is not at
@@ -64,7 +64,7 @@ def test_issue_example_keeps_its_pairs_and_globals():
     # + scores [2,2,3,3,2] (mean 2.4), - scores [0,1,1,1,1] (mean 0.8): a move of 1.6 points = 0.4 exactly.
     rows = probes("t", "a", "+", [{"a": s, "b": 2} for s in (2, 2, 3, 3, 2)]) + probes("t", "a", "-", [{"a": s, "b": 1} for s in (0, 1, 1, 1, 1)])
     rows += probes("t", "b", "+", [{"a": 2, "b": 4}] * 5) + probes("t", "b", "-", [{"a": 2, "b": 0}] * 5)
-    r = stats_for_table(table(rows), "t.csv", n_bootstrap=50)
+    r = stats_for_table(table(rows), "t.csv", n_bootstrap=50).to_json()
     assert r["self_effect"]["a"] == 0.4 and r["reliable"] == {"a": True, "b": True}
     # leakage a->b = (2/4 - 1/4) / (2/5) = 5/8
     assert r["leakage"]["a"]["b"] == 0.625 and r["global"]["positive"] is not None
@@ -96,13 +96,13 @@ def test_fail_on_sym_is_exact_at_the_boundary(tmp_path):
 def test_one_task_has_no_spread():
     rows = probes("t", "a", "+", [{"a": 4, "b": 3}]) + probes("t", "a", "-", [{"a": 0, "b": 1}])
     rows += probes("t", "b", "+", [{"a": 3, "b": 4}]) + probes("t", "b", "-", [{"a": 1, "b": 0}])
-    r = audit_cell(probe_matrix(table(rows), ["a", "b"], "g", "v"), n_bootstrap=20, budget=False)
+    r = audit_cell(probe_matrix(table(rows), ["a", "b"], "g", "v"), n_bootstrap=20, budget=False).to_json()
     assert r["leakage_sd"]["a"]["b"] is None and r["leakage_sd"]["b"]["a"] is None  # undefined, not a stable 0.0
 
 
 def test_budget_always_ends_with_the_full_sample(two_criteria_table):
     # N = 2 per stratum: one subset row (N = 1), then all probes once, equal to the point estimate.
-    r = audit_cell(probe_matrix(two_criteria_table, ["a", "b"], "g", "v"), n_bootstrap=0)
+    r = audit_cell(probe_matrix(two_criteria_table, ["a", "b"], "g", "v"), n_bootstrap=0).to_json()
     assert [(row["n"], row["subsets"], row.get("all_probes", False)) for row in r["budget"]] == [(1, 30, False), (2, 1, True)]
     full = r["budget"][-1]["sym"][0]
     assert full["mean"] == r["pairs"][0]["sym"] == 0.5 and full["sd"] is None
@@ -114,7 +114,7 @@ def test_budget_full_row_when_n_is_not_a_standard_budget():
     for target in ("a", "b"):
         for d, hi in (("+", 4), ("-", 0)):
             rows += probes("t", target, d, [{"a": int(rng.integers(0, 5)), "b": int(rng.integers(0, 5)), target: hi} for _ in range(7)])
-    r = audit_cell(probe_matrix(table(rows), ["a", "b"], "g", "v"), n_bootstrap=0)
+    r = audit_cell(probe_matrix(table(rows), ["a", "b"], "g", "v"), n_bootstrap=0).to_json()
     assert [row["n"] for row in r["budget"]] == [1, 2, 3, 4, 5, 7] and r["budget"][-1]["all_probes"]
 
 
@@ -123,7 +123,7 @@ def test_gating_reasons_and_unscored_warnings():
     rows = probes("t1", "a", "+", [{"a": 4, "b": 2, "c": 2}]) + probes("t1", "a", "-", [{"a": 0, "b": 2, "c": 2}])
     rows += probes("t1", "b", "+", [{"a": 2, "b": 0, "c": 2}]) + probes("t1", "b", "-", [{"a": 2, "b": 4, "c": 2}])
     rows += probes("t1", "c", "+", [{"a": 2, "b": 2, "c": nan}]) + probes("t1", "c", "-", [{"a": 2, "b": 2, "c": 0}])
-    r = audit_cell(probe_matrix(table(rows), ["a", "b", "c"], "g", "v"), n_bootstrap=0, budget=False)
+    r = audit_cell(probe_matrix(table(rows), ["a", "b", "c"], "g", "v"), n_bootstrap=0, budget=False).to_json()
     causes = {u["criterion"]: (u["cause"], u["reason"]) for u in r["flags"]["unreliable"]}
     assert causes == {
         "b": ("negative", "negative self-effect (failed intervention)"),

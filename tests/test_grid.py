@@ -42,8 +42,9 @@ def test_grid_over_stored_runs(tmp_path):
     cal = summary["calibration"]["gen"]
     assert set(cal["verifiers"]) == {"judge-a", "judge-b"} and "judge-a vs judge-b" in cal["agreement"]
     assert 0 < cal["agreement"]["judge-a vs judge-b"]["helpfulness"]["agreement"] <= 1
-    for name in ("grid.md", "grid.html", "gen/stats.judge-a.json", "gen/stats.judge-b.json",
-                 "gen/report-judge-a/report.html", "gen/report-judge-b/report.md"):
+    # The generator's run directory names its first verifier's files plainly, the second's by label.
+    for name in ("grid.md", "grid.html", "gen/stats.json", "gen/stats.judge-b.json",
+                 "gen/report/report.html", "gen/report-judge-b/report.md"):
         assert (out / name).is_file(), name
     assert "Table 9" in (out / "grid.md").read_text() and "<script" not in (out / "grid.html").read_text()
     res = CliRunner().invoke(cli, ["report", str(out / "gen"), "--verifier", "judge-b", "--out", str(tmp_path / "rb")])

@@ -9,10 +9,9 @@ import pytest
 
 from radar_local.config import AuditConfig
 from radar_local.injection import judge_addressing
-from radar_local.pipeline import run_audit
+from radar_local.run import load_run, run_audit
 from radar_local.plan import score_requests
 from radar_local.prompts import PROMPT_VERSION, fence, verification_messages
-from radar_local.report.build import write_report
 from radar_local.rubric import load_benchmark
 from tests.conftest import planted_config
 
@@ -66,19 +65,19 @@ def test_template_version_keys_old_records_apart(monkeypatch):
 
 def test_flagged_probes_are_counted_reported_and_excluded_on_request(tmp_path):
     options = {"inject": {"Helpfulness / Understanding": INJECTION}}  # the planted generator appends it to helpfulness + probes
-    kept = run_audit(AuditConfig.model_validate(planted_config(options=options)), tmp_path, REPO, progress=False)
+    kept = run_audit(AuditConfig.model_validate(planted_config(options=options)), tmp_path, base=REPO).to_json()
     run = json.loads((tmp_path / "run.json").read_text())
     inj = run["injection"]
     assert inj["flagged"] == 4 and inj["probes"] == 40 and inj["by_target_direction"] == {"helpfulness +": 4}
     assert not inj["excluded"] and INJECTION in inj["examples"][0]["text"]
     assert kept["probes"]["directed"] == 40
-    folder = write_report(tmp_path)
+    folder = load_run(tmp_path).report()
     for name in ("report.md", "report.html"):
         text = (folder / name).read_text()
         assert "4 of 40 probes address the judge" in text and "helpfulness +: 4" in text
 
     dropped = run_audit(AuditConfig.model_validate(planted_config(options=options, exclude_flagged_probes=True)),
-                        tmp_path, REPO, progress=False)
+                        tmp_path, base=REPO).to_json()
     run = json.loads((tmp_path / "run.json").read_text())
     assert run["stages"]["generate"]["calls"] == 0 and run["stages"]["score"]["calls"] == 0  # nothing re-run
     assert run["injection"]["excluded"] and dropped["probes"]["directed"] == 36

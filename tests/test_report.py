@@ -1,6 +1,6 @@
 """`radar report`: the HTML and Markdown report, figure content, and rendering in a real browser."""
 
-import json
+import dataclasses
 import re
 import shutil
 
@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from radar_local import load_run
 from radar_local.report.text import flag_text
 from radar_local.cli.main import cli
 from radar_local.report import plots
@@ -29,7 +30,7 @@ def report_dir(run_dir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def stats(run_dir):
-    return json.loads((run_dir / "stats.json").read_text())
+    return load_run(run_dir).result()
 
 
 def test_report_files_are_self_contained(report_dir):
@@ -47,7 +48,7 @@ def test_report_files_are_self_contained(report_dir):
 
 def test_report_shows_example_probes_for_the_top_pairs(report_dir, stats):
     html = (report_dir / "report.html").read_text()
-    top = stats["pairs"][0]
+    top = stats.pairs.iloc[0]
     assert f"A + probe for {top['a']}" in html and f"A - probe for {top['a']}" in html
     assert f"{top['b']} looks like" in html  # the verifier's rationale on the coupled criterion
 
@@ -56,24 +57,25 @@ def test_leakage_heatmap_shows_cells_ci_and_gated_rows(stats):
     fig = plots.leakage_heatmap(stats)
     ax = fig.axes[0]
     texts = [t.get_text() for t in ax.texts]
-    lk = stats["leakage"]["helpfulness"]["correctness"]
+    lk = stats.leakage.loc["helpfulness", "correctness"]
     assert any(t.startswith(f"{lk:+.2f}\n±") for t in texts)  # value with its CI half-width
-    assert [t.get_text() for t in ax.get_xticklabels()] == stats["criteria"]
-    gated = {**stats, "reliable": {**stats["reliable"], "verbosity": False}}
+    assert [t.get_text() for t in ax.get_xticklabels()] == stats.criteria
+    gated = dataclasses.replace(stats, reliable=stats.reliable.copy())
+    gated.reliable["verbosity"] = False
     labels = [t.get_text() for t in plots.leakage_heatmap(gated).axes[0].get_yticklabels()]
     assert labels[-1] == "verbosity (gated)" and labels[0] == "helpfulness"
 
 
 def test_self_effect_bars_draw_the_gate(stats):
     ax = plots.self_effect_bars(stats).axes[0]
-    assert len(ax.patches) == len(stats["criteria"])
-    assert any(np.allclose(line.get_ydata(), stats["tau"]) for line in ax.get_lines())
+    assert len(ax.patches) == len(stats.criteria)
+    assert any(np.allclose(line.get_ydata(), stats.tau) for line in ax.get_lines())
     assert ax.get_ylabel() == "self-effect"
 
 
 def test_sym_asym_scatter_labels_flags(stats):
     texts = [t.get_text() for t in plots.sym_asym_scatter(stats).axes[0].texts]
-    flagged = [p for p in stats["pairs"] if p["flags"] and p["flags"] != ["gated"]]
+    flagged = [p for p in stats.pairs.to_dict("records") if p["flags"] and p["flags"] != ["gated"]]
     assert flagged
     for p in flagged:
         assert f"{p['a']}/{p['b']} ({flag_text(p)})" in texts
@@ -81,13 +83,13 @@ def test_sym_asym_scatter_labels_flags(stats):
 
 def test_budget_curve_plots_agreement_by_n(stats):
     ax = plots.budget_curve(stats).axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == [str(r["n"]) for r in stats["budget"][:-1]] + [f"all ({stats['budget'][-1]['n']})"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(r["n"]) for r in stats.budget[:-1]] + [f"all ({stats.budget[-1]['n']})"]
     assert {t.get_text() for t in ax.get_legend().get_texts()} == {"pearson", "spearman", "mae"}
 
 
 def test_report_on_a_bad_run_directory(tmp_path):
     res = CliRunner().invoke(cli, ["report", str(tmp_path)])
-    assert res.exit_code == 2 and "not an audit run directory (no stats.json)" in res.output
+    assert res.exit_code == 2 and "not a run directory (no probes.jsonl)" in res.output
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium is installed by `make test`")

@@ -15,7 +15,7 @@ import yaml
 
 from radar_local.config import AuditConfig
 from radar_local.errors import InputError
-from radar_local.pipeline import EnginePool, generate_stage, open_audit
+from radar_local.run import EnginePool, Run
 from radar_local.store import PROBES, SCORES, Store, unlock_run_dir
 from tests.conftest import planted_config, radar_cli
 
@@ -23,8 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def generate(cfg: dict, run: Path) -> dict:
-    config, rubric, tasks, _, store = open_audit(AuditConfig.model_validate(cfg), run, REPO)
-    return generate_stage(config, rubric, tasks, store, EnginePool(), progress=False)
+    return Run.create(AuditConfig.model_validate(cfg), run, REPO).generate(EnginePool(), progress=False)
 
 
 def records(path: Path) -> list[dict]:

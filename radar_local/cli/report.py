@@ -14,10 +14,9 @@ import click
 @click.option("--verifier", help="Report a verifier added by `radar score` (default: the audit's own).")
 def report(run_dir: Path, out: Path | None, verifier: str | None) -> None:
     """Write report.html (self-contained) and report.md with PNG figures for an audit run."""
-    from radar_local.report.build import write_report
-    from radar_local.store import slug, stats_file
+    from radar_local.run import load_run
 
-    folder = write_report(run_dir, out or (run_dir / f"report-{slug(verifier)}" if verifier else None), stats_file(verifier))
+    folder = load_run(run_dir).report(verifier, out)
     click.echo(f"wrote {folder / 'report.html'} and {folder / 'report.md'}")
 
 
@@ -46,7 +45,9 @@ def compare(run_a: Path, run_b: Path, fail_on_sym: float | None, json_out: Path 
     if not result["moved"] and not result["gate_changes"]:
         click.echo("no pair moved beyond its confidence interval and no criterion crossed the gate")
     if json_out:
-        write_atomic(json_out, json.dumps(result, indent=2))
+        from radar_local.stats.audit import to_json
+
+        write_atomic(json_out, json.dumps(to_json(result), indent=2))
     if result["violations"]:
         for v in result["violations"]:
             click.echo(f"policy: {v['a']} / {v['b']} has Sym {num(v['sym_after'])} >= {fail_on_sym}", err=True)
@@ -62,19 +63,11 @@ def grid(config_path: Path, out: Path | None, quiet: bool) -> None:
     from radar_local.config import GridConfig, load_config
     from radar_local.errors import InputError
     from radar_local.grid import run_grid
-    from radar_local.report.build import write_report
-    from radar_local.store import slug, stats_file, write_atomic
-    from radar_local.report.grid import grid_html, grid_markdown
+    from radar_local.report.grid import grid_markdown
 
     config = load_config(config_path, GridConfig)
     folder = out or (Path(config.out) if config.out else None)
     if folder is None:
         raise InputError(config_path, "no grid folder: set 'out' in the config or pass --out")
-    summary = run_grid(config, folder, config_path.parent, progress=not quiet)
-    for cell in summary["cells"]:  # every cell is an ordinary audit with its own report
-        gen_dir = folder / slug(cell["generator"])
-        write_report(gen_dir, gen_dir / f"report-{slug(cell['verifier'])}", stats_file(cell["verifier"]))
-    write_atomic(folder / "grid.md", grid_markdown(summary))
-    write_atomic(folder / "grid.html", grid_html(summary))
-    click.echo(grid_markdown(summary))
+    click.echo(grid_markdown(run_grid(config, folder, config_path.parent, progress=not quiet)))
     click.echo(f"wrote {folder / 'grid.html'}")

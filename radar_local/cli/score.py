@@ -25,25 +25,15 @@ def parse_option(value: str) -> tuple[str, object]:
 @click.option("--quiet", is_flag=True)
 def score(run_dir: Path, verifier_arg: str, options: tuple[str, ...], name: str | None, quiet: bool) -> None:
     """Score RUN_DIR's probes with another verifier; writes its stats next to the first."""
-    from radar_local.config import ModelSpec, load_config, resolve_inputs
+    from radar_local.config import ModelSpec
     from radar_local.errors import InputError
-    from radar_local.pipeline import CONFIG_SNAPSHOT, EnginePool, finish, score_stage
-    from radar_local.rubric import parse_model
     from radar_local.report.console import print_audit
-    from radar_local.store import open_run, stats_file
+    from radar_local.rubric import parse_model
+    from radar_local.run import Run
 
-    store = open_run(run_dir, must_exist=True, writer=True)
-    config = load_config(run_dir / CONFIG_SNAPSHOT)
     engine, sep, model = verifier_arg.partition(":")
     if not sep or not model:
         raise InputError("--verifier", f"'{verifier_arg}' is not ENGINE:MODEL, e.g. vllm:smollm2-135m")
     spec = parse_model(ModelSpec, {"engine": engine, "model": model, "name": name,
                                    "options": dict(parse_option(o) for o in options)}, "--verifier")
-    rubric, tasks, reference = resolve_inputs(config, run_dir)
-    pool = EnginePool()
-    try:
-        stages = {"score": score_stage(config, spec, rubric, tasks, store, pool, progress=not quiet)}
-    finally:
-        pool.close()
-    result = finish(config, spec, rubric, tasks, reference, store, stages, stats_name=stats_file(spec.label))
-    print_audit(result)
+    print_audit(Run.open(run_dir, writer=True).rescore(spec, progress=not quiet))

@@ -20,7 +20,7 @@ from radar_local.cli.options import check_output, stats_options
 @click.option("--markdown", "md_out", type=click.Path(path_type=Path), help="Write the audit as Markdown.")
 def stats(scores: Path, json_out: Path | None, md_out: Path | None, **kwargs) -> None:
     """Print the RADAR audit of a score table (CSV or Parquet)."""
-    from radar_local.analyze import stats_for_file
+    from radar_local.analyze import analyze
     from radar_local.report.console import print_audit
     from radar_local.report.markdown import audit_markdown
 
@@ -28,9 +28,9 @@ def stats(scores: Path, json_out: Path | None, md_out: Path | None, **kwargs) ->
 
     check_output(json_out)
     check_output(md_out)
-    result = stats_for_file(scores, **kwargs)
+    result = analyze(scores, rubric=kwargs.pop("rubric_arg"), bootstrap=kwargs.pop("n_bootstrap"), **kwargs)
     print_audit(result)
     if json_out:
-        write_atomic(json_out, json.dumps(result, indent=2))
+        write_atomic(json_out, json.dumps(result.to_json(), indent=2))
     if md_out:
         write_atomic(md_out, audit_markdown(result))

@@ -2,28 +2,21 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from radar_local.errors import InputError
 from radar_local.report.examples import example_probes
 from radar_local.report.html import audit_html
 from radar_local.report.markdown import audit_markdown
 from radar_local.report.text import injection_line, num
-from radar_local.store import open_run, write_atomic
+from radar_local.store import write_atomic
+
+if TYPE_CHECKING:
+    from radar_local.run import Run
+    from radar_local.stats.result import AuditResult
 
 FIGURE_TITLES = {"leakage": "Leakage", "self_effect": "Self-effects", "sym_asym": "Sym against Asym",
                  "task_spread": "Per-task leakage spread", "budget": "Probe budget"}
-
-
-def _load(run_dir: Path, name: str) -> dict:
-    path = run_dir / name
-    if not path.is_file():
-        raise InputError(run_dir, f"not an audit run directory (no {name}); run `radar audit` first")
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError:
-        raise InputError(path, "is not valid JSON; re-run `radar audit` to rewrite it") from None
 
 
 def cost_rows(run: dict) -> list[list[str]]:
@@ -37,32 +30,22 @@ def cost_rows(run: dict) -> list[list[str]]:
     return rows
 
 
-def write_report(run_dir: str | Path, out: str | Path | None = None, stats_name: str = "stats.json") -> Path:
-    from radar_local.judges import calibration
+def write_report(run: "Run", verifier: str | None, out: Path) -> Path:
+    """report.html and report.md (figures beside it) for one verifier's audit of a run."""
     from radar_local.report.plots import FIGURES, png
-    from radar_local.scores import read_scores
 
-    from radar_local.compare import load_stats
-
-    run_dir = Path(run_dir)
-    _load(run_dir, stats_name)  # a run directory without stats gets the message about `radar audit`
-    result = load_stats(run_dir / stats_name)  # checked: schema version and the keys the report reads
-    run_name = stats_name.replace("stats", "run", 1)
-    run = _load(run_dir, run_name if (run_dir / run_name).is_file() else "run.json")
-    store = open_run(run_dir, must_exist=True)
-    out = Path(out) if out else run_dir / "report"
+    result, info = run.result(verifier), run.info(verifier)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     figures = {name: png(make(result)) for name, make in FIGURES.items()}
     for name, data in figures.items():
         write_atomic(out / "figures" / f"{name}.png", data)
-    examples = example_probes(result, store)
-    cal = calibration(read_scores(run_dir / "scores.csv"), result["criteria"])
-    write_atomic(out / "report.html", audit_html(result, figures, examples, run, cal))
-    write_atomic(out / "report.md", report_markdown(result, examples, run, cal))
+    examples = example_probes(result, run.store)
+    write_atomic(out / "report.html", audit_html(result, figures, examples, info, result.calibration))
+    write_atomic(out / "report.md", report_markdown(result, examples, info, result.calibration))
     return out
 
 
-def report_markdown(result: dict, examples: list[dict], run: dict, cal: dict) -> str:
+def report_markdown(result: "AuditResult", examples: list[dict], run: dict, cal: dict | None) -> str:
     md = [audit_markdown(result)]
     md += [f"## {title}\n\n![{title}](figures/{name}.png)\n" for name, title in FIGURE_TITLES.items()]
     md.append("## Example probes\n")
@@ -76,9 +59,10 @@ def report_markdown(result: dict, examples: list[dict], run: dict, cal: dict) ->
     md += ["## Probes that address the judge\n", injection_line(run), ""]
     md += [f"- {ex['target'] or 'unconditioned'} {ex['direction']} ({', '.join(ex['matched'])}): "
            + ex["text"].replace("\n", " ") for ex in (run.get("injection") or {}).get("examples", [])] + [""]
-    md += ["## Judge calibration\n", "| verifier | criterion | discrimination | stability |", "|---|---|---|---|"]
-    md += [f"| {v} | {c} | {num(d['discrimination'], signed=False)} | {num(cal['stability'].get(c), signed=False)} |"
-           for v, per in cal["verifiers"].items() for c, d in per.items()]
+    if cal:
+        md += ["## Judge calibration\n", "| verifier | criterion | discrimination | stability |", "|---|---|---|---|"]
+        md += [f"| {v} | {c} | {num(d['discrimination'], signed=False)} | {num(cal['stability'].get(c), signed=False)} |"
+               for v, per in cal["verifiers"].items() for c, d in per.items()]
     md += ["", "## Cost", "", "| stage | calls | prompt tokens | output tokens | seconds | tokens/s | parse rate | prefix-cache hits |",
            "|---|---|---|---|---|---|---|---|"] + ["| " + " | ".join(r) + " |" for r in cost_rows(run)]
     return "\n".join(md) + "\n"

@@ -2,64 +2,52 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.table import Table
 
-from radar_local.report.text import flag_text, injection_line, interval, num, verdict
+from radar_local.report.text import (PAIR_HEAD, SELF_EFFECT_HEAD, agreement_line, global_line, injection_line,
+                                     leakage_rows, pair_rows, self_effect_rows, verdict)
+
+if TYPE_CHECKING:
+    from radar_local.run import Run
+    from radar_local.stats.result import AuditResult
 
 
-def print_audit(result: dict, console: Console | None = None) -> None:
+def print_audit(result: "AuditResult", console: Console | None = None) -> None:
     console = console or Console(width=max(Console().width, 150))
-    crit = result["criteria"]
-    console.print(f"[bold]RADAR audit[/bold]  {result['generator']} -> {result['verifier']}"
-                  f"  ({result['probes']['directed']} probes, {len(result['tasks'])} tasks, tau={result['tau']})")
-
-    t = Table(title="Self-effects (reliability gate)")
-    for col in ("criterion", "self-effect", "95% CI", "reliable"):
-        t.add_column(col)
-    for c in crit:
-        ci = (result["self_effect_ci"] or {}).get(c)
-        t.add_row(c, num(result["self_effect"][c]), interval(ci), "yes" if result["reliable"][c] else "[red]no[/red]")
-    console.print(t)
-
-    t = Table(title="Leakage (row -> column)")
-    t.add_column("source")
-    for c in crit:
-        t.add_column(c[:12], justify="right")
-    for a in crit:
-        mark = "" if result["reliable"][a] else " (gated)"
-        t.add_row(a + mark, *(num(result["leakage"][a][b]) for b in crit))
-    console.print(t)
-
-    t = Table(title="Pairs ranked by symmetric coupling")
-    for col in ("pair", "l_ab", "l_ba", "Sym", "Sym 95% CI", "Asym", "human r", "flag"):
-        t.add_column(col)
-    for p in result["pairs"]:
-        t.add_row(f"{p['a']} / {p['b']}", num(p["leak_ab"]), num(p["leak_ba"]), num(p["sym"]),
-                  interval((p["ci"] or {}).get("sym")), num(p["asym"], signed=False), num(p["human_r"]), flag_text(p))
-    console.print(t)
-
-    g = result["global"]
-    console.print(f"Global: positive {num(g['positive'])}, tension {num(g['tension'])}, max coupling {num(g['max_coupling'])}")
-    if "agreement" in result:
-        a = result["agreement"]
-        console.print(f"Agreement with human r over {a['n_pairs']} reliable pairs: Pearson {num(a['pearson'])}, "
-                      f"Spearman {num(a['spearman'])}, MAE {num(a['mae'], signed=False)}")
+    console.print(f"[bold]RADAR audit[/bold]  {result.generator} -> {result.verifier}"
+                  f"  ({result.probes['directed']} probes, {len(result.tasks)} tasks, tau={result.tau})")
+    _table(console, "Self-effects (reliability gate)", SELF_EFFECT_HEAD,
+           [(row[:3] + [row[3] if row[3] == "yes" else "[red]no[/red]"]) for row in self_effect_rows(result)])
+    head, rows = leakage_rows(result)
+    _table(console, "Leakage (row -> column)", [head[0]] + [c[:12] for c in head[1:]], rows, right=True)
+    _table(console, "Pairs ranked by symmetric coupling", PAIR_HEAD, [cells for cells, _ in pair_rows(result)])
+    console.print(global_line(result))
+    if (line := agreement_line(result)) is not None:
+        console.print(line)
     for line in verdict(result):
         console.print(f"- {line}")
 
 
-def print_run(run_dir, console: Console | None = None) -> None:
-    """Cost and parse-rate lines of a run (run.json), the report's cost table as text."""
-    import json
-    from pathlib import Path
+def _table(console: Console, title: str, head: list[str], rows: list[list[str]], right: bool = False) -> None:
+    t = Table(title=title)
+    for i, col in enumerate(head):
+        t.add_column(col, justify="right" if right and i else "left")
+    for row in rows:
+        t.add_row(*row)
+    console.print(t)
 
+
+def print_run(run: "Run", console: Console | None = None) -> None:
+    """Cost and parse-rate lines of a run, the report's cost table as text."""
     from radar_local.report.build import cost_rows
 
     console = console or Console()
-    run = json.loads((Path(run_dir) / "run.json").read_text())
-    for stage, calls, prompt, output, seconds, tps, rate, cache in cost_rows(run):
+    info = run.info()
+    for stage, calls, prompt, output, seconds, tps, rate, cache in cost_rows(info):
         extra = "".join(f", {label} {v}" for label, v in (("parse rate", rate), ("prefix-cache hit rate", cache)) if v != "-")
         console.print(f"{stage}: {calls} calls, {prompt} prompt + {output} output tokens, {seconds} s, {tps} tokens/s{extra}")
-    console.print(injection_line(run))
-    console.print(f"Run directory: {run_dir}")
+    console.print(injection_line(info))
+    console.print(f"Run directory: {run.root}")

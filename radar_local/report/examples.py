@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-from radar_local.report.text import flag_text
+from radar_local.report.text import flag_text, pair_records
 from radar_local.store import Store
 
 
-def example_probes(result: dict, store: Store, pairs: int = 3, max_chars: int = 700) -> list[dict]:
+def example_probes(result: "AuditResult", store: Store, pairs: int = 3, max_chars: int = 700) -> list[dict]:
     """For each of the top pairs (a, b): the a+ probe scored highest on b and the a- probe scored lowest."""
-    verifier = result["verifier"]
+    verifier = result.verifier
     by_probe: dict[str, dict[str, dict]] = {}
     for s in store.scores.values():
         if s["verifier"] == verifier:
             by_probe.setdefault(s["probe_key"], {})[s["criterion"]] = s
     out = []
-    for pair in result["pairs"][:pairs]:
+    for pair in pair_records(result)[:pairs]:
         a, b = pair["a"], pair["b"]
         shown = []
         for direction, pick in (("+", max), ("-", min)):
             candidates = [p for p in store.probes.values() if p["target"] == a and p["direction"] == direction
-                          and p["generator"] == result["generator"] and b in by_probe.get(p["key"], {})]
+                          and p["generator"] == result.generator and b in by_probe.get(p["key"], {})]
             scored = [p for p in candidates if by_probe[p["key"]][b]["score"] is not None]
             if not scored:
                 continue
@@ -29,7 +29,7 @@ def example_probes(result: dict, store: Store, pairs: int = 3, max_chars: int = 
             shown.append({
                 "task_id": probe["task_id"], "target": a, "direction": direction,
                 "text": text if len(text) <= max_chars else text[:max_chars] + " [...]",
-                "scores": {c: scores[c]["score"] for c in result["criteria"] if c in scores},
+                "scores": {c: scores[c]["score"] for c in result.criteria if c in scores},
                 "rationale": {c: scores[c]["rationale"] for c in (a, b) if c in scores},
             })
         out.append({"a": a, "b": b, "sym": pair["sym"], "flags": flag_text(pair), "probes": shown})

@@ -5,7 +5,13 @@ from __future__ import annotations
 import base64
 from html import escape
 
-from radar_local.report.text import flag_text, injection_line, interval, num, verdict
+from typing import TYPE_CHECKING
+
+from radar_local.report.text import (PAIR_HEAD, SELF_EFFECT_HEAD, agreement_line, global_line, injection_line,
+                                     leakage_rows, num, pair_rows, self_effect_rows, verdict)
+
+if TYPE_CHECKING:
+    from radar_local.stats.result import AuditResult
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -28,36 +34,38 @@ def _table(head: list[str], rows: list[list[str]], classes: list[str] | None = N
     return "".join(out) + "</table>"
 
 
-def audit_html(result: dict, figures: dict[str, bytes], examples: list[dict], run: dict,
-               calibration: dict | None = None) -> str:
-    from radar_local.report.build import cost_rows
-
-    r = result
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>RADAR audit: {escape(r['generator'])} -&gt; "
-             f"{escape(r['verifier'])}</title><style>{CSS}</style></head><body>",
-             f"<h1>RADAR audit: {escape(r['generator'])} &rarr; {escape(r['verifier'])}</h1>",
-             f"<p>Rubric <b>{escape(str(r.get('rubric')))}</b>, {len(r['tasks'])} tasks, {r['probes']['directed']} steered probes, "
-             f"tau = {r['tau']}, {r['bootstrap']['resamples']} bootstrap resamples.</p>",
-             "<ul class='verdict'>" + "".join(f"<li>{escape(v)}</li>" for v in verdict(r)) + "</ul>",
-             "<h2>Leakage</h2>", _img("leakage", figures["leakage"], "leakage heatmap"),
-             "<h2>Self-effects</h2>", _img("self_effect", figures["self_effect"], "self-effect bars"),
-             "<h2>Pairs</h2>", _img("sym_asym", figures["sym_asym"], "Sym against Asym")]
-    rows, classes = [], []
-    for p in r["pairs"]:
-        rows.append([f"{p['a']} / {p['b']}", num(p["leak_ab"]), num(p["leak_ba"]), num(p["sym"]),
-                     interval((p["ci"] or {}).get("sym")), num(p["asym"], signed=False), num(p["human_r"]), flag_text(p)])
-        classes.append("" if p["reliable"] else "gated")
-    parts.append(_table(["pair", "l_ab", "l_ba", "Sym", "Sym 95% CI", "Asym", "human r", "flag"], rows, classes))
-    if "agreement" in r:
-        a = r["agreement"]
-        parts.append(f"<p>Agreement with the human reference over {a['n_pairs']} reliable pairs: Pearson {num(a['pearson'])}, "
-                     f"Spearman {num(a['spearman'])}, MAE {num(a['mae'], signed=False)}.</p>")
-    base = r.get("baselines", {}).get("agreement")
+def result_tables_html(r: "AuditResult") -> str:
+    """The verdict and the audit's tables (self-effects, leakage, pairs, globals, agreement): the
+    report's core, and what a notebook shows for an AuditResult."""
+    parts = ["<ul class='verdict'>" + "".join(f"<li>{escape(v)}</li>" for v in verdict(r)) + "</ul>",
+             "<h3>Self-effects</h3>", _table(SELF_EFFECT_HEAD, self_effect_rows(r))]
+    head, rows = leakage_rows(r)
+    parts += ["<h3>Leakage (row -&gt; column)</h3>", _table(head, rows)]
+    pairs = pair_rows(r)
+    parts += ["<h3>Pairs</h3>", _table(PAIR_HEAD, [cells for cells, _ in pairs], ["" if ok else "gated" for _, ok in pairs])]
+    if (line := agreement_line(r)) is not None:
+        parts.append(f"<p>{escape(line)}</p>")
+    base = r.baselines.get("agreement")
     if base:
         parts.append(_table(["passive baseline", "Pearson", "Spearman", "MAE"],
                             [[k, num(v["pearson"]), num(v["spearman"]), num(v["mae"], signed=False)] for k, v in base.items()]))
-    g = r["global"]
-    parts.append(f"<p>Global: positive {num(g['positive'])}, tension {num(g['tension'])}, max coupling {num(g['max_coupling'])}.</p>")
+    parts.append(f"<p>{escape(global_line(r))}</p>")
+    return "\n".join(parts)
+
+
+def audit_html(r: "AuditResult", figures: dict[str, bytes], examples: list[dict], run: dict,
+               calibration: dict | None = None) -> str:
+    from radar_local.report.build import cost_rows
+
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>RADAR audit: {escape(r.generator)} -&gt; "
+             f"{escape(r.verifier)}</title><style>{CSS}</style></head><body>",
+             f"<h1>RADAR audit: {escape(r.generator)} &rarr; {escape(r.verifier)}</h1>",
+             f"<p>Rubric <b>{escape(str(r.rubric))}</b>, {len(r.tasks)} tasks, {r.probes['directed']} steered probes, "
+             f"tau = {r.tau}, {r.bootstrap['resamples']} bootstrap resamples.</p>",
+             "<h2>Leakage</h2>", _img("leakage", figures["leakage"], "leakage heatmap"),
+             "<h2>Self-effects</h2>", _img("self_effect", figures["self_effect"], "self-effect bars"),
+             "<h2>Pairs</h2>", _img("sym_asym", figures["sym_asym"], "Sym against Asym"),
+             "<h2>Audit</h2>", result_tables_html(r)]
     parts += ["<h2>Per-task spread</h2>", _img("task_spread", figures["task_spread"], "per-task leakage spread"),
               "<h2>Probe budget</h2>", _img("budget", figures["budget"], "probe budget curve"),
               "<h2>Example probes</h2>"]

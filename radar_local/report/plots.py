@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from radar_local.report.text import flag_text
+from radar_local.report.text import flag_text, pair_records
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+    from radar_local.stats.result import AuditResult
 
 FLAG_COLOURS = {"bidirectional cluster": "#d62728", "directional": "#ff7f0e", "tradeoff": "#1f77b4", None: "#7f7f7f",
                 "gated": "#c7c7c7"}
@@ -22,33 +24,27 @@ def _figure(w: float, h: float) -> "Figure":
     return Figure(figsize=(w, h), dpi=100, layout="constrained")
 
 
-def _matrix(result: dict, key: str) -> np.ndarray:
-    crit = result["criteria"]
-    return np.array([[np.nan if result[key][a][b] is None else result[key][a][b] for b in crit] for a in crit], float)
-
-
-def leakage_heatmap(result: dict) -> "Figure":
+def leakage_heatmap(result: "AuditResult") -> "Figure":
     """Leakage (row -> column) with 95% CI half-widths; gated (unreliable) rows hatched and labelled."""
-    crit = result["criteria"]
+    crit = result.criteria
     k = len(crit)
-    lk = _matrix(result, "leakage")
+    lk = result.leakage.to_numpy()
     fig = _figure(1.3 * k + 2.5, 1.0 * k + 1.5)
     ax = fig.add_subplot()
     im = ax.imshow(np.ma.masked_invalid(lk), cmap="RdBu_r", vmin=-1, vmax=1)
     fig.colorbar(im, ax=ax, label="leakage")
-    ci = result.get("leakage_ci")
+    half = None if result.leakage_ci is None else ((result.leakage_ci[1] - result.leakage_ci[0]) / 2).to_numpy()
     for i, a in enumerate(crit):
-        gated = not result["reliable"][a]
-        if gated:
+        if not result.reliable[a]:
             ax.add_patch(_hatch(i, k))
         for j, b in enumerate(crit):
             text = "n/a" if np.isnan(lk[i, j]) else f"{lk[i, j]:+.2f}"
-            if ci and ci[a][b] and ci[a][b][0] is not None and i != j:
-                text += f"\n±{(ci[a][b][1] - ci[a][b][0]) / 2:.2f}"
+            if half is not None and not np.isnan(half[i, j]) and i != j:
+                text += f"\n±{half[i, j]:.2f}"
             dark = not np.isnan(lk[i, j]) and abs(lk[i, j]) > 0.6
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
     ax.set_xticks(range(k), crit, rotation=30, ha="right")
-    ax.set_yticks(range(k), [f"{c} (gated)" if not result["reliable"][c] else c for c in crit])
+    ax.set_yticks(range(k), [f"{c} (gated)" if not result.reliable[c] else c for c in crit])
     ax.set_xlabel("target criterion (scored)")
     ax.set_ylabel("source criterion (steered)")
     ax.set_title("Leakage with 95% CI half-width")
@@ -61,20 +57,18 @@ def _hatch(row: int, k: int):
     return Rectangle((-0.5, row - 0.5), k, 1, fill=False, hatch="//", edgecolor="#999999", lw=0)
 
 
-def self_effect_bars(result: dict) -> "Figure":
-    crit = result["criteria"]
-    se = np.array([np.nan if result["self_effect"][c] is None else result["self_effect"][c] for c in crit])
+def self_effect_bars(result: "AuditResult") -> "Figure":
+    crit = result.criteria
+    se = result.self_effect[crit].to_numpy()
     fig = _figure(1.0 * len(crit) + 2, 3.5)
     ax = fig.add_subplot()
-    colours = ["#2ca02c" if result["reliable"][c] else "#d62728" for c in crit]
+    colours = ["#2ca02c" if result.reliable[c] else "#d62728" for c in crit]
     ax.bar(crit, np.nan_to_num(se), color=colours)
-    ci = result.get("self_effect_ci")
-    if ci:
-        lo = np.array([np.nan if ci[c][0] is None else ci[c][0] for c in crit])
-        hi = np.array([np.nan if ci[c][1] is None else ci[c][1] for c in crit])
+    if result.self_effect_ci is not None:
+        lo, hi = result.self_effect_ci["low"].to_numpy(), result.self_effect_ci["high"].to_numpy()
         ax.errorbar(range(len(crit)), np.nan_to_num(se), yerr=[np.nan_to_num(se - lo), np.nan_to_num(hi - se)],
                     fmt="none", ecolor="black", capsize=3)
-    ax.axhline(result["tau"], color="black", ls="--", label=f"tau = {result['tau']}")
+    ax.axhline(result.tau, color="black", ls="--", label=f"tau = {result.tau}")
     ax.set_ylabel("self-effect")
     ax.set_ylim(min(-0.1, np.nanmin(np.r_[se, 0]) - 0.1), 1.05)
     ax.set_title("Self-effects (red: below the gate)")
@@ -83,13 +77,13 @@ def self_effect_bars(result: dict) -> "Figure":
     return fig
 
 
-def sym_asym_scatter(result: dict) -> "Figure":
+def sym_asym_scatter(result: "AuditResult") -> "Figure":
     fig = _figure(6, 4.5)
     ax = fig.add_subplot()
-    th = result["flags"]["thresholds"]
+    th = result.thresholds
     plotted = False
-    for p in result["pairs"]:
-        if p["sym"] is None or p["asym"] is None:
+    for p in pair_records(result):
+        if np.isnan(p["sym"]) or np.isnan(p["asym"]):
             continue
         ax.scatter(p["sym"], p["asym"], color=FLAG_COLOURS.get((p["flags"] or [None])[0], "#7f7f7f"), s=40)
         label = f"{p['a']}/{p['b']}"
@@ -108,10 +102,10 @@ def sym_asym_scatter(result: dict) -> "Figure":
     return fig
 
 
-def task_spread_heatmap(result: dict) -> "Figure":
+def task_spread_heatmap(result: "AuditResult") -> "Figure":
     """sigma_ij (eq. 6): which couplings depend on the task."""
-    crit = result["criteria"]
-    sd = _matrix(result, "leakage_sd")
+    crit = result.criteria
+    sd = result.leakage_sd.to_numpy().copy()
     np.fill_diagonal(sd, np.nan)
     fig = _figure(1.3 * len(crit) + 2.5, 1.0 * len(crit) + 1.5)
     ax = fig.add_subplot()
@@ -123,15 +117,15 @@ def task_spread_heatmap(result: dict) -> "Figure":
                 ax.text(j, i, "n/a" if np.isnan(sd[i, j]) else f"{sd[i, j]:.2f}", ha="center", va="center", fontsize=8)
     ax.set_xticks(range(len(crit)), crit, rotation=30, ha="right")
     ax.set_yticks(range(len(crit)), crit)
-    ax.set_title(f"Per-task leakage spread over {len(result['tasks'])} tasks")
+    ax.set_title(f"Per-task leakage spread over {len(result.tasks)} tasks")
     return fig
 
 
-def budget_curve(result: dict) -> "Figure":
+def budget_curve(result: "AuditResult") -> "Figure":
     """Appendix G: agreement (or Sym) against the probe budget N, mean +- sd over subsets."""
     fig = _figure(6, 3.8)
     ax = fig.add_subplot()
-    rows = result.get("budget") or []
+    rows = result.budget or []
     ns = [r["n"] for r in rows]
     if rows and "pearson" in rows[0]:
         for key, colour in (("pearson", "#1f77b4"), ("spearman", "#2ca02c"), ("mae", "#d62728")):

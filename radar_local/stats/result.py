@@ -1,0 +1,199 @@
+"""AuditResult: the one shape of a cell's audit. Labelled pandas objects for the numbers, plain
+values for the rest; `to_json()` is the content of stats.json and `radar stats --json`, and
+`from_json()` reads it back exactly (schema_version checked)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from radar_local.errors import InputError
+
+SCHEMA_VERSION = 2  # 2: pair 'flags' is a list; gating causes; unscored counts and warnings
+PAIR_COLUMNS = ["a", "b", "leak_ab", "leak_ba", "sym", "asym", "reliable", "flags", "sym_ci", "asym_ci", "human_r",
+                "upstream", "downstream"]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A criterion that fails the reliability gate, and why (App. C)."""
+
+    criterion: str
+    self_effect: float | None
+    cause: str  # below_tau, negative, unscored
+    reason: str
+
+
+@dataclass
+class AuditResult:
+    generator: str
+    verifier: str
+    criteria: list[str]
+    tasks: list[str]
+    tau: float
+    bootstrap: dict  # resamples, seed, level
+    probes: dict  # directed, unconditioned, min_per_stratum, unscored_cells
+    unscored: dict  # verdicts, verdicts_total, strata, strata_total, tasks {task: unscored strata}
+    warnings: list[str]
+    self_effect: pd.Series  # criterion -> eq. 1
+    self_effect_ci: pd.DataFrame | None  # criterion x (low, high)
+    reliable: pd.Series  # criterion -> bool
+    self_effect_by_task: pd.DataFrame  # task x criterion
+    leakage: pd.DataFrame  # source x target, eq. 5
+    leakage_ci: tuple[pd.DataFrame, pd.DataFrame] | None  # (low, high)
+    leakage_sd: pd.DataFrame  # eq. 6; NaN with fewer than two tasks
+    leakage_by_task: dict[str, pd.DataFrame]
+    pairs: pd.DataFrame  # PAIR_COLUMNS, ranked: reliable first, then by Sym
+    global_: dict  # positive, tension, max_coupling (eq. 10-11)
+    global_ci: dict | None  # same keys -> (low, high)
+    thresholds: dict
+    unreliable: list[Gate]
+    baselines: dict
+    agreement: dict | None = None
+    budget: list[dict] | None = None
+    rubric: str | None = None
+    calibration: dict | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    # ---- JSON -------------------------------------------------------------------------------
+    def to_json(self) -> dict:
+        crit = self.criteria
+        out = {
+            "schema_version": self.schema_version, "generator": self.generator, "verifier": self.verifier,
+            "criteria": crit, "tasks": self.tasks, "tau": self.tau, "bootstrap": self.bootstrap, "probes": self.probes,
+            "unscored": self.unscored, "warnings": self.warnings,
+            "self_effect": _series(self.self_effect),
+            "self_effect_ci": None if self.self_effect_ci is None else
+            {c: _pair(self.self_effect_ci.loc[c, "low"], self.self_effect_ci.loc[c, "high"]) for c in crit},
+            "reliable": {c: bool(v) for c, v in self.reliable.items()},
+            "self_effect_by_task": {t: _series(row) for t, row in self.self_effect_by_task.iterrows()},
+            "leakage": _frame(self.leakage),
+            "leakage_ci": None if self.leakage_ci is None else
+            {a: {b: _pair(self.leakage_ci[0].loc[a, b], self.leakage_ci[1].loc[a, b]) for b in crit} for a in crit},
+            "leakage_sd": _frame(self.leakage_sd),
+            "leakage_by_task": {t: _frame(m) for t, m in self.leakage_by_task.items()},
+            "pairs": [_pair_json(p) for p in self.pairs.to_dict("records")],
+            "global": {**{k: _num(v) for k, v in self.global_.items()},
+                       "ci": None if self.global_ci is None else {k: _pair(*v) for k, v in self.global_ci.items()}},
+            "flags": {"thresholds": self.thresholds, "unreliable": [vars(g) for g in self.unreliable]},
+            "baselines": self.baselines,
+        }
+        for key in ("agreement", "budget"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        out["rubric"] = self.rubric
+        out["calibration"] = self.calibration
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict, where: object = "stats") -> "AuditResult":
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if version != SCHEMA_VERSION:
+            newer = isinstance(version, int) and version > SCHEMA_VERSION
+            fix = "upgrade radar_local" if newer else "re-run `radar audit` or `radar stats --json` to rewrite it"
+            raise InputError(where, f"stats schema_version {version!r}, this radar_local reads {SCHEMA_VERSION}; {fix}")
+        try:
+            return cls._from_json(data)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise InputError(where, f"is not a complete RADAR stats file ({type(exc).__name__}: {exc}); "
+                                    "re-run `radar audit` or `radar stats --json` to rewrite it") from None
+
+    @classmethod
+    def _from_json(cls, d: dict) -> "AuditResult":
+        crit = list(d["criteria"])
+
+        def frame(m: dict, rows: list[str] | None = None) -> pd.DataFrame:
+            rows = rows or crit
+            return pd.DataFrame([[_nan(m[a][b]) for b in crit] for a in rows], index=rows, columns=crit, dtype=float)
+
+        ci = d["self_effect_ci"]
+        lci = d["leakage_ci"]
+        pairs = pd.DataFrame([{
+            "a": p["a"], "b": p["b"], "leak_ab": _nan(p["leak_ab"]), "leak_ba": _nan(p["leak_ba"]), "sym": _nan(p["sym"]),
+            "asym": _nan(p["asym"]), "reliable": bool(p["reliable"]), "flags": list(p["flags"]),
+            "sym_ci": _tuple(p["ci"]["sym"]) if p["ci"] else None, "asym_ci": _tuple(p["ci"]["asym"]) if p["ci"] else None,
+            "human_r": _nan(p["human_r"]), "upstream": p.get("upstream"), "downstream": p.get("downstream"),
+        } for p in d["pairs"]], columns=PAIR_COLUMNS)
+        g = d["global"]
+        return cls(
+            generator=d["generator"], verifier=d["verifier"], criteria=crit, tasks=list(d["tasks"]), tau=d["tau"],
+            bootstrap=d["bootstrap"], probes=d["probes"], unscored=d["unscored"], warnings=list(d["warnings"]),
+            self_effect=pd.Series({c: _nan(d["self_effect"][c]) for c in crit}, dtype=float),
+            self_effect_ci=None if ci is None else pd.DataFrame(
+                [[_nan(ci[c][0]), _nan(ci[c][1])] for c in crit], index=crit, columns=["low", "high"]),
+            reliable=pd.Series({c: bool(d["reliable"][c]) for c in crit}, dtype=bool),
+            self_effect_by_task=pd.DataFrame([[_nan(d["self_effect_by_task"][t][c]) for c in crit] for t in d["tasks"]],
+                                             index=list(d["tasks"]), columns=crit, dtype=float),
+            leakage=frame(d["leakage"]),
+            leakage_ci=None if lci is None else (frame({a: {b: lci[a][b][0] for b in crit} for a in crit}),
+                                                 frame({a: {b: lci[a][b][1] for b in crit} for a in crit})),
+            leakage_sd=frame(d["leakage_sd"]),
+            leakage_by_task={t: frame(m) for t, m in d["leakage_by_task"].items()},
+            pairs=pairs,
+            global_={k: _nan(g[k]) for k in ("positive", "tension", "max_coupling")},
+            global_ci=None if g["ci"] is None else {k: _tuple(v) for k, v in g["ci"].items()},
+            thresholds=d["flags"]["thresholds"], unreliable=[Gate(**u) for u in d["flags"]["unreliable"]],
+            baselines=d["baselines"], agreement=d.get("agreement"), budget=d.get("budget"), rubric=d.get("rubric"),
+            calibration=d.get("calibration"), schema_version=d["schema_version"],
+        )
+
+    # ---- views ------------------------------------------------------------------------------
+    @property
+    def gated(self) -> list[str]:
+        return [c for c in self.criteria if not self.reliable[c]]
+
+    def pair(self, a: str, b: str) -> dict:
+        """One pair's row, whichever order its criteria are named in."""
+        rows = self.pairs[((self.pairs["a"] == a) & (self.pairs["b"] == b)) | ((self.pairs["a"] == b) & (self.pairs["b"] == a))]
+        return rows.iloc[0].to_dict()
+
+    def _repr_html_(self) -> str:
+        from radar_local.report.html import result_tables_html
+
+        return result_tables_html(self)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AuditResult) and self.to_json() == other.to_json()
+
+
+def _nan(x) -> float:
+    return np.nan if x is None else float(x)
+
+
+def _num(x) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+def _pair(lo, hi) -> list:
+    return [_num(lo), _num(hi)]
+
+
+def _tuple(v) -> tuple[float, float] | None:
+    return None if v is None else (_nan(v[0]), _nan(v[1]))
+
+
+def _series(s: pd.Series) -> dict:
+    return {str(k): _num(v) for k, v in s.items()}
+
+
+def _frame(m: pd.DataFrame) -> dict:
+    return {str(a): {str(b): _num(v) for b, v in row.items()} for a, row in m.iterrows()}
+
+
+def _pair_json(p: dict) -> dict:
+    out = {"a": p["a"], "b": p["b"], "leak_ab": _num(p["leak_ab"]), "leak_ba": _num(p["leak_ba"]), "sym": _num(p["sym"]),
+           "asym": _num(p["asym"]), "reliable": bool(p["reliable"]), "flags": list(p["flags"]),
+           "ci": None if p["sym_ci"] is None else {"sym": _pair(*p["sym_ci"]), "asym": _pair(*p["asym_ci"])},
+           "human_r": _num(p["human_r"])}
+    if isinstance(p.get("upstream"), str):
+        out["upstream"], out["downstream"] = p["upstream"], p["downstream"]
+    return out
+
+
+
