@@ -46,31 +46,40 @@ class ScoreRequest:
     messages: Messages
 
 
-def generation_requests(config: AuditConfig, rubric: Rubric, tasks: tuple[Task, ...]) -> list[GenerationRequest]:
-    base = {"generator": model_identity(config.generator), "rubric": rubric.digest(), "template": PROMPT_VERSION,
-            "sampling": config.generation.model_dump()}
-    cells = [(t, c.id, d) for t in tasks for c in rubric.criteria for d in ("+", "-")]
-    cells += [(t, "", "none") for t in tasks] if config.unconditioned else []
-    out = []
-    for task, target, direction in cells:
-        n = config.unconditioned if direction == "none" else config.n
-        seed = cell_seed(config.seed, task.id, target, direction)
-        key = digest({**base, "task": task.model_dump(), "target": target, "direction": direction, "n": n, "seed": seed})
-        crit = rubric.criterion(target) if target else None
-        out.append(GenerationRequest(key, task, target, direction, n, seed, generation_messages(task, crit, direction)))
-    return out
+@dataclass(frozen=True)
+class Plan:
+    """What an audit asks of its models: the config, the rubric and the tasks, as keyed requests."""
 
+    config: AuditConfig
+    rubric: Rubric
+    tasks: tuple[Task, ...]
 
-def score_requests(probes: list[dict], verifier: ModelSpec, config: AuditConfig, rubric: Rubric,
-                   tasks: tuple[Task, ...]) -> list[ScoreRequest]:
-    """One request per (probe, criterion), probe-major so a probe's K calls run together."""
-    by_id = {t.id: t for t in tasks}
-    base = {"verifier": model_identity(verifier), "rubric": rubric.digest(), "template": PROMPT_VERSION,
-            "layout": config.layout, "format": config.scoring.model_dump()}
-    out = []
-    for probe in probes:
-        task = by_id[probe["task_id"]]
-        for crit in rubric.criteria:
-            key = digest({**base, "probe": probe["key"], "criterion": crit.id})
-            out.append(ScoreRequest(key, probe["key"], crit.id, verification_messages(task, probe["text"], crit, config.layout)))
-    return out
+    def generation_requests(self) -> list[GenerationRequest]:
+        config, rubric = self.config, self.rubric
+        base = {"generator": model_identity(config.generator), "rubric": rubric.digest(), "template": PROMPT_VERSION,
+                "sampling": config.generation.model_dump()}
+        cells = [(t, c.id, d) for t in self.tasks for c in rubric.criteria for d in ("+", "-")]
+        cells += [(t, "", "none") for t in self.tasks] if config.unconditioned else []
+        out = []
+        for task, target, direction in cells:
+            n = config.unconditioned if direction == "none" else config.n
+            seed = cell_seed(config.seed, task.id, target, direction)
+            key = digest({**base, "task": task.model_dump(), "target": target, "direction": direction, "n": n, "seed": seed})
+            crit = rubric.criterion(target) if target else None
+            out.append(GenerationRequest(key, task, target, direction, n, seed, generation_messages(task, crit, direction)))
+        return out
+
+    def score_requests(self, probes: list[dict], verifier: ModelSpec) -> list[ScoreRequest]:
+        """One request per (probe, criterion), probe-major so a probe's K calls run together."""
+        config, rubric = self.config, self.rubric
+        by_id = {t.id: t for t in self.tasks}
+        base = {"verifier": model_identity(verifier), "rubric": rubric.digest(), "template": PROMPT_VERSION,
+                "layout": config.layout, "format": config.scoring.model_dump()}
+        out = []
+        for probe in probes:
+            task = by_id[probe["task_id"]]
+            for crit in rubric.criteria:
+                key = digest({**base, "probe": probe["key"], "criterion": crit.id})
+                out.append(ScoreRequest(key, probe["key"], crit.id,
+                                        verification_messages(task, probe["text"], crit, config.layout)))
+        return out

@@ -18,16 +18,22 @@ from radar_local.engines.base import Engine
 from radar_local.engines.registry import build_engine
 from radar_local.errors import InputError
 from radar_local.injection import flagged_probes
-from radar_local.plan import GenerationRequest, generation_requests, score_requests
+from radar_local.plan import GenerationRequest, Plan
 from radar_local.progress import stage_progress
 from radar_local.prompts import PROMPT_VERSION, strip_think
 from radar_local.rubric import Rubric, Task
 from radar_local.scores import COLUMNS, validate_scores, write_scores
 from radar_local.scoring import parse_score
 from radar_local.stats.result import AuditResult
-from radar_local.store import PROBES, Store, read_json, slug, write_atomic
+from radar_local.store import Store, read_json, slug, write_atomic
 
+# Every file name in a run directory (reports go to report/ and report-<verifier>/, see report_dir).
 CONFIG, TABLE, VERIFIERS = "config.yaml", "scores.csv", "verifiers.json"
+PROBES, SCORES, LOCK = "probes.jsonl", "scores.jsonl", ".radar.lock"
+
+
+def open_store(root: str | Path, writer: bool = True) -> Store:
+    return Store(root, probes=PROBES, scores=SCORES, lock=LOCK, writer=writer)
 
 
 class EnginePool:
@@ -56,12 +62,13 @@ class Run:
     def __init__(self, root: Path, config: AuditConfig, store: Store, base: Path):
         self.root, self.config, self.store = root, config, store
         self.rubric, self.tasks, self.reference = resolve_inputs(config, base)
+        self.plan = Plan(config, self.rubric, self.tasks)
 
     @classmethod
     def create(cls, config: AuditConfig, out: str | Path, base: Path) -> "Run":
         """A run directory for `config` (relative paths taken from `base`), its snapshot written."""
         config = with_absolute_paths(config, base)
-        run = cls(Path(out), config, Store(out), base)
+        run = cls(Path(out), config, open_store(out), base)
         write_atomic(run.root / CONFIG, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
         return run
 
@@ -71,7 +78,7 @@ class Run:
         root = Path(root)
         if not (root / PROBES).is_file() or not (root / CONFIG).is_file():
             raise InputError(root, f"not a run directory (no {PROBES}); run `radar audit` or `radar generate` first")
-        return cls(root, load_config(root / CONFIG), Store(root, writer=writer), root)
+        return cls(root, load_config(root / CONFIG), open_store(root, writer), root)
 
     # ---- file names: the only place that names a file in a run directory ----
     def _suffix(self, verifier: str | None) -> str:
@@ -95,7 +102,7 @@ class Run:
     # ---- stages ----
     def generate(self, pool: EnginePool, progress: bool = True) -> dict:
         config, store = self.config, self.store
-        requests = generation_requests(config, self.rubric, self.tasks)
+        requests = self.plan.generation_requests()
         todo = [r for r in requests if not all(r.variant_key(v) in store.probes for v in range(r.n))]
         stats = {"requests": sum(r.n for r in requests), "calls": 0, "prompt_tokens": 0, "output_tokens": 0, "seconds": 0.0}
         if not todo:
@@ -119,12 +126,12 @@ class Run:
 
     def probes(self) -> list[dict]:
         """The stored probes this config plans, in plan order."""
-        keys = [r.variant_key(v) for r in generation_requests(self.config, self.rubric, self.tasks) for v in range(r.n)]
+        keys = [r.variant_key(v) for r in self.plan.generation_requests() for v in range(r.n)]
         return [self.store.probes[k] for k in keys if k in self.store.probes]
 
     def score(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict:
         config, store = self.config, self.store
-        requests = score_requests(self.probes(), verifier, config, self.rubric, self.tasks)
+        requests = self.plan.score_requests(self.probes(), verifier)
         self.register_verifier(verifier)
         todo = [r for r in requests if r.key not in store.scores]
         stats = {"requests": len(requests), "calls": 0, "prompt_tokens": 0, "output_tokens": 0, "seconds": 0.0,
@@ -175,7 +182,7 @@ class Run:
         by_key = {p["key"]: p for p in probes}
         rows = []
         for spec in self._verifiers().values():
-            for req in score_requests(probes, spec, self.config, self.rubric, self.tasks):
+            for req in self.plan.score_requests(probes, spec):
                 if (s := self.store.scores.get(req.key)) is not None:
                     p = by_key[req.probe_key]
                     rows.append((p["generator"], spec.label, p["task_id"], p["target"], p["direction"], str(p["variant"]),

@@ -27,8 +27,6 @@ from pathlib import Path
 from radar_local.errors import InputError, RadarError
 
 RECORD_VERSION = 1
-PROBES, SCORES = "probes.jsonl", "scores.jsonl"
-LOCK = ".radar.lock"
 log = logging.getLogger("radar_local")
 
 
@@ -48,12 +46,12 @@ def slug(label: str) -> str:
 _HELD: dict[Path, int] = {}  # run directories this process holds: lock file descriptors
 
 
-def lock_run_dir(root: Path) -> None:
+def lock_run_dir(root: Path, lock_file: str) -> None:
     """Take the directory's exclusive lock for the life of this process (re-entrant within it)."""
     key = root.resolve()
     if key in _HELD:
         return
-    fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(root / lock_file, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -128,23 +126,25 @@ def repair_torn_tail(path: Path) -> None:
 
 
 class Store:
-    """Records of one run directory. `writer=True` takes the directory's lock and repairs torn tails;
-    a reader never changes a file and ignores an unfinished last line (a writer may be mid-append)."""
+    """Records of one run directory, in the files its owner (run.Run) names. `writer=True` takes the
+    directory's lock and repairs torn tails; a reader never changes a file and ignores an unfinished
+    last line (a writer may be mid-append)."""
 
-    def __init__(self, root: str | Path, writer: bool = True):
+    def __init__(self, root: str | Path, *, probes: str, scores: str, lock: str, writer: bool = True):
         self.root = Path(root)
+        self.files = {"probes": probes, "scores": scores}
         if writer:
             try:
                 self.root.mkdir(parents=True, exist_ok=True)
-                lock_run_dir(self.root)
+                lock_run_dir(self.root, lock)
             except (FileExistsError, NotADirectoryError):
                 raise InputError(self.root, "is a file, not a run directory; pick another --out") from None
             except PermissionError as exc:
                 raise InputError(self.root, f"cannot write here ({exc.strerror}); pick another --out") from None
-            for name in (PROBES, SCORES):
+            for name in (probes, scores):
                 repair_torn_tail(self.root / name)
-        self.probes = self._load(PROBES)
-        self.scores = self._load(SCORES)
+        self.probes = self._load(probes)
+        self.scores = self._load(scores)
 
     def _load(self, name: str) -> dict[str, dict]:
         path = self.root / name
@@ -188,10 +188,10 @@ class Store:
             into[r["key"]] = r
 
     def add_probes(self, records: list[dict]) -> None:
-        self._append(PROBES, records, self.probes)
+        self._append(self.files["probes"], records, self.probes)
 
     def add_scores(self, records: list[dict]) -> None:
-        self._append(SCORES, records, self.scores)
+        self._append(self.files["scores"], records, self.scores)
 
     def write_json(self, name: str, obj: object) -> None:
         write_atomic(self.root / name, json.dumps(obj, indent=2))

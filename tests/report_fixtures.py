@@ -10,7 +10,7 @@ import numpy as np
 
 from radar_local.config import AuditConfig
 from radar_local.run import Run
-from radar_local.plan import generation_requests, score_requests
+from radar_local.plan import Plan
 from radar_local.rubric import load_benchmark
 from radar_local.synthetic import HELPSTEER2_PLANTED
 
@@ -36,7 +36,7 @@ def planted_run(root: Path, coupling: np.ndarray = HELPSTEER2_PLANTED, *, verifi
     store = run.store
     rng = np.random.default_rng(seed)
     probes = []
-    for req in generation_requests(cfg, rubric, task_set):
+    for req in Plan(cfg, rubric, tuple(task_set)).generation_requests():
         for v in range(req.n):
             probes.append({"key": req.variant_key(v), "generator": "gen", "task_id": req.task.id, "target": req.target,
                            "direction": req.direction, "variant": v, "seed": req.seed,
@@ -46,7 +46,7 @@ def planted_run(root: Path, coupling: np.ndarray = HELPSTEER2_PLANTED, *, verifi
     run.register_verifier(cfg.verifier)
     by_key = {p["key"]: p for p in probes}
     records = []
-    for req in score_requests(probes, cfg.verifier, cfg, rubric, task_set):
+    for req in Plan(cfg, rubric, tuple(task_set)).score_requests(probes, cfg.verifier):
         p = by_key[req.probe_key]
         sign = 1.0 if p["direction"] == "+" else -1.0
         shift = sign * coupling[crit.index(p["target"]), crit.index(req.criterion)] * 0.8

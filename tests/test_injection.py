@@ -10,7 +10,7 @@ import pytest
 from radar_local.config import AuditConfig
 from radar_local.injection import judge_addressing
 from radar_local.run import load_run, run_audit
-from radar_local.plan import score_requests
+from radar_local.plan import Plan
 from radar_local.prompts import PROMPT_VERSION, fence, verification_messages
 from radar_local.rubric import load_benchmark
 from tests.conftest import planted_config
@@ -57,9 +57,9 @@ def test_template_version_keys_old_records_apart(monkeypatch):
 
     cfg = AuditConfig.model_validate(planted_config())
     probe = [{"key": "p", "task_id": "refund", "text": "x"}]
-    now = {r.key for r in score_requests(probe, cfg.verifier, cfg, BENCH.rubric, tuple(cfg.tasks))}
+    now = {r.key for r in Plan(cfg, BENCH.rubric, tuple(cfg.tasks)).score_requests(probe, cfg.verifier)}
     monkeypatch.setattr(radar_local.plan, "PROMPT_VERSION", "b1-b2/1")  # the unfenced template
-    old = {r.key for r in score_requests(probe, cfg.verifier, cfg, BENCH.rubric, tuple(cfg.tasks))}
+    old = {r.key for r in Plan(cfg, BENCH.rubric, tuple(cfg.tasks)).score_requests(probe, cfg.verifier)}
     assert PROMPT_VERSION == "b1-b2/2" and not now & old  # stored verdicts of old prompts are re-scored, never mixed
 
 

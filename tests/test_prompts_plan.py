@@ -5,7 +5,7 @@ import re
 import pytest
 
 from radar_local.config import AuditConfig
-from radar_local.plan import cell_seed, generation_requests, score_requests
+from radar_local.plan import Plan, cell_seed
 from radar_local.prompts import generation_messages, strip_think, verification_messages
 from radar_local.rubric import load_benchmark
 from radar_local.scoring import ScoreFormat, first_object, matches, parse_score
@@ -80,21 +80,21 @@ def test_strip_think():
 
 def test_plan_counts_seeds_and_keys():
     cfg = config(n=3, unconditioned=2)
-    reqs = generation_requests(cfg, BENCH.rubric, BENCH.tasks)
+    reqs = Plan(cfg, BENCH.rubric, tuple(BENCH.tasks)).generation_requests()
     assert len(reqs) == 5 * 5 * 2 + 5  # tasks x criteria x directions + one unconditioned prompt per task
     assert sum(r.n for r in reqs) == 5 * 5 * 2 * 3 + 5 * 2
     assert len({r.key for r in reqs}) == len(reqs) and len({r.seed for r in reqs}) == len(reqs)
-    again = generation_requests(config(n=3, unconditioned=2), BENCH.rubric, BENCH.tasks)
+    again = Plan(config(n=3, unconditioned=2), BENCH.rubric, tuple(BENCH.tasks)).generation_requests()
     assert [r.key for r in again] == [r.key for r in reqs]
     assert cell_seed(0, "t", "c", "+") != cell_seed(1, "t", "c", "+")
-    hotter = generation_requests(config(n=3, unconditioned=2, generation={"temperature": 0.5}), BENCH.rubric, BENCH.tasks)
+    hotter = Plan(config(n=3, unconditioned=2, generation={"temperature": 0.5}), BENCH.rubric, tuple(BENCH.tasks)).generation_requests()
     assert not {r.key for r in hotter} & {r.key for r in reqs}  # sampling parameters are part of the key
 
 
 def test_score_requests_are_probe_major_and_keyed_by_verifier():
     cfg = config()
     probes = [{"key": "p1", "task_id": "refund", "text": "x"}, {"key": "p2", "task_id": "math", "text": "y"}]
-    reqs = score_requests(probes, cfg.verifier, cfg, BENCH.rubric, BENCH.tasks)
+    reqs = Plan(cfg, BENCH.rubric, tuple(BENCH.tasks)).score_requests(probes, cfg.verifier)
     assert [r.probe_key for r in reqs] == ["p1"] * 5 + ["p2"] * 5
-    other = score_requests(probes, config(verifier={"engine": "vllm", "model": "judge"}).verifier, cfg, BENCH.rubric, BENCH.tasks)
+    other = Plan(cfg, BENCH.rubric, tuple(BENCH.tasks)).score_requests(probes, config(verifier={"engine": "vllm", "model": "judge"}).verifier)
     assert not {r.key for r in reqs} & {r.key for r in other}

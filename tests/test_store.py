@@ -15,8 +15,8 @@ import yaml
 
 from radar_local.config import AuditConfig
 from radar_local.errors import InputError
-from radar_local.run import EnginePool, Run
-from radar_local.store import PROBES, SCORES, Store, unlock_run_dir
+from radar_local.run import PROBES, SCORES, EnginePool, Run, open_store
+from radar_local.store import unlock_run_dir
 from tests.conftest import planted_config, radar_cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,14 +72,14 @@ def test_a_damaged_line_that_is_not_the_last_is_refused(tmp_path):
     assert f"{run / SCORES}: line 2 is damaged" in res.stderr
     assert (run / SCORES).read_bytes() == before  # refused, nothing rewritten
     with pytest.raises(InputError, match="line 2 is damaged"):
-        Store(run, writer=False)
+        open_store(run, writer=False)
 
 
 def test_second_writer_is_refused_with_the_holder_pid(tmp_path):
     cfg_path = tmp_path / "audit.yaml"
     cfg_path.write_text(yaml.safe_dump(planted_config()))
     run = tmp_path / "run"
-    Store(run)  # this test process now holds the run directory
+    open_store(run)  # this test process now holds the run directory
     try:
         res = radar_cli("audit", cfg_path, "--out", run)
         assert res.returncode == 2 and res.stderr.count("\n") == 1
@@ -93,7 +93,7 @@ def test_a_lock_left_by_a_killed_process_does_not_block(tmp_path):
     cfg_path = tmp_path / "audit.yaml"
     cfg_path.write_text(yaml.safe_dump(planted_config()))
     run = tmp_path / "run"
-    holder = subprocess.Popen([sys.executable, "-c", f"from radar_local.store import Store; Store({str(run)!r}); "
+    holder = subprocess.Popen([sys.executable, "-c", f"from radar_local.run import open_store; open_store({str(run)!r}); "
                                "print('held', flush=True); import time; time.sleep(300)"], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"

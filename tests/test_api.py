@@ -1,0 +1,65 @@
+"""The library API: analyze, run_audit, load_run and AuditResult (a typed result, exact JSON round trip)."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import radar_local
+from radar_local.errors import InputError
+from radar_local.stats.result import SCHEMA_VERSION, AuditResult
+from tests.conftest import planted_config
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "radar_local" / "benchmarks" / "example_helpsteer2.csv"
+
+
+def test_analyze_the_bundled_example_and_round_trip_exactly():
+    result = radar_local.analyze(EXAMPLE, rubric="helpsteer2", bootstrap=100, seed=0)
+    assert isinstance(result, AuditResult)
+    assert isinstance(result.leakage, pd.DataFrame) and result.leakage.shape == (5, 5)
+    assert isinstance(result.self_effect, pd.Series) and list(result.self_effect.index) == result.criteria
+    assert {"a", "b", "sym", "flags", "sym_ci"} <= set(result.pairs.columns)
+    data = result.to_json()
+    text = json.dumps(data)
+    again = AuditResult.from_json(json.loads(text))
+    assert again.to_json() == data and json.dumps(again.to_json()) == text  # exact, float for float
+    assert again == result
+    pd.testing.assert_frame_equal(again.leakage, result.leakage)
+    assert again.pairs.iloc[0]["sym_ci"] == result.pairs.iloc[0]["sym_ci"]
+
+
+def test_analyze_takes_a_dataframe_like_a_file():
+    df = pd.read_csv(EXAMPLE, dtype=str, keep_default_na=False)
+    assert radar_local.analyze(df, rubric="helpsteer2", bootstrap=0) == radar_local.analyze(EXAMPLE, rubric="helpsteer2", bootstrap=0)
+
+
+@pytest.mark.parametrize("version,needle", [(1, "re-run"), (SCHEMA_VERSION + 1, "upgrade radar_local"), (None, "schema_version None")])
+def test_reading_another_schema_version_is_one_line(version, needle):
+    data = radar_local.analyze(EXAMPLE, bootstrap=0).to_json()
+    with pytest.raises(InputError, match=needle):
+        AuditResult.from_json({**data, "schema_version": version}, "stats.json")
+
+
+def test_result_renders_in_a_notebook():
+    html = radar_local.analyze(EXAMPLE, rubric="helpsteer2", bootstrap=0)._repr_html_()
+    assert "<table>" in html and "helpfulness / correctness" in html and "Self-effects" in html
+
+
+def test_run_audit_and_load_run_on_the_planted_engine(tmp_path):
+    result = radar_local.run_audit(planted_config(), tmp_path / "run")
+    run = radar_local.load_run(tmp_path / "run")
+    assert run.result() == result and len(run.probes()) == 40 and run.info()["stages"]["score"]["calls"] == 200
+    assert result.reliable.all()  # the planted judge reads every criterion it was steered on
+
+
+def test_readme_notebook_example_runs(tmp_path, monkeypatch):
+    """The README's notebook-style example, executed as written."""
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("<!-- notebook-example -->", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(REPO)
+    block = block.replace('"runs/notebook"', repr(str(tmp_path / "notebook")))
+    namespace: dict = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert isinstance(namespace["result"], AuditResult)
