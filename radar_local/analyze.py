@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from radar_local.errors import InputError
 from radar_local.judges import calibration
 from radar_local.rubric import BUNDLED, Rubric, load_reference, load_rubric
+from radar_local.scoring import SCALE
 from radar_local.scores import cells, check_criteria, probe_matrix, read_scores, validate_scores
 from radar_local.stats.audit import audit_cell
-from radar_local.stats.coupling import TAU
+from radar_local.stats.audit import to_json
+from radar_local.stats.coupling import TAU, double_counted_share
 from radar_local.stats.flags import Thresholds
 from radar_local.stats.result import AuditResult
 
@@ -65,11 +68,23 @@ def stats_for_table(
     )
     result.rubric = rubric.id if rubric else None
     result.calibration = calibration(df[df["generator"] == gen], criteria)
+    if rubric is not None:
+        result.double_count = double_count(result, rubric)
     return result
 
 
+def double_count(result: AuditResult, rubric: Rubric) -> dict:
+    """The rubric's weighted aggregate (its `weights`, else equal weights) and the share of it that
+    double-counts through coupled, reliable pairs."""
+    weights = {c: (rubric.weights or {}).get(c, 0.0 if rubric.weights else 1.0) for c in result.criteria}
+    w = np.array([weights[c] for c in result.criteria], float)
+    overall, share = double_counted_share(result.leakage.to_numpy(), result.reliable.to_numpy(), w)
+    return to_json({"weights": weights, "rubric_weights": rubric.weights is not None, "share": overall,
+                    "by_source": dict(zip(result.criteria, share))})
+
+
 def analyze(table: pd.DataFrame | str | Path, *, rubric: Rubric | str | Path | None = None, human: str | Path | None = None,
-            tau: float = TAU, bootstrap: int = 500, seed: int = 0, scale: str = "0-4", generator: str | None = None,
+            tau: float = TAU, bootstrap: int = 500, seed: int = 0, scale: str = SCALE, generator: str | None = None,
             verifier: str | None = None) -> AuditResult:
     """The RADAR audit of a score table: a DataFrame in the long format, or a CSV / Parquet file.
 

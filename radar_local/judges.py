@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from radar_local.scores import PROBE_KEY
+from radar_local.scoring import SCORE_MAX
 from radar_local.stats.audit import to_json
 from radar_local.stats.baselines import score_profile_redundancy
 
@@ -25,7 +26,7 @@ def calibration(df: pd.DataFrame, criteria: list[str]) -> dict:
     redundancy: Spearman correlation of two criteria's score profiles under one judge.
     """
     probe = [c for c in PROBE_KEY if c != "verifier"]
-    wide = df.assign(p=df["score"] / 4).pivot_table(index=probe, columns=["verifier", "criterion"], values="p",
+    wide = df.assign(p=df["score"] / SCORE_MAX).pivot_table(index=probe, columns=["verifier", "criterion"], values="p",
                                                      aggfunc="first", dropna=False)
     verifiers = sorted(df["verifier"].unique())
     out: dict = {"verifiers": {}, "agreement": {}, "stability": {}, "redundancy": {}}

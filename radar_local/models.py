@@ -35,8 +35,7 @@ class ModelEntry(BaseModel):
     path: str | None = Field(None, description="Local weights directory; overrides the models directory")
     fetch: FetchSource | None = None
     dtype: str = "bfloat16"
-    context_length: int = Field(4096, ge=1)
-    chat_template: str = ""
+    context_length: int = Field(4096, ge=1, description="The model's context window: bounds the vllm engine's max_model_len")
     thinks: bool = Field(False, description="Emits <think> blocks that are stripped from probes")
 
 

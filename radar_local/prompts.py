@@ -9,6 +9,9 @@ import hashlib
 from typing import Literal
 
 from radar_local.rubric import Criterion, Task
+from radar_local.scoring import LIKERT, SCORE_MAX, SCORE_MIN
+
+INTEGER = f"integer {SCORE_MIN}-{SCORE_MAX}"
 
 PROMPT_VERSION = "b1-b2/2"  # bump when any template changes: stored records are keyed by it (2: fenced text)
 Messages = list[dict[str, str]]
@@ -83,8 +86,8 @@ SCHEMA_TEXT = (
 
 def verifier_system(criterion: Criterion) -> str:
     return (
-        f"You are an expert annotator rating only the {criterion.label} of a response on a 5-point Likert scale "
-        f"(0 to 4). {criterion.description}"
+        f"You are an expert annotator rating only the {criterion.label} of a response on {LIKERT} "
+        f"({SCORE_MIN} to {SCORE_MAX}). {criterion.description}"
     )
 
 
@@ -96,13 +99,13 @@ def verification_messages(task: Task, response: str, criterion: Criterion, layou
     last, so the K calls for one probe share a token prefix under automatic prefix caching.
     """
     shared = _shared(task, response)
-    ask = f"Rate the {criterion.label} of the following response on a 5-point Likert scale (integer 0-4) for this criterion.\n"
+    ask = f"Rate the {criterion.label} of the following response on {LIKERT} ({INTEGER}) for this criterion.\n"
     if layout == "paper":
         return [{"role": "system", "content": verifier_system(criterion)}, {"role": "user", "content": ask + shared + SCHEMA_TEXT}]
     if layout == "prefix-shared":
-        system = "You are an expert annotator rating one criterion of a response on a 5-point Likert scale (0 to 4)."
+        system = f"You are an expert annotator rating one criterion of a response on {LIKERT} ({SCORE_MIN} to {SCORE_MAX})."
         user = (f"{shared}### Criterion\n{criterion.label}: {criterion.description}\n"
-                f"Rate the {criterion.label} of the response above on a 5-point Likert scale (integer 0-4).\n{SCHEMA_TEXT}")
+                f"Rate the {criterion.label} of the response above on {LIKERT} ({INTEGER}).\n{SCHEMA_TEXT}")
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
     raise ValueError(f"unknown layout {layout!r}")
 

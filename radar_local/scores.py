@@ -14,18 +14,18 @@ import numpy as np
 import pandas as pd
 
 from radar_local.errors import InputError
+from radar_local.scoring import SCALE, SCALES, SCORE_MAX, SCORE_MIN
 
 COLUMNS = ("generator", "verifier", "task_id", "target", "direction", "variant", "criterion", "score")
 PROBE_KEY = ("generator", "verifier", "task_id", "target", "direction", "variant")
 DIRECTIONS = ("+", "-", "none")
-SCALES = {"0-4": 0, "1-5": 1}  # offset subtracted to land on 0-4
 
 
 def _csv_row(index: int) -> int:
     return index + 2  # 1-based, after the header line
 
 
-def read_scores(path: str | Path, scale: str = "0-4") -> pd.DataFrame:
+def read_scores(path: str | Path, scale: str = SCALE) -> pd.DataFrame:
     """Read a CSV or Parquet score table and validate its shape (not yet its criteria)."""
     path = Path(path)
     if scale not in SCALES:
@@ -47,7 +47,7 @@ def read_scores(path: str | Path, scale: str = "0-4") -> pd.DataFrame:
     return validate_scores(df, path, scale)
 
 
-def validate_scores(df: pd.DataFrame, path: object, scale: str = "0-4", both_directions: bool = True) -> pd.DataFrame:
+def validate_scores(df: pd.DataFrame, path: object, scale: str = SCALE, both_directions: bool = True) -> pd.DataFrame:
     """Check a table's shape and values. `both_directions=False` lets a target lack + or - probes
     (an audit that excluded flagged probes); the statistics then gate it and say why."""
     missing = [c for c in COLUMNS if c not in df.columns]
@@ -63,11 +63,11 @@ def validate_scores(df: pd.DataFrame, path: object, scale: str = "0-4", both_dir
     numeric = pd.to_numeric(raw.replace("", np.nan), errors="coerce")
     bad = numeric.isna() & raw.notna() & (raw.astype(str) != "") & (raw.astype(str) != "nan")
     lo = SCALES[scale]
-    bad |= numeric.notna() & ((numeric != np.round(numeric)) | (numeric < lo) | (numeric > lo + 4))
+    bad |= numeric.notna() & ((numeric != np.round(numeric)) | (numeric < lo + SCORE_MIN) | (numeric > lo + SCORE_MAX))
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
         raise InputError(
-            path, f"row {_csv_row(i)}: score '{raw.iloc[i]}' is off the {scale} scale; use an integer {lo}-{lo + 4} or leave it empty"
+            path, f"row {_csv_row(i)}: score '{raw.iloc[i]}' is off the {scale} scale; use an integer {lo + SCORE_MIN}-{lo + SCORE_MAX} or leave it empty"
         )
     df["score"] = (numeric - lo).astype("float64")
 

@@ -14,7 +14,12 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# The Likert scale, in one place: a verifier answers an integer SCORE_MIN..SCORE_MAX (the paper's
+# 5-point 0-4); the statistics normalize by SCORE_MAX; a table on a shifted scale (1-5) is mapped here.
 SCORE_MIN, SCORE_MAX = 0, 4
+SCALE = f"{SCORE_MIN}-{SCORE_MAX}"
+SCALES = {SCALE: 0, f"{SCORE_MIN + 1}-{SCORE_MAX + 1}": 1}  # table scale -> offset subtracted to land on SCALE
+LIKERT = f"a {SCORE_MAX - SCORE_MIN + 1}-point Likert scale"
 _CHAR = r'[ !#-\[\]-~]'  # printable ASCII without " and \
 
 
@@ -29,7 +34,8 @@ class ScoreFormat(BaseModel):
     def regex(self) -> str:
         return (
             r'\{"reasoning": "' + _CHAR + "{1,%d}" % self.max_reasoning_chars
-            + r'", "score": [0-4], "rationale": "' + _CHAR + "{1,%d}" % self.max_rationale_chars + r'"\}'
+            + r'", "score": [%d-%d], "rationale": "' % (SCORE_MIN, SCORE_MAX)
+            + _CHAR + "{1,%d}" % self.max_rationale_chars + r'"\}'
         )
 
     @property
@@ -86,7 +92,7 @@ def first_object(text: str) -> str | None:
 
 
 def parse_score(text: str) -> ParsedScore:
-    """Read the integer score 0-4 from the first balanced object; anything else is unscored."""
+    """Read the integer score on the scale from the first balanced object; anything else is unscored."""
     blob = first_object(text)
     try:
         obj = json.loads(blob) if blob else None

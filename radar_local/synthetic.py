@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from radar_local.scoring import SCORE_MAX, SCORE_MIN
+
 
 def planted_table(
     criteria: list[str],
@@ -31,7 +33,7 @@ def planted_table(
     t_idx, i_idx, d_sign, v_idx = np.meshgrid(np.arange(len(tasks)), np.arange(k), [1.0, -1.0], np.arange(n), indexing="ij")
     t_idx, i_idx, d_sign, v_idx = (a.ravel() for a in (t_idx, i_idx, d_sign, v_idx))
     shift = d_sign[:, None] * coupling[i_idx] * strength
-    scores = np.clip(np.rint(2 + 2 * shift + rng.normal(0, noise, shift.shape)), 0, 4)
+    scores = np.clip(np.rint(2 + 2 * shift + rng.normal(0, noise, shift.shape)), SCORE_MIN, SCORE_MAX)
     target = np.array(criteria)[i_idx]
     direction = np.where(d_sign > 0, "+", "-")
     variant = v_idx.astype(str)
@@ -40,7 +42,7 @@ def planted_table(
         # Unconditioned probes: a shared latent quality seen through the coupling structure.
         u_task = np.repeat(np.array(tasks), n_unconditioned)
         latent = rng.normal(0, 0.5, (len(u_task), k)) @ coupling
-        u_scores = np.clip(np.rint(2 + latent + rng.normal(0, noise, latent.shape)), 0, 4)
+        u_scores = np.clip(np.rint(2 + latent + rng.normal(0, noise, latent.shape)), SCORE_MIN, SCORE_MAX)
         scores = np.vstack([scores, u_scores])
         task = np.r_[task, u_task]
         target = np.r_[target, np.full(len(u_task), "")]

@@ -43,8 +43,12 @@ def test_reading_another_schema_version_is_one_line(version, needle):
 
 
 def test_result_renders_in_a_notebook():
-    html = radar_local.analyze(EXAMPLE, rubric="helpsteer2", bootstrap=0)._repr_html_()
+    result = radar_local.analyze(EXAMPLE, rubric="helpsteer2", bootstrap=0)
+    html = result._repr_html_()
     assert "<table>" in html and "helpfulness / correctness" in html and "Self-effects" in html
+    # helpsteer2 sets no weights: equal weights, and the planted coupling double-counts a visible share
+    assert result.double_count["rubric_weights"] is False and 0.1 < result.double_count["share"] < 1
+    assert "Weighted aggregate (equal weights" in html
 
 
 def test_run_audit_and_load_run_on_the_planted_engine(tmp_path):

@@ -159,3 +159,18 @@ def test_global_summaries_known_answer():
     assert g["positive"][0] == pytest.approx(1.75 / 6)
     assert g["tension"][0] == pytest.approx(1.0 / 6)
     assert g["max_coupling"][0] == pytest.approx(1.0)
+
+
+def test_double_counted_share_known_answer():
+    from radar_local.stats.coupling import double_counted_share
+
+    # weights a = 1, b = 0.5; l_ab = 0.5, l_ba = 0.2, both reliable.
+    # source a: through b = 0.5 * 0.5 = 0.25 -> share 0.25 / (1 + 0.25) = 0.2
+    # source b: through a = 1 * 0.2 = 0.2    -> share 0.2 / (0.5 + 0.2) = 2/7
+    # overall: (1 * 0.25 + 0.5 * 0.2) / (1 * 1.25 + 0.5 * 0.7) = 0.35 / 1.6 = 0.21875
+    leak = np.array([[1.0, 0.5], [0.2, 1.0]])
+    overall, share = double_counted_share(leak, np.array([True, True]), np.array([1.0, 0.5]))
+    assert overall == pytest.approx(0.21875) and share == pytest.approx([0.2, 2 / 7])
+    # a gated target counts nothing; a tradeoff (negative leakage) does not double-count
+    overall, share = double_counted_share(np.array([[1.0, -0.5], [0.2, 1.0]]), np.array([True, False]), np.array([1.0, 1.0]))
+    assert overall == 0.0 and share[0] == 0.0 and np.isnan(share[1])

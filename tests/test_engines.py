@@ -87,20 +87,3 @@ def test_openai_engine_against_vllm_serve(vllm_server):
         schema.close()
     finally:
         engine.close()
-
-
-def test_openai_engine_names_an_unreachable_server():
-    from radar_local.engines.registry import build_engine
-    from tests.conftest import free_port
-
-    engine = build_engine("openai", "smol", {"base_url": f"http://127.0.0.1:{free_port()}/v1", "retries": 1, "backoff_s": 0})
-    with pytest.raises(RadarError, match="cannot reach .* is the server running"):
-        engine.score(score_prompts()[:1], fmt=FMT)
-
-
-def test_unknown_engine_option_is_an_input_error():
-    from radar_local.engines.registry import build_engine
-    from radar_local.errors import InputError
-
-    with pytest.raises(InputError, match="option 'temprature'"):
-        build_engine("openai", "smol", {"temprature": 0.1})

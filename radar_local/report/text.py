@@ -88,6 +88,17 @@ def global_line(result: "AuditResult") -> str:
     return f"Global: positive {num(g['positive'])}, tension {num(g['tension'])}, max coupling {num(g['max_coupling'])}."
 
 
+def double_count_line(result: "AuditResult") -> str | None:
+    """What share of the rubric's weighted aggregate counts one movement twice through coupling."""
+    d = result.double_count
+    if d is None or d["share"] is None:
+        return None
+    source = "its weights" if d["rubric_weights"] else "equal weights (the rubric sets none)"
+    worst = max(((c, s) for c, s in d["by_source"].items() if s is not None), key=lambda x: x[1])
+    return (f"Weighted aggregate ({source}): {d['share']:.0%} of its response to a steered criterion comes through "
+            f"other, coupled criteria and is counted twice (most from {worst[0]}: {worst[1]:.0%}).")
+
+
 def agreement_line(result: "AuditResult") -> str | None:
     a = result.agreement
     if a is None:

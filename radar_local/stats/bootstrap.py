@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from radar_local.scores import ProbeMatrix
+from radar_local.scoring import SCORE_MAX
 
-SCALE_MAX = 4.0
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Strata:
         sizes = np.diff(np.r_[starts, len(order)])
         first = order[starts]
         return cls(
-            scores=(pm.scores[order] / SCALE_MAX).astype(np.float32), starts=starts, sizes=sizes,
+            scores=(pm.scores[order] / SCORE_MAX).astype(np.float32), starts=starts, sizes=sizes,
             task=pm.task[first], target=pm.target[first], direction=pm.direction[first],
             shape=(len(pm.tasks), len(pm.criteria)),
             complete=not np.isnan(pm.scores[order]).any(),

@@ -117,3 +117,27 @@ def global_summaries(c: Coupling) -> dict[str, np.ndarray]:
             "tension": np.nanmean(np.maximum(-flat, 0), axis=-1),
             "max_coupling": np.nanmax(flat, axis=-1),
         }
+
+
+def double_counted_share(leakage: np.ndarray, reliable: np.ndarray, weights: np.ndarray) -> tuple[float, np.ndarray]:
+    """How much of a weighted aggregate sum_j w_j s_j double-counts through coupling.
+
+    Steering criterion i by one unit of its own self-effect moves the aggregate by
+    w_i + sum_{j != i} w_j * l_ij; the part through other criteria counts the same movement again.
+    Per reliable source i: share_i = sum_{j != i} w_j l+_ij / (w_i + sum_{j != i} w_j l+_ij), over
+    reliable targets j and positive leakage l+ (a tradeoff does not double-count). Overall: the same
+    ratio with numerator and denominator summed over reliable sources, each weighted by w_i.
+    NaN where no reliable source exists.
+    """
+    k = len(weights)
+    if leakage.shape != (k, k) or reliable.shape != (k,):
+        raise ValueError(f"need a {k}x{k} leakage matrix and {k} reliability flags, got {leakage.shape} and {reliable.shape}")
+    if (weights < 0).any():
+        raise ValueError("weights must be non-negative")
+    l_pos = np.where(reliable[:, None] & reliable[None, :] & ~np.eye(k, dtype=bool), np.nan_to_num(np.maximum(leakage, 0)), 0.0)
+    other = l_pos @ weights  # sum_j w_j l+_ij per source i
+    total = weights + other
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(reliable, other / total, np.nan)
+        overall = (weights[reliable] @ other[reliable]) / (weights[reliable] @ total[reliable]) if reliable.any() else np.nan
+    return float(overall), share

@@ -56,6 +56,7 @@ class AuditResult:
     budget: list[dict] | None = None
     rubric: str | None = None
     calibration: dict | None = None
+    double_count: dict | None = None  # the rubric's weighted aggregate: weights, share, by_source
     schema_version: int = SCHEMA_VERSION
 
     # ---- JSON -------------------------------------------------------------------------------
@@ -86,6 +87,8 @@ class AuditResult:
                 out[key] = getattr(self, key)
         out["rubric"] = self.rubric
         out["calibration"] = self.calibration
+        if self.double_count is not None:
+            out["double_count"] = self.double_count
         return out
 
     @classmethod
@@ -137,7 +140,7 @@ class AuditResult:
             global_ci=None if g["ci"] is None else {k: _tuple(v) for k, v in g["ci"].items()},
             thresholds=d["flags"]["thresholds"], unreliable=[Gate(**u) for u in d["flags"]["unreliable"]],
             baselines=d["baselines"], agreement=d.get("agreement"), budget=d.get("budget"), rubric=d.get("rubric"),
-            calibration=d.get("calibration"), schema_version=d["schema_version"],
+            calibration=d.get("calibration"), double_count=d.get("double_count"), schema_version=d["schema_version"],
         )
 
     # ---- views ------------------------------------------------------------------------------
