@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, parse_model, read_mapping, unique_ids
 from radar_local.scoring import ScoreFormat
 from radar_local.store import slug
+from radar_local.tasks import TaskSource, is_task_table, load_task_table
 
 
 class Strict(BaseModel):
@@ -47,8 +48,9 @@ class AuditSettings(Strict):
     """Everything of an audit but its models; shared by one audit and a generator x verifier grid."""
 
     rubric: str = Field(min_length=1, description="Bundled rubric name or path to a rubric file")
-    tasks: Annotated[str, Field(min_length=1)] | list[Task] | None = Field(
-        None, description="Bundled name, a tasks file, or inline; default: the rubric's")
+    tasks: Annotated[str, Field(min_length=1)] | list[Task] | TaskSource | None = Field(
+        None, description="Bundled name, a YAML tasks file, a JSONL/CSV/Parquet file or saved dataset "
+                          "({path, columns, sample}), or inline; default: the rubric's")
     human: str | None = Field(None, min_length=1, description="Human reference (name or path); default: a bundled rubric's own")
     n: int = Field(5, ge=1, le=1000, description="Probes per (task, criterion, direction); paper recommends 3-5")
     unconditioned: int = Field(0, ge=0, le=1000, description="Unconditioned probes per task (synthetic-correlation baseline)")
@@ -117,7 +119,11 @@ def with_absolute_paths(config: AuditSettings, base: Path) -> AuditSettings:
             return value
         return str((base / value).resolve())
 
-    tasks = config.tasks if isinstance(config.tasks, list) else rel(config.tasks)
+    tasks = config.tasks
+    if isinstance(tasks, str):
+        tasks = rel(tasks)
+    elif isinstance(tasks, TaskSource):
+        tasks = tasks.model_copy(update={"path": rel(tasks.path)})
     return config.model_copy(update={"rubric": rel(config.rubric), "tasks": tasks, "human": rel(config.human)})
 
 
@@ -127,5 +133,11 @@ def resolve_inputs(config: AuditSettings, base: Path) -> tuple[Rubric, tuple[Tas
 
     config = with_absolute_paths(config, base)
     rubric = load_rubric(config.rubric)
-    tasks = tuple(config.tasks) if isinstance(config.tasks, list) else load_tasks(config.tasks or config.rubric)
+    source = config.tasks
+    if isinstance(source, str) and is_task_table(Path(source)):
+        source = TaskSource(path=source)
+    if isinstance(source, TaskSource):
+        tasks = load_task_table(source, config.seed)
+    else:
+        tasks = tuple(source) if isinstance(source, list) else load_tasks(source or config.rubric)
     return rubric, tasks, resolve_reference(rubric, config.rubric, config.human)

@@ -53,10 +53,10 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from radar_local.cli import audit, doctor, models, report, score, stats
+    from radar_local.cli import audit, doctor, init, models, report, score, stats
 
-    for command in (stats.stats, audit.audit, audit.generate, score.score, report.report, report.compare, report.grid,
-                    models.models, doctor.doctor):
+    for command in (init.init, stats.stats, audit.audit, audit.generate, score.score, report.report, report.compare,
+                    report.grid, models.models, doctor.doctor):
         cli.add_command(command)
 
 

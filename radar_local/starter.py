@@ -1,0 +1,79 @@
+"""`radar init`: a commented starter config (and a rubric skeleton) that parses as written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from radar_local.errors import InputError
+from radar_local.rubric import BUNDLED
+from radar_local.store import write_atomic
+
+RUBRIC_SKELETON = """\
+# A rubric: each criterion is one axis the judge scores 0-4. Ids are lowercase identifiers.
+id: my_rubric
+name: My rubric
+criteria:
+  - id: helpfulness
+    label: Helpfulness
+    description: "How well the response addresses the user's request. Replace with your definition."
+  - id: brevity
+    label: Brevity
+    kind: descriptive          # descriptive axes have two ends instead of good and bad
+    low: terse
+    high: long-winded
+    description: "How long the response is. Higher is not better."
+# weights: {helpfulness: 1.0, brevity: 0.5}   # optional: the report shows how much of this aggregate double-counts
+"""
+
+
+def starter_config(rubric: str, rubric_file: str | None, tasks: str | None, engine: str, generator: str,
+                   verifier: str, out: str) -> str:
+    if tasks:
+        tasks_block = (f"tasks:                        # your prompts: a .jsonl / .csv / .parquet file or a saved HF dataset\n"
+                       f"  path: {tasks}\n"
+                       f"  columns: {{id: id, prompt: prompt}}   # add `document: <column>` for summary tasks\n"
+                       f"  # sample: 20                 # draw this many tasks with the run seed\n")
+    elif rubric in BUNDLED:
+        tasks_block = f"tasks: {rubric}                # the bundled benchmark's five tasks\n"
+    else:
+        tasks_block = ("tasks:                        # inline, or a file (see `radar init --tasks`)\n"
+                       "  - {id: example, prompt: \"Replace with a prompt your users send.\"}\n")
+    return f"""\
+# radar_local audit config (`radar audit THIS_FILE`). Every key is checked; an unknown key is an error.
+rubric: {rubric_file or rubric}
+{tasks_block}\
+generator: {{engine: {engine}, model: {generator}}}   # writes the probes
+verifier: {{engine: {engine}, model: {verifier}}}    # the judge under audit; prefer another family than the generator
+n: 5                          # probes per (task, criterion, direction); the paper recommends 3-5
+unconditioned: 0              # unsteered probes per task, for the synthetic-correlation baseline
+seed: 0
+layout: paper                 # or prefix-shared (faster with prefix caching)
+generation: {{temperature: 0.9, max_new_tokens: 800}}
+scoring: {{max_reasoning_chars: 300, max_rationale_chars: 200}}
+exclude_flagged_probes: false # true: leave probes that address the judge out of the statistics
+tau: 0.4                      # the reliability gate on self-effects
+bootstrap: 500
+out: {out}
+"""
+
+
+def write_starter(path: Path, rubric: str = "helpsteer2", tasks: str | None = None, engine: str = "vllm",
+                  generator: str = "smollm2-135m", verifier: str = "smollm2-135m") -> list[Path]:
+    """Write the config (and a rubric skeleton when asked); refuse to overwrite anything."""
+    if rubric not in BUNDLED and rubric != "skeleton":
+        raise InputError("--rubric", f"'{rubric}' is neither a bundled rubric ({', '.join(BUNDLED)}) nor 'skeleton'")
+    written = [path]
+    rubric_file = None
+    if rubric == "skeleton":
+        rubric_path = path.with_name(f"{path.stem}.rubric.yaml")
+        written.insert(0, rubric_path)
+        rubric_file = rubric_path.name
+    for p in written:
+        if p.exists():
+            raise InputError(p, "already exists; pick another name (radar init never overwrites)")
+    if not path.parent.is_dir():
+        raise InputError(path, f"the folder {path.parent} does not exist; create it first")
+    if rubric_file:
+        write_atomic(written[0], RUBRIC_SKELETON)
+    write_atomic(path, starter_config(rubric, rubric_file, tasks, engine, generator, verifier, f"runs/{path.stem}"))
+    return written

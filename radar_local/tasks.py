@@ -1,0 +1,82 @@
+"""Your own tasks from your own data: a JSONL, CSV or Parquet file, or a Hugging Face dataset saved
+to disk (`Dataset.save_to_disk`), with a column mapping and an optional seeded sample."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import Field
+
+from radar_local.errors import InputError, MissingDependencyError
+from radar_local.rubric import Strict, Task, unique_ids
+
+TABLE_SUFFIXES = (".jsonl", ".csv", ".parquet")
+
+
+class TaskSource(Strict):
+    """`tasks:` as a mapping: where the tasks are and which columns hold them."""
+
+    path: str = Field(min_length=1, description="A .jsonl, .csv or .parquet file, or a saved Hugging Face dataset folder")
+    columns: dict[Literal["id", "prompt", "document"], str] = Field(
+        default_factory=dict, description="Column names for id, prompt and (summary tasks) document; default: the same names")
+    sample: int | None = Field(None, ge=1, description="Draw this many tasks with the run seed (default: all)")
+
+
+def is_task_table(path: Path) -> bool:
+    return path.suffix in TABLE_SUFFIXES or (path.is_dir() and (path / "dataset_info.json").is_file())
+
+
+def _read(path: Path) -> pd.DataFrame:
+    try:
+        if path.is_dir():
+            try:
+                import datasets
+            except ImportError:
+                raise MissingDependencyError("datasets", "hf") from None
+            return datasets.load_from_disk(str(path)).to_pandas()
+        if path.suffix == ".jsonl":
+            return pd.read_json(path, lines=True, dtype=False)
+        if path.suffix == ".csv":
+            return pd.read_csv(path, dtype=str, keep_default_na=False)
+        return pd.read_parquet(path)
+    except FileNotFoundError:
+        raise InputError(path, "task file not found; check the path") from None
+    except (ValueError, OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"cannot read the tasks ({str(exc).splitlines()[0][:120]})") from None
+
+
+def load_task_table(source: TaskSource, seed: int) -> tuple[Task, ...]:
+    path = Path(source.path)
+    df = _read(path)
+    names = {key: source.columns.get(key, key) for key in ("id", "prompt", "document")}
+    for key in ("id", "prompt"):
+        if names[key] not in df.columns:
+            raise InputError(path, f"no column '{names[key]}' for the task {key}; columns are {', '.join(map(str, df.columns))}; "
+                                   f"map one with tasks.columns.{key}")
+    has_doc = names["document"] in df.columns
+    if "document" in source.columns and not has_doc:
+        raise InputError(path, f"no column '{names['document']}' for the document; columns are {', '.join(map(str, df.columns))}")
+    if source.sample is not None and source.sample < len(df):
+        rows = np.sort(np.random.default_rng(seed).choice(len(df), source.sample, replace=False))
+        df = df.iloc[rows]
+    tasks = []
+    for number, row in enumerate(df.itertuples(index=False), 1):
+        rec = dict(zip(df.columns, row))
+        task_id, prompt = str(rec[names["id"]]).strip(), str(rec[names["prompt"]] or "").strip()
+        if not task_id or not prompt:
+            raise InputError(path, f"row {number}: empty {'id' if not task_id else 'prompt'}; every task needs both")
+        if has_doc:  # a summary task: the source document is what the response summarizes
+            document = str(rec[names["document"]] or "").strip()
+            tasks.append(Task(id=task_id, prompt=f"{prompt}\n\n{document}" if document else prompt, format="summary"))
+        else:
+            tasks.append(Task(id=task_id, prompt=prompt))
+    if not tasks:
+        raise InputError(path, "holds no tasks")
+    try:
+        unique_ids(tasks)
+    except ValueError as exc:
+        raise InputError(path, str(exc)) from None
+    return tuple(tasks)
