@@ -21,7 +21,6 @@ from radar_local.injection import flagged_probes
 from radar_local.plan import GenerationRequest, Plan
 from radar_local.progress import stage_progress
 from radar_local.prompts import PROMPT_VERSION, strip_think
-from radar_local.rubric import Rubric, Task
 from radar_local.scores import COLUMNS, validate_scores, write_scores
 from radar_local.scoring import parse_score
 from radar_local.stats.result import AuditResult

@@ -3,7 +3,6 @@ client against a real `vllm serve` on 127.0.0.1."""
 
 import pytest
 
-from radar_local.errors import RadarError
 from radar_local.prompts import generation_messages, verification_messages
 from radar_local.rubric import load_benchmark
 from radar_local.scoring import ScoreFormat, matches, parse_score

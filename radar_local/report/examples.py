@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from radar_local.report.text import flag_text, pair_records
 from radar_local.store import Store
+
+if TYPE_CHECKING:
+    from radar_local.stats.result import AuditResult
 
 
 def example_probes(result: "AuditResult", store: Store, pairs: int = 3, max_chars: int = 700) -> list[dict]:

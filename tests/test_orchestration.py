@@ -1,0 +1,143 @@
+"""The orchestration on the planted engine, in seconds: chunk and batch boundaries, waves, resume
+after a partial store, label clashes, the grid's reuse of probes; and the config errors that need
+no model. The real engines keep their end-to-end tests in test_pipeline.py."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from radar_local.cli.main import cli
+from radar_local.run import PROBES, SCORES, _waves, load_run, run_audit
+from tests.conftest import planted_config, radar_cli
+
+REPO = Path(__file__).resolve().parents[1]
+COUPLING = {"Helpfulness / Understanding": {"Correctness / Completeness": 0.5}}
+
+
+def model_config() -> dict:
+    """A config naming the embedded model (its errors come before any weights load)."""
+    spec = {"engine": "transformers", "model": "smollm2-135m", "options": {"batch_size": 8}}
+    return {**planted_config(), "generator": spec, "verifier": spec}
+
+
+def audit(tmp_path: Path, name: str, **kw):
+    return run_audit(planted_config(options={"coupling": COUPLING}, **kw), tmp_path / name, base=REPO)
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 7])
+def test_chunk_and_batch_boundaries_change_nothing(tmp_path, batch_size):
+    whole = audit(tmp_path, "whole", batch_size=256)
+    chunked = audit(tmp_path, "chunked", batch_size=batch_size)
+    assert chunked == whole  # the same statistics, value for value
+    for name in (PROBES, SCORES):
+        a, b = lines(tmp_path / "whole" / name), lines(tmp_path / "chunked" / name)
+        assert sorted(r["key"] for r in a) == sorted(r["key"] for r in b) and len(b) == len({r["key"] for r in b})
+    info = load_run(tmp_path / "chunked").info()
+    assert info["stages"]["generate"]["calls"] == 40 and info["stages"]["score"]["calls"] == 200
+    # the planted coupling is found: helpfulness leaks into correctness, and back not at all
+    assert whole.leakage.loc["helpfulness", "correctness"] == 0.5 and whole.leakage.loc["correctness", "helpfulness"] == 0
+
+
+def test_waves_send_each_probe_once_before_its_other_criteria():
+    from radar_local.plan import ScoreRequest
+
+    reqs = [ScoreRequest(f"{p}{c}", p, c, []) for p in ("p1", "p2", "p3") for c in ("a", "b")][:5]
+    first, rest = _waves(reqs, "prefix-shared")
+    assert [r.probe_key for r in first] == ["p1", "p2", "p3"] and [r.key for r in rest] == ["p1b", "p2b"]
+    assert _waves(reqs, "paper") == [reqs]
+
+
+def test_prefix_shared_layout_scores_every_probe_alike(tmp_path):
+    paper = audit(tmp_path, "paper", batch_size=7)
+    shared = audit(tmp_path, "shared", batch_size=7, layout="prefix-shared")
+    assert shared.leakage.equals(paper.leakage) and shared.self_effect.equals(paper.self_effect)
+
+
+def test_resume_after_a_partial_store_makes_only_the_missing_calls(tmp_path):
+    whole = audit(tmp_path, "whole")
+    run = tmp_path / "partial"
+    shutil.copytree(tmp_path / "whole", run)
+    probes, scores = lines(run / PROBES), lines(run / SCORES)
+    kept_probes = [p for i, p in enumerate(probes) if i % 3]  # lose a third of the probes
+    kept_keys = {p["key"] for p in kept_probes}
+    kept_scores = [s for i, s in enumerate(scores) if i % 4 and s["probe_key"] in kept_keys]
+    (run / PROBES).write_text("".join(json.dumps(r) + "\n" for r in kept_probes))
+    (run / SCORES).write_text("".join(json.dumps(r) + "\n" for r in kept_scores))
+    again = audit(tmp_path, "partial")
+    info = load_run(run).info()
+    assert info["stages"]["generate"]["calls"] == 2 * len({p["key"].rsplit(":", 1)[0] for p in probes if p["key"] not in kept_keys})
+    assert info["stages"]["score"]["calls"] == 200 - len(kept_scores)
+    assert again == whole and len(lines(run / PROBES)) == 40 and len(lines(run / SCORES)) == 200
+
+
+def test_a_second_model_under_a_label_in_use_is_refused(tmp_path):
+    audit(tmp_path, "run")
+    run = tmp_path / "run"
+    clash = CliRunner().invoke(cli, ["score", str(run), "--verifier", "testing:other-model", "--name", "planted", "--quiet"])
+    assert clash.exit_code == 2 and "already holds scores from another model" in clash.stderr
+    ok = CliRunner().invoke(cli, ["score", str(run), "--verifier", "testing:other-model", "--name", "judge-b", "--quiet"])
+    assert ok.exit_code == 0, ok.output
+    assert load_run(run).result("judge-b").verifier == "judge-b" and (run / "stats.judge-b.json").is_file()
+    assert len(lines(run / PROBES)) == 40  # re-scored, not regenerated
+
+
+def test_grid_generates_each_generators_probes_once(tmp_path):
+    gen = {"engine": "testing", "model": "gen"}
+    judges = [{"engine": "testing", "model": "judge-a"}, {"engine": "testing", "model": "judge-b", "options": {"coupling": COUPLING}}]
+    settings = {k: v for k, v in planted_config().items() if k not in ("generator", "verifier")}
+    cfg = tmp_path / "grid.yaml"
+    cfg.write_text(yaml.safe_dump({**settings, "generators": [gen], "verifiers": judges}))
+    res = CliRunner().invoke(cli, ["grid", str(cfg), "--out", str(tmp_path / "g"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    run = tmp_path / "g" / "gen"
+    assert len(lines(run / PROBES)) == 40 and len(lines(run / SCORES)) == 2 * 200
+    assert load_run(run).info("judge-b")["stages"]["generate"]["calls"] == 40  # one generation, shared by both cells
+    b = load_run(run).result("judge-b")
+    assert b.leakage.loc["helpfulness", "correctness"] == 0.5 and load_run(run).result().leakage.loc["helpfulness", "correctness"] == 0
+    again = CliRunner().invoke(cli, ["grid", str(cfg), "--out", str(tmp_path / "g"), "--quiet"])
+    assert again.exit_code == 0 and load_run(run).info()["stages"]["score"]["calls"] == 0  # all stored
+
+
+def test_missing_model_names_the_path_and_the_fetch_command(tmp_path):
+    path = tmp_path / "audit.yaml"
+    path.write_text(yaml.safe_dump(model_config()))
+    res = radar_cli("audit", path, "--out", tmp_path / "run", env={"RADAR_MODELS_DIR": str(tmp_path / "empty")})
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert f"model 'smollm2-135m' is not at {tmp_path / 'empty' / 'smollm2-135m'}" in res.stderr
+    assert "radar models fetch smollm2-135m" in res.stderr
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda c: {**c, "temperature": 0.5}, "key 'temperature'"),
+    (lambda c: {**c, "n": 0}, "key 'n'"),
+    (lambda c: {**c, "generator": {**c["generator"], "engine": "llamafile"}}, "key 'generator.engine'"),
+    (lambda c: {**c, "rubric": "nope.yaml", "tasks": None}, "custom rubric needs 'tasks'"),
+])
+def test_bad_config_is_one_line_exit_2(tmp_path, edit, message):
+    path = tmp_path / "audit.yaml"
+    path.write_text(yaml.safe_dump(edit(model_config())))
+    res = radar_cli("audit", path, "--out", tmp_path / "run")
+    assert res.returncode == 2 and message in res.stderr and str(path) in res.stderr
+    assert res.stderr.count("\n") == 1 and not (tmp_path / "run").exists()
+
+
+def test_malformed_config_yaml(tmp_path):
+    path = tmp_path / "audit.yaml"
+    path.write_text("rubric: [helpsteer2\n")
+    res = radar_cli("audit", path)
+    assert res.returncode == 2 and "malformed YAML" in res.stderr
+
+
+def test_score_on_a_directory_that_is_not_a_run(tmp_path):
+    res = radar_cli("score", tmp_path, "--verifier", "vllm:smollm2-135m")
+    assert res.returncode == 2 and "not a run directory" in res.stderr
+
+
