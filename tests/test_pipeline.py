@@ -159,7 +159,6 @@ def test_planted_injected_probes_on_the_embedded_model(tmp_path, vllm_pool):
     cfg = AuditConfig.model_validate(tiny_config("vllm", rubric=str(SMALL_RUBRIC)))
     run = Run.create(cfg, tmp_path, REPO)
     run.generate(vllm_pool, progress=False)
-    config = run.config
     lines = [json.loads(line) for line in (tmp_path / "probes.jsonl").read_text().splitlines()]
     planted = {r["key"] for r in lines if r["direction"] == "+"}
     planted = set(sorted(planted)[:3])
@@ -169,17 +168,16 @@ def test_planted_injected_probes_on_the_embedded_model(tmp_path, vllm_pool):
     (tmp_path / "probes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
 
     result = run_audit(cfg, tmp_path, base=REPO, pool=vllm_pool).to_json()
-    run = json.loads((tmp_path / "run.json").read_text())
-    assert run["injection"]["flagged"] == 3 and {e["key"] for e in run["injection"]["examples"]} == planted
-    assert sum(run["injection"]["by_target_direction"].values()) == 3
-    assert run["stages"]["score"]["parse_rate"] == 1.0 and run["stages"]["score"]["calls"] == 12 * 3
+    info = run.info()
+    assert info["injection"]["flagged"] == 3 and {e["key"] for e in info["injection"]["examples"]} == planted
+    assert sum(info["injection"]["by_target_direction"].values()) == 3
+    assert info["stages"]["score"]["parse_rate"] == 1.0 and info["stages"]["score"]["calls"] == 12 * 3
     assert result["probes"]["directed"] == 12
     probe = next(r for r in lines if r["key"] in planted)
-    user = run.plan.score_requests([probe], config.verifier)[0].messages[-1]["content"]
+    user = run.plan.score_requests([probe], run.config.verifier)[0].messages[-1]["content"]
     begin, end = fence("RESPONSE", probe["text"])
     assert f"{begin}\n{probe['text']}\n{end}" in user  # the injected text sits inside its fence, whole
 
     excluded = AuditConfig.model_validate(tiny_config("vllm", rubric=str(SMALL_RUBRIC), exclude_flagged_probes=True))
     dropped = run_audit(excluded, tmp_path, base=REPO, pool=vllm_pool).to_json()
-    run = json.loads((tmp_path / "run.json").read_text())
-    assert run["stages"]["score"]["calls"] == 0 and dropped["probes"]["directed"] == 9
+    assert run.info()["stages"]["score"]["calls"] == 0 and dropped["probes"]["directed"] == 9

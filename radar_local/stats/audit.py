@@ -156,10 +156,6 @@ def _baselines(pm: ProbeMatrix, pairs: list[tuple[int, int]], ref_vec: np.ndarra
     return out
 
 
-def _matrix(names: list[str], m: np.ndarray) -> dict:
-    return {a: {b: m[i, j] for j, b in enumerate(names)} for i, a in enumerate(names)}
-
-
 def to_json(obj):
     """numpy scalars and arrays to plain Python; NaN to None."""
     if isinstance(obj, dict):
