@@ -32,8 +32,9 @@ browser:
 test: $(STAMP) $(MODEL) browser
 	$(BIN)/python -m pytest -q
 
+# Everything but the real engines, on both cores (the planted engine needs no shared model).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" -n 2
 
 bench: $(STAMP) $(MODEL)
 	$(BIN)/python scripts/bench_stats.py

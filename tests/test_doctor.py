@@ -45,6 +45,7 @@ def test_a_vllm_outside_the_line_fails_at_start(monkeypatch):
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.slow  # imports torch and vLLM in child processes
 def test_doctor_reports_this_machine():
     res = radar_cli("doctor", "--json")
     report = json.loads(res.stdout)
@@ -62,6 +63,7 @@ def test_doctor_reports_this_machine():
     assert "vllm 0.32" in screen and "model smollm2-135m: " in screen and "checksum ok" in screen
 
 
+@pytest.mark.slow  # imports torch and vLLM in child processes
 def test_doctor_names_a_missing_model_and_an_unreachable_cluster(tmp_path):
     from tests.conftest import free_port
 
@@ -82,6 +84,7 @@ def test_doctor_when_vllm_does_not_import(tmp_path):
     assert "does not import (ImportError: planted: this vllm is broken)" in line and "pip install 'radar_local[" in line
 
 
+@pytest.mark.slow  # imports torch and vLLM in child processes
 def test_doctor_smoke_runs_the_configured_engine(tmp_path):
     import yaml
 
