@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from radar_local.store import Store, read_json, slug, write_atomic
 
 # Every file name in a run directory (reports go to report/ and report-<verifier>/, see report_dir).
 CONFIG, TABLE, VERIFIERS = "config.yaml", "scores.csv", "verifiers.json"
+log = logging.getLogger("radar_local")
 PROBES, SCORES, LOCK = "probes.jsonl", "scores.jsonl", ".radar.lock"
 
 
@@ -52,9 +54,14 @@ class EnginePool:
         return self.engine
 
     def close(self) -> None:
-        if self.engine is not None:
-            self.engine.close()
-        self.engine = self.spec = None
+        """Free the engine. A shutdown that fails (its worker already gone after Ctrl-C) is a note,
+        never an error that would hide the one being raised."""
+        engine, self.engine, self.spec = self.engine, None, None
+        if engine is not None:
+            try:
+                engine.close()
+            except Exception as exc:  # noqa: BLE001 - the engine is being dropped either way
+                log.warning("engine %s did not shut down cleanly (%s: %s)", engine.name, type(exc).__name__, exc)
 
 
 class Run:

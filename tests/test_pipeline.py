@@ -181,3 +181,32 @@ def test_planted_injected_probes_on_the_embedded_model(tmp_path, vllm_pool):
     excluded = AuditConfig.model_validate(tiny_config("vllm", rubric=str(SMALL_RUBRIC), exclude_flagged_probes=True))
     dropped = run_audit(excluded, tmp_path, base=REPO, pool=vllm_pool).to_json()
     assert run.info()["stages"]["score"]["calls"] == 0 and dropped["probes"]["directed"] == 9
+
+
+def test_sigterm_mid_scoring_on_vllm_exits_143_and_resumes(tmp_path):
+    """The real engine in its own session: SIGTERM to the audit while vLLM scores; the engine's
+    processes end with it, stored records are whole, and the rerun completes."""
+    path = tmp_path / "audit.yaml"
+    path.write_text(yaml.safe_dump(tiny_config("vllm", rubric=str(SMALL_RUBRIC), batch_size=2, bootstrap=0)))
+    run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "radar_local.cli", "audit", str(path), "--out", str(run_dir), "--quiet", "--no-report"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    scores = run_dir / "scores.jsonl"
+    deadline = time.monotonic() + 300
+    while not (scores.exists() and len(scores.read_bytes().splitlines()) >= 2):  # 2 of 36: mid-stage
+        assert proc.poll() is None, proc.stderr.read()[-2000:]
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143 and "Traceback" not in err, err[-2000:]
+    assert [x for x in err.splitlines() if x.startswith("terminated:")] and scores.read_bytes().endswith(b"\n")
+    time.sleep(5)  # the engine core and its worker leave with the audit
+    left = subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    for pid in left:  # end only what this test started, and fail
+        os.kill(int(pid), signal.SIGKILL)
+    assert not left, f"processes left behind: {left}"
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    lines = scores.read_text().splitlines()
+    assert len(lines) == len({json.loads(x)["key"] for x in lines}) == 12 * 3
