@@ -1,4 +1,5 @@
-"""From a score table on disk to one cell's audit: resolve the rubric and reference, pick the cell."""
+"""From a score table (a DataFrame or a file) to one cell's AuditResult: resolve the rubric and
+reference, pick the cell, add calibration and the rubric's weighted double-count."""
 
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ from radar_local.judges import calibration
 from radar_local.rubric import BUNDLED, Rubric, load_reference, load_rubric
 from radar_local.scoring import SCALE
 from radar_local.scores import cells, check_criteria, probe_matrix, read_scores, validate_scores
-from radar_local.stats.audit import audit_cell
-from radar_local.stats.audit import to_json
+from radar_local.stats.audit import audit_cell, to_json
 from radar_local.stats.coupling import TAU, double_counted_share
 from radar_local.stats.flags import Thresholds
 from radar_local.stats.result import AuditResult
