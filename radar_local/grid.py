@@ -12,9 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from radar_local.config import GridConfig, with_absolute_paths
-from radar_local.judges import calibration
 from radar_local.run import EnginePool, Run
-from radar_local.scores import read_scores
 from radar_local.stats.audit import to_json
 from radar_local.stats.result import AuditResult
 from radar_local.store import slug, write_atomic
@@ -48,7 +46,8 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
     for g, v in todo:  # every cell is an ordinary audit with its own report
         runs[g.label].report(v.label)
     summary = grid_summary(results)
-    summary["calibration"] = {label: calibration(read_scores(run.table_path), run.rubric.ids) for label, run in runs.items()}
+    # Every cell was scored before any finished, so each result's calibration covers all of its generator's judges.
+    summary["calibration"] = {r.generator: r.calibration for r in results}
     write_atomic(out / "grid.json", json.dumps(summary, indent=2))
     write_atomic(out / "grid.md", grid_markdown(summary))
     write_atomic(out / "grid.html", grid_html(summary))

@@ -258,8 +258,11 @@ class Run:
         return load_stats(path)
 
     def info(self, verifier: str | None = None) -> dict:
+        """run.json of that verifier's audit: its own costs, never another verifier's."""
         path = self.info_path(verifier)
-        return read_json(path if path.is_file() else self.info_path())
+        if not path.is_file():
+            raise InputError(self.root, f"no {path.name} here; run `radar audit` (or `radar score` for that verifier) first")
+        return read_json(path)
 
     def report(self, verifier: str | None = None, out: str | Path | None = None) -> Path:
         from radar_local.report.build import write_report

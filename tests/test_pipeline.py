@@ -113,11 +113,6 @@ def test_radar_score_adds_a_second_verifier(tmp_path, small_run):
     assert len((run / "probes.jsonl").read_text().splitlines()) == 12  # probes were not regenerated
 
 
-def radar(*args, env=None, **kw):
-    return subprocess.run([sys.executable, "-m", "radar_local.cli", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, **kw)
-
-
 def test_sigkill_mid_stage_then_resume_loses_and_duplicates_nothing(tmp_path):
     cfg = tiny_config("transformers", rubric=str(SMALL_RUBRIC), batch_size=2, generation={"max_new_tokens": 12})
     path = tmp_path / "audit.yaml"

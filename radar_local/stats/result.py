@@ -108,9 +108,8 @@ class AuditResult:
     def _from_json(cls, d: dict) -> "AuditResult":
         crit = list(d["criteria"])
 
-        def frame(m: dict, rows: list[str] | None = None) -> pd.DataFrame:
-            rows = rows or crit
-            return pd.DataFrame([[_nan(m[a][b]) for b in crit] for a in rows], index=rows, columns=crit, dtype=float)
+        def frame(m: dict) -> pd.DataFrame:
+            return pd.DataFrame([[_nan(m[a][b]) for b in crit] for a in crit], index=crit, columns=crit, dtype=float)
 
         ci = d["self_effect_ci"]
         lci = d["leakage_ci"]
@@ -144,10 +143,6 @@ class AuditResult:
         )
 
     # ---- views ------------------------------------------------------------------------------
-    @property
-    def gated(self) -> list[str]:
-        return [c for c in self.criteria if not self.reliable[c]]
-
     def pair(self, a: str, b: str) -> dict:
         """One pair's row, whichever order its criteria are named in."""
         rows = self.pairs[((self.pairs["a"] == a) & (self.pairs["b"] == b)) | ((self.pairs["a"] == b) & (self.pairs["b"] == a))]
