@@ -81,5 +81,6 @@ class Plan:
             for crit in rubric.criteria:
                 key = digest({**base, "probe": probe["key"], "criterion": crit.id})
                 out.append(ScoreRequest(key, probe["key"], crit.id,
-                                        verification_messages(task, probe["text"], crit, config.layout)))
+                                        verification_messages(task, probe["text"], crit, config.layout,
+                                                              config.scoring.expected)))
         return out

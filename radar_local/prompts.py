@@ -84,6 +84,11 @@ SCHEMA_TEXT = (
 )
 
 
+EXPECTED_TEXT = (  # expected mode: the answer is the score token alone, read as a distribution
+    f"### Output\nAnswer with the score alone: one integer from {SCORE_MIN} to {SCORE_MAX}, with no other text."
+)
+
+
 def verifier_system(criterion: Criterion) -> str:
     return (
         f"You are an expert annotator rating only the {criterion.label} of a response on {LIKERT} "
@@ -91,21 +96,24 @@ def verifier_system(criterion: Criterion) -> str:
     )
 
 
-def verification_messages(task: Task, response: str, criterion: Criterion, layout: Layout = "paper") -> Messages:
+def verification_messages(task: Task, response: str, criterion: Criterion, layout: Layout = "paper",
+                          expected: bool = False) -> Messages:
     """B.2 per-criterion scoring prompt.
 
     `paper`: the criterion in the system message, then task and response (Appendix B.2).
     `prefix-shared`: a criterion-free system message and the task and response first, the criterion
     last, so the K calls for one probe share a token prefix under automatic prefix caching.
+    `expected`: the answer is the score alone (scoring mode 'expected') instead of the JSON object.
     """
     shared = _shared(task, response)
+    schema = EXPECTED_TEXT if expected else SCHEMA_TEXT
     ask = f"Rate the {criterion.label} of the following response on {LIKERT} ({INTEGER}) for this criterion.\n"
     if layout == "paper":
-        return [{"role": "system", "content": verifier_system(criterion)}, {"role": "user", "content": ask + shared + SCHEMA_TEXT}]
+        return [{"role": "system", "content": verifier_system(criterion)}, {"role": "user", "content": ask + shared + schema}]
     if layout == "prefix-shared":
         system = f"You are an expert annotator rating one criterion of a response on {LIKERT} ({SCORE_MIN} to {SCORE_MAX})."
         user = (f"{shared}### Criterion\n{criterion.label}: {criterion.description}\n"
-                f"Rate the {criterion.label} of the response above on {LIKERT} ({INTEGER}).\n{SCHEMA_TEXT}")
+                f"Rate the {criterion.label} of the response above on {LIKERT} ({INTEGER}).\n{schema}")
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
     raise ValueError(f"unknown layout {layout!r}")
 

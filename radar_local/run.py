@@ -15,7 +15,7 @@ import pandas as pd
 import yaml
 
 from radar_local.config import AuditConfig, ModelSpec, load_config, resolve_inputs, with_absolute_paths
-from radar_local.engines.base import Engine
+from radar_local.engines.base import Engine, EngineStats
 from radar_local.engines.registry import build_engine
 from radar_local.errors import InputError
 from radar_local.injection import flagged_probes
@@ -23,7 +23,7 @@ from radar_local.plan import GenerationRequest, Plan
 from radar_local.progress import stage_progress
 from radar_local.prompts import PROMPT_VERSION, strip_think
 from radar_local.scores import COLUMNS, validate_scores, write_scores
-from radar_local.scoring import parse_score
+from radar_local.scoring import expected_score, parse_score
 from radar_local.stats.result import AuditResult
 from radar_local.store import Store, read_json, slug, write_atomic
 
@@ -115,6 +115,7 @@ class Run:
             return stats
         start = time.monotonic()
         engine = pool.get(config.generator)
+        before = engine.stats()
         with stage_progress(f"generate ({config.generator.label})", sum(r.n for r in todo), progress) as advance:
             for n in sorted({r.n for r in todo}):
                 same_n = [r for r in todo if r.n == n]
@@ -127,7 +128,7 @@ class Run:
                     stats["prompt_tokens"] += sum(c.prompt_tokens for cs in outs for c in cs[:1])
                     stats["output_tokens"] += sum(c.output_tokens for cs in outs for c in cs)
                     advance(sum(len(cs) for cs in outs))
-        stats["seconds"] = round(time.monotonic() - start, 3)
+        stats.update(prefill(before, engine.stats()), seconds=round(time.monotonic() - start, 3))
         return stats
 
     def probes(self) -> list[dict]:
@@ -141,7 +142,7 @@ class Run:
         self.register_verifier(verifier)
         todo = [r for r in requests if r.key not in store.scores]
         stats = {"requests": len(requests), "calls": 0, "prompt_tokens": 0, "output_tokens": 0, "seconds": 0.0,
-                 "layout": config.layout, "prefix_cache_hit_rate": None}
+                 "layout": config.layout, "mode": config.scoring.mode, **prefill(EngineStats(), EngineStats())}
         if todo:
             start = time.monotonic()
             engine = pool.get(verifier)
@@ -155,12 +156,7 @@ class Run:
                         stats["prompt_tokens"] += sum(c.prompt_tokens for c in outs)
                         stats["output_tokens"] += sum(c.output_tokens for c in outs)
                         advance(len(outs))
-            after = engine.stats()
-            if after.prefix_cache_queries is not None and before.prefix_cache_queries is not None:
-                queries = after.prefix_cache_queries - before.prefix_cache_queries
-                hits = after.prefix_cache_hits - before.prefix_cache_hits
-                stats["prefix_cache_hit_rate"] = round(hits / queries, 4) if queries else None
-            stats["seconds"] = round(time.monotonic() - start, 3)
+            stats.update(prefill(before, engine.stats()), seconds=round(time.monotonic() - start, 3))
         done = [store.scores[r.key] for r in requests if r.key in store.scores]
         parsed = sum(r["score"] is not None for r in done)
         stats.update(parsed=parsed, unscored=len(done) - parsed, parse_rate=round(parsed / len(done), 4) if done else None)
@@ -288,6 +284,16 @@ def _waves(chunk: list, layout: str) -> list[list]:
     return [w for w in (first, rest) if w]
 
 
+def prefill(before: EngineStats, after: EngineStats) -> dict:
+    """Prompt tokens of a stage served from the prefix cache and computed, where the engine counts them."""
+    if after.prefix_cache_queries is None or before.prefix_cache_queries is None:
+        return {"prompt_tokens_cached": None, "prompt_tokens_computed": None, "prefix_cache_hit_rate": None}
+    queries = after.prefix_cache_queries - before.prefix_cache_queries
+    hits = after.prefix_cache_hits - before.prefix_cache_hits
+    return {"prompt_tokens_cached": hits, "prompt_tokens_computed": queries - hits,
+            "prefix_cache_hit_rate": round(hits / queries, 4) if queries else None}
+
+
 def _probe_record(req: GenerationRequest, variant: int, c, generator: str) -> dict:
     text = strip_think(c.text)
     rec = {"key": req.variant_key(variant), "generator": generator, "task_id": req.task.id, "target": req.target,
@@ -299,10 +305,15 @@ def _probe_record(req: GenerationRequest, variant: int, c, generator: str) -> di
 
 
 def _score_record(req, c, verifier: str) -> dict:
-    parsed = parse_score(c.text)
-    return {"key": req.key, "probe_key": req.probe_key, "verifier": verifier, "criterion": req.criterion,
-            "score": parsed.score, "reasoning": parsed.reasoning, "rationale": parsed.rationale, "raw": c.text,
-            "prompt_tokens": c.prompt_tokens, "output_tokens": c.output_tokens, "finish_reason": c.finish_reason}
+    rec = {"key": req.key, "probe_key": req.probe_key, "verifier": verifier, "criterion": req.criterion}
+    if c.score_logprobs is not None:  # expected mode: the probability-weighted score and its distribution
+        exp = expected_score(c.score_logprobs)
+        rec.update(score=exp.score, distribution=exp.distribution, score_mass=exp.mass, reasoning=None, rationale=None)
+    else:
+        parsed = parse_score(c.text)
+        rec.update(score=parsed.score, reasoning=parsed.reasoning, rationale=parsed.rationale)
+    return {**rec, "raw": c.text, "prompt_tokens": c.prompt_tokens, "output_tokens": c.output_tokens,
+            "finish_reason": c.finish_reason}
 
 
 def library_versions() -> dict[str, str | None]:

@@ -1,8 +1,9 @@
 """The score table: the contract between the model half and the statistics half.
 
 Long format, one row per (probe, scored criterion). A probe is identified by
-(generator, verifier, task_id, target, direction, variant). `score` is an integer on the
-0-4 scale, or empty where the verifier's answer could not be parsed.
+(generator, verifier, task_id, target, direction, variant). `score` is on the 0-4 scale: an integer
+(a reasoned verdict), a number in [0, 4] (an expected-score verdict), or empty where the verifier's
+answer could not be parsed.
 """
 
 from __future__ import annotations
@@ -63,11 +64,12 @@ def validate_scores(df: pd.DataFrame, path: object, scale: str = SCALE, both_dir
     numeric = pd.to_numeric(raw.replace("", np.nan), errors="coerce")
     bad = numeric.isna() & raw.notna() & (raw.astype(str) != "") & (raw.astype(str) != "nan")
     lo = SCALES[scale]
-    bad |= numeric.notna() & ((numeric != np.round(numeric)) | (numeric < lo + SCORE_MIN) | (numeric > lo + SCORE_MAX))
+    bad |= numeric.notna() & ((numeric < lo + SCORE_MIN) | (numeric > lo + SCORE_MAX))
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
         raise InputError(
-            path, f"row {_csv_row(i)}: score '{raw.iloc[i]}' is off the {scale} scale; use an integer {lo + SCORE_MIN}-{lo + SCORE_MAX} or leave it empty"
+            path, f"row {_csv_row(i)}: score '{raw.iloc[i]}' is off the {scale} scale; use a number from {lo + SCORE_MIN} "
+                  f"to {lo + SCORE_MAX} or leave it empty"
         )
     df["score"] = (numeric - lo).astype("float64")
 
@@ -125,7 +127,8 @@ def write_scores(df: pd.DataFrame, path: str | Path) -> None:
         out.to_parquet(buf, index=False)
         data: str | bytes = buf.getvalue()
     else:
-        data = out.assign(score=out["score"].astype("Int64")).to_csv(index=False)
+        score = out["score"] if continuous(out) else out["score"].astype("Int64")  # reasoned verdicts stay integers
+        data = out.assign(score=score).to_csv(index=False)
     write_atomic(path, data)  # a crash never leaves a half-written table
 
 
@@ -146,6 +149,12 @@ class ProbeMatrix:
     @property
     def directed(self) -> np.ndarray:
         return self.direction < 2
+
+
+def continuous(df: pd.DataFrame) -> bool:
+    """Whether the table holds expected-score (non-integer) verdicts."""
+    scores = df["score"].dropna()
+    return bool((scores != np.round(scores)).any())
 
 
 def cells(df: pd.DataFrame) -> list[tuple[str, str]]:

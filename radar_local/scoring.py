@@ -1,5 +1,10 @@
 """The verifier's answer: the constraint every engine enforces, and parsing to a score or unscored.
 
+Two modes. `reasoned` (the paper's, default): a constrained JSON object {reasoning, score, rationale}.
+`expected`: the score token alone, one decode step; the engine returns the log-probability of every
+allowed score token at that position, and the verdict is the probability-weighted mean (G-Eval), a
+continuous score on the same scale, with the distribution kept as the verdict's confidence.
+
 A plain JSON-schema constraint lets a small model emit whitespace until max_tokens (measured: 24 of
 32 answers unparseable with SmolLM2-135M). The strict regex below allows no free whitespace, bounds
 every string, and admits only printable ASCII inside strings, so every character costs at least one
@@ -12,6 +17,9 @@ import json
 import re
 from dataclasses import dataclass
 
+import math
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 # The Likert scale, in one place: a verifier answers an integer SCORE_MIN..SCORE_MAX (the paper's
@@ -20,18 +28,27 @@ SCORE_MIN, SCORE_MAX = 0, 4
 SCALE = f"{SCORE_MIN}-{SCORE_MAX}"
 SCALES = {SCALE: 0, f"{SCORE_MIN + 1}-{SCORE_MAX + 1}": 1}  # table scale -> offset subtracted to land on SCALE
 LIKERT = f"a {SCORE_MAX - SCORE_MIN + 1}-point Likert scale"
+SCORE_TOKENS = tuple(str(k) for k in range(SCORE_MIN, SCORE_MAX + 1))  # what an expected-mode verdict reads
 _CHAR = r'[ !#-\[\]-~]'  # printable ASCII without " and \
 
 
 class ScoreFormat(BaseModel):
-    """Bounds of the constrained answer {reasoning, score, rationale}."""
+    """The verifier's answer: its mode and, for `reasoned`, the bounds of {reasoning, score, rationale}."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    mode: Literal["reasoned", "expected"] = Field(
+        "reasoned", description="reasoned: the paper's JSON answer; expected: the probability-weighted score token")
     max_reasoning_chars: int = Field(300, ge=1, le=4000, description="Longest reasoning string")
     max_rationale_chars: int = Field(200, ge=1, le=2000, description="Longest rationale string")
 
     @property
+    def expected(self) -> bool:
+        return self.mode == "expected"
+
+    @property
     def regex(self) -> str:
+        if self.expected:
+            return f"[{SCORE_MIN}-{SCORE_MAX}]"
         return (
             r'\{"reasoning": "' + _CHAR + "{1,%d}" % self.max_reasoning_chars
             + r'", "score": [%d-%d], "rationale": "' % (SCORE_MIN, SCORE_MAX)
@@ -41,11 +58,15 @@ class ScoreFormat(BaseModel):
     @property
     def max_tokens(self) -> int:
         """The longest admissible answer in characters, hence an upper bound in tokens."""
+        if self.expected:
+            return 1
         fixed = len('{"reasoning": "", "score": 0, "rationale": ""}')
         return fixed + self.max_reasoning_chars + self.max_rationale_chars
 
     def json_schema(self) -> dict:
-        """The same object as a JSON schema, for servers that take only `response_format`."""
+        """The same answer as a JSON schema, for servers that take only `response_format`."""
+        if self.expected:
+            return {"type": "integer", "minimum": SCORE_MIN, "maximum": SCORE_MAX}
         return {
             "type": "object",
             "properties": {
@@ -105,6 +126,28 @@ def parse_score(text: str) -> ParsedScore:
         score = None
     as_text = lambda v: v if isinstance(v, str) else None  # noqa: E731
     return ParsedScore(score, as_text(obj.get("reasoning")), as_text(obj.get("rationale")))
+
+
+@dataclass(frozen=True)
+class ExpectedScore:
+    score: float | None  # probability-weighted mean on the scale; None: no score token had any probability
+    distribution: tuple[float, ...] | None  # P(SCORE_MIN..SCORE_MAX), renormalized over the score tokens
+    mass: float | None  # the share of the next-token probability on score tokens before renormalizing
+
+
+def expected_score(logprobs: dict[str, float]) -> ExpectedScore:
+    """G-Eval's score from the log-probabilities of the score tokens at the answer's one position.
+    A token the engine did not report (outside a server's top-k) counts as probability 0."""
+    probs = dict.fromkeys(SCORE_TOKENS, 0.0)
+    for token, logprob in logprobs.items():  # "3" and " 3" are the same answer
+        if token.strip() in probs and logprob is not None:
+            probs[token.strip()] += math.exp(logprob)
+    mass = math.fsum(probs.values())
+    if mass == 0.0:
+        return ExpectedScore(None, None, None)
+    dist = tuple(probs[t] / mass for t in SCORE_TOKENS)
+    mean = math.fsum(p * k for p, k in zip(dist, range(SCORE_MIN, SCORE_MAX + 1)))
+    return ExpectedScore(min(float(SCORE_MAX), max(float(SCORE_MIN), mean)), dist, mass)
 
 
 def matches(fmt: ScoreFormat, text: str) -> bool:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from radar_local.prompts import Messages
-from radar_local.scoring import ScoreFormat
+from radar_local.scoring import SCORE_TOKENS, ScoreFormat
 
 
 @dataclass(frozen=True)
@@ -15,6 +15,7 @@ class Completion:
     prompt_tokens: int
     output_tokens: int
     finish_reason: str = ""
+    score_logprobs: dict[str, float] | None = None  # expected mode: log-probability of each score token
 
 
 @dataclass
@@ -34,10 +35,23 @@ class Engine(Protocol):
         """n samples per prompt; prompt i samples with seed seeds[i] so reruns reproduce it."""
 
     def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
-        """One greedy answer per prompt, constrained to `fmt`."""
+        """One greedy answer per prompt, constrained to `fmt`; in expected mode (`fmt.expected`) one
+        token, with the log-probability of every score token (SCORE_TOKENS) at that position."""
 
     def stats(self) -> EngineStats:
         """Cumulative counters since the engine started."""
 
     def close(self) -> None:
         """Free the model's memory."""
+
+
+def single_token_ids(tokenizer, model: str) -> list[int]:
+    """The token id of each score; expected mode reads one position, so each score must be one token."""
+    from radar_local.errors import RadarError
+
+    ids = [tokenizer.encode(t, add_special_tokens=False) for t in SCORE_TOKENS]
+    split = [t for t, i in zip(SCORE_TOKENS, ids) if len(i) != 1]
+    if split:
+        raise RadarError(f"{model}'s tokenizer splits the score(s) {', '.join(split)} into several tokens; "
+                         "expected mode needs one token per score: use scoring mode 'reasoned'")
+    return [i[0] for i in ids]

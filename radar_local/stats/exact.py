@@ -16,6 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from radar_local.scoring import SCORE_MAX
 from radar_local.stats.bootstrap import Strata
 from radar_local.stats.coupling import Coupling
 
@@ -87,17 +88,30 @@ def _floats(nested) -> np.ndarray:
     return np.array(conv(nested), dtype=float)
 
 
+def exact_sum(values: np.ndarray) -> Fraction:
+    """The exact sum of float64 values (expected-mode scores are any floats): each value is an integer
+    mantissa times a power of two, and the mantissas are summed as integers per exponent."""
+    mantissa, exponent = np.frexp(values)
+    ints = (mantissa * 2.0**53).astype(np.int64)  # exact: a float64 mantissa has 53 bits
+    total = Fraction(0)
+    for e in np.unique(exponent):
+        part = ints[exponent == e]
+        high, low = part >> 26, part & ((1 << 26) - 1)  # halves, so millions of them sum without overflow
+        total += Fraction((int(high.sum()) << 26) + int(low.sum())) * Fraction(2) ** (int(e) - 53)
+    return total
+
+
 def exact_point(strata: Strata) -> ExactPoint:
-    """Stratum means as Fractions of exact sums (scores are multiples of 1/4 after normalization,
-    which floats hold exactly), then eq. 1-6 in rational arithmetic."""
+    """Stratum means as Fractions of exact sums of the scores as read (integers, or the floats of
+    expected-mode verdicts), normalized by SCORE_MAX, then eq. 1-6 in rational arithmetic."""
     t_count, k = strata.shape
     means: list[list[list[list[Q]]]] = [[[[None] * k for _ in range(2)] for _ in range(k)] for _ in range(t_count)]
     for s, rows in enumerate(strata.slices()):
-        block = strata.scores[rows].astype(np.float64)
+        block = strata.likert[rows]
         for j in range(k):
             col = block[:, j][~np.isnan(block[:, j])]
             if len(col):
-                means[strata.task[s]][strata.target[s]][strata.direction[s]][j] = Fraction(float(col.sum())) / len(col)
+                means[strata.task[s]][strata.target[s]][strata.direction[s]][j] = exact_sum(col) / (len(col) * SCORE_MAX)
 
     se_t = [[_diff(means[t][i][0][i], means[t][i][1][i]) for i in range(k)] for t in range(t_count)]
     leak_t = [[[_diff(means[t][i][0][j], means[t][i][1][j]) / se_t[t][i]
