@@ -127,7 +127,7 @@ def write_scores(df: pd.DataFrame, path: str | Path) -> None:
         out.to_parquet(buf, index=False)
         data: str | bytes = buf.getvalue()
     else:
-        score = out["score"] if continuous(out) else out["score"].astype("Int64")  # reasoned verdicts stay integers
+        score = out["score"] if continuous_scores(out["score"].to_numpy()) else out["score"].astype("Int64")  # reasoned verdicts stay integers
         data = out.assign(score=score).to_csv(index=False)
     write_atomic(path, data)  # a crash never leaves a half-written table
 
@@ -151,10 +151,10 @@ class ProbeMatrix:
         return self.direction < 2
 
 
-def continuous(df: pd.DataFrame) -> bool:
-    """Whether the table holds expected-score (non-integer) verdicts."""
-    scores = df["score"].dropna()
-    return bool((scores != np.round(scores)).any())
+def continuous_scores(scores: np.ndarray) -> bool:
+    """Expected-score verdicts (any number on the scale) rather than integer Likert verdicts."""
+    seen = scores[~np.isnan(scores)]
+    return bool((seen != np.round(seen)).any())
 
 
 def cells(df: pd.DataFrame) -> list[tuple[str, str]]:

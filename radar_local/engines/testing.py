@@ -5,8 +5,9 @@ locks and signals are tested without loading weights. Its generator writes which
 was steered on and in which direction; its verifier reads that back and answers with a score from
 the planted coupling: 4 / 0 on the steered criterion, 2 + 2 * sign * coupling[target][criterion]
 (rounded, clipped to 0-4) on the others. With `noise`, the planted judge's belief is spread around
-that value (a discretized normal, sd `noise` Likert points): a reasoned verdict is one seeded draw
-from it, an expected-mode verdict reads the whole distribution.
+that value (a discretized normal, sd `noise` Likert points) whose centre also moves with the verdict
+(uniform within +-noise/2: each probe is a different response): a reasoned verdict is one seeded
+draw from the belief, an expected-mode verdict reads the whole distribution.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class PlantedEngine:
                 logprobs = {t: math.log(p) for t, p in zip(SCORE_TOKENS, belief) if p > 0}
                 out.append(Completion(SCORE_TOKENS[best], len(text.split()), 1, "length", logprobs))
                 continue
-            rng = random.Random(hashlib.sha256(text.encode()).digest())  # the same prompt, the same verdict
+            rng = random.Random(hashlib.sha256(b"draw" + text.encode()).digest())  # the same prompt, the same verdict
             score = rng.choices(range(SCORE_MIN, SCORE_MAX + 1), weights=belief)[0]
             answer = json.dumps({"reasoning": "planted", "score": score, "rationale": "planted"})
             out.append(Completion(answer, len(text.split()), len(answer.split()), "stop"))
@@ -88,6 +89,7 @@ class PlantedEngine:
         scores = range(SCORE_MIN, SCORE_MAX + 1)
         if self.options.noise == 0:
             return [float(k == round(value)) for k in scores]
+        value += self.options.noise * (random.Random(hashlib.sha256(text.encode()).digest()).random() - 0.5)
         weights = [math.exp(-((k - value) ** 2) / (2 * self.options.noise**2)) for k in scores]
         return [w / math.fsum(weights) for w in weights]
 

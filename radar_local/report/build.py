@@ -20,12 +20,16 @@ FIGURE_TITLES = {"leakage": "Leakage", "self_effect": "Self-effects", "sym_asym"
 
 
 def cost_rows(run: dict) -> list[list[str]]:
+    """One row per stage; a score stage names its scoring mode, prefill says what the cache served."""
     rows = []
     for stage, s in run["stages"].items():
         tps = s["output_tokens"] / s["seconds"] if s.get("seconds") else None
         rate = f"{s['parse_rate']:.1%}" if s.get("parse_rate") is not None else "-"
         cache = f"{s['prefix_cache_hit_rate']:.1%}" if s.get("prefix_cache_hit_rate") is not None else "-"
-        rows.append([stage, str(s["calls"]), str(s["prompt_tokens"]), str(s["output_tokens"]), f"{s['seconds']:.1f}",
+        if s.get("prompt_tokens_cached") is not None:
+            cache += f" ({s['prompt_tokens_cached']} cached, {s['prompt_tokens_computed']} computed)"
+        name = f"{stage} ({s['mode']})" if s.get("mode") else stage
+        rows.append([name, str(s["calls"]), str(s["prompt_tokens"]), str(s["output_tokens"]), f"{s['seconds']:.1f}",
                      num(tps, 0, signed=False), rate, cache])
     return rows
 
@@ -63,6 +67,6 @@ def report_markdown(result: "AuditResult", examples: list[dict], run: dict, cal:
         md += ["## Judge calibration\n", "| verifier | criterion | discrimination | stability |", "|---|---|---|---|"]
         md += [f"| {v} | {c} | {num(d['discrimination'], signed=False)} | {num(cal['stability'].get(c), signed=False)} |"
                for v, per in cal["verifiers"].items() for c, d in per.items()]
-    md += ["", "## Cost", "", "| stage | calls | prompt tokens | output tokens | seconds | tokens/s | parse rate | prefix-cache hits |",
+    md += ["", "## Cost", "", "| stage | calls | prompt tokens | output tokens | seconds | tokens/s | parse rate | prefix-cache hits (prompt tokens) |",
            "|---|---|---|---|---|---|---|---|"] + ["| " + " | ".join(r) + " |" for r in cost_rows(run)]
     return "\n".join(md) + "\n"

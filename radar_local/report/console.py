@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.table import Table
 
 from radar_local.report.text import (PAIR_HEAD, SELF_EFFECT_HEAD, agreement_line, double_count_line, global_line,
-                                     injection_line,
-                                     leakage_rows, pair_rows, self_effect_rows, verdict)
+                                     injection_line, leakage_rows, pair_rows, scores_line, self_effect_rows,
+                                     verdict)
 
 if TYPE_CHECKING:
     from radar_local.run import Run
@@ -26,6 +26,7 @@ def print_audit(result: "AuditResult", console: Console | None = None) -> None:
     _table(console, "Leakage (row -> column)", [head[0]] + [c[:12] for c in head[1:]], rows, right=True)
     _table(console, "Pairs ranked by symmetric coupling", PAIR_HEAD, [cells for cells, _ in pair_rows(result)])
     console.print(global_line(result))
+    console.print(scores_line(result))
     if (line := double_count_line(result)) is not None:
         console.print(line)
     if (line := agreement_line(result)) is not None:

@@ -8,8 +8,8 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from radar_local.report.text import (PAIR_HEAD, SELF_EFFECT_HEAD, agreement_line, double_count_line, global_line,
-                                     injection_line,
-                                     leakage_rows, num, pair_rows, self_effect_rows, verdict)
+                                     injection_line, leakage_rows, num, pair_rows, scores_line, self_effect_rows,
+                                     verdict)
 
 if TYPE_CHECKING:
     from radar_local.stats.result import AuditResult
@@ -50,7 +50,7 @@ def result_tables_html(r: "AuditResult") -> str:
     if base:
         parts.append(_table(["passive baseline", "Pearson", "Spearman", "MAE"],
                             [[k, num(v["pearson"]), num(v["spearman"]), num(v["mae"], signed=False)] for k, v in base.items()]))
-    parts.append(f"<p>{escape(global_line(r))}</p>")
+    parts.append(f"<p>{escape(global_line(r))}</p><p>{escape(scores_line(r))}</p>")
     if (line := double_count_line(r)) is not None:
         parts.append(f"<p>{escape(line)}</p>")
     return "\n".join(parts)

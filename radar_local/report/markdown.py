@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from radar_local.report.text import (PAIR_HEAD, SELF_EFFECT_HEAD, agreement_line, double_count_line, global_line,
-                                     leakage_rows, pair_rows,
-                                     self_effect_rows, verdict)
+                                     leakage_rows, pair_rows, scores_line, self_effect_rows, verdict)
 
 if TYPE_CHECKING:
     from radar_local.stats.result import AuditResult
@@ -23,7 +22,7 @@ def audit_markdown(result: "AuditResult") -> str:
     head, rows = leakage_rows(result)
     out += ["", f"## Leakage (row -> column; tau = {result.tau})", ""] + md_table(head, rows)
     out += ["", "## Pairs", ""] + md_table(PAIR_HEAD, [cells for cells, _ in pair_rows(result)])
-    out += ["", global_line(result)]
+    out += ["", global_line(result), scores_line(result)]
     if (line := double_count_line(result)) is not None:
         out.append(line)
     if (line := agreement_line(result)) is not None:

@@ -88,6 +88,14 @@ def global_line(result: "AuditResult") -> str:
     return f"Global: positive {num(g['positive'])}, tension {num(g['tension'])}, max coupling {num(g['max_coupling'])}."
 
 
+def scores_line(result: "AuditResult") -> str:
+    """Which kind of verdict the statistics read: the paper's integers or expected scores."""
+    if result.probes.get("score_values") == "continuous":
+        return ("Scores: continuous expected scores (scoring mode 'expected': the probability-weighted mean of the "
+                "verifier's score tokens).")
+    return "Scores: integer verdicts on the 0-4 scale (scoring mode 'reasoned', the paper's protocol, or a score file)."
+
+
 def double_count_line(result: "AuditResult") -> str | None:
     """What share of the rubric's weighted aggregate counts one movement twice through coupling."""
     d = result.double_count

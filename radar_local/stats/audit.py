@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from radar_local.scores import ProbeMatrix
+from radar_local.scores import ProbeMatrix, continuous_scores
 from radar_local.stats import baselines
 from radar_local.stats.agreement import agreement
 from radar_local.stats.bootstrap import Strata, percentile_ci, resample_means
@@ -78,7 +78,8 @@ def audit_cell(
         generator=pm.generator, verifier=pm.verifier, criteria=crit, tasks=tasks, tau=tau,
         bootstrap={"resamples": n_bootstrap, "seed": seed, "level": 0.95},
         probes={"directed": int(pm.directed.sum()), "unconditioned": int((~pm.directed).sum()),
-                "min_per_stratum": int(strata.sizes.min()), "unscored_cells": int(np.isnan(pm.scores).sum())},
+                "min_per_stratum": int(strata.sizes.min()), "unscored_cells": int(np.isnan(pm.scores).sum()),
+                "score_values": "continuous" if continuous_scores(pm.scores) else "integer"},
         unscored=unscored, warnings=_warnings(unscored, pm),
         self_effect=pd.Series(se, index=crit, dtype=float),
         self_effect_ci=pd.DataFrame(ci["self_effect"], index=crit, columns=["low", "high"]) if ci else None,

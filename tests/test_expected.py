@@ -1,0 +1,150 @@
+"""Expected-score mode (issue 11): G-Eval's probability-weighted score, continuous scores in the
+table and the statistics (exact at the gate), the mode in every output, and why it is worth having:
+narrower bootstrap intervals at the same N on the planted engine."""
+
+import json
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from radar_local.engines.openai import OpenAIEngine
+from radar_local.errors import InputError, RadarError
+from radar_local.plan import Plan
+from radar_local.prompts import EXPECTED_TEXT, SCHEMA_TEXT
+from radar_local.run import SCORES, load_run, run_audit
+from radar_local.scores import COLUMNS, probe_matrix, read_scores, validate_scores, write_scores
+from radar_local.scoring import ScoreFormat, expected_score
+from radar_local.stats.audit import audit_cell
+from radar_local.stats.exact import exact_sum
+from tests.conftest import planted_config
+from tests.test_bad_input import _Server
+
+REPO = Path(__file__).resolve().parents[1]
+EXPECTED = ScoreFormat(mode="expected")
+
+
+def test_expected_score_is_the_probability_weighted_mean():
+    # P(2) = 1/4, P(3) = 1/2, P(4) = 1/4: mean 0.5 + 1.5 + 1.0 = 3.0; "4" and " 4" are one answer.
+    exp = expected_score({"2": math.log(0.25), "3": math.log(0.5), "4": math.log(0.125), " 4": math.log(0.125), "x": -0.1})
+    assert exp.score == pytest.approx(3.0) and exp.distribution == pytest.approx((0, 0, 0.25, 0.5, 0.25))
+    assert exp.mass == pytest.approx(1.0)
+    # Mass off the score tokens is renormalized away and reported: 0.1 + 0.1 of the next token's mass.
+    half = expected_score({"0": math.log(0.1), "4": math.log(0.1)})
+    assert half.score == pytest.approx(2.0) and half.distribution == pytest.approx((0.5, 0, 0, 0, 0.5))
+    assert half.mass == pytest.approx(0.2)
+    assert expected_score({"yes": -0.1}).score is None  # no score token at all: unscored, never a silent 0
+
+
+def test_expected_format_is_one_score_token():
+    assert EXPECTED.regex == "[0-4]" and EXPECTED.max_tokens == 1
+    assert EXPECTED.json_schema() == {"type": "integer", "minimum": 0, "maximum": 4}
+
+
+def test_the_mode_changes_the_prompt_and_the_keys(tmp_path):
+    from radar_local.config import AuditConfig
+    from radar_local.config import resolve_inputs
+
+    probe = [{"key": "p:0", "task_id": "refund", "text": "We will refund you."}]
+    keys, users = {}, {}
+    for mode in ("reasoned", "expected"):
+        cfg = AuditConfig.model_validate(planted_config(scoring={"mode": mode}))
+        plan = Plan(cfg, *resolve_inputs(cfg, REPO)[:2])
+        reqs = plan.score_requests(probe, cfg.verifier)
+        keys[mode], users[mode] = {r.key for r in reqs}, reqs[0].messages[-1]["content"]
+    assert not keys["reasoned"] & keys["expected"]  # a verdict of one mode never stands in for the other
+    assert users["expected"].endswith(EXPECTED_TEXT) and SCHEMA_TEXT not in users["expected"]
+    assert users["reasoned"].endswith(SCHEMA_TEXT)
+
+
+def test_score_table_takes_continuous_scores_and_keeps_them_exactly(tmp_path):
+    rows = [("g", "v", "t", "a", d, "0", c, s) for d, s0 in (("+", 3.3), ("-", 0.7)) for c, s in (("a", s0), ("b", 2.0))]
+    df = validate_scores(pd.DataFrame(rows, columns=list(COLUMNS)), "t")
+    write_scores(df, tmp_path / "s.csv")
+    assert read_scores(tmp_path / "s.csv")["score"].tolist() == [3.3, 2.0, 0.7, 2.0]  # repr round-trip, no drift
+    on_1_5 = validate_scores(pd.DataFrame(rows, columns=list(COLUMNS)).assign(score=lambda d: d["score"] + 1), "t", "1-5")
+    assert on_1_5["score"].tolist() == df["score"].tolist()
+    for bad in (4.5, -0.25, float("inf")):
+        with pytest.raises(InputError, match="off the 0-4 scale; use a number from 0 to 4"):
+            validate_scores(pd.DataFrame([rows[0][:-1] + (bad,)], columns=list(COLUMNS)), "t")
+
+
+def test_exact_sum_of_floats():
+    values = np.random.default_rng(0).uniform(0, 4, 5000)
+    assert exact_sum(values) == sum(map(Fraction, values.tolist()))  # not the float sum: the exact one
+    assert exact_sum(np.array([0.1, 0.2])) == Fraction(0.1) + Fraction(0.2) != Fraction(0.1 + 0.2)
+
+
+@pytest.mark.parametrize("tiny,reliable", [(0.0, True), (2.0**-40, False)])
+def test_gate_on_continuous_scores_is_exact(tiny, reliable):
+    """Self-effect (2.5 - (1 + tiny)) / 4 against tau = 3/8: exactly at it passes; 2**-40 Likert points
+    below fails (float32 resampling arithmetic could not tell these apart)."""
+    rows = [("t", "a", "+", "0", "a", 2.25), ("t", "a", "+", "1", "a", 2.75), ("t", "a", "-", "0", "a", 1.0 + tiny)]
+    rows += [("t", "a", d, v, "b", 2.0) for d, v in (("+", "0"), ("+", "1"), ("-", "0"))]
+    rows += [("t", "b", "+", "0", "a", 2.0), ("t", "b", "+", "0", "b", 4.0), ("t", "b", "-", "0", "a", 2.0), ("t", "b", "-", "0", "b", 0.0)]
+    df = validate_scores(pd.DataFrame([("g", "v", *r) for r in rows], columns=list(COLUMNS)), "t")
+    result = audit_cell(probe_matrix(df, ["a", "b"], "g", "v"), tau=0.375, n_bootstrap=0, budget=False)
+    assert bool(result.reliable["a"]) is reliable and result.probes["score_values"] == "continuous"
+
+
+def test_planted_audit_in_expected_mode(tmp_path):
+    coupling = {"Helpfulness / Understanding": {"Correctness / Completeness": 0.3}}
+    result = run_audit(planted_config(options={"coupling": coupling}, scoring={"mode": "expected"}), tmp_path / "run", base=REPO)
+    records = [json.loads(x) for x in (tmp_path / "run" / SCORES).read_text().splitlines()]
+    assert len(records) == 200 and all(len(r["distribution"]) == 5 and r["reasoning"] is None for r in records)
+    # Without noise the planted belief is a point mass on the rounded value: 2 + 2 * 0.3 = 2.6 -> 3.
+    assert result.leakage.loc["helpfulness", "correctness"] == 0.5 and result.probes["score_values"] == "integer"
+    run = load_run(tmp_path / "run")
+    assert run.info()["stages"]["score"]["mode"] == "expected"
+    report = run.report()
+    assert "score (expected)" in (report / "report.md").read_text()
+
+
+def test_expected_scores_give_narrower_intervals_at_the_same_n(tmp_path):
+    """The planted judge's belief is spread (noise 1 Likert point). A reasoned verdict is one draw from
+    it; the expected score is its mean, so the within-verdict sampling noise is gone from the table."""
+    coupling = {"Helpfulness / Understanding": {"Correctness / Completeness": 0.4}}
+    widths = {}
+    for mode in ("reasoned", "expected"):
+        cfg = planted_config(options={"coupling": coupling, "noise": 1.0}, scoring={"mode": mode}, n=6, bootstrap=300)
+        result = run_audit(cfg, tmp_path / mode, base=REPO)
+        low, high = result.leakage_ci
+        widths[mode] = {"self": float((result.self_effect_ci["high"] - result.self_effect_ci["low"]).mean()),
+                        "leak": float(np.nanmean((high - low).to_numpy()))}
+        assert result.probes["score_values"] == ("continuous" if mode == "expected" else "integer")
+    assert widths["expected"]["self"] < 0.8 * widths["reasoned"]["self"], widths
+    assert widths["expected"]["leak"] < 0.8 * widths["reasoned"]["leak"], widths
+
+
+def _completion(**choice) -> bytes:
+    return json.dumps({"choices": [{"index": 0, "message": {"content": "3"}, "finish_reason": "length", **choice}],
+                       "usage": {"prompt_tokens": 9, "completion_tokens": 1}}).encode()
+
+
+def test_openai_engine_reads_the_servers_top_logprobs():
+    top = [{"token": "3", "logprob": math.log(0.6)}, {"token": " 3", "logprob": math.log(0.1)},
+           {"token": "2", "logprob": math.log(0.2)}, {"token": "{", "logprob": math.log(0.1)}]
+    server = _Server(200, _completion(logprobs={"content": [{"token": "3", "logprob": -0.5, "top_logprobs": top}]}))
+    engine = OpenAIEngine("m", OpenAIEngine.Options(base_url=server.url))
+    try:
+        (c,) = engine.score([[{"role": "user", "content": "hi"}]], fmt=EXPECTED)
+        exp = expected_score(c.score_logprobs)
+        assert exp.distribution == pytest.approx((0, 0, 2 / 9, 7 / 9, 0)) and exp.mass == pytest.approx(0.9)
+    finally:
+        engine.close()
+        server.close()
+
+
+def test_openai_server_without_logprobs_is_one_line():
+    server = _Server(200, _completion())
+    engine = OpenAIEngine("m", OpenAIEngine.Options(base_url=server.url))
+    try:
+        with pytest.raises(RadarError) as err:
+            engine.score([[{"role": "user", "content": "hi"}]], fmt=EXPECTED)
+        assert "returned no token log-probabilities" in str(err.value) and "\n" not in str(err.value)
+    finally:
+        engine.close()
+        server.close()
