@@ -55,7 +55,9 @@ class AuditSettings(Strict):
     n: int = Field(5, ge=1, le=1000, description="Probes per (task, criterion, direction); paper recommends 3-5")
     unconditioned: int = Field(0, ge=0, le=1000, description="Unconditioned probes per task (synthetic-correlation baseline)")
     seed: int = Field(0, ge=0, le=2**32 - 1, description="Run seed: sampling seeds and resamples derive from it")
-    layout: Literal["paper", "prefix-shared"] = Field("paper", description="Verifier prompt layout")
+    layout: Literal["paper", "prefix-shared"] = Field(
+        "prefix-shared", description="Verifier prompt: task and probe first, criterion last (prefix caching); "
+                                     "`paper` keeps Appendix B.2's order (docs/BENCHMARKS.md compares them)")
     generation: Generation = Field(default_factory=Generation)
     scoring: ScoreFormat = Field(default_factory=ScoreFormat)
     batch_size: int = Field(256, ge=1, description="Requests per engine call; a kill loses at most one batch")

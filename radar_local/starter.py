@@ -47,9 +47,9 @@ verifier: {{engine: {engine}, model: {verifier}}}    # the judge under audit; pr
 n: 5                          # probes per (task, criterion, direction); the paper recommends 3-5
 unconditioned: 0              # unsteered probes per task, for the synthetic-correlation baseline
 seed: 0
-layout: paper                 # or prefix-shared (faster with prefix caching)
+layout: prefix-shared         # task and probe first, criterion last (prefix caching); `paper`: App. B.2's order
 generation: {{temperature: 0.9, max_new_tokens: 800}}
-scoring: {{max_reasoning_chars: 300, max_rationale_chars: 200}}
+scoring: {{mode: reasoned, max_reasoning_chars: 300, max_rationale_chars: 200}}   # mode expected: one-token judge
 exclude_flagged_probes: false # true: leave probes that address the judge out of the statistics
 tau: 0.4                      # the reliability gate on self-effects
 bootstrap: 500

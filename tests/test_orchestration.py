@@ -56,8 +56,8 @@ def test_waves_send_each_probe_once_before_its_other_criteria():
 
 
 def test_prefix_shared_layout_scores_every_probe_alike(tmp_path):
-    paper = audit(tmp_path, "paper", batch_size=7)
-    shared = audit(tmp_path, "shared", batch_size=7, layout="prefix-shared")
+    paper = audit(tmp_path, "paper", batch_size=7, layout="paper")
+    shared = audit(tmp_path, "shared", batch_size=7)
     assert shared.leakage.equals(paper.leakage) and shared.self_effect.equals(paper.self_effect)
 
 
@@ -141,3 +141,10 @@ def test_score_on_a_directory_that_is_not_a_run(tmp_path):
     assert res.returncode == 2 and "not a run directory" in res.stderr
 
 
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "configs").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_configs_load(path):
+    from radar_local.config import load_config
+
+    assert load_config(path).verifier.model

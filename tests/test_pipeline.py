@@ -86,13 +86,19 @@ def test_audit_writes_the_run_directory_and_resumes(tmp_path, vllm_pool):
     assert len(lines) == len({json.loads(line)["key"] for line in lines}) == 23
 
 
-def test_prefix_shared_layout_rescores_without_regenerating(tmp_path, vllm_pool, small_run):
+@pytest.mark.parametrize("change,mode", [({"layout": "paper"}, "reasoned"), ({"scoring": {"mode": "expected"}}, "expected")])
+def test_another_layout_or_mode_rescores_without_regenerating(tmp_path, vllm_pool, small_run, change, mode):
     run = copy_run(small_run, tmp_path)
-    shared = AuditConfig.model_validate(tiny_config("vllm", rubric=str(SMALL_RUBRIC), layout="prefix-shared"))
-    run_audit(shared, run, base=REPO, pool=vllm_pool)
+    cfg = AuditConfig.model_validate(tiny_config("vllm", rubric=str(SMALL_RUBRIC), **change))
+    result = run_audit(cfg, run, base=REPO, pool=vllm_pool)
     stages = json.loads((run / "run.json").read_text())["stages"]
     assert stages["generate"]["calls"] == 0 and stages["score"]["calls"] == 12 * 3
-    assert stages["score"]["layout"] == "prefix-shared" and stages["score"]["parse_rate"] == 1.0
+    assert stages["score"]["layout"] == cfg.layout and stages["score"]["mode"] == mode
+    assert stages["score"]["parse_rate"] == 1.0 and stages["score"]["prompt_tokens_computed"] > 0
+    table = pd.read_csv(run / "scores.csv")
+    assert table["score"].between(0, 4).all() and len(table) == 12 * 3
+    if mode == "expected":  # a continuous score from every verdict's distribution over 0-4
+        assert result.probes["score_values"] == "continuous" and (table["score"] != table["score"].round()).any()
 
 
 def test_radar_score_adds_a_second_verifier(tmp_path, small_run):
