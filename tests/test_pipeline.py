@@ -202,8 +202,10 @@ def test_sigterm_mid_scoring_on_vllm_exits_143_and_resumes(tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 143 and "Traceback" not in err, err[-2000:]
     assert [x for x in err.splitlines() if x.startswith("terminated:")] and scores.read_bytes().endswith(b"\n")
-    time.sleep(5)  # the engine core and its worker leave with the audit
-    left = subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    deadline = time.monotonic() + 60  # the engine core and its worker leave with the audit
+    while (left := subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True).stdout.split()) \
+            and time.monotonic() < deadline:
+        time.sleep(1)
     for pid in left:  # end only what this test started, and fail
         os.kill(int(pid), signal.SIGKILL)
     assert not left, f"processes left behind: {left}"
