@@ -79,6 +79,10 @@ class AuditSettings(Strict):
 class AuditConfig(AuditSettings):
     generator: ModelSpec
     verifier: ModelSpec
+    editor: ModelSpec | None = Field(None, description="`radar repair`'s rubric editor; default: the generator")
+    intended: list[tuple[str, str]] = Field(
+        default_factory=list, description="Criterion pairs coupled on purpose (a hierarchy, a product preference): "
+                                          "`radar repair` leaves them alone")
 
 
 class GridConfig(AuditSettings):

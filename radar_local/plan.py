@@ -56,7 +56,9 @@ class Plan:
 
     def generation_requests(self) -> list[GenerationRequest]:
         config, rubric = self.config, self.rubric
-        base = {"generator": model_identity(config.generator), "rubric": rubric.digest(), "template": PROMPT_VERSION,
+        # Keyed by the target criterion's own text, not the rubric's digest: a rubric edit re-generates
+        # only the probes of the criteria it touches (rubric repair re-audits many such edits).
+        base = {"generator": model_identity(config.generator), "template": PROMPT_VERSION,
                 "sampling": config.generation.model_dump()}
         cells = [(t, c.id, d) for t in self.tasks for c in rubric.criteria for d in ("+", "-")]
         cells += [(t, "", "none") for t in self.tasks] if config.unconditioned else []
@@ -64,8 +66,9 @@ class Plan:
         for task, target, direction in cells:
             n = config.unconditioned if direction == "none" else config.n
             seed = cell_seed(config.seed, task.id, target, direction)
-            key = digest({**base, "task": task.model_dump(), "target": target, "direction": direction, "n": n, "seed": seed})
             crit = rubric.criterion(target) if target else None
+            key = digest({**base, "task": task.model_dump(), "target": target, "direction": direction, "n": n, "seed": seed,
+                          "criterion": crit.model_dump() if crit else None})
             out.append(GenerationRequest(key, task, target, direction, n, seed, generation_messages(task, crit, direction)))
         return out
 
@@ -73,13 +76,13 @@ class Plan:
         """One request per (probe, criterion), probe-major so a probe's K calls run together."""
         config, rubric = self.config, self.rubric
         by_id = {t.id: t for t in self.tasks}
-        base = {"verifier": model_identity(verifier), "rubric": rubric.digest(), "template": PROMPT_VERSION,
-                "layout": config.layout, "format": config.scoring.model_dump()}
+        base = {"verifier": model_identity(verifier), "template": PROMPT_VERSION, "layout": config.layout,
+                "format": config.scoring.model_dump()}
         out = []
         for probe in probes:
             task = by_id[probe["task_id"]]
             for crit in rubric.criteria:
-                key = digest({**base, "probe": probe["key"], "criterion": crit.id})
+                key = digest({**base, "probe": probe["key"], "criterion": crit.model_dump()})  # its text, not the rubric's
                 out.append(ScoreRequest(key, probe["key"], crit.id,
                                         verification_messages(task, probe["text"], crit, config.layout,
                                                               config.scoring.expected)))

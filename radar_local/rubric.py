@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from importlib import resources
 from pathlib import Path
@@ -61,10 +60,6 @@ class Rubric(Strict):
     def criterion(self, cid: str) -> Criterion:
         return next(c for c in self.criteria if c.id == cid)
 
-    def digest(self) -> str:
-        """Content hash: a stored record keyed by it is invalidated by any rubric edit."""
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
 
 
 class Task(Strict):
