@@ -162,6 +162,19 @@ class Run:
         stats.update(parsed=parsed, unscored=len(done) - parsed, parse_rate=round(parsed / len(done), 4) if done else None)
         return stats
 
+    def adopt(self, other: "Run", verifier: ModelSpec) -> dict:
+        """Copy from another run the probes and scores this run's plan asks for (equal keys: the same
+        prompts, seeds and models), so that only what differs is generated and scored. Counts reuse."""
+        wanted = [r.variant_key(v) for r in self.plan.generation_requests() for v in range(r.n)]
+        self.store.add_probes([other.store.probes[k] for k in wanted
+                               if k in other.store.probes and k not in self.store.probes])
+        requests = self.plan.score_requests(self.probes(), verifier)
+        self.store.add_scores([other.store.scores[r.key] for r in requests
+                               if r.key in other.store.scores and r.key not in self.store.scores])
+        return {"probes": len(wanted), "probes_reused": sum(k in other.store.probes for k in wanted),
+                "scores": len(wanted) * len(self.rubric.criteria),  # every planned verdict, stored or not
+                "scores_reused": sum(r.key in other.store.scores for r in requests)}
+
     def _verifiers(self) -> dict[str, ModelSpec]:
         path = self.root / VERIFIERS
         return {label: ModelSpec.model_validate(v) for label, v in (read_json(path) if path.exists() else {}).items()}

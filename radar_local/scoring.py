@@ -29,7 +29,7 @@ SCALE = f"{SCORE_MIN}-{SCORE_MAX}"
 SCALES = {SCALE: 0, f"{SCORE_MIN + 1}-{SCORE_MAX + 1}": 1}  # table scale -> offset subtracted to land on SCALE
 LIKERT = f"a {SCORE_MAX - SCORE_MIN + 1}-point Likert scale"
 SCORE_TOKENS = tuple(str(k) for k in range(SCORE_MIN, SCORE_MAX + 1))  # what an expected-mode verdict reads
-_CHAR = r'[ !#-\[\]-~]'  # printable ASCII without " and \
+SAFE_CHAR = r'[ !#-\[\]-~]'  # printable ASCII without " and \
 
 
 class ScoreFormat(BaseModel):
@@ -50,9 +50,9 @@ class ScoreFormat(BaseModel):
         if self.expected:
             return f"[{SCORE_MIN}-{SCORE_MAX}]"
         return (
-            r'\{"reasoning": "' + _CHAR + "{1,%d}" % self.max_reasoning_chars
+            r'\{"reasoning": "' + SAFE_CHAR + "{1,%d}" % self.max_reasoning_chars
             + r'", "score": [%d-%d], "rationale": "' % (SCORE_MIN, SCORE_MAX)
-            + _CHAR + "{1,%d}" % self.max_rationale_chars + r'"\}'
+            + SAFE_CHAR + "{1,%d}" % self.max_rationale_chars + r'"\}'
         )
 
     @property

@@ -9,6 +9,18 @@ from radar_local.prompts import Messages
 from radar_local.scoring import SCORE_TOKENS, ScoreFormat
 
 
+class JsonFormat(Protocol):
+    """A constrained answer: a strict regex, the token bound it implies, and the same as a JSON schema."""
+
+    @property
+    def regex(self) -> str: ...
+
+    @property
+    def max_tokens(self) -> int: ...
+
+    def json_schema(self) -> dict: ...
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str
@@ -33,6 +45,11 @@ class Engine(Protocol):
     def generate(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
                  seeds: list[int]) -> list[list[Completion]]:
         """n samples per prompt; prompt i samples with seed seeds[i] so reruns reproduce it."""
+
+    def constrained(self, prompts: list[Messages], *, fmt: "JsonFormat", temperature: float = 0.0,
+                    seeds: list[int] | None = None) -> list[Completion]:
+        """One answer per prompt matching `fmt.regex` (at most `fmt.max_tokens` tokens); sampled with
+        seeds[i] when temperature > 0. A reasoned verdict is one; so is a rubric editor's edit."""
 
     def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
         """One greedy answer per prompt, constrained to `fmt`; in expected mode (`fmt.expected`) one

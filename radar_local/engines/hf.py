@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.engines.base import Completion, EngineStats, single_token_ids
+from radar_local.engines.base import Completion, EngineStats, JsonFormat, single_token_ids
 from radar_local.models import resolve
 from radar_local.prompts import Messages
 from radar_local.scoring import SCORE_TOKENS, ScoreFormat
@@ -86,24 +86,30 @@ class TransformersEngine:
             self._processors[regex] = get_regex_logits_processor(None, outlines.from_transformers(self.hf, self.tokenizer), regex)
         return self._processors[regex]
 
-    def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
-        if fmt.expected:
-            return self._expected_scores(prompts)
+    def constrained(self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0,
+                    seeds: list[int] | None = None) -> list[Completion]:
+        """Greedy answers in batches; sampled ones one prompt at a time, each under its own seed."""
         import torch
         from transformers import LogitsProcessorList
 
         processor = self._regex_processor(fmt.regex)
+        sample = temperature > 0 and seeds is not None
+        size = 1 if sample else self.options.batch_size
         out: list[Completion] = []
-        bs = self.options.batch_size
-        for start in range(0, len(prompts), bs):
-            inputs = self._encode(prompts[start : start + bs])
+        for start in range(0, len(prompts), size):
+            inputs = self._encode(prompts[start : start + size])
             processor.reset()
+            if sample:
+                torch.manual_seed(seeds[start])
             with torch.inference_mode():
-                ids = self.hf.generate(**inputs, do_sample=False, max_new_tokens=fmt.max_tokens,
-                                       logits_processor=LogitsProcessorList([processor]),
+                ids = self.hf.generate(**inputs, do_sample=sample, temperature=temperature if sample else None,
+                                       max_new_tokens=fmt.max_tokens, logits_processor=LogitsProcessorList([processor]),
                                        pad_token_id=self.tokenizer.pad_token_id)
             out.extend(self._completions(inputs, ids, 1))
         return out
+
+    def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
+        return self._expected_scores(prompts) if fmt.expected else self.constrained(prompts, fmt=fmt)
 
     def _expected_scores(self, prompts: list[Messages]) -> list[Completion]:
         """One forward pass per batch: the log-probabilities of the score tokens at the answer's first position."""

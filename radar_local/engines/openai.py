@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.engines.base import Completion, EngineStats
+from radar_local.engines.base import Completion, EngineStats, JsonFormat
 from radar_local.errors import RadarError
 from radar_local.prompts import Messages
 from radar_local.scoring import ScoreFormat
@@ -99,21 +99,26 @@ class OpenAIEngine:
                   for m, s in zip(prompts, seeds)]
         return [self._completions(r) for r in self._pool.map(self._post, bodies)]
 
+    def constrained(self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0,
+                    seeds: list[int] | None = None) -> list[Completion]:
+        return [self._completions(r)[0] for r in self._post_all(prompts, fmt, temperature, seeds)]
+
     def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
-        constraint: dict
+        if not fmt.expected:
+            return self.constrained(prompts, fmt=fmt)
+        responses = self._post_all(prompts, fmt, 0.0, None, {"logprobs": True, "top_logprobs": TOP_LOGPROBS})
+        return [replace(self._completions(r)[0], score_logprobs=self._top_logprobs(r)) for r in responses]
+
+    def _post_all(self, prompts: list[Messages], fmt: JsonFormat, temperature: float, seeds: list[int] | None,
+                  extra: dict | None = None) -> list[dict]:
         if self.options.constraint == "regex":
             constraint = {"structured_outputs": {"regex": fmt.regex}}
         else:
             constraint = {"response_format": {"type": "json_schema",
-                                              "json_schema": {"name": "score", "schema": fmt.json_schema(), "strict": True}}}
-        if fmt.expected:
-            constraint |= {"logprobs": True, "top_logprobs": TOP_LOGPROBS}
-        bodies = [{"model": self.model, "messages": m, "temperature": 0.0, "max_tokens": fmt.max_tokens, **constraint}
-                  for m in prompts]
-        responses = list(self._pool.map(self._post, bodies))
-        if not fmt.expected:
-            return [self._completions(r)[0] for r in responses]
-        return [replace(self._completions(r)[0], score_logprobs=self._top_logprobs(r)) for r in responses]
+                                              "json_schema": {"name": "answer", "schema": fmt.json_schema(), "strict": True}}}
+        bodies = [{"model": self.model, "messages": m, "temperature": temperature, "max_tokens": fmt.max_tokens,
+                   **constraint, **(extra or {}), **({"seed": seeds[i]} if seeds else {})} for i, m in enumerate(prompts)]
+        return list(self._pool.map(self._post, bodies))
 
     def _top_logprobs(self, resp: dict) -> dict[str, float]:
         """The first answer token's top log-probabilities, or one line saying the server gives none."""

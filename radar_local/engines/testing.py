@@ -8,6 +8,12 @@ the planted coupling: 4 / 0 on the steered criterion, 2 + 2 * sign * coupling[ta
 that value (a discretized normal, sd `noise` Likert points) whose centre also moves with the verdict
 (uniform within +-noise/2: each probe is a different response): a reasoned verdict is one seeded
 draw from the belief, an expected-mode verdict reads the whole distribution.
+
+With `wording`, coupling comes from the rubric's own text instead (rubric repair's planted
+mechanism): a + probe carries (each with probability 0.8) the words of its target's description, a
+- probe none, and the verifier scores a criterion by the share of its description's words a probe
+contains. Two criteria whose descriptions share words are then coupled through their wording.
+`edits` scripts the rubric editor: the answer to "Candidate k of C" is edits[k - 1].
 """
 
 from __future__ import annotations
@@ -27,7 +33,16 @@ from radar_local.scoring import SCORE_MAX, SCORE_MIN, SCORE_TOKENS, ScoreFormat
 
 STEER = re.compile(r"Steered ([+-]) on <([^>]+)>")
 CRITERION_LINE = re.compile(r"^Criterion: (.+)$", re.MULTILINE)
+DESCRIPTION_LINE = re.compile(r"^Criterion: .+\n(.+)$", re.MULTILINE)
 RATED = re.compile(r"Rate the (.+?) of the")
+RATED_DESCRIPTION = re.compile(r"### Criterion\n[^\n]*?: ([^\n]+)|rating only the .+? \(\d to \d\)\. ([^\n]+)")
+RESPONSE = re.compile(r"<<<RESPONSE-[0-9a-f]{16}>>>\n(.*?)\n<<<END RESPONSE-", re.DOTALL)
+CANDIDATE = re.compile(r"Candidate (\d+) of \d+")
+
+
+def words(text: str) -> set[str]:
+    """The planted wording mechanism's vocabulary: lower-case words of four letters or more."""
+    return set(re.findall(r"[a-z]{4,}", text.lower()))
 
 
 class PlantedEngine:
@@ -40,6 +55,8 @@ class PlantedEngine:
         delay_s: float = Field(0.0, ge=0, le=60, description="Sleep per generate call, for interrupting a stage")
         inject: dict[str, str] = Field(default_factory=dict, description="Text appended to + probes of a criterion label")
         noise: float = Field(0.0, ge=0, le=4, description="Spread (sd, Likert points) of the judge's belief")
+        wording: bool = Field(False, description="Couple criteria through the words their descriptions share")
+        edits: list[dict] = Field(default_factory=list, description="The scripted editor's answers, one per candidate")
 
     def __init__(self, model: str, options: Options | None = None):
         self.model = model
@@ -56,9 +73,32 @@ class PlantedEngine:
                 texts = [f"Unsteered reply {v} (seed {seed})." for v in range(n)]
             else:
                 sign = "+" if "strongly satisfies" in user or "HIGH-word" in user else "-"
+                if self.options.wording:
+                    out.append([self._worded(user, sign, seed, v) for v in range(n)])
+                    continue
                 extra = f" {self.options.inject[label.group(1)]}" if sign == "+" and label.group(1) in self.options.inject else ""
                 texts = [f"Steered {sign} on <{label.group(1)}>: reply {v} (seed {seed}).{extra}" for v in range(n)]
             out.append([Completion(t, len(user.split()), len(t.split()), "stop") for t in texts])
+        return out
+
+    def _worded(self, user: str, sign: str, seed: int, variant: int) -> Completion:
+        """A + probe made of (a seeded 80% of) its target's description words; a - probe of none."""
+        vocab = sorted(words(DESCRIPTION_LINE.search(user).group(1)))
+        rng = random.Random(f"{seed}:{variant}")
+        text = "Reply: " + " ".join(w for w in vocab if rng.random() < 0.8) if sign == "+" else "Ok."
+        return Completion(text, len(user.split()), len(text.split()), "stop")
+
+    def constrained(self, prompts: list[Messages], *, fmt, temperature: float = 0.0,
+                    seeds: list[int] | None = None) -> list[Completion]:
+        """The scripted rubric editor (verdicts go through `score`)."""
+        out = []
+        for messages in prompts:
+            text = "\n".join(m["content"] for m in messages)
+            k = CANDIDATE.search(text)
+            if k is None or not self.options.edits:
+                raise ValueError("the planted engine answers constrained requests only as a scripted editor (options.edits)")
+            answer = json.dumps(self.options.edits[(int(k.group(1)) - 1) % len(self.options.edits)])
+            out.append(Completion(answer, len(text.split()), len(answer.split()), "stop"))
         return out
 
     def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
@@ -82,7 +122,10 @@ class PlantedEngine:
         rated = RATED.search(text).group(1)
         steer = STEER.search(text)
         value = 2.0
-        if steer is not None:
+        if self.options.wording:
+            wanted = words(next(g for g in RATED_DESCRIPTION.search(text).groups() if g))
+            value = SCORE_MAX * len(wanted & words(RESPONSE.search(text).group(1))) / len(wanted)
+        elif steer is not None:
             sign = 1 if steer.group(1) == "+" else -1
             level = 1.0 if steer.group(2) == rated else self.options.coupling.get(steer.group(2), {}).get(rated, 0.0)
             value = min(SCORE_MAX, max(SCORE_MIN, 2 + 2 * sign * level))

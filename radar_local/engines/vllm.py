@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import gc
 import os
+from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.engines.base import Completion, EngineStats, single_token_ids
+from radar_local.engines.base import Completion, EngineStats, JsonFormat, single_token_ids
 from radar_local.models import resolve
 from radar_local.prompts import Messages
 from radar_local.scoring import SCORE_TOKENS, ScoreFormat
@@ -108,24 +109,30 @@ class VLLMEngine:
         return [[Completion(c.text, len(o.prompt_token_ids or []), len(c.token_ids), c.finish_reason or "")
                  for c in o.outputs] for o in outs]
 
-    def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
+    def constrained(self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0,
+                    seeds: list[int] | None = None) -> list[Completion]:
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 
-        if fmt.expected:
-            ids = self.score_token_ids()
-            params = SamplingParams(temperature=0.0, max_tokens=1, allowed_token_ids=ids, logprob_token_ids=ids)
-        else:
-            params = SamplingParams(temperature=0.0, max_tokens=fmt.max_tokens,
-                                    structured_outputs=StructuredOutputsParams(regex=fmt.regex))
+        def params(seed: int | None) -> SamplingParams:
+            return SamplingParams(temperature=temperature, max_tokens=fmt.max_tokens, seed=seed,
+                                  structured_outputs=StructuredOutputsParams(regex=fmt.regex))
+
+        params = params(None) if seeds is None else [params(s) for s in seeds]
+        return [_completion(o) for o in self.llm.chat(prompts, params, use_tqdm=False)]
+
+    def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
+        from vllm import SamplingParams
+
+        if not fmt.expected:
+            return self.constrained(prompts, fmt=fmt)
+        ids = self.score_token_ids()
+        params = SamplingParams(temperature=0.0, max_tokens=1, allowed_token_ids=ids, logprob_token_ids=ids)
         out = []
         for o in self.llm.chat(prompts, params, use_tqdm=False):
-            c = o.outputs[0]
-            logprobs = None
-            if fmt.expected:  # raw log-probabilities of the score tokens, before the allowed-token mask
-                got = c.logprobs[0] if c.logprobs else {}
-                logprobs = {t: got[i].logprob for t, i in zip(SCORE_TOKENS, ids) if i in got}
-            out.append(Completion(c.text, len(o.prompt_token_ids or []), len(c.token_ids), c.finish_reason or "", logprobs))
+            got = o.outputs[0].logprobs[0] if o.outputs[0].logprobs else {}
+            # raw log-probabilities of the score tokens, before the allowed-token mask
+            out.append(replace(_completion(o), score_logprobs={t: got[i].logprob for t, i in zip(SCORE_TOKENS, ids) if i in got}))
         return out
 
     def score_token_ids(self) -> list[int]:
@@ -143,3 +150,7 @@ class VLLMEngine:
             del self.llm
             gc.collect()
 
+
+def _completion(o) -> Completion:
+    c = o.outputs[0]
+    return Completion(c.text, len(o.prompt_token_ids or []), len(c.token_ids), c.finish_reason or "")
