@@ -331,7 +331,7 @@ class Repair:
 
 def candidate_config(config: AuditConfig, rubric_path: Path, tasks) -> AuditConfig:
     """The original config on the candidate rubric: same tasks, seeds, models and settings."""
-    return config.model_copy(update={"rubric": str(rubric_path), "tasks": list(tasks), "human": None, "out": None})
+    return config.model_copy(update={"rubric": str(rubric_path.resolve()), "tasks": list(tasks), "human": None, "out": None})
 
 
 def repair(target: str | Path, out: str | Path | None = None, *, rounds: int = 1, candidates: int = 3,
@@ -360,7 +360,7 @@ def repair(target: str | Path, out: str | Path | None = None, *, rounds: int = 1
                 raise InputError(original.root / "config.yaml", f"intended pair {a}/{b} names a criterion the rubric "
                                                                 f"lacks; it has {', '.join(original.rubric.ids)}")
         intended = {frozenset(p) for p in config.intended}
-        out = Path(out) if out else original.root / "repair"
+        out = Path(out) if out else original.repair_dir
         result = original.result()
         base_summary = summarize(result, intended, original.reference)
         findings, left_alone = diagnose(result, intended)

@@ -102,6 +102,10 @@ class Run:
         return self.root / ("report" + (f"-{suffix[1:]}" if suffix else ""))
 
     @property
+    def repair_dir(self) -> Path:
+        return self.root / "repair"
+
+    @property
     def table_path(self) -> Path:
         return self.root / TABLE
 

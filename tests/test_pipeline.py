@@ -213,3 +213,19 @@ def test_sigterm_mid_scoring_on_vllm_exits_143_and_resumes(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     lines = scores.read_text().splitlines()
     assert len(lines) == len({json.loads(x)["key"] for x in lines}) == 12 * 3
+
+
+def test_repair_on_the_embedded_model_invents_nothing(tmp_path, vllm_pool, small_run):
+    """One round, two candidates, the embedded model as editor and judge: its edits come back as valid
+    constrained JSON, each candidate is re-audited reusing what its edit leaves alone, and since a 135M
+    judge cannot read any criterion, no candidate improves beyond its intervals: no repaired rubric."""
+    from radar_local.repair import repair
+
+    run = copy_run(small_run, tmp_path)
+    rep = repair(run, rounds=1, candidates=2, pool=vllm_pool)
+    assert len(rep.candidates) == 2 and all(c.edit is not None for c in rep.candidates)  # the constraint held
+    assert any(f.kind == "unreadable" for f in rep.findings)
+    for c in rep.candidates:
+        assert c.error or (c.summary is not None and c.reuse["probes_reused"] > 0 and not c.improved and c.why)
+    assert rep.final is None and not (run / "repair" / "rubric.repaired.yaml").exists()
+    assert "No candidate improved on the original beyond its confidence intervals" in (run / "repair" / "repair.md").read_text()

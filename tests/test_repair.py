@@ -17,7 +17,7 @@ from radar_local.run import run_audit
 from tests.conftest import PLANTED_TASKS
 
 REPO = Path(__file__).resolve().parents[1]
-RUBRIC = REPO / "tests" / "data" / "worded_rubric.yaml"
+RUBRIC = REPO / "configs" / "rubrics" / "worded.yaml"
 REWRITE = {"action": "rewrite", "criteria": ["clarity"], "keeps": "",
            "new": [{"id": "clarity", "label": "Clarity", "description": "Rewards plain wording, short paragraphs and headings.",
                     "kind": "evaluative", "low": "", "high": ""}],
@@ -117,3 +117,13 @@ def test_edit_format_admits_each_action_in_its_shape():
     assert not re.fullmatch(fmt.regex, answer({**DROP, "new": REWRITE["new"]}))  # a drop writes nothing
     assert not re.fullmatch(fmt.regex, answer({**DROP, "criteria": ["speed"]}))  # only existing ids
     assert fmt.max_tokens >= max(len(json.dumps(e)) for e in (REWRITE, DROP, BAD_MERGE))
+
+
+def test_the_readme_example_from_its_config(tmp_path):
+    """configs/repair-example.yaml as the README runs it, from another folder (relative paths)."""
+    from tests.conftest import radar_cli
+
+    res = radar_cli("repair", REPO / "configs" / "repair-example.yaml", "--candidates", "2", "--quiet", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("Selected round 1, candidate 2 (rewrite clarity)")
+    assert (tmp_path / "runs" / "repair-example" / "repair" / "rubric.repaired.yaml").is_file()
