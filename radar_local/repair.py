@@ -260,28 +260,35 @@ def summarize(result: AuditResult, intended: set[frozenset], reference: dict | N
     }
 
 
+def _below(a: list | None, b: list | None) -> bool:
+    """Interval a lies entirely below interval b (a change inside the intervals is no change)."""
+    return a is not None and b is not None and a[1] < b[0]
+
+
 def judge(base: dict, cand: dict) -> tuple[bool, str]:
-    """Improved beyond the intervals, or why not. Every criterion must pass the gate; the worst coupling
-    must fall with disjoint intervals (or, where the original failed the gate, every criterion must now
-    pass it beyond its interval without worse coupling); human agreement must not fall."""
+    """Improved beyond the intervals, or why not. Every criterion must pass the gate; coupling must fall
+    with disjoint intervals (the worst reliable non-intended pair's Sym, or GlobalPos) and neither may
+    rise beyond them; where the original failed the gate, every criterion must now pass it beyond its
+    interval instead; agreement with the human reference must not fall."""
     if cand["reliable"] < cand["criteria"]:
         return False, f"{cand['criteria'] - cand['reliable']} of {cand['criteria']} criteria fail the reliability gate"
     if base["human_r"] is not None and cand["human_r"] is not None and cand["human_r"] < base["human_r"]:
         return False, f"agreement with the human reference fell ({base['human_r']:+.2f} -> {cand['human_r']:+.2f})"
-    base_hi = base["worst_sym_ci"]
-    cand_ci = cand["worst_sym_ci"] or [0.0, 0.0]
+    none = [0.0, 0.0]  # no reliable non-intended pair: no coupling to count
+    worst, base_worst = cand["worst_sym_ci"] or none, base["worst_sym_ci"]
+    if _below(base_worst, worst) or _below(base["global_pos_ci"], cand["global_pos_ci"]):
+        return False, "coupling rose beyond its interval"
     if base["reliable"] < base["criteria"]:
         if not cand["reliable_beyond_ci"]:
             return False, "every criterion passes the gate, but not beyond its interval"
-        if base_hi is not None and cand_ci[0] > base_hi[1]:
-            return False, "readable now, but coupling rose beyond its interval"
         return True, "every criterion now passes the gate beyond its interval"
-    if base_hi is None:
-        return False, "the original has no reliable coupled pair to improve on"
-    if cand_ci[1] < base_hi[0]:
-        return True, (f"worst coupling fell beyond its interval (Sym {base['worst_sym']:+.2f} -> "
-                      f"{cand['worst_sym'] or 0.0:+.2f})")
-    return False, "the worst coupling did not fall beyond its interval"
+    sym = f"max Sym {base['worst_sym'] or 0.0:+.2f} -> {cand['worst_sym'] or 0.0:+.2f}"
+    pos = f"GlobalPos {base['global_pos'] or 0.0:+.2f} -> {cand['global_pos'] or 0.0:+.2f}"
+    if _below(worst, base_worst):
+        return True, f"the worst coupling fell beyond its interval ({sym}, {pos})"
+    if _below(cand["global_pos_ci"], base["global_pos_ci"]):
+        return True, f"overall coupling fell beyond its interval ({pos}, {sym})"
+    return False, "coupling did not fall beyond its interval"
 
 
 def _objectives(s: dict) -> tuple[float, ...]:

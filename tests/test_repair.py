@@ -127,3 +127,22 @@ def test_the_readme_example_from_its_config(tmp_path):
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("Selected round 1, candidate 2 (rewrite clarity)")
     assert (tmp_path / "runs" / "repair-example" / "repair" / "rubric.repaired.yaml").is_file()
+
+
+def test_a_second_round_starts_from_the_best(tmp_path):
+    """Two coupled pairs: round 1 fixes one (GlobalPos falls beyond its interval), round 2 starts from
+    that rubric and fixes the other; the scripted editor's repeat of round 1's edit changes nothing."""
+    tone = {**REWRITE, "criteria": ["tone"], "new": [{**REWRITE["new"][0], "id": "tone", "label": "Tone",
+                                                      "description": "Prefers formal register and polite salutations."}]}
+    rubric = REPO / "tests" / "data" / "two_couplings_rubric.yaml"
+    rep = repair(config(tmp_path, [REWRITE, tone], rubric=str(rubric)), rounds=2, candidates=2)
+    first = [c for c in rep.candidates if c.round == 1]
+    assert all(c.improved and "overall coupling fell" in c.why for c in first)
+    second = {c.index: c for c in rep.candidates if c.round == 2}
+    parent = rep.final.round == 2 and rep.final
+    assert parent and parent.improved and "the worst coupling fell" in parent.why
+    assert next(c for c in second.values() if c is not parent).error == "the edit changes nothing"
+    repaired = load_rubric(rep.out / "rubric.repaired.yaml")
+    assert repaired.criterion("clarity").description.startswith("Rewards plain wording")
+    assert repaired.criterion("tone").description.startswith("Prefers formal register")
+    assert rep.final.summary["worst_sym"] == 0
