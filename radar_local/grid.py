@@ -32,7 +32,7 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
     runs = {g.label: Run.create(grid.cell(g, next(v for gg, v in todo if gg is g)), out / slug(g.label), base)
             for g in grid.generators if any(gg is g for gg, _ in todo)}
     stages: dict[tuple[str, str], dict] = {}
-    pool = EnginePool()
+    pool = EnginePool(grid.cluster)  # on a cluster, each cell runs on all the model's replicas
     try:
         for label, run in runs.items():  # stage 1: each generator once
             gen = run.generate(pool, progress)

@@ -348,17 +348,18 @@ def repair(target: str | Path, out: str | Path | None = None, *, rounds: int = 1
 
     if rounds < 1 or candidates < 1:
         raise InputError("repair", "--rounds and --candidates must be at least 1")
+    target = Path(target)
+    if target.is_dir():
+        original = Run.open(target)
+    else:
+        config, folder = config_from(target)
+        if config.out is None:
+            raise InputError(target, "no run directory: set 'out' in the config")
+        original = Run.create(config, config.out, folder)
     own = pool is None
-    pool = pool or EnginePool()
+    pool = pool or EnginePool(original.config.cluster)
     try:
-        target = Path(target)
-        if target.is_dir():
-            original = Run.open(target)
-        else:
-            config, folder = config_from(target)
-            if config.out is None:
-                raise InputError(target, "no run directory: set 'out' in the config")
-            original = Run.create(config, config.out, folder)
+        if not target.is_dir():
             original.audit(pool, progress)
         config = original.config
         ids = set(original.rubric.ids)

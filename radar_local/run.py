@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from radar_local.cluster import ClusterSpec, replica_delta
 from radar_local.config import AuditConfig, ModelSpec, load_config, resolve_inputs, with_absolute_paths
 from radar_local.engines.base import Engine, EngineStats
 from radar_local.engines.registry import build_engine
@@ -41,15 +42,23 @@ class EnginePool:
     """Holds one engine at a time: loading other weights frees the previous model's memory first,
     and a generator that is also the verifier is loaded once."""
 
-    def __init__(self) -> None:
+    def __init__(self, cluster: ClusterSpec | None = None) -> None:
         self.spec: ModelSpec | None = None
         self.engine: Engine | None = None
+        self.cluster = cluster  # None: the engine runs in this process
 
     def get(self, spec: ModelSpec, where: object = "config") -> Engine:
         if self.engine is not None and self.spec is not None and self.spec.same_weights(spec):
             return self.engine
         self.close()
-        self.engine = build_engine(spec.engine, spec.model, spec.options, where)
+        if self.cluster is None:
+            self.engine = build_engine(spec.engine, spec.model, spec.options, where)
+        else:
+            from radar_local.cluster import ClusterEngine
+            from radar_local.engines.registry import parse_options
+
+            parse_options(spec.engine, spec.options)  # checked here, before any replica starts
+            self.engine = ClusterEngine(spec.engine, spec.model, spec.options, self.cluster)
         self.spec = spec
         return self.engine
 
@@ -119,7 +128,7 @@ class Run:
             return stats
         start = time.monotonic()
         engine = pool.get(config.generator)
-        before = engine.stats()
+        before, replicas = engine.stats(), _replicas(engine)
         with stage_progress(f"generate ({config.generator.label})", sum(r.n for r in todo), progress) as advance:
             for n in sorted({r.n for r in todo}):
                 same_n = [r for r in todo if r.n == n]
@@ -133,6 +142,8 @@ class Run:
                     stats["output_tokens"] += sum(c.output_tokens for cs in outs for c in cs)
                     advance(sum(len(cs) for cs in outs))
         stats.update(prefill(before, engine.stats()), seconds=round(time.monotonic() - start, 3))
+        if replicas is not None:
+            stats["cluster"] = replica_delta(replicas, engine.report())
         return stats
 
     def probes(self) -> list[dict]:
@@ -150,7 +161,7 @@ class Run:
         if todo:
             start = time.monotonic()
             engine = pool.get(verifier)
-            before = engine.stats()
+            before, replicas = engine.stats(), _replicas(engine)
             with stage_progress(f"score ({verifier.label})", len(todo), progress) as advance:
                 for chunk in _chunks(todo, config.batch_size):
                     for wave in _waves(chunk, config.layout):
@@ -161,6 +172,8 @@ class Run:
                         stats["output_tokens"] += sum(c.output_tokens for c in outs)
                         advance(len(outs))
             stats.update(prefill(before, engine.stats()), seconds=round(time.monotonic() - start, 3))
+            if replicas is not None:
+                stats["cluster"] = replica_delta(replicas, engine.report())
         done = [store.scores[r.key] for r in requests if r.key in store.scores]
         parsed = sum(r["score"] is not None for r in done)
         stats.update(parsed=parsed, unscored=len(done) - parsed, parse_rate=round(parsed / len(done), 4) if done else None)
@@ -248,7 +261,7 @@ class Run:
                 generate: bool = False) -> AuditResult:
         """Score the stored probes with `verifier` (another judge: `radar score`) and finish."""
         own = pool is None
-        pool = pool or EnginePool()
+        pool = pool or EnginePool(self.config.cluster)
         try:
             stages = {}
             if generate:
@@ -299,6 +312,11 @@ def _waves(chunk: list, layout: str) -> list[list]:
         (rest if r.probe_key in seen else first).append(r)
         seen.add(r.probe_key)
     return [w for w in (first, rest) if w]
+
+
+def _replicas(engine: Engine) -> dict | None:
+    """A cluster engine's per-replica counters at the start of a stage; None in one process."""
+    return engine.report() if hasattr(engine, "report") else None
 
 
 def prefill(before: EngineStats, after: EngineStats) -> dict:

@@ -6,19 +6,23 @@ from pathlib import Path
 
 import click
 
+from radar_local.cli.options import ray_option, with_ray
+
 
 def run_options(fn):
+    fn = ray_option(fn)
     fn = click.option("--quiet", is_flag=True, help="No progress output.")(fn)
     fn = click.option("--out", type=click.Path(path_type=Path), help="Run directory (default: the config's `out`).")(fn)
     return click.argument("config_path", metavar="CONFIG", type=click.Path(path_type=Path))(fn)
 
 
-def _create(config_path: Path, out: Path | None):
+def _create(config_path: Path, out: Path | None, ray_address: str | None):
     from radar_local.config import load_config
     from radar_local.errors import InputError
     from radar_local.run import Run
 
     config = load_config(config_path)
+    config = config.model_copy(update={"cluster": with_ray(config.cluster, ray_address)})
     run_dir = out or (Path(config.out) if config.out else None)
     if run_dir is None:
         raise InputError(config_path, "no run directory: set 'out' in the config or pass --out")
@@ -28,12 +32,12 @@ def _create(config_path: Path, out: Path | None):
 @click.command()
 @run_options
 @click.option("--no-report", is_flag=True, help="Skip report.html / report.md.")
-def audit(config_path: Path, out: Path | None, quiet: bool, no_report: bool) -> None:
+def audit(config_path: Path, out: Path | None, quiet: bool, ray_address: str | None, no_report: bool) -> None:
     """Generate probes, score them, print the audit and write the report. Re-running resumes: stored
     calls are skipped."""
     from radar_local.report.console import print_audit, print_run
 
-    run = _create(config_path, out)
+    run = _create(config_path, out, ray_address)
     print_audit(run.audit(progress=not quiet))
     print_run(run)
     if not no_report:
@@ -42,12 +46,12 @@ def audit(config_path: Path, out: Path | None, quiet: bool, no_report: bool) -> 
 
 @click.command()
 @run_options
-def generate(config_path: Path, out: Path | None, quiet: bool) -> None:
+def generate(config_path: Path, out: Path | None, quiet: bool, ray_address: str | None) -> None:
     """Stage 1 only: generate and store the probes."""
     from radar_local.run import EnginePool
 
-    run = _create(config_path, out)
-    pool = EnginePool()
+    run = _create(config_path, out, ray_address)
+    pool = EnginePool(run.config.cluster)
     try:
         stats = run.generate(pool, progress=not quiet)
     finally:

@@ -40,3 +40,17 @@ def stats_options(fn):
     ]):
         fn = deco(fn)
     return fn
+
+
+def ray_option(fn):
+    return click.option("--ray", "ray_address", metavar="ADDRESS",
+                        help="Run on a Ray cluster: auto, host:port, or local (overrides the config's cluster.ray).")(fn)
+
+
+def with_ray(cluster, address: str | None):
+    """The config's cluster settings with --ray's address, or as they were."""
+    from radar_local.cluster import ClusterSpec
+
+    if address is None:
+        return cluster
+    return (cluster or ClusterSpec()).model_copy(update={"ray": address})

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from radar_local.cli.options import ray_option, with_ray
+
 
 @click.command()
 @click.argument("run_dir", type=click.Path(path_type=Path))
@@ -58,7 +60,8 @@ def compare(run_a: Path, run_b: Path, fail_on_sym: float | None, json_out: Path 
 @click.argument("config_path", metavar="CONFIG", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), help="Grid folder (default: the config's `out`).")
 @click.option("--quiet", is_flag=True, help="No progress output.")
-def grid(config_path: Path, out: Path | None, quiet: bool) -> None:
+@ray_option
+def grid(config_path: Path, out: Path | None, quiet: bool, ray_address: str | None) -> None:
     """Run generators x verifiers (self-pairs excluded) and compare the judges."""
     from radar_local.config import GridConfig, load_config
     from radar_local.errors import InputError
@@ -66,6 +69,7 @@ def grid(config_path: Path, out: Path | None, quiet: bool) -> None:
     from radar_local.report.grid import grid_markdown
 
     config = load_config(config_path, GridConfig)
+    config = config.model_copy(update={"cluster": with_ray(config.cluster, ray_address)})
     folder = out or (Path(config.out) if config.out else None)
     if folder is None:
         raise InputError(config_path, "no grid folder: set 'out' in the config or pass --out")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from radar_local.cli.options import ray_option, with_ray
+
 
 def parse_option(value: str) -> tuple[str, object]:
     import yaml
@@ -23,7 +25,9 @@ def parse_option(value: str) -> tuple[str, object]:
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Engine option (repeatable).")
 @click.option("--name", help="Verifier label in the score table (default: the model's name).")
 @click.option("--quiet", is_flag=True)
-def score(run_dir: Path, verifier_arg: str, options: tuple[str, ...], name: str | None, quiet: bool) -> None:
+@ray_option
+def score(run_dir: Path, verifier_arg: str, options: tuple[str, ...], name: str | None, quiet: bool,
+          ray_address: str | None) -> None:
     """Score RUN_DIR's probes with another verifier; writes its stats next to the first."""
     from radar_local.config import ModelSpec
     from radar_local.errors import InputError
@@ -36,4 +40,11 @@ def score(run_dir: Path, verifier_arg: str, options: tuple[str, ...], name: str 
         raise InputError("--verifier", f"'{verifier_arg}' is not ENGINE:MODEL, e.g. vllm:smollm2-135m")
     spec = parse_model(ModelSpec, {"engine": engine, "model": model, "name": name,
                                    "options": dict(parse_option(o) for o in options)}, "--verifier")
-    print_audit(Run.open(run_dir, writer=True).rescore(spec, progress=not quiet))
+    from radar_local.run import EnginePool
+
+    run = Run.open(run_dir, writer=True)
+    pool = EnginePool(with_ray(run.config.cluster, ray_address))
+    try:
+        print_audit(run.rescore(spec, pool, progress=not quiet))
+    finally:
+        pool.close()
