@@ -113,6 +113,7 @@ class ClusterEngine:
         self.places: list[dict] = []
         self.counters = [{"calls": 0, "prompt_tokens": 0, "output_tokens": 0, "seconds": 0.0} for _ in range(count)]
         self.alive = set(range(count))
+        self._turn = 0
         self._wait_started()
 
     @staticmethod
@@ -159,8 +160,8 @@ class ClusterEngine:
         for i in sorted(self.alive):
             try:
                 parts.append(ray.get(self.replicas[i].stats.remote(), timeout=60))
-            except Exception:  # noqa: BLE001 - a replica lost since: its counters went with it
-                continue
+            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError, ray.exceptions.GetTimeoutError) as exc:
+                self._lose(i, exc, "its cache counters went with it")
         if not parts or any(p.prefix_cache_queries is None for p in parts):
             return EngineStats()
         return EngineStats(sum(p.prefix_cache_queries for p in parts), sum(p.prefix_cache_hits for p in parts))
@@ -178,11 +179,13 @@ class ClusterEngine:
     def _spread(self, method: str, prompts: list, seeds: list[int] | None, **kwargs) -> list:
         """Pieces of `prompts` to free replicas; a piece lost with its replica goes to another."""
         ray = ray_module()
-        size = self.spec.piece
+        size = max(1, min(self.spec.piece, -(-len(prompts) // len(self.alive))))  # every replica gets work
         pieces = [(i, prompts[i : i + size], seeds[i : i + size] if seeds is not None else None)
                   for i in range(0, len(prompts), size)]
         queue, results = deque(range(len(pieces))), {}
         idle, running = deque(sorted(self.alive)), {}
+        idle.rotate(-self._turn)  # successive small calls start on successive replicas
+        self._turn += 1
         while queue or running:
             while queue and idle:
                 k, replica = queue.popleft(), idle.popleft()
@@ -199,18 +202,20 @@ class ClusterEngine:
                         raise exc.cause from None
                     raise
                 except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as exc:
-                    self.alive.discard(replica)
-                    log.warning("replica %d on %s was lost (%s); its %d requests go to another replica",
-                                replica + 1, self.places[replica]["ip"], type(exc).__name__, len(pieces[k][1]))
-                    if not self.alive:
-                        raise RadarError(f"every replica of {self.model} was lost; the stored records are whole: "
-                                         "restart the cluster and run the same command again") from None
+                    self._lose(replica, exc, f"its {len(pieces[k][1])} requests go to another replica")
                     queue.appendleft(k)
                     continue
                 results[k] = out
                 self._count(replica, out, seconds)
                 idle.append(replica)
         return [c for k in range(len(pieces)) for c in results[k]]
+
+    def _lose(self, replica: int, exc: Exception, then: str) -> None:
+        self.alive.discard(replica)
+        log.warning("replica %d on %s was lost (%s); %s", replica + 1, self.places[replica]["ip"], type(exc).__name__, then)
+        if not self.alive:
+            raise RadarError(f"every replica of {self.model} was lost; the stored records are whole: "
+                             "restart the cluster and run the same command again") from None
 
     def _count(self, replica: int, out: list, seconds: float) -> None:
         flat = [c for cs in out for c in (cs if isinstance(cs, list) else [cs])]
@@ -245,8 +250,8 @@ def _cause(exc: Exception) -> str:
 
 
 def _node_of(exc: Exception) -> str:
-    text = str(exc)
-    for token in ("ip: ", "IP: ", "node_ip_address="):
-        if token in text:
-            return "node " + text.split(token, 1)[1].split()[0].strip(",)'\"")
-    return "its node"
+    """The node named in Ray's error text ("... (pid=123, ip=10.0.0.5, ...)")."""
+    import re
+
+    found = re.search(r"\bip=([0-9A-Fa-f.:]+)", str(exc))
+    return f"node {found.group(1)}" if found else "its node"

