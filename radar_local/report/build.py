@@ -31,6 +31,11 @@ def cost_rows(run: dict) -> list[list[str]]:
         name = f"{stage} ({s['mode']})" if s.get("mode") else stage
         rows.append([name, str(s["calls"]), str(s["prompt_tokens"]), str(s["output_tokens"]), f"{s['seconds']:.1f}",
                      num(tps, 0, signed=False), rate, cache])
+        for r in (s.get("cluster") or {}).get("replicas", []):  # a cluster run: each replica's share
+            rtps = r["output_tokens"] / r["seconds"] if r["seconds"] else None
+            rows.append([f"  replica {r['replica']} on {r['ip']}" + (" (lost)" if r["lost"] else ""), str(r["calls"]),
+                         str(r["prompt_tokens"]), str(r["output_tokens"]), f"{r['seconds']:.1f}",
+                         num(rtps, 0, signed=False), "-", "-"])
     return rows
 
 
