@@ -97,7 +97,7 @@ class ClusterEngine:
         ray = ray_module()
         self.name, self.model, self.spec = engine, model, spec
         self.address = connect(spec)
-        gpus = self._gpus_per_replica(engine, options)
+        gpus = self.gpus_per_replica(engine, options)
         kind, each = ("GPU", gpus) if gpus else ("CPU", spec.cpus_per_replica)
         deadline = time.monotonic() + FREE_WAIT_S
         while True:  # the previous model's replicas may still be releasing their resources
@@ -121,7 +121,7 @@ class ClusterEngine:
         self._wait_started()
 
     @staticmethod
-    def _gpus_per_replica(engine: str, options: dict) -> int:
+    def gpus_per_replica(engine: str, options: dict) -> int:
         """tensor x pipeline parallel GPUs on a CUDA build; 0 on a CPU build (the replica takes CPUs)."""
         import importlib.util
 

@@ -32,16 +32,19 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
     runs = {g.label: Run.create(grid.cell(g, next(v for gg, v in todo if gg is g)), out / slug(g.label), base)
             for g in grid.generators if any(gg is g for gg, _ in todo)}
     stages: dict[tuple[str, str], dict] = {}
-    pool = EnginePool(grid.cluster)  # on a cluster, each cell runs on all the model's replicas
+    pool = EnginePool(grid.cluster)
     try:
-        for label, run in runs.items():  # stage 1: each generator once
+        for label, run in runs.items():  # stage 1: each generator once (on a cluster, on all its replicas)
             gen = run.generate(pool, progress)
             stages.update({(label, v.label): {"generate": gen} for v in grid.verifiers})
-        for v in grid.verifiers:  # stage 2: each verifier loaded once, scoring every generator's probes
-            for g in (g for g, vv in todo if vv is v):
-                stages[(g.label, v.label)]["score"] = runs[g.label].score(v, pool, progress)
+        if grid.cluster is None:
+            for v in grid.verifiers:  # stage 2: each verifier loaded once, scoring every generator's probes
+                for g in (g for g, vv in todo if vv is v):
+                    stages[(g.label, v.label)]["score"] = runs[g.label].score(v, pool, progress)
     finally:
         pool.close()
+    if grid.cluster is not None:
+        score_cells_on_cluster(grid, runs, todo, stages)
     results = [runs[g.label].finish(v, stages[(g.label, v.label)]) for g, v in todo]
     for g, v in todo:  # every cell is an ordinary audit with its own report
         runs[g.label].report(v.label)
@@ -52,6 +55,50 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
     write_atomic(out / "grid.md", grid_markdown(summary))
     write_atomic(out / "grid.html", grid_html(summary))
     return summary
+
+
+def score_cells_on_cluster(grid: GridConfig, runs: dict[str, Run], todo: list, stages: dict) -> None:
+    """Stage 2 on a cluster: the verifier models score at once, each on its own replicas, loaded once
+    and reused by every cell of that model; models that do not fit wait for replicas to free up."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from radar_local.cluster import ClusterEngine, connect, ray_module
+
+    models: list[list] = []  # verifiers that share weights share replicas
+    for v in grid.verifiers:
+        group = next((m for m in models if m[0].same_weights(v)), None)
+        group.append(v) if group is not None else models.append([v])
+    for g, v in todo:  # in this thread: verifiers.json is read, changed and written
+        runs[g.label].register_verifier(v)
+    connect(grid.cluster)
+    first = models[0][0]
+    gpus = ClusterEngine.gpus_per_replica(first.engine, first.options)
+    kind, each = ("GPU", gpus) if gpus else ("CPU", grid.cluster.cpus_per_replica)
+    units = int(ray_module().available_resources().get(kind, 0) // each)
+    replicas = grid.cluster.replicas if grid.cluster.replicas != "auto" else max(1, units // len(models))
+    at_once = max(1, min(len(models), units // replicas))
+
+    pools: list[EnginePool] = []
+
+    def score_model(verifiers: list) -> None:
+        pool = EnginePool(grid.cluster.model_copy(update={"replicas": replicas}))
+        pools.append(pool)
+        try:
+            for v in verifiers:
+                for g in (g for g, vv in todo if vv is v):
+                    stages[(g.label, v.label)]["score"] = runs[g.label].score(v, pool, progress=False)
+        finally:
+            pool.close()
+
+    with ThreadPoolExecutor(at_once) as workers:  # a model past `at_once` waits for a free slot
+        try:
+            for done in [workers.submit(score_model, group) for group in models]:
+                done.result()
+        except BaseException:  # Ctrl-C or a failed cell: stop the replicas, so the other cells stop too
+            workers.shutdown(wait=False, cancel_futures=True)
+            for pool in pools:
+                pool.close()
+            raise
 
 
 def grid_summary(results: list[AuditResult]) -> dict:

@@ -199,6 +199,8 @@ class Run:
     def register_verifier(self, spec: ModelSpec) -> None:
         """Remember which model each verifier label stands for; one label never mixes two models."""
         known = self._verifiers()
+        if spec.label in known and known[spec.label].same_weights(spec):
+            return  # already registered: nothing to write (a grid's cells may score at once)
         if spec.label in known and not known[spec.label].same_weights(spec):
             raise InputError(self.root, f"verifier label '{spec.label}' already holds scores from another model; "
                                         "give this verifier its own name (--name)")

@@ -133,6 +133,7 @@ class Store:
     def __init__(self, root: str | Path, *, probes: str, scores: str, lock: str, writer: bool = True):
         self.root = Path(root)
         self.files = {"probes": probes, "scores": scores}
+        self._appending = threading.Lock()  # a grid on a cluster scores several cells of one store at once
         if writer:
             try:
                 self.root.mkdir(parents=True, exist_ok=True)
@@ -173,7 +174,7 @@ class Store:
         path = self.root / name
         stamped = [{"v": RECORD_VERSION, **r} for r in records]
         blob = "".join(json.dumps(r) + "\n" for r in stamped).encode()
-        with _signals_held():
+        with self._appending, _signals_held():
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 before = os.lseek(fd, 0, os.SEEK_END)
@@ -184,8 +185,8 @@ class Store:
                     raise _write_failed(path, exc) from None
             finally:
                 os.close(fd)
-        for r in stamped:
-            into[r["key"]] = r
+            for r in stamped:
+                into[r["key"]] = r
 
     def add_probes(self, records: list[dict]) -> None:
         self._append(self.files["probes"], records, self.probes)

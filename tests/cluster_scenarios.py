@@ -25,7 +25,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from radar_local.cluster import ClusterSpec  # noqa: E402
-from radar_local.config import AuditConfig, ModelSpec  # noqa: E402
+from radar_local.config import AuditConfig, GridConfig, ModelSpec  # noqa: E402
+from radar_local.grid import run_grid  # noqa: E402
 from radar_local.errors import RadarError  # noqa: E402
 from radar_local.run import EnginePool, load_run, run_audit  # noqa: E402
 from tests.test_pipeline import SMALL_RUBRIC, tiny_config  # noqa: E402
@@ -167,7 +168,29 @@ def main(out: Path) -> None:
                                 "cluster": info["stages"]["score"]["cluster"]}
         finally:
             pool.close()
+
+        # A grid: one generator's probes generated once, then two judges scoring at once, each on its own
+        # replica (planted engines: the same numbers as in one process, by construction).
+        grid = planted_grid()
+        in_process = run_grid(grid, out / "grid-local", REPO, progress=False)
+        on_cluster = run_grid(grid.model_copy(update={"cluster": ClusterSpec(ray=cluster.address)}), out / "grid-cluster",
+                              REPO, progress=False)
+        run = load_run(out / "grid-cluster" / "gen")
+        results["grid"] = {"same": json.dumps(in_process, sort_keys=True) == json.dumps(on_cluster, sort_keys=True),
+                           "scores": len(records(out / "grid-cluster" / "gen" / "scores.jsonl")),
+                           "replicas": {v: len(run.info(v)["stages"]["score"]["cluster"]["replicas"])
+                                        for v in ("judge-a", "judge-b")}}
     (out / "results.json").write_text(json.dumps(results, indent=2))
+
+
+def planted_grid() -> GridConfig:
+    from tests.conftest import planted_config
+
+    settings = {k: v for k, v in planted_config().items() if k not in ("generator", "verifier")}
+    coupling = {"Helpfulness / Understanding": {"Correctness / Completeness": 0.5}}
+    judges = [{"engine": "testing", "model": "judge-a"},
+              {"engine": "testing", "model": "judge-b", "options": {"coupling": coupling}}]
+    return GridConfig.model_validate({**settings, "generators": [{"engine": "testing", "model": "gen"}], "verifiers": judges})
 
 
 def compare(a: Path, b: Path) -> dict:

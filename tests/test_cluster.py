@@ -53,3 +53,9 @@ def test_a_worker_node_killed_mid_score_loses_and_doubles_nothing(scenarios):
     assert fault["probes"] == 12 and fault["scores"] == 36  # complete, and records() found no duplicate key
     lost = [r for r in fault["cluster"]["replicas"] if r["lost"]]
     assert len(lost) == 1 and sum(r["calls"] for r in fault["cluster"]["replicas"]) >= 36 - fault["killed_after"]
+
+
+def test_a_grid_scores_its_judges_at_once_on_their_own_replicas(scenarios):
+    grid = scenarios["grid"]
+    assert grid["same"] and grid["scores"] == 2 * 200  # the planted judges' numbers, as in one process
+    assert grid["replicas"] == {"judge-a": 1, "judge-b": 1}  # two CPUs: one replica each, both at once
