@@ -16,8 +16,9 @@ def _one_line(text: str) -> str:
     return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
-class Terminated(Exception):
-    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt."""
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt, and like it a BaseException:
+    a library's `except Exception` (vLLM's engine loop has some) must not swallow it."""
 
 
 def _on_sigterm(signum, frame):
