@@ -64,6 +64,25 @@ def connect(spec: ClusterSpec) -> str:
     return spec.ray
 
 
+def gpus_per_replica(engine: str, options: dict) -> int:
+    """tensor x pipeline parallel GPUs on a CUDA build; 0 on a CPU build (the replica takes CPUs)."""
+    import importlib.util
+
+    if engine != "vllm" or importlib.util.find_spec("torch") is None:
+        return 0
+    import torch
+
+    if not torch.cuda.is_available():
+        return 0
+    return int(options.get("tensor_parallel_size", 1)) * int(options.get("pipeline_parallel_size", 1))
+
+
+def replica_unit(engine: str, options: dict, spec: ClusterSpec) -> tuple[str, float]:
+    """The resource a replica of this model reserves, and how much of it."""
+    gpus = gpus_per_replica(engine, options)
+    return ("GPU", gpus) if gpus else ("CPU", spec.cpus_per_replica)
+
+
 class Replica:
     """One engine of the model on its own resources (the body of a Ray actor)."""
 
@@ -97,8 +116,8 @@ class ClusterEngine:
         ray = ray_module()
         self.name, self.model, self.spec = engine, model, spec
         self.address = connect(spec)
-        gpus = self.gpus_per_replica(engine, options)
-        kind, each = ("GPU", gpus) if gpus else ("CPU", spec.cpus_per_replica)
+        kind, each = replica_unit(engine, options, spec)
+        gpus = int(each) if kind == "GPU" else 0
         deadline = time.monotonic() + FREE_WAIT_S
         while True:  # the previous model's replicas may still be releasing their resources
             free = ray.available_resources().get(kind, 0)
@@ -119,19 +138,6 @@ class ClusterEngine:
         self.alive = set(range(count))
         self._turn = 0
         self._wait_started()
-
-    @staticmethod
-    def gpus_per_replica(engine: str, options: dict) -> int:
-        """tensor x pipeline parallel GPUs on a CUDA build; 0 on a CPU build (the replica takes CPUs)."""
-        import importlib.util
-
-        if engine != "vllm" or importlib.util.find_spec("torch") is None:
-            return 0
-        import torch
-
-        if not torch.cuda.is_available():
-            return 0
-        return int(options.get("tensor_parallel_size", 1)) * int(options.get("pipeline_parallel_size", 1))
 
     def _wait_started(self) -> None:
         ray = ray_module()

@@ -37,10 +37,8 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
         for label, run in runs.items():  # stage 1: each generator once (on a cluster, on all its replicas)
             gen = run.generate(pool, progress)
             stages.update({(label, v.label): {"generate": gen} for v in grid.verifiers})
-        if grid.cluster is None:
-            for v in grid.verifiers:  # stage 2: each verifier loaded once, scoring every generator's probes
-                for g in (g for g, vv in todo if vv is v):
-                    stages[(g.label, v.label)]["score"] = runs[g.label].score(v, pool, progress)
+        if grid.cluster is None:  # stage 2: each verifier loaded once, scoring every generator's probes
+            score_cells(grid.verifiers, runs, todo, stages, pool, progress)
     finally:
         pool.close()
     if grid.cluster is not None:
@@ -57,23 +55,32 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
     return summary
 
 
+def score_cells(verifiers: list, runs: dict[str, Run], todo: list, stages: dict, pool: EnginePool,
+                progress: bool) -> None:
+    """Every cell of these verifiers, verifier by verifier, so each is loaded once."""
+    for v in verifiers:
+        for g in (g for g, vv in todo if vv is v):
+            stages[(g.label, v.label)]["score"] = runs[g.label].score(v, pool, progress)
+
+
 def score_cells_on_cluster(grid: GridConfig, runs: dict[str, Run], todo: list, stages: dict) -> None:
     """Stage 2 on a cluster: the verifier models score at once, each on its own replicas, loaded once
     and reused by every cell of that model; models that do not fit wait for replicas to free up."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from radar_local.cluster import ClusterEngine, connect, ray_module
+    from radar_local.cluster import connect, ray_module, replica_unit
 
     models: list[list] = []  # verifiers that share weights share replicas
     for v in grid.verifiers:
         group = next((m for m in models if m[0].same_weights(v)), None)
-        group.append(v) if group is not None else models.append([v])
+        if group is None:
+            models.append([v])
+        else:
+            group.append(v)
     for g, v in todo:  # in this thread: verifiers.json is read, changed and written
         runs[g.label].register_verifier(v)
     connect(grid.cluster)
-    first = models[0][0]
-    gpus = ClusterEngine.gpus_per_replica(first.engine, first.options)
-    kind, each = ("GPU", gpus) if gpus else ("CPU", grid.cluster.cpus_per_replica)
+    kind, each = replica_unit(models[0][0].engine, models[0][0].options, grid.cluster)
     units = int(ray_module().available_resources().get(kind, 0) // each)
     replicas = grid.cluster.replicas if grid.cluster.replicas != "auto" else max(1, units // len(models))
     at_once = max(1, min(len(models), units // replicas))
@@ -84,9 +91,7 @@ def score_cells_on_cluster(grid: GridConfig, runs: dict[str, Run], todo: list, s
         pool = EnginePool(grid.cluster.model_copy(update={"replicas": replicas}))
         pools.append(pool)
         try:
-            for v in verifiers:
-                for g in (g for g, vv in todo if vv is v):
-                    stages[(g.label, v.label)]["score"] = runs[g.label].score(v, pool, progress=False)
+            score_cells(verifiers, runs, todo, stages, pool, progress=False)
         finally:
             pool.close()
 

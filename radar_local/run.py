@@ -14,10 +14,10 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from radar_local.cluster import ClusterSpec, replica_delta
+from radar_local.cluster import ClusterEngine, ClusterSpec, replica_delta
 from radar_local.config import AuditConfig, ModelSpec, load_config, resolve_inputs, with_absolute_paths
 from radar_local.engines.base import Engine, EngineStats
-from radar_local.engines.registry import build_engine
+from radar_local.engines.registry import build_engine, parse_options
 from radar_local.errors import InputError
 from radar_local.injection import flagged_probes
 from radar_local.plan import GenerationRequest, Plan
@@ -54,9 +54,6 @@ class EnginePool:
         if self.cluster is None:
             self.engine = build_engine(spec.engine, spec.model, spec.options, where)
         else:
-            from radar_local.cluster import ClusterEngine
-            from radar_local.engines.registry import parse_options
-
             parse_options(spec.engine, spec.options)  # checked here, before any replica starts
             self.engine = ClusterEngine(spec.engine, spec.model, spec.options, self.cluster)
         self.spec = spec
@@ -199,9 +196,9 @@ class Run:
     def register_verifier(self, spec: ModelSpec) -> None:
         """Remember which model each verifier label stands for; one label never mixes two models."""
         known = self._verifiers()
-        if spec.label in known and known[spec.label].same_weights(spec):
-            return  # already registered: nothing to write (a grid's cells may score at once)
-        if spec.label in known and not known[spec.label].same_weights(spec):
+        if spec.label in known:
+            if known[spec.label].same_weights(spec):
+                return  # already registered: nothing to write (a grid's cells may score at once)
             raise InputError(self.root, f"verifier label '{spec.label}' already holds scores from another model; "
                                         "give this verifier its own name (--name)")
         clash = next((label for label in known if label != spec.label and slug(label) == slug(spec.label)), None)

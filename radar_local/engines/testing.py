@@ -134,7 +134,8 @@ class PlantedEngine:
             return [float(k == round(value)) for k in scores]
         value += self.options.noise * (random.Random(hashlib.sha256(text.encode()).digest()).random() - 0.5)
         weights = [math.exp(-((k - value) ** 2) / (2 * self.options.noise**2)) for k in scores]
-        return [w / math.fsum(weights) for w in weights]
+        total = math.fsum(weights)
+        return [w / total for w in weights]
 
     def stats(self) -> EngineStats:
         return EngineStats()
