@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.engines.base import Completion, EngineStats
+from radar_local.engines.base import BatchStream, Completion, EngineStats
 from radar_local.errors import MissingDependencyError, RadarError
 
 log = logging.getLogger("radar_local")
@@ -109,7 +109,7 @@ class Replica:
         self.engine.close()
 
 
-class ClusterEngine:
+class ClusterEngine(BatchStream):
     """The Engine interface over the replicas of one model."""
 
     def __init__(self, engine: str, model: str, options: dict[str, Any], spec: ClusterSpec):

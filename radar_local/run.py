@@ -9,6 +9,7 @@ import importlib.metadata
 import json
 import logging
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -117,31 +118,28 @@ class Run:
 
     # ---- stages ----
     def generate(self, pool: EnginePool, progress: bool = True) -> dict:
+        """Stage 1: every planned probe not stored yet. The engine is fed the whole stage at once and each
+        probe is stored the moment it finishes, so a kill loses only requests in flight."""
         config, store = self.config, self.store
         requests = self.plan.generation_requests()
         todo = [r for r in requests if not all(r.variant_key(v) in store.probes for v in range(r.n))]
-        stats = {"requests": sum(r.n for r in requests), "calls": 0, "prompt_tokens": 0, "output_tokens": 0, "seconds": 0.0}
+        meter = StageMeter(requests=sum(r.n for r in requests))
         if not todo:
-            return stats
-        start = time.monotonic()
+            return meter.info
         engine = pool.get(config.generator)
-        before, replicas = engine.stats(), _replicas(engine)
-        with stage_progress(f"generate ({config.generator.label})", sum(r.n for r in todo), progress) as advance:
+        with meter.running(engine), stage_progress(f"generate ({config.generator.label})", sum(r.n for r in todo),
+                                                   progress) as advance:
             for n in sorted({r.n for r in todo}):
                 same_n = [r for r in todo if r.n == n]
-                for chunk in _chunks(same_n, max(1, config.batch_size // n)):
-                    outs = engine.generate([r.messages for r in chunk], n=n, temperature=config.generation.temperature,
-                                           max_tokens=config.generation.max_new_tokens, seeds=[r.seed for r in chunk])
-                    store.add_probes([_probe_record(r, v, c, config.generator.label) for r, cs in zip(chunk, outs)
-                                      for v, c in enumerate(cs) if r.variant_key(v) not in store.probes])
-                    stats["calls"] += sum(len(cs) for cs in outs)
-                    stats["prompt_tokens"] += sum(c.prompt_tokens for cs in outs for c in cs[:1])
-                    stats["output_tokens"] += sum(c.output_tokens for cs in outs for c in cs)
-                    advance(sum(len(cs) for cs in outs))
-        stats.update(prefill(before, engine.stats()), seconds=round(time.monotonic() - start, 3))
-        if replicas is not None:
-            stats["cluster"] = replica_delta(replicas, engine.report())
-        return stats
+                for finished in engine.generate_stream([r.messages for r in same_n], n=n,
+                                                       temperature=config.generation.temperature,
+                                                       max_tokens=config.generation.max_new_tokens,
+                                                       seeds=[r.seed for r in same_n], chunk=max(1, config.batch_size // n)):
+                    store.add_probes([_probe_record(same_n[i], v, c, config.generator.label) for i, cs in finished
+                                      for v, c in enumerate(cs) if same_n[i].variant_key(v) not in store.probes])
+                    meter.count([cs for _, cs in finished])
+                    advance(sum(len(cs) for _, cs in finished))
+        return meter.info
 
     def probes(self) -> list[dict]:
         """The stored probes this config plans, in plan order."""
@@ -149,32 +147,24 @@ class Run:
         return [self.store.probes[k] for k in keys if k in self.store.probes]
 
     def score(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict:
+        """Stage 2: every planned verdict not stored yet, fed and stored as `generate` does."""
         config, store = self.config, self.store
         requests = self.plan.score_requests(self.probes(), verifier)
         self.register_verifier(verifier)
-        todo = [r for r in requests if r.key not in store.scores]
-        stats = {"requests": len(requests), "calls": 0, "prompt_tokens": 0, "output_tokens": 0, "seconds": 0.0,
-                 "layout": config.layout, "mode": config.scoring.mode, **prefill(EngineStats(), EngineStats())}
+        todo = prefix_order([r for r in requests if r.key not in store.scores], config.layout)
+        meter = StageMeter(requests=len(requests), layout=config.layout, mode=config.scoring.mode)
         if todo:
-            start = time.monotonic()
             engine = pool.get(verifier)
-            before, replicas = engine.stats(), _replicas(engine)
-            with stage_progress(f"score ({verifier.label})", len(todo), progress) as advance:
-                for chunk in _chunks(todo, config.batch_size):
-                    for wave in _waves(chunk, config.layout):
-                        outs = engine.score([r.messages for r in wave], fmt=config.scoring)
-                        store.add_scores([_score_record(r, c, verifier.label) for r, c in zip(wave, outs)])
-                        stats["calls"] += len(outs)
-                        stats["prompt_tokens"] += sum(c.prompt_tokens for c in outs)
-                        stats["output_tokens"] += sum(c.output_tokens for c in outs)
-                        advance(len(outs))
-            stats.update(prefill(before, engine.stats()), seconds=round(time.monotonic() - start, 3))
-            if replicas is not None:
-                stats["cluster"] = replica_delta(replicas, engine.report())
+            with meter.running(engine), stage_progress(f"score ({verifier.label})", len(todo), progress) as advance:
+                for finished in engine.score_stream([r.messages for r in todo], fmt=config.scoring, chunk=config.batch_size):
+                    store.add_scores([_score_record(todo[i], c, verifier.label) for i, c in finished])
+                    meter.count([[c] for _, c in finished])
+                    advance(len(finished))
         done = [store.scores[r.key] for r in requests if r.key in store.scores]
         parsed = sum(r["score"] is not None for r in done)
-        stats.update(parsed=parsed, unscored=len(done) - parsed, parse_rate=round(parsed / len(done), 4) if done else None)
-        return stats
+        meter.info.update(parsed=parsed, unscored=len(done) - parsed,
+                          parse_rate=round(parsed / len(done), 4) if done else None)
+        return meter.info
 
     def adopt(self, other: "Run", verifier: ModelSpec) -> dict:
         """Copy from another run the probes and scores this run's plan asks for (equal keys: the same
@@ -295,37 +285,74 @@ class Run:
         return write_report(self, verifier, Path(out) if out else self.report_dir(verifier))
 
 
-def _chunks(items: list, size: int):
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
-def _waves(chunk: list, layout: str) -> list[list]:
-    """Prefix-shared layout: one call per probe first, so the prefix cache holds each probe's shared
-    blocks before its other K-1 calls arrive (requests admitted in the same step cannot share)."""
+def prefix_order(todo: list, layout: str) -> list:
+    """Prefix-shared layout: one verdict of every probe first, then the other K-1, so each probe's shared
+    blocks are in the prefix cache before its other verdicts are admitted (requests admitted in the same
+    step cannot share). The engine admits in submission order, so the order does it, not a barrier."""
     if layout != "prefix-shared":
-        return [chunk]
+        return todo
     seen: set[str] = set()
     first, rest = [], []
-    for r in chunk:
+    for r in todo:
         (rest if r.probe_key in seen else first).append(r)
         seen.add(r.probe_key)
-    return [w for w in (first, rest) if w]
+    return first + rest
 
 
-def _replicas(engine: Engine) -> dict | None:
-    """A cluster engine's per-replica counters at the start of a stage; None in one process."""
-    return engine.report() if hasattr(engine, "report") else None
+class StageMeter:
+    """A stage's counters for run.json: calls and tokens, seconds, the engine's resolved settings, prefix
+    reuse against the workload's floor, scheduler occupancy, and each replica's share on a cluster."""
+
+    def __init__(self, requests: int, **extra: object) -> None:
+        self.info: dict = {"requests": requests, "calls": 0, "prompt_tokens": 0, "output_tokens": 0, "seconds": 0.0,
+                           **extra, **efficiency(EngineStats(), EngineStats(), {})}
+
+    def count(self, answers: list[list]) -> None:
+        """One call per sample; a prompt's tokens once however many samples it has."""
+        self.info["calls"] += sum(len(cs) for cs in answers)
+        self.info["prompt_tokens"] += sum(cs[0].prompt_tokens for cs in answers)
+        self.info["output_tokens"] += sum(c.output_tokens for cs in answers for c in cs)
+
+    @contextmanager
+    def running(self, engine: Engine):
+        start, before = time.monotonic(), engine.stats()
+        replicas = engine.report() if isinstance(engine, ClusterEngine) else None
+        yield
+        settings = engine.settings()
+        self.info.update(efficiency(before, engine.stats(), settings), seconds=round(time.monotonic() - start, 3))
+        if settings:
+            self.info["engine"] = settings
+        if replicas is not None:
+            self.info["cluster"] = replica_delta(replicas, engine.report())
 
 
-def prefill(before: EngineStats, after: EngineStats) -> dict:
-    """Prompt tokens of a stage served from the prefix cache and computed, where the engine counts them."""
-    if after.prefix_cache_queries is None or before.prefix_cache_queries is None:
-        return {"prompt_tokens_cached": None, "prompt_tokens_computed": None, "prefix_cache_hit_rate": None}
-    queries = after.prefix_cache_queries - before.prefix_cache_queries
-    hits = after.prefix_cache_hits - before.prefix_cache_hits
-    return {"prompt_tokens_cached": hits, "prompt_tokens_computed": queries - hits,
-            "prefix_cache_hit_rate": round(hits / queries, 4) if queries else None}
+def efficiency(before: EngineStats, after: EngineStats, settings: dict) -> dict:
+    """Prompt tokens of a stage served from the prefix cache and computed, computed against the floor no
+    cache could go below, and the mean running requests per engine step against `max_num_seqs`, where
+    the engine counts them."""
+    out: dict = dict.fromkeys(("prompt_tokens_cached", "prompt_tokens_computed", "prefix_cache_hit_rate",
+                               "prompt_tokens_floor", "computed_over_floor", "occupancy", "occupancy_fed"))
+    if after.prefix_cache_queries is not None and before.prefix_cache_queries is not None:
+        queries = after.prefix_cache_queries - before.prefix_cache_queries
+        hits = after.prefix_cache_hits - before.prefix_cache_hits  # type: ignore[operator]
+        out.update(prompt_tokens_cached=hits, prompt_tokens_computed=queries - hits,
+                   prefix_cache_hit_rate=round(hits / queries, 4) if queries else None)
+    if after.prompt_token_floor is not None and before.prompt_token_floor is not None:
+        floor = after.prompt_token_floor - before.prompt_token_floor
+        out["prompt_tokens_floor"] = floor
+        if floor and out["prompt_tokens_computed"] is not None:
+            out["computed_over_floor"] = round(out["prompt_tokens_computed"] / floor, 4)
+    limit = settings.get("max_num_seqs")
+    for key, steps, running in (("occupancy", "steps", "running_sum"), ("occupancy_fed", "fed_steps", "fed_running_sum")):
+        n = _delta(before, after, steps)
+        if limit and n:
+            out[key] = round(_delta(before, after, running) / n / limit, 4)  # type: ignore[operator]
+    return out
+
+
+def _delta(before: EngineStats, after: EngineStats, name: str) -> int | None:
+    a, b = getattr(after, name), getattr(before, name)
+    return None if a is None or b is None else a - b
 
 
 def _probe_record(req: GenerationRequest, variant: int, c, generator: str) -> dict:

@@ -11,7 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from radar_local.cli.main import cli
-from radar_local.run import PROBES, SCORES, _waves, load_run, run_audit
+from radar_local.run import PROBES, SCORES, load_run, prefix_order, run_audit
 from tests.conftest import planted_config, radar_cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,13 +46,12 @@ def test_chunk_and_batch_boundaries_change_nothing(tmp_path, batch_size):
     assert whole.leakage.loc["helpfulness", "correctness"] == 0.5 and whole.leakage.loc["correctness", "helpfulness"] == 0
 
 
-def test_waves_send_each_probe_once_before_its_other_criteria():
+def test_prefix_order_submits_each_probe_once_before_its_other_criteria():
     from radar_local.plan import ScoreRequest
 
     reqs = [ScoreRequest(f"{p}{c}", p, c, []) for p in ("p1", "p2", "p3") for c in ("a", "b")][:5]
-    first, rest = _waves(reqs, "prefix-shared")
-    assert [r.probe_key for r in first] == ["p1", "p2", "p3"] and [r.key for r in rest] == ["p1b", "p2b"]
-    assert _waves(reqs, "paper") == [reqs]
+    assert [r.key for r in prefix_order(reqs, "prefix-shared")] == ["p1a", "p2a", "p3a", "p1b", "p2b"]
+    assert prefix_order(reqs, "paper") == reqs
 
 
 def test_prefix_shared_layout_scores_every_probe_alike(tmp_path):

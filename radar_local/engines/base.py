@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -32,10 +33,22 @@ class Completion:
 
 @dataclass
 class EngineStats:
-    """Counters an engine exposes; None where it cannot know."""
+    """Cumulative counters an engine exposes; None where it cannot know."""
 
     prefix_cache_queries: int | None = None
     prefix_cache_hits: int | None = None
+    # prompt tokens no prefix cache could avoid computing: each distinct full block of every prompt once,
+    # plus what follows a prompt's last cacheable block (the engine computes at least its last token)
+    prompt_token_floor: int | None = None
+    steps: int | None = None  # engine steps, and the running requests summed over them (occupancy)
+    running_sum: int | None = None
+    fed_steps: int | None = None  # the same over steps with a full queue behind them (before the drain)
+    fed_running_sum: int | None = None
+
+
+# A stream's items: the answers that finished together, each with its index in the request list.
+Finished = list[tuple[int, "Completion"]]
+FinishedSamples = list[tuple[int, list["Completion"]]]
 
 
 class Engine(Protocol):
@@ -55,6 +68,17 @@ class Engine(Protocol):
         """One greedy answer per prompt, constrained to `fmt`; in expected mode (`fmt.expected`) one
         token, with the log-probability of every score token (SCORE_TOKENS) at that position."""
 
+    def generate_stream(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
+                        seeds: list[int], chunk: int) -> Iterator[FinishedSamples]:
+        """`generate`, yielding answers as they finish; `chunk` bounds a batch where the engine answers
+        in batches (the vLLM and OpenAI engines keep their schedulers full instead)."""
+
+    def score_stream(self, prompts: list[Messages], *, fmt: ScoreFormat, chunk: int) -> Iterator[Finished]:
+        """`score`, yielding verdicts as they finish (in submission order where the engine queues)."""
+
+    def settings(self) -> dict:
+        """What the engine resolved from this machine (dtype and why, threads, KV cache, limits)."""
+
     def stats(self) -> EngineStats:
         """Cumulative counters since the engine started."""
 
@@ -72,3 +96,43 @@ def single_token_ids(tokenizer, model: str) -> list[int]:
         raise RadarError(f"{model}'s tokenizer splits the score(s) {', '.join(split)} into several tokens; "
                          "expected mode needs one token per score: use scoring mode 'reasoned'")
     return [i[0] for i in ids]
+
+
+class BatchStream:
+    """The streams of an engine that answers a batch at a time: its batches, in order, `chunk` each."""
+
+    def generate_stream(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
+                        seeds: list[int], chunk: int) -> Iterator[FinishedSamples]:
+        for start in range(0, len(prompts), chunk):
+            outs = self.generate(prompts[start : start + chunk], n=n, temperature=temperature,  # type: ignore[attr-defined]
+                                 max_tokens=max_tokens, seeds=seeds[start : start + chunk])
+            yield list(enumerate(outs, start))
+
+    def score_stream(self, prompts: list[Messages], *, fmt: ScoreFormat, chunk: int) -> Iterator[Finished]:
+        for start in range(0, len(prompts), chunk):
+            yield list(enumerate(self.score(prompts[start : start + chunk], fmt=fmt), start))  # type: ignore[attr-defined]
+
+    def settings(self) -> dict:
+        return {}
+
+
+def prompt_floor(token_ids: list[int], block: int, seen: set[int]) -> int:
+    """The tokens of one prompt that no prefix cache could serve, given the full blocks in `seen`
+    (updated): a block is cacheable when a later token follows it (vLLM computes at least the last one)."""
+    cacheable = (len(token_ids) - 1) // block if token_ids else 0
+    new, prefix = 0, None
+    for b in range(cacheable):
+        prefix = hash((prefix, tuple(token_ids[b * block : (b + 1) * block])))
+        if prefix not in seen:
+            seen.add(prefix)
+            new += 1
+    return new * block + len(token_ids) - cacheable * block
+
+
+def in_order(stream: Iterator[list[tuple[int, object]]], count: int) -> list:
+    """A stream's answers as one list in request order (the batch form of a streaming engine)."""
+    out: list = [None] * count
+    for finished in stream:
+        for i, answer in finished:
+            out[i] = answer
+    return out

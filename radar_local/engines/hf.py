@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.engines.base import Completion, EngineStats, JsonFormat, single_token_ids
+from radar_local.engines.base import BatchStream, Completion, EngineStats, JsonFormat, single_token_ids
 from radar_local.models import resolve
 from radar_local.prompts import Messages
 from radar_local.scoring import SCORE_TOKENS, ScoreFormat
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import torch
 
 
-class TransformersEngine:
+class TransformersEngine(BatchStream):
     name = "transformers"
 
     class Options(BaseModel):
@@ -48,7 +48,7 @@ class TransformersEngine:
         self._processors: dict[str, object] = {}
 
     def _encode(self, prompts: list[Messages]) -> dict[str, "torch.Tensor"]:
-        texts = [self.tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in prompts]
+        texts = [self._render(m) for m in prompts]
         return self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
 
     def _completions(self, inputs, out_ids, per_prompt: int) -> list[Completion]:
@@ -109,7 +109,17 @@ class TransformersEngine:
         return out
 
     def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
-        return self._expected_scores(prompts) if fmt.expected else self.constrained(prompts, fmt=fmt)
+        """Verdicts in batches of prompts of similar length (less padding), returned in request order."""
+        order = sorted(range(len(prompts)), key=lambda i: len(self._render(prompts[i])))
+        ranked = [prompts[i] for i in order]
+        answers = self._expected_scores(ranked) if fmt.expected else self.constrained(ranked, fmt=fmt)
+        out: list[Completion] = [None] * len(prompts)  # type: ignore[list-item]
+        for i, answer in zip(order, answers):
+            out[i] = answer
+        return out
+
+    def _render(self, messages: Messages) -> str:
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     def _expected_scores(self, prompts: list[Messages]) -> list[Completion]:
         """One forward pass per batch: the log-probabilities of the score tokens at the answer's first position."""

@@ -10,13 +10,14 @@ import os
 import time
 import urllib.error
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.engines.base import Completion, EngineStats, JsonFormat
+from radar_local.engines.base import Completion, EngineStats, Finished, FinishedSamples, JsonFormat, in_order
 from radar_local.errors import RadarError
 from radar_local.prompts import Messages
 from radar_local.scoring import ScoreFormat
@@ -93,32 +94,56 @@ class OpenAIEngine:
         return [Completion(c["message"].get("content") or "", usage.get("prompt_tokens") or 0, per_choice,
                            c.get("finish_reason") or "") for c in choices]
 
-    def generate(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
-                 seeds: list[int]) -> list[list[Completion]]:
+    def _stream(self, bodies: list[dict], answer: Callable[[dict], object]) -> Iterator[list]:
+        """`concurrency` requests in flight at all times: each thread takes the next body as its last one
+        is answered, and answers are yielded as they arrive. An error or Ctrl-C cancels what has not started."""
+        futures = {self._pool.submit(self._post, body): i for i, body in enumerate(bodies)}
+        pending = set(futures)
+        try:
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                yield [(futures[f], answer(f.result())) for f in sorted(done, key=futures.__getitem__)]
+        finally:
+            for f in pending:
+                f.cancel()
+
+    def generate_stream(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
+                        seeds: list[int], chunk: int = 0) -> Iterator[FinishedSamples]:
         bodies = [{"model": self.model, "messages": m, "n": n, "temperature": temperature, "max_tokens": max_tokens, "seed": s}
                   for m, s in zip(prompts, seeds)]
-        return [self._completions(r) for r in self._pool.map(self._post, bodies)]
+        return self._stream(bodies, self._completions)
+
+    def score_stream(self, prompts: list[Messages], *, fmt: ScoreFormat, chunk: int = 0) -> Iterator[Finished]:
+        if not fmt.expected:
+            return self._stream(self._bodies(prompts, fmt, 0.0, None), lambda r: self._completions(r)[0])
+        bodies = self._bodies(prompts, fmt, 0.0, None, {"logprobs": True, "top_logprobs": TOP_LOGPROBS})
+        return self._stream(bodies, lambda r: replace(self._completions(r)[0], score_logprobs=self._top_logprobs(r)))
+
+    def generate(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
+                 seeds: list[int]) -> list[list[Completion]]:
+        return in_order(self.generate_stream(prompts, n=n, temperature=temperature, max_tokens=max_tokens, seeds=seeds),
+                        len(prompts))
 
     def constrained(self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0,
                     seeds: list[int] | None = None) -> list[Completion]:
-        return [self._completions(r)[0] for r in self._post_all(prompts, fmt, temperature, seeds)]
+        return in_order(self._stream(self._bodies(prompts, fmt, temperature, seeds), lambda r: self._completions(r)[0]),
+                        len(prompts))
 
     def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
-        if not fmt.expected:
-            return self.constrained(prompts, fmt=fmt)
-        responses = self._post_all(prompts, fmt, 0.0, None, {"logprobs": True, "top_logprobs": TOP_LOGPROBS})
-        return [replace(self._completions(r)[0], score_logprobs=self._top_logprobs(r)) for r in responses]
+        return in_order(self.score_stream(prompts, fmt=fmt), len(prompts))
 
-    def _post_all(self, prompts: list[Messages], fmt: JsonFormat, temperature: float, seeds: list[int] | None,
-                  extra: dict | None = None) -> list[dict]:
+    def settings(self) -> dict:
+        return {"concurrency": self.options.concurrency}
+
+    def _bodies(self, prompts: list[Messages], fmt: JsonFormat, temperature: float, seeds: list[int] | None,
+                extra: dict | None = None) -> list[dict]:
         if self.options.constraint == "regex":
             constraint = {"structured_outputs": {"regex": fmt.regex}}
         else:
             constraint = {"response_format": {"type": "json_schema",
                                               "json_schema": {"name": "answer", "schema": fmt.json_schema(), "strict": True}}}
-        bodies = [{"model": self.model, "messages": m, "temperature": temperature, "max_tokens": fmt.max_tokens,
-                   **constraint, **(extra or {}), **({"seed": seeds[i]} if seeds else {})} for i, m in enumerate(prompts)]
-        return list(self._pool.map(self._post, bodies))
+        return [{"model": self.model, "messages": m, "temperature": temperature, "max_tokens": fmt.max_tokens,
+                 **constraint, **(extra or {}), **({"seed": seeds[i]} if seeds else {})} for i, m in enumerate(prompts)]
 
     def _top_logprobs(self, resp: dict) -> dict[str, float]:
         """The first answer token's top log-probabilities, or one line saying the server gives none."""

@@ -27,7 +27,7 @@ import time
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.engines.base import Completion, EngineStats
+from radar_local.engines.base import BatchStream, Completion, EngineStats
 from radar_local.prompts import Messages
 from radar_local.scoring import SCORE_MAX, SCORE_MIN, SCORE_TOKENS, ScoreFormat
 
@@ -45,7 +45,7 @@ def words(text: str) -> set[str]:
     return set(re.findall(r"[a-z]{4,}", text.lower()))
 
 
-class PlantedEngine:
+class PlantedEngine(BatchStream):
     name = "testing"
 
     class Options(BaseModel):

