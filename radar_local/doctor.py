@@ -210,9 +210,20 @@ def smoke(engine: str, model: str, options: dict, problems: list[str]) -> dict:
     return out
 
 
+def check_cpu(models: list[dict], default: str = "smollm2-135m") -> dict:
+    """This CPU's instruction sets and the dtype a CPU build of vLLM runs the default model in, and why."""
+    from radar_local.hardware import cpu_dtype, cpu_info
+
+    cpu = cpu_info()
+    checkpoint = next((m.get("dtype") or m.get("expected_dtype") for m in models if m["name"] == default), None)
+    dtype, why = cpu_dtype("auto", checkpoint, cpu)
+    return {**cpu.as_dict(), "vllm_cpu_dtype": dtype, "vllm_cpu_dtype_reason": why, "checkpoint_dtype": checkpoint}
+
+
 def diagnose(runs: Path = Path("runs"), ray: str | None = None, smoke_spec: tuple[str, str, dict] | None = None) -> dict:
     problems: list[str] = []
-    report = {"libraries": check_libraries(problems), "models": check_models(problems),
+    libraries, models = check_libraries(problems), check_models(problems)
+    report = {"libraries": libraries, "models": models, "cpu": check_cpu(models),
               "offline": {key: os.environ.get(key) for key in OFFLINE_ENV}, "disk": check_disk(runs, problems),
               "ray": check_ray(ray, problems)}
     if smoke_spec is not None:
@@ -236,6 +247,10 @@ def render(report: dict) -> list[str]:
         info = lib[name]
         lines.append(f"{name} {info['version']} ({'imports' if info.get('imports') else 'does not import'})"
                      if info["version"] else f"{name} not installed")
+    cpu = report["cpu"]
+    lines.append(f"cpu {cpu['model']}: {cpu['cores']} cores, {', '.join(cpu['flags']) or 'no vector flags found'}; "
+                 f"vLLM on this CPU runs a {cpu['checkpoint_dtype'] or '?'} checkpoint in {cpu['vllm_cpu_dtype']} "
+                 f"({cpu['vllm_cpu_dtype_reason']})")
     for m in report["models"]:
         if m["on_disk"]:
             check = {True: "checksum ok", False: "CHECKSUM MISMATCH", None: "no checksum recorded"}[m["checksum"]]

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from contextlib import contextmanager
+
+from radar_local.quiet import console
+
+PLAIN_EVERY_S = 5.0
 
 
 @contextmanager
 def stage_progress(label: str, total: int, enabled: bool = True):
     """Yields `advance(k)`; prints a rich bar on a terminal and plain lines otherwise."""
-    start = time.monotonic()
+    start, out = time.monotonic(), console()
     if not enabled or total == 0:
         yield lambda k: None
         return
-    if sys.stderr.isatty():
+    if out.isatty():
+        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         rate = TextColumn("{task.fields[rate]}")
-        with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), rate, TimeRemainingColumn(), transient=False) as bar:
+        with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), rate, TimeRemainingColumn(), transient=False,
+                      console=Console(file=out)) as bar:
             task = bar.add_task(label, total=total, rate="")
 
             def advance(k: int) -> None:
@@ -28,14 +33,17 @@ def stage_progress(label: str, total: int, enabled: bool = True):
 
             yield advance
         return
-    done = 0
+    done, shown = 0, 0.0
 
     def advance(k: int) -> None:
-        nonlocal done
+        nonlocal done, shown
         done += k
-        elapsed = time.monotonic() - start
+        now = time.monotonic()
+        if done < total and now - shown < PLAIN_EVERY_S:
+            return  # a stream finishes answers one by one: a plain line every few seconds is enough
+        shown, elapsed = now, now - start
         speed = done / max(elapsed, 1e-9)
         eta = (total - done) / speed if speed else float("inf")
-        print(f"{label}: {done}/{total} calls, {speed:.2f} calls/s, ETA {eta:.0f} s", file=sys.stderr, flush=True)
+        print(f"{label}: {done}/{total} calls, {speed:.2f} calls/s, ETA {eta:.0f} s", file=out, flush=True)
 
     yield advance

@@ -32,7 +32,7 @@ from radar_local.store import Store, read_json, slug, write_atomic
 # Every file name in a run directory (reports go to report/ and report-<verifier>/, see report_dir).
 CONFIG, TABLE, VERIFIERS = "config.yaml", "scores.csv", "verifiers.json"
 log = logging.getLogger("radar_local")
-PROBES, SCORES, LOCK = "probes.jsonl", "scores.jsonl", ".radar.lock"
+PROBES, SCORES, LOCK, ENGINE_LOG = "probes.jsonl", "scores.jsonl", ".radar.lock", "engine.log"
 
 
 def open_store(root: str | Path, writer: bool = True) -> Store:
@@ -111,6 +111,11 @@ class Run:
     @property
     def repair_dir(self) -> Path:
         return self.root / "repair"
+
+    @property
+    def engine_log(self) -> Path:
+        """Where the engines' own output goes unless --verbose (radar_local.quiet)."""
+        return self.root / ENGINE_LOG
 
     @property
     def table_path(self) -> Path:

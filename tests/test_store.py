@@ -160,3 +160,37 @@ def test_disk_full_is_one_line_and_keeps_what_was_stored(tmp_path, small_disk):
     assert res.returncode == 0, res.stderr
     done = records(run / PROBES)
     assert len(done) == len({r["key"] for r in done}) == 400 and done[: len(kept)] == kept
+
+
+def test_verdicts_finishing_out_of_order_are_stored_under_their_own_requests(tmp_path):
+    """A continuously fed engine finishes answers in any order; each is stored as the answer to its request."""
+    tables = {}
+    for finish in ("batch", "shuffled"):
+        cfg = tmp_path / f"{finish}.yaml"
+        cfg.write_text(yaml.safe_dump(planted_config(options={"finish": finish, "coupling": {"Helpfulness": {"Correctness": 0.5}}})))
+        res = radar_cli("audit", cfg, "--out", tmp_path / finish, "--quiet", "--no-report")
+        assert res.returncode == 0, res.stderr
+        tables[finish] = (tmp_path / finish / "scores.csv").read_text()
+    assert tables["batch"] == tables["shuffled"] and tables["batch"].count("\n") == 1 + 40 * 5
+
+
+def test_sigkill_mid_stream_keeps_every_stored_verdict_and_resume_plans_only_the_rest(tmp_path):
+    cfg_path = tmp_path / "audit.yaml"
+    cfg_path.write_text(yaml.safe_dump(planted_config(options={"finish": "shuffled", "delay_s": 0.02})))
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "radar_local.cli", "audit", str(cfg_path), "--out", str(run), "--quiet", "--no-report"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not ((run / SCORES).exists() and len((run / SCORES).read_bytes().splitlines()) >= 20):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    kept = records(run / SCORES)
+    assert 20 <= len(kept) < 200  # killed mid-stage, every stored line whole
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    done = records(run / SCORES)
+    assert len(done) == len({r["key"] for r in done}) == 200 and done[: len(kept)] == kept
+    info = json.loads((run / "run.json").read_text())
+    assert info["stages"]["score"]["calls"] == 200 - len(kept)  # exactly the unfinished requests were planned

@@ -6,11 +6,13 @@ from pathlib import Path
 
 import click
 
-from radar_local.cli.options import ray_option, with_ray
+from radar_local.cli.options import ray_option, verbose_option, with_ray
+from radar_local.quiet import engine_output_to
 
 
 def run_options(fn):
     fn = ray_option(fn)
+    fn = verbose_option(fn)
     fn = click.option("--quiet", is_flag=True, help="No progress output.")(fn)
     fn = click.option("--out", type=click.Path(path_type=Path), help="Run directory (default: the config's `out`).")(fn)
     return click.argument("config_path", metavar="CONFIG", type=click.Path(path_type=Path))(fn)
@@ -32,13 +34,16 @@ def _create(config_path: Path, out: Path | None, ray_address: str | None):
 @click.command()
 @run_options
 @click.option("--no-report", is_flag=True, help="Skip report.html / report.md.")
-def audit(config_path: Path, out: Path | None, quiet: bool, ray_address: str | None, no_report: bool) -> None:
+def audit(config_path: Path, out: Path | None, quiet: bool, verbose: bool, ray_address: str | None,
+          no_report: bool) -> None:
     """Generate probes, score them, print the audit and write the report. Re-running resumes: stored
     calls are skipped."""
     from radar_local.report.console import print_audit, print_run
 
     run = _create(config_path, out, ray_address)
-    print_audit(run.audit(progress=not quiet))
+    with engine_output_to(run.engine_log, verbose):
+        result = run.audit(progress=not quiet)
+    print_audit(result)
     print_run(run)
     if not no_report:
         click.echo(f"Report: {run.report() / 'report.html'}")
@@ -46,14 +51,15 @@ def audit(config_path: Path, out: Path | None, quiet: bool, ray_address: str | N
 
 @click.command()
 @run_options
-def generate(config_path: Path, out: Path | None, quiet: bool, ray_address: str | None) -> None:
+def generate(config_path: Path, out: Path | None, quiet: bool, verbose: bool, ray_address: str | None) -> None:
     """Stage 1 only: generate and store the probes."""
     from radar_local.run import EnginePool
 
     run = _create(config_path, out, ray_address)
     pool = EnginePool(run.config.cluster)
-    try:
-        stats = run.generate(pool, progress=not quiet)
-    finally:
-        pool.close()
+    with engine_output_to(run.engine_log, verbose):
+        try:
+            stats = run.generate(pool, progress=not quiet)
+        finally:
+            pool.close()
     click.echo(f"{len(run.store.probes)} probes stored in {run.root} ({stats['calls']} generated now)")

@@ -42,6 +42,11 @@ def stats_options(fn):
     return fn
 
 
+def verbose_option(fn):
+    return click.option("--verbose", is_flag=True, help="Stream vLLM's, torch's and transformers' own output to the "
+                        "console (default: the run directory's engine.log; also RADAR_LOG=debug).")(fn)
+
+
 def ray_option(fn):
     return click.option("--ray", "ray_address", metavar="ADDRESS",
                         help="Run on a Ray cluster: auto, host:port, or local (overrides the config's cluster.ray).")(fn)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from radar_local.cli.options import ray_option, with_ray
+from radar_local.cli.options import ray_option, verbose_option, with_ray
 
 
 def parse_option(value: str) -> tuple[str, object]:
@@ -25,14 +25,16 @@ def parse_option(value: str) -> tuple[str, object]:
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Engine option (repeatable).")
 @click.option("--name", help="Verifier label in the score table (default: the model's name).")
 @click.option("--quiet", is_flag=True)
+@verbose_option
 @ray_option
-def score(run_dir: Path, verifier_arg: str, options: tuple[str, ...], name: str | None, quiet: bool,
+def score(run_dir: Path, verifier_arg: str, options: tuple[str, ...], name: str | None, quiet: bool, verbose: bool,
           ray_address: str | None) -> None:
     """Score RUN_DIR's probes with another verifier; writes its stats next to the first."""
     from radar_local.config import ModelSpec
     from radar_local.errors import InputError
     from radar_local.report.console import print_audit
     from radar_local.rubric import parse_model
+    from radar_local.quiet import engine_output_to
     from radar_local.run import Run
 
     engine, sep, model = verifier_arg.partition(":")
@@ -44,7 +46,9 @@ def score(run_dir: Path, verifier_arg: str, options: tuple[str, ...], name: str 
 
     run = Run.open(run_dir, writer=True)
     pool = EnginePool(with_ray(run.config.cluster, ray_address))
-    try:
-        print_audit(run.rescore(spec, pool, progress=not quiet))
-    finally:
-        pool.close()
+    with engine_output_to(run.engine_log, verbose):
+        try:
+            result = run.rescore(spec, pool, progress=not quiet)
+        finally:
+            pool.close()
+    print_audit(result)

@@ -24,10 +24,12 @@ import math
 import random
 import re
 import time
+from collections.abc import Iterator
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.engines.base import BatchStream, Completion, EngineStats
+from radar_local.engines.base import BatchStream, Completion, EngineStats, Finished
 from radar_local.prompts import Messages
 from radar_local.scoring import SCORE_MAX, SCORE_MIN, SCORE_TOKENS, ScoreFormat
 
@@ -57,10 +59,23 @@ class PlantedEngine(BatchStream):
         noise: float = Field(0.0, ge=0, le=4, description="Spread (sd, Likert points) of the judge's belief")
         wording: bool = Field(False, description="Couple criteria through the words their descriptions share")
         edits: list[dict] = Field(default_factory=list, description="The scripted editor's answers, one per candidate")
+        finish: Literal["batch", "shuffled"] = Field(
+            "batch", description="shuffled: a stream yields answers one at a time in a seeded random order, as a "
+            "continuously fed engine finishes them (delay_s before each score)")
 
     def __init__(self, model: str, options: Options | None = None):
         self.model = model
         self.options = options or self.Options()
+
+    def score_stream(self, prompts: list[Messages], *, fmt: ScoreFormat, chunk: int) -> Iterator[Finished]:
+        if self.options.finish == "batch":
+            yield from super().score_stream(prompts, fmt=fmt, chunk=chunk)
+            return
+        order = list(range(len(prompts)))
+        random.Random(len(prompts)).shuffle(order)  # answers finish in any order, never in request order
+        for i in order:
+            time.sleep(self.options.delay_s)
+            yield [(i, self.score([prompts[i]], fmt=fmt)[0])]
 
     def generate(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
                  seeds: list[int]) -> list[list[Completion]]:
