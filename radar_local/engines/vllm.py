@@ -151,14 +151,20 @@ class VLLMEngine:
         window, submitted, in_flight = max(1, 2 * self.max_num_seqs // per), 0, {}
         try:
             while submitted < len(prompts) or in_flight:
-                while submitted < len(prompts) and len(in_flight) < window:
-                    ids = self.prompt_token_ids(tokenizer, prompts[submitted])
+                batch = range(submitted, min(len(prompts), submitted + window - len(in_flight)))
+                token_ids = [self.prompt_token_ids(tokenizer, prompts[i]) for i in batch]
+                first = submitted == 0
+                if first:  # the first window is admitted as one batch, not as the requests happen to arrive
+                    engine.sleep(level=0, mode="keep")
+                for i, ids in zip(batch, token_ids):
                     self._floor += prompt_floor(ids, self.block_size, self._seen_blocks)
                     request_id = f"radar-{next(self._ids)}"
-                    params[submitted].output_kind = RequestOutputKind.FINAL_ONLY
-                    engine.add_request(request_id, TokensPrompt(prompt_token_ids=ids), params[submitted])
-                    in_flight[request_id] = submitted
-                    submitted += 1
+                    params[i].output_kind = RequestOutputKind.FINAL_ONLY
+                    engine.add_request(request_id, TokensPrompt(prompt_token_ids=ids), params[i])
+                    in_flight[request_id] = i
+                submitted += len(batch)
+                if first:
+                    engine.wake_up(tags=["scheduling"])
                 fed = len(in_flight) * per >= self.max_num_seqs  # the scheduler could run its limit this step
                 finished = [(in_flight.pop(o.request_id), o) for o in engine.step() if o.finished]
                 self._count_step(fed)
