@@ -1,8 +1,8 @@
 """Scale-out on a Ray cluster: replicas of one model, each a Ray actor holding our own `Engine`.
 
-`ClusterEngine` is an Engine: `Run` hands it the same chunks it hands a local engine, and it spreads
-each chunk over the replicas in small pieces, a piece to whichever replica is free (a fast replica
-takes more). Prompts, per-request seeds and the score constraint are built by the driver exactly as
+`ClusterEngine` is an Engine: `Run` hands it a whole stage, as it hands a local engine, and it spreads
+the stage over the replicas in pieces (`piece`, sized to keep a replica's scheduler busy), a piece to
+whichever replica is free (a fast replica takes more), each piece stored the moment it returns. Prompts, per-request seeds and the score constraint are built by the driver exactly as
 for one process, and the driver alone writes the store, so content keys, resume, fsync and the lock
 mean the same on a cluster. A replica that dies mid-piece (its node killed) is dropped and its piece
 goes to another; a replica that cannot start fails the command in one line naming its node.
@@ -18,11 +18,12 @@ import logging
 import os
 import time
 from collections import deque
+from collections.abc import Iterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.engines.base import BatchStream, Completion, EngineStats
+from radar_local.engines.base import Completion, EngineStats, Finished, FinishedSamples, in_order
 from radar_local.errors import MissingDependencyError, RadarError
 
 log = logging.getLogger("radar_local")
@@ -38,7 +39,8 @@ class ClusterSpec(BaseModel):
                                                        "or local (a Ray instance started in this process)")
     replicas: int | Literal["auto"] = Field("auto", description="Replicas per model; auto: as many as the resources hold")
     cpus_per_replica: float = Field(1, gt=0, description="CPUs a replica reserves (the whole replica on a CPU build)")
-    piece: int = Field(8, ge=1, description="Requests handed to a replica at a time")
+    piece: int = Field(64, ge=1, description="Requests handed to a replica at a time: enough to keep its scheduler "
+                       "busy, few enough that replicas share the end of a stage")
 
 
 def ray_module():
@@ -109,7 +111,7 @@ class Replica:
         self.engine.close()
 
 
-class ClusterEngine(BatchStream):
+class ClusterEngine:
     """The Engine interface over the replicas of one model."""
 
     def __init__(self, engine: str, model: str, options: dict[str, Any], spec: ClusterSpec):
@@ -154,15 +156,23 @@ class ClusterEngine(BatchStream):
                 self.close()
                 raise RadarError(f"replica {i + 1} of {self.model} could not start on {_node_of(exc)}: {_cause(exc)}") from None
 
-    # ---- the Engine interface ----
-    def generate(self, prompts, *, n: int, temperature: float, max_tokens: int, seeds: list[int]) -> list[list[Completion]]:
+    # ---- the Engine interface: a stage's requests are spread at once, each piece stored as it returns ----
+    def generate_stream(self, prompts, *, n: int, temperature: float, max_tokens: int, seeds: list[int],
+                        chunk: int = 0) -> Iterator[FinishedSamples]:
         return self._spread("generate", prompts, seeds, n=n, temperature=temperature, max_tokens=max_tokens)
 
+    def score_stream(self, prompts, *, fmt, chunk: int = 0) -> Iterator[Finished]:
+        return self._spread("score", prompts, None, fmt=fmt)
+
+    def generate(self, prompts, *, n: int, temperature: float, max_tokens: int, seeds: list[int]) -> list[list[Completion]]:
+        return in_order(self.generate_stream(prompts, n=n, temperature=temperature, max_tokens=max_tokens, seeds=seeds),
+                        len(prompts))
+
     def constrained(self, prompts, *, fmt, temperature: float = 0.0, seeds: list[int] | None = None) -> list[Completion]:
-        return self._spread("constrained", prompts, seeds, fmt=fmt, temperature=temperature)
+        return in_order(self._spread("constrained", prompts, seeds, fmt=fmt, temperature=temperature), len(prompts))
 
     def score(self, prompts, *, fmt) -> list[Completion]:
-        return self._spread("score", prompts, None, fmt=fmt)
+        return in_order(self.score_stream(prompts, fmt=fmt), len(prompts))
 
     def stats(self) -> EngineStats:
         ray = ray_module()
@@ -176,6 +186,9 @@ class ClusterEngine(BatchStream):
             return EngineStats()
         return EngineStats(sum(p.prefix_cache_queries for p in parts), sum(p.prefix_cache_hits for p in parts))
 
+    def settings(self) -> dict:
+        return {"replicas": len(self.alive), "piece": self.spec.piece}
+
     def close(self) -> None:
         ray = ray_module()
         for r in self.replicas:
@@ -186,13 +199,14 @@ class ClusterEngine(BatchStream):
         self.alive = set()
 
     # ---- scheduling ----
-    def _spread(self, method: str, prompts: list, seeds: list[int] | None, **kwargs) -> list:
-        """Pieces of `prompts` to free replicas; a piece lost with its replica goes to another."""
+    def _spread(self, method: str, prompts: list, seeds: list[int] | None, **kwargs) -> Iterator[list]:
+        """Pieces of `prompts` to free replicas, each yielded (with its indices) as it returns; a piece
+        lost with its replica goes to another."""
         ray = ray_module()
         size = max(1, min(self.spec.piece, -(-len(prompts) // len(self.alive))))  # every replica gets work
         pieces = [(i, prompts[i : i + size], seeds[i : i + size] if seeds is not None else None)
                   for i in range(0, len(prompts), size)]
-        queue, results = deque(range(len(pieces))), {}
+        queue = deque(range(len(pieces)))
         idle, running = deque(sorted(self.alive)), {}
         idle.rotate(-self._turn)  # successive small calls start on successive replicas
         self._turn += 1
@@ -215,10 +229,9 @@ class ClusterEngine(BatchStream):
                     self._lose(replica, exc, f"its {len(pieces[k][1])} requests go to another replica")
                     queue.appendleft(k)
                     continue
-                results[k] = out
                 self._count(replica, out, seconds)
                 idle.append(replica)
-        return [c for k in range(len(pieces)) for c in results[k]]
+                yield list(enumerate(out, pieces[k][0]))
 
     def _lose(self, replica: int, exc: Exception, then: str) -> None:
         self.alive.discard(replica)
