@@ -156,10 +156,11 @@ class Run:
         config, store = self.config, self.store
         requests = self.plan.score_requests(self.probes(), verifier)
         self.register_verifier(verifier)
-        todo = prefix_order([r for r in requests if r.key not in store.scores], config.layout)
+        todo = [r for r in requests if r.key not in store.scores]
         meter = StageMeter(requests=len(requests), layout=config.layout, mode=config.scoring.mode)
         if todo:
             engine = pool.get(verifier)
+            todo = prefix_order(todo, config.layout, admitted_per_step(engine.settings()))
             with meter.running(engine), stage_progress(f"score ({verifier.label})", len(todo), progress) as advance:
                 for finished in engine.score_stream([r.messages for r in todo], fmt=config.scoring, chunk=config.batch_size):
                     store.add_scores([_score_record(todo[i], c, verifier.label) for i, c in finished])
@@ -290,18 +291,33 @@ class Run:
         return write_report(self, verifier, Path(out) if out else self.report_dir(verifier))
 
 
-def prefix_order(todo: list, layout: str) -> list:
-    """Prefix-shared layout: one verdict of every probe first, then the other K-1, so each probe's shared
-    blocks are in the prefix cache before its other verdicts are admitted (requests admitted in the same
-    step cannot share). The engine admits in submission order, so the order does it, not a barrier."""
+def prefix_order(todo: list, layout: str, stagger: int = 32) -> list:
+    """Prefix-shared layout: each probe's first verdict `stagger` requests ahead of its other K-1, so
+    its shared blocks are computed and cached before they are admitted (requests admitted in the same
+    step cannot share), yet close enough behind that a finite KV cache still holds them. The engine
+    admits in submission order, so the order does it, not a barrier. `stagger` is at least the number
+    of prompts an engine step admits."""
     if layout != "prefix-shared":
         return todo
-    seen: set[str] = set()
-    first, rest = [], []
+    groups: dict[str, list] = {}
     for r in todo:
-        (rest if r.probe_key in seen else first).append(r)
-        seen.add(r.probe_key)
-    return first + rest
+        groups.setdefault(r.probe_key, []).append(r)
+    probes = list(groups.values())
+    out = []
+    for i, verdicts in enumerate(probes):
+        out.append(verdicts[0])
+        if i >= stagger:
+            out += probes[i - stagger][1:]
+    for verdicts in probes[max(0, len(probes) - stagger):]:
+        out += verdicts[1:]
+    return out
+
+
+def admitted_per_step(settings: dict) -> int:
+    """At most how many verdict prompts (256 tokens or more) one engine step admits: its token budget's
+    worth, or its sequence limit where that is lower."""
+    budget = settings.get("max_num_batched_tokens") or 8192
+    return max(1, min(settings.get("max_num_seqs") or budget, budget // 256))
 
 
 class StageMeter:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from radar_local.config import load_config, resolve_inputs, with_absolute_paths
 from radar_local.hardware import cpu_info
-from radar_local.run import EnginePool, Run, prefix_order
+from radar_local.run import EnginePool, Run, admitted_per_step, prefix_order
 
 REPO = Path(__file__).resolve().parents[1]
 MIN_RATIO = 0.97  # each stage's throughput against the one-call ceiling
@@ -72,9 +72,11 @@ def stage_rows(cfg, tmp: Path, pool: EnginePool) -> dict:
     from vllm.sampling_params import StructuredOutputsParams
 
     run = Run.create(cfg, tmp / "run", REPO)
-    gen = run.generate(pool, progress=False)
-    engine = pool.get(cfg.generator)
     requests = run.plan.generation_requests()
+    engine = pool.get(cfg.generator)
+    warm = [r.messages for r in requests][: 2 * engine.max_num_seqs]  # a fresh engine's first batches are slow
+    engine.generate(warm, n=1, temperature=0.9, max_tokens=16, seeds=list(range(len(warm))))
+    gen = run.generate(pool, progress=False)
     params = [SamplingParams(n=r.n, temperature=cfg.generation.temperature, max_tokens=cfg.generation.max_new_tokens,
                              seed=r.seed) for r in requests]
     gen["ceiling_seconds"] = round(bare_generate(engine, [r.messages for r in requests], params), 3)
@@ -82,7 +84,8 @@ def stage_rows(cfg, tmp: Path, pool: EnginePool) -> dict:
     engine = pool.get(cfg.verifier)
     engine.llm.reset_prefix_cache()
     score = run.score(cfg.verifier, pool, progress=False)
-    ordered = prefix_order(run.plan.score_requests(run.probes(), cfg.verifier), cfg.layout)
+    ordered = prefix_order(run.plan.score_requests(run.probes(), cfg.verifier), cfg.layout,
+                           admitted_per_step(engine.settings()))  # the order radar submitted
     constraint = SamplingParams(temperature=0.0, max_tokens=cfg.scoring.max_tokens,
                                 structured_outputs=StructuredOutputsParams(regex=cfg.scoring.regex))
     score["ceiling_seconds"] = round(bare_generate(engine, [r.messages for r in ordered], constraint), 3)
@@ -118,7 +121,7 @@ def long_generation(cfg, pool: EnginePool, count: int, chunk: int) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", type=Path, default=REPO / "configs" / "quickstart.yaml")
-    ap.add_argument("--seqs", type=int, default=64, help="max_num_seqs for the stage measurements (the limit binds)")
+    ap.add_argument("--seqs", type=int, default=32, help="max_num_seqs for the stage measurements (the limit binds)")
     ap.add_argument("--long", type=int, default=96, help="requests in the long-generation workload (0: skip)")
     ap.add_argument("--tasks", type=int, default=None, help="Only the first N tasks (a quick check)")
     ap.add_argument("--skip-dtype", action="store_true")

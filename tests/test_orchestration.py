@@ -50,7 +50,9 @@ def test_prefix_order_submits_each_probe_once_before_its_other_criteria():
     from radar_local.plan import ScoreRequest
 
     reqs = [ScoreRequest(f"{p}{c}", p, c, []) for p in ("p1", "p2", "p3") for c in ("a", "b")][:5]
-    assert [r.key for r in prefix_order(reqs, "prefix-shared")] == ["p1a", "p2a", "p3a", "p1b", "p2b"]
+    assert [r.key for r in prefix_order(reqs, "prefix-shared", stagger=8)] == ["p1a", "p2a", "p3a", "p1b", "p2b"]
+    # one probe apart: p1's other verdicts follow p2's first, p2's follow p3's first
+    assert [r.key for r in prefix_order(reqs, "prefix-shared", stagger=1)] == ["p1a", "p2a", "p1b", "p3a", "p2b"]
     assert prefix_order(reqs, "paper") == reqs
 
 
