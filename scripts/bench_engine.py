@@ -43,7 +43,7 @@ def bare_generate(engine, prompts, params) -> float:
 
     tok = engine.llm.get_tokenizer()
     ids = [TokensPrompt(prompt_token_ids=engine.prompt_token_ids(tok, m)) for m in prompts]
-    engine.llm.reset_prefix_cache()
+    engine.reset_prefix_cache()
     start = time.monotonic()
     engine.llm.generate(ids, params, use_tqdm=False)
     return time.monotonic() - start
@@ -76,13 +76,14 @@ def stage_rows(cfg, tmp: Path, pool: EnginePool) -> dict:
     engine = pool.get(cfg.generator)
     warm = [r.messages for r in requests][: 2 * engine.max_num_seqs]  # a fresh engine's first batches are slow
     engine.generate(warm, n=1, temperature=0.9, max_tokens=16, seeds=list(range(len(warm))))
+    engine.reset_prefix_cache()
     gen = run.generate(pool, progress=False)
     params = [SamplingParams(n=r.n, temperature=cfg.generation.temperature, max_tokens=cfg.generation.max_new_tokens,
                              seed=r.seed) for r in requests]
     gen["ceiling_seconds"] = round(bare_generate(engine, [r.messages for r in requests], params), 3)
 
     engine = pool.get(cfg.verifier)
-    engine.llm.reset_prefix_cache()
+    engine.reset_prefix_cache()
     score = run.score(cfg.verifier, pool, progress=False)
     ordered = prefix_order(run.plan.score_requests(run.probes(), cfg.verifier), cfg.layout,
                            admitted_per_step(engine.settings()))  # the order radar submitted
@@ -103,12 +104,12 @@ def long_generation(cfg, pool: EnginePool, count: int, chunk: int) -> dict:
     engine = pool.get(cfg.generator)
     kw = {"n": 1, "temperature": 0.9, "max_tokens": 800}
     out = {"requests": count, "chunk": chunk}
-    engine.llm.reset_prefix_cache()
+    engine.reset_prefix_cache()
     start = time.monotonic()
     for s in range(0, count, chunk):  # the loop before the feed: each chunk waits for its longest request
         engine.generate(prompts[s : s + chunk], seeds=seeds[s : s + chunk], **kw)
     out["chunked_seconds"] = round(time.monotonic() - start, 2)
-    engine.llm.reset_prefix_cache()
+    engine.reset_prefix_cache()
     start, tokens = time.monotonic(), []
     for finished in engine.generate_stream(prompts, seeds=seeds, chunk=chunk, **kw):
         tokens += [cs[0].output_tokens for _, cs in finished]

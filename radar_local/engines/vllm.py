@@ -137,6 +137,11 @@ class VLLMEngine:
     def settings(self) -> dict:
         return dict(self._settings)
 
+    def reset_prefix_cache(self) -> None:
+        """A cold cache, and a floor that counts from here (benchmarks compare stages from cold)."""
+        self.llm.reset_prefix_cache()
+        self._seen_blocks.clear()
+
     # ---- the continuous feed: one long-lived engine loop, answers yielded as they finish ----
     def _stream(self, prompts: list[Messages], params: "list[SamplingParams]") -> "Iterator[list[tuple[int, RequestOutput]]]":
         """Keep the scheduler full: submit in order while fewer than twice `max_num_seqs` requests are
