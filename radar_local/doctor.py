@@ -111,6 +111,7 @@ def _size(path: Path) -> int:
 
 def check_models(problems: list[str], default: str = "smollm2-135m") -> list[dict]:
     from radar_local.errors import ModelNotFoundError
+    from radar_local.hardware import checkpoint_dtype
     from radar_local.models import resolve
 
     rows = []
@@ -124,9 +125,8 @@ def check_models(problems: list[str], default: str = "smollm2-135m") -> list[dic
                 problems.append(f"the embedded model is missing: {exc}")
             rows.append(row)
             continue
-        config = json.loads((path / "config.json").read_text())
         row.update(on_disk=True, path=str(path), size_gib=round(_size(path) / GIB, 3),
-                   dtype=config.get("torch_dtype") or config.get("dtype"), checksum=verify(name) if path.parent == models_dir() else None)
+                   dtype=checkpoint_dtype(path), checksum=verify(name) if path.parent == models_dir() else None)
         if row["checksum"] is False:
             problems.append(f"{name} at {path} does not match the checksum recorded when it was fetched: "
                             f"rm -r {path} && radar models fetch {name}")

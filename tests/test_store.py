@@ -108,7 +108,7 @@ def test_a_lock_left_by_a_killed_process_does_not_block(tmp_path):
 @pytest.mark.parametrize("sig,code,word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")])
 def test_a_signal_mid_stage_leaves_whole_records_and_resumes(tmp_path, sig, code, word):
     cfg_path = tmp_path / "audit.yaml"
-    cfg_path.write_text(yaml.safe_dump(planted_config(batch_size=2, options={"delay_s": 0.2})))
+    cfg_path.write_text(yaml.safe_dump(planted_config(batch_size=2, options={"delay_s": 0.05})))
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "radar_local.cli", "audit", str(cfg_path), "--out", str(run), "--quiet", "--no-report"]
     # A shell that runs the suite in the background hands its children SIGINT ignored; Ctrl-C's default back.
@@ -164,19 +164,19 @@ def test_disk_full_is_one_line_and_keeps_what_was_stored(tmp_path, small_disk):
 
 def test_verdicts_finishing_out_of_order_are_stored_under_their_own_requests(tmp_path):
     """A continuously fed engine finishes answers in any order; each is stored as the answer to its request."""
+    from radar_local.run import run_audit
+
     tables = {}
     for finish in ("batch", "shuffled"):
-        cfg = tmp_path / f"{finish}.yaml"
-        cfg.write_text(yaml.safe_dump(planted_config(options={"finish": finish, "coupling": {"Helpfulness": {"Correctness": 0.5}}})))
-        res = radar_cli("audit", cfg, "--out", tmp_path / finish, "--quiet", "--no-report")
-        assert res.returncode == 0, res.stderr
+        cfg = planted_config(options={"finish": finish, "coupling": {"Helpfulness": {"Correctness": 0.5}}})
+        run_audit(cfg, tmp_path / finish, base=REPO)
         tables[finish] = (tmp_path / finish / "scores.csv").read_text()
     assert tables["batch"] == tables["shuffled"] and tables["batch"].count("\n") == 1 + 40 * 5
 
 
 def test_sigkill_mid_stream_keeps_every_stored_verdict_and_resume_plans_only_the_rest(tmp_path):
     cfg_path = tmp_path / "audit.yaml"
-    cfg_path.write_text(yaml.safe_dump(planted_config(options={"finish": "shuffled", "delay_s": 0.02})))
+    cfg_path.write_text(yaml.safe_dump(planted_config(options={"finish": "shuffled", "delay_s": 0.005})))
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "radar_local.cli", "audit", str(cfg_path), "--out", str(run), "--quiet", "--no-report"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -27,12 +27,13 @@ class TransformersEngine(BatchStream):
         batch_size: int = Field(16, ge=1, description="Prompts per scoring batch")
 
     def __init__(self, model: str, options: Options | None = None):
+        self.model = model
+        self.options = options or self.Options()
+        self.path, _ = resolve(model)  # a missing model is one line before torch's seconds of import
+
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        self.model = model
-        self.options = options or self.Options()
-        self.path, _ = resolve(model)
         device = self.options.device
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -48,7 +49,7 @@ class TransformersEngine(BatchStream):
         self._processors: dict[str, object] = {}
 
     def _encode(self, prompts: list[Messages]) -> dict[str, "torch.Tensor"]:
-        texts = [self._render(m) for m in prompts]
+        texts = [self.tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in prompts]
         return self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
 
     def _completions(self, inputs, out_ids, per_prompt: int) -> list[Completion]:
@@ -110,16 +111,14 @@ class TransformersEngine(BatchStream):
 
     def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
         """Verdicts in batches of prompts of similar length (less padding), returned in request order."""
-        order = sorted(range(len(prompts)), key=lambda i: len(self._render(prompts[i])))
+        # the template adds the same text to every prompt, so content length orders them as tokens do
+        order = sorted(range(len(prompts)), key=lambda i: sum(len(m["content"]) for m in prompts[i]))
         ranked = [prompts[i] for i in order]
         answers = self._expected_scores(ranked) if fmt.expected else self.constrained(ranked, fmt=fmt)
         out: list[Completion] = [None] * len(prompts)  # type: ignore[list-item]
         for i, answer in zip(order, answers):
             out[i] = answer
         return out
-
-    def _render(self, messages: Messages) -> str:
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     def _expected_scores(self, prompts: list[Messages]) -> list[Completion]:
         """One forward pass per batch: the log-probabilities of the score tokens at the answer's first position."""
