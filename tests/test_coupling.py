@@ -8,7 +8,9 @@ from hypothesis.extra.numpy import arrays
 
 from radar_local.scores import probe_matrix
 from radar_local.stats.audit import audit_cell
-from radar_local.stats.bootstrap import Strata, percentile_ci, resample_means
+from radar_local.stats.bootstrap import Strata
+from radar_local.stats.exact import exact_point
+from radar_local.stats.intervals import intervals
 from radar_local.stats.coupling import coupling, global_summaries, leakage
 from tests.conftest import probes, table
 
@@ -113,29 +115,29 @@ def test_sym_is_symmetric_and_asym_nonnegative(means):
     assert np.all(np.nan_to_num(c.asym) >= 0)
 
 
-@settings(max_examples=25, deadline=None)
-@given(st.integers(0, 2**32 - 1))
-def test_bootstrap_interval_brackets_point_estimate(seed):
-    from radar_local.synthetic import HELPSTEER2_PLANTED, planted_table
-
-    crit = ["helpfulness", "correctness", "coherence", "complexity", "verbosity"]
-    df = planted_table(crit, ["t1", "t2"], HELPSTEER2_PLANTED, n=6, seed=seed)
-    strata = Strata.from_probes(probe_matrix(df, crit, "sim-generator", "sim-verifier"))
-    point = coupling(strata.means())
-    ci = percentile_ci(coupling(resample_means(strata, 200, seed)).leakage)
-    ok = ~np.isnan(point.leakage[0])
-    assert np.all(ci[..., 0][ok] <= point.leakage[0][ok] + 1e-12)
-    assert np.all(point.leakage[0][ok] <= ci[..., 1][ok] + 1e-12)
+def test_bootstrap_draws_one_less_than_each_stratum_holds():
+    """Rao-Wu with m = n - 1: a resampled stratum mean has the unbiased variance s^2/n, where n draws
+    give (n-1)/n of it. Two probes per stratum: a replicate is one of them, so the + mean is 1.0 or 0.5
+    (variance 1/16 = s^2/n), never their average."""
+    strata = Strata.from_probes(probe_matrix(table(probes("t", "a", "+", [{"a": 4}, {"a": 2}])
+                                                   + probes("t", "a", "-", [{"a": 0}, {"a": 0}])), ["a"], "g", "v"))
+    iv = intervals(strata, exact_point(strata), 0.4, 400, seed=1)
+    assert iv.df.tolist() == [2.0]  # 4 probes on a's own criterion minus its 2 strata
+    assert iv.self_effect[0].tolist() == [0.5, 1.0]  # t(2) tails: the extreme replicates
+    w = strata.bootstrap_weights(np.random.default_rng(0), 1000)
+    assert set(w.sum(axis=1)) == {2.0} and set(w[:, :2].sum(axis=1)) == {1.0}
 
 
 def test_bootstrap_is_seeded_and_stratified(two_criteria_table):
     strata = Strata.from_probes(probe_matrix(two_criteria_table, ["a", "b"], "g", "v"))
-    np.testing.assert_array_equal(resample_means(strata, 50, seed=3), resample_means(strata, 50, seed=3))
+    exact = exact_point(strata)
+    first, again = intervals(strata, exact, 0.4, 50, seed=3), intervals(strata, exact, 0.4, 50, seed=3)
+    np.testing.assert_array_equal(first.leakage, again.leakage)
     w = strata.bootstrap_weights(np.random.default_rng(0), 100)
-    # Every resample redraws exactly as many probes as each stratum holds, from that stratum only.
+    # Every resample redraws one probe less than each stratum holds, from that stratum only.
     for rows, size in zip(strata.slices(), strata.sizes):
-        np.testing.assert_array_equal(w[:, rows].sum(axis=1), size)
-    assert w.sum(axis=1).tolist() == [8.0] * 100 and len(set(map(bytes, w))) > 1
+        np.testing.assert_array_equal(w[:, rows].sum(axis=1), size - 1)
+    assert w.sum(axis=1).tolist() == [4.0] * 100 and len(set(map(bytes, w))) > 1
 
 
 def test_subsets_draw_distinct_probes_per_stratum(two_criteria_table):

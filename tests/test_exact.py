@@ -2,6 +2,7 @@
 full-sample row, gating reasons and unscored warnings (issue 7, part 1)."""
 
 import json
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -14,7 +15,7 @@ from radar_local.cli.main import cli
 from radar_local.scores import COLUMNS, probe_matrix, validate_scores
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.bootstrap import Strata
-from radar_local.stats.coupling import coupling
+from radar_local.stats.exact import resample_decisions
 from tests.conftest import probes, table
 
 TAU = Fraction(2, 5)
@@ -56,8 +57,10 @@ def test_gate_passes_at_exactly_tau_and_fails_just_below(scale, offset):
         at = gen.startswith("at")
         assert r["reliable"]["a"] is at, (gen, r["self_effect"]["a"])
         assert (r["pairs"][0]["flags"] == ["gated"]) is not at
-        # The resampling path (bootstrap, budget) gates the same values alike.
-        assert bool(coupling(Strata.from_probes(pm).means(), 0.4).reliable[0, 0]) is at
+        # The budget's subsets are gated alike: here a "subset" of every probe.
+        strata = Strata.from_probes(pm)
+        every = np.ones((1, len(strata.scores)))
+        assert bool(resample_decisions(strata, every, 0.4)[1][0, 0]) is at
 
 
 def test_issue_example_keeps_its_pairs_and_globals():
@@ -131,3 +134,31 @@ def test_gating_reasons_and_unscored_warnings():
     }
     assert r["unscored"] == {"verdicts": 1, "verdicts_total": 18, "strata": 1, "strata_total": 6, "tasks": {"t1": 1}}
     assert len(r["warnings"]) == 2 and "1 of 6 strata" in r["warnings"][1] and "t1 (1)" in r["warnings"][1]
+
+
+def test_a_resample_equal_to_the_data_makes_the_datas_decisions():
+    """Two identical probes per stratum, a scored 2.37 (+) vs 0.77 (-): self-effect 0.4 in exact
+    arithmetic of the stored floats, so a passes. Every resample equals the data, so every interval is
+    the point and GlobalPos keeps a's row (float32 resampling gated a out: [0.39999998, ...])."""
+    rows = probes("t", "a", "+", [{"a": 2.37, "b": 3}] * 2) + probes("t", "a", "-", [{"a": 0.77, "b": 1}] * 2)
+    rows += probes("t", "b", "+", [{"a": 3, "b": 4}] * 2) + probes("t", "b", "-", [{"a": 1, "b": 0}] * 2)
+    r = stats_for_table(table(rows), "t.csv", n_bootstrap=200).to_json()
+    assert r["self_effect"]["a"] == 0.4 and r["reliable"] == {"a": True, "b": True}
+    assert r["self_effect_ci"] == {c: [v, v] for c, v in r["self_effect"].items()}
+    assert r["global"]["ci"] == {key: [r["global"][key]] * 2 for key in ("positive", "tension", "max_coupling")}
+    assert r["global"]["positive"] == 0.875  # (1.25 + 0.5) / 2: a's row counts
+    assert all(r["leakage_ci"][a][b] == [r["leakage"][a][b]] * 2 for a in "ab" for b in "ab")
+    pair = r["pairs"][0]
+    assert pair["ci"] == {"sym": [pair["sym"]] * 2, "asym": [pair["asym"]] * 2}
+
+
+@pytest.mark.parametrize("minus,reliable", [(0.77, True), (math.nextafter(0.77, 1), False)])
+def test_the_budgets_subsets_gate_at_exactly_tau(minus, reliable):
+    """Every subset of identical probes equals the data: its gate is the point estimate's, also one
+    float step below tau, where float arithmetic of the subset means cannot tell."""
+    rows = probes("t", "a", "+", [{"a": 2.37, "b": 3}] * 3) + probes("t", "a", "-", [{"a": minus, "b": 1}] * 3)
+    rows += probes("t", "b", "+", [{"a": 3, "b": 4}] * 3) + probes("t", "b", "-", [{"a": 1, "b": 0}] * 3)
+    r = stats_for_table(table(rows), "t.csv", n_bootstrap=0).to_json()
+    assert r["reliable"]["a"] is reliable
+    gated = [row for row in r["budget"] if row["n"] < 3]
+    assert gated and all((row["sym"][0]["defined"] == row["subsets"]) is reliable for row in gated)

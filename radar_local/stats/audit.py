@@ -12,11 +12,12 @@ import pandas as pd
 from radar_local.scores import ProbeMatrix, continuous_scores
 from radar_local.stats import baselines
 from radar_local.stats.agreement import agreement
-from radar_local.stats.bootstrap import Strata, percentile_ci, resample_means
+from radar_local.stats.bootstrap import Strata
 from radar_local.stats.budget import probe_budget
-from radar_local.stats.coupling import TAU, coupling, global_summaries
+from radar_local.stats.coupling import TAU, global_summaries
 from radar_local.stats.exact import exact_point
 from radar_local.stats.flags import DIRECTIONAL, Thresholds, pair_flags, upstream
+from radar_local.stats.intervals import METHOD, intervals
 from radar_local.stats.result import PAIR_COLUMNS, AuditResult, Gate
 
 
@@ -38,21 +39,14 @@ def audit_cell(
     strata = Strata.from_probes(pm)
     exact = exact_point(strata)
     point = exact.coupling(tau)
-    boot = coupling(resample_means(strata, n_bootstrap, seed), tau) if n_bootstrap else None
+    iv = intervals(strata, exact, tau, n_bootstrap, seed) if n_bootstrap else None
     pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
     ref_vec = None if reference is None else np.array([reference[frozenset((crit[a], crit[b]))] for a, b in pairs])
 
     se, lk, ok = point.self_effect[0], point.leakage[0], point.pair_reliable[0]
     glob = {key: v[0] for key, v in global_summaries(point).items()}
-    ci = {}
-    if boot is not None:
-        ci = {
-            "self_effect": percentile_ci(boot.self_effect),
-            "leakage": percentile_ci(boot.leakage),
-            "sym": percentile_ci(boot.sym),
-            "asym": percentile_ci(boot.asym),
-            "global": {key: percentile_ci(v) for key, v in global_summaries(boot).items()},
-        }
+    ci = {} if iv is None else {"self_effect": iv.self_effect, "leakage": iv.leakage, "sym": iv.sym, "asym": iv.asym,
+                                "global": iv.global_}
 
     pair_rows = []
     for idx, (a, b) in enumerate(pairs):
@@ -76,7 +70,8 @@ def audit_cell(
 
     result = AuditResult(
         generator=pm.generator, verifier=pm.verifier, criteria=crit, tasks=tasks, tau=tau,
-        bootstrap={"resamples": n_bootstrap, "seed": seed, "level": 0.95},
+        bootstrap={"resamples": n_bootstrap, "seed": seed, "level": 0.95, "method": METHOD,
+                   "df": None if iv is None else dict(zip(crit, iv.df.tolist()))},
         probes={"directed": int(pm.directed.sum()), "unconditioned": int((~pm.directed).sum()),
                 "min_per_stratum": int(strata.sizes.min()), "unscored_cells": int(np.isnan(pm.scores).sum()),
                 "score_values": "continuous" if continuous_scores(pm.scores) else "integer"},

@@ -1,9 +1,9 @@
-"""Stratified resampling of probes, vectorized: one gather and one segment-sum per chunk of resamples."""
+"""Probes grouped by stratum, and their stratified resampling weights (bootstrap counts, subsets)."""
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from radar_local.scoring import SCORE_MAX
 class Strata:
     """The directed probes of a cell grouped by (task, target, direction), as sorted arrays."""
 
-    scores: np.ndarray  # (P, K) normalized to [0, 1], float32 for the resamples, rows sorted by stratum
+    scores: np.ndarray  # (P, K) normalized to [0, 1], float64, rows sorted by stratum
     likert: np.ndarray  # (P, K) the same scores as read, float64 on the 0-4 scale, for the exact point estimate
     starts: np.ndarray  # (S,) first row of each stratum
     sizes: np.ndarray  # (S,)
@@ -24,7 +24,6 @@ class Strata:
     target: np.ndarray
     direction: np.ndarray
     shape: tuple[int, int]  # (T, K)
-    complete: bool  # no unscored cell: a faster path
 
     @classmethod
     def from_probes(cls, pm: ProbeMatrix) -> "Strata":
@@ -36,11 +35,16 @@ class Strata:
         sizes = np.diff(np.r_[starts, len(order)])
         first = order[starts]
         return cls(
-            scores=(pm.scores[order] / SCORE_MAX).astype(np.float32), likert=pm.scores[order], starts=starts, sizes=sizes,
+            scores=pm.scores[order] / SCORE_MAX, likert=pm.scores[order], starts=starts, sizes=sizes,
             task=pm.task[first], target=pm.target[first], direction=pm.direction[first],
             shape=(len(pm.tasks), len(pm.criteria)),
-            complete=not np.isnan(pm.scores[order]).any(),
         )
+
+    @cached_property
+    def integral(self) -> bool:
+        """Every score is an integer (reasoned verdicts), not an expected score."""
+        seen = self.likert[~np.isnan(self.likert)]
+        return bool((seen == np.round(seen)).all())
 
     def means(self, weights: np.ndarray | None = None) -> np.ndarray:
         """Stratum means as a (B, T, K, 2, K) tensor; NaN for strata with no scored probe.
@@ -49,59 +53,54 @@ class Strata:
         counts, or 0/1 for subsets); without it every observed probe counts once (B = 1).
         """
         if weights is None:
-            weights = np.ones((1, len(self.scores)), np.float32)
-        filled, scored = np.nan_to_num(self.scores), (~np.isnan(self.scores)).astype(np.float32)
-        sums = np.empty((len(weights), len(self.sizes), self.scores.shape[1]))
+            weights = np.ones((1, len(self.scores)))
+        return self.tensor(self.weighted_means(self.scores, weights))
+
+    def weighted_means(self, values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """(B, S, K) weighted mean of `values` (P, K; NaN = unscored) within each stratum."""
+        filled, scored = np.nan_to_num(values), (~np.isnan(values)).astype(float)
+        sums = np.empty((len(weights), len(self.sizes), values.shape[1]))
         counts = np.empty_like(sums)
         for s, rows in enumerate(self.slices()):  # one small matmul per stratum, not per row
             sums[:, s] = weights[:, rows] @ filled[rows]
             counts[:, s] = weights[:, rows] @ scored[rows]
         with np.errstate(invalid="ignore", divide="ignore"):
-            strat = sums / counts
+            return sums / counts
+
+    def tensor(self, per_stratum: np.ndarray) -> np.ndarray:
+        """(B, S, K) per-stratum values as the (B, T, K, 2, K) tensor of stats/coupling.py; NaN where no stratum."""
         t, k = self.shape
-        out = np.full((len(weights), t, k, 2, k), np.nan)
-        out[:, self.task, self.target, self.direction, :] = strat
+        out = np.full((len(per_stratum), t, k, 2, k), np.nan)
+        out[:, self.task, self.target, self.direction, :] = per_stratum
         return out
+
+    def resample(self, weights: np.ndarray) -> "Strata":
+        """The probes repeated as often as one row of integer weights says, as strata of their own."""
+        keep = np.repeat(np.arange(len(weights)), weights.astype(int))
+        sizes = np.array([int(weights[rows].sum()) for rows in self.slices()])
+        return Strata(scores=self.scores[keep], likert=self.likert[keep], starts=np.r_[0, np.cumsum(sizes)[:-1]],
+                      sizes=sizes, task=self.task, target=self.target, direction=self.direction, shape=self.shape)
 
     def slices(self) -> list[slice]:
         return [slice(a, a + n) for a, n in zip(self.starts, self.sizes)]
 
-    def bootstrap_weights(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        """(n, P) resampling counts: each stratum's probes redrawn with replacement from that stratum."""
-        w = np.empty((n, len(self.scores)), np.float32)
+    def bootstrap_weights(self, rng: np.random.Generator, n: int, small_sample: bool = True) -> np.ndarray:
+        """(n, P) resampling counts: each stratum's probes redrawn with replacement from that stratum,
+        n_h - 1 draws of its n_h probes (Rao & Wu 1988 with m_h = n_h - 1, so a resampled mean has the
+        unbiased variance s_h^2 / n_h, not the plug-in (n_h - 1)/n_h of it), or n_h with small_sample=False."""
+        w = np.zeros((n, len(self.scores)))
         for rows, size in zip(self.slices(), self.sizes):
-            draws = rng.integers(0, size, (n, size)) + np.arange(n)[:, None] * size
-            w[:, rows] = np.bincount(draws.ravel(), minlength=n * size).reshape(n, size)
+            draws = max(size - 1, 1) if small_sample else size
+            picks = rng.integers(0, size, (n, draws)) + np.arange(n)[:, None] * size
+            w[:, rows] = np.bincount(picks.ravel(), minlength=n * size).reshape(n, size)
         return w
 
     def subset_weights(self, rng: np.random.Generator, n: int, per_stratum: int) -> np.ndarray:
         """(n, P) 0/1 weights selecting `per_stratum` distinct probes from every stratum."""
         if per_stratum > self.sizes.min():
             raise ValueError(f"per_stratum={per_stratum} exceeds the smallest stratum ({self.sizes.min()})")
-        w = np.zeros((n, len(self.scores)), np.float32)
+        w = np.zeros((n, len(self.scores)))
         for rows, size in zip(self.slices(), self.sizes):
             chosen = np.argsort(rng.random((n, size)), axis=1)[:, :per_stratum]
             np.put_along_axis(w[:, rows], chosen, 1.0, axis=1)
         return w
-
-
-def resample_means(strata: Strata, n_resamples: int, seed: int, chunk: int = 100) -> np.ndarray:
-    """Bootstrap stratum means, (n_resamples, T, K, 2, K), in chunks to bound memory."""
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be positive, got {n_resamples}")
-    rng = np.random.default_rng(seed)
-    parts = []
-    for start in range(0, n_resamples, chunk):
-        parts.append(strata.means(strata.bootstrap_weights(rng, min(chunk, n_resamples - start))))
-    return np.concatenate(parts)
-
-
-def percentile_ci(samples: np.ndarray, level: float = 0.95) -> np.ndarray:
-    """Percentile interval over axis 0; the last axis of the result is (low, high)."""
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1), got {level}")
-    alpha = (1 - level) / 2
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        lo, hi = np.nanpercentile(samples, [100 * alpha, 100 * (1 - alpha)], axis=0)
-    return np.stack([lo, hi], axis=-1)

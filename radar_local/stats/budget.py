@@ -7,6 +7,7 @@ import numpy as np
 from radar_local.stats.agreement import agreement
 from radar_local.stats.bootstrap import Strata
 from radar_local.stats.coupling import Coupling, coupling
+from radar_local.stats.exact import resample_decisions
 
 BUDGETS = (1, 2, 3, 4, 5, 10)
 
@@ -33,8 +34,11 @@ def probe_budget(
     rows = []
     smallest = int(strata.sizes.min())
     for n in [n for n in budgets if n < smallest]:
-        rows.append({"n": n, "subsets": n_subsets,
-                     **_summary(coupling(strata.means(strata.subset_weights(rng, n_subsets, n)), tau), a, b, reference)})
+        weights = strata.subset_weights(rng, n_subsets, n)
+        means = strata.means(weights)
+        positive, reliable = resample_decisions(strata, weights, tau)
+        subsets = coupling(means, tau, positive=positive, reliable=reliable)
+        rows.append({"n": n, "subsets": n_subsets, **_summary(subsets, a, b, reference)})
     rows.append({"n": smallest, "subsets": 1, "all_probes": True, **_summary(full, a, b, reference)})
     return rows
 

@@ -14,9 +14,6 @@ from dataclasses import dataclass
 import numpy as np
 
 TAU = 0.40
-# Resampled estimates (bootstrap, budget) are floats; the gate allows them this rounding slack, far
-# below one Likert step. The point estimate is gated exactly (stats/exact.py).
-GATE_SLACK = 1e-9
 
 
 def _nanmean(x: np.ndarray, axis: int) -> np.ndarray:
@@ -44,16 +41,18 @@ def self_effect(means: np.ndarray) -> np.ndarray:
     return np.diagonal(gen_coupling(means), axis1=-2, axis2=-1)
 
 
-def leakage(means: np.ndarray) -> np.ndarray:
+def leakage(means: np.ndarray, positive: np.ndarray | None = None) -> np.ndarray:
     """Leakage(C_i -> C_j) = GenCoupling / SelfEffect per task (eq. 2, 9). Shape (..., T, K, K).
 
     A row is undefined (NaN) in a task where the source's self-effect is not positive: zero
     cannot be normalized against, and a negative one is a failed intervention (§3.4.3).
+    `positive` (..., T, K) is that decision made elsewhere, exactly; without it, the floats decide.
     """
     gc = gen_coupling(means)
-    se = np.diagonal(gc, axis1=-2, axis2=-1)[..., None]
+    se = np.diagonal(gc, axis1=-2, axis2=-1)
+    ok = (se > 0 if positive is None else positive)[..., None]
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(se > 0, gc / np.where(se > 0, se, 1.0), np.nan)
+        return np.where(ok, gc / np.where(ok, se[..., None], 1.0), np.nan)
 
 
 @dataclass(frozen=True)
@@ -83,11 +82,16 @@ class Coupling:
         return self.reliable[..., :, None] & self.reliable[..., None, :]
 
 
-def coupling(means: np.ndarray, tau: float = TAU) -> Coupling:
-    """All directional quantities from stratum means, aggregated over tasks (eq. 1-6)."""
+def coupling(means: np.ndarray, tau: float = TAU, *, positive: np.ndarray | None = None,
+             reliable: np.ndarray | None = None) -> Coupling:
+    """All directional quantities from stratum means, aggregated over tasks (eq. 1-6).
+
+    The decisions against thresholds, `positive` (see leakage) and `reliable` (..., K), come from the
+    caller where they must be exact (stats/exact.py, stats/intervals.py); without them the floats decide.
+    """
     if not 0 <= tau <= 1:
         raise ValueError(f"tau must lie in [0, 1], got {tau}")
-    by_task = leakage(means)
+    by_task = leakage(means, positive)
     se_t = self_effect(means)
     se = _nanmean(se_t, axis=-2)
     return Coupling(
@@ -96,7 +100,7 @@ def coupling(means: np.ndarray, tau: float = TAU) -> Coupling:
         leakage=_nanmean(by_task, axis=-3),
         leakage_sd=_nanstd(by_task, axis=-3),
         leakage_by_task=by_task,
-        reliable=np.nan_to_num(se, nan=-1.0) >= tau - GATE_SLACK,
+        reliable=np.nan_to_num(se, nan=-1.0) >= tau if reliable is None else reliable,
     )
 
 

@@ -11,6 +11,7 @@ Thresholds are taken as the decimals the user wrote: 0.4 means 2/5, not the bina
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from radar_local.scoring import SCORE_MAX
 from radar_local.stats.bootstrap import Strata
-from radar_local.stats.coupling import Coupling
+from radar_local.stats.coupling import Coupling, self_effect
 
 Q = Fraction | None  # an exact value, or None where it is undefined
 
@@ -63,9 +64,14 @@ class ExactPoint:
     self_effect: list[Q]  # [i], mean over the tasks where it is defined
     leakage: list[list[Q]]  # [i][j], eq. 5
     leakage_sd: list[list[float | None]]  # [i][j], eq. 6
+    means: list[list[list[list[Q]]]]  # [t][i][d][j], the normalized stratum means
 
     def reliable(self, tau: float) -> list[bool]:
         return [at_least(se, tau) for se in self.self_effect]
+
+    def positive(self) -> np.ndarray:
+        """(T, K): the source's self-effect in the task is positive, so its leakage row is defined."""
+        return np.array([[se is not None and se > 0 for se in row] for row in self.self_effect_by_task])
 
     def coupling(self, tau: float) -> Coupling:
         """The same estimate as float arrays with a batch axis of 1, each value correctly rounded."""
@@ -123,4 +129,29 @@ def exact_point(strata: Strata) -> ExactPoint:
         self_effect=[_mean([se_t[t][i] for t in range(t_count)]) for i in range(k)],
         leakage=[[_mean([leak_t[t][i][j] for t in range(t_count)]) for j in range(k)] for i in range(k)],
         leakage_sd=[[_sd([leak_t[t][i][j] for t in range(t_count)]) for j in range(k)] for i in range(k)],
+        means=means,
     )
+
+
+# A float64 stratum mean of scores in [0, 1] is off by at most a few units of 2^-53, and the
+# self-effect and its mean over tasks add a few more: far inside this margin.
+FLOAT_MARGIN = 1e-9
+
+
+def resample_decisions(strata: Strata, weights: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
+    """(positive (B, T, K), reliable (B, K)) of the resamples or subsets that integer `weights` (B, P)
+    select, exactly: floats decide where they lie beyond FLOAT_MARGIN of the threshold, the resample's
+    exact point estimate where they do not. With integer scores a stratum mean is a correctly rounded
+    ratio of exact integer sums, so the sign of a self-effect in a task is already exact in floats."""
+    se_t = self_effect(strata.means(weights))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        se = np.nanmean(se_t, axis=-2)
+    positive, reliable = np.nan_to_num(se_t) > 0, np.nan_to_num(se, nan=-1.0) >= tau
+    close = (np.abs(se - tau) <= FLOAT_MARGIN).any(axis=-1)
+    if not strata.integral:
+        close |= (np.abs(se_t) <= FLOAT_MARGIN).any(axis=(-2, -1))
+    for b in np.flatnonzero(close):
+        point = exact_point(strata.resample(weights[b]))
+        positive[b], reliable[b] = point.positive(), point.reliable(tau)
+    return positive, reliable
