@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -26,6 +27,7 @@ from radar_local.report.examples import pair_examples
 from radar_local.rubric import Criterion, Rubric
 from radar_local.run import EnginePool, Run
 from radar_local.scoring import SAFE_CHAR
+from radar_local.stats.correlation import pearson
 from radar_local.stats.flags import CLUSTER, DIRECTIONAL, TRADEOFF
 from radar_local.stats.result import AuditResult
 from radar_local.store import write_atomic
@@ -241,10 +243,8 @@ def summarize(result: AuditResult, intended: set[frozenset], reference: dict | N
     human = None
     if reference:
         shared = [(p["sym"], reference[frozenset((p["a"], p["b"]))]) for p in pairs if frozenset((p["a"], p["b"])) in reference]
-        if len(shared) >= 3:
-            import numpy as np
-
-            human = float(np.corrcoef(*zip(*shared))[0, 1])
+        if shared:
+            human = pearson(*map(np.array, zip(*shared)))
     return {
         "criteria": len(result.criteria), "reliable": int(result.reliable.sum()),
         "reliable_beyond_ci": all((se_ci.loc[c, "low"] if se_ci is not None else result.self_effect[c]) >= result.tau

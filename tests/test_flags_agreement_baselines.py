@@ -94,3 +94,70 @@ def test_constant_columns_give_undefined_not_zero():
     x = np.array([[1, 0], [1, 1], [1, 2], [1, 3]], float)
     assert np.isnan(synthetic_correlation(x)[0, 1])
     assert np.isnan(whitening_redundancy(x)[0, 1])
+
+
+def _audit_with_unconditioned(rows: list[list[int]], reference: list[float]) -> dict:
+    from radar_local.scores import probe_matrix
+    from radar_local.stats.audit import audit_cell
+    from tests.conftest import probes, table
+
+    crit = [f"c{j}" for j in range(len(rows[0]))]
+    directed = [p for c in crit for d, s in (("+", 4), ("-", 0))
+                for p in probes("t", c, d, [{x: (s if x == c else 2) for x in crit}] * 2)]
+    unconditioned = probes("t", "", "none", [dict(zip(crit, r)) for r in rows])
+    pm = probe_matrix(table(directed + unconditioned), crit, "g", "v")
+    pairs = [(a, b) for a in range(len(crit)) for b in range(a + 1, len(crit))]
+    ref = {frozenset((crit[a], crit[b])): v for (a, b), v in zip(pairs, reference)}
+    return audit_cell(pm, ref, n_bootstrap=0, budget=False).to_json()["baselines"]
+
+
+@pytest.mark.parametrize("reference", [[0.0, 1.0, 4.0], [0.0, 2.0, 3.0]])
+def test_equal_correlations_are_a_constant_vector_with_no_correlation(reference):
+    """Unconditioned probes that are the permutations of (0, 2, 3): every pair's correlation is exactly
+    -1/2, so the baseline is constant over the pairs and agrees with nothing (float noise said 1.0)."""
+    import itertools
+
+    base = _audit_with_unconditioned([list(p) for p in itertools.permutations((0, 2, 3))], reference)
+    assert set(base["synthetic_correlation"].values()) == {-0.5}
+    assert set(base["score_profile_redundancy"].values()) == {-0.5}
+    for name in ("synthetic_correlation", "score_profile_redundancy"):
+        a = base["agreement"][name]
+        assert a["pearson"] is None and a["spearman"] is None and "constant" in a["reason"], (name, a)
+        assert a["mae"] is not None
+
+
+def test_tied_correlations_rank_as_ties():
+    """Four probes whose pair correlations are exactly -1/3 (four pairs) and 5/9 (two): equal values
+    are equal floats (scipy's differ in the last bits), so Spearman uses average ranks."""
+    from scipy import stats
+
+    rows = [[1, 0, 1, 3], [1, 2, 4, 3], [0, 2, 3, 3], [1, 2, 1, 0]]
+    reference = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+    base = _audit_with_unconditioned(rows, reference)
+    synthetic = list(base["synthetic_correlation"].values())
+    assert synthetic == [-1 / 3, -1 / 3, -1 / 3, 5 / 9, -1 / 3, 5 / 9]
+    tied = [-1, -1, -1, 1, -1, 1]  # the same order with the ties exact
+    expected = stats.spearmanr(tied, reference)[0]
+    assert base["agreement"]["synthetic_correlation"]["spearman"] == pytest.approx(expected, abs=1e-12)
+    assert expected == pytest.approx(9 / 210**0.5)  # average ranks 2.5 (x4), 5.5 (x2) against 1..6
+
+
+def test_whitening_keeps_exchangeable_criteria_equal():
+    """Probes closed under swapping c0 and c1: their partial correlations with c2 are exactly equal."""
+    rows = [[0, 1, 2], [1, 0, 2], [2, 4, 1], [4, 2, 1], [3, 3, 0], [1, 3, 4], [3, 1, 4]]
+    w = whitening_redundancy(np.array(rows, float))
+    assert w[0, 2] == w[1, 2] and 0 < w[0, 2] < 1
+
+
+def test_exact_correlations_match_scipy_away_from_ties():
+    from scipy import stats
+
+    from radar_local.stats.correlation import pearson, spearman
+
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        x, y = rng.integers(0, 5, 12).astype(float), rng.uniform(0, 4, 12)
+        if np.ptp(x) and np.ptp(y):
+            assert pearson(x, y) == pytest.approx(stats.pearsonr(x, y)[0], abs=1e-12)
+            assert spearman(x, y) == pytest.approx(stats.spearmanr(x, y)[0], abs=1e-12)
+    assert pearson(np.array([1.0, 1, 1]), np.array([0.0, 1, 2])) is None

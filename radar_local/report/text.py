@@ -111,5 +111,6 @@ def agreement_line(result: "AuditResult") -> str | None:
     a = result.agreement
     if a is None:
         return None
+    why = f" (no correlation: {a['reason']})" if a.get("reason") else ""
     return (f"Agreement with the human reference over {a['n_pairs']} reliable pairs: Pearson {num(a['pearson'])}, "
-            f"Spearman {num(a['spearman'])}, MAE {num(a['mae'], signed=False)}.")
+            f"Spearman {num(a['spearman'])}{why}, MAE {num(a['mae'], signed=False)}.")

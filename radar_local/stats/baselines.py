@@ -5,10 +5,13 @@ Each takes a probes x criteria score matrix (NaN = unscored) and returns a K x K
 
 from __future__ import annotations
 
+import math
 import warnings
+from fractions import Fraction
 
 import numpy as np
-from scipy import stats
+
+from radar_local.stats.correlation import pearson, spearman
 
 
 def _pairwise(scores: np.ndarray, fn) -> np.ndarray:
@@ -20,26 +23,28 @@ def _pairwise(scores: np.ndarray, fn) -> np.ndarray:
         for b in range(a + 1, k):
             ok = ~(np.isnan(scores[:, a]) | np.isnan(scores[:, b]))
             x, y = scores[ok, a], scores[ok, b]
-            r = fn(x, y) if ok.sum() >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0 else np.nan
-            out[a, b] = out[b, a] = r
+            r = fn(x, y)  # None for a constant column or fewer than 3 probes
+            out[a, b] = out[b, a] = np.nan if r is None else r
     return out
 
 
 def synthetic_correlation(scores: np.ndarray) -> np.ndarray:
     """Pearson correlation of two criteria's score columns over unconditioned probes (App. E)."""
-    return _pairwise(scores, lambda x, y: stats.pearsonr(x, y)[0])
+    return _pairwise(scores, pearson)
 
 
 def score_profile_redundancy(scores: np.ndarray) -> np.ndarray:
     """Spearman correlation of two criteria's scores across probes: the redundancy term of the
     ARTS-Hybrid calibration objective (criteria whose score profiles move together)."""
-    return _pairwise(scores, lambda x, y: stats.spearmanr(x, y)[0])
+    return _pairwise(scores, spearman)
 
 
 def whitening_redundancy(scores: np.ndarray) -> np.ndarray:
     """RRD-style redundancy: |partial correlation| of each pair from the precision matrix of the
     score covariance, i.e. the overlap a whitening step would remove (App. E). Uses probes
-    scored on every criterion; constant criteria give NaN."""
+    scored on every criterion; constant criteria give NaN. An invertible covariance is inverted in
+    exact arithmetic (equal partial correlations stay equal); a singular one (fewer probes than
+    criteria, or collinear ones) through the pseudo-inverse, in floats."""
     if scores.ndim != 2:
         raise ValueError(f"scores must be probes x criteria, got shape {scores.shape}")
     k = scores.shape[1]
@@ -49,11 +54,43 @@ def whitening_redundancy(scores: np.ndarray) -> np.ndarray:
     live = np.flatnonzero(np.ptp(full, axis=0) > 0) if len(full) else np.array([], int)
     if len(full) < 3 or len(live) < 2:
         return out
-    precision = np.linalg.pinv(np.cov(full[:, live], rowvar=False))
-    d = np.sqrt(np.abs(np.diag(precision)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        partial = np.abs(-precision / np.outer(d, d))
+    exact = _exact_inverse(_exact_scatter(full[:, live]))
+    if exact is None:
+        precision = np.linalg.pinv(np.cov(full[:, live], rowvar=False))
+        d = np.sqrt(np.abs(np.diag(precision)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            partial = np.abs(-precision / np.outer(d, d))
+    else:
+        m = len(live)
+        partial = np.array([[math.sqrt(float(exact[a][b] ** 2 / (exact[a][a] * exact[b][b]))) for b in range(m)]
+                            for a in range(m)])
     np.fill_diagonal(partial, 1.0)
     out[np.ix_(live, live)] = partial
     return out
+
+
+def _exact_scatter(x: np.ndarray) -> list[list[Fraction]]:
+    """n^2 times the covariance matrix, exactly (its scale does not change a partial correlation)."""
+    cols = [[Fraction(float(v)) for v in x[:, j]] for j in range(x.shape[1])]
+    n, sums = len(x), [sum(c, Fraction(0)) for c in cols]
+    return [[n * sum((p * q for p, q in zip(cols[a], cols[b])), Fraction(0)) - sums[a] * sums[b]
+             for b in range(len(cols))] for a in range(len(cols))]
+
+
+def _exact_inverse(m: list[list[Fraction]]) -> list[list[Fraction]] | None:
+    """Gauss-Jordan in rational arithmetic; None for a singular matrix."""
+    k = len(m)
+    rows = [row[:] + [Fraction(int(i == j)) for j in range(k)] for i, row in enumerate(m)]
+    for col in range(k):
+        pivot = next((r for r in range(col, k) if rows[r][col] != 0), None)
+        if pivot is None:
+            return None
+        rows[col], rows[pivot] = rows[pivot], rows[col]
+        lead = rows[col][col]
+        rows[col] = [v / lead for v in rows[col]]
+        for r in range(k):
+            if r != col and rows[r][col] != 0:
+                factor = rows[r][col]
+                rows[r] = [v - factor * p for v, p in zip(rows[r], rows[col])]
+    return [row[k:] for row in rows]

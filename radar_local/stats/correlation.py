@@ -1,0 +1,56 @@
+"""Pearson and Spearman correlations computed exactly, so that ties stay ties.
+
+Equal correlations must rank equal: the synthetic-correlation baseline of probes whose scores are
+permutations of one another gives every pair exactly the same correlation, and a float pipeline
+turns those into slightly different numbers whose order is noise. Here the sums of squares and
+products are exact (integers, or Fractions of the floats), r^2 is an exact rational and r the float
+of its square root: exactly equal correlations are equal floats, and Spearman's average ranks of
+equal values are equal. A constant vector has no correlation (None), whatever its rounding noise.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+from scipy import stats
+
+MIN_PAIRS = 3
+
+
+def _exact(values: np.ndarray) -> list:
+    if np.all(values == np.round(values)) and np.abs(values).max(initial=0) < 2**52:
+        return [int(v) for v in values]
+    return [Fraction(float(v)) for v in values]
+
+
+def pearson(x: np.ndarray, y: np.ndarray) -> float | None:
+    """Pearson r of two equal-length vectors without NaN; None for fewer than 3 values or a constant one."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    n = len(x)
+    if n < MIN_PAIRS:
+        return None
+    ex, ey = _exact(x), _exact(y)
+    sx, sy = sum(ex), sum(ey)
+    sxx = n * sum(v * v for v in ex) - sx * sx
+    syy = n * sum(v * v for v in ey) - sy * sy
+    if sxx == 0 or syy == 0:
+        return None
+    sxy = n * sum(a * b for a, b in zip(ex, ey)) - sx * sy
+    return math.copysign(math.sqrt(float(Fraction(sxy * sxy) / (sxx * syy))), sxy) if sxy else 0.0
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float | None:
+    """Spearman rho with average ranks for ties (twice the rank is an integer: exact)."""
+    return pearson(2 * stats.rankdata(x), 2 * stats.rankdata(y))
+
+
+def constant_reason(x: np.ndarray, y: np.ndarray, names: tuple[str, str]) -> str | None:
+    """Why no correlation is defined, or None where it is."""
+    if len(x) < MIN_PAIRS:
+        return f"fewer than {MIN_PAIRS} pairs"
+    for values, name in zip((x, y), names):
+        if np.all(values == values[0]):
+            return f"the {name} is constant over the pairs"
+    return None
