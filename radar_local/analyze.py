@@ -53,6 +53,8 @@ def stats_for_table(
     generator: str | None = None,
     verifier: str | None = None,
     thresholds: Thresholds = Thresholds(),
+    level: float = 0.95,
+    budget: bool = True,
 ) -> AuditResult:
     from radar_local.judges import calibration  # scipy: imported when statistics are computed, not at `radar --help`
     from radar_local.stats.audit import audit_cell
@@ -65,7 +67,8 @@ def stats_for_table(
         raise InputError(path, f"{gen} -> {ver} has only unconditioned ('none') probes; coupling needs probes "
                                "steered + and - on each criterion")
     result = audit_cell(
-        probe_matrix(df, criteria, gen, ver), reference, tau=tau, n_bootstrap=n_bootstrap, seed=seed, thresholds=thresholds
+        probe_matrix(df, criteria, gen, ver), reference, tau=tau, n_bootstrap=n_bootstrap, seed=seed, thresholds=thresholds,
+        level=level, budget=budget,
     )
     result.rubric = rubric.id if rubric else None
     result.calibration = calibration(df[df["generator"] == gen], criteria)

@@ -45,6 +45,23 @@ class Generation(Strict):
     max_new_tokens: int = Field(800, ge=1, le=32768)
 
 
+class Adaptive(Strict):
+    """An audit that spends probes where a decision is still open (radar_local/adaptive.py)."""
+
+    start_n: int = Field(3, ge=2, le=1000, description="Probes per (task, criterion, direction) in the first wave")
+    max_n: int = Field(20, ge=2, le=1000, description="The most probes a (task, criterion, direction) gets")
+    step: int = Field(3, ge=1, le=1000, description="Probes added to each open (task, criterion, direction) per wave")
+    confidence: float = Field(0.95, gt=0.5, lt=1, description="Level of the intervals that settle a decision")
+    fail_on_sym: float | None = Field(
+        None, ge=-1, le=2, description="A Sym policy you will gate on (`radar compare --fail-on-sym`): settle it too")
+
+    @model_validator(mode="after")
+    def _max_at_least_start(self) -> "Adaptive":
+        if self.max_n < self.start_n:
+            raise ValueError(f"max_n ({self.max_n}) must be at least start_n ({self.start_n})")
+        return self
+
+
 class AuditSettings(Strict):
     """Everything of an audit but its models; shared by one audit and a generator x verifier grid."""
 
@@ -54,6 +71,8 @@ class AuditSettings(Strict):
                           "({path, columns, sample}), or inline; default: the rubric's")
     human: str | None = Field(None, min_length=1, description="Human reference (name or path); default: a bundled rubric's own")
     n: int = Field(5, ge=1, le=1000, description="Probes per (task, criterion, direction); paper recommends 3-5")
+    adaptive: Adaptive | None = Field(None, description="Grow n in waves where a decision is still open, instead "
+                                                         "of a fixed n (which it then replaces)")
     unconditioned: int = Field(0, ge=0, le=1000, description="Unconditioned probes per task (synthetic-correlation baseline)")
     seed: int = Field(0, ge=0, le=2**32 - 1, description="Run seed: sampling seeds and resamples derive from it")
     layout: Literal["paper", "prefix-shared"] = Field(
@@ -68,6 +87,11 @@ class AuditSettings(Strict):
     bootstrap: int = Field(500, ge=0, le=100_000, description="Bootstrap resamples (0 = no CIs)")
     out: str | None = Field(None, description="Run directory; `--out` overrides")
     cluster: ClusterSpec | None = Field(None, description="Run the models as replicas on a Ray cluster; `--ray` sets it")
+
+    @property
+    def planned_n(self) -> int:
+        """The most probes a (task, criterion, direction) gets; a probe's key is stable up to it."""
+        return self.adaptive.max_n if self.adaptive else self.n
 
     @model_validator(mode="after")
     def _tasks_for_custom_rubric(self) -> "AuditSettings":

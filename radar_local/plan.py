@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from radar_local.config import AuditConfig, ModelSpec
@@ -24,15 +25,36 @@ def model_identity(spec: ModelSpec) -> dict:
     return {"engine": spec.engine, "model": spec.model, "options": spec.options}
 
 
+Cell = tuple[str, str, str]  # (task id, target criterion id or "", direction)
+
+
 @dataclass(frozen=True)
 class GenerationRequest:
+    """Variants first .. first + n - 1 of one cell's prompt. Variant v is the sample of seed
+    `seed + v` (vLLM's rule for n samples of one seed), so a cell's variants are the same probes
+    whether they are asked for at once or in an adaptive audit's waves."""
+
     key: str  # content key of the prompt; variant v is stored as f"{key}:{v}"
     task: Task
     target: str  # criterion id, "" when unconditioned
     direction: str
     n: int
-    seed: int
+    seed: int  # the cell's seed: variant v is sampled under seed + v
     messages: Messages
+    first: int = 0
+
+    @property
+    def cell(self) -> Cell:
+        return (self.task.id, self.target, self.direction)
+
+    @property
+    def variants(self) -> range:
+        return range(self.first, self.first + self.n)
+
+    @property
+    def call_seed(self) -> int:
+        """The seed of the engine call that samples this request's n variants."""
+        return self.seed + self.first
 
     def variant_key(self, v: int) -> str:
         return f"{self.key}:{v}"
@@ -54,22 +76,37 @@ class Plan:
     rubric: Rubric
     tasks: tuple[Task, ...]
 
-    def generation_requests(self) -> list[GenerationRequest]:
+    def cells(self) -> list[Cell]:
+        """Every (task, target, direction) the audit probes: directed first, then unconditioned."""
+        cells = [(t.id, c.id, d) for t in self.tasks for c in self.rubric.criteria for d in ("+", "-")]
+        return cells + ([(t.id, "", "none") for t in self.tasks] if self.config.unconditioned else [])
+
+    def planned_size(self, cell: Cell) -> int:
+        """Variants a cell may have: n, the adaptive audit's max_n, or the unconditioned count."""
+        return self.config.unconditioned if cell[2] == "none" else self.config.planned_n
+
+    def generation_requests(self, sizes: Mapping[Cell, tuple[int, int]] | None = None) -> list[GenerationRequest]:
+        """One request per cell for its variants [first, first + n), `sizes[cell] = (first, n)`;
+        by default every planned variant. Cells with no variant asked for are left out."""
         config, rubric = self.config, self.rubric
         # Keyed by the target criterion's own text, not the rubric's digest: a rubric edit re-generates
         # only the probes of the criteria it touches (rubric repair re-audits many such edits).
         base = {"generator": model_identity(config.generator), "template": PROMPT_VERSION,
                 "sampling": config.generation.model_dump()}
-        cells = [(t, c.id, d) for t in self.tasks for c in rubric.criteria for d in ("+", "-")]
-        cells += [(t, "", "none") for t in self.tasks] if config.unconditioned else []
+        by_id = {t.id: t for t in self.tasks}
         out = []
-        for task, target, direction in cells:
-            n = config.unconditioned if direction == "none" else config.n
-            seed = cell_seed(config.seed, task.id, target, direction)
+        for cell in self.cells():
+            task_id, target, direction = cell
+            first, count = sizes[cell] if sizes is not None else (0, self.planned_size(cell))
+            if count <= 0:
+                continue
+            task, n = by_id[task_id], self.planned_size(cell)
+            seed = cell_seed(config.seed, task_id, target, direction)
             crit = rubric.criterion(target) if target else None
             key = digest({**base, "task": task.model_dump(), "target": target, "direction": direction, "n": n, "seed": seed,
                           "criterion": crit.model_dump() if crit else None})
-            out.append(GenerationRequest(key, task, target, direction, n, seed, generation_messages(task, crit, direction)))
+            out.append(GenerationRequest(key, task, target, direction, count, seed,
+                                         generation_messages(task, crit, direction), first))
         return out
 
     def score_requests(self, probes: list[dict], verifier: ModelSpec) -> list[ScoreRequest]:

@@ -30,7 +30,7 @@ from radar_local.stats.result import AuditResult
 from radar_local.store import Store, read_json, slug, write_atomic
 
 # Every file name in a run directory (reports go to report/ and report-<verifier>/, see report_dir).
-CONFIG, TABLE, VERIFIERS = "config.yaml", "scores.csv", "verifiers.json"
+CONFIG, TABLE, VERIFIERS, WAVES = "config.yaml", "scores.csv", "verifiers.json", "adaptive.json"
 log = logging.getLogger("radar_local")
 PROBES, SCORES, LOCK, ENGINE_LOG = "probes.jsonl", "scores.jsonl", ".radar.lock", "engine.log"
 
@@ -118,16 +118,21 @@ class Run:
         return self.root / ENGINE_LOG
 
     @property
+    def waves_path(self) -> Path:
+        """An adaptive audit's waves and its cells' sizes (radar_local.adaptive)."""
+        return self.root / WAVES
+
+    @property
     def table_path(self) -> Path:
         return self.root / TABLE
 
     # ---- stages ----
-    def generate(self, pool: EnginePool, progress: bool = True) -> dict:
-        """Stage 1: every planned probe not stored yet. The engine is fed the whole stage at once and each
-        probe is stored the moment it finishes, so a kill loses only requests in flight."""
+    def generate(self, pool: EnginePool, progress: bool = True, requests: list[GenerationRequest] | None = None) -> dict:
+        """Stage 1: every planned probe (or those of `requests`) not stored yet. The engine is fed the whole
+        stage at once and each probe is stored the moment it finishes, so a kill loses only requests in flight."""
         config, store = self.config, self.store
-        requests = self.plan.generation_requests()
-        todo = [r for r in requests if not all(r.variant_key(v) in store.probes for v in range(r.n))]
+        requests = self.plan.generation_requests() if requests is None else requests
+        todo = [r for r in requests if not all(r.variant_key(v) in store.probes for v in r.variants)]
         meter = StageMeter(requests=sum(r.n for r in requests))
         if not todo:
             return meter.info
@@ -139,22 +144,36 @@ class Run:
                 for finished in engine.generate_stream([r.messages for r in same_n], n=n,
                                                        temperature=config.generation.temperature,
                                                        max_tokens=config.generation.max_new_tokens,
-                                                       seeds=[r.seed for r in same_n], chunk=max(1, config.batch_size // n)):
+                                                       seeds=[r.call_seed for r in same_n],
+                                                       chunk=max(1, config.batch_size // n)):
                     store.add_probes([_probe_record(same_n[i], v, c, config.generator.label) for i, cs in finished
-                                      for v, c in enumerate(cs) if same_n[i].variant_key(v) not in store.probes])
+                                      for v, c in zip(same_n[i].variants, cs)
+                                      if same_n[i].variant_key(v) not in store.probes])
                     meter.count([cs for _, cs in finished])
                     advance(sum(len(cs) for _, cs in finished))
         return meter.info
 
     def probes(self) -> list[dict]:
-        """The stored probes this config plans, in plan order."""
-        keys = [r.variant_key(v) for r in self.plan.generation_requests() for v in range(r.n)]
+        """The stored probes this config plans, in plan order (an adaptive audit's: up to its last wave)."""
+        return self.stored_probes(self.plan.generation_requests(self.adaptive_sizes()))
+
+    def stored_probes(self, requests: list[GenerationRequest]) -> list[dict]:
+        keys = [r.variant_key(v) for r in requests for v in r.variants]
         return [self.store.probes[k] for k in keys if k in self.store.probes]
 
-    def score(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict:
-        """Stage 2: every planned verdict not stored yet, fed and stored as `generate` does."""
+    def adaptive_sizes(self) -> dict | None:
+        """An adaptive audit's variants per cell as (0, n), from its last recorded wave; None for a fixed n."""
+        if self.config.adaptive is None:
+            return None
+        from radar_local.adaptive import recorded_sizes
+
+        return recorded_sizes(self)
+
+    def score(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True, probes: list[dict] | None = None) -> dict:
+        """Stage 2: every planned verdict (of `probes`, default the planned ones) not stored yet, fed and
+        stored as `generate` does."""
         config, store = self.config, self.store
-        requests = self.plan.score_requests(self.probes(), verifier)
+        requests = self.plan.score_requests(self.probes() if probes is None else probes, verifier)
         self.register_verifier(verifier)
         todo = [r for r in requests if r.key not in store.scores]
         meter = StageMeter(requests=len(requests), layout=config.layout, mode=config.scoring.mode)
@@ -175,7 +194,7 @@ class Run:
     def adopt(self, other: "Run", verifier: ModelSpec) -> dict:
         """Copy from another run the probes and scores this run's plan asks for (equal keys: the same
         prompts, seeds and models), so that only what differs is generated and scored. Counts reuse."""
-        wanted = [r.variant_key(v) for r in self.plan.generation_requests() for v in range(r.n)]
+        wanted = [r.variant_key(v) for r in self.plan.generation_requests(self.adaptive_sizes()) for v in r.variants]
         self.store.add_probes([other.store.probes[k] for k in wanted
                                if k in other.store.probes and k not in self.store.probes])
         requests = self.plan.score_requests(self.probes(), verifier)
@@ -218,19 +237,27 @@ class Run:
         df["score"] = df["score"].astype("float64")
         return df
 
-    def finish(self, verifier: ModelSpec, stages: dict) -> AuditResult:
-        """Write scores.csv, the verifier's stats and run info; return the result."""
+    def audit_result(self, verifier: ModelSpec, probes: list[dict], **options) -> tuple[AuditResult, pd.DataFrame, dict]:
+        """The audit of these probes' stored verdicts (flagged probes left out where the config says so),
+        with the score table and the injection scan it was computed from."""
         from radar_local.analyze import stats_for_table
 
         config = self.config
-        probes = self.probes()
         injection = {**flagged_probes(probes), "excluded": config.exclude_flagged_probes}
         used = [p for p in probes if p["key"] not in set(injection["keys"])] if config.exclude_flagged_probes else probes
         table = validate_scores(self.table(used), self.table_path, both_directions=False)
-        write_scores(table, self.table_path)
         result = stats_for_table(table, self.table_path, rubric=self.rubric, reference=self.reference, tau=config.tau,
                                  n_bootstrap=config.bootstrap, seed=config.seed,
-                                 generator=config.generator.label, verifier=verifier.label)
+                                 generator=config.generator.label, verifier=verifier.label, **options)
+        return result, table, injection
+
+    def finish(self, verifier: ModelSpec, stages: dict, adaptive: dict | None = None) -> AuditResult:
+        """Write scores.csv, the verifier's stats and run info; return the result."""
+        config = self.config
+        probes = self.probes()
+        result, table, injection = self.audit_result(verifier, probes)
+        write_scores(table, self.table_path)
+        result.adaptive = adaptive
         write_atomic(self.stats_path(verifier.label), json.dumps(result.to_json(), indent=2))
         info = {
             "radar_local_prompt_version": PROMPT_VERSION,
@@ -241,6 +268,8 @@ class Run:
             "stages": stages,
             "libraries": library_versions(),
         }
+        if adaptive is not None:
+            info["adaptive"] = adaptive
         path = self.info_path(verifier.label)
         if path.exists():
             history = read_json(path)
@@ -257,17 +286,23 @@ class Run:
         """Score the stored probes with `verifier` (another judge: `radar score`) and finish."""
         own = pool is None
         pool = pool or EnginePool(self.config.cluster)
+        adaptive = None
         try:
             stages = {}
-            if generate:
-                stages["generate"] = self.generate(pool, progress)
-                if not verifier.same_weights(self.config.generator):
-                    pool.close()  # free the generator before the verifier loads
-            stages["score"] = self.score(verifier, pool, progress)
+            if generate and self.config.adaptive is not None:
+                from radar_local.adaptive import run_waves
+
+                stages, adaptive = run_waves(self, verifier, pool, progress)
+            else:
+                if generate:
+                    stages["generate"] = self.generate(pool, progress)
+                    if not verifier.same_weights(self.config.generator):
+                        pool.close()  # free the generator before the verifier loads
+                stages["score"] = self.score(verifier, pool, progress)
         finally:
             if own:
                 pool.close()
-        return self.finish(verifier, stages)
+        return self.finish(verifier, stages, adaptive)
 
     # ---- stored outputs ----
     def result(self, verifier: str | None = None) -> AuditResult:

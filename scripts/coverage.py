@@ -26,7 +26,11 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from radar_local.adaptive import grow  # noqa: E402
+from radar_local.config import Adaptive  # noqa: E402
 from radar_local.scores import ProbeMatrix  # noqa: E402
+from radar_local.stats.audit import audit_cell  # noqa: E402
+from radar_local.stats.decisions import decisions  # noqa: E402
 from radar_local.stats.bootstrap import Strata  # noqa: E402
 from radar_local.stats.coupling import coupling, global_summaries  # noqa: E402
 from radar_local.stats.exact import exact_point  # noqa: E402
@@ -36,17 +40,22 @@ CRITERIA = ("a", "b", "c")
 LEAK = np.array([[1.0, 0.5, 0.1],
                  [0.2, 1.0, -0.3],
                  [0.6, 0.4, 1.0]])  # row = source
-MOVE, SD, RHO, BELIEF_SD = 1.2, 1.0, 0.5, 0.6
+# For the adaptive audit: stronger moves and leakages from far below to near the flag thresholds,
+# so that cells stop at different waves (with LEAK every decision stays open to max_n).
+LEAK_MIXED = np.array([[1.0, 0.8, 0.0],
+                       [0.0, 1.0, 0.3],
+                       [0.45, -0.1, 1.0]])
+MOVE, MOVE_MIXED, SD, RHO, BELIEF_SD = 1.2, 1.6, 1.0, 0.5, 0.6
 QUANTITIES = ("self_effect", "leakage", "sym", "asym", "global_positive")
 
 
 class Truth:
-    def __init__(self, tasks: int):
+    def __init__(self, tasks: int, leak: np.ndarray = LEAK, move: float = MOVE):
         k = len(CRITERIA)
         offset = np.linspace(-0.3, 0.3, tasks)
         sign = np.array([1.0, -1.0])
         # latent[t, i, d, j]
-        self.latent = 2 + offset[:, None, None, None] + sign[None, None, :, None] * MOVE * LEAK[None, :, None, :]
+        self.latent = 2 + offset[:, None, None, None] + sign[None, None, :, None] * move * leak[None, :, None, :]
         self.cov = SD**2 * (RHO * np.ones((k, k)) + (1 - RHO) * np.eye(k))
         self.tasks = tasks
 
@@ -57,15 +66,22 @@ class Truth:
         return stats.norm.cdf((self.latent[..., None] - levels) / sd).sum(-1) / 4
 
     def sample(self, rng: np.random.Generator, n: int, mode: str) -> ProbeMatrix:
+        """n probes per (task, target, direction)."""
         t_count, k = self.tasks, len(CRITERIA)
-        t, i, d, _ = (a.ravel() for a in np.meshgrid(range(t_count), range(k), range(2), range(n), indexing="ij"))
+        t, i, d, v = (a.ravel() for a in np.meshgrid(range(t_count), range(k), range(2), range(n), indexing="ij"))
         x = self.latent[t, i, d] + rng.multivariate_normal(np.zeros(k), self.cov, len(t))
         if mode == "integer":
             scores = np.clip(np.rint(x), 0, 4)
         else:  # the judge's expected score: its belief N(x, BELIEF_SD) pushed through round-and-clip
             scores = stats.norm.cdf((x[..., None] - (np.arange(1, 5) - 0.5)) / BELIEF_SD).sum(-1)
-        return ProbeMatrix("g", "v", CRITERIA, tuple(f"t{j}" for j in range(t_count)), scores, t, i, d,
-                           np.arange(len(t)).astype(str))
+        return ProbeMatrix("g", "v", CRITERIA, tuple(f"t{j}" for j in range(t_count)), scores, t, i, d, v)
+
+    def first(self, pm: ProbeMatrix, sizes: dict) -> ProbeMatrix:
+        """The first sizes[cell] probes (variants) of each cell: what an adaptive audit has asked for."""
+        keep = np.array([v < sizes[(pm.tasks[t], CRITERIA[i], "+-"[d])]
+                         for t, i, d, v in zip(pm.task, pm.target, pm.direction, pm.variant)])
+        return ProbeMatrix(pm.generator, pm.verifier, pm.criteria, pm.tasks, pm.scores[keep], pm.task[keep],
+                           pm.target[keep], pm.direction[keep], pm.variant[keep])
 
 
 def true_values(means: np.ndarray, tau: float) -> dict[str, np.ndarray]:
@@ -79,6 +95,21 @@ def estimates(pm: ProbeMatrix, tau: float, resamples: int, seed: int, small_samp
     iv = intervals(strata, exact_point(strata), tau, resamples, seed, small_sample=small_sample)
     return {"self_effect": iv.self_effect, "leakage": iv.leakage, "sym": iv.sym, "asym": iv.asym,
             "global_positive": iv.global_["positive"]}
+
+
+def adaptive_sizes(truth: Truth, pm: ProbeMatrix, tau: float, resamples: int, seed: int, spec: Adaptive) -> tuple[dict, int]:
+    """Run the adaptive audit's waves (radar_local/adaptive.py's rule) on one replication's probes."""
+    sizes = {(task, c, d): spec.start_n for task in pm.tasks for c in CRITERIA for d in "+-"}
+    waves = 0
+    while True:
+        waves += 1
+        result = audit_cell(truth.first(pm, sizes), tau=tau, n_bootstrap=resamples, seed=seed, budget=False,
+                            level=spec.confidence)
+        sources = {c for d in decisions(result) if d.value is None for c in d.sources}
+        following = grow(sizes, sources, spec.step, spec.max_n)
+        if following == sizes:
+            return sizes, waves
+        sizes = following
 
 
 def off_diagonal(name: str, k: int) -> np.ndarray:
@@ -116,6 +147,22 @@ def summarize(acc: dict) -> dict:
                 "width": round(float(np.median(a["widths"])), 3) if a["widths"] else None} for q, a in acc.items()}
 
 
+def run_adaptive(truth: Truth, mode: str, reps: int, resamples: int, tau: float, seed: int, spec: Adaptive) -> dict:
+    """Coverage of the final 95% intervals of adaptive audits, and their probes against a fixed max_n."""
+    rng = np.random.default_rng(seed)
+    target = true_values(truth.stratum_means(mode), tau)
+    acc = {q: {"hits": 0, "total": 0, "widths": []} for q in QUANTITIES}
+    probes, waves = [], []
+    for r in range(reps):
+        full = truth.sample(rng, spec.max_n, mode)
+        sizes, count = adaptive_sizes(truth, full, tau, resamples, r, spec)
+        tally(estimates(truth.first(full, sizes), tau, resamples, r, True), target, acc)
+        probes.append(sum(sizes.values()) / (len(sizes) * spec.max_n))
+        waves.append(count)
+    return {**summarize(acc), "probes_over_fixed_max_n": round(float(np.mean(probes)), 3),
+            "waves": round(float(np.mean(waves)), 2)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=200)
@@ -139,12 +186,12 @@ def main() -> int:
                 rows.append({"mode": mode, "n": n, "method": label, **res, "seconds": round(time.perf_counter() - start, 1)})
                 print(_line(rows[-1]), flush=True)
         if args.adaptive:
-            from scripts.coverage_adaptive import run_adaptive  # noqa: PLC0415 (the adaptive driver, below)
-
-            start = time.perf_counter()
-            res = run_adaptive(truth, mode, args.reps, args.resamples, args.tau, seed=99)
-            rows.append({"mode": mode, "n": "3-20", "method": "adaptive", **res, "seconds": round(time.perf_counter() - start, 1)})
-            print(_line(rows[-1]), flush=True)
+            for name, t in (("LEAK", truth), ("LEAK_MIXED", Truth(args.tasks, LEAK_MIXED, MOVE_MIXED))):
+                start = time.perf_counter()
+                res = run_adaptive(t, mode, args.reps, args.resamples, args.tau, seed=99, spec=Adaptive())
+                rows.append({"mode": mode, "n": "3-20", "method": f"adaptive {name}", **res,
+                             "seconds": round(time.perf_counter() - start, 1)})
+                print(_line(rows[-1]), flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0
@@ -152,7 +199,8 @@ def main() -> int:
 
 def _line(row: dict) -> str:
     cells = "  ".join(f"{q} {row[q]['coverage']:.3f} ({row[q]['width']:.3f})" for q in QUANTITIES)
-    return f"{row['mode']:8} N={row['n']!s:5} {row['method']:16} {cells}  [{row['seconds']} s]"
+    extra = f"  probes {row['probes_over_fixed_max_n']} of N=20, {row['waves']} waves" if "waves" in row else ""
+    return f"{row['mode']:8} N={row['n']!s:5} {row['method']:16} {cells}{extra}  [{row['seconds']} s]"
 
 
 if __name__ == "__main__":

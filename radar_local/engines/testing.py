@@ -84,22 +84,24 @@ class PlantedEngine(BatchStream):
         for messages, seed in zip(prompts, seeds):
             user = messages[-1]["content"]
             label = CRITERION_LINE.search(user)
+            # Sample v of a prompt under seed s is the sample of seed s + v, as in vLLM: a cell's variants
+            # are the same whether they are asked for at once or in waves.
             if label is None:
-                texts = [f"Unsteered reply {v} (seed {seed})." for v in range(n)]
+                texts = [f"Unsteered reply (seed {seed + v})." for v in range(n)]
             else:
                 sign = "+" if "strongly satisfies" in user or "HIGH-word" in user else "-"
                 if self.options.wording:
-                    out.append([self._worded(user, sign, seed, v) for v in range(n)])
+                    out.append([self._worded(user, sign, seed + v) for v in range(n)])
                     continue
                 extra = f" {self.options.inject[label.group(1)]}" if sign == "+" and label.group(1) in self.options.inject else ""
-                texts = [f"Steered {sign} on <{label.group(1)}>: reply {v} (seed {seed}).{extra}" for v in range(n)]
+                texts = [f"Steered {sign} on <{label.group(1)}>: reply (seed {seed + v}).{extra}" for v in range(n)]
             out.append([Completion(t, len(user.split()), len(t.split()), "stop") for t in texts])
         return out
 
-    def _worded(self, user: str, sign: str, seed: int, variant: int) -> Completion:
+    def _worded(self, user: str, sign: str, seed: int) -> Completion:
         """A + probe made of (a seeded 80% of) its target's description words; a - probe of none."""
         vocab = sorted(words(DESCRIPTION_LINE.search(user).group(1)))
-        rng = random.Random(f"{seed}:{variant}")
+        rng = random.Random(seed)
         text = "Reply: " + " ".join(w for w in vocab if rng.random() < 0.8) if sign == "+" else "Ok."
         return Completion(text, len(user.split()), len(text.split()), "stop")
 

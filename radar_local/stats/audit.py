@@ -31,6 +31,7 @@ def audit_cell(
     seed: int = 0,
     thresholds: Thresholds = Thresholds(),
     budget: bool = True,
+    level: float = 0.95,
 ) -> AuditResult:
     crit = list(pm.criteria)
     k = len(crit)
@@ -39,7 +40,7 @@ def audit_cell(
     strata = Strata.from_probes(pm)
     exact = exact_point(strata)
     point = exact.coupling(tau)
-    iv = intervals(strata, exact, tau, n_bootstrap, seed) if n_bootstrap else None
+    iv = intervals(strata, exact, tau, n_bootstrap, seed, level) if n_bootstrap else None
     pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
     ref_vec = None if reference is None else np.array([reference[frozenset((crit[a], crit[b]))] for a, b in pairs])
 
@@ -70,7 +71,7 @@ def audit_cell(
 
     result = AuditResult(
         generator=pm.generator, verifier=pm.verifier, criteria=crit, tasks=tasks, tau=tau,
-        bootstrap={"resamples": n_bootstrap, "seed": seed, "level": 0.95, "method": METHOD,
+        bootstrap={"resamples": n_bootstrap, "seed": seed, "level": level, "method": METHOD,
                    "df": None if iv is None else dict(zip(crit, iv.df.tolist()))},
         probes={"directed": int(pm.directed.sum()), "unconditioned": int((~pm.directed).sum()),
                 "min_per_stratum": int(strata.sizes.min()), "unscored_cells": int(np.isnan(pm.scores).sum()),

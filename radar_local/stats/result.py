@@ -57,6 +57,7 @@ class AuditResult:
     rubric: str | None = None
     calibration: dict | None = None
     double_count: dict | None = None  # the rubric's weighted aggregate: weights, share, by_source
+    adaptive: dict | None = None  # an adaptive audit's waves and which decisions settled (radar_local/adaptive.py)
     schema_version: int = SCHEMA_VERSION
 
     # ---- JSON -------------------------------------------------------------------------------
@@ -82,7 +83,7 @@ class AuditResult:
             "flags": {"thresholds": self.thresholds, "unreliable": [vars(g) for g in self.unreliable]},
             "baselines": self.baselines,
         }
-        for key in ("agreement", "budget"):
+        for key in ("agreement", "budget", "adaptive"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         out["rubric"] = self.rubric
@@ -138,7 +139,8 @@ class AuditResult:
             global_={k: _nan(g[k]) for k in ("positive", "tension", "max_coupling")},
             global_ci=None if g["ci"] is None else {k: _tuple(v) for k, v in g["ci"].items()},
             thresholds=d["flags"]["thresholds"], unreliable=[Gate(**u) for u in d["flags"]["unreliable"]],
-            baselines=d["baselines"], agreement=d.get("agreement"), budget=d.get("budget"), rubric=d.get("rubric"),
+            baselines=d["baselines"], agreement=d.get("agreement"), budget=d.get("budget"), adaptive=d.get("adaptive"),
+            rubric=d.get("rubric"),
             calibration=d.get("calibration"), double_count=d.get("double_count"), schema_version=d["schema_version"],
         )
 
