@@ -74,7 +74,9 @@ def run_waves(run: "Run", verifier: "ModelSpec", pool: "EnginePool", progress: b
             "wave": len(waves) + 1,
             "probes": sum(sizes[c] - have[c] for c in sizes),
             "cells": sum(sizes[c] > have[c] for c in sizes),
-            "verifier_calls": stages["score"][-1]["calls"],
+            "verdicts": stages["score"][-1]["requests"] - (waves[-1]["verdicts_total"] if waves else 0),
+            "verdicts_total": stages["score"][-1]["requests"],
+            "verifier_calls": stages["score"][-1]["calls"],  # made by this run: 0 for a wave replayed from the store
             "open": [d.to_json() for d in still_open],
             "grow": sorted(sources & {c for c, n in _by_criterion(sizes).items() if n < spec.max_n}),
         })
@@ -87,7 +89,8 @@ def run_waves(run: "Run", verifier: "ModelSpec", pool: "EnginePool", progress: b
         "fail_on_sym": spec.fail_on_sym, "waves": waves,
         "settled": [d.to_json() for d in found if d.value is not None],
         "at_budget": [d.to_json() for d in still_open],  # open, with every cell that would settle it at max_n
-        "probes": sum(sizes.values()), "verifier_calls": sum(s["calls"] for s in stages["score"]),
+        "probes": sum(sizes.values()), "verdicts": waves[-1]["verdicts_total"],
+        "verifier_calls": sum(s["calls"] for s in stages["score"]),
     }
     out = {name: merged(infos) for name, infos in stages.items()}
     out["generate"]["requests"] = sum(i["requests"] for i in stages["generate"])

@@ -42,9 +42,9 @@ LEAK = np.array([[1.0, 0.5, 0.1],
                  [0.6, 0.4, 1.0]])  # row = source
 # For the adaptive audit: stronger moves and leakages from far below to near the flag thresholds,
 # so that cells stop at different waves (with LEAK every decision stays open to max_n).
-LEAK_MIXED = np.array([[1.0, 0.8, 0.0],
-                       [0.0, 1.0, 0.3],
-                       [0.45, -0.1, 1.0]])
+LEAK_MIXED = np.array([[1.0, 0.9, 0.1],
+                       [0.3, 1.0, 0.0],
+                       [0.45, 0.0, 1.0]])
 MOVE, MOVE_MIXED, SD, RHO, BELIEF_SD = 1.2, 1.6, 1.0, 0.5, 0.6
 QUANTITIES = ("self_effect", "leakage", "sym", "asym", "global_positive")
 
@@ -173,6 +173,8 @@ def main() -> int:
     ap.add_argument("--plain", action="store_true", help="also the plain percentile bootstrap, for comparison")
     ap.add_argument("--adaptive", action="store_true", help="also adaptive audits (start 3, max 20)")
     ap.add_argument("--tau", type=float, default=0.4)
+    ap.add_argument("--adaptive-tasks", type=int, default=6, help="tasks of the LEAK_MIXED truth")
+    ap.add_argument("--confidence", type=float, default=0.95, help="the adaptive audit's decision confidence")
     ap.add_argument("--json", type=Path, help="write the table here too")
     args = ap.parse_args()
     truth = Truth(args.tasks)
@@ -186,9 +188,15 @@ def main() -> int:
                 rows.append({"mode": mode, "n": n, "method": label, **res, "seconds": round(time.perf_counter() - start, 1)})
                 print(_line(rows[-1]), flush=True)
         if args.adaptive:
-            for name, t in (("LEAK", truth), ("LEAK_MIXED", Truth(args.tasks, LEAK_MIXED, MOVE_MIXED))):
+            mixed = Truth(args.adaptive_tasks, LEAK_MIXED, MOVE_MIXED)
+            start = time.perf_counter()
+            res = run_fixed(mixed, 20, mode, args.reps, args.resamples, args.tau, seed=20, small_sample=True)
+            rows.append({"mode": mode, "n": 20, "method": "LEAK_MIXED", **res, "seconds": round(time.perf_counter() - start, 1)})
+            print(_line(rows[-1]), flush=True)
+            for name, t in (("LEAK", truth), ("LEAK_MIXED", mixed)):
                 start = time.perf_counter()
-                res = run_adaptive(t, mode, args.reps, args.resamples, args.tau, seed=99, spec=Adaptive())
+                res = run_adaptive(t, mode, args.reps, args.resamples, args.tau, seed=99,
+                                   spec=Adaptive(confidence=args.confidence))
                 rows.append({"mode": mode, "n": "3-20", "method": f"adaptive {name}", **res,
                              "seconds": round(time.perf_counter() - start, 1)})
                 print(_line(rows[-1]), flush=True)

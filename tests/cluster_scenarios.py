@@ -180,6 +180,18 @@ def main(out: Path) -> None:
                            "scores": len(records(out / "grid-cluster" / "gen" / "scores.jsonl")),
                            "replicas": {v: len(run.info(v)["stages"]["score"]["cluster"]["replicas"])
                                         for v in ("judge-a", "judge-b")}}
+
+        # An adaptive audit (planted engine) on the cluster: the same waves and numbers as in one process.
+        adaptive = planted_adaptive()
+        local = run_audit(adaptive, out / "adaptive-local", base=REPO)
+        pool = EnginePool(ClusterSpec(ray=cluster.address))
+        try:
+            remote = run_audit(adaptive, out / "adaptive-cluster", base=REPO, pool=pool)
+        finally:
+            pool.close()
+        results["adaptive"] = {"same": json.dumps(local.to_json(), sort_keys=True) == json.dumps(remote.to_json(), sort_keys=True),
+                               "waves": len(remote.adaptive["waves"]),
+                               "cluster": "cluster" in load_run(out / "adaptive-cluster").info()["stages"]["score"]}
     (out / "results.json").write_text(json.dumps(results, indent=2))
 
 
@@ -191,6 +203,14 @@ def planted_grid() -> GridConfig:
     judges = [{"engine": "testing", "model": "judge-a"},
               {"engine": "testing", "model": "judge-b", "options": {"coupling": coupling}}]
     return GridConfig.model_validate({**settings, "generators": [{"engine": "testing", "model": "gen"}], "verifiers": judges})
+
+
+def planted_adaptive() -> dict:
+    from tests.conftest import planted_config
+
+    coupling = {"Helpfulness / Understanding": {"Correctness / Completeness": 0.5}}
+    return planted_config(options={"coupling": coupling, "noise": 1.0}, adaptive={"start_n": 2, "max_n": 6, "step": 2},
+                          bootstrap=50)
 
 
 def compare(a: Path, b: Path) -> dict:

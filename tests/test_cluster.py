@@ -59,3 +59,8 @@ def test_a_grid_scores_its_judges_at_once_on_their_own_replicas(scenarios):
     grid = scenarios["grid"]
     assert grid["same"] and grid["scores"] == 2 * 200  # the planted judges' numbers, as in one process
     assert grid["replicas"] == {"judge-a": 1, "judge-b": 1}  # two CPUs: one replica each, both at once
+
+
+def test_an_adaptive_audit_runs_its_waves_on_the_cluster(scenarios):
+    adaptive = scenarios["adaptive"]
+    assert adaptive["same"] and adaptive["waves"] >= 2 and adaptive["cluster"]

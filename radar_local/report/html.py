@@ -7,9 +7,9 @@ from html import escape
 
 from typing import TYPE_CHECKING
 
-from radar_local.report.text import (PAIR_HEAD, SELF_EFFECT_HEAD, agreement_line, double_count_line, global_line,
-                                     injection_line, leakage_rows, num, pair_rows, scores_line, self_effect_rows,
-                                     verdict)
+from radar_local.report.text import (ADAPTIVE_HEAD, PAIR_HEAD, SELF_EFFECT_HEAD, adaptive_line, adaptive_rows,
+                                     agreement_line, double_count_line, global_line, injection_line, leakage_rows, num,
+                                     pair_rows, scores_line, self_effect_rows, verdict)
 
 if TYPE_CHECKING:
     from radar_local.stats.result import AuditResult
@@ -53,6 +53,8 @@ def result_tables_html(r: "AuditResult") -> str:
     parts.append(f"<p>{escape(global_line(r))}</p><p>{escape(scores_line(r))}</p>")
     if (line := double_count_line(r)) is not None:
         parts.append(f"<p>{escape(line)}</p>")
+    if (line := adaptive_line(r)) is not None:
+        parts += ["<h3>Adaptive audit</h3>", f"<p>{escape(line)}</p>", _table(ADAPTIVE_HEAD, adaptive_rows(r))]
     return "\n".join(parts)
 
 

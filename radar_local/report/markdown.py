@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from radar_local.report.text import (PAIR_HEAD, SELF_EFFECT_HEAD, agreement_line, double_count_line, global_line,
-                                     leakage_rows, pair_rows, scores_line, self_effect_rows, verdict)
+from radar_local.report.text import (ADAPTIVE_HEAD, PAIR_HEAD, SELF_EFFECT_HEAD, adaptive_line, adaptive_rows,
+                                     agreement_line, double_count_line, global_line, leakage_rows, pair_rows, scores_line,
+                                     self_effect_rows, verdict)
 
 if TYPE_CHECKING:
     from radar_local.stats.result import AuditResult
@@ -27,4 +28,6 @@ def audit_markdown(result: "AuditResult") -> str:
         out.append(line)
     if (line := agreement_line(result)) is not None:
         out.append(line)
+    if (line := adaptive_line(result)) is not None:
+        out += ["", "## Adaptive audit", "", line, ""] + md_table(ADAPTIVE_HEAD, adaptive_rows(result))
     return "\n".join(out) + "\n"

@@ -114,3 +114,23 @@ def agreement_line(result: "AuditResult") -> str | None:
     why = f" (no correlation: {a['reason']})" if a.get("reason") else ""
     return (f"Agreement with the human reference over {a['n_pairs']} reliable pairs: Pearson {num(a['pearson'])}, "
             f"Spearman {num(a['spearman'])}{why}, MAE {num(a['mae'], signed=False)}.")
+
+
+ADAPTIVE_HEAD = ["wave", "probes added", "verifier calls", "open decisions", "criteria grown next"]
+
+
+def adaptive_rows(result: "AuditResult") -> list[list[str]]:
+    return [[str(w["wave"]), str(w["probes"]), str(w["verifier_calls"]), str(len(w["open"])), ", ".join(w["grow"]) or "-"]
+            for w in (result.adaptive or {}).get("waves", [])]
+
+
+def adaptive_line(result: "AuditResult") -> str | None:
+    a = result.adaptive
+    if not a:
+        return None
+    cells = 2 * len(result.tasks) * len(result.criteria)
+    share = a["probes"] / (cells * a["max_n"]) if cells else 0.0
+    open_ = "; ".join(f"{d['kind']} {'/'.join(d['criteria'])}" for d in a["at_budget"]) or "none"
+    return (f"Adaptive audit: {len(a['waves'])} waves from {a['start_n']} to at most {a['max_n']} probes per (task, "
+            f"criterion, direction), {a['probes']} probes ({share:.0%} of a fixed n = {a['max_n']}); decisions at "
+            f"{a['confidence']:.0%} confidence: {len(a['settled'])} settled, {len(a['at_budget'])} open at max_n ({open_}).")

@@ -42,7 +42,7 @@ class Intervals:
     self_effect: np.ndarray  # (K, 2)
     leakage: np.ndarray  # (K, K, 2)
     sym: np.ndarray  # (K, K, 2)
-    asym: np.ndarray  # (K, K, 2)
+    asym: np.ndarray  # (K, K, 2), the image under |.| of the interval of l_ij - l_ji
     global_: dict[str, np.ndarray]  # key -> (2,)
     df: np.ndarray  # (K,) design degrees of freedom of each source
 
@@ -73,13 +73,13 @@ def intervals(strata: Strata, exact: ExactPoint, tau: float, n_resamples: int, s
     df = _design_df(strata, counts) if small_sample else np.full(strata.shape[1], np.inf)
     pair_df = df[:, None] + df[None, :]
     point = exact.coupling(tau)
-    sym_point, asym_point = _pair_points(exact)
+    sym_point, diff_point = _pair_points(exact)
     glob_point, glob_base, glob_reps = global_summaries(point), global_summaries(base), global_summaries(reps)
     return Intervals(
         self_effect=_interval(point.self_effect[0], reps.self_effect - base.self_effect, df, level),
         leakage=_interval(point.leakage[0], reps.leakage - base.leakage, df[:, None], level),
         sym=_interval(sym_point, reps.sym - base.sym, pair_df, level),
-        asym=_interval(asym_point, reps.asym - base.asym, pair_df, level),
+        asym=_absolute(_interval(diff_point, _swap_diff(reps) - _swap_diff(base), pair_df, level)),
         global_={key: _interval(glob_point[key][0], glob_reps[key] - glob_base[key], df.sum(), level)
                  for key in glob_point},
         df=df,
@@ -102,13 +102,28 @@ def _design_df(strata: Strata, counts: np.ndarray) -> np.ndarray:
 
 def _pair_points(exact: ExactPoint) -> tuple[np.ndarray, np.ndarray]:
     k = len(exact.leakage)
-    sym, asym = np.full((k, k), np.nan), np.full((k, k), np.nan)
+    sym, diff = np.full((k, k), np.nan), np.full((k, k), np.nan)
     for a in range(k):
         for b in range(k):
             lab, lba = exact.leakage[a][b], exact.leakage[b][a]
             if lab is not None and lba is not None:
-                sym[a, b], asym[a, b] = float((lab + lba) / 2), float(abs(lab - lba))
-    return sym, asym
+                sym[a, b], diff[a, b] = float((lab + lba) / 2), float(lab - lba)
+    return sym, diff
+
+
+def _swap_diff(c: Coupling) -> np.ndarray:
+    """l_ij - l_ji, the signed difference whose magnitude is Asym."""
+    return c.leakage - np.swapaxes(c.leakage, -1, -2)
+
+
+def _absolute(diff: np.ndarray) -> np.ndarray:
+    """The interval of |d| from one of d: every |d| for d in it. Asym = |l_ij - l_ji| sits on a
+    boundary at 0, where a percentile interval of |d| itself never reaches the truth of an
+    unbiased pair; the image of the smooth difference's interval covers as often as that one does."""
+    low, high = diff[..., 0], diff[..., 1]
+    with np.errstate(invalid="ignore"):
+        inner = np.where((low <= 0) & (high >= 0), 0.0, np.minimum(np.abs(low), np.abs(high)))
+    return np.stack([inner, np.maximum(np.abs(low), np.abs(high))], axis=-1)
 
 
 def _concat(parts: list[Coupling]) -> Coupling:

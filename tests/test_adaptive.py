@@ -1,0 +1,124 @@
+"""Adaptive audits on the planted engine: the same decisions as a fixed N = max_n audit for fewer
+verifier calls, resume, shared probes, expected mode; and the three-valued decision logic."""
+
+import dataclasses
+import json
+import shutil
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from radar_local.errors import InputError
+from radar_local.run import PROBES, SCORES, load_run, run_audit
+from radar_local.stats.decisions import Tri, at_least, at_most
+from tests.conftest import planted_config
+
+REPO = Path(__file__).resolve().parents[1]
+TASKS = [{"id": f"t{i}", "prompt": f"Customer request number {i}: reply to it."} for i in range(12)]
+# Two planted couplings: helpfulness -> correctness far above every flag threshold, coherence ->
+# verbosity near the directional leakage threshold (0.5).
+COUPLING = {"Helpfulness / Understanding": {"Correctness / Completeness": 0.9}, "Coherence / Clarity": {"Verbosity": 0.45}}
+
+
+def config(**kw) -> dict:
+    return planted_config(options={"coupling": COUPLING, "noise": 1.0}, **{"tasks": TASKS, "bootstrap": 200, **kw})
+
+
+def decided(result) -> tuple[dict, dict]:
+    return result.reliable.to_dict(), {frozenset((p["a"], p["b"])): p["flags"] for p in result.pairs.to_dict("records")}
+
+
+def without_calls(result):
+    """The result with the calls this process made left out (a replayed wave makes none)."""
+    record = {k: v for k, v in result.adaptive.items() if k != "verifier_calls"}
+    record["waves"] = [{k: v for k, v in w.items() if k != "verifier_calls"} for w in record["waves"]]
+    return dataclasses.replace(result, adaptive=record)
+
+
+@pytest.fixture(scope="module")
+def fixed_and_adaptive(tmp_path_factory):
+    root = tmp_path_factory.mktemp("adaptive")
+    fixed = run_audit(config(n=20), root / "fixed", base=REPO)
+    adaptive = run_audit(config(adaptive={"max_n": 20}), root / "adaptive", base=REPO)
+    return root, fixed, adaptive
+
+
+def test_adaptive_reaches_the_fixed_decisions_with_at_most_half_the_verifier_calls(fixed_and_adaptive):
+    root, fixed, adaptive = fixed_and_adaptive
+    assert decided(adaptive) == decided(fixed)
+    flags = decided(fixed)[1]
+    assert flags[frozenset(("helpfulness", "correctness"))] == ["directional"]
+    calls = {name: load_run(root / name).info()["stages"]["score"]["calls"] for name in ("fixed", "adaptive")}
+    assert calls["fixed"] == 12 * 5 * 2 * 20 * 5
+    assert calls["adaptive"] <= calls["fixed"] / 2, calls
+    record = adaptive.adaptive
+    assert record["verifier_calls"] == calls["adaptive"] == sum(w["verifier_calls"] for w in record["waves"])
+    assert record["verdicts"] == calls["adaptive"] == record["probes"] * 5
+    assert len(record["waves"]) >= 2 and record["waves"][0]["cells"] == 12 * 5 * 2
+    # every decision is settled or sits at the budget, and the open ones of the last wave are those
+    assert {d["kind"] for d in record["settled"]} >= {"gate", "directional", "tradeoff"}
+    assert record["at_budget"] == record["waves"][-1]["open"]
+    assert load_run(root / "adaptive").info()["adaptive"] == record
+
+
+def test_an_adaptive_run_resumes_where_it_stopped(fixed_and_adaptive, tmp_path):
+    """A kill after half the verdicts: the re-run replays the stored waves and calls only for the rest."""
+    root, _, adaptive = fixed_and_adaptive
+    shutil.copytree(root / "adaptive", tmp_path / "run")
+    scores = (tmp_path / "run" / SCORES).read_text().splitlines(keepends=True)
+    (tmp_path / "run" / SCORES).write_text("".join(scores[: len(scores) // 2]))
+    (tmp_path / "run" / "adaptive.json").unlink()
+    again = run_audit(config(adaptive={"max_n": 20}), tmp_path / "run", base=REPO)
+    assert without_calls(again) == without_calls(adaptive)  # the same waves and statistics
+    assert again.adaptive["verifier_calls"] == len(scores) - len(scores) // 2
+
+
+def test_a_fixed_run_at_max_n_holds_every_probe_an_adaptive_run_needs(fixed_and_adaptive, tmp_path):
+    root, _, adaptive = fixed_and_adaptive
+    shutil.copytree(root / "fixed", tmp_path / "run")
+    again = run_audit(config(adaptive={"max_n": 20}), tmp_path / "run", base=REPO)
+    assert without_calls(again) == without_calls(adaptive)  # the same probes and verdicts
+    stages = load_run(tmp_path / "run").info()["stages"]
+    assert stages["generate"]["calls"] == 0 and stages["score"]["calls"] == 0
+    assert len(load_run(tmp_path / "run").probes()) == adaptive.adaptive["probes"]
+
+
+def test_adaptive_in_expected_mode(tmp_path):
+    result = run_audit(config(adaptive={"start_n": 2, "max_n": 4, "step": 2}, scoring={"mode": "expected"},
+                              tasks=TASKS[:2]), tmp_path / "run", base=REPO)
+    assert result.probes["score_values"] == "continuous" and result.adaptive["waves"]
+    assert result.adaptive["probes"] <= 2 * 5 * 2 * 4
+
+
+def test_adaptive_needs_intervals(tmp_path):
+    with pytest.raises(InputError, match="bootstrap"):
+        run_audit(config(adaptive={"max_n": 4}, bootstrap=0), tmp_path / "run", base=REPO)
+
+
+def test_interval_ends_settle_exactly_at_the_threshold():
+    src = frozenset({"a"})
+    assert at_least((0.4, 0.9), 0.4, src).value is True  # the low end is exactly tau: settled
+    assert at_least((0.39999999999999997, 0.9), 0.4, src).value is None  # one float below: open
+    assert at_least((0.1, 0.39999999999999997), 0.4, src).value is False
+    assert at_most((-0.5, -0.2), -0.2, src).value is True and at_most((-0.2, 0.1), -0.2, src).value is None
+    assert at_least(None, 0.4, src) == Tri(None, src)
+    assert Fraction(0.39999999999999997) < Fraction(2, 5)
+
+
+def test_three_valued_logic_keeps_only_what_would_settle_it():
+    a, b = frozenset({"a"}), frozenset({"b"})
+    assert (Tri(None, a) & Tri(False)).value is False  # settled by the other side
+    assert (Tri(None, a) & Tri(True)) == Tri(None, a)
+    assert (Tri(None, a) | Tri(True)).value is True
+    assert (Tri(None, a) | Tri(None, b)) == Tri(None, a | b)
+    assert (~Tri(None, a)) == Tri(None, a) and (~Tri(True)).value is False
+
+
+def test_waves_are_in_the_report(fixed_and_adaptive):
+    root, _, _ = fixed_and_adaptive
+    report = load_run(root / "adaptive").report()
+    text = (report / "report.md").read_text()
+    assert "Adaptive audit" in text and "wave" in text
+    assert json.loads((root / "adaptive" / "stats.json").read_text())["adaptive"]["waves"]
+    assert (root / "adaptive" / PROBES).is_file()
