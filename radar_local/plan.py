@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from radar_local.config import AuditConfig, ModelSpec
 from radar_local.prompts import PROMPT_VERSION, Messages, generation_messages, verification_messages
@@ -75,6 +75,7 @@ class Plan:
     config: AuditConfig
     rubric: Rubric
     tasks: tuple[Task, ...]
+    _score_cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def cells(self) -> list[Cell]:
         """Every (task, target, direction) the audit probes: directed first, then unconditioned."""
@@ -115,12 +116,16 @@ class Plan:
         by_id = {t.id: t for t in self.tasks}
         base = {"verifier": model_identity(verifier), "template": PROMPT_VERSION, "layout": config.layout,
                 "format": config.scoring.model_dump()}
+        scope = digest(base)
         out = []
         for probe in probes:
-            task = by_id[probe["task_id"]]
-            for crit in rubric.criteria:
-                key = digest({**base, "probe": probe["key"], "criterion": crit.model_dump()})  # its text, not the rubric's
-                out.append(ScoreRequest(key, probe["key"], crit.id,
-                                        verification_messages(task, probe["text"], crit, config.layout,
-                                                              config.scoring.expected)))
+            # An adaptive audit asks for every stored probe's requests after each wave: built once.
+            if (cached := self._score_cache.get((scope, probe["key"]))) is None:
+                task = by_id[probe["task_id"]]
+                cached = [ScoreRequest(digest({**base, "probe": probe["key"], "criterion": crit.model_dump()}),  # its text
+                                       probe["key"], crit.id, verification_messages(task, probe["text"], crit, config.layout,
+                                                                                    config.scoring.expected))
+                          for crit in rubric.criteria]
+                self._score_cache[(scope, probe["key"])] = cached
+            out += cached
         return out

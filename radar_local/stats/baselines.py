@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from radar_local.stats.correlation import pearson, spearman
+from radar_local.stats.correlation import exact_integers, pearson, spearman
 
 
 def _pairwise(scores: np.ndarray, fn) -> np.ndarray:
@@ -70,18 +70,18 @@ def whitening_redundancy(scores: np.ndarray) -> np.ndarray:
     return out
 
 
-def _exact_scatter(x: np.ndarray) -> list[list[Fraction]]:
-    """n^2 times the covariance matrix, exactly (its scale does not change a partial correlation)."""
-    cols = [[Fraction(float(v)) for v in x[:, j]] for j in range(x.shape[1])]
-    n, sums = len(x), [sum(c, Fraction(0)) for c in cols]
-    return [[n * sum((p * q for p, q in zip(cols[a], cols[b])), Fraction(0)) - sums[a] * sums[b]
-             for b in range(len(cols))] for a in range(len(cols))]
+def _exact_scatter(x: np.ndarray) -> list[list[int]]:
+    """n^2 times the covariance matrix, in exact integers (its scale does not change a partial correlation)."""
+    cols = [exact_integers(x[:, j]) for j in range(x.shape[1])]
+    n, sums = len(x), [sum(c) for c in cols]
+    return [[n * sum(p * q for p, q in zip(cols[a], cols[b])) - sums[a] * sums[b] for b in range(len(cols))]
+            for a in range(len(cols))]
 
 
-def _exact_inverse(m: list[list[Fraction]]) -> list[list[Fraction]] | None:
+def _exact_inverse(m: list[list[int]]) -> list[list[Fraction]] | None:
     """Gauss-Jordan in rational arithmetic; None for a singular matrix."""
     k = len(m)
-    rows = [row[:] + [Fraction(int(i == j)) for j in range(k)] for i, row in enumerate(m)]
+    rows = [[Fraction(v) for v in row] + [Fraction(int(i == j)) for j in range(k)] for i, row in enumerate(m)]
     for col in range(k):
         pivot = next((r for r in range(col, k) if rows[r][col] != 0), None)
         if pivot is None:

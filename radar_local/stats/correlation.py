@@ -3,7 +3,8 @@
 Equal correlations must rank equal: the synthetic-correlation baseline of probes whose scores are
 permutations of one another gives every pair exactly the same correlation, and a float pipeline
 turns those into slightly different numbers whose order is noise. Here the sums of squares and
-products are exact (integers, or Fractions of the floats), r^2 is an exact rational and r the float
+products are exact (integers: every float is an integer times a power of two), r^2 is an exact
+rational and r the float
 of its square root: exactly equal correlations are equal floats, and Spearman's average ranks of
 equal values are equal. A constant vector has no correlation (None), whatever its rounding noise.
 """
@@ -19,10 +20,16 @@ from scipy import stats
 MIN_PAIRS = 3
 
 
-def _exact(values: np.ndarray) -> list:
-    if np.all(values == np.round(values)) and np.abs(values).max(initial=0) < 2**52:
-        return [int(v) for v in values]
-    return [Fraction(float(v)) for v in values]
+def exact_integers(values: np.ndarray) -> list[int]:
+    """The values times one common power of two, as exact Python integers (a float is an integer
+    mantissa times a power of two). Correlations and partial correlations do not see the scale."""
+    values = np.asarray(values, float)
+    if not len(values):
+        return []
+    mantissa, exponent = np.frexp(values)
+    ints = (mantissa * 2.0**53).astype(np.int64).tolist()  # exact: a float64 mantissa has 53 bits
+    low = int(exponent.min())
+    return [m << (int(e) - low) for m, e in zip(ints, exponent.tolist())]
 
 
 def pearson(x: np.ndarray, y: np.ndarray) -> float | None:
@@ -31,7 +38,7 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float | None:
     n = len(x)
     if n < MIN_PAIRS:
         return None
-    ex, ey = _exact(x), _exact(y)
+    ex, ey = exact_integers(x), exact_integers(y)
     sx, sy = sum(ex), sum(ey)
     sxx = n * sum(v * v for v in ex) - sx * sx
     syy = n * sum(v * v for v in ey) - sy * sy
