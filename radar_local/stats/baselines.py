@@ -10,19 +10,26 @@ import warnings
 from fractions import Fraction
 
 import numpy as np
+from scipy import stats
 
-from radar_local.stats.correlation import exact_integers, pearson, spearman
+from radar_local.stats.correlation import exact_dot, exact_integers, exact_sum, pearson
 
 
-def _pairwise(scores: np.ndarray, fn) -> np.ndarray:
+def _pairwise(scores: np.ndarray, fn, ranked: bool = False) -> np.ndarray:
+    """fn(x, y) per pair over the probes scored on both (None -> NaN); `ranked`: fn takes average
+    ranks, computed once per column where no score is missing."""
     if scores.ndim != 2:
         raise ValueError(f"scores must be probes x criteria, got shape {scores.shape}")
     k = scores.shape[1]
+    complete = not np.isnan(scores).any()
+    values = stats.rankdata(scores, axis=0) if ranked and complete else scores
     out = np.eye(k)
     for a in range(k):
         for b in range(a + 1, k):
-            ok = ~(np.isnan(scores[:, a]) | np.isnan(scores[:, b]))
-            x, y = scores[ok, a], scores[ok, b]
+            ok = ~(np.isnan(values[:, a]) | np.isnan(values[:, b]))
+            x, y = values[ok, a], values[ok, b]
+            if ranked and not complete:
+                x, y = stats.rankdata(x), stats.rankdata(y)
             r = fn(x, y)  # None for a constant column or fewer than 3 probes
             out[a, b] = out[b, a] = np.nan if r is None else r
     return out
@@ -36,7 +43,7 @@ def synthetic_correlation(scores: np.ndarray) -> np.ndarray:
 def score_profile_redundancy(scores: np.ndarray) -> np.ndarray:
     """Spearman correlation of two criteria's scores across probes: the redundancy term of the
     ARTS-Hybrid calibration objective (criteria whose score profiles move together)."""
-    return _pairwise(scores, spearman)
+    return _pairwise(scores, lambda x, y: pearson(2 * x, 2 * y), ranked=True)  # Spearman: Pearson of ranks
 
 
 def whitening_redundancy(scores: np.ndarray) -> np.ndarray:
@@ -73,9 +80,8 @@ def whitening_redundancy(scores: np.ndarray) -> np.ndarray:
 def _exact_scatter(x: np.ndarray) -> list[list[int]]:
     """n^2 times the covariance matrix, in exact integers (its scale does not change a partial correlation)."""
     cols = [exact_integers(x[:, j]) for j in range(x.shape[1])]
-    n, sums = len(x), [sum(c) for c in cols]
-    return [[n * sum(p * q for p, q in zip(cols[a], cols[b])) - sums[a] * sums[b] for b in range(len(cols))]
-            for a in range(len(cols))]
+    n, sums = len(x), [exact_sum(c) for c in cols]
+    return [[n * exact_dot(cols[a], cols[b]) - sums[a] * sums[b] for b in range(len(cols))] for a in range(len(cols))]
 
 
 def _exact_inverse(m: list[list[int]]) -> list[list[Fraction]] | None:

@@ -20,16 +20,29 @@ from scipy import stats
 MIN_PAIRS = 3
 
 
-def exact_integers(values: np.ndarray) -> list[int]:
-    """The values times one common power of two, as exact Python integers (a float is an integer
-    mantissa times a power of two). Correlations and partial correlations do not see the scale."""
+def exact_integers(values: np.ndarray) -> np.ndarray | list[int]:
+    """The values times one common power of two, exactly: small integers (Likert scores, doubled
+    ranks) as an int64 array, any other floats as Python integers (a float is an integer mantissa
+    times a power of two). Correlations and partial correlations do not see the scale."""
     values = np.asarray(values, float)
-    if not len(values):
-        return []
+    if np.all(values == np.round(values)) and np.abs(values).max(initial=0) < 2**31:
+        return values.astype(np.int64)
     mantissa, exponent = np.frexp(values)
     ints = (mantissa * 2.0**53).astype(np.int64).tolist()  # exact: a float64 mantissa has 53 bits
     low = int(exponent.min())
     return [m << (int(e) - low) for m, e in zip(ints, exponent.tolist())]
+
+
+def exact_dot(a: np.ndarray | list[int], b: np.ndarray | list[int]) -> int:
+    """sum(a * b) exactly: in int64 where it cannot overflow, else in Python integers."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and \
+            len(a) * (int(np.abs(a).max(initial=0)) * int(np.abs(b).max(initial=0)) + 1) < 2**62:
+        return int(np.dot(a, b))
+    return sum(int(p) * int(q) for p, q in zip(a, b))
+
+
+def exact_sum(a: np.ndarray | list[int]) -> int:
+    return int(a.sum()) if isinstance(a, np.ndarray) else sum(a)
 
 
 def pearson(x: np.ndarray, y: np.ndarray) -> float | None:
@@ -39,13 +52,12 @@ def pearson(x: np.ndarray, y: np.ndarray) -> float | None:
     if n < MIN_PAIRS:
         return None
     ex, ey = exact_integers(x), exact_integers(y)
-    sx, sy = sum(ex), sum(ey)
-    sxx = n * sum(v * v for v in ex) - sx * sx
-    syy = n * sum(v * v for v in ey) - sy * sy
+    sx, sy = exact_sum(ex), exact_sum(ey)
+    sxx, syy = n * exact_dot(ex, ex) - sx * sx, n * exact_dot(ey, ey) - sy * sy
     if sxx == 0 or syy == 0:
         return None
-    sxy = n * sum(a * b for a, b in zip(ex, ey)) - sx * sy
-    return math.copysign(math.sqrt(float(Fraction(sxy * sxy) / (sxx * syy))), sxy) if sxy else 0.0
+    sxy = n * exact_dot(ex, ey) - sx * sy
+    return math.copysign(math.sqrt(float(Fraction(sxy * sxy, sxx * syy))), sxy) if sxy else 0.0
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float | None:

@@ -138,12 +138,14 @@ def exact_point(strata: Strata) -> ExactPoint:
 FLOAT_MARGIN = 1e-9
 
 
-def resample_decisions(strata: Strata, weights: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
+def resample_decisions(strata: Strata, weights: np.ndarray, tau: float,
+                       means: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(positive (B, T, K), reliable (B, K)) of the resamples or subsets that integer `weights` (B, P)
-    select, exactly: floats decide where they lie beyond FLOAT_MARGIN of the threshold, the resample's
-    exact point estimate where they do not. With integer scores a stratum mean is a correctly rounded
-    ratio of exact integer sums, so the sign of a self-effect in a task is already exact in floats."""
-    se_t = self_effect(strata.means(weights))
+    select, from their float stratum `means` (default: computed here), exactly: floats decide where
+    they lie beyond FLOAT_MARGIN of the threshold, the resample's exact point estimate where they do
+    not. With integer scores a stratum mean is a correctly rounded ratio of exact integer sums, so the
+    sign of a self-effect in a task is already exact in floats."""
+    se_t = self_effect(strata.means(weights) if means is None else means)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         se = np.nanmean(se_t, axis=-2)

@@ -65,8 +65,12 @@ def intervals(strata: Strata, exact: ExactPoint, tau: float, n_resamples: int, s
     parts = []
     for start in range(0, n_resamples, chunk):
         w = strata.bootstrap_weights(rng, min(chunk, n_resamples - start), small_sample)
-        means = strata.tensor(center + strata.weighted_means(deviations, w))
-        positive, reliable = resample_decisions(strata, w, tau)
+        # Integer scores: a resampled mean is a correctly rounded ratio of exact sums, equal to the data's
+        # where every probe is. Other floats: the data's mean plus the mean deviation, exactly 0 there.
+        per_stratum = strata.weighted_means(strata.scores, w) if strata.integral else \
+            center + strata.weighted_means(deviations, w)
+        means = strata.tensor(per_stratum)
+        positive, reliable = resample_decisions(strata, w, tau, means)
         parts.append(coupling(means, tau, positive=positive, reliable=reliable))
     reps = _concat(parts)
 
