@@ -34,7 +34,7 @@ test: $(STAMP) $(MODEL) browser
 
 # Everything but the real engines, on both cores (the planted engine needs no shared model).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -m "not slow" -n 2
 
 bench: $(STAMP) $(MODEL)
 	$(BIN)/python scripts/bench_stats.py

@@ -14,8 +14,6 @@ from radar_local.run import PROBES, SCORES, load_run, run_audit
 from radar_local.stats.decisions import Tri, at_least, at_most
 from tests.conftest import planted_config
 
-# One worker runs this module: its tests share the two audits of the module fixture.
-pytestmark = pytest.mark.xdist_group("adaptive")
 REPO = Path(__file__).resolve().parents[1]
 TASKS = [{"id": f"t{i}", "prompt": f"Customer request number {i}: reply to it."} for i in range(12)]
 # Two planted couplings: helpfulness -> correctness far above every flag threshold, coherence ->
