@@ -118,6 +118,8 @@ class GridConfig(AuditSettings):
 
     @model_validator(mode="after")
     def _distinct_labels_and_some_cell(self) -> "GridConfig":
+        if self.adaptive is not None:  # its waves follow one judge's intervals; a grid scores with several
+            raise ValueError("adaptive audits run per (generator, verifier) cell: use `radar audit` on each cell's config")
         for role in ("generators", "verifiers"):  # a label names a directory and a score-table column
             labels = [m.label for m in getattr(self, role)]
             slugs = [slug(label) for label in labels]

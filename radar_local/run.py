@@ -128,10 +128,11 @@ class Run:
 
     # ---- stages ----
     def generate(self, pool: EnginePool, progress: bool = True, requests: list[GenerationRequest] | None = None) -> dict:
-        """Stage 1: every planned probe (or those of `requests`) not stored yet. The engine is fed the whole
-        stage at once and each probe is stored the moment it finishes, so a kill loses only requests in flight."""
+        """Stage 1: every planned probe not stored yet (an adaptive audit's up to its last wave, or those of
+        `requests`). The engine is fed the whole stage at once and each probe is stored the moment it
+        finishes, so a kill loses only requests in flight."""
         config, store = self.config, self.store
-        requests = self.plan.generation_requests() if requests is None else requests
+        requests = self.plan.generation_requests(self.adaptive_sizes()) if requests is None else requests
         todo = [r for r in requests if not all(r.variant_key(v) in store.probes for v in r.variants)]
         meter = StageMeter(requests=sum(r.n for r in requests))
         if not todo:

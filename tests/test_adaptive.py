@@ -122,3 +122,32 @@ def test_waves_are_in_the_report(fixed_and_adaptive):
     assert "Adaptive audit" in text and "wave" in text
     assert json.loads((root / "adaptive" / "stats.json").read_text())["adaptive"]["waves"]
     assert (root / "adaptive" / PROBES).is_file()
+
+
+def test_radar_generate_on_an_adaptive_config_generates_the_first_wave(tmp_path):
+    from radar_local.run import EnginePool, Run
+
+    run = Run.create(parse(config(adaptive={"start_n": 2, "max_n": 6}, tasks=TASKS[:2])), tmp_path / "run", REPO)
+    pool = EnginePool()
+    try:
+        info = run.generate(pool, progress=False)
+    finally:
+        pool.close()
+    assert info["calls"] == 2 * 5 * 2 * 2 and len(run.probes()) == info["calls"]
+
+
+def test_a_grid_refuses_an_adaptive_audit():
+    from pydantic import ValidationError
+
+    from radar_local.config import GridConfig
+
+    spec = {"engine": "testing", "model": "planted"}
+    settings = {k: v for k, v in config(adaptive={"max_n": 4}).items() if k not in ("generator", "verifier")}
+    with pytest.raises(ValidationError, match="per \\(generator, verifier\\) cell"):
+        GridConfig.model_validate({**settings, "generators": [spec], "verifiers": [{**spec, "model": "judge"}]})
+
+
+def parse(raw: dict):
+    from radar_local.config import AuditConfig
+
+    return AuditConfig.model_validate(raw)

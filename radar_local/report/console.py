@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from radar_local.report.text import (PAIR_HEAD, SELF_EFFECT_HEAD, agreement_line, double_count_line, global_line,
-                                     injection_line, leakage_rows, pair_rows, scores_line, self_effect_rows,
+from radar_local.report.text import (PAIR_HEAD, SELF_EFFECT_HEAD, adaptive_line, agreement_line, double_count_line,
+                                     global_line, injection_line, leakage_rows, pair_rows, scores_line, self_effect_rows,
                                      verdict)
 
 if TYPE_CHECKING:
@@ -30,6 +30,8 @@ def print_audit(result: "AuditResult", console: Console | None = None) -> None:
     if (line := double_count_line(result)) is not None:
         console.print(line)
     if (line := agreement_line(result)) is not None:
+        console.print(line)
+    if (line := adaptive_line(result)) is not None:
         console.print(line)
     for line in verdict(result):
         console.print(f"- {line}")
