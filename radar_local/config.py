@@ -94,6 +94,15 @@ class AuditSettings(Strict):
         return self.adaptive.max_n if self.adaptive else self.n
 
     @model_validator(mode="after")
+    def _paths_without_nul(self) -> "AuditSettings":
+        """A NUL byte cannot be in a file name: say so here, not as the OS's ValueError later."""
+        tasks = self.tasks.path if isinstance(self.tasks, TaskSource) else self.tasks
+        for key, value in (("rubric", self.rubric), ("tasks", tasks), ("human", self.human), ("out", self.out)):
+            if isinstance(value, str) and "\0" in value:
+                raise ValueError(f"'{key}' contains a NUL byte; give a bundled name or a file path")
+        return self
+
+    @model_validator(mode="after")
     def _tasks_for_custom_rubric(self) -> "AuditSettings":
         if self.tasks is None and self.rubric not in BUNDLED:
             raise ValueError("a custom rubric needs 'tasks' (a bundled name, a file, or a list)")

@@ -195,3 +195,10 @@ def test_report_on_stats_from_an_older_schema(tmp_path):
     (run / "stats.json").write_text(json.dumps({**stats, "schema_version": 1}))
     one_line_exit_2(invoke("report", run), run / "stats.json", "schema_version 1")
     assert not (run / "report").exists()
+
+
+@pytest.mark.parametrize("key", ["rubric", "human", "out"])
+def test_a_nul_byte_in_a_path_is_one_line(tmp_path, key):
+    """Found by hypothesis (tests/test_fuzz_inputs.py): the OS's 'embedded null byte' was a traceback."""
+    path = _config(tmp_path, planted_config(**{key: "\x00"}))
+    one_line_exit_2(invoke("audit", path, "--out", tmp_path / "run"), path, "NUL byte")
