@@ -73,6 +73,16 @@ def test_self_effect_bars_draw_the_gate(stats):
     assert ax.get_ylabel() == "self-effect"
 
 
+def test_self_effect_bars_draw_an_interval_that_does_not_bracket_its_point(stats):
+    """An interval wholly above its estimate (a ratio's, a biased one) is drawn from its ends, not a crash."""
+    ci = stats.self_effect_ci.copy()
+    ci["low"], ci["high"] = stats.self_effect + 0.1, stats.self_effect + 0.2
+    ax = plots.self_effect_bars(dataclasses.replace(stats, self_effect_ci=ci)).axes[0]
+    segments = [seg for coll in ax.collections for seg in coll.get_segments()]
+    spans = sorted((round(float(s[:, 1].min()), 9), round(float(s[:, 1].max()), 9)) for s in segments if len(s) == 2)
+    assert spans == sorted((round(lo, 9), round(hi, 9)) for lo, hi in zip(ci["low"], ci["high"]))
+
+
 def test_sym_asym_scatter_labels_flags(stats):
     texts = [t.get_text() for t in plots.sym_asym_scatter(stats).axes[0].texts]
     flagged = [p for p in stats.pairs.to_dict("records") if p["flags"] and p["flags"] != ["gated"]]

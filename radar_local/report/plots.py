@@ -66,7 +66,8 @@ def self_effect_bars(result: "AuditResult") -> "Figure":
     ax.bar(crit, np.nan_to_num(se), color=colours)
     if result.self_effect_ci is not None:
         lo, hi = result.self_effect_ci["low"].to_numpy(), result.self_effect_ci["high"].to_numpy()
-        ax.errorbar(range(len(crit)), np.nan_to_num(se), yerr=[np.nan_to_num(se - lo), np.nan_to_num(hi - se)],
+        # Drawn from its ends, not as distances from the point: an interval need not bracket its estimate.
+        ax.errorbar(range(len(crit)), np.nan_to_num((lo + hi) / 2), yerr=np.nan_to_num((hi - lo) / 2),
                     fmt="none", ecolor="black", capsize=3)
     ax.axhline(result.tau, color="black", ls="--", label=f"tau = {result.tau}")
     ax.set_ylabel("self-effect")
