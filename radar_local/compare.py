@@ -51,9 +51,11 @@ def compare(before: AuditResult, after: AuditResult, fail_on_sym: float | None =
             for c in shared if before.reliable[c] != after.reliable[c]]
     violations = []
     if fail_on_sym is not None:
+        # Every reliable pair of `after`, whether or not `before` has it (a renamed criterion is no loophole).
         # Stored Sym is the exact value correctly rounded, and the policy is the decimal correctly rounded:
         # rounding is monotone, so comparing the two floats keeps the exact values' order (stats/exact.py).
-        violations = [r for r in rows if r["reliable_after"] and r["sym_after"] is not None and r["sym_after"] >= fail_on_sym]
+        violations = [{"a": p["a"], "b": p["b"], "sym_after": p["sym"]} for p in after.pairs.to_dict("records")
+                      if p["reliable"] and p["sym"] == p["sym"] and p["sym"] >= fail_on_sym]
     return {"pairs": rows, "moved": [r for r in rows if r["moved"]], "gate_changes": gate,
             "fail_on_sym": fail_on_sym, "violations": violations,
             "only_before": sorted(set(before.criteria) - set(after.criteria)),

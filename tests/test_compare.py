@@ -54,3 +54,21 @@ def test_bad_run_directories(tmp_path, runs):
     (tmp_path / "stats.json").write_text("{not json")
     res = CliRunner().invoke(cli, ["compare", str(tmp_path), str(runs[0])])
     assert res.exit_code == 2 and "is not valid JSON" in res.output
+
+
+def test_fail_on_sym_counts_a_pair_that_only_the_second_run_has(runs, tmp_path):
+    """A renamed criterion is no loophole: B's coupled pair fails the policy though A never had it."""
+    before, after = runs
+    renamed = tmp_path / "renamed.json"
+    renamed.write_text((before / "stats.json").read_text().replace("correctness", "accuracy"))
+    res = CliRunner().invoke(cli, ["compare", str(after), str(renamed), "--fail-on-sym", "0.6"])
+    assert res.exit_code == 1 and "helpfulness / accuracy has Sym" in res.output
+
+
+@pytest.mark.parametrize("command", ["compare", "repair"])
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_a_sym_policy_that_can_never_fail_is_refused(runs, command, value):
+    before, after = runs
+    args = [str(before), str(after)] if command == "compare" else [str(before)]
+    res = CliRunner().invoke(cli, [command, *args, "--fail-on-sym", value])
+    assert res.exit_code == 2 and "not a finite Sym ceiling" in res.output and len(res.output.strip().splitlines()) == 1

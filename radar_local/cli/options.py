@@ -30,6 +30,21 @@ class Unit(click.FloatRange):
         return value
 
 
+class SymPolicy(click.ParamType):
+    """A Sym ceiling for a CI gate: a finite number. NaN would compare false with every Sym and never fail."""
+
+    name = "float"
+
+    def convert(self, value, param, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if number != number or number in (float("inf"), float("-inf")):
+            self.fail(f"{value} is not a finite Sym ceiling (a policy that can never fail is no gate)", param, ctx)
+        return number
+
+
 def stats_options(fn):
     for deco in reversed([
         click.option("--rubric", "rubric_arg", metavar="NAME|PATH", help="Bundled rubric name or rubric file."),

@@ -6,13 +6,15 @@ from pathlib import Path
 
 import click
 
+from radar_local.cli.options import SymPolicy
+
 
 @click.command()
 @click.argument("target", type=click.Path(exists=True, path_type=Path), metavar="CONFIG_OR_RUN_DIR")
 @click.option("--out", type=click.Path(path_type=Path), help="Repair folder (default: RUN_DIR/repair).")
 @click.option("--rounds", type=click.IntRange(1, 20), default=1, show_default=True, help="Rounds, each from the best so far.")
 @click.option("--candidates", type=click.IntRange(1, 50), default=3, show_default=True, help="Candidate edits per round.")
-@click.option("--fail-on-sym", type=float, help="Exit 1 when a reliable non-intended pair keeps Sym at or above this.")
+@click.option("--fail-on-sym", type=SymPolicy(), help="Exit 1 when a reliable non-intended pair keeps Sym at or above this.")
 @click.option("--quiet", is_flag=True, help="No progress output.")
 def repair(target: Path, out: Path | None, rounds: int, candidates: int, fail_on_sym: float | None, quiet: bool) -> None:
     """Propose rubric edits for an audit's findings, re-audit each on the same probes budget, keep what

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from radar_local.cli.options import ray_option, verbose_option, with_ray
+from radar_local.cli.options import SymPolicy, ray_option, verbose_option, with_ray
 
 
 @click.command()
@@ -25,7 +25,7 @@ def report(run_dir: Path, out: Path | None, verifier: str | None) -> None:
 @click.command()
 @click.argument("run_a", type=click.Path(path_type=Path))
 @click.argument("run_b", type=click.Path(path_type=Path))
-@click.option("--fail-on-sym", type=float, help="Exit 1 when a reliable pair in RUN_B has Sym at or above this.")
+@click.option("--fail-on-sym", type=SymPolicy(), help="Exit 1 when a reliable pair in RUN_B has Sym at or above this.")
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the diff as JSON.")
 def compare(run_a: Path, run_b: Path, fail_on_sym: float | None, json_out: Path | None) -> None:
     """Diff two audits (before/after a rubric edit, or two judges)."""
