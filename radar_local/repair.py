@@ -355,18 +355,13 @@ def repair(target: str | Path, out: str | Path | None = None, *, rounds: int = 1
         config, folder = config_from(target)
         if config.out is None:
             raise InputError(target, "no run directory: set 'out' in the config")
-        original = Run.create(config, config.out, folder)
+        original = Run.create(config, config.out, folder, target)
     own = pool is None
     pool = pool or EnginePool(original.config.cluster)
     try:
         if not target.is_dir():
             original.audit(pool, progress)
-        config = original.config
-        ids = set(original.rubric.ids)
-        for a, b in config.intended:
-            if a not in ids or b not in ids:
-                raise InputError(original.root / "config.yaml", f"intended pair {a}/{b} names a criterion the rubric "
-                                                                f"lacks; it has {', '.join(original.rubric.ids)}")
+        config = original.config  # its intended pairs were checked against the rubric when the run was made
         intended = {frozenset(p) for p in config.intended}
         out = Path(out) if out else original.repair_dir
         result = original.result()

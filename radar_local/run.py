@@ -72,16 +72,18 @@ class EnginePool:
 
 
 class Run:
-    def __init__(self, root: Path, config: AuditConfig, store: Store, base: Path):
+    def __init__(self, root: Path, config: AuditConfig, store: Store, inputs: tuple):
         self.root, self.config, self.store = root, config, store
-        self.rubric, self.tasks, self.reference = resolve_inputs(config, base)
+        self.rubric, self.tasks, self.reference = inputs
         self.plan = Plan(config, self.rubric, self.tasks)
 
     @classmethod
-    def create(cls, config: AuditConfig, out: str | Path, base: Path) -> "Run":
-        """A run directory for `config` (relative paths taken from `base`), its snapshot written."""
+    def create(cls, config: AuditConfig, out: str | Path, base: Path, source: object = "config") -> "Run":
+        """A run directory for `config` (relative paths taken from `base`; `source` names the config in
+        errors), its snapshot written. Every input is read and checked before the directory exists."""
         config = with_absolute_paths(config, base)
-        run = cls(Path(out), config, open_store(out), base)
+        inputs = checked_inputs(config, base, source)
+        run = cls(Path(out), config, open_store(out), inputs)
         write_atomic(run.root / CONFIG, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
         return run
 
@@ -91,7 +93,8 @@ class Run:
         root = Path(root)
         if not (root / PROBES).is_file() or not (root / CONFIG).is_file():
             raise InputError(root, f"not a run directory (no {PROBES}); run `radar audit` or `radar generate` first")
-        return cls(root, load_config(root / CONFIG), open_store(root, writer), root)
+        config = load_config(root / CONFIG)
+        return cls(root, config, open_store(root, writer), checked_inputs(config, root, root / CONFIG))
 
     # ---- file names: the only place that names a file in a run directory ----
     def _suffix(self, verifier: str | None) -> str:
@@ -325,6 +328,17 @@ class Run:
         from radar_local.report.build import write_report
 
         return write_report(self, verifier, Path(out) if out else self.report_dir(verifier))
+
+
+def checked_inputs(config: AuditConfig, base: Path, source: object) -> tuple:
+    """The rubric, tasks and reference a config names, and its `intended` pairs checked against the rubric."""
+    rubric, tasks, reference = resolve_inputs(config, base)
+    for a, b in config.intended:
+        unknown = [c for c in (a, b) if c not in rubric.ids]
+        if unknown:
+            raise InputError(source, f"intended pair [{a}, {b}]: unknown criterion '{unknown[0]}'; the rubric has "
+                                     f"{', '.join(rubric.ids)}")
+    return rubric, tasks, reference
 
 
 def prefix_order(todo: list, layout: str, stagger: int = 32) -> list:

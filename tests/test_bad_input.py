@@ -202,3 +202,19 @@ def test_a_nul_byte_in_a_path_is_one_line(tmp_path, key):
     """Found by hypothesis (tests/test_fuzz_inputs.py): the OS's 'embedded null byte' was a traceback."""
     path = _config(tmp_path, planted_config(**{key: "\x00"}))
     one_line_exit_2(invoke("audit", path, "--out", tmp_path / "run"), path, "NUL byte")
+
+
+@pytest.mark.parametrize("command", ["audit", "repair"])
+def test_unknown_intended_criteria_are_refused_before_anything_is_made(tmp_path, command):
+    """Named in the user's file, before a run directory, a lock or any model call exists."""
+    path = _config(tmp_path, planted_config(intended=[["helpfulness", "charm"]], out=str(tmp_path / "run")))
+    one_line_exit_2(invoke(command, path), path, "unknown criterion 'charm'")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_bad_rubric_file_leaves_no_run_directory(tmp_path):
+    rubric = tmp_path / "rubric.yaml"
+    rubric.write_text("criteria: [")
+    path = _config(tmp_path, planted_config(rubric=str(rubric)))
+    one_line_exit_2(invoke("audit", path, "--out", tmp_path / "run"), rubric)
+    assert not (tmp_path / "run").exists()

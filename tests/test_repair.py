@@ -90,8 +90,10 @@ def test_intended_pairs_are_left_alone(tmp_path):
 
 
 def test_intended_pair_must_name_rubric_criteria(tmp_path):
-    with pytest.raises(InputError, match="intended pair accuracy/speed names a criterion the rubric lacks"):
-        repair(config(tmp_path, [DROP], intended=[["accuracy", "speed"]]))
+    path = config(tmp_path, [DROP], intended=[["accuracy", "speed"]])
+    with pytest.raises(InputError, match=r"audit.yaml: intended pair \[accuracy, speed\]: unknown criterion 'speed'"):
+        repair(path)
+    assert not (tmp_path / "audit").exists()  # refused before the audit ran
 
 
 @pytest.mark.parametrize("edit,message", [

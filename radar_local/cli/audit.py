@@ -28,7 +28,7 @@ def _create(config_path: Path, out: Path | None, ray_address: str | None):
     run_dir = out or (Path(config.out) if config.out else None)
     if run_dir is None:
         raise InputError(config_path, "no run directory: set 'out' in the config or pass --out")
-    return Run.create(config, run_dir, config_path.parent)
+    return Run.create(config, run_dir, config_path.parent, config_path)
 
 
 @click.command()
