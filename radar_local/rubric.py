@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -39,7 +39,8 @@ class Rubric(Strict):
     id: str = Field(pattern=_ID)
     name: str = Field(min_length=1)
     criteria: tuple[Criterion, ...] = Field(min_length=2)
-    weights: dict[str, float] | None = None
+    weights: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] | None = Field(
+        None, description="The aggregate a team gates on: finite, non-negative weights per criterion")
 
     @model_validator(mode="after")
     def _unique_ids(self) -> "Rubric":

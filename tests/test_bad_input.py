@@ -218,3 +218,17 @@ def test_a_bad_rubric_file_leaves_no_run_directory(tmp_path):
     path = _config(tmp_path, planted_config(rubric=str(rubric)))
     one_line_exit_2(invoke("audit", path, "--out", tmp_path / "run"), rubric)
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("weight,needle", [("-1", "greater than or equal to 0"), (".inf", "finite number"),
+                                           (".nan", "finite number")])
+def test_rubric_weights_must_be_finite_and_non_negative(tmp_path, weight, needle):
+    """A negative weight was a traceback, .inf wrote non-JSON Infinity into stats.json, .nan a silent null."""
+    rubric = tmp_path / "rubric.yaml"
+    rubric.write_text("id: r\nname: R\ncriteria:\n  - {id: a, label: A, description: x}\n"
+                      f"  - {{id: b, label: B, description: y}}\nweights: {{a: {weight}, b: 1}}\n")
+    rows = probes("t", "a", "+", [{"a": 4, "b": 2}]) + probes("t", "a", "-", [{"a": 0, "b": 2}])
+    rows += probes("t", "b", "+", [{"a": 2, "b": 4}]) + probes("t", "b", "-", [{"a": 2, "b": 0}])
+    scores = tmp_path / "scores.csv"
+    table(rows).to_csv(scores, index=False)
+    one_line_exit_2(invoke("stats", scores, "--rubric", rubric, "--bootstrap", "0"), rubric, "weights.a", needle)
