@@ -30,6 +30,13 @@ class ModelSpec(Strict):
         return self.name or Path(self.model).name
 
     @model_validator(mode="after")
+    def _label_names_a_folder(self) -> "ModelSpec":
+        """A label names a grid cell's folder and a stats file: '.' or '..' would be another folder."""
+        if slug(self.label) in ("", ".", ".."):
+            raise ValueError(f"the label '{self.label}' cannot name a folder; give this model a `name`")
+        return self
+
+    @model_validator(mode="after")
     def _options_the_engine_takes(self) -> "ModelSpec":
         from radar_local.engines.registry import parse_options
 

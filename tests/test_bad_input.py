@@ -232,3 +232,18 @@ def test_rubric_weights_must_be_finite_and_non_negative(tmp_path, weight, needle
     scores = tmp_path / "scores.csv"
     table(rows).to_csv(scores, index=False)
     one_line_exit_2(invoke("stats", scores, "--rubric", rubric, "--bootstrap", "0"), rubric, "weights.a", needle)
+
+
+@pytest.mark.parametrize("spec", [{"engine": "testing", "model": "x/.."}, {"engine": "testing", "model": "m", "name": ".."},
+                                  {"engine": "testing", "model": "m", "name": "."}])
+def test_a_label_that_names_another_folder_is_refused(tmp_path, spec):
+    """A grid's generator labelled '..' made its run directory the grid folder's parent (issue 21, item 1)."""
+    grid = {k: v for k, v in planted_config().items() if k not in ("generator", "verifier")}
+    path = _config(tmp_path, {**grid, "generators": [spec], "verifiers": [{"engine": "testing", "model": "judge"}]})
+    one_line_exit_2(invoke("grid", path, "--out", tmp_path / "grid"), path, "cannot name a folder")
+    assert not (tmp_path / "config.yaml").exists() and not (tmp_path / "grid").exists()
+
+
+def test_an_option_value_that_is_not_yaml_is_one_line(tmp_path):
+    res = invoke("score", tmp_path, "--verifier", "testing:planted", "--option", "noise={")
+    assert res.exit_code == 2 and "not YAML" in res.output and len(res.output.strip().splitlines()) == 1, res.output

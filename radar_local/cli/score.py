@@ -15,7 +15,11 @@ def parse_option(value: str) -> tuple[str, object]:
     if "=" not in value:
         raise click.BadParameter(f"'{value}' is not KEY=VALUE")
     key, raw = value.split("=", 1)
-    return key, yaml.safe_load(raw)
+    try:
+        return key, yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        raise click.BadParameter(f"'{value}': the value is not YAML ({str(exc).splitlines()[0]})",
+                                 param_hint="--option") from None
 
 
 @click.command()
