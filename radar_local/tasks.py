@@ -65,11 +65,13 @@ def load_task_table(source: TaskSource, seed: int) -> tuple[Task, ...]:
     tasks = []
     for number, row in enumerate(df.itertuples(index=False), 1):
         rec = dict(zip(df.columns, row))
-        task_id, prompt = str(rec[names["id"]]).strip(), str(rec[names["prompt"]] or "").strip()
-        if not task_id or not prompt:
-            raise InputError(path, f"row {number}: empty {'id' if not task_id else 'prompt'}; every task needs both")
+        task_id, prompt = _text(rec[names["id"]], ids=True), _text(rec[names["prompt"]])
+        for key, value in (("id", task_id), ("prompt", prompt)):
+            if not value:
+                raise InputError(path, f"row {number}: the {key} is empty or not text ({_kind(rec[names[key]])}); "
+                                       "every task needs a text id and prompt")
         if has_doc:  # a summary task: the source document is what the response summarizes
-            document = str(rec[names["document"]] or "").strip()
+            document = _text(rec[names["document"]]) or ""
             tasks.append(Task(id=task_id, prompt=f"{prompt}\n\n{document}" if document else prompt, format="summary"))
         else:
             tasks.append(Task(id=task_id, prompt=prompt))
@@ -80,3 +82,21 @@ def load_task_table(source: TaskSource, seed: int) -> tuple[Task, ...]:
     except ValueError as exc:
         raise InputError(path, str(exc)) from None
     return tuple(tasks)
+
+
+def _text(value: object, ids: bool = False) -> str:
+    """A cell as stripped text; "" for anything that is not text (null, NaN, bytes, lists), which would
+    otherwise be audited as the words 'None', 'nan' or a repr. An id may also be an integer."""
+    if isinstance(value, str):
+        return value.strip()
+    if ids and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return str(value)
+    return ""
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, str):
+        return "blank text"
+    if value is None or (isinstance(value, float) and value != value):
+        return "null"
+    return type(value).__name__

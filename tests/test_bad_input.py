@@ -247,3 +247,14 @@ def test_a_label_that_names_another_folder_is_refused(tmp_path, spec):
 def test_an_option_value_that_is_not_yaml_is_one_line(tmp_path):
     res = invoke("score", tmp_path, "--verifier", "testing:planted", "--option", "noise={")
     assert res.exit_code == 2 and "not YAML" in res.output and len(res.output.strip().splitlines()) == 1, res.output
+
+
+@pytest.mark.parametrize("line,kind", [('{"id": "a", "prompt": null}', "null"), ('{"id": null, "prompt": "p"}', "null"),
+                                       ('{"id": "a", "prompt": ["x"]}', "list"), ('{"id": "a", "prompt": 3}', "int")])
+def test_a_task_that_is_not_text_is_refused_naming_the_row(tmp_path, line, kind):
+    """A null prompt was audited as the text 'None' or 'nan' (issue 21, item 6)."""
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"id": "ok", "prompt": "A fine prompt."}\n' + line + "\n")
+    path = _config(tmp_path, planted_config(tasks=str(tasks)))
+    one_line_exit_2(invoke("audit", path, "--out", tmp_path / "run"), tasks, "row 2", kind)
+    assert not (tmp_path / "run").exists()
