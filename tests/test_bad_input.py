@@ -258,3 +258,13 @@ def test_a_task_that_is_not_text_is_refused_naming_the_row(tmp_path, line, kind)
     path = _config(tmp_path, planted_config(tasks=str(tasks)))
     one_line_exit_2(invoke("audit", path, "--out", tmp_path / "run"), tasks, "row 2", kind)
     assert not (tmp_path / "run").exists()
+
+
+def test_error_lines_show_control_characters_escaped(tmp_path):
+    """An ESC sequence or U+2028 in a score cell reaches the error line escaped: one inert line."""
+    scores = tmp_path / "scores.csv"
+    scores.write_text("generator,verifier,task_id,target,direction,variant,criterion,score\n"
+                      "g,v,t,a,+,0,a,\x1b[31mfour\u2028x\n")
+    res = invoke("stats", scores)
+    assert res.exit_code == 2 and "\\x1b[31m" in res.output and "\\u2028" in res.output
+    assert "\x1b" not in res.output and "\u2028" not in res.output and len(res.output.strip().splitlines()) == 1

@@ -13,7 +13,10 @@ RESUME = "every stored record is whole and the batch in flight was dropped; run 
 
 
 def _one_line(text: str) -> str:
-    return text.replace("\r", "\\r").replace("\n", "\\n")
+    """One terminal line: line breaks (also U+2028, U+2029, NEL) and other control characters (an ESC
+    sequence in a column name) are shown escaped, never acted on by the terminal."""
+    return "".join(ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode("ascii")
+                   for ch in text)
 
 
 class Terminated(BaseException):
