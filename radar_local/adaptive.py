@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from radar_local.inputs import read_json
 from radar_local.plan import Cell
 from radar_local.stats.decisions import decisions
 from radar_local.stats.flags import Thresholds
-from radar_local.store import read_json
 
 if TYPE_CHECKING:
     from radar_local.config import ModelSpec

@@ -3,10 +3,10 @@ crossed the reliability gate, and whether a policy ceiling on Sym is crossed."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from radar_local.errors import InputError
+from radar_local.inputs import read_json
 from radar_local.stats.result import AuditResult
 
 
@@ -16,11 +16,8 @@ def load_stats(path: str | Path) -> AuditResult:
     file = path / "stats.json" if path.is_dir() else path
     if not file.is_file():
         raise InputError(path, "no stats.json here; pass a run directory from `radar audit` or a `radar stats --json` file")
-    try:
-        data = json.loads(file.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise InputError(file, "is not valid JSON") from None
-    if not isinstance(data, dict) or "pairs" not in data or "reliable" not in data:
+    data = read_json(file, "pass the stats.json of a finished audit")
+    if "pairs" not in data or "reliable" not in data:
         raise InputError(file, "is not a RADAR stats file (no 'pairs' or 'reliable')")
     return AuditResult.from_json(data, file)
 

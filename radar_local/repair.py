@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from radar_local.config import AuditConfig, ModelSpec
 from radar_local.errors import InputError
+from radar_local.inputs import yaml_text
 from radar_local.plan import cell_seed
 from radar_local.prompts import Messages
 from radar_local.report.examples import pair_examples
@@ -30,7 +30,7 @@ from radar_local.scoring import SAFE_CHAR
 from radar_local.stats.correlation import pearson
 from radar_local.stats.flags import CLUSTER, DIRECTIONAL, TRADEOFF
 from radar_local.stats.result import AuditResult
-from radar_local.store import write_atomic
+from radar_local.store import make_folder, write_atomic
 
 ACTIONS = ("rewrite", "merge", "split", "drop")
 # action -> (criteria it names, new criteria it writes)
@@ -419,8 +419,8 @@ def _propose(run: Run, result: AuditResult, findings: list[Finding], left_alone:
 def _reaudit(cand: Candidate, parent: Run, config: AuditConfig, out: Path, pool: EnginePool, progress: bool) -> None:
     folder = out / f"round-{cand.round}"
     rubric_path = folder / f"candidate-{cand.index}.rubric.yaml"
-    folder.mkdir(parents=True, exist_ok=True)
-    write_atomic(rubric_path, yaml.safe_dump(cand.rubric.model_dump(mode="json", exclude_none=True), sort_keys=False))
+    make_folder(folder)
+    write_atomic(rubric_path, yaml_text(cand.rubric.model_dump(mode="json", exclude_none=True)))
     cand.run_dir = folder / f"candidate-{cand.index}"
     run = Run.create(candidate_config(config, rubric_path, parent.tasks), cand.run_dir, folder)
     cand.reuse = run.adopt(parent, config.verifier)
@@ -430,10 +430,10 @@ def _reaudit(cand: Candidate, parent: Run, config: AuditConfig, out: Path, pool:
 def _write(rep: Repair) -> None:
     from radar_local.report.repair import write_repair_report
 
-    rep.out.mkdir(parents=True, exist_ok=True)
+    make_folder(rep.out)
     if rep.final is not None:
         write_atomic(rep.out / "rubric.repaired.yaml",
-                     yaml.safe_dump(rep.final.rubric.model_dump(mode="json", exclude_none=True), sort_keys=False))
+                     yaml_text(rep.final.rubric.model_dump(mode="json", exclude_none=True)))
     write_repair_report(rep)
 
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from radar_local.errors import InputError
+from radar_local.inputs import read_mapping
 
 BUNDLED = ("helpsteer2", "summeval", "sumpubmed")
 _ID = r"^[a-z][a-z0-9_]*$"
@@ -105,25 +104,6 @@ class Benchmark(Strict):
     def _unique_tasks(self) -> "Benchmark":
         unique_ids(self.tasks)
         return self
-
-
-def read_mapping(path: Path) -> dict:
-    """Read a YAML or JSON file that must hold a mapping; one clear error otherwise."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise InputError(path, "file not found; check the path") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot read file ({exc.strerror})") from None
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        where = f" at line {line + 1}" if line is not None else ""
-        raise InputError(path, f"malformed YAML/JSON{where}; fix the syntax") from None
-    if not isinstance(data, dict):
-        raise InputError(path, "expected a mapping at the top level")
-    return data
 
 
 def parse_model(model: type[Strict], data: dict, path: object) -> Strict:

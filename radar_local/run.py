@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from radar_local.cluster import ClusterEngine, ClusterSpec, replica_delta
 from radar_local.config import AuditConfig, ModelSpec, load_config, resolve_inputs, with_absolute_paths
@@ -21,13 +20,14 @@ from radar_local.engines.base import Engine, EngineStats
 from radar_local.engines.registry import build_engine, parse_options
 from radar_local.errors import InputError
 from radar_local.injection import flagged_probes
+from radar_local.inputs import read_json, yaml_text
 from radar_local.plan import GenerationRequest, Plan
 from radar_local.progress import stage_progress
 from radar_local.prompts import PROMPT_VERSION, strip_think
 from radar_local.scores import COLUMNS, validate_scores, write_scores
 from radar_local.scoring import expected_score, parse_score
 from radar_local.stats.result import AuditResult
-from radar_local.store import Store, read_json, slug, write_atomic
+from radar_local.store import Store, slug, write_atomic
 
 # Every file name in a run directory (reports go to report/ and report-<verifier>/, see report_dir).
 CONFIG, TABLE, VERIFIERS, WAVES = "config.yaml", "scores.csv", "verifiers.json", "adaptive.json"
@@ -84,7 +84,7 @@ class Run:
         config = with_absolute_paths(config, base)
         inputs = checked_inputs(config, base, source)
         run = cls(Path(out), config, open_store(out), inputs)
-        write_atomic(run.root / CONFIG, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
+        write_atomic(run.root / CONFIG, yaml_text(config.model_dump(mode="json")))
         return run
 
     @classmethod
@@ -244,7 +244,7 @@ class Run:
     def audit_result(self, verifier: ModelSpec, probes: list[dict], **options) -> tuple[AuditResult, pd.DataFrame, dict]:
         """The audit of these probes' stored verdicts (flagged probes left out where the config says so),
         with the score table and the injection scan it was computed from."""
-        from radar_local.analyze import stats_for_table
+        from radar_local.analysis import stats_for_table
 
         config = self.config
         injection = {**flagged_probes(probes), "excluded": config.exclude_flagged_probes}

@@ -8,6 +8,9 @@ Nothing stored is ever lost:
 - On opening as a writer, a torn last line (a kill landed mid-write) is cut off and kept in a side
   file; a damaged line anywhere else is refused, never skipped.
 - An append that fails (disk full) is rolled back to the last whole record.
+- No write follows a symbolic link: a link planted in a run directory is refused, never written
+  through. Whole files are written to a fresh temporary name and renamed over the target.
+- A hand-edited line that is JSON but not a record of its kind is refused, naming its line.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ import logging
 import os
 import re
 import signal
+import tempfile
 import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 from radar_local.errors import InputError, RadarError
+from radar_local.scoring import SCORE_MAX
 
 RECORD_VERSION = 1
 log = logging.getLogger("radar_local")
@@ -51,7 +56,7 @@ def lock_run_dir(root: Path, lock_file: str) -> None:
     key = root.resolve()
     if key in _HELD:
         return
-    fd = os.open(root / lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_no_link(root / lock_file, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -59,9 +64,28 @@ def lock_run_dir(root: Path, lock_file: str) -> None:
         os.close(fd)
         raise RunLockedError(f"{root}: in use by PID {holder}; wait for that command to end (or stop it), "
                              "then run this one again") from None
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    except OSError as exc:  # a full disk: the PID is only a courtesy, but the message must be one line
+        os.close(fd)
+        raise _write_failed(root / lock_file, exc) from None
     _HELD[key] = fd
+
+
+def open_no_link(path: Path, flags: int) -> int:
+    """os.open that refuses a symbolic link at `path` (a link planted in a run directory would have
+    radar write through it, anywhere)."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(path, "is a symbolic link; radar writes no file through a link in a run directory: "
+                                   "remove the link, then run again") from None
+        if isinstance(exc, PermissionError):
+            raise InputError(path, f"cannot write here ({exc.strerror}); pick another --out or fix the "
+                                   "permissions") from None
+        raise _write_failed(path, exc) from None
 
 
 def unlock_run_dir(root: Path) -> None:
@@ -85,16 +109,20 @@ def _signals_held():
 
 
 def _write_failed(path: Path, exc: OSError) -> StorageError:
+    if exc.errno == errno.ENAMETOOLONG:
+        return StorageError(f"{path}: the name is too long for the file system; choose a shorter name or folder "
+                            "(nothing was written)")
     why = "the disk is full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
     return StorageError(f"{path}: cannot write ({why}); nothing was left half-written and every file stored "
                         "before is intact: fix that, then run the same command again (a run resumes)")
 
 
 def repair_torn_tail(path: Path) -> None:
-    """Cut a file back to its last complete line, keeping the cut bytes in a side file."""
-    if not path.is_file():
+    """Cut a file back to its last complete line, keeping the cut bytes in a side file. A file that
+    ends in a newline is only read (it may be read-only)."""
+    if not path.is_file() or path.is_symlink():
         return
-    with path.open("rb+") as fh:
+    with path.open("rb") as fh:
         size = fh.seek(0, os.SEEK_END)
         if size == 0:
             return
@@ -116,11 +144,19 @@ def repair_torn_tail(path: Path) -> None:
             end = start
         fh.seek(keep)
         torn = fh.read()
-        side = path.with_name(f"{path.name}.torn-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
-        side.write_bytes(torn)
-        fh.truncate(keep)
-        fh.flush()
-        os.fsync(fh.fileno())
+    side = path.with_name(f"{path.name}.torn-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+    with _signals_held():
+        fd = open_no_link(side, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        try:
+            _write_all(fd, torn)
+        finally:
+            os.close(fd)
+        fd = open_no_link(path, os.O_WRONLY)
+        try:
+            os.ftruncate(fd, keep)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     log.warning("%s: cut a torn last line (%d bytes, from an interrupted write) into %s; its record will be redone",
                 path, len(torn), side.name)
 
@@ -135,13 +171,10 @@ class Store:
         self.files = {"probes": probes, "scores": scores}
         self._appending = threading.Lock()  # a grid on a cluster scores several cells of one store at once
         if writer:
-            try:
-                self.root.mkdir(parents=True, exist_ok=True)
-                lock_run_dir(self.root, lock)
-            except (FileExistsError, NotADirectoryError):
-                raise InputError(self.root, "is a file, not a run directory; pick another --out") from None
-            except PermissionError as exc:
-                raise InputError(self.root, f"cannot write here ({exc.strerror}); pick another --out") from None
+            if self.root.is_file():
+                raise InputError(self.root, "is a file, not a run directory; pick another --out")
+            make_folder(self.root)
+            lock_run_dir(self.root, lock)
             for name in (probes, scores):
                 repair_torn_tail(self.root / name)
         self.probes = self._load(probes)
@@ -152,20 +185,21 @@ class Store:
         records: dict[str, dict] = {}
         if not path.exists():
             return records
+        if path.is_dir():
+            raise InputError(path, "is a folder, not radar's record file; move it aside, then run again")
+        fields = _RECORD_FIELDS["scores" if name == self.files["scores"] else "probes"]
         with path.open("rb") as fh:
             for number, line in enumerate(fh, 1):
                 if not line.endswith(b"\n"):
                     break  # unfinished: a writer is appending (only a reader can see this)
-                try:
-                    rec = json.loads(line)
-                    key, version = rec["key"], rec.get("v")
-                except (ValueError, TypeError, KeyError):
-                    raise InputError(path, f"line {number} is damaged (not a whole record); move the file aside "
-                                           "or fix that line, then run again (records on other lines are kept)") from None
-                if version != RECORD_VERSION:
-                    raise InputError(path, f"line {number}: record version {version} is not {RECORD_VERSION}; "
+                rec = _record(line, fields)
+                if isinstance(rec, str):
+                    raise InputError(path, f"line {number} is damaged ({rec}); move the file aside or fix that line, "
+                                           "then run again (records on other lines are kept)")
+                if rec["v"] != RECORD_VERSION:
+                    raise InputError(path, f"line {number}: record version {rec['v']} is not {RECORD_VERSION}; "
                                            "re-run into a new directory")
-                records[key] = rec
+                records[rec["key"]] = rec
         return records
 
     def _append(self, name: str, records: list[dict], into: dict[str, dict]) -> None:
@@ -175,7 +209,7 @@ class Store:
         stamped = [{"v": RECORD_VERSION, **r} for r in records]
         blob = "".join(json.dumps(r) + "\n" for r in stamped).encode()
         with self._appending, _signals_held():
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = open_no_link(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             try:
                 before = os.lseek(fd, 0, os.SEEK_END)
                 try:
@@ -198,6 +232,36 @@ class Store:
         write_atomic(self.root / name, json.dumps(obj, indent=2))
 
 
+_NUMBER = (int, float)
+# Each record's fields that radar reads back, with their types (a score is None where none parsed).
+_RECORD_FIELDS = {
+    "probes": {"key": str, "generator": str, "task_id": str, "target": str, "direction": str, "variant": int,
+               "text": str},
+    "scores": {"key": str, "probe_key": str, "verifier": str, "criterion": str, "score": (*_NUMBER, type(None))},
+}
+
+
+def _record(line: bytes, fields: dict) -> dict | str:
+    """The record on a line, or what is wrong with it."""
+    try:
+        rec = json.loads(line)
+    except (ValueError, RecursionError):
+        return "not a whole JSON record"
+    if not isinstance(rec, dict):
+        return "not a JSON object"
+    for field, kind in {"v": int, **fields}.items():
+        value = rec.get(field)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            return f"'{field}' is missing or not {_KIND_NAMES.get(kind, 'a number or null')}"
+    score = rec.get("score")
+    if score is not None and not 0 <= score <= SCORE_MAX:  # NaN fails too
+        return f"score {score} is off the 0-{SCORE_MAX} scale"
+    return rec
+
+
+_KIND_NAMES = {str: "text", int: "an integer"}
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -206,25 +270,48 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def write_atomic(path: str | Path, text: str | bytes) -> None:
-    """Write a whole file or nothing: a temporary file, fsynced, then renamed over the target."""
+    """Write a whole file or nothing: a fresh temporary file beside it (a unique name, created
+    exclusively, so no planted link is followed), fsynced, renamed over the target (which replaces a
+    link there, never writes through it), then the folder fsynced so the rename itself is durable."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp: str | None = None
     try:
         with _signals_held():
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".radar-", suffix=".tmp")  # short: any name fits
             try:
                 _write_all(fd, text.encode() if isinstance(text, str) else text)
             finally:
                 os.close(fd)
-            tmp.replace(path)
+            os.replace(tmp, path)
+            tmp = None
+            _fsync_dir(path.parent)
+    except IsADirectoryError:
+        raise InputError(path, "is a folder; pick another output path") from None
+    except NotADirectoryError:
+        raise InputError(path.parent, "is a file, not a folder; pick another output path") from None
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise _write_failed(path, exc) from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
 
 
-def read_json(path: Path) -> dict:
-    """A JSON file a command wrote; one line naming it when it is not JSON."""
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        return json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise InputError(path, "is not valid JSON; re-run the command that wrote it") from None
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def make_folder(path: Path) -> Path:
+    """An output folder, made with its parents; one line when a file is in the way."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise InputError(path, "is a file (or inside one), not a folder; pick another output path") from None
+    except PermissionError as exc:
+        raise InputError(path, f"cannot make this folder ({exc.strerror}); pick another output path") from None
+    except OSError as exc:
+        raise _write_failed(path, exc) from None
+    return path

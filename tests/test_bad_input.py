@@ -268,3 +268,16 @@ def test_error_lines_show_control_characters_escaped(tmp_path):
     res = invoke("stats", scores)
     assert res.exit_code == 2 and "\\x1b[31m" in res.output and "\\u2028" in res.output
     assert "\x1b" not in res.output and "\u2028" not in res.output and len(res.output.strip().splitlines()) == 1
+
+
+def test_ctrl_c_while_the_commands_import_is_one_line(tmp_path):
+    """The first fraction of a second: a library whose import is interrupted (a shim click raises it)."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "click").mkdir()
+    (tmp_path / "click" / "__init__.py").write_text("raise KeyboardInterrupt\n")
+    res = subprocess.run([sys.executable, "-m", "radar_local.cli", "doctor"], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(tmp_path)}, timeout=60)
+    assert res.returncode == 130 and res.stderr == "interrupted: nothing was started\n"

@@ -65,9 +65,9 @@ def test_parquet_round_trip(tmp_path):
 
 def test_radar_help_does_not_import_torch():
     code = ("import sys; from radar_local.cli.main import cli; cli(['--help'], standalone_mode=False); "
-            "print('torch' in sys.modules, 'vllm' in sys.modules, 'scipy' in sys.modules)")
+            "print('torch' in sys.modules, 'vllm' in sys.modules, 'scipy' in sys.modules, 'pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip().endswith("False False False")  # the statistics' scipy loads when statistics run
+    assert out.strip().endswith("False False False False")  # the statistics' scipy and pandas load when they run
 
 
 def _lines(path: Path) -> list[str]:
@@ -119,7 +119,7 @@ def test_bad_score_table_is_one_line_exit_2_nothing_written(tmp_path, case):
 
 
 BAD_RUBRICS = {
-    "malformed YAML": ("id: x\nname: [unclosed\n", "malformed YAML/JSON"),
+    "malformed YAML": ("id: x\nname: [unclosed\n", "malformed YAML at line 3"),
     "duplicate criterion ids": (
         "id: x\nname: X\ncriteria:\n  - {id: a, label: A, description: d}\n  - {id: a, label: B, description: d}\n",
         "duplicate criterion id 'a'",

@@ -74,6 +74,7 @@ def test_doctor_names_a_missing_model_and_an_unreachable_cluster(tmp_path):
     assert "problem: cannot reach the Ray cluster at 127.0.0.1:" in res.stdout
 
 
+@pytest.mark.slow  # imports torch, transformers and outlines in child processes
 def test_doctor_when_vllm_does_not_import(tmp_path):
     shim = tmp_path / "shim" / "vllm"
     shim.mkdir(parents=True)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from radar_local.analyze import stats_for_table
+from radar_local.analysis import stats_for_table
 from radar_local.cli.main import cli
 from radar_local.scores import COLUMNS, probe_matrix, validate_scores
 from radar_local.stats.audit import audit_cell

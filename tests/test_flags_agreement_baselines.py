@@ -161,3 +161,17 @@ def test_exact_correlations_match_scipy_away_from_ties():
             assert pearson(x, y) == pytest.approx(stats.pearsonr(x, y)[0], abs=1e-12)
             assert spearman(x, y) == pytest.approx(stats.spearmanr(x, y)[0], abs=1e-12)
     assert pearson(np.array([1.0, 1, 1]), np.array([0.0, 1, 2])) is None
+
+
+def test_average_ranks_are_scipys_rankdata():
+    from scipy import stats
+
+    from radar_local.stats.correlation import average_ranks
+
+    rng = np.random.default_rng(2)
+    for size in (1, 2, 7, 30):
+        x = rng.integers(0, 4, size).astype(float)  # many ties
+        assert np.array_equal(average_ranks(x), stats.rankdata(x))
+        table = rng.integers(0, 3, (size, 4)).astype(float)
+        assert np.array_equal(average_ranks(table), stats.rankdata(table, axis=0))
+    assert average_ranks(np.empty((0, 3))).shape == (0, 3)

@@ -21,7 +21,7 @@ from radar_local.scoring import SCALE, SCALES
 @click.option("--markdown", "md_out", type=click.Path(path_type=Path), help="Write the audit as Markdown.")
 def stats(scores: Path, json_out: Path | None, md_out: Path | None, **kwargs) -> None:
     """Print the RADAR audit of a score table (CSV or Parquet)."""
-    from radar_local.analyze import analyze
+    from radar_local.analysis import analyze
     from radar_local.report.console import print_audit
     from radar_local.report.markdown import audit_markdown
 

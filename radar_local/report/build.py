@@ -9,7 +9,7 @@ from radar_local.report.examples import example_probes
 from radar_local.report.html import audit_html
 from radar_local.report.markdown import audit_markdown
 from radar_local.report.text import injection_line, num
-from radar_local.store import write_atomic
+from radar_local.store import make_folder, write_atomic
 
 if TYPE_CHECKING:
     from radar_local.run import Run
@@ -44,7 +44,7 @@ def write_report(run: "Run", verifier: str | None, out: Path) -> Path:
     from radar_local.report.plots import FIGURES, png
 
     result, info = run.result(verifier), run.info(verifier)
-    (out / "figures").mkdir(parents=True, exist_ok=True)
+    make_folder(out / "figures")
     figures = {name: png(make(result)) for name, make in FIGURES.items()}
     for name, data in figures.items():
         write_atomic(out / "figures" / f"{name}.png", data)

@@ -11,7 +11,7 @@ from radar_local.compare import compare
 from radar_local.report.html import CSS, _img, _table
 from radar_local.report.markdown import md_table
 from radar_local.report.text import interval, num
-from radar_local.store import write_atomic
+from radar_local.store import make_folder, write_atomic
 
 if TYPE_CHECKING:
     from radar_local.repair import Candidate, Repair
@@ -109,7 +109,7 @@ def write_repair_report(rep: "Repair") -> None:
     from radar_local.repair import repair_json
     from radar_local.report.plots import leakage_heatmap, png
 
-    (rep.out / "figures").mkdir(parents=True, exist_ok=True)
+    make_folder(rep.out / "figures")
     figures = {"before": png(leakage_heatmap(rep.result))}
     if rep.final is not None:
         figures["after"] = png(leakage_heatmap(rep.final.result))

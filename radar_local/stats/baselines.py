@@ -10,9 +10,8 @@ import warnings
 from fractions import Fraction
 
 import numpy as np
-from scipy import stats
 
-from radar_local.stats.correlation import exact_dot, exact_integers, exact_sum, pearson
+from radar_local.stats.correlation import average_ranks, exact_dot, exact_integers, exact_sum, pearson
 
 
 def _pairwise(scores: np.ndarray, fn, ranked: bool = False) -> np.ndarray:
@@ -22,14 +21,14 @@ def _pairwise(scores: np.ndarray, fn, ranked: bool = False) -> np.ndarray:
         raise ValueError(f"scores must be probes x criteria, got shape {scores.shape}")
     k = scores.shape[1]
     complete = not np.isnan(scores).any()
-    values = stats.rankdata(scores, axis=0) if ranked and complete else scores
+    values = average_ranks(scores) if ranked and complete else scores
     out = np.eye(k)
     for a in range(k):
         for b in range(a + 1, k):
             ok = ~(np.isnan(values[:, a]) | np.isnan(values[:, b]))
             x, y = values[ok, a], values[ok, b]
             if ranked and not complete:
-                x, y = stats.rankdata(x), stats.rankdata(y)
+                x, y = average_ranks(x), average_ranks(y)
             r = fn(x, y)  # None for a constant column or fewer than 3 probes
             out[a, b] = out[b, a] = np.nan if r is None else r
     return out

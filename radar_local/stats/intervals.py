@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from radar_local.stats.bootstrap import Strata
 from radar_local.stats.coupling import Coupling, coupling, global_summaries
@@ -139,8 +139,8 @@ def _interval(point: np.ndarray, deltas: np.ndarray, df: np.ndarray | float, lev
     point = np.asarray(point, float)
     df = np.broadcast_to(np.asarray(df, float), point.shape)
     with np.errstate(invalid="ignore", divide="ignore"):
-        t = stats.t.ppf(1 - (1 - level) / 2, np.where(df > 0, df, np.nan))
-    lower = stats.norm.cdf(-t)
+        t = special.stdtrit(np.where(df > 0, df, np.nan), 1 - (1 - level) / 2)  # Student's t quantile
+    lower = special.ndtr(-t)  # the normal cdf
     lo, hi = _quantile(deltas, lower), _quantile(deltas, 1 - lower)
     out = np.stack([point + lo, point + hi], axis=-1)
     return np.where(np.isnan(point)[..., None], np.nan, out)
