@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from radar_local.inputs import read_json
+from radar_local.errors import InputError
+from radar_local.inputs import read_model
 from radar_local.plan import Cell
 from radar_local.stats.decisions import decisions
 from radar_local.stats.flags import Thresholds
@@ -39,7 +40,15 @@ def recorded_sizes(run: "Run") -> dict[Cell, tuple[int, int]]:
     """Variants (0, n) per cell up to the last recorded wave (the first wave's before any)."""
     sizes = first_sizes(run)
     if run.waves_path.is_file():
-        sizes.update({_cell(key): n for key, n in read_json(run.waves_path)["sizes"].items()})
+        from radar_local.run import Waves
+
+        recorded = read_model(run.waves_path, Waves).sizes
+        cells = {_key(c): c for c in sizes}
+        unknown = next((key for key in recorded if key not in cells), None)
+        if unknown is not None:
+            raise InputError(run.waves_path, f"names a cell {unknown!r} that this config does not plan; re-run the "
+                                             "audit into a new directory")
+        sizes.update({cells[key]: n for key, n in recorded.items()})
     return {cell: (0, n) for cell, n in sizes.items()}
 
 
@@ -122,8 +131,3 @@ def _by_criterion(sizes: dict[Cell, int]) -> dict[str, int]:
 
 def _key(cell: Cell) -> str:
     return "\t".join(cell)
-
-
-def _cell(key: str) -> Cell:
-    task, target, direction = key.split("\t")
-    return (task, target, direction)

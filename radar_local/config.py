@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -17,6 +17,9 @@ from radar_local.tasks import TaskSource, is_task_table, load_task_table
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+MAX_LABEL = 100
 
 
 class ModelSpec(Strict):
@@ -35,6 +38,9 @@ class ModelSpec(Strict):
         """A label names a grid cell's folder and a stats file: '.' or '..' would be another folder."""
         if slug(self.label) in ("", ".", ".."):
             raise ValueError(f"the label '{self.label}' cannot name a folder; give this model a `name`")
+        if len(slug(self.label).encode()) > MAX_LABEL:  # it becomes part of file names (stats.<label>.json)
+            raise ValueError(f"the label '{self.label[:40]}...' is longer than {MAX_LABEL} characters, too long for "
+                             "a file name; give this model a shorter `name`")
         return self
 
     @model_validator(mode="after")
@@ -95,6 +101,17 @@ class AuditSettings(Strict):
     bootstrap: int = Field(500, ge=0, le=100_000, description="Bootstrap resamples (0 = no CIs)")
     out: str | None = Field(None, description="Run directory; `--out` overrides")
     cluster: ClusterSpec | None = Field(None, description="Run the models as replicas on a Ray cluster; `--ray` sets it")
+
+    # What a run directory's probes answer. A config that differs here is another audit, refused in
+    # that directory (its stats would replace the first audit's). Every other setting may change
+    # there: n or adaptive waves extend or shrink what is used, a verifier, tau or bootstrap
+    # re-analyse; the stored records, content-keyed, stay valid for both.
+    IDENTITY: ClassVar[tuple[str, ...]] = ("rubric", "tasks", "generator", "generation", "seed")
+
+    def differences(self, other: "AuditSettings") -> list[str]:
+        """The IDENTITY settings in which two configs differ."""
+        mine, theirs = self.model_dump(mode="json"), other.model_dump(mode="json")
+        return [key for key in self.IDENTITY if mine.get(key) != theirs.get(key)]
 
     @property
     def planned_n(self) -> int:

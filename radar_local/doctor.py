@@ -122,7 +122,7 @@ def _size(path: Path) -> int:
 
 
 def check_models(problems: list[str], default: str = "smollm2-135m") -> list[dict]:
-    from radar_local.errors import ModelNotFoundError
+    from radar_local.errors import InputError, ModelNotFoundError
     from radar_local.hardware import checkpoint_dtype
     from radar_local.models import resolve
 
@@ -137,8 +137,13 @@ def check_models(problems: list[str], default: str = "smollm2-135m") -> list[dic
                 problems.append(f"the embedded model is missing: {exc}")
             rows.append(row)
             continue
+        try:
+            checksum = verify(name) if path.parent == models_dir() else None
+        except InputError as exc:  # a damaged fetch record: reported, the other checks go on
+            checksum = None
+            problems.append(str(exc))
         row.update(on_disk=True, path=str(path), size_gib=round(_size(path) / GIB, 3),
-                   dtype=checkpoint_dtype(path), checksum=verify(name) if path.parent == models_dir() else None)
+                   dtype=checkpoint_dtype(path), checksum=checksum)
         if row["checksum"] is False:
             problems.append(f"{name} at {path} does not match the checksum recorded when it was fetched: "
                             f"rm -r {path} && radar models fetch {name}")

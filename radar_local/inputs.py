@@ -123,6 +123,20 @@ def read_json(path: Path, remedy: str = "re-run the command that wrote it") -> d
     return data
 
 
+def read_model(path: Path, schema: object, remedy: str = "re-run the command that wrote it"):
+    """A JSON file a command wrote, validated as `schema` (a pydantic model or any type pydantic takes,
+    such as dict[str, ModelSpec]); one line naming the key that is wrong."""
+    from pydantic import TypeAdapter, ValidationError
+
+    data = read_json(path, remedy)
+    try:
+        return TypeAdapter(schema).validate_python(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        raise InputError(path, f"key '{key}': {err['msg']}; {remedy}") from None
+
+
 def yaml_text(data: object) -> str:
     """YAML that load_yaml reads back as `data`, keys in their order (libyaml's emitter where built)."""
     return yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False, allow_unicode=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from radar_local.errors import InputError, ModelNotFoundError, RadarError
-from radar_local.inputs import read_mapping
+from radar_local.inputs import read_json, read_mapping
 from radar_local.rubric import parse_model
 
 REPO_MODELS = Path(__file__).resolve().parents[1] / "models"
@@ -47,7 +47,9 @@ def go_offline() -> None:
 
 
 def models_dir() -> Path:
-    return Path(os.environ.get("RADAR_MODELS_DIR") or REPO_MODELS / "cache")
+    from radar_local.store import usable_path
+
+    return usable_path(Path(os.environ.get("RADAR_MODELS_DIR") or REPO_MODELS / "cache"))
 
 
 def registry() -> dict[str, ModelEntry]:
@@ -146,5 +148,9 @@ def verify(name: str) -> bool | None:
     record = path / "radar_fetch.json"
     if not record.is_file():
         return None
-    expected = json.loads(record.read_text())["sha256"]
-    return all(sha256(path / f) == h for f, h in expected.items())
+    remedy = f"rm -r {path} && radar models fetch {name}"
+    expected = read_json(record, remedy).get("sha256")
+    if not isinstance(expected, dict) or not all(isinstance(h, str) and isinstance(f, str) and Path(f).name == f
+                                                 for f, h in expected.items()):
+        raise InputError(record, f"has no table of file checksums as `radar models fetch` writes it; {remedy}")
+    return all((path / f).is_file() and sha256(path / f) == h for f, h in expected.items())

@@ -349,6 +349,8 @@ def repair(target: str | Path, out: str | Path | None = None, *, rounds: int = 1
     if rounds < 1 or candidates < 1:
         raise InputError("repair", "--rounds and --candidates must be at least 1")
     target = Path(target)
+    if out is not None:
+        make_folder(Path(out))  # a file in the way is refused before anything runs
     if target.is_dir():
         original = Run.open(target)
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
@@ -121,6 +122,7 @@ def bundled_path(name: str) -> Path:
     return Path(str(resources.files("radar_local") / "benchmarks" / f"{name}.yaml"))
 
 
+@functools.lru_cache(maxsize=None)  # bundled and frozen: read once per process
 def load_benchmark(name: str) -> Benchmark:
     if name not in BUNDLED:
         raise InputError(name, f"unknown benchmark; bundled ones are {', '.join(BUNDLED)}")

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
+from pydantic import BaseModel, ConfigDict
 
 from radar_local.cluster import ClusterEngine, ClusterSpec, replica_delta
 from radar_local.config import AuditConfig, ModelSpec, load_config, resolve_inputs, with_absolute_paths
@@ -20,7 +21,7 @@ from radar_local.engines.base import Engine, EngineStats
 from radar_local.engines.registry import build_engine, parse_options
 from radar_local.errors import InputError
 from radar_local.injection import flagged_probes
-from radar_local.inputs import read_json, yaml_text
+from radar_local.inputs import read_json, read_model, yaml_text
 from radar_local.plan import GenerationRequest, Plan
 from radar_local.progress import stage_progress
 from radar_local.prompts import PROMPT_VERSION, strip_think
@@ -71,6 +72,40 @@ class EnginePool:
                 log.warning("engine %s did not shut down cleanly (%s: %s)", engine.name, type(exc).__name__, exc)
 
 
+class _Loose(BaseModel):
+    model_config = ConfigDict(extra="allow")  # fields radar does not read back are kept as written
+
+
+class StageInfo(_Loose):
+    calls: int
+    prompt_tokens: int
+    output_tokens: int
+    seconds: float
+    parse_rate: float | None = None
+    prefix_cache_hit_rate: float | None = None
+    mode: str | None = None
+
+
+class Injection(_Loose):
+    flagged: int
+    probes: int
+    by_target_direction: dict[str, int]
+    excluded: bool
+    examples: list[dict] = []
+
+
+class RunInfo(_Loose):
+    """run.json, as far as radar reads it back (a report, compare): checked, so a hand-edited or
+    damaged file is one line naming the key, not a traceback in a renderer."""
+
+    stages: dict[str, StageInfo]
+    injection: Injection | None = None
+
+
+class Waves(_Loose):
+    sizes: dict[str, int]
+
+
 class Run:
     def __init__(self, root: Path, config: AuditConfig, store: Store, inputs: tuple):
         self.root, self.config, self.store = root, config, store
@@ -83,7 +118,13 @@ class Run:
         errors), its snapshot written. Every input is read and checked before the directory exists."""
         config = with_absolute_paths(config, base)
         inputs = checked_inputs(config, base, source)
-        run = cls(Path(out), config, open_store(out), inputs)
+        store = open_store(out)
+        if (Path(out) / CONFIG).is_file():  # a run directory belongs to one config: never overwrite another's
+            changed = config.differences(load_config(Path(out) / CONFIG))
+            if changed:
+                raise InputError(out, f"holds the audit of another config (its {', '.join(changed)} differ); pass "
+                                      "another --out, or move this folder aside to start over")
+        run = cls(Path(out), config, store, inputs)
         write_atomic(run.root / CONFIG, yaml_text(config.model_dump(mode="json")))
         return run
 
@@ -162,8 +203,17 @@ class Run:
         return self.stored_probes(self.plan.generation_requests(self.adaptive_sizes()))
 
     def stored_probes(self, requests: list[GenerationRequest]) -> list[dict]:
-        keys = [r.variant_key(v) for r in requests for v in r.variants]
-        return [self.store.probes[k] for k in keys if k in self.store.probes]
+        out = []
+        for r in requests:
+            for v in r.variants:
+                if (p := self.store.probes.get(r.variant_key(v))) is None:
+                    continue
+                for field, expected in (("task_id", r.task.id), ("target", r.target), ("direction", r.direction),
+                                        ("variant", v)):
+                    if p[field] != expected:
+                        raise self.store.mismatch("probes", p, field, expected)
+                out.append(p)
+        return out
 
     def adaptive_sizes(self) -> dict | None:
         """An adaptive audit's variants per cell as (0, n), from its last recorded wave; None for a fixed n."""
@@ -210,7 +260,7 @@ class Run:
 
     def _verifiers(self) -> dict[str, ModelSpec]:
         path = self.root / VERIFIERS
-        return {label: ModelSpec.model_validate(v) for label, v in (read_json(path) if path.exists() else {}).items()}
+        return read_model(path, dict[str, ModelSpec]) if path.exists() else {}
 
     def register_verifier(self, spec: ModelSpec) -> None:
         """Remember which model each verifier label stands for; one label never mixes two models."""
@@ -234,6 +284,9 @@ class Run:
         for spec in self._verifiers().values():
             for req in self.plan.score_requests(probes, spec):
                 if (s := self.store.scores.get(req.key)) is not None:
+                    for field, expected in (("criterion", req.criterion), ("probe_key", req.probe_key)):
+                        if s[field] != expected:
+                            raise self.store.mismatch("scores", s, field, expected)
                     p = by_key[req.probe_key]
                     rows.append((p["generator"], spec.label, p["task_id"], p["target"], p["direction"], str(p["variant"]),
                                  s["criterion"], s["score"]))
@@ -322,7 +375,7 @@ class Run:
         path = self.info_path(verifier)
         if not path.is_file():
             raise InputError(self.root, f"no {path.name} here; run `radar audit` (or `radar score` for that verifier) first")
-        return read_json(path)
+        return read_model(path, RunInfo).model_dump(exclude_unset=True)
 
     def report(self, verifier: str | None = None, out: str | Path | None = None) -> Path:
         from radar_local.report.build import write_report

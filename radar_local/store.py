@@ -167,7 +167,7 @@ class Store:
     last line (a writer may be mid-append)."""
 
     def __init__(self, root: str | Path, *, probes: str, scores: str, lock: str, writer: bool = True):
-        self.root = Path(root)
+        self.root = usable_path(Path(root))
         self.files = {"probes": probes, "scores": scores}
         self._appending = threading.Lock()  # a grid on a cluster scores several cells of one store at once
         if writer:
@@ -177,12 +177,16 @@ class Store:
             lock_run_dir(self.root, lock)
             for name in (probes, scores):
                 repair_torn_tail(self.root / name)
+        self.lines: dict[str, dict[str, int]] = {probes: {}, scores: {}}  # each stored key's line, for errors
         self.probes = self._load(probes)
         self.scores = self._load(scores)
 
     def _load(self, name: str) -> dict[str, dict]:
         path = self.root / name
         records: dict[str, dict] = {}
+        if path.is_symlink():
+            raise InputError(path, "is a symbolic link; radar reads and writes no record file through a link in a run "
+                                   "directory: put the file itself here, then run again")
         if not path.exists():
             return records
         if path.is_dir():
@@ -200,7 +204,15 @@ class Store:
                     raise InputError(path, f"line {number}: record version {rec['v']} is not {RECORD_VERSION}; "
                                            "re-run into a new directory")
                 records[rec["key"]] = rec
+                self.lines[name][rec["key"]] = number
         return records
+
+    def mismatch(self, kind: str, rec: dict, field: str, expected: object) -> InputError:
+        """The error for a stored record whose `field` disagrees with the request its key hashes."""
+        name = self.files[kind]
+        return InputError(self.root / name, f"line {self.lines[name].get(rec['key'], '?')}: '{field}' is "
+                                            f"{rec.get(field)!r}, which does not match its key ({expected!r}): the "
+                                            "line was edited; restore it or move the file aside, then run again")
 
     def _append(self, name: str, records: list[dict], into: dict[str, dict]) -> None:
         if not records:
@@ -251,7 +263,7 @@ def _record(line: bytes, fields: dict) -> dict | str:
         return "not a JSON object"
     for field, kind in {"v": int, **fields}.items():
         value = rec.get(field)
-        if not isinstance(value, kind) or isinstance(value, bool):
+        if field not in rec or not isinstance(value, kind) or isinstance(value, bool):
             return f"'{field}' is missing or not {_KIND_NAMES.get(kind, 'a number or null')}"
     score = rec.get("score")
     if score is not None and not 0 <= score <= SCORE_MAX:  # NaN fails too
@@ -273,7 +285,7 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
     """Write a whole file or nothing: a fresh temporary file beside it (a unique name, created
     exclusively, so no planted link is followed), fsynced, renamed over the target (which replaces a
     link there, never writes through it), then the folder fsynced so the rename itself is durable."""
-    path = Path(path)
+    path = usable_path(Path(path))
     tmp: str | None = None
     try:
         with _signals_held():
@@ -304,8 +316,22 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+NAME_MAX = 255  # bytes in one file name on Linux and macOS file systems
+
+
+def usable_path(path: Path) -> Path:
+    """`path`, refused in one line when one of its names is too long for the file system (which
+    pathlib's own checks raise as a bare OSError)."""
+    long = next((part for part in Path(path).parts if len(os.fsencode(part)) > NAME_MAX), None)
+    if long is not None:
+        raise InputError(path, f"the name '{long[:40]}...' is longer than {NAME_MAX} bytes, too long for the file "
+                               "system; choose a shorter name")
+    return Path(path)
+
+
 def make_folder(path: Path) -> Path:
     """An output folder, made with its parents; one line when a file is in the way."""
+    usable_path(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
