@@ -181,8 +181,8 @@ class Run:
         meter = StageMeter(requests=sum(r.n for r in requests))
         if not todo:
             return meter.info
-        engine = pool.get(config.generator)
-        with meter.running(engine), stage_progress(f"generate ({config.generator.label})", sum(r.n for r in todo),
+        engine, label = pool.get(config.generator), config.generator.label
+        with meter.running(engine), stage_progress(f"generate ({label})", sum(r.n for r in todo),
                                                    progress) as advance:
             for n in sorted({r.n for r in todo}):
                 same_n = [r for r in todo if r.n == n]
@@ -191,7 +191,7 @@ class Run:
                                                        max_tokens=config.generation.max_new_tokens,
                                                        seeds=[r.call_seed for r in same_n],
                                                        chunk=max(1, config.batch_size // n)):
-                    store.add_probes([_probe_record(same_n[i], v, c, config.generator.label) for i, cs in finished
+                    store.add_probes([_probe_record(same_n[i], v, c, label) for i, cs in finished
                                       for v, c in zip(same_n[i].variants, cs)
                                       if same_n[i].variant_key(v) not in store.probes])
                     meter.count([cs for _, cs in finished])
@@ -232,11 +232,11 @@ class Run:
         todo = [r for r in requests if r.key not in store.scores]
         meter = StageMeter(requests=len(requests), layout=config.layout, mode=config.scoring.mode)
         if todo:
-            engine = pool.get(verifier)
+            engine, label = pool.get(verifier), verifier.label
             todo = prefix_order(todo, config.layout, admitted_per_step(engine.settings()))
-            with meter.running(engine), stage_progress(f"score ({verifier.label})", len(todo), progress) as advance:
+            with meter.running(engine), stage_progress(f"score ({label})", len(todo), progress) as advance:
                 for finished in engine.score_stream([r.messages for r in todo], fmt=config.scoring, chunk=config.batch_size):
-                    store.add_scores([_score_record(todo[i], c, verifier.label) for i, c in finished])
+                    store.add_scores([_score_record(todo[i], c, label) for i, c in finished])
                     meter.count([[c] for _, c in finished])
                     advance(len(finished))
         done = [store.scores[r.key] for r in requests if r.key in store.scores]
@@ -281,14 +281,14 @@ class Run:
         """The long score table of these probes: every registered verifier's stored scores."""
         by_key = {p["key"]: p for p in probes}
         rows = []
-        for spec in self._verifiers().values():
+        for label, spec in self._verifiers().items():
             for req in self.plan.score_requests(probes, spec):
                 if (s := self.store.scores.get(req.key)) is not None:
                     for field, expected in (("criterion", req.criterion), ("probe_key", req.probe_key)):
                         if s[field] != expected:
                             raise self.store.mismatch("scores", s, field, expected)
                     p = by_key[req.probe_key]
-                    rows.append((p["generator"], spec.label, p["task_id"], p["target"], p["direction"], str(p["variant"]),
+                    rows.append((p["generator"], label, p["task_id"], p["target"], p["direction"], str(p["variant"]),
                                  s["criterion"], s["score"]))
         df = pd.DataFrame(rows, columns=list(COLUMNS))
         df["score"] = df["score"].astype("float64")

@@ -1,8 +1,15 @@
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import settings
 
 from radar_local.scores import COLUMNS
+
+# Property-based fuzzing: 100 examples per property in `make test`; `make test-fast` passes
+# --hypothesis-profile=fast for a lighter pass after every change.
+settings.register_profile("full", max_examples=100, deadline=None)
+settings.register_profile("fast", max_examples=25, deadline=None)
+settings.load_profile("full")
 
 
 def table(rows: list[tuple], generator: str = "g", verifier: str = "v") -> pd.DataFrame:
@@ -130,3 +137,16 @@ def radar_cli(*args, env=None, **kw):
 
     return subprocess.run([sys.executable, "-m", "radar_local.cli", *map(str, args)], capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, **kw)
+
+
+def radar_run(*args, env=None):
+    """`radar` in this process (click's runner), for error paths that need no interpreter of their own;
+    the same result shape as radar_cli."""
+    import subprocess
+
+    from click.testing import CliRunner
+
+    from radar_local.cli.main import cli
+
+    res = CliRunner().invoke(cli, [str(a) for a in args], env=env)
+    return subprocess.CompletedProcess(args, res.exit_code, res.stdout, res.stderr)

@@ -36,12 +36,20 @@ def without_calls(result):
     return dataclasses.replace(result, adaptive=record)
 
 
-@pytest.fixture(scope="module")
-def fixed_and_adaptive(tmp_path_factory):
-    root = tmp_path_factory.mktemp("adaptive")
-    fixed = run_audit(config(n=20), root / "fixed", base=REPO)
-    adaptive = run_audit(config(adaptive={"max_n": 20}), root / "adaptive", base=REPO)
-    return root, fixed, adaptive
+@pytest.fixture(scope="session")
+def fixed_and_adaptive(tmp_path_factory, worker_id):
+    """Both audits, made once for the whole session, however many xdist workers share it (the first
+    to ask makes them under a file lock; the tests only read them or copy them)."""
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    root = shared / "fixed-and-adaptive"
+    with FileLock(f"{root}.lock"):
+        if not (root / "made").exists():
+            run_audit(config(n=20), root / "fixed", base=REPO)
+            run_audit(config(adaptive={"max_n": 20}), root / "adaptive", base=REPO)
+            (root / "made").touch()
+    return root, load_run(root / "fixed").result(), load_run(root / "adaptive").result()
 
 
 def test_adaptive_reaches_the_fixed_decisions_with_at_most_half_the_verifier_calls(fixed_and_adaptive):
@@ -115,9 +123,9 @@ def test_three_valued_logic_keeps_only_what_would_settle_it():
     assert (~Tri(None, a)) == Tri(None, a) and (~Tri(True)).value is False
 
 
-def test_waves_are_in_the_report(fixed_and_adaptive):
+def test_waves_are_in_the_report(fixed_and_adaptive, tmp_path):
     root, _, _ = fixed_and_adaptive
-    report = load_run(root / "adaptive").report()
+    report = load_run(root / "adaptive").report(out=tmp_path / "report")
     text = (report / "report.md").read_text()
     assert "Adaptive audit" in text and "wave" in text
     assert json.loads((root / "adaptive" / "stats.json").read_text())["adaptive"]["waves"]

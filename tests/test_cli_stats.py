@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from radar_local.cli.main import cli
 from radar_local.rubric import bundled_path
 from radar_local.scores import write_scores
+from tests.conftest import radar_run
 
 EXAMPLE = Path(bundled_path("helpsteer2")).with_name("example_helpsteer2.csv")
 
@@ -108,10 +109,7 @@ def test_bad_score_table_is_one_line_exit_2_nothing_written(tmp_path, case):
     edit, message = BAD_TABLES[case]
     bad = _bad_table(tmp_path, edit)
     out = tmp_path / "out.json"
-    res = subprocess.run(
-        [sys.executable, "-m", "radar_local.cli", "stats", str(bad), "--rubric", "helpsteer2", "--json", str(out)],
-        capture_output=True, text=True,
-    )
+    res = radar_run("stats", bad, "--rubric", "helpsteer2", "--json", out)
     assert res.returncode == 2, res.stderr
     assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
     assert str(bad) in res.stderr and message in res.stderr

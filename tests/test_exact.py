@@ -37,8 +37,9 @@ def _cell(name: str, pos: list[int], neg: list[int], offset: int) -> list[tuple]
 def _exact_tau_cases() -> list[tuple[int, int, int, int]]:
     """Every (n+, n-, S+, S-) with 1..10 scored probes per direction whose self-effect is exactly tau:
     (S+/n+ - S-/n-) / 4 = 2/5, i.e. a move of exactly 1.6 Likert points."""
+    move = 4 * Fraction(TAU)  # in Likert points; sp/a - sm/b == move, in integers
     return [(a, b, sp, sm) for a in range(1, 11) for b in range(1, 11) for sp in range(4 * a + 1) for sm in range(4 * b + 1)
-            if (Fraction(sp, a) - Fraction(sm, b)) / 4 == TAU]
+            if (sp * b - sm * a) * move.denominator == move.numerator * a * b]
 
 
 @pytest.mark.parametrize("scale,offset", [("0-4", 0), ("1-5", 1)])
@@ -51,8 +52,8 @@ def test_gate_passes_at_exactly_tau_and_fails_just_below(scale, offset):
         if sp > 0:  # one Likert point less on one + probe: below tau
             rows += _cell(f"below{idx}", _spread(sp - 1, a), _spread(sm, b), offset)
     df = validate_scores(pd.DataFrame(rows, columns=list(COLUMNS)), "planted", scale)
-    for gen in pd.unique(df["generator"]):
-        pm = probe_matrix(df, ["a", "b"], gen, "v")
+    for gen, cell in df.groupby("generator", sort=False):  # one cell per case
+        pm = probe_matrix(cell, ["a", "b"], gen, "v")
         r = audit_cell(pm, n_bootstrap=0, budget=False).to_json()
         at = gen.startswith("at")
         assert r["reliable"]["a"] is at, (gen, r["self_effect"]["a"])

@@ -15,7 +15,7 @@ from radar_local.cli.main import cli
 from radar_local.rubric import load_benchmark
 from tests.conftest import planted_config
 
-SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # examples: conftest
 ANY_VALUE = st.one_of(st.none(), st.booleans(), st.integers(-5, 10), st.floats(allow_nan=True), st.text(max_size=8),
                       st.lists(st.integers(0, 4), max_size=2), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
 CELL = st.one_of(st.sampled_from(["", "nan", "+", "-", "none", "a", "b", "0", "4", "5", "-1", "2.5", "t1", "x,y", '"']),

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from radar_local.cli.main import cli
 from radar_local.run import PROBES, SCORES, load_run, prefix_order, run_audit
-from tests.conftest import planted_config, radar_cli
+from tests.conftest import planted_config, radar_run
 
 REPO = Path(__file__).resolve().parents[1]
 COUPLING = {"Helpfulness / Understanding": {"Correctness / Completeness": 0.5}}
@@ -110,7 +110,7 @@ def test_grid_generates_each_generators_probes_once(tmp_path):
 def test_missing_model_names_the_path_and_the_fetch_command(tmp_path):
     path = tmp_path / "audit.yaml"
     path.write_text(yaml.safe_dump(model_config()))
-    res = radar_cli("audit", path, "--out", tmp_path / "run", env={"RADAR_MODELS_DIR": str(tmp_path / "empty")})
+    res = radar_run("audit", path, "--out", tmp_path / "run", env={"RADAR_MODELS_DIR": str(tmp_path / "empty")})
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert f"model 'smollm2-135m' is not at {tmp_path / 'empty' / 'smollm2-135m'}" in res.stderr
     assert "radar models fetch smollm2-135m" in res.stderr
@@ -125,7 +125,7 @@ def test_missing_model_names_the_path_and_the_fetch_command(tmp_path):
 def test_bad_config_is_one_line_exit_2(tmp_path, edit, message):
     path = tmp_path / "audit.yaml"
     path.write_text(yaml.safe_dump(edit(model_config())))
-    res = radar_cli("audit", path, "--out", tmp_path / "run")
+    res = radar_run("audit", path, "--out", tmp_path / "run")
     assert res.returncode == 2 and message in res.stderr and str(path) in res.stderr
     assert res.stderr.count("\n") == 1 and not (tmp_path / "run").exists()
 
@@ -133,12 +133,12 @@ def test_bad_config_is_one_line_exit_2(tmp_path, edit, message):
 def test_malformed_config_yaml(tmp_path):
     path = tmp_path / "audit.yaml"
     path.write_text("rubric: [helpsteer2\n")
-    res = radar_cli("audit", path)
+    res = radar_run("audit", path)
     assert res.returncode == 2 and "malformed YAML" in res.stderr
 
 
 def test_score_on_a_directory_that_is_not_a_run(tmp_path):
-    res = radar_cli("score", tmp_path, "--verifier", "vllm:smollm2-135m")
+    res = radar_run("score", tmp_path, "--verifier", "vllm:smollm2-135m")
     assert res.returncode == 2 and "not a run directory" in res.stderr
 
 

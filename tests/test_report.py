@@ -133,3 +133,23 @@ def test_cost_table_shows_the_mode_the_cache_and_each_replica():
     head, row = cost_rows({"stages": {"score": stage}})
     assert head[0] == "score (expected)" and head[7] == "50.0% (1800 cached, 1800 computed)"
     assert row[0] == "  replica 2 on 10.0.0.2 (lost)" and row[1:6] == ["4", "400", "40", "2.0", "20"]
+
+
+def test_figures_are_drawn_again_only_when_they_would_change(run_dir, report_dir, tmp_path, monkeypatch):
+    """A report rebuilt for an unchanged audit reuses its PNGs; a missing one, or other statistics, redraws."""
+    import shutil
+
+    out = tmp_path / "report"
+    shutil.copytree(report_dir, out)
+    drawn = []
+    real_png = plots.png
+    monkeypatch.setattr(plots, "png", lambda fig: drawn.append(fig) or real_png(fig))
+    before = (out / "figures" / "leakage.png").read_bytes()
+    load_run(run_dir).report(out=out)
+    assert drawn == [] and (out / "figures" / "leakage.png").read_bytes() == before
+    (out / "figures" / "budget.png").unlink()
+    load_run(run_dir).report(out=out)
+    assert len(drawn) == len(plots.FIGURES) and (out / "figures" / "budget.png").is_file()
+    (out / "figures" / "figures.sha256").write_text("another audit")
+    load_run(run_dir).report(out=out)
+    assert len(drawn) == 2 * len(plots.FIGURES)

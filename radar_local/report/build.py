@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,17 +43,30 @@ def cost_rows(run: dict) -> list[list[str]]:
 
 def write_report(run: "Run", verifier: str | None, out: Path) -> Path:
     """report.html and report.md (figures beside it) for one verifier's audit of a run."""
-    from radar_local.report.plots import FIGURES, png
-
     result, info = run.result(verifier), run.info(verifier)
-    make_folder(out / "figures")
-    figures = {name: png(make(result)) for name, make in FIGURES.items()}
-    for name, data in figures.items():
-        write_atomic(out / "figures" / f"{name}.png", data)
+    figures = _figures(result, make_folder(out / "figures"))
     examples = example_probes(result, run.store)
     write_atomic(out / "report.html", audit_html(result, figures, examples, info, result.calibration))
     write_atomic(out / "report.md", report_markdown(result, examples, info, result.calibration))
     return out
+
+
+def _figures(result: "AuditResult", folder: Path) -> dict[str, bytes]:
+    """The report's PNG figures, drawn again only when the statistics (or the plotting code) changed:
+    a report rebuilt for an unchanged audit (a grid run again, `radar report`) reuses them."""
+    from radar_local.report import plots
+
+    stats = json.dumps(result.to_json(), sort_keys=True, default=str).encode()
+    digest = hashlib.sha256(stats + Path(plots.__file__).read_bytes()).hexdigest()
+    stamp, files = folder / "figures.sha256", {name: folder / f"{name}.png" for name in plots.FIGURES}
+    if stamp.is_file() and stamp.read_text() == digest and all(f.is_file() for f in files.values()):
+        return {name: f.read_bytes() for name, f in files.items()}
+    stamp.unlink(missing_ok=True)  # the figures below are being redrawn
+    figures = {name: plots.png(make(result)) for name, make in plots.FIGURES.items()}
+    for name, data in figures.items():
+        write_atomic(files[name], data)
+    write_atomic(stamp, digest)
+    return figures
 
 
 def report_markdown(result: "AuditResult", examples: list[dict], run: dict, cal: dict | None) -> str:
