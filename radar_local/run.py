@@ -132,8 +132,11 @@ class Run:
     def open(cls, root: str | Path, writer: bool = False) -> "Run":
         """An existing run directory, from its snapshot."""
         root = Path(root)
-        if not (root / PROBES).is_file() or not (root / CONFIG).is_file():
+        if not (root / PROBES).is_file():
             raise InputError(root, f"not a run directory (no {PROBES}); run `radar audit` or `radar generate` first")
+        if not (root / CONFIG).is_file():
+            raise InputError(root, f"has {PROBES} but no {CONFIG} (the config it was made from); put that config's "
+                                   f"snapshot back, or run `radar audit CONFIG --out {root}` to write it again")
         config = load_config(root / CONFIG)
         return cls(root, config, open_store(root, writer), checked_inputs(config, root, root / CONFIG))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 from radar_local.errors import InputError
@@ -26,21 +28,29 @@ criteria:
 """
 
 
+def _scalar(value: str) -> str:
+    """A value as one YAML scalar: a model name such as 'a}b' or 'm, name: x' stays that name, never
+    breaks the file or adds a key (a JSON string is a YAML double-quoted scalar)."""
+    return value if re.fullmatch(r"[A-Za-z0-9_./-]+", value) else json.dumps(value, ensure_ascii=False)
+
+
 def starter_config(rubric: str, rubric_file: str | None, tasks: str | None, engine: str, generator: str,
                    verifier: str, out: str) -> str:
+    rubric, tasks, engine, generator, verifier, out = (
+        None if v is None else _scalar(v) for v in (rubric_file or rubric, tasks, engine, generator, verifier, out))
     if tasks:
         tasks_block = (f"tasks:                        # your prompts: a .jsonl / .csv / .parquet file or a saved HF dataset\n"
                        f"  path: {tasks}\n"
                        f"  columns: {{id: id, prompt: prompt}}   # add `document: <column>` for summary tasks\n"
                        f"  # sample: 20                 # draw this many tasks with the run seed\n")
-    elif rubric in BUNDLED:
+    elif rubric_file is None:
         tasks_block = f"tasks: {rubric}                # the bundled benchmark's five tasks\n"
     else:
         tasks_block = ("tasks:                        # inline, or a file (see `radar init --tasks`)\n"
                        "  - {id: example, prompt: \"Replace with a prompt your users send.\"}\n")
     return f"""\
 # radar_local audit config (`radar audit THIS_FILE`). Every key is checked; an unknown key is an error.
-rubric: {rubric_file or rubric}
+rubric: {rubric}
 {tasks_block}\
 generator: {{engine: {engine}, model: {generator}}}   # writes the probes
 verifier: {{engine: {engine}, model: {verifier}}}    # the judge under audit; prefer another family than the generator

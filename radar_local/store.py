@@ -171,6 +171,8 @@ class Store:
         self.files = {"probes": probes, "scores": scores}
         self._appending = threading.Lock()  # a grid on a cluster scores several cells of one store at once
         if writer:
+            if self.root.is_symlink() and not self.root.exists():
+                raise InputError(self.root, "is a symbolic link to nothing; remove it or pick another --out")
             if self.root.is_file():
                 raise InputError(self.root, "is a file, not a run directory; pick another --out")
             make_folder(self.root)

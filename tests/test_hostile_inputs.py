@@ -40,19 +40,22 @@ def _audit_again(run: Path):
 
 # ---- One reader: bytes, depth, aliases --------------------------------------------------------
 
-@pytest.mark.parametrize("which", ["config", "rubric", "tasks", "human"])
-def test_bytes_that_are_not_utf8_are_one_line(tmp_path, which):
-    bad = b"id: x\nname: caf\xe9\n"
-    files = {"rubric": "rubric.yaml", "tasks": "tasks.yaml", "human": "human.yaml"}
+@pytest.mark.parametrize("which,file,needle", [
+    ("config", "audit.yaml", "is not UTF-8 text (byte 0xe9"), ("rubric", "rubric.yaml", "is not UTF-8 text (byte 0xe9"),
+    ("tasks", "tasks.yaml", "is not UTF-8 text (byte 0xe9"), ("human", "human.yaml", "is not UTF-8 text (byte 0xe9"),
+    ("tasks", "tasks.jsonl", "can't decode byte 0xe9"), ("tasks", "tasks.csv", "can't decode byte 0xe9"),
+])
+def test_bytes_that_are_not_utf8_are_one_line(tmp_path, which, file, needle):
+    bad = {".jsonl": b'{"id": "a", "prompt": "caf\xe9"}\n', ".csv": b"id,prompt\na,caf\xe9\n"}.get(
+        Path(file).suffix, b"id: x\nname: caf\xe9\n")
     config = planted_config(rubric=str(SMALL_RUBRIC))
     if which != "config":
-        (tmp_path / files[which]).write_bytes(bad)
-        config[which] = str(tmp_path / files[which])
+        (tmp_path / file).write_bytes(bad)
+        config[which] = str(tmp_path / file)
     path = _config(tmp_path, config)
     if which == "config":
         path.write_bytes(yaml.safe_dump(config).encode() + b"# caf\xe9\n")
-    named = path if which == "config" else tmp_path / files[which]
-    one_line_exit_2(invoke("audit", path, "--out", tmp_path / "run"), named, "is not UTF-8 text (byte 0xe9")
+    one_line_exit_2(invoke("audit", path, "--out", tmp_path / "run"), tmp_path / file, needle)
     assert not (tmp_path / "run").exists()
 
 
@@ -271,3 +274,71 @@ def test_the_same_config_from_another_file_resumes(run_copy, tmp_path):
     more = _config(tmp_path, planted_config(rubric=str(SMALL_RUBRIC), bootstrap=30, tau=0.5), name="more.yaml")
     assert invoke("audit", more, "--out", run_copy, "--quiet", "--no-report").exit_code == 0
     assert json.loads((run_copy / "run.json").read_text())["stages"]["score"]["calls"] == 0
+
+
+# ---- Stats files for compare -----------------------------------------------------------------
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda d: d["pairs"][0].update(a=["helpfulness"]), "criterion name must be text"),
+    (lambda d: d["pairs"][0].update(ci={"sym": [], "asym": [0, 0]}), "interval must be [low, high]"),
+    (lambda d: d["pairs"][0].update(ci={"sym": [0.1], "asym": [0, 0]}), "interval must be [low, high]"),
+    (lambda d: d["pairs"][0].update(sym=10**400), "OverflowError"),
+    (lambda d: d["pairs"][0].update(sym="high"), "is not a number"),
+])
+def test_compare_on_stats_of_the_wrong_shape(finished_run, tmp_path, edit, needle):
+    data = json.loads((finished_run / "stats.json").read_text())
+    edit(data)
+    stats = tmp_path / "stats.json"
+    stats.write_text(json.dumps(data))
+    one_line_exit_2(invoke("compare", finished_run, stats, "--fail-on-sym", "0.5"), stats, needle)
+
+
+@pytest.mark.parametrize("option,value", [("--verifier", "a}b"), ("--generator", "m, name: x"),
+                                          ("--tasks", "my tasks: v2.jsonl"), ("--verifier", 'q"uote\\')])
+def test_init_writes_any_model_name_as_that_name(tmp_path, option, value):
+    from radar_local.config import load_config
+
+    path = tmp_path / "audit.yaml"
+    assert invoke("init", path, option, value).exit_code == 0
+    config = load_config(path)
+    got = {"--verifier": config.verifier.model, "--generator": config.generator.model,
+           "--tasks": getattr(config.tasks, "path", None)}[option]
+    assert got == value and config.generator.name is None
+
+
+def test_no_library_warning_reaches_the_user(tmp_path):
+    """A gated criterion, undefined correlations and NaN leakage, through the statistics, the report's
+    figures and compare: matplotlib, numpy and scipy stay silent (they leaked onto stderr)."""
+    import warnings
+
+    from radar_local.analysis import stats_for_table
+    from radar_local.report.plots import FIGURES, png
+    from tests.conftest import probes, table
+
+    flat = {"a": 2, "b": 2}
+    rows = [r for t in ("t1", "t2") for c in ("a", "b") for d in "+-" for r in probes(t, c, d, [flat] * 2)]
+    one = probes("t", "a", "+", [{"a": 4, "b": 2}]) + probes("t", "a", "-", [{"a": 0, "b": 2}])
+    one += probes("t", "b", "+", [{"a": 2, "b": 4}]) + probes("t", "b", "-", [{"a": 2, "b": 0}])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for scores in (rows, one):
+            result = stats_for_table(table(scores), "t.csv", n_bootstrap=30)
+            for make in FIGURES.values():
+                png(make(result))
+        run = tmp_path / "run"
+        run_audit(planted_config(rubric=str(SMALL_RUBRIC), options={"noise": 3.0}, n=1), run, base=REPO)
+        load_run(run).report(out=tmp_path / "report")
+        assert invoke("compare", run, run).exit_code == 0
+    assert [str(w.message) for w in caught] == []
+
+
+def test_a_run_without_its_config_snapshot_says_so(run_copy):
+    (run_copy / CONFIG).unlink()
+    one_line_exit_2(invoke("report", run_copy), run_copy, f"but no {CONFIG}")
+
+
+def test_a_dangling_out_link_is_named_as_a_link(tmp_path):
+    (tmp_path / "run").symlink_to(tmp_path / "nowhere")
+    path = _config(tmp_path, planted_config())
+    one_line_exit_2(invoke("audit", path, "--out", tmp_path / "run"), tmp_path / "run", "symbolic link to nothing")
+    assert not (tmp_path / "nowhere").exists()

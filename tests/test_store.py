@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
 from radar_local.config import AuditConfig
 from radar_local.errors import InputError
@@ -161,6 +162,28 @@ def test_disk_full_is_one_line_and_keeps_what_was_stored(tmp_path, small_disk):
     assert res.returncode == 0, res.stderr
     done = records(run / PROBES)
     assert len(done) == len({r["key"] for r in done}) == 400 and done[: len(kept)] == kept
+
+
+def test_a_disk_already_full_when_a_command_starts_is_one_line(tmp_path, small_disk):
+    """Even the lock's PID cannot be written (issue 21): one line, exit 2, nothing else made."""
+    from radar_local.cli.main import cli
+
+    cfg_path = tmp_path / "audit.yaml"
+    cfg_path.write_text(yaml.safe_dump(planted_config()))
+    run = small_disk / "run"
+    run.mkdir()
+    filler = small_disk / "filler"
+    with filler.open("wb") as fh:  # every byte of the disk
+        try:
+            while True:
+                fh.write(b"x" * 65536)
+                fh.flush()
+        except OSError:
+            pass
+    res = CliRunner().invoke(cli, ["audit", str(cfg_path), "--out", str(run), "--quiet", "--no-report"])
+    assert res.exit_code == 2 and (res.exception is None or isinstance(res.exception, SystemExit)), res.output
+    assert res.stderr.count("\n") == 1 and "the disk is full" in res.stderr, res.stderr
+    assert not (run / PROBES).exists()
 
 
 def test_verdicts_finishing_out_of_order_are_stored_under_their_own_requests(tmp_path):

@@ -101,13 +101,13 @@ class AuditResult:
             raise InputError(where, f"stats schema_version {version!r}, this radar_local reads {SCHEMA_VERSION}; {fix}")
         try:
             return cls._from_json(data)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
             raise InputError(where, f"is not a complete RADAR stats file ({type(exc).__name__}: {exc}); "
                                     "re-run `radar audit` or `radar stats --json` to rewrite it") from None
 
     @classmethod
     def _from_json(cls, d: dict) -> "AuditResult":
-        crit = list(d["criteria"])
+        crit = [_name(c) for c in d["criteria"]]
 
         def frame(m: dict) -> pd.DataFrame:
             return pd.DataFrame([[_nan(m[a][b]) for b in crit] for a in crit], index=crit, columns=crit, dtype=float)
@@ -115,7 +115,7 @@ class AuditResult:
         ci = d["self_effect_ci"]
         lci = d["leakage_ci"]
         pairs = pd.DataFrame([{
-            "a": p["a"], "b": p["b"], "leak_ab": _nan(p["leak_ab"]), "leak_ba": _nan(p["leak_ba"]), "sym": _nan(p["sym"]),
+            "a": _name(p["a"]), "b": _name(p["b"]), "leak_ab": _nan(p["leak_ab"]), "leak_ba": _nan(p["leak_ba"]), "sym": _nan(p["sym"]),
             "asym": _nan(p["asym"]), "reliable": bool(p["reliable"]), "flags": list(p["flags"]),
             "sym_ci": _tuple(p["ci"]["sym"]) if p["ci"] else None, "asym_ci": _tuple(p["ci"]["asym"]) if p["ci"] else None,
             "human_r": _nan(p["human_r"]), "upstream": p.get("upstream"), "downstream": p.get("downstream"),
@@ -160,7 +160,12 @@ class AuditResult:
 
 
 def _nan(x) -> float:
-    return np.nan if x is None else float(x)
+    """A stored number: null is NaN; anything but a number (a string, a bool, a list) is refused."""
+    if x is None:
+        return np.nan
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise ValueError(f"{x!r:.40} is not a number")
+    return float(x)  # an integer beyond a float's range raises OverflowError
 
 
 def _num(x) -> float | None:
@@ -175,7 +180,17 @@ def _pair(lo, hi) -> list:
 
 
 def _tuple(v) -> tuple[float, float] | None:
-    return None if v is None else (_nan(v[0]), _nan(v[1]))
+    if v is None:
+        return None
+    if not isinstance(v, list) or len(v) != 2:
+        raise ValueError(f"an interval must be [low, high], not {v!r:.40}")
+    return (_nan(v[0]), _nan(v[1]))
+
+
+def _name(x) -> str:
+    if not isinstance(x, str):
+        raise ValueError(f"a criterion name must be text, not {x!r:.40}")
+    return x
 
 
 def _series(s: pd.Series) -> dict:
