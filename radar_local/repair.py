@@ -365,7 +365,7 @@ def repair(target: str | Path, out: str | Path | None = None, *, rounds: int = 1
             original.audit(pool, progress)
         config = original.config  # its intended pairs were checked against the rubric when the run was made
         intended = {frozenset(p) for p in config.intended}
-        out = Path(out) if out else original.repair_dir
+        out = Path(out) if out else make_folder(original.repair_dir, own=True)
         result = original.result()
         base_summary = summarize(result, intended, original.reference)
         findings, left_alone = diagnose(result, intended)

@@ -383,7 +383,7 @@ class Run:
     def report(self, verifier: str | None = None, out: str | Path | None = None) -> Path:
         from radar_local.report.build import write_report
 
-        return write_report(self, verifier, Path(out) if out else self.report_dir(verifier))
+        return write_report(self, verifier, Path(out) if out else None)
 
 
 def checked_inputs(config: AuditConfig, base: Path, source: object) -> tuple:

@@ -331,9 +331,14 @@ def usable_path(path: Path) -> Path:
     return Path(path)
 
 
-def make_folder(path: Path) -> Path:
-    """An output folder, made with its parents; one line when a file is in the way."""
+def make_folder(path: Path, *, own: bool = False) -> Path:
+    """An output folder, made with its parents; one line when a file is in the way. `own`: a folder
+    radar names inside a run directory or a report (report/, figures/, repair/), where a link would
+    send radar's files elsewhere: refused. A folder the user names (--out) may be a link."""
     usable_path(path)
+    if own and path.is_symlink():
+        raise InputError(path, "is a symbolic link; radar writes nothing through a link inside a run directory "
+                               "or report: remove the link, then run again")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from radar_local.cli.main import cli
+from radar_local.run import load_run
 from radar_local.rubric import load_benchmark
 from tests.conftest import planted_config
 
@@ -167,3 +168,108 @@ def test_config_files_of_random_text(tmp_path_factory, text):
     path = tmp_path_factory.mktemp("y") / "audit.yaml"
     path.write_text(text)
     check(run("audit", path, "--out", path.parent / "run", "--quiet"), path, [])
+
+
+# ---- Issue 21: bytes, depth, aliases, hand-edited run directories, links, output paths ----------
+
+YAMLISH = st.lists(st.sampled_from(["[", "]", "{", "}", "&a ", "*a ", "&b ", "*b ", "rubric: ", "n: ", "- ", "\n", "  ",
+                                    "x", "1", ", ", ": ", "'", '"', "#", "!!str ", "\xe9", "\t", "?"]), max_size=60)
+
+
+@SETTINGS
+@given(parts=YAMLISH, depth=st.integers(0, 120), raw=st.binary(max_size=40))
+def test_configs_of_yaml_tokens_bytes_depth_and_aliases(tmp_path_factory, parts, depth, raw):
+    path = tmp_path_factory.mktemp("yt") / "audit.yaml"
+    path.write_bytes(("[" * depth + "".join(parts) + "]" * depth).encode() + raw)
+    check(run("audit", path, "--out", path.parent / "run", "--quiet", "--no-report"), path, [])
+    assert not (path.parent / "run").exists() or (path.parent / "run" / "config.yaml").exists()
+
+
+@pytest.fixture(scope="module")
+def stored_run(tmp_path_factory):
+    from radar_local.run import run_audit
+
+    out = tmp_path_factory.mktemp("stored") / "run"
+    run_audit(planted_config(rubric=str(Path(__file__).parent / "data" / "small_rubric.yaml"), bootstrap=0), out,
+              base=Path(__file__).resolve().parents[1])
+    load_run(out).report()  # its figures are reused by the copies' reports (the statistics do not change)
+    return out
+
+
+def _copy(run_dir: Path, tmp_path_factory) -> Path:
+    import shutil
+
+    copy = tmp_path_factory.mktemp("c") / "run"
+    shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns(".radar.lock"))
+    return copy
+
+
+@SETTINGS
+@given(file=st.sampled_from(["probes.jsonl", "scores.jsonl"]), line=st.integers(0, 5), data=st.data())
+def test_hand_edited_store_lines_of_valid_json(stored_run, tmp_path_factory, file, line, data):
+    copy = _copy(stored_run, tmp_path_factory)
+    lines = (copy / file).read_text().splitlines(keepends=True)
+    lines[line] = json.dumps(data.draw(mutated(json.loads(lines[line])))) + "\n"
+    (copy / file).write_text("".join(lines))
+    res = run("audit", copy / "config.yaml", "--out", copy, "--quiet", "--no-report")
+    check(res, copy, [])
+
+
+@SETTINGS
+@given(name=st.sampled_from(["run.json", "verifiers.json"]), data=st.data())
+def test_run_directory_files_of_the_wrong_shape(stored_run, tmp_path_factory, name, data):
+    copy = _copy(stored_run, tmp_path_factory)
+    (copy / name).write_text(json.dumps(data.draw(mutated(json.loads((copy / name).read_text())))))
+    check(run("report", copy), copy, [])
+    check(run("audit", copy / "config.yaml", "--out", copy, "--quiet", "--no-report"), copy, [])
+
+
+@SETTINGS
+@given(name=st.sampled_from([".radar.lock", "probes.jsonl", "scores.jsonl", "stats.json", "run.json", "scores.csv",
+                             "config.yaml", "report", "verifiers.json"]),
+       target=st.sampled_from(["file", "folder", "nothing"]))
+def test_links_planted_in_a_run_directory(stored_run, tmp_path_factory, name, target):
+    copy = _copy(stored_run, tmp_path_factory)
+    victim = copy.parent / "victim"
+    if target == "file":
+        victim.write_text("precious\n")
+    elif target == "folder":
+        victim.mkdir()
+    if (copy / name).is_dir():
+        import shutil
+
+        shutil.rmtree(copy / name)
+    else:
+        (copy / name).unlink(missing_ok=True)
+    (copy / name).symlink_to(victim)
+    report = ["report", copy] if name == "report" else ["audit", copy / "config.yaml", "--out", copy, "--quiet", "--no-report"]
+    for args in (["audit", copy / "config.yaml", "--out", copy, "--quiet", "--no-report"], report):
+        res = run(*args)
+        event(f"exit {res.exit_code}")
+        assert res.exit_code in (0, 2) and (res.exception is None or isinstance(res.exception, SystemExit)), res.output
+    if target == "file":
+        assert victim.read_text() == "precious\n"  # never written through
+    elif target == "folder":
+        assert not any(victim.iterdir())
+
+
+@SETTINGS
+@given(kind=st.sampled_from(["file", "file-in-path", "long", "dangling", "dot"]),
+       command=st.sampled_from(["report", "stats", "repair"]))
+def test_unusual_output_paths(stored_run, tmp_path_factory, kind, command):
+    tmp = tmp_path_factory.mktemp("o")
+    (tmp / "f").write_text("mine")
+    out = {"file": tmp / "f", "file-in-path": tmp / "f" / "x", "long": tmp / ("n" * 300), "dangling": tmp / "link",
+           "dot": tmp / "."}[kind]
+    if kind == "dangling":
+        out.symlink_to(tmp / "nowhere")
+    args = {"report": ["report", stored_run, "--out", out], "repair": ["repair", _copy(stored_run, tmp_path_factory), "--out", out],
+            "stats": ["stats", EXAMPLE, "--bootstrap", 0, "--json", out]}[command]
+    res = run(*args)
+    event(f"exit {res.exit_code}")
+    assert res.exit_code in (0, 1, 2) and (res.exception is None or isinstance(res.exception, SystemExit)), (res.output, res.exception)
+    if res.exit_code == 2:
+        assert res.stderr.count("\n") == 1 and res.stderr.startswith("error: "), res.stderr
+    if not (kind == "file" and command == "stats"):  # --json FILE writes that file, as asked
+        assert (tmp / "f").read_text() == "mine"
+    assert not (tmp / "nowhere").exists()

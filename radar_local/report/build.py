@@ -41,10 +41,12 @@ def cost_rows(run: dict) -> list[list[str]]:
     return rows
 
 
-def write_report(run: "Run", verifier: str | None, out: Path) -> Path:
-    """report.html and report.md (figures beside it) for one verifier's audit of a run."""
+def write_report(run: "Run", verifier: str | None, out: Path | None = None) -> Path:
+    """report.html and report.md (figures beside it) for one verifier's audit of a run, in `out` or
+    the run directory's own report folder."""
     result, info = run.result(verifier), run.info(verifier)
-    figures = _figures(result, make_folder(out / "figures"))
+    out = make_folder(out) if out is not None else make_folder(run.report_dir(verifier), own=True)
+    figures = _figures(result, make_folder(out / "figures", own=True))
     examples = example_probes(result, run.store)
     write_atomic(out / "report.html", audit_html(result, figures, examples, info, result.calibration))
     write_atomic(out / "report.md", report_markdown(result, examples, info, result.calibration))

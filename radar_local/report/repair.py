@@ -109,7 +109,7 @@ def write_repair_report(rep: "Repair") -> None:
     from radar_local.repair import repair_json
     from radar_local.report.plots import leakage_heatmap, png
 
-    make_folder(rep.out / "figures")
+    make_folder(rep.out / "figures", own=True)
     figures = {"before": png(leakage_heatmap(rep.result))}
     if rep.final is not None:
         figures["after"] = png(leakage_heatmap(rep.final.result))

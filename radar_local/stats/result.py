@@ -122,8 +122,9 @@ class AuditResult:
         } for p in d["pairs"]], columns=PAIR_COLUMNS)
         g = d["global"]
         return cls(
-            generator=d["generator"], verifier=d["verifier"], criteria=crit, tasks=list(d["tasks"]), tau=d["tau"],
-            bootstrap=d["bootstrap"], probes=d["probes"], unscored=d["unscored"], warnings=list(d["warnings"]),
+            generator=_name(d["generator"]), verifier=_name(d["verifier"]), criteria=crit,
+            tasks=[_name(t) for t in d["tasks"]], tau=_nan(d["tau"]),
+            bootstrap=d["bootstrap"], probes=d["probes"], unscored=d["unscored"], warnings=[_name(w) for w in d["warnings"]],
             self_effect=pd.Series({c: _nan(d["self_effect"][c]) for c in crit}, dtype=float),
             self_effect_ci=None if ci is None else pd.DataFrame(
                 [[_nan(ci[c][0]), _nan(ci[c][1])] for c in crit], index=crit, columns=["low", "high"]),
@@ -189,7 +190,7 @@ def _tuple(v) -> tuple[float, float] | None:
 
 def _name(x) -> str:
     if not isinstance(x, str):
-        raise ValueError(f"a criterion name must be text, not {x!r:.40}")
+        raise ValueError(f"a name must be text, not {x!r:.40}")  # a criterion, model, task or warning
     return x
 
 
