@@ -4,14 +4,16 @@ to disk (`Dataset.save_to_disk`), with a column mapping and an optional seeded s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import pandas as pd
 from pydantic import Field
 
 from radar_local.errors import InputError, MissingDependencyError
 from radar_local.rubric import Strict, Task, unique_ids
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TABLE_SUFFIXES = (".jsonl", ".csv", ".parquet")
 
@@ -29,7 +31,9 @@ def is_task_table(path: Path) -> bool:
     return path.suffix in TABLE_SUFFIXES or (path.is_dir() and (path / "dataset_info.json").is_file())
 
 
-def _read(path: Path) -> pd.DataFrame:
+def _read(path: Path) -> "pd.DataFrame":
+    import pandas as pd  # only a task table needs it: a config loads (and a bad one is refused) without it
+
     try:
         if path.is_dir():
             try:

@@ -341,3 +341,11 @@ def test_a_dangling_out_link_is_named_as_a_link(tmp_path):
     path = _config(tmp_path, planted_config())
     one_line_exit_2(invoke("audit", path, "--out", tmp_path / "run"), tmp_path / "run", "symbolic link to nothing")
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_grid_label_too_long_for_a_file_name_is_refused_at_config_time(tmp_path):
+    grid = {k: v for k, v in planted_config().items() if k not in ("generator", "verifier")}
+    spec = {"engine": "testing", "model": "m", "name": "g" * 300}
+    path = _config(tmp_path, {**grid, "generators": [spec], "verifiers": [{"engine": "testing", "model": "judge"}]})
+    one_line_exit_2(invoke("grid", path, "--out", tmp_path / "grid"), path, "longer than 100 characters")
+    assert not (tmp_path / "grid").exists()
