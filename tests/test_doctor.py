@@ -50,7 +50,7 @@ def test_doctor_reports_this_machine():
     res = radar_cli("doctor", "--json")
     report = json.loads(res.stdout)
     lib = report["libraries"]
-    assert lib["torch"]["imports"] and lib["torch"]["build"] in ("cpu",) or lib["torch"]["build"].startswith("cuda")
+    assert lib["torch"]["imports"] and (lib["torch"]["build"] == "cpu" or lib["torch"]["build"].startswith("cuda"))
     assert lib["vllm"]["version"].startswith(VLLM_LINE) and lib["vllm"]["imports"] is True
     assert lib["transformers"]["imports"] and lib["outlines"]["imports"]
     smol = next(m for m in report["models"] if m["name"] == "smollm2-135m")
