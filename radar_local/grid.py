@@ -31,6 +31,21 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
     # files are stats.json / report/, the others' stats.<label>.json / report-<label>/.
     runs = {g.label: Run.create(grid.cell(g, next(v for gg, v in todo if gg is g)), out / slug(g.label), base)
             for g in grid.generators if any(gg is g for gg, _ in todo)}
+    try:
+        results = _audit_cells(grid, runs, todo, progress)
+    finally:
+        for run in runs.values():
+            run.close()
+    summary = grid_summary(results)
+    # Every cell was scored before any finished, so each result's calibration covers all of its generator's judges.
+    summary["calibration"] = {r.generator: r.calibration for r in results}
+    write_atomic(out / "grid.json", json.dumps(summary, indent=2))
+    write_atomic(out / "grid.md", grid_markdown(summary))
+    write_atomic(out / "grid.html", grid_html(summary))
+    return summary
+
+
+def _audit_cells(grid: GridConfig, runs: dict[str, Run], todo: list, progress: bool) -> list:
     stages: dict[tuple[str, str], dict] = {}
     pool = EnginePool(grid.cluster)
     try:
@@ -46,13 +61,7 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
     results = [runs[g.label].finish(v, stages[(g.label, v.label)]) for g, v in todo]
     for g, v in todo:  # every cell is an ordinary audit with its own report
         runs[g.label].report(v.label)
-    summary = grid_summary(results)
-    # Every cell was scored before any finished, so each result's calibration covers all of its generator's judges.
-    summary["calibration"] = {r.generator: r.calibration for r in results}
-    write_atomic(out / "grid.json", json.dumps(summary, indent=2))
-    write_atomic(out / "grid.md", grid_markdown(summary))
-    write_atomic(out / "grid.html", grid_html(summary))
-    return summary
+    return results
 
 
 def score_cells(verifiers: list, runs: dict[str, Run], todo: list, stages: dict, pool: EnginePool,

@@ -363,6 +363,7 @@ def repair(target: str | Path, out: str | Path | None = None, *, rounds: int = 1
     try:
         if not target.is_dir():
             original.audit(pool, progress)
+            original.close()  # read from here on: candidates adopt its records
         config = original.config  # its intended pairs were checked against the rubric when the run was made
         intended = {frozenset(p) for p in config.intended}
         out = Path(out) if out else make_folder(original.repair_dir, own=True)
@@ -424,9 +425,9 @@ def _reaudit(cand: Candidate, parent: Run, config: AuditConfig, out: Path, pool:
     make_folder(folder)
     write_atomic(rubric_path, yaml_text(cand.rubric.model_dump(mode="json", exclude_none=True)))
     cand.run_dir = folder / f"candidate-{cand.index}"
-    run = Run.create(candidate_config(config, rubric_path, parent.tasks), cand.run_dir, folder)
-    cand.reuse = run.adopt(parent, config.verifier)
-    cand.result = run.audit(pool, progress)
+    with Run.create(candidate_config(config, rubric_path, parent.tasks), cand.run_dir, folder) as run:
+        cand.reuse = run.adopt(parent, config.verifier)
+        cand.result = run.audit(pool, progress)
 
 
 def _write(rep: Repair) -> None:

@@ -128,6 +128,16 @@ class Run:
         write_atomic(run.root / CONFIG, yaml_text(config.model_dump(mode="json")))
         return run
 
+    def close(self) -> None:
+        """Let go of the directory's lock (a writer's); reading goes on working."""
+        self.store.close()
+
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     @classmethod
     def open(cls, root: str | Path, writer: bool = False) -> "Run":
         """An existing run directory, from its snapshot."""
@@ -178,6 +188,7 @@ class Run:
         """Stage 1: every planned probe not stored yet (an adaptive audit's up to its last wave, or those of
         `requests`). The engine is fed the whole stage at once and each probe is stored the moment it
         finishes, so a kill loses only requests in flight."""
+        self.store.require_writer()
         config, store = self.config, self.store
         requests = self.plan.generation_requests(self.adaptive_sizes()) if requests is None else requests
         todo = [r for r in requests if not all(r.variant_key(v) in store.probes for v in r.variants)]
@@ -229,6 +240,7 @@ class Run:
     def score(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True, probes: list[dict] | None = None) -> dict:
         """Stage 2: every planned verdict (of `probes`, default the planned ones) not stored yet, fed and
         stored as `generate` does."""
+        self.store.require_writer()
         config, store = self.config, self.store
         requests = self.plan.score_requests(self.probes() if probes is None else probes, verifier)
         self.register_verifier(verifier)
@@ -313,6 +325,7 @@ class Run:
 
     def finish(self, verifier: ModelSpec, stages: dict, adaptive: dict | None = None) -> AuditResult:
         """Write scores.csv, the verifier's stats and run info; return the result."""
+        self.store.require_writer()
         config = self.config
         probes = self.probes()
         result, table, injection = self.audit_result(verifier, probes)
@@ -344,6 +357,7 @@ class Run:
     def rescore(self, verifier: ModelSpec, pool: EnginePool | None = None, progress: bool = True,
                 generate: bool = False) -> AuditResult:
         """Score the stored probes with `verifier` (another judge: `radar score`) and finish."""
+        self.store.require_writer()  # before any engine loads
         own = pool is None
         pool = pool or EnginePool(self.config.cluster)
         adaptive = None
@@ -533,9 +547,11 @@ def run_audit(config: AuditConfig | dict | str | Path, out: str | Path | None = 
     out = out or config.out
     if out is None:
         raise InputError("config", "no run directory: set 'out' in the config or pass out=")
-    return Run.create(config, out, base or folder).audit(pool, progress)
+    with Run.create(config, out, base or folder) as run:  # the lock is let go when the audit ends
+        return run.audit(pool, progress)
 
 
 def load_run(path: str | Path) -> Run:
-    """A stored run, read-only: `.result()`, `.info()`, `.probes()`, `.report()`."""
+    """A stored run, read-only: `.result()`, `.info()`, `.probes()`, `.report()`; a method that would
+    add to it raises ReadOnlyRunError (open it with `Run.open(path, writer=True)` for that)."""
     return Run.open(path)

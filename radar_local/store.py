@@ -48,13 +48,19 @@ def slug(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", label)
 
 
-_HELD: dict[Path, int] = {}  # run directories this process holds: lock file descriptors
+_HELD: dict[Path, list[int]] = {}  # run directories this process holds: [lock descriptor, holders]
+
+
+class ReadOnlyRunError(RadarError):
+    """A write through a run opened for reading (load_run)."""
 
 
 def lock_run_dir(root: Path, lock_file: str) -> None:
-    """Take the directory's exclusive lock for the life of this process (re-entrant within it)."""
+    """Take the directory's exclusive lock (re-entrant within this process: each holder releases its
+    own hold, and the lock goes when the last one does or the process ends)."""
     key = root.resolve()
     if key in _HELD:
+        _HELD[key][1] += 1
         return
     fd = open_no_link(root / lock_file, os.O_RDWR | os.O_CREAT)
     try:
@@ -70,7 +76,19 @@ def lock_run_dir(root: Path, lock_file: str) -> None:
     except OSError as exc:  # a full disk: the PID is only a courtesy, but the message must be one line
         os.close(fd)
         raise _write_failed(root / lock_file, exc) from None
-    _HELD[key] = fd
+    _HELD[key] = [fd, 1]
+
+
+def unlock_run_dir(root: Path) -> None:
+    """Release one hold on the directory's lock; the last release lets other processes in."""
+    key = root.resolve()
+    held = _HELD.get(key)
+    if held is None:
+        return
+    held[1] -= 1
+    if held[1] == 0:
+        del _HELD[key]
+        os.close(held[0])  # closing the descriptor releases the flock
 
 
 def open_no_link(path: Path, flags: int) -> int:
@@ -88,24 +106,62 @@ def open_no_link(path: Path, flags: int) -> int:
         raise _write_failed(path, exc) from None
 
 
-def unlock_run_dir(root: Path) -> None:
-    fd = _HELD.pop(root.resolve(), None)
-    if fd is not None:
-        os.close(fd)  # closing the descriptor releases the flock
+# SIGINT and SIGTERM wait while any thread writes a record (one deferral for the whole process:
+# masking a signal in the writing thread alone does not stop CPython from running the Python-level
+# handler in the main thread, inside the write, when another thread such as a progress display's
+# received it).
+_HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_hold = threading.Lock()
+_holders = 0
+_pending: list[int] = []
+_handlers: dict[int, object] = {}  # the handler each deferred signal goes to afterwards
+
+
+def _deferring(signum: int, frame) -> None:
+    with _hold:
+        if _holders:
+            _pending.append(signum)
+            return
+    _dispatch(signum, frame)
+
+
+def _dispatch(signum: int, frame) -> None:
+    handler = _handlers.get(signum, signal.SIG_DFL)
+    if callable(handler):
+        handler(signum, frame)
+    elif handler != signal.SIG_IGN:  # the default action (SIGTERM: end the process), as if never deferred
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
+def _install_deferral() -> None:
+    """Wrap the current handlers (only the main thread may set them); a handler set later replaces
+    the wrapper, and is wrapped again at the next write from the main thread."""
+    for sig in _HELD_SIGNALS:
+        current = signal.getsignal(sig)
+        if current is not _deferring:
+            _handlers[sig] = current
+            signal.signal(sig, _deferring)
 
 
 @contextmanager
 def _signals_held():
-    """SIGINT and SIGTERM wait until the block ends, so a record is never half on disk."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    """SIGINT and SIGTERM wait until every thread's block has ended, so a record is never half on disk."""
+    global _holders
+    if threading.current_thread() is threading.main_thread():
+        _install_deferral()
+    with _hold:
+        _holders += 1
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        with _hold:
+            _holders -= 1
+            due = _pending[:1] if _holders == 0 else []
+            if _holders == 0:
+                _pending.clear()
+        for signum in due:  # handled now, in the main thread, by the handler it would have met
+            signal.raise_signal(signum)
 
 
 def _write_failed(path: Path, exc: OSError) -> StorageError:
@@ -169,6 +225,7 @@ class Store:
     def __init__(self, root: str | Path, *, probes: str, scores: str, lock: str, writer: bool = True):
         self.root = usable_path(Path(root))
         self.files = {"probes": probes, "scores": scores}
+        self.writer = writer
         self._appending = threading.Lock()  # a grid on a cluster scores several cells of one store at once
         if writer:
             if self.root.is_symlink() and not self.root.exists():
@@ -216,9 +273,21 @@ class Store:
                                             f"{rec.get(field)!r}, which does not match its key ({expected!r}): the "
                                             "line was edited; restore it or move the file aside, then run again")
 
+    def require_writer(self) -> None:
+        if not self.writer:
+            raise ReadOnlyRunError(f"{self.root}: opened for reading (load_run); to add to it, open it as a writer: "
+                                   "`with Run.open(path, writer=True) as run: ...` (or run `radar score`)")
+
+    def close(self) -> None:
+        """Release this store's hold on the directory's lock (a reader holds none)."""
+        if self.writer:
+            self.writer = False
+            unlock_run_dir(self.root)
+
     def _append(self, name: str, records: list[dict], into: dict[str, dict]) -> None:
         if not records:
             return
+        self.require_writer()
         path = self.root / name
         stamped = [{"v": RECORD_VERSION, **r} for r in records]
         blob = "".join(json.dumps(r) + "\n" for r in stamped).encode()
@@ -243,6 +312,7 @@ class Store:
         self._append(self.files["scores"], records, self.scores)
 
     def write_json(self, name: str, obj: object) -> None:
+        self.require_writer()
         write_atomic(self.root / name, json.dumps(obj, indent=2))
 
 

@@ -148,3 +148,6 @@ def test_a_second_round_starts_from_the_best(tmp_path):
     assert repaired.criterion("clarity").description.startswith("Rewards plain wording")
     assert repaired.criterion("tone").description.startswith("Prefers formal register")
     assert rep.final.summary["worst_sym"] == 0
+    from radar_local.store import _HELD
+
+    assert not [d for d in _HELD if tmp_path in d.parents]  # no candidate's (or the original's) lock is kept

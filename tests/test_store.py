@@ -218,3 +218,63 @@ def test_sigkill_mid_stream_keeps_every_stored_verdict_and_resume_plans_only_the
     assert len(done) == len({r["key"] for r in done}) == 200 and done[: len(kept)] == kept
     info = json.loads((run / "run.json").read_text())
     assert info["stages"]["score"]["calls"] == 200 - len(kept)  # exactly the unfinished requests were planned
+
+
+def test_a_reader_cannot_write(tmp_path):
+    """load_run is read-only: a method that would add to the run refuses before any engine loads."""
+    from radar_local.config import ModelSpec
+    from radar_local.run import load_run, run_audit
+    from radar_local.store import ReadOnlyRunError
+
+    run_audit(planted_config(rubric=str(REPO / "tests/data/small_rubric.yaml"), bootstrap=0), tmp_path / "run", base=REPO)
+    before = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()}
+    reader = load_run(tmp_path / "run")
+    other = ModelSpec(engine="testing", model="planted", name="judge-2")
+    for attempt in (lambda: reader.rescore(other), lambda: reader.generate(EnginePool()),
+                    lambda: reader.score(other, EnginePool()), lambda: reader.register_verifier(other),
+                    lambda: reader.store.add_scores([{"key": "k"}])):
+        with pytest.raises(ReadOnlyRunError, match="opened for reading"):
+            attempt()
+    assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()} == before
+
+
+def test_the_lock_is_let_go_in_process(tmp_path):
+    """A notebook's audit, or a `with Run.open(..., writer=True)` block, does not hold the directory for
+    the life of the process: another process can write to it afterwards."""
+    from radar_local.run import run_audit
+
+    run = tmp_path / "run"
+    cfg = planted_config(rubric=str(REPO / "tests/data/small_rubric.yaml"), bootstrap=0)
+    run_audit(cfg, run, base=REPO)
+    probe = [sys.executable, "-c", f"from radar_local.run import open_store; open_store({str(run)!r}); print('took it')"]
+    assert subprocess.run(probe, capture_output=True, text=True).stdout.strip() == "took it"
+    with Run.open(run, writer=True):
+        held = subprocess.run(probe, capture_output=True, text=True)
+        assert held.returncode != 0 and "in use by PID" in held.stderr
+    assert subprocess.run(probe, capture_output=True, text=True).stdout.strip() == "took it"
+
+
+def test_a_signal_waits_for_the_write_while_another_thread_runs():
+    """With a second thread alive (rich's refresh, the OpenAI pool), CPython runs a handler in the main
+    thread whatever that thread masks: the deferral is one for the whole process."""
+    import threading
+
+    from radar_local.store import _signals_held
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    finished_writing = False
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with _signals_held():
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(50):  # bytecode runs here: a handler that was not deferred would fire now
+                    time.sleep(0.002)
+                finished_writing = True
+    finally:
+        stop.set()
+        other.join()
+        signal.signal(signal.SIGINT, previous)
+    assert finished_writing
