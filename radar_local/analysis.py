@@ -81,7 +81,7 @@ def double_count(result: AuditResult, rubric: Rubric) -> dict:
     """The rubric's weighted aggregate (its `weights`, else equal weights) and the share of it that
     double-counts through coupled, reliable pairs."""
     weights = {c: (rubric.weights or {}).get(c, 0.0 if rubric.weights else 1.0) for c in result.criteria}
-    from radar_local.stats.audit import to_json
+    from radar_local.common import to_json
 
     w = np.array([weights[c] for c in result.criteria], float)
     overall, share = double_counted_share(result.leakage.to_numpy(), result.reliable.to_numpy(), w)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from radar_local.common import json_number
 from radar_local.errors import InputError
 from radar_local.inputs import read_json
 from radar_local.stats.result import AuditResult
@@ -28,10 +29,6 @@ def _disjoint(ci_a: tuple | None, ci_b: tuple | None) -> bool:
     return ci_a[1] < ci_b[0] or ci_b[1] < ci_a[0]
 
 
-def _num(x: float) -> float | None:
-    return None if x != x else x
-
-
 def compare(before: AuditResult, after: AuditResult, fail_on_sym: float | None = None) -> dict:
     earlier = {frozenset((p["a"], p["b"])): p for p in before.pairs.to_dict("records")}
     rows = []
@@ -39,8 +36,8 @@ def compare(before: AuditResult, after: AuditResult, fail_on_sym: float | None =
         q = earlier.get(frozenset((p["a"], p["b"])))
         if q is None:
             continue
-        rows.append({"a": p["a"], "b": p["b"], "sym_before": _num(q["sym"]), "sym_after": _num(p["sym"]),
-                     "delta": _num(p["sym"] - q["sym"]), "ci_before": q["sym_ci"], "ci_after": p["sym_ci"],
+        rows.append({"a": p["a"], "b": p["b"], "sym_before": json_number(q["sym"]), "sym_after": json_number(p["sym"]),
+                     "delta": json_number(p["sym"] - q["sym"]), "ci_before": q["sym_ci"], "ci_after": p["sym_ci"],
                      "moved": _disjoint(q["sym_ci"], p["sym_ci"]), "flags_before": q["flags"], "flags_after": p["flags"],
                      "reliable_after": p["reliable"]})
     shared = [c for c in after.criteria if c in before.reliable.index]

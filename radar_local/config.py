@@ -5,21 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from radar_local.common import Strict, parse_model, slug
 from radar_local.cluster import ClusterSpec
 from radar_local.inputs import read_mapping
-from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, parse_model, unique_ids
+from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, unique_ids
 from radar_local.scoring import ScoreFormat
-from radar_local.store import slug
 from radar_local.tasks import TaskSource, is_task_table, load_task_table
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-MAX_LABEL = 100
+MAX_LABEL = 100  # characters of a model label: it becomes part of file names
 
 
 class ModelSpec(Strict):

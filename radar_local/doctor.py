@@ -237,7 +237,7 @@ def check_cpu(models: list[dict], default: str = "smollm2-135m") -> dict:
     return {**cpu.as_dict(), "vllm_cpu_dtype": dtype, "vllm_cpu_dtype_reason": why, "checkpoint_dtype": checkpoint}
 
 
-def diagnose(runs: Path = Path("runs"), ray: str | None = None, smoke_spec: tuple[str, str, dict] | None = None) -> dict:
+def examine(runs: Path = Path("runs"), ray: str | None = None, smoke_spec: tuple[str, str, dict] | None = None) -> dict:
     problems: list[str] = []
     libraries, models = check_libraries(problems), check_models(problems)
     report = {"libraries": libraries, "models": models, "cpu": check_cpu(models),

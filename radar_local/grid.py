@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
+from radar_local.common import slug, to_json
 from radar_local.config import GridConfig, with_absolute_paths
 from radar_local.run import EnginePool, Run
-from radar_local.stats.audit import to_json
 from radar_local.stats.result import AuditResult
-from radar_local.store import slug, write_atomic
+from radar_local.store import write_atomic
 
 STABLE_SD = 0.15  # a pair whose Sym varies less than this across cells couples at the rubric level
 

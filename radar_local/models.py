@@ -13,9 +13,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from radar_local.common import parse_model
 from radar_local.errors import InputError, ModelNotFoundError, RadarError
 from radar_local.inputs import read_json, read_mapping
-from radar_local.rubric import parse_model
 
 REPO_MODELS = Path(__file__).resolve().parents[1] / "models"
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",

@@ -7,8 +7,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
+from radar_local.common import Frozen, parse_model
 from radar_local.errors import InputError
 from radar_local.inputs import read_mapping
 
@@ -16,11 +17,7 @@ BUNDLED = ("helpsteer2", "summeval", "sumpubmed")
 _ID = r"^[a-z][a-z0-9_]*$"
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Criterion(Strict):
+class Criterion(Frozen):
     id: str = Field(pattern=_ID, description="Stable identifier used in score tables")
     label: str = Field(min_length=1, description="Human-readable name shown to models")
     description: str = Field(min_length=1, description="One-paragraph definition")
@@ -35,7 +32,7 @@ class Criterion(Strict):
         return self
 
 
-class Rubric(Strict):
+class Rubric(Frozen):
     id: str = Field(pattern=_ID)
     name: str = Field(min_length=1)
     criteria: tuple[Criterion, ...] = Field(min_length=2)
@@ -63,7 +60,7 @@ class Rubric(Strict):
 
 
 
-class Task(Strict):
+class Task(Frozen):
     id: str = Field(min_length=1)
     prompt: str = Field(min_length=1)
     format: Literal["response", "summary"] = "response"
@@ -78,13 +75,13 @@ def unique_ids(tasks) -> None:
         seen.add(t.id)
 
 
-class ReferencePair(Strict):
+class ReferencePair(Frozen):
     a: str
     b: str
     r: float = Field(ge=-1, le=1)
 
 
-class Reference(Strict):
+class Reference(Frozen):
     """Human inter-criterion Pearson correlations, one per criterion pair."""
 
     citation: str = ""
@@ -94,7 +91,7 @@ class Reference(Strict):
         return {frozenset((p.a, p.b)): p.r for p in self.pairs}
 
 
-class Benchmark(Strict):
+class Benchmark(Frozen):
     """A bundled benchmark: rubric, tasks and human reference in one file."""
 
     rubric: Rubric
@@ -105,17 +102,6 @@ class Benchmark(Strict):
     def _unique_tasks(self) -> "Benchmark":
         unique_ids(self.tasks)
         return self
-
-
-def parse_model(model: type[Strict], data: dict, path: object) -> Strict:
-    """Validate `data` as `model`, turning the first pydantic error into one line naming the key."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = err["msg"].removeprefix("Value error, ")
-        raise InputError(path, f"key '{key}': {msg}") from None
 
 
 def bundled_path(name: str) -> Path:
@@ -144,7 +130,7 @@ def load_tasks(name_or_path: str | Path) -> tuple[Task, ...]:
         return load_benchmark(str(name_or_path)).tasks
     path = Path(name_or_path)
 
-    class TaskFile(Strict):
+    class TaskFile(Frozen):
         tasks: tuple[Task, ...] = Field(min_length=1)
 
         @model_validator(mode="after")

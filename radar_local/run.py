@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
+from radar_local.common import slug
 from radar_local.cluster import ClusterEngine, ClusterSpec, replica_delta
 from radar_local.config import AuditConfig, ModelSpec, load_config, resolve_inputs, with_absolute_paths
 from radar_local.engines.base import Engine, EngineStats
@@ -28,7 +29,7 @@ from radar_local.prompts import PROMPT_VERSION, strip_think
 from radar_local.scores import COLUMNS, validate_scores, write_scores
 from radar_local.scoring import expected_score, parse_score
 from radar_local.stats.result import AuditResult
-from radar_local.store import Store, slug, write_atomic
+from radar_local.store import Store, write_atomic
 
 # Every file name in a run directory (reports go to report/ and report-<verifier>/, see report_dir).
 CONFIG, TABLE, VERIFIERS, WAVES = "config.yaml", "scores.csv", "verifiers.json", "adaptive.json"
@@ -533,7 +534,7 @@ def config_from(config_or_path: AuditConfig | dict | str | Path) -> tuple[AuditC
     if isinstance(config_or_path, AuditConfig):
         return config_or_path, Path.cwd()
     if isinstance(config_or_path, dict):
-        from radar_local.rubric import parse_model
+        from radar_local.common import parse_model
 
         return parse_model(AuditConfig, config_or_path, "config"), Path.cwd()
     path = Path(config_or_path)

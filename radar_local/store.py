@@ -20,7 +20,6 @@ import fcntl
 import json
 import logging
 import os
-import re
 import signal
 import tempfile
 import threading
@@ -41,11 +40,6 @@ class RunLockedError(RadarError):
 
 class StorageError(RadarError):
     """A write failed (disk full, read-only file system); what was stored before stays readable."""
-
-
-def slug(label: str) -> str:
-    """A model label as a file-name part."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", label)
 
 
 _HELD: dict[Path, list[int]] = {}  # run directories this process holds: [lock descriptor, holders]
@@ -173,7 +167,7 @@ def _write_failed(path: Path, exc: OSError) -> StorageError:
                         "before is intact: fix that, then run the same command again (a run resumes)")
 
 
-def repair_torn_tail(path: Path) -> None:
+def cut_torn_tail(path: Path) -> None:
     """Cut a file back to its last complete line, keeping the cut bytes in a side file. A file that
     ends in a newline is only read (it may be read-only)."""
     if not path.is_file() or path.is_symlink():
@@ -235,7 +229,7 @@ class Store:
             make_folder(self.root)
             lock_run_dir(self.root, lock)
             for name in (probes, scores):
-                repair_torn_tail(self.root / name)
+                cut_torn_tail(self.root / name)
         self.lines: dict[str, dict[str, int]] = {probes: {}, scores: {}}  # each stored key's line, for errors
         self.probes = self._load(probes)
         self.scores = self._load(scores)

@@ -10,7 +10,8 @@ import numpy as np
 from pydantic import Field
 
 from radar_local.errors import InputError, MissingDependencyError
-from radar_local.rubric import Strict, Task, unique_ids
+from radar_local.common import Frozen
+from radar_local.rubric import Task, unique_ids
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 TABLE_SUFFIXES = (".jsonl", ".csv", ".parquet")
 
 
-class TaskSource(Strict):
+class TaskSource(Frozen):
     """`tasks:` as a mapping: where the tasks are and which columns hold them."""
 
     path: str = Field(min_length=1, description="A .jsonl, .csv or .parquet file, or a saved Hugging Face dataset folder")

@@ -2,7 +2,6 @@
 outside the run directory, no earlier result lost. The planted engine, no model."""
 
 import json
-import os
 from pathlib import Path
 
 import pytest

@@ -123,7 +123,7 @@ def test_report_renders_in_headless_chromium_without_network(report_dir, tmp_pat
 
 
 def test_cost_table_shows_the_mode_the_cache_and_each_replica():
-    from radar_local.report.build import cost_rows
+    from radar_local.report.text import cost_rows
 
     replica = {"replica": 2, "node": "n2", "ip": "10.0.0.2", "lost": True, "calls": 4, "prompt_tokens": 400,
                "output_tokens": 40, "seconds": 2.0}

@@ -20,12 +20,12 @@ def doctor(as_json: bool, smoke: bool, config_path: Path | None, engine: str | N
            ray_address: str | None) -> None:
     """Python, torch, vLLM, transformers/outlines, models on disk, offline switches, free disk and Ray.
     Every problem is one line with its fix; exit 1 when there is one."""
-    from radar_local.doctor import diagnose, render
+    from radar_local.doctor import examine, render
 
     spec = None
     if smoke:
         spec = _smoke_spec(config_path, engine, model)
-    report = diagnose(runs, ray_address, spec)
+    report = examine(runs, ray_address, spec)
     click.echo(json.dumps(report, indent=2) if as_json else "\n".join(render(report)))
     if report["problems"]:
         raise SystemExit(1)

@@ -57,10 +57,10 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from radar_local.cli import audit, doctor, init, models, repair, report, score, stats
+    from radar_local.cli import audit, doctor, grid, init, models, repair, report, score, stats
 
     for command in (init.init, stats.stats, audit.audit, audit.generate, score.score, report.report, report.compare,
-                    report.grid, repair.repair, models.models, doctor.doctor):
+                    grid.grid, repair.repair, models.models, doctor.doctor):
         cli.add_command(command)
 
 

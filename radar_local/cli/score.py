@@ -37,7 +37,7 @@ def score(run_dir: Path, verifier_arg: str, options: tuple[str, ...], name: str 
     from radar_local.config import ModelSpec
     from radar_local.errors import InputError
     from radar_local.report.console import print_audit
-    from radar_local.rubric import parse_model
+    from radar_local.common import parse_model
     from radar_local.quiet import engine_output_to
     from radar_local.run import Run
 

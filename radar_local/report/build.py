@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from radar_local.report.examples import example_probes
 from radar_local.report.html import audit_html
 from radar_local.report.markdown import audit_markdown
-from radar_local.report.text import injection_line, num
+from radar_local.report.text import cost_rows, injection_line, num
 from radar_local.store import make_folder, write_atomic
 
 if TYPE_CHECKING:
@@ -19,26 +19,6 @@ if TYPE_CHECKING:
 
 FIGURE_TITLES = {"leakage": "Leakage", "self_effect": "Self-effects", "sym_asym": "Sym against Asym",
                  "task_spread": "Per-task leakage spread", "budget": "Probe budget"}
-
-
-def cost_rows(run: dict) -> list[list[str]]:
-    """One row per stage; a score stage names its scoring mode, prefill says what the cache served."""
-    rows = []
-    for stage, s in run["stages"].items():
-        tps = s["output_tokens"] / s["seconds"] if s.get("seconds") else None
-        rate = f"{s['parse_rate']:.1%}" if s.get("parse_rate") is not None else "-"
-        cache = f"{s['prefix_cache_hit_rate']:.1%}" if s.get("prefix_cache_hit_rate") is not None else "-"
-        if s.get("prompt_tokens_cached") is not None:
-            cache += f" ({s['prompt_tokens_cached']} cached, {s['prompt_tokens_computed']} computed)"
-        name = f"{stage} ({s['mode']})" if s.get("mode") else stage
-        rows.append([name, str(s["calls"]), str(s["prompt_tokens"]), str(s["output_tokens"]), f"{s['seconds']:.1f}",
-                     num(tps, 0, signed=False), rate, cache])
-        for r in (s.get("cluster") or {}).get("replicas", []):  # a cluster run: each replica's share
-            rtps = r["output_tokens"] / r["seconds"] if r["seconds"] else None
-            rows.append([f"  replica {r['replica']} on {r['ip']}" + (" (lost)" if r["lost"] else ""), str(r["calls"]),
-                         str(r["prompt_tokens"]), str(r["output_tokens"]), f"{r['seconds']:.1f}",
-                         num(rtps, 0, signed=False), "-", "-"])
-    return rows
 
 
 def write_report(run: "Run", verifier: str | None, out: Path | None = None) -> Path:

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from radar_local.report.text import (PAIR_HEAD, SELF_EFFECT_HEAD, adaptive_line, agreement_line, double_count_line,
-                                     global_line, injection_line, leakage_rows, pair_rows, scores_line, self_effect_rows,
-                                     verdict)
+from radar_local.report.text import (PAIR_HEAD, SELF_EFFECT_HEAD, adaptive_line, agreement_line, cost_rows,
+                                     double_count_line, global_line, injection_line, leakage_rows, pair_rows,
+                                     scores_line, self_effect_rows, verdict)
 
 if TYPE_CHECKING:
     from radar_local.run import Run
@@ -48,8 +48,6 @@ def _table(console: Console, title: str, head: list[str], rows: list[list[str]],
 
 def print_run(run: "Run", console: Console | None = None) -> None:
     """Cost and parse-rate lines of a run, the report's cost table as text."""
-    from radar_local.report.build import cost_rows
-
     console = console or Console()
     info = run.info()
     for stage, calls, prompt, output, seconds, tps, rate, cache in cost_rows(info):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from radar_local.report.html import CSS, _table, calibration_table_html
+from radar_local.report.html import CSS, calibration_table_html, html_table
 from radar_local.report.text import num
 
 
@@ -51,9 +51,9 @@ def grid_html(summary: dict) -> str:
     head, rows = _distance_rows(summary)
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>RADAR grid</title><style>{CSS}</style></head><body>",
              "<h1>RADAR grid</h1>", "<h2>Agreement with the human reference per cell (Table 9)</h2>",
-             _table(CELL_HEAD, _cell_rows(summary)),
-             "<h2>Distance between verifiers' leakage matrices</h2>", _table(head, rows),
-             "<h2>Pair coupling across cells</h2>", _table(PAIR_HEAD, _pair_rows(summary))]
+             html_table(CELL_HEAD, _cell_rows(summary)),
+             "<h2>Distance between verifiers' leakage matrices</h2>", html_table(head, rows),
+             "<h2>Pair coupling across cells</h2>", html_table(PAIR_HEAD, _pair_rows(summary))]
     for gen, cal in summary.get("calibration", {}).items():
         parts += [f"<h2>Judge calibration on {escape(gen)}'s probes</h2>", calibration_table_html(cal)]
     return "\n".join(parts + ["</body></html>"])

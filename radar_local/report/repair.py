@@ -8,7 +8,7 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from radar_local.compare import compare
-from radar_local.report.html import CSS, _img, _table
+from radar_local.report.html import CSS, html_img, html_table
 from radar_local.report.markdown import md_table
 from radar_local.report.text import interval, num
 from radar_local.store import make_folder, write_atomic
@@ -92,16 +92,16 @@ def repair_html(rep: "Repair", figures: dict[str, bytes]) -> str:
              "<h2>Findings on the original</h2><ul>"
              + "".join(f"<li>{escape(f.kind)}: {escape(f.text)}</li>" for f in rep.findings)
              + "".join(f"<li>{escape(x)}</li>" for x in rep.left_alone) + "</ul>",
-             "<h2>Candidates</h2>", _table(CANDIDATE_HEAD, candidate_rows(rep))]
+             "<h2>Candidates</h2>", html_table(CANDIDATE_HEAD, candidate_rows(rep))]
     for c in rep.candidates:
         if c.edit is not None:
             parts.append(f"<h3>{escape(c.name)}: {escape(_edit_text(c))}</h3><p>Rationale: {escape(c.edit.rationale)}</p>"
                          + (f"<p>Keeps: {escape(c.edit.keeps)}</p>" if c.edit.keeps else "")
                          + "<ul>" + "".join(f"<li>new {escape(n.id)} ({escape(n.label)}): {escape(n.description)}</li>"
                                             for n in c.edit.new) + "</ul>")
-    parts += ["<h2>Before and after</h2>"] + [_img(name, data, f"leakage {name}") for name, data in figures.items()]
+    parts += ["<h2>Before and after</h2>"] + [html_img(name, data, f"leakage {name}") for name, data in figures.items()]
     if rep.final is not None:
-        parts.append(_table(MOVED_HEAD, moved_rows(rep)))
+        parts.append(html_table(MOVED_HEAD, moved_rows(rep)))
     return "\n".join(parts + ["</body></html>"])
 
 

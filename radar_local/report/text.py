@@ -134,3 +134,23 @@ def adaptive_line(result: "AuditResult") -> str | None:
     return (f"Adaptive audit: {len(a['waves'])} waves from {a['start_n']} to at most {a['max_n']} probes per (task, "
             f"criterion, direction), {a['probes']} probes ({share:.0%} of a fixed n = {a['max_n']}); decisions at "
             f"{a['confidence']:.0%} confidence: {len(a['settled'])} settled, {len(a['at_budget'])} open at max_n ({open_}).")
+
+
+def cost_rows(run: dict) -> list[list[str]]:
+    """One row per stage; a score stage names its scoring mode, prefill says what the cache served."""
+    rows = []
+    for stage, s in run["stages"].items():
+        tps = s["output_tokens"] / s["seconds"] if s.get("seconds") else None
+        rate = f"{s['parse_rate']:.1%}" if s.get("parse_rate") is not None else "-"
+        cache = f"{s['prefix_cache_hit_rate']:.1%}" if s.get("prefix_cache_hit_rate") is not None else "-"
+        if s.get("prompt_tokens_cached") is not None:
+            cache += f" ({s['prompt_tokens_cached']} cached, {s['prompt_tokens_computed']} computed)"
+        name = f"{stage} ({s['mode']})" if s.get("mode") else stage
+        rows.append([name, str(s["calls"]), str(s["prompt_tokens"]), str(s["output_tokens"]), f"{s['seconds']:.1f}",
+                     num(tps, 0, signed=False), rate, cache])
+        for r in (s.get("cluster") or {}).get("replicas", []):  # a cluster run: each replica's share
+            rtps = r["output_tokens"] / r["seconds"] if r["seconds"] else None
+            rows.append([f"  replica {r['replica']} on {r['ip']}" + (" (lost)" if r["lost"] else ""), str(r["calls"]),
+                         str(r["prompt_tokens"]), str(r["output_tokens"]), f"{r['seconds']:.1f}",
+                         num(rtps, 0, signed=False), "-", "-"])
+    return rows

@@ -3,12 +3,12 @@ AuditResult (whose to_json() is the content of `radar stats --json` and a run's 
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 
+from radar_local.common import to_json
 from radar_local.scores import ProbeMatrix, continuous_scores
 from radar_local.stats import baselines
 from radar_local.stats.agreement import agreement
@@ -151,20 +151,3 @@ def _baselines(pm: ProbeMatrix, pairs: list[tuple[int, int]], ref_vec: np.ndarra
         if ref_vec is not None and vec is not None:
             out.setdefault("agreement", {})[name] = agreement(vec, ref_vec)
     return out
-
-
-def to_json(obj):
-    """numpy scalars and arrays to plain Python; NaN to None."""
-    if isinstance(obj, dict):
-        return {str(k): to_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_json(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return to_json(obj.tolist())
-    if isinstance(obj, (np.bool_, bool)):
-        return bool(obj)
-    if isinstance(obj, (np.integer, int)):
-        return int(obj)
-    if isinstance(obj, (np.floating, float)):
-        return None if math.isnan(obj) else float(obj)
-    return obj

@@ -4,12 +4,12 @@ values for the rest; `to_json()` is the content of stats.json and `radar stats -
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from radar_local.common import json_number
 from radar_local.errors import InputError
 
 SCHEMA_VERSION = 2  # 2: pair 'flags' is a list; gating causes; unscored counts and warnings
@@ -78,7 +78,7 @@ class AuditResult:
             "leakage_sd": _frame(self.leakage_sd),
             "leakage_by_task": {t: _frame(m) for t, m in self.leakage_by_task.items()},
             "pairs": [_pair_json(p) for p in self.pairs.to_dict("records")],
-            "global": {**{k: _num(v) for k, v in self.global_.items()},
+            "global": {**{k: json_number(v) for k, v in self.global_.items()},
                        "ci": None if self.global_ci is None else {k: _pair(*v) for k, v in self.global_ci.items()}},
             "flags": {"thresholds": self.thresholds, "unreliable": [vars(g) for g in self.unreliable]},
             "baselines": self.baselines,
@@ -169,15 +169,8 @@ def _nan(x) -> float:
     return float(x)  # an integer beyond a float's range raises OverflowError
 
 
-def _num(x) -> float | None:
-    if x is None:
-        return None
-    x = float(x)
-    return None if math.isnan(x) else x
-
-
 def _pair(lo, hi) -> list:
-    return [_num(lo), _num(hi)]
+    return [json_number(lo), json_number(hi)]
 
 
 def _tuple(v) -> tuple[float, float] | None:
@@ -195,18 +188,18 @@ def _name(x) -> str:
 
 
 def _series(s: pd.Series) -> dict:
-    return {str(k): _num(v) for k, v in s.items()}
+    return {str(k): json_number(v) for k, v in s.items()}
 
 
 def _frame(m: pd.DataFrame) -> dict:
-    return {str(a): {str(b): _num(v) for b, v in row.items()} for a, row in m.iterrows()}
+    return {str(a): {str(b): json_number(v) for b, v in row.items()} for a, row in m.iterrows()}
 
 
 def _pair_json(p: dict) -> dict:
-    out = {"a": p["a"], "b": p["b"], "leak_ab": _num(p["leak_ab"]), "leak_ba": _num(p["leak_ba"]), "sym": _num(p["sym"]),
-           "asym": _num(p["asym"]), "reliable": bool(p["reliable"]), "flags": list(p["flags"]),
+    out = {"a": p["a"], "b": p["b"], "leak_ab": json_number(p["leak_ab"]), "leak_ba": json_number(p["leak_ba"]), "sym": json_number(p["sym"]),
+           "asym": json_number(p["asym"]), "reliable": bool(p["reliable"]), "flags": list(p["flags"]),
            "ci": None if p["sym_ci"] is None else {"sym": _pair(*p["sym_ci"]), "asym": _pair(*p["asym_ci"])},
-           "human_r": _num(p["human_r"])}
+           "human_r": json_number(p["human_r"])}
     if isinstance(p.get("upstream"), str):
         out["upstream"], out["downstream"] = p["upstream"], p["downstream"]
     return out

@@ -1,0 +1,65 @@
+"""Helpers every layer may use: strict models, one-line validation errors, JSON values and file-name
+parts. It imports nothing of radar_local but its errors."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from radar_local.errors import InputError
+
+
+class Strict(BaseModel):
+    """A config-like model: an unknown key is an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Frozen(Strict):
+    """A strict model that never changes once read (rubrics, tasks, references: shared, cached)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def parse_model(model: type[BaseModel], data: object, path: object):
+    """Validate `data` as `model`, turning the first pydantic error into one line naming the key."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        raise InputError(path, f"key '{key}': {msg}") from None
+
+
+def json_number(x: object) -> float | None:
+    """A number for JSON: NaN (undefined) is null."""
+    if x is None:
+        return None
+    x = float(x)  # type: ignore[arg-type]
+    return None if math.isnan(x) else x
+
+
+def to_json(obj: object) -> object:
+    """numpy scalars and arrays to plain Python; NaN to None."""
+    if isinstance(obj, dict):
+        return {str(k): to_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_json(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_json(obj.tolist())
+    if isinstance(obj, (np.bool_, bool)):
+        return bool(obj)
+    if isinstance(obj, (np.integer, int)):
+        return int(obj)
+    if isinstance(obj, (np.floating, float)):
+        return json_number(obj)
+    return obj
+
+
+def slug(label: str) -> str:
+    """A model label as a file-name part."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", label)
