@@ -27,7 +27,10 @@ _HOMES = {
     "Run": "run", "load_run": "run", "run_audit": "run", "read_scores": "scores", "write_scores": "scores",
     "AuditResult": "stats.result",
 }
-__all__ = sorted(_HOMES)
+__all__ = [
+    "AuditResult", "Criterion", "InputError", "RadarError", "Reference", "Rubric", "Run", "Task",
+    "analyze", "load_reference", "load_rubric", "load_run", "load_tasks", "read_scores", "run_audit", "write_scores",
+]
 __version__ = "0.1.0"
 
 

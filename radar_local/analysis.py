@@ -9,23 +9,12 @@ import numpy as np
 import pandas as pd
 
 from radar_local.errors import InputError
-from radar_local.rubric import BUNDLED, Rubric, load_reference, load_rubric
+from radar_local.rubric import Rubric, load_rubric, resolve_reference
 from radar_local.scoring import SCALE
 from radar_local.scores import cells, check_criteria, probe_matrix, read_scores, validate_scores
 from radar_local.stats.coupling import TAU, double_counted_share
 from radar_local.stats.flags import Thresholds
 from radar_local.stats.result import AuditResult
-
-
-def resolve_reference(rubric: Rubric | None, rubric_arg: str | None, human: str | None) -> dict | None:
-    """An explicit --human wins; a bundled rubric brings its own human reference."""
-    if rubric is None:
-        return None
-    if human:
-        return load_reference(human, rubric).lookup()
-    if rubric_arg in BUNDLED:
-        return load_reference(rubric_arg, rubric).lookup()
-    return None
 
 
 def select_cell(df: pd.DataFrame, path: object, generator: str | None, verifier: str | None) -> tuple[str, str]:

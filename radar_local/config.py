@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 from radar_local.common import Strict, parse_model, slug
 from radar_local.cluster import ClusterSpec
 from radar_local.inputs import read_mapping
-from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, unique_ids
+from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, resolve_reference, unique_ids
 from radar_local.scoring import ScoreFormat
 from radar_local.tasks import TaskSource, is_task_table, load_task_table
 
@@ -193,8 +193,6 @@ def with_absolute_paths(config: AuditSettings, base: Path) -> AuditSettings:
 
 def resolve_inputs(config: AuditSettings, base: Path) -> tuple[Rubric, tuple[Task, ...], dict | None]:
     """Rubric, tasks and human reference, with relative paths taken from the config file's folder."""
-    from radar_local.analysis import resolve_reference
-
     config = with_absolute_paths(config, base)
     rubric = load_rubric(config.rubric)
     source = config.tasks

@@ -155,3 +155,14 @@ def load_reference(name_or_path: str | Path, rubric: Rubric) -> Reference:
             if frozenset((a, b)) not in table:
                 raise InputError(where, f"reference lacks the pair {a}/{b}; add it under 'pairs'")
     return ref
+
+
+def resolve_reference(rubric: Rubric | None, rubric_arg: str | None, human: str | None) -> dict | None:
+    """An explicit --human wins; a bundled rubric brings its own human reference."""
+    if rubric is None:
+        return None
+    if human:
+        return load_reference(human, rubric).lookup()
+    if rubric_arg in BUNDLED:
+        return load_reference(rubric_arg, rubric).lookup()
+    return None

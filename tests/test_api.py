@@ -67,3 +67,14 @@ def test_readme_notebook_example_runs(tmp_path, monkeypatch):
     namespace: dict = {}
     exec(compile(block, "README.md", "exec"), namespace)
     assert isinstance(namespace["result"], AuditResult)
+
+
+def test_the_public_names_load_on_first_use():
+    """radar_local's names are loaded when first used (so `radar` starts fast); each one resolves."""
+    import radar_local
+
+    assert sorted(radar_local.__all__) == sorted(radar_local._HOMES)
+    for name in radar_local.__all__:
+        assert getattr(radar_local, name).__name__ == name
+    with pytest.raises(AttributeError):
+        radar_local.no_such_name  # noqa: B018
