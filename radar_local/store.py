@@ -105,7 +105,7 @@ def open_no_link(path: Path, flags: int) -> int:
 # handler in the main thread, inside the write, when another thread such as a progress display's
 # received it).
 _HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-_hold = threading.Lock()
+_hold = threading.RLock()  # re-entrant: the handler runs in the main thread, which may be holding it
 _holders = 0
 _pending: list[int] = []
 _handlers: dict[int, object] = {}  # the handler each deferred signal goes to afterwards
