@@ -32,10 +32,11 @@ browser:
 test: $(STAMP) $(MODEL) browser
 	$(BIN)/python -m pytest -q
 
-# Everything but the real engines, on both cores (the planted engine needs no shared model), with a
-# lighter fuzzing pass (25 examples per property; `make test` runs 100).
+# Everything but the real engines and the child-process tests (kill, signals, a lock held by another
+# process: `make test` runs them), on both cores, with a lighter fuzzing pass (10 examples per
+# property; `make test` runs 100).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow" -n 2 --hypothesis-profile=fast
+	$(BIN)/python -m pytest -q -m "not slow and not process" -n 2 --hypothesis-profile=fast
 
 bench: $(STAMP) $(MODEL)
 	$(BIN)/python scripts/bench_stats.py

@@ -8,7 +8,7 @@ from radar_local.scores import COLUMNS
 # Property-based fuzzing: 100 examples per property in `make test`; `make test-fast` passes
 # --hypothesis-profile=fast for a lighter pass after every change.
 settings.register_profile("full", max_examples=100, deadline=None)
-settings.register_profile("fast", max_examples=25, deadline=None)
+settings.register_profile("fast", max_examples=10, deadline=None)
 settings.load_profile("full")
 
 

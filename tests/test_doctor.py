@@ -105,6 +105,7 @@ def test_doctor_smoke_on_the_embedded_model_with_transformers():
     assert smoke["parse_rate"] == 1.0 and smoke["verdicts"] == 10 and smoke["score_tokens_per_s"] > 0
 
 
+@pytest.mark.process  # imports torch in a child process
 def test_gpu_check_skips_cleanly_without_cuda(tmp_path):
     out = tmp_path / "gpu.json"
     res = subprocess.run([sys.executable, str(REPO / "scripts" / "gpu_check.py"), "--out", str(out)], capture_output=True,

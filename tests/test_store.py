@@ -18,7 +18,7 @@ from radar_local.config import AuditConfig
 from radar_local.errors import InputError
 from radar_local.run import PROBES, SCORES, EnginePool, Run, open_store
 from radar_local.store import unlock_run_dir
-from tests.conftest import planted_config, radar_cli
+from tests.conftest import planted_config, radar_cli, radar_run
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -64,12 +64,12 @@ def test_a_damaged_line_that_is_not_the_last_is_refused(tmp_path):
     cfg_path = tmp_path / "audit.yaml"
     cfg_path.write_text(yaml.safe_dump(planted_config()))
     run = tmp_path / "run"
-    assert radar_cli("audit", cfg_path, "--out", run, "--quiet", "--no-report").returncode == 0
+    assert radar_run("audit", cfg_path, "--out", run, "--quiet", "--no-report").returncode == 0
     lines = (run / SCORES).read_text().splitlines(keepends=True)
     lines[1] = lines[1][:20] + "\n"  # damage, not a torn write: the line is terminated
     (run / SCORES).write_text("".join(lines))
     before = (run / SCORES).read_bytes()
-    res = radar_cli("audit", cfg_path, "--out", run, "--quiet")
+    res = radar_run("audit", cfg_path, "--out", run, "--quiet")
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
     assert f"{run / SCORES}: line 2 is damaged" in res.stderr
     assert (run / SCORES).read_bytes() == before  # refused, nothing rewritten
@@ -91,6 +91,7 @@ def test_second_writer_is_refused_with_the_holder_pid(tmp_path):
         unlock_run_dir(run)
 
 
+@pytest.mark.process
 def test_a_lock_left_by_a_killed_process_does_not_block(tmp_path):
     cfg_path = tmp_path / "audit.yaml"
     cfg_path.write_text(yaml.safe_dump(planted_config()))
@@ -107,6 +108,7 @@ def test_a_lock_left_by_a_killed_process_does_not_block(tmp_path):
     assert res.returncode == 0, res.stderr
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("sig,code,word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")])
 def test_a_signal_mid_stage_leaves_whole_records_and_resumes(tmp_path, sig, code, word):
     cfg_path = tmp_path / "audit.yaml"
@@ -152,13 +154,13 @@ def test_disk_full_is_one_line_and_keeps_what_was_stored(tmp_path, small_disk):
     free = shutil.disk_usage(small_disk).free
     filler.write_bytes(b"x" * (free - 16 * 1024))  # leave 16 KiB: room for some probes, not all 400
     run = small_disk / "run"
-    res = radar_cli("audit", cfg_path, "--out", run, "--quiet", "--no-report")
+    res = radar_run("audit", cfg_path, "--out", run, "--quiet", "--no-report")
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr, res.stderr
     assert "cannot write (the disk is full)" in res.stderr and str(run) in res.stderr
     kept = records(run / PROBES)  # whole records only, each readable
     assert 0 < len(kept) < 400
     filler.unlink()
-    res = radar_cli("audit", cfg_path, "--out", run, "--quiet", "--no-report")
+    res = radar_run("audit", cfg_path, "--out", run, "--quiet", "--no-report")
     assert res.returncode == 0, res.stderr
     done = records(run / PROBES)
     assert len(done) == len({r["key"] for r in done}) == 400 and done[: len(kept)] == kept
@@ -198,6 +200,7 @@ def test_verdicts_finishing_out_of_order_are_stored_under_their_own_requests(tmp
     assert tables["batch"] == tables["shuffled"] and tables["batch"].count("\n") == 1 + 40 * 5
 
 
+@pytest.mark.process
 def test_sigkill_mid_stream_keeps_every_stored_verdict_and_resume_plans_only_the_rest(tmp_path):
     cfg_path = tmp_path / "audit.yaml"
     cfg_path.write_text(yaml.safe_dump(planted_config(options={"finish": "shuffled", "delay_s": 0.005})))
@@ -238,6 +241,7 @@ def test_a_reader_cannot_write(tmp_path):
     assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()} == before
 
 
+@pytest.mark.process
 def test_the_lock_is_let_go_in_process(tmp_path):
     """A notebook's audit, or a `with Run.open(..., writer=True)` block, does not hold the directory for
     the life of the process: another process can write to it afterwards."""
