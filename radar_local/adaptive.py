@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from radar_local.common import Loose
 from radar_local.errors import InputError
 from radar_local.inputs import read_model
 from radar_local.plan import Cell
@@ -31,6 +32,12 @@ COUNTERS = ("calls", "prompt_tokens", "output_tokens", "seconds", "prompt_tokens
             "prompt_tokens_floor")
 
 
+class Waves(Loose):
+    """adaptive.json, as far as it is read back."""
+
+    sizes: dict[str, int]
+
+
 def first_sizes(run: "Run") -> dict[Cell, int]:
     start = run.config.adaptive.start_n  # type: ignore[union-attr]
     return {cell: (run.plan.planned_size(cell) if cell[2] == "none" else start) for cell in run.plan.cells()}
@@ -40,8 +47,6 @@ def recorded_sizes(run: "Run") -> dict[Cell, tuple[int, int]]:
     """Variants (0, n) per cell up to the last recorded wave (the first wave's before any)."""
     sizes = first_sizes(run)
     if run.waves_path.is_file():
-        from radar_local.run import Waves
-
         recorded = read_model(run.waves_path, Waves).sizes
         cells = {_key(c): c for c in sizes}
         unknown = next((key for key in recorded if key not in cells), None)
@@ -62,8 +67,6 @@ def run_waves(run: "Run", verifier: "ModelSpec", pool: "EnginePool", progress: b
     spec = run.config.adaptive
     assert spec is not None
     if not run.config.bootstrap:
-        from radar_local.errors import InputError
-
         raise InputError(run.root / "config.yaml", "an adaptive audit decides from intervals: set bootstrap > 0")
     sizes, have = first_sizes(run), {cell: 0 for cell in run.plan.cells()}
     waves, stages = [], {"generate": [], "score": []}

@@ -24,6 +24,12 @@ class Frozen(Strict):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class Loose(BaseModel):
+    """A file radar wrote, checked for the fields radar reads back; the others are kept as written."""
+
+    model_config = ConfigDict(extra="allow")
+
+
 def parse_model(model: type[BaseModel], data: object, path: object):
     """Validate `data` as `model`, turning the first pydantic error into one line naming the key."""
     try:

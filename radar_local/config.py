@@ -34,7 +34,7 @@ class ModelSpec(Strict):
         """A label names a grid cell's folder and a stats file: '.' or '..' would be another folder."""
         if slug(self.label) in ("", ".", ".."):
             raise ValueError(f"the label '{self.label}' cannot name a folder; give this model a `name`")
-        if len(slug(self.label).encode()) > MAX_LABEL:  # it becomes part of file names (stats.<label>.json)
+        if len(slug(self.label)) > MAX_LABEL:  # it becomes part of file names (stats.<label>.json)
             raise ValueError(f"the label '{self.label[:40]}...' is longer than {MAX_LABEL} characters, too long for "
                              "a file name; give this model a shorter `name`")
         return self

@@ -13,9 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
 
-from radar_local.common import slug
+from radar_local.common import Loose, slug
 from radar_local.cluster import ClusterEngine, ClusterSpec, replica_delta
 from radar_local.config import AuditConfig, ModelSpec, load_config, resolve_inputs, with_absolute_paths
 from radar_local.engines.base import Engine, EngineStats
@@ -73,11 +72,7 @@ class EnginePool:
                 log.warning("engine %s did not shut down cleanly (%s: %s)", engine.name, type(exc).__name__, exc)
 
 
-class _Loose(BaseModel):
-    model_config = ConfigDict(extra="allow")  # fields radar does not read back are kept as written
-
-
-class StageInfo(_Loose):
+class StageInfo(Loose):
     calls: int
     prompt_tokens: int
     output_tokens: int
@@ -87,7 +82,7 @@ class StageInfo(_Loose):
     mode: str | None = None
 
 
-class Injection(_Loose):
+class Injection(Loose):
     flagged: int
     probes: int
     by_target_direction: dict[str, int]
@@ -95,16 +90,12 @@ class Injection(_Loose):
     examples: list[dict] = []
 
 
-class RunInfo(_Loose):
+class RunInfo(Loose):
     """run.json, as far as radar reads it back (a report, compare): checked, so a hand-edited or
     damaged file is one line naming the key, not a traceback in a renderer."""
 
     stages: dict[str, StageInfo]
     injection: Injection | None = None
-
-
-class Waves(_Loose):
-    sizes: dict[str, int]
 
 
 class Run:
