@@ -348,3 +348,11 @@ def test_a_grid_label_too_long_for_a_file_name_is_refused_at_config_time(tmp_pat
     path = _config(tmp_path, {**grid, "generators": [spec], "verifiers": [{"engine": "testing", "model": "judge"}]})
     one_line_exit_2(invoke("grid", path, "--out", tmp_path / "grid"), path, "longer than 100 characters")
     assert not (tmp_path / "grid").exists()
+
+
+def test_an_alias_bomb_in_an_option_value_is_refused(tmp_path):
+    levels = ["&a0 [" + ", ".join(["x"] * 10) + "]"]
+    levels += [f"&a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    res = invoke("score", tmp_path, "--verifier", "testing:planted", "--option", f"edits=[{', '.join(levels)}]")
+    assert res.exit_code == 2 and "expands past 1,000,000 values" in res.output, res.output
+    assert len(res.output.strip().splitlines()) == 1
