@@ -3,19 +3,23 @@
     import radar_local
     result = radar_local.analyze("scores.csv", rubric="helpsteer2")   # any score table -> AuditResult
     result = radar_local.run_audit("configs/quickstart.yaml")          # models -> run directory -> AuditResult
-    run = radar_local.load_run("runs/quickstart")                      # a stored run: .result(), .info(), .report()
+    run = radar_local.load_run("runs/quickstart")                      # a stored run: .result(), .info(), .probes()
+    radar_local.write_report(run)                                      # its report.html and report.md
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from radar_local.analysis import analyze
     from radar_local.errors import InputError, RadarError
+    from radar_local.report.build import write_report
     from radar_local.rubric import Criterion, Reference, Rubric, Task, load_reference, load_rubric, load_tasks
     from radar_local.run import Run, load_run, run_audit
+    from radar_local.rundir import RunDir
     from radar_local.scores import read_scores, write_scores
     from radar_local.stats.result import AuditResult
 
@@ -24,12 +28,12 @@ if TYPE_CHECKING:
 _HOMES = {
     "analyze": "analysis", "InputError": "errors", "RadarError": "errors", "Criterion": "rubric", "Reference": "rubric",
     "Rubric": "rubric", "Task": "rubric", "load_reference": "rubric", "load_rubric": "rubric", "load_tasks": "rubric",
-    "Run": "run", "load_run": "run", "run_audit": "run", "read_scores": "scores", "write_scores": "scores",
-    "AuditResult": "stats.result",
+    "Run": "run", "RunDir": "rundir", "load_run": "run", "run_audit": "run", "read_scores": "scores", "write_scores": "scores",
+    "AuditResult": "stats.result", "write_report": "report.build",
 }
 __all__ = [
-    "AuditResult", "Criterion", "InputError", "RadarError", "Reference", "Rubric", "Run", "Task",
-    "analyze", "load_reference", "load_rubric", "load_run", "load_tasks", "read_scores", "run_audit", "write_scores",
+    "AuditResult", "Criterion", "InputError", "RadarError", "Reference", "Rubric", "Run", "RunDir", "Task",
+    "analyze", "load_reference", "load_rubric", "load_run", "load_tasks", "read_scores", "run_audit", "write_report", "write_scores",
 ]
 __version__ = "0.1.0"
 
@@ -44,3 +48,23 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_HOMES))
+
+
+
+def _register_notebook_view() -> None:
+    """In IPython (Jupyter), an AuditResult shows as the report's tables. Registered by the class's name
+    from the top of the package, so the statistics know nothing of reports and nothing loads for it."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is not None:
+        html = shell.display_formatter.formatters["text/html"]
+        html.for_type_by_name("radar_local.stats.result", "AuditResult", _result_html)
+
+
+def _result_html(result: AuditResult) -> str:
+    from radar_local.report.html import result_tables_html  # loaded when a notebook first shows a result
+
+    return result_tables_html(result)
+
+
+_register_notebook_view()

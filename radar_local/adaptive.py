@@ -15,18 +15,14 @@ run.json, the report and Run.probes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from radar_local.common import Loose
+from radar_local.config import Adaptive, AuditConfig
 from radar_local.errors import InputError
 from radar_local.inputs import read_model
-from radar_local.plan import Cell
-from radar_local.stats.decisions import decisions
-from radar_local.stats.flags import Thresholds
-
-if TYPE_CHECKING:
-    from radar_local.config import ModelSpec
-    from radar_local.run import EnginePool, Run
+from radar_local.plan import Cell, Plan
+from radar_local.stats.decisions import Decision
 
 COUNTERS = ("calls", "prompt_tokens", "output_tokens", "seconds", "prompt_tokens_cached", "prompt_tokens_computed",
             "prompt_tokens_floor")
@@ -38,20 +34,20 @@ class Waves(Loose):
     sizes: dict[str, int]
 
 
-def first_sizes(run: "Run") -> dict[Cell, int]:
-    start = run.config.adaptive.start_n  # type: ignore[union-attr]
-    return {cell: (run.plan.planned_size(cell) if cell[2] == "none" else start) for cell in run.plan.cells()}
+def first_sizes(config: AuditConfig, plan: Plan) -> dict[Cell, int]:
+    start = config.adaptive.start_n  # type: ignore[union-attr]
+    return {cell: (plan.planned_size(cell) if cell[2] == "none" else start) for cell in plan.cells()}
 
 
-def recorded_sizes(run: "Run") -> dict[Cell, tuple[int, int]]:
-    """Variants (0, n) per cell up to the last recorded wave (the first wave's before any)."""
-    sizes = first_sizes(run)
-    if run.waves_path.is_file():
-        recorded = read_model(run.waves_path, Waves).sizes
+def recorded_sizes(config: AuditConfig, plan: Plan, path: Path) -> dict[Cell, tuple[int, int]]:
+    """Variants (0, n) per cell up to the last wave recorded in `path` (the first wave's before any)."""
+    sizes = first_sizes(config, plan)
+    if path.is_file():
+        recorded = read_model(path, Waves).sizes
         cells = {_key(c): c for c in sizes}
         unknown = next((key for key in recorded if key not in cells), None)
         if unknown is not None:
-            raise InputError(run.waves_path, f"names a cell {unknown!r} that this config does not plan; re-run the "
+            raise InputError(path, f"names a cell {unknown!r} that this config does not plan; re-run the "
                                              "audit into a new directory")
         sizes.update({cells[key]: n for key, n in recorded.items()})
     return {cell: (0, n) for cell, n in sizes.items()}
@@ -62,51 +58,45 @@ def grow(sizes: dict[Cell, int], sources: set[str], step: int, max_n: int) -> di
     return {cell: min(max_n, n + step) if cell[2] != "none" and cell[1] in sources else n for cell, n in sizes.items()}
 
 
-def run_waves(run: "Run", verifier: "ModelSpec", pool: "EnginePool", progress: bool) -> tuple[dict, dict]:
-    """Generate and score wave after wave; (stages for run.json, the adaptive record)."""
-    spec = run.config.adaptive
-    assert spec is not None
-    if not run.config.bootstrap:
-        raise InputError(run.root / "config.yaml", "an adaptive audit decides from intervals: set bootstrap > 0")
-    sizes, have = first_sizes(run), {cell: 0 for cell in run.plan.cells()}
-    waves, stages = [], {"generate": [], "score": []}
-    while True:
-        requests = run.plan.generation_requests({c: (have[c], sizes[c] - have[c]) for c in sizes})
-        stages["generate"].append(run.generate(pool, progress, requests))
-        if not verifier.same_weights(run.config.generator):
-            pool.close()  # free the generator before the verifier loads
-        probes = run.stored_probes(run.plan.generation_requests({c: (0, n) for c, n in sizes.items()}))
-        stages["score"].append(run.score(verifier, pool, progress, probes))
-        result, _, _ = run.audit_result(verifier, probes, level=spec.confidence, budget=False)
-        found = decisions(result, Thresholds(**result.thresholds), spec.fail_on_sym)
-        still_open = [d for d in found if d.value is None]
-        sources = {c for d in still_open for c in d.sources}
-        following = grow(sizes, sources, spec.step, spec.max_n)
-        waves.append({
-            "wave": len(waves) + 1,
-            "probes": sum(sizes[c] - have[c] for c in sizes),
-            "cells": sum(sizes[c] > have[c] for c in sizes),
-            "verdicts": stages["score"][-1]["requests"] - (waves[-1]["verdicts_total"] if waves else 0),
-            "verdicts_total": stages["score"][-1]["requests"],
-            "verifier_calls": stages["score"][-1]["calls"],  # made by this run: 0 for a wave replayed from the store
-            "open": [d.to_json() for d in still_open],
-            "grow": sorted(sources & {c for c, n in _by_criterion(sizes).items() if n < spec.max_n}),
-        })
-        run.store.write_json(run.waves_path.name, {"sizes": {_key(c): n for c, n in sizes.items()}, "waves": waves})
-        if following == sizes:
-            break
-        have, sizes = sizes, following
-    record = {
+def wave_record(wave: int, have: dict[Cell, int], sizes: dict[Cell, int], score: dict, waves: list[dict],
+                still_open: list[Decision], max_n: int) -> dict:
+    """One wave for adaptive.json: what it added, the verdicts it made, what it left open and grows."""
+    sources = {c for d in still_open for c in d.sources}
+    return {
+        "wave": wave,
+        "probes": sum(sizes[c] - have.get(c, 0) for c in sizes),
+        "cells": sum(sizes[c] > have.get(c, 0) for c in sizes),
+        "verdicts": score["requests"] - (waves[-1]["verdicts_total"] if waves else 0),
+        "verdicts_total": score["requests"],
+        "verifier_calls": score["calls"],  # made by this run: 0 for a wave replayed from the store
+        "open": [d.to_json() for d in still_open],
+        "grow": sorted(sources & {c for c, n in _by_criterion(sizes).items() if n < max_n}),
+    }
+
+
+def waves_record(sizes: dict[Cell, int], waves: list[dict]) -> dict:
+    """adaptive.json: the cells' sizes after the last wave, and every wave."""
+    return {"sizes": {_key(c): n for c, n in sizes.items()}, "waves": waves}
+
+
+def adaptive_record(spec: Adaptive, waves: list[dict], found: list[Decision], sizes: dict[Cell, int],
+                    scores: list[dict]) -> dict:
+    """run.json's and stats.json's `adaptive`: the settings, the waves, what settled and what stayed open."""
+    return {
         "start_n": spec.start_n, "max_n": spec.max_n, "step": spec.step, "confidence": spec.confidence,
         "fail_on_sym": spec.fail_on_sym, "waves": waves,
         "settled": [d.to_json() for d in found if d.value is not None],
-        "at_budget": [d.to_json() for d in still_open],  # open, with every cell that would settle it at max_n
+        "at_budget": [d.to_json() for d in found if d.value is None],  # open, with every cell at max_n
         "probes": sum(sizes.values()), "verdicts": waves[-1]["verdicts_total"],
-        "verifier_calls": sum(s["calls"] for s in stages["score"]),
+        "verifier_calls": sum(s["calls"] for s in scores),
     }
+
+
+def merged_stages(stages: dict[str, list[dict]]) -> dict:
+    """run.json's stages of an adaptive audit: each stage's counters over its waves."""
     out = {name: merged(infos) for name, infos in stages.items()}
     out["generate"]["requests"] = sum(i["requests"] for i in stages["generate"])
-    return out, record
+    return out
 
 
 def merged(infos: list[dict]) -> dict:

@@ -8,10 +8,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from radar_local.common import to_json
 from radar_local.errors import InputError
 from radar_local.rubric import Rubric, load_rubric, resolve_reference
-from radar_local.scoring import SCALE
 from radar_local.scores import cells, check_criteria, probe_matrix, read_scores, validate_scores
+from radar_local.scoring import SCALE
+from radar_local.stats.audit import audit_cell
 from radar_local.stats.coupling import TAU, double_counted_share
 from radar_local.stats.flags import Thresholds
 from radar_local.stats.result import AuditResult
@@ -46,8 +48,6 @@ def stats_for_table(
     budget: bool = True,
 ) -> AuditResult:
     from radar_local.judges import calibration  # scipy: imported when statistics are computed, not at `radar --help`
-    from radar_local.stats.audit import audit_cell
-
     criteria = rubric.ids if rubric else list(pd.unique(df["criterion"]))
     check_criteria(df, criteria, path)
     gen, ver = select_cell(df, path, generator, verifier)
@@ -70,8 +70,6 @@ def double_count(result: AuditResult, rubric: Rubric) -> dict:
     """The rubric's weighted aggregate (its `weights`, else equal weights) and the share of it that
     double-counts through coupled, reliable pairs."""
     weights = {c: (rubric.weights or {}).get(c, 0.0 if rubric.weights else 1.0) for c in result.criteria}
-    from radar_local.common import to_json
-
     w = np.array([weights[c] for c in result.criteria], float)
     overall, share = double_counted_share(result.leakage.to_numpy(), result.reliable.to_numpy(), w)
     return to_json({"weights": weights, "rubric_weights": rubric.weights is not None, "share": overall,

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from radar_local.engines.base import Completion, EngineStats, Finished, FinishedSamples, in_order
+from radar_local.engines.registry import build_engine
 from radar_local.errors import MissingDependencyError, RadarError
 
 log = logging.getLogger("radar_local")
@@ -90,8 +91,6 @@ class Replica:
 
     def __init__(self, engine: str, model: str, options: dict, env: dict[str, str]):
         os.environ.update(env)
-        from radar_local.engines.registry import build_engine
-
         self.engine = build_engine(engine, model, options)
 
     def where(self) -> dict:

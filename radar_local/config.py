@@ -7,13 +7,13 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from radar_local.common import Strict, parse_model, slug
 from radar_local.cluster import ClusterSpec
+from radar_local.common import Strict, parse_model, slug
+from radar_local.engines.registry import parse_options
 from radar_local.inputs import read_mapping
 from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, resolve_reference, unique_ids
 from radar_local.scoring import ScoreFormat
 from radar_local.tasks import TaskSource, is_task_table, load_task_table
-
 
 MAX_LABEL = 100  # characters of a model label: it becomes part of file names
 
@@ -41,8 +41,6 @@ class ModelSpec(Strict):
 
     @model_validator(mode="after")
     def _options_the_engine_takes(self) -> "ModelSpec":
-        from radar_local.engines.registry import parse_options
-
         parse_options(self.engine, self.options)  # checked when the config is read, not when the model loads
         return self
 

@@ -16,8 +16,14 @@ import sys
 import time
 from pathlib import Path
 
-from radar_local.errors import RadarError
-from radar_local.models import OFFLINE_ENV, models_dir, registry, verify
+from radar_local.engines.registry import build_engine
+from radar_local.engines.vllm import VLLM_LINE, installed_vllm
+from radar_local.errors import InputError, ModelNotFoundError, RadarError
+from radar_local.hardware import checkpoint_dtype, cpu_dtype, cpu_info
+from radar_local.models import OFFLINE_ENV, models_dir, registry, resolve, verify
+from radar_local.prompts import generation_messages, verification_messages
+from radar_local.rubric import load_benchmark
+from radar_local.scoring import ScoreFormat, parse_score
 
 GIB = 1 << 30
 MIN_FREE_DISK = 2 * GIB
@@ -79,8 +85,6 @@ def _child_result(child: subprocess.Popen, deadline: float, timeout: float) -> d
 
 
 def check_libraries(problems: list[str]) -> dict:
-    from radar_local.engines.vllm import VLLM_LINE, installed_vllm
-
     out: dict = {"python": sys.version.split()[0]}
     found = installed_vllm()
     versions = {module: _version(module) for module in ("torch", "transformers", "outlines")}
@@ -122,10 +126,6 @@ def _size(path: Path) -> int:
 
 
 def check_models(problems: list[str], default: str = "smollm2-135m") -> list[dict]:
-    from radar_local.errors import InputError, ModelNotFoundError
-    from radar_local.hardware import checkpoint_dtype
-    from radar_local.models import resolve
-
     rows = []
     for name, entry in registry().items():
         row: dict = {"name": name, "on_disk": False, "expected_dtype": entry.dtype}
@@ -190,11 +190,6 @@ def check_ray(address: str | None, problems: list[str]) -> dict:
 
 def smoke(engine: str, model: str, options: dict, problems: list[str]) -> dict:
     """Two probes and ten constrained verdicts: does this engine produce parseable verdicts, how fast."""
-    from radar_local.engines.registry import build_engine
-    from radar_local.prompts import generation_messages, verification_messages
-    from radar_local.rubric import load_benchmark
-    from radar_local.scoring import ScoreFormat, parse_score
-
     bench = load_benchmark("helpsteer2")
     task, target = bench.tasks[0], bench.rubric.criteria[0]
     out: dict = {"engine": engine, "model": model}
@@ -229,8 +224,6 @@ def smoke(engine: str, model: str, options: dict, problems: list[str]) -> dict:
 
 def check_cpu(models: list[dict], default: str = "smollm2-135m") -> dict:
     """This CPU's instruction sets and the dtype a CPU build of vLLM runs the default model in, and why."""
-    from radar_local.hardware import cpu_dtype, cpu_info
-
     cpu = cpu_info()
     checkpoint = next((m.get("dtype") or m.get("expected_dtype") for m in models if m["name"] == default), None)
     dtype, why = cpu_dtype("auto", checkpoint, cpu)

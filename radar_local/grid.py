@@ -11,8 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
+from radar_local.cluster import connect, ray_module, replica_unit
 from radar_local.common import slug, to_json
 from radar_local.config import GridConfig, with_absolute_paths
+from radar_local.report.build import write_report
+from radar_local.report.grid import grid_html, grid_markdown
 from radar_local.run import EnginePool, Run
 from radar_local.stats.result import AuditResult
 from radar_local.store import write_atomic
@@ -22,8 +25,6 @@ STABLE_SD = 0.15  # a pair whose Sym varies less than this across cells couples 
 
 def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = True) -> dict:
     """Every cell's audit and report, then grid.json, grid.md and grid.html in `out`."""
-    from radar_local.report.grid import grid_html, grid_markdown
-
     grid = with_absolute_paths(grid, base)
     out = Path(out)
     todo = grid.cells()
@@ -60,7 +61,7 @@ def _audit_cells(grid: GridConfig, runs: dict[str, Run], todo: list, progress: b
         score_cells_on_cluster(grid, runs, todo, stages)
     results = [runs[g.label].finish(v, stages[(g.label, v.label)]) for g, v in todo]
     for g, v in todo:  # every cell is an ordinary audit with its own report
-        runs[g.label].report(v.label)
+        write_report(runs[g.label], v.label)
     return results
 
 
@@ -76,8 +77,6 @@ def score_cells_on_cluster(grid: GridConfig, runs: dict[str, Run], todo: list, s
     """Stage 2 on a cluster: the verifier models score at once, each on its own replicas, loaded once
     and reused by every cell of that model; models that do not fit wait for replicas to free up."""
     from concurrent.futures import ThreadPoolExecutor
-
-    from radar_local.cluster import connect, ray_module, replica_unit
 
     models: list[list] = []  # verifiers that share weights share replicas
     for v in grid.verifiers:

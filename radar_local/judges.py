@@ -8,9 +8,9 @@ import itertools
 import numpy as np
 import pandas as pd
 
+from radar_local.common import to_json
 from radar_local.scores import PROBE_KEY
 from radar_local.scoring import SCORE_MAX
-from radar_local.common import to_json
 from radar_local.stats.baselines import score_profile_redundancy
 
 MAX_SD = 0.5  # the largest standard deviation of scores on [0, 1]

@@ -14,8 +14,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from radar_local.common import parse_model
-from radar_local.errors import InputError, ModelNotFoundError, RadarError
+from radar_local.errors import InputError, MissingDependencyError, ModelNotFoundError, RadarError
 from radar_local.inputs import read_json, read_mapping
+from radar_local.store import usable_path
 
 REPO_MODELS = Path(__file__).resolve().parents[1] / "models"
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
@@ -47,8 +48,6 @@ def go_offline() -> None:
 
 
 def models_dir() -> Path:
-    from radar_local.store import usable_path
-
     return usable_path(Path(os.environ.get("RADAR_MODELS_DIR") or REPO_MODELS / "cache"))
 
 
@@ -129,8 +128,6 @@ def _convert_gguf(gguf: Path, out: Path, dtype: str) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError:
-        from radar_local.errors import MissingDependencyError
-
         raise MissingDependencyError("transformers", "hf") from None
     tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=getattr(torch, dtype))

@@ -1,7 +1,6 @@
-"""Run: the one owner of a run directory. It holds the config snapshot, the rubric, tasks and human
-reference, the store and its lock, and every file name in the directory (including the rule that
-names a second verifier's files); the stages are its methods. audit = generate -> score -> finish,
-resumable: stored calls are skipped."""
+"""Run: a run directory that may be added to, and the stages that add to it. audit = generate -> score
+-> finish, resumable: stored calls are skipped; an adaptive audit runs the first two in waves. The
+directory, its files and what they hold are RunDir's (radar_local.rundir)."""
 
 from __future__ import annotations
 
@@ -12,32 +11,26 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-import pandas as pd
-
-from radar_local.common import Loose, slug
+from radar_local.adaptive import adaptive_record, first_sizes, grow, merged_stages, wave_record, waves_record
 from radar_local.cluster import ClusterEngine, ClusterSpec, replica_delta
-from radar_local.config import AuditConfig, ModelSpec, load_config, resolve_inputs, with_absolute_paths
+from radar_local.common import parse_model, slug
+from radar_local.config import AuditConfig, ModelSpec, load_config, with_absolute_paths
 from radar_local.engines.base import Engine, EngineStats
 from radar_local.engines.registry import build_engine, parse_options
 from radar_local.errors import InputError
-from radar_local.injection import flagged_probes
 from radar_local.inputs import read_json, read_model, yaml_text
-from radar_local.plan import GenerationRequest, Plan
+from radar_local.plan import GenerationRequest
 from radar_local.progress import stage_progress
 from radar_local.prompts import PROMPT_VERSION, strip_think
-from radar_local.scores import COLUMNS, validate_scores, write_scores
+from radar_local.rundir import CONFIG, INPUTS, VERIFIERS, WAVES, InputsSnapshot, RunDir, checked_inputs, open_store
+from radar_local.scores import write_scores
 from radar_local.scoring import expected_score, parse_score
+from radar_local.stats.decisions import decisions
+from radar_local.stats.flags import Thresholds
 from radar_local.stats.result import AuditResult
-from radar_local.store import Store, write_atomic
+from radar_local.store import write_atomic
 
-# Every file name in a run directory (reports go to report/ and report-<verifier>/, see report_dir).
-CONFIG, TABLE, VERIFIERS, WAVES = "config.yaml", "scores.csv", "verifiers.json", "adaptive.json"
 log = logging.getLogger("radar_local")
-PROBES, SCORES, LOCK, ENGINE_LOG = "probes.jsonl", "scores.jsonl", ".radar.lock", "engine.log"
-
-
-def open_store(root: str | Path, writer: bool = True) -> Store:
-    return Store(root, probes=PROBES, scores=SCORES, lock=LOCK, writer=writer)
 
 
 class EnginePool:
@@ -72,37 +65,9 @@ class EnginePool:
                 log.warning("engine %s did not shut down cleanly (%s: %s)", engine.name, type(exc).__name__, exc)
 
 
-class StageInfo(Loose):
-    calls: int
-    prompt_tokens: int
-    output_tokens: int
-    seconds: float
-    parse_rate: float | None = None
-    prefix_cache_hit_rate: float | None = None
-    mode: str | None = None
-
-
-class Injection(Loose):
-    flagged: int
-    probes: int
-    by_target_direction: dict[str, int]
-    excluded: bool
-    examples: list[dict] = []
-
-
-class RunInfo(Loose):
-    """run.json, as far as radar reads it back (a report, compare): checked, so a hand-edited or
-    damaged file is one line naming the key, not a traceback in a renderer."""
-
-    stages: dict[str, StageInfo]
-    injection: Injection | None = None
-
-
-class Run:
-    def __init__(self, root: Path, config: AuditConfig, store: Store, inputs: tuple):
-        self.root, self.config, self.store = root, config, store
-        self.rubric, self.tasks, self.reference = inputs
-        self.plan = Plan(config, self.rubric, self.tasks)
+class Run(RunDir):
+    """A run directory that may be added to: it holds the directory's lock (let go by close() or at the
+    end of a `with` block), and its methods are the stages."""
 
     @classmethod
     def create(cls, config: AuditConfig, out: str | Path, base: Path, source: object = "config") -> "Run":
@@ -116,64 +81,22 @@ class Run:
             if changed:
                 raise InputError(out, f"holds the audit of another config (its {', '.join(changed)} differ); pass "
                                       "another --out, or move this folder aside to start over")
+            snapshot = Path(out) / INPUTS
+            if snapshot.is_file() and read_model(snapshot, InputsSnapshot).inputs != inputs:
+                changed = [name for name, kept, now in zip(("rubric", "tasks", "human reference"),
+                                                           read_model(snapshot, InputsSnapshot).inputs, inputs)
+                           if kept != now]
+                raise InputError(out, f"was audited on another {' and '.join(changed)} than the config now names "
+                                      f"({INPUTS} keeps the one audited); restore it, or pass another --out")
         run = cls(Path(out), config, store, inputs)
+        store.write_json(INPUTS, InputsSnapshot.of(config, inputs).model_dump(mode="json"))
         write_atomic(run.root / CONFIG, yaml_text(config.model_dump(mode="json")))
         return run
 
-    def close(self) -> None:
-        """Let go of the directory's lock (a writer's); reading goes on working."""
-        self.store.close()
-
-    def __enter__(self) -> "Run":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     @classmethod
-    def open(cls, root: str | Path, writer: bool = False) -> "Run":
-        """An existing run directory, from its snapshot."""
-        root = Path(root)
-        if not (root / PROBES).is_file():
-            raise InputError(root, f"not a run directory (no {PROBES}); run `radar audit` or `radar generate` first")
-        if not (root / CONFIG).is_file():
-            raise InputError(root, f"has {PROBES} but no {CONFIG} (the config it was made from); put that config's "
-                                   f"snapshot back, or run `radar audit CONFIG --out {root}` to write it again")
-        config = load_config(root / CONFIG)
-        return cls(root, config, open_store(root, writer), checked_inputs(config, root, root / CONFIG))
-
-    # ---- file names: the only place that names a file in a run directory ----
-    def _suffix(self, verifier: str | None) -> str:
-        """'' for the config's own verifier, '.<label>' for one added later (radar score, a grid)."""
-        return "" if verifier in (None, self.config.verifier.label) else f".{slug(verifier)}"
-
-    def stats_path(self, verifier: str | None = None) -> Path:
-        return self.root / f"stats{self._suffix(verifier)}.json"
-
-    def info_path(self, verifier: str | None = None) -> Path:
-        return self.root / f"run{self._suffix(verifier)}.json"
-
-    def report_dir(self, verifier: str | None = None) -> Path:
-        suffix = self._suffix(verifier)
-        return self.root / ("report" + (f"-{suffix[1:]}" if suffix else ""))
-
-    @property
-    def repair_dir(self) -> Path:
-        return self.root / "repair"
-
-    @property
-    def engine_log(self) -> Path:
-        """Where the engines' own output goes unless --verbose (radar_local.quiet)."""
-        return self.root / ENGINE_LOG
-
-    @property
-    def waves_path(self) -> Path:
-        """An adaptive audit's waves and its cells' sizes (radar_local.adaptive)."""
-        return self.root / WAVES
-
-    @property
-    def table_path(self) -> Path:
-        return self.root / TABLE
+    def open(cls, root: str | Path) -> "Run":
+        """An existing run directory, to add to (`radar score`): its lock is taken."""
+        return cls._open(Path(root), writer=True)
 
     # ---- stages ----
     def generate(self, pool: EnginePool, progress: bool = True, requests: list[GenerationRequest] | None = None) -> dict:
@@ -204,31 +127,6 @@ class Run:
                     advance(sum(len(cs) for _, cs in finished))
         return meter.info
 
-    def probes(self) -> list[dict]:
-        """The stored probes this config plans, in plan order (an adaptive audit's: up to its last wave)."""
-        return self.stored_probes(self.plan.generation_requests(self.adaptive_sizes()))
-
-    def stored_probes(self, requests: list[GenerationRequest]) -> list[dict]:
-        out = []
-        for r in requests:
-            for v in r.variants:
-                if (p := self.store.probes.get(r.variant_key(v))) is None:
-                    continue
-                for field, expected in (("task_id", r.task.id), ("target", r.target), ("direction", r.direction),
-                                        ("variant", v)):
-                    if p[field] != expected:
-                        raise self.store.mismatch("probes", p, field, expected)
-                out.append(p)
-        return out
-
-    def adaptive_sizes(self) -> dict | None:
-        """An adaptive audit's variants per cell as (0, n), from its last recorded wave; None for a fixed n."""
-        if self.config.adaptive is None:
-            return None
-        from radar_local.adaptive import recorded_sizes
-
-        return recorded_sizes(self)
-
     def score(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True, probes: list[dict] | None = None) -> dict:
         """Stage 2: every planned verdict (of `probes`, default the planned ones) not stored yet, fed and
         stored as `generate` does."""
@@ -252,7 +150,7 @@ class Run:
                           parse_rate=round(parsed / len(done), 4) if done else None)
         return meter.info
 
-    def adopt(self, other: "Run", verifier: ModelSpec) -> dict:
+    def adopt(self, other: RunDir, verifier: ModelSpec) -> dict:
         """Copy from another run the probes and scores this run's plan asks for (equal keys: the same
         prompts, seeds and models), so that only what differs is generated and scored. Counts reuse."""
         wanted = [r.variant_key(v) for r in self.plan.generation_requests(self.adaptive_sizes()) for v in r.variants]
@@ -265,13 +163,9 @@ class Run:
                 "scores": len(wanted) * len(self.rubric.criteria),  # every planned verdict, stored or not
                 "scores_reused": sum(r.key in other.store.scores for r in requests)}
 
-    def _verifiers(self) -> dict[str, ModelSpec]:
-        path = self.root / VERIFIERS
-        return read_model(path, dict[str, ModelSpec]) if path.exists() else {}
-
     def register_verifier(self, spec: ModelSpec) -> None:
         """Remember which model each verifier label stands for; one label never mixes two models."""
-        known = self._verifiers()
+        known = self.verifiers()
         if spec.label in known:
             if known[spec.label].same_weights(spec):
                 return  # already registered: nothing to write (a grid's cells may score at once)
@@ -283,37 +177,6 @@ class Run:
                                         "give this verifier another name (--name)")
         known[spec.label] = spec
         self.store.write_json(VERIFIERS, {label: s.model_dump(mode="json") for label, s in known.items()})
-
-    def table(self, probes: list[dict]) -> pd.DataFrame:
-        """The long score table of these probes: every registered verifier's stored scores."""
-        by_key = {p["key"]: p for p in probes}
-        rows = []
-        for label, spec in self._verifiers().items():
-            for req in self.plan.score_requests(probes, spec):
-                if (s := self.store.scores.get(req.key)) is not None:
-                    for field, expected in (("criterion", req.criterion), ("probe_key", req.probe_key)):
-                        if s[field] != expected:
-                            raise self.store.mismatch("scores", s, field, expected)
-                    p = by_key[req.probe_key]
-                    rows.append((p["generator"], label, p["task_id"], p["target"], p["direction"], str(p["variant"]),
-                                 s["criterion"], s["score"]))
-        df = pd.DataFrame(rows, columns=list(COLUMNS))
-        df["score"] = df["score"].astype("float64")
-        return df
-
-    def audit_result(self, verifier: ModelSpec, probes: list[dict], **options) -> tuple[AuditResult, pd.DataFrame, dict]:
-        """The audit of these probes' stored verdicts (flagged probes left out where the config says so),
-        with the score table and the injection scan it was computed from."""
-        from radar_local.analysis import stats_for_table
-
-        config = self.config
-        injection = {**flagged_probes(probes), "excluded": config.exclude_flagged_probes}
-        used = [p for p in probes if p["key"] not in set(injection["keys"])] if config.exclude_flagged_probes else probes
-        table = validate_scores(self.table(used), self.table_path, both_directions=False)
-        result = stats_for_table(table, self.table_path, rubric=self.rubric, reference=self.reference, tau=config.tau,
-                                 n_bootstrap=config.bootstrap, seed=config.seed,
-                                 generator=config.generator.label, verifier=verifier.label, **options)
-        return result, table, injection
 
     def finish(self, verifier: ModelSpec, stages: dict, adaptive: dict | None = None) -> AuditResult:
         """Write scores.csv, the verifier's stats and run info; return the result."""
@@ -346,6 +209,34 @@ class Run:
         """Generate, score with the config's verifier, and finish."""
         return self.rescore(self.config.verifier, pool, progress, generate=True)
 
+    def waves(self, verifier: ModelSpec, pool: EnginePool, progress: bool) -> tuple[dict, dict]:
+        """An adaptive audit (radar_local.adaptive): generate and score wave after wave; (stages for
+        run.json, the adaptive record)."""
+        spec = self.config.adaptive
+        assert spec is not None
+        if not self.config.bootstrap:
+            raise InputError(self.root / "config.yaml", "an adaptive audit decides from intervals: set bootstrap > 0")
+        sizes, have = first_sizes(self.config, self.plan), {cell: 0 for cell in self.plan.cells()}
+        waves, stages = [], {"generate": [], "score": []}
+        while True:
+            requests = self.plan.generation_requests({c: (have[c], sizes[c] - have[c]) for c in sizes})
+            stages["generate"].append(self.generate(pool, progress, requests))
+            if not verifier.same_weights(self.config.generator):
+                pool.close()  # free the generator before the verifier loads
+            probes = self.stored_probes(self.plan.generation_requests({c: (0, n) for c, n in sizes.items()}))
+            stages["score"].append(self.score(verifier, pool, progress, probes))
+            result, _, _ = self.audit_result(verifier, probes, level=spec.confidence, budget=False)
+            found = decisions(result, Thresholds(**result.thresholds), spec.fail_on_sym)
+            still_open = [d for d in found if d.value is None]
+            following = grow(sizes, {c for d in still_open for c in d.sources}, spec.step, spec.max_n)
+            waves.append(wave_record(len(waves) + 1, have, sizes, stages["score"][-1], waves, still_open, spec.max_n))
+            self.store.write_json(WAVES, waves_record(sizes, waves))
+            if following == sizes:
+                break
+            have, sizes = sizes, following
+        record = adaptive_record(spec, waves, found, sizes, stages["score"])
+        return merged_stages(stages), record
+
     def rescore(self, verifier: ModelSpec, pool: EnginePool | None = None, progress: bool = True,
                 generate: bool = False) -> AuditResult:
         """Score the stored probes with `verifier` (another judge: `radar score`) and finish."""
@@ -356,9 +247,7 @@ class Run:
         try:
             stages = {}
             if generate and self.config.adaptive is not None:
-                from radar_local.adaptive import run_waves
-
-                stages, adaptive = run_waves(self, verifier, pool, progress)
+                stages, adaptive = self.waves(verifier, pool, progress)
             else:
                 if generate:
                     stages["generate"] = self.generate(pool, progress)
@@ -369,39 +258,6 @@ class Run:
             if own:
                 pool.close()
         return self.finish(verifier, stages, adaptive)
-
-    # ---- stored outputs ----
-    def result(self, verifier: str | None = None) -> AuditResult:
-        from radar_local.compare import load_stats
-
-        path = self.stats_path(verifier)
-        if not path.is_file():
-            raise InputError(self.root, f"not an audit run directory (no {path.name}); run `radar audit` first")
-        return load_stats(path)
-
-    def info(self, verifier: str | None = None) -> dict:
-        """run.json of that verifier's audit: its own costs, never another verifier's."""
-        path = self.info_path(verifier)
-        if not path.is_file():
-            raise InputError(self.root, f"no {path.name} here; run `radar audit` (or `radar score` for that verifier) first")
-        return read_model(path, RunInfo).model_dump(exclude_unset=True)
-
-    def report(self, verifier: str | None = None, out: str | Path | None = None) -> Path:
-        from radar_local.report.build import write_report
-
-        return write_report(self, verifier, Path(out) if out else None)
-
-
-def checked_inputs(config: AuditConfig, base: Path, source: object) -> tuple:
-    """The rubric, tasks and reference a config names, and its `intended` pairs checked against the rubric."""
-    rubric, tasks, reference = resolve_inputs(config, base)
-    for a, b in config.intended:
-        unknown = [c for c in (a, b) if c not in rubric.ids]
-        if unknown:
-            raise InputError(source, f"intended pair [{a}, {b}]: unknown criterion '{unknown[0]}'; the rubric has "
-                                     f"{', '.join(rubric.ids)}")
-    return rubric, tasks, reference
-
 
 def prefix_order(todo: list, layout: str, stagger: int = 32) -> list:
     """Prefix-shared layout: each probe's first verdict `stagger` requests ahead of its other K-1, so
@@ -525,8 +381,6 @@ def config_from(config_or_path: AuditConfig | dict | str | Path) -> tuple[AuditC
     if isinstance(config_or_path, AuditConfig):
         return config_or_path, Path.cwd()
     if isinstance(config_or_path, dict):
-        from radar_local.common import parse_model
-
         return parse_model(AuditConfig, config_or_path, "config"), Path.cwd()
     path = Path(config_or_path)
     return load_config(path), path.parent
@@ -543,7 +397,7 @@ def run_audit(config: AuditConfig | dict | str | Path, out: str | Path | None = 
         return run.audit(pool, progress)
 
 
-def load_run(path: str | Path) -> Run:
-    """A stored run, read-only: `.result()`, `.info()`, `.probes()`, `.report()`; a method that would
-    add to it raises ReadOnlyRunError (open it with `Run.open(path, writer=True)` for that)."""
-    return Run.open(path)
+def load_run(path: str | Path) -> RunDir:
+    """A stored run, read-only: `.result()`, `.info()`, `.probes()`, `.table()` (its report:
+    `write_report(run)`); to add to it, `with Run.open(path) as run: ...` takes its lock for the block."""
+    return RunDir.open(path)

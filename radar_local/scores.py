@@ -16,6 +16,7 @@ import pandas as pd
 
 from radar_local.errors import InputError
 from radar_local.scoring import SCALE, SCALES, SCORE_MAX, SCORE_MIN
+from radar_local.store import write_atomic
 
 COLUMNS = ("generator", "verifier", "task_id", "target", "direction", "variant", "criterion", "score")
 PROBE_KEY = ("generator", "verifier", "task_id", "target", "direction", "variant")
@@ -117,8 +118,6 @@ def check_criteria(df: pd.DataFrame, criteria: list[str], path: object) -> None:
 
 def write_scores(df: pd.DataFrame, path: str | Path) -> None:
     import io
-
-    from radar_local.store import write_atomic
 
     path = Path(path)
     out = df.loc[:, list(COLUMNS)]

@@ -14,10 +14,9 @@ token and `max_tokens` can be set to the longest admissible answer: the object a
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
-
-import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field

@@ -270,7 +270,7 @@ class Store:
     def require_writer(self) -> None:
         if not self.writer:
             raise ReadOnlyRunError(f"{self.root}: opened for reading (load_run); to add to it, open it as a writer: "
-                                   "`with Run.open(path, writer=True) as run: ...` (or run `radar score`)")
+                                   "`with Run.open(path) as run: ...` (or run `radar score`)")
 
     def close(self) -> None:
         """Release this store's hold on the directory's lock (a reader holds none)."""

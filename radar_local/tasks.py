@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import Field
 
-from radar_local.errors import InputError, MissingDependencyError
 from radar_local.common import Frozen
+from radar_local.errors import InputError, MissingDependencyError
 from radar_local.rubric import Task, unique_ids
 
 if TYPE_CHECKING:

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from radar_local.report.build import write_report
 from radar_local.errors import InputError
-from radar_local.run import PROBES, SCORES, load_run, run_audit
+from radar_local.run import load_run, run_audit
+from radar_local.rundir import PROBES, SCORES
 from radar_local.stats.decisions import Tri, at_least, at_most
 from tests.conftest import planted_config
 
@@ -125,7 +127,7 @@ def test_three_valued_logic_keeps_only_what_would_settle_it():
 
 def test_waves_are_in_the_report(fixed_and_adaptive, tmp_path):
     root, _, _ = fixed_and_adaptive
-    report = load_run(root / "adaptive").report(out=tmp_path / "report")
+    report = write_report(load_run(root / "adaptive"), out=tmp_path / "report")
     text = (report / "report.md").read_text()
     assert "Adaptive audit" in text and "wave" in text
     assert json.loads((root / "adaptive" / "stats.json").read_text())["adaptive"]["waves"]

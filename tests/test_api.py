@@ -43,8 +43,16 @@ def test_reading_another_schema_version_is_one_line(version, needle):
 
 
 def test_result_renders_in_a_notebook():
+    from IPython.core.interactiveshell import InteractiveShell
+
     result = radar_local.analyze(EXAMPLE, rubric="helpsteer2", bootstrap=0)
-    html = result._repr_html_()
+    shell = InteractiveShell.instance()
+    try:
+        assert "text/html" not in shell.display_formatter.format(result)[0]  # radar_local was imported before the shell
+        radar_local._register_notebook_view()  # what importing radar_local in a notebook does
+        html = shell.display_formatter.format(result)[0]["text/html"]
+    finally:
+        InteractiveShell.clear_instance()
     assert "<table>" in html and "helpfulness / correctness" in html and "Self-effects" in html
     # helpsteer2 sets no weights: equal weights, and the planted coupling double-counts a visible share
     assert result.double_count["rubric_weights"] is False and 0.1 < result.double_count["share"] < 1

@@ -11,11 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from radar_local.report.build import write_report
 from radar_local.engines.openai import OpenAIEngine
 from radar_local.errors import InputError, RadarError
 from radar_local.plan import Plan
 from radar_local.prompts import EXPECTED_TEXT, SCHEMA_TEXT
-from radar_local.run import SCORES, load_run, run_audit
+from radar_local.run import load_run, run_audit
+from radar_local.rundir import SCORES
 from radar_local.scores import COLUMNS, probe_matrix, read_scores, validate_scores, write_scores
 from radar_local.scoring import ScoreFormat, expected_score
 from radar_local.stats.audit import audit_cell
@@ -99,7 +101,7 @@ def test_planted_audit_in_expected_mode(tmp_path):
     assert result.leakage.loc["helpfulness", "correctness"] == 0.5 and result.probes["score_values"] == "integer"
     run = load_run(tmp_path / "run")
     assert run.info()["stages"]["score"]["mode"] == "expected"
-    report = run.report()
+    report = write_report(run)
     assert "score (expected)" in (report / "report.md").read_text()
 
 

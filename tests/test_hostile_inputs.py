@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from radar_local.run import CONFIG, PROBES, SCORES, load_run, run_audit
+from radar_local.run import load_run, run_audit
+from radar_local.rundir import CONFIG, PROBES, SCORES
 from tests.conftest import planted_config
 from tests.test_bad_input import _config, invoke, one_line_exit_2
 

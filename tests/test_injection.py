@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from radar_local.report.build import write_report
 from radar_local.config import AuditConfig
 from radar_local.injection import judge_addressing
 from radar_local.run import load_run, run_audit
@@ -71,7 +72,7 @@ def test_flagged_probes_are_counted_reported_and_excluded_on_request(tmp_path):
     assert inj["flagged"] == 4 and inj["probes"] == 40 and inj["by_target_direction"] == {"helpfulness +": 4}
     assert not inj["excluded"] and INJECTION in inj["examples"][0]["text"]
     assert kept["probes"]["directed"] == 40
-    folder = load_run(tmp_path).report()
+    folder = write_report(load_run(tmp_path))
     for name in ("report.md", "report.html"):
         text = (folder / name).read_text()
         assert "4 of 40 probes address the judge" in text and "helpfulness +: 4" in text

@@ -11,7 +11,8 @@ import yaml
 from click.testing import CliRunner
 
 from radar_local.cli.main import cli
-from radar_local.run import PROBES, SCORES, load_run, prefix_order, run_audit
+from radar_local.run import load_run, prefix_order, run_audit
+from radar_local.rundir import PROBES, SCORES
 from tests.conftest import planted_config, radar_run
 
 REPO = Path(__file__).resolve().parents[1]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from radar_local.report.build import write_report
 from radar_local import load_run
 from radar_local.report.text import flag_text
 from radar_local.cli.main import cli
@@ -145,9 +146,9 @@ def test_figures_are_drawn_again_only_when_they_would_change(run_dir, report_dir
     real_png = plots.png
     monkeypatch.setattr(plots, "png", lambda fig: drawn.append(fig) or real_png(fig))
     before = (out / "figures" / "leakage.png").read_bytes()
-    load_run(run_dir).report(out=out)
+    write_report(load_run(run_dir), out=out)
     assert drawn == [] and (out / "figures" / "leakage.png").read_bytes() == before
     (out / "figures" / "figures.sha256").write_text("another audit")
     (out / "figures" / "budget.png").unlink()
-    load_run(run_dir).report(out=out)
+    write_report(load_run(run_dir), out=out)
     assert len(drawn) == len(plots.FIGURES) and (out / "figures" / "budget.png").read_bytes()

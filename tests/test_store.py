@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from radar_local.config import AuditConfig
 from radar_local.errors import InputError
-from radar_local.run import PROBES, SCORES, EnginePool, Run, open_store
+from radar_local.run import EnginePool, Run
+from radar_local.rundir import PROBES, SCORES, open_store
 from radar_local.store import unlock_run_dir
 from tests.conftest import planted_config, radar_cli, radar_run
 
@@ -96,7 +97,7 @@ def test_a_lock_left_by_a_killed_process_does_not_block(tmp_path):
     cfg_path = tmp_path / "audit.yaml"
     cfg_path.write_text(yaml.safe_dump(planted_config()))
     run = tmp_path / "run"
-    holder = subprocess.Popen([sys.executable, "-c", f"from radar_local.run import open_store; open_store({str(run)!r}); "
+    holder = subprocess.Popen([sys.executable, "-c", f"from radar_local.rundir import open_store; open_store({str(run)!r}); "
                                "print('held', flush=True); import time; time.sleep(300)"], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -152,7 +153,7 @@ def test_disk_full_is_one_line_and_keeps_what_was_stored(tmp_path, small_disk):
     cfg_path.write_text(yaml.safe_dump(planted_config(n=20, batch_size=4)))
     filler = small_disk / "filler"
     free = shutil.disk_usage(small_disk).free
-    filler.write_bytes(b"x" * (free - 16 * 1024))  # leave 16 KiB: room for some probes, not all 400
+    filler.write_bytes(b"x" * (free - 64 * 1024))  # leave 64 KiB: the snapshots and some probes, not all 400
     run = small_disk / "run"
     res = radar_run("audit", cfg_path, "--out", run, "--quiet", "--no-report")
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr, res.stderr
@@ -224,18 +225,19 @@ def test_sigkill_mid_stream_keeps_every_stored_verdict_and_resume_plans_only_the
 
 
 def test_a_reader_cannot_write(tmp_path):
-    """load_run is read-only: a method that would add to the run refuses before any engine loads."""
-    from radar_local.config import ModelSpec
+    """load_run is read-only: a RunDir has no stage, and its store refuses every write."""
     from radar_local.run import load_run, run_audit
+    from radar_local.rundir import RunDir
     from radar_local.store import ReadOnlyRunError
 
     run_audit(planted_config(rubric=str(REPO / "tests/data/small_rubric.yaml"), bootstrap=0), tmp_path / "run", base=REPO)
     before = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()}
     reader = load_run(tmp_path / "run")
-    other = ModelSpec(engine="testing", model="planted", name="judge-2")
-    for attempt in (lambda: reader.rescore(other), lambda: reader.generate(EnginePool()),
-                    lambda: reader.score(other, EnginePool()), lambda: reader.register_verifier(other),
-                    lambda: reader.store.add_scores([{"key": "k"}])):
+    assert type(reader) is RunDir and len(reader.probes()) == len(before["probes.jsonl"].splitlines())
+    assert not any(hasattr(reader, stage) for stage in ("generate", "score", "finish", "rescore", "audit", "adopt",
+                                                        "register_verifier", "waves"))
+    for attempt in (lambda: reader.store.add_scores([{"key": "k"}]), lambda: reader.store.add_probes([{"key": "k"}]),
+                    lambda: reader.store.write_json("x.json", {})):
         with pytest.raises(ReadOnlyRunError, match="opened for reading"):
             attempt()
     assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()} == before
@@ -243,16 +245,16 @@ def test_a_reader_cannot_write(tmp_path):
 
 @pytest.mark.process
 def test_the_lock_is_let_go_in_process(tmp_path):
-    """A notebook's audit, or a `with Run.open(..., writer=True)` block, does not hold the directory for
+    """A notebook's audit, or a `with Run.open(...)` block, does not hold the directory for
     the life of the process: another process can write to it afterwards."""
     from radar_local.run import run_audit
 
     run = tmp_path / "run"
     cfg = planted_config(rubric=str(REPO / "tests/data/small_rubric.yaml"), bootstrap=0)
     run_audit(cfg, run, base=REPO)
-    probe = [sys.executable, "-c", f"from radar_local.run import open_store; open_store({str(run)!r}); print('took it')"]
+    probe = [sys.executable, "-c", f"from radar_local.rundir import open_store; open_store({str(run)!r}); print('took it')"]
     assert subprocess.run(probe, capture_output=True, text=True).stdout.strip() == "took it"
-    with Run.open(run, writer=True):
+    with Run.open(run):
         held = subprocess.run(probe, capture_output=True, text=True)
         assert held.returncode != 0 and "in use by PID" in held.stderr
     assert subprocess.run(probe, capture_output=True, text=True).stdout.strip() == "took it"

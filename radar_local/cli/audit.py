@@ -38,6 +38,7 @@ def audit(config_path: Path, out: Path | None, quiet: bool, verbose: bool, ray_a
           no_report: bool) -> None:
     """Generate probes, score them, print the audit and write the report. Re-running resumes: stored
     calls are skipped."""
+    from radar_local.report.build import write_report
     from radar_local.report.console import print_audit, print_run
 
     run = _create(config_path, out, ray_address)
@@ -46,7 +47,7 @@ def audit(config_path: Path, out: Path | None, quiet: bool, verbose: bool, ray_a
     print_audit(result)
     print_run(run)
     if not no_report:
-        click.echo(f"Report: {run.report() / 'report.html'}")
+        click.echo(f"Report: {write_report(run) / 'report.html'}")
 
 
 @click.command()

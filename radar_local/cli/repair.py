@@ -20,7 +20,7 @@ def repair(target: Path, out: Path | None, rounds: int, candidates: int, fail_on
     """Propose rubric edits for an audit's findings, re-audit each on the same probes budget, keep what
     improves beyond the intervals (CONFIG_OR_RUN_DIR: a stored audit, or a config to audit first)."""
     from radar_local.repair import repair as run_repair
-    from radar_local.report.repair import outcome
+    from radar_local.repair.report import outcome
 
     rep = run_repair(target, out, rounds=rounds, candidates=candidates, fail_on_sym=fail_on_sym, progress=not quiet)
     click.echo(outcome(rep))

@@ -16,9 +16,10 @@ from radar_local.cli.options import SymPolicy
 @click.option("--verifier", help="Report a verifier added by `radar score` (default: the audit's own).")
 def report(run_dir: Path, out: Path | None, verifier: str | None) -> None:
     """Write report.html (self-contained) and report.md with PNG figures for an audit run."""
+    from radar_local.report.build import write_report
     from radar_local.run import load_run
 
-    folder = load_run(run_dir).report(verifier, out)
+    folder = write_report(load_run(run_dir), verifier, out)
     click.echo(f"wrote {folder / 'report.html'} and {folder / 'report.md'}")
 
 
@@ -29,11 +30,10 @@ def report(run_dir: Path, out: Path | None, verifier: str | None) -> None:
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the diff as JSON.")
 def compare(run_a: Path, run_b: Path, fail_on_sym: float | None, json_out: Path | None) -> None:
     """Diff two audits (before/after a rubric edit, or two judges)."""
+    from radar_local.cli.options import check_output
     from radar_local.compare import compare as diff
     from radar_local.compare import load_stats
     from radar_local.report.text import interval, num
-
-    from radar_local.cli.options import check_output
     from radar_local.store import write_atomic
 
     check_output(json_out)

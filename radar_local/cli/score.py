@@ -36,11 +36,11 @@ def parse_option(value: str) -> tuple[str, object]:
 def score(run_dir: Path, verifier_arg: str, options: tuple[str, ...], name: str | None, quiet: bool, verbose: bool,
           ray_address: str | None) -> None:
     """Score RUN_DIR's probes with another verifier; writes its stats next to the first."""
+    from radar_local.common import parse_model
     from radar_local.config import ModelSpec
     from radar_local.errors import InputError
-    from radar_local.report.console import print_audit
-    from radar_local.common import parse_model
     from radar_local.quiet import engine_output_to
+    from radar_local.report.console import print_audit
     from radar_local.run import Run
 
     engine, sep, model = verifier_arg.partition(":")
@@ -50,7 +50,7 @@ def score(run_dir: Path, verifier_arg: str, options: tuple[str, ...], name: str 
                                    "options": dict(parse_option(o) for o in options)}, "--verifier")
     from radar_local.run import EnginePool
 
-    run = Run.open(run_dir, writer=True)
+    run = Run.open(run_dir)
     pool = EnginePool(with_ray(run.config.cluster, ray_address))
     with engine_output_to(run.engine_log, verbose):
         try:

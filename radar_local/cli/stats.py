@@ -24,7 +24,6 @@ def stats(scores: Path, json_out: Path | None, md_out: Path | None, **kwargs) ->
     from radar_local.analysis import analyze
     from radar_local.report.console import print_audit
     from radar_local.report.markdown import audit_markdown
-
     from radar_local.store import write_atomic
 
     check_output(json_out)

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from radar_local.errors import RadarError
 from radar_local.prompts import Messages
 from radar_local.scoring import SCORE_TOKENS, ScoreFormat
 
@@ -88,8 +89,6 @@ class Engine(Protocol):
 
 def single_token_ids(tokenizer, model: str) -> list[int]:
     """The token id of each score; expected mode reads one position, so each score must be one token."""
-    from radar_local.errors import RadarError
-
     ids = [tokenizer.encode(t, add_special_tokens=False) for t in SCORE_TOKENS]
     split = [t for t, i in zip(SCORE_TOKENS, ids) if len(i) != 1]
     if split:

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from radar_local.engines.base import Engine
+from radar_local.engines.vllm import check_vllm_line
 from radar_local.errors import InputError, MissingDependencyError
 from radar_local.models import go_offline
 
@@ -54,8 +55,6 @@ def build_engine(engine: str, model: str, options: dict[str, Any] | None = None,
             raise MissingDependencyError(package, *extras)
     go_offline()
     if engine == "vllm":
-        from radar_local.engines.vllm import check_vllm_line
-
         check_vllm_line()  # before any model loads, not deep inside a stage
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # progress is ours; keep vLLM's INFO chatter out
     return engine_class(engine)(model, opts)

@@ -15,8 +15,17 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.engines.base import Completion, EngineStats, Finished, FinishedSamples, JsonFormat, \
-    in_order, prompt_floor, single_token_ids
+from radar_local.engines.base import (
+    Completion,
+    EngineStats,
+    Finished,
+    FinishedSamples,
+    JsonFormat,
+    in_order,
+    prompt_floor,
+    single_token_ids,
+)
+from radar_local.errors import RadarError
 from radar_local.hardware import CpuInfo, checkpoint_dtype, cpu_dtype, cpu_info
 from radar_local.models import resolve
 from radar_local.prompts import Messages
@@ -47,8 +56,6 @@ def installed_vllm() -> tuple[str, str] | None:
 
 def check_vllm_line() -> None:
     """Fail at start, in one line, when the installed vLLM is not the supported release line."""
-    from radar_local.errors import RadarError
-
     found = installed_vllm()
     if found is not None and not (found[1] == VLLM_LINE or found[1].startswith(VLLM_LINE + ".")):
         raise RadarError(f"{found[0]} {found[1]} is installed; radar_local supports vLLM {VLLM_LINE}.x: "

@@ -14,18 +14,18 @@ from radar_local.report.text import cost_rows, injection_line, num
 from radar_local.store import make_folder, write_atomic
 
 if TYPE_CHECKING:
-    from radar_local.run import Run
+    from radar_local.rundir import RunDir
     from radar_local.stats.result import AuditResult
 
 FIGURE_TITLES = {"leakage": "Leakage", "self_effect": "Self-effects", "sym_asym": "Sym against Asym",
                  "task_spread": "Per-task leakage spread", "budget": "Probe budget"}
 
 
-def write_report(run: "Run", verifier: str | None, out: Path | None = None) -> Path:
-    """report.html and report.md (figures beside it) for one verifier's audit of a run, in `out` or
-    the run directory's own report folder."""
+def write_report(run: "RunDir", verifier: str | None = None, out: str | Path | None = None) -> Path:
+    """report.html and report.md (figures beside it) for one verifier's audit of a run (default: the
+    config's own), in `out` or the run directory's own report folder."""
     result, info = run.result(verifier), run.info(verifier)
-    out = make_folder(out) if out is not None else make_folder(run.report_dir(verifier), own=True)
+    out = make_folder(Path(out)) if out is not None else make_folder(run.report_dir(verifier), own=True)
     figures = _figures(result, make_folder(out / "figures", own=True))
     examples = example_probes(result, run.store)
     write_atomic(out / "report.html", audit_html(result, figures, examples, info, result.calibration))
@@ -36,7 +36,7 @@ def write_report(run: "Run", verifier: str | None, out: Path | None = None) -> P
 def _figures(result: "AuditResult", folder: Path) -> dict[str, bytes]:
     """The report's PNG figures, drawn again only when the statistics (or the plotting code) changed:
     a report rebuilt for an unchanged audit (a grid run again, `radar report`) reuses them."""
-    from radar_local.report import plots
+    from radar_local.report import plots  # matplotlib: loaded when figures are drawn, not for `radar report --help`
 
     stats = json.dumps(result.to_json(), sort_keys=True, default=str).encode()
     digest = hashlib.sha256(stats + Path(plots.__file__).read_bytes()).hexdigest()

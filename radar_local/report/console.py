@@ -7,12 +7,24 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from radar_local.report.text import (PAIR_HEAD, SELF_EFFECT_HEAD, adaptive_line, agreement_line, cost_rows,
-                                     double_count_line, global_line, injection_line, leakage_rows, pair_rows,
-                                     scores_line, self_effect_rows, verdict)
+from radar_local.report.text import (
+    PAIR_HEAD,
+    SELF_EFFECT_HEAD,
+    adaptive_line,
+    agreement_line,
+    cost_rows,
+    double_count_line,
+    global_line,
+    injection_line,
+    leakage_rows,
+    pair_rows,
+    scores_line,
+    self_effect_rows,
+    verdict,
+)
 
 if TYPE_CHECKING:
-    from radar_local.run import Run
+    from radar_local.rundir import RunDir
     from radar_local.stats.result import AuditResult
 
 
@@ -46,7 +58,7 @@ def _table(console: Console, title: str, head: list[str], rows: list[list[str]],
     console.print(t)
 
 
-def print_run(run: "Run", console: Console | None = None) -> None:
+def print_run(run: "RunDir", console: Console | None = None) -> None:
     """Cost and parse-rate lines of a run, the report's cost table as text."""
     console = console or Console()
     info = run.info()

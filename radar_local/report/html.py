@@ -4,12 +4,26 @@ from __future__ import annotations
 
 import base64
 from html import escape
-
 from typing import TYPE_CHECKING
 
-from radar_local.report.text import (ADAPTIVE_HEAD, PAIR_HEAD, SELF_EFFECT_HEAD, adaptive_line, adaptive_rows,
-                                     agreement_line, cost_rows, double_count_line, global_line, injection_line,
-                                     leakage_rows, num, pair_rows, scores_line, self_effect_rows, verdict)
+from radar_local.report.text import (
+    ADAPTIVE_HEAD,
+    PAIR_HEAD,
+    SELF_EFFECT_HEAD,
+    adaptive_line,
+    adaptive_rows,
+    agreement_line,
+    cost_rows,
+    double_count_line,
+    global_line,
+    injection_line,
+    leakage_rows,
+    num,
+    pair_rows,
+    scores_line,
+    self_effect_rows,
+    verdict,
+)
 
 if TYPE_CHECKING:
     from radar_local.stats.result import AuditResult

@@ -4,9 +4,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from radar_local.report.text import (ADAPTIVE_HEAD, PAIR_HEAD, SELF_EFFECT_HEAD, adaptive_line, adaptive_rows,
-                                     agreement_line, double_count_line, global_line, leakage_rows, pair_rows, scores_line,
-                                     self_effect_rows, verdict)
+from radar_local.report.text import (
+    ADAPTIVE_HEAD,
+    PAIR_HEAD,
+    SELF_EFFECT_HEAD,
+    adaptive_line,
+    adaptive_rows,
+    agreement_line,
+    double_count_line,
+    global_line,
+    leakage_rows,
+    pair_rows,
+    scores_line,
+    self_effect_rows,
+    verdict,
+)
 
 if TYPE_CHECKING:
     from radar_local.stats.result import AuditResult

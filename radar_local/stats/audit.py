@@ -21,7 +21,6 @@ from radar_local.stats.intervals import METHOD, intervals
 from radar_local.stats.result import PAIR_COLUMNS, AuditResult, Gate
 
 
-
 def audit_cell(
     pm: ProbeMatrix,
     reference: dict[frozenset[str], float] | None = None,

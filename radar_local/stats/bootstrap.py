@@ -11,7 +11,6 @@ from radar_local.scores import ProbeMatrix
 from radar_local.scoring import SCORE_MAX
 
 
-
 @dataclass(frozen=True)
 class Strata:
     """The directed probes of a cell grouped by (task, target, direction), as sorted arrays."""

@@ -151,11 +151,6 @@ class AuditResult:
         rows = self.pairs[((self.pairs["a"] == a) & (self.pairs["b"] == b)) | ((self.pairs["a"] == b) & (self.pairs["b"] == a))]
         return rows.iloc[0].to_dict()
 
-    def _repr_html_(self) -> str:
-        from radar_local.report.html import result_tables_html
-
-        return result_tables_html(self)
-
     def __eq__(self, other: object) -> bool:
         return isinstance(other, AuditResult) and self.to_json() == other.to_json()
 

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import json
 from html import escape
-from typing import TYPE_CHECKING
 
 from radar_local.compare import compare
+from radar_local.repair.selection import Candidate, Repair, repair_json
 from radar_local.report.html import CSS, html_img, html_table
 from radar_local.report.markdown import md_table
 from radar_local.report.text import interval, num
 from radar_local.store import make_folder, write_atomic
-
-if TYPE_CHECKING:
-    from radar_local.repair import Candidate, Repair
 
 CANDIDATE_HEAD = ["candidate", "edit", "audited", "reliable", "worst pair (Sym, 95% CI)", "GlobalPos (95% CI)",
                   "probes reused", "verdicts reused", "improved", "Pareto"]
@@ -106,8 +103,7 @@ def repair_html(rep: "Repair", figures: dict[str, bytes]) -> str:
 
 
 def write_repair_report(rep: "Repair") -> None:
-    from radar_local.repair import repair_json
-    from radar_local.report.plots import leakage_heatmap, png
+    from radar_local.report.plots import leakage_heatmap, png  # matplotlib: loaded only to draw
 
     make_folder(rep.out / "figures", own=True)
     figures = {"before": png(leakage_heatmap(rep.result))}

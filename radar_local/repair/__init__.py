@@ -1,0 +1,127 @@
+"""Rubric repair: diagnose an audit, let an editor model propose edits (constrained JSON), re-audit each
+candidate rubric on the same tasks and seeds as an ordinary Run, select by a stated objective that
+respects the intervals, and iterate from the best. Probes and scores are keyed by the text of the
+criterion they depend on, so a candidate re-does only what its edit touches (`Run.adopt`).
+
+The paper stops at "merge, rewrite, split or drop strongly coupled axes" (seed 000, §G) and warns
+that coupling may be intended (§1): `intended` pairs are left alone, and no repaired rubric is
+written unless a candidate beats the original beyond its confidence intervals.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from radar_local.config import AuditConfig, ModelSpec
+from radar_local.errors import InputError
+from radar_local.inputs import yaml_text
+from radar_local.plan import cell_seed
+from radar_local.repair.edits import Edit, EditFormat, apply_edit, editor_messages, evidence_lines
+from radar_local.repair.findings import Finding, diagnose
+from radar_local.repair.report import write_repair_report
+from radar_local.repair.selection import Candidate, Repair, candidate_config, judge, objectives, pareto, summarize
+from radar_local.run import EnginePool, Run, config_from
+from radar_local.rundir import RunDir
+from radar_local.stats.result import AuditResult
+from radar_local.store import make_folder, write_atomic
+
+__all__ = ["Candidate", "Edit", "EditFormat", "Finding", "Repair", "apply_edit", "diagnose", "repair"]
+EDITOR_TEMPERATURE = 0.9  # candidates differ by their seeds, like probes
+
+
+def repair(target: str | Path, out: str | Path | None = None, *, rounds: int = 1, candidates: int = 3,
+           fail_on_sym: float | None = None, pool: EnginePool | None = None, progress: bool = False) -> Repair:
+    """Repair the rubric of a stored audit (a run directory) or of a config (audited first)."""
+    if rounds < 1 or candidates < 1:
+        raise InputError("repair", "--rounds and --candidates must be at least 1")
+    target = Path(target)
+    if out is not None:
+        make_folder(Path(out))  # a file in the way is refused before anything runs
+    if target.is_dir():
+        original: RunDir = RunDir.open(target)
+    else:
+        config, folder = config_from(target)
+        if config.out is None:
+            raise InputError(target, "no run directory: set 'out' in the config")
+        original = Run.create(config, config.out, folder, target)
+    own = pool is None
+    pool = pool or EnginePool(original.config.cluster)
+    try:
+        if not target.is_dir():
+            original.audit(pool, progress)
+            original.close()  # read from here on: candidates adopt its records
+        config = original.config  # its intended pairs were checked against the rubric when the run was made
+        intended = {frozenset(p) for p in config.intended}
+        out = Path(out) if out else make_folder(original.repair_dir, own=True)
+        result = original.result()
+        base_summary = summarize(result, intended, original.reference)
+        findings, left_alone = diagnose(result, intended)
+        all_candidates: list[Candidate] = []
+        current, current_run, current_result, current_summary = None, original, result, base_summary
+        current_findings, current_left = findings, left_alone
+        for r in range(1, rounds + 1):
+            if not current_findings:
+                break
+            made = _propose(current_run, current_result, current_findings, current_left, config, pool, r, candidates)
+            for cand in made:
+                if cand.rubric is not None:
+                    _reaudit(cand, current_run, config, out, pool, progress)
+                    cand.summary = summarize(cand.result, intended, original.reference)
+                    cand.improved, cand.why = judge(current_summary, cand.summary)
+            all_candidates += made
+            front = pareto(made)
+            if not front:
+                break
+            best = max(front, key=lambda c: objectives(c.summary))
+            current, current_run, current_result, current_summary = best, RunDir.open(best.run_dir), best.result, best.summary
+            current_findings, current_left = diagnose(best.result, intended)
+        rep = Repair(out, original, result, findings, left_alone, all_candidates, current, base_summary, fail_on_sym)
+        _write(rep)
+        return rep
+    finally:
+        if own:
+            pool.close()
+
+
+def _propose(run: RunDir, result: AuditResult, findings: list[Finding], left_alone: list[str], config: AuditConfig,
+             pool: EnginePool, r: int, count: int) -> list[Candidate]:
+    editor: ModelSpec = config.editor or config.generator
+    fmt = EditFormat(tuple(run.rubric.ids))
+    evidence = evidence_lines(run, result, findings)
+    prompts = [editor_messages(run.rubric, result, findings, evidence, left_alone, k, count) for k in range(1, count + 1)]
+    seeds = [cell_seed(config.seed, f"repair-{r}", str(k), "edit") for k in range(1, count + 1)]
+    answers = pool.get(editor).constrained(prompts, fmt=fmt, temperature=EDITOR_TEMPERATURE, seeds=seeds)
+    made = []
+    for k, answer in enumerate(answers, 1):
+        cand = Candidate(r, k, answer.text)
+        try:
+            cand.edit = Edit.model_validate_json(answer.text)
+            cand.rubric = apply_edit(run.rubric, cand.edit)
+        except ValidationError as exc:
+            cand.error = f"not an edit ({exc.errors()[0]['msg']})"
+        except ValueError as exc:
+            cand.error = str(exc)
+        made.append(cand)
+    return made
+
+
+def _reaudit(cand: Candidate, parent: RunDir, config: AuditConfig, out: Path, pool: EnginePool, progress: bool) -> None:
+    folder = out / f"round-{cand.round}"
+    rubric_path = folder / f"candidate-{cand.index}.rubric.yaml"
+    make_folder(folder)
+    write_atomic(rubric_path, yaml_text(cand.rubric.model_dump(mode="json", exclude_none=True)))
+    cand.run_dir = folder / f"candidate-{cand.index}"
+    with Run.create(candidate_config(config, rubric_path, parent.tasks), cand.run_dir, folder) as run:
+        cand.reuse = run.adopt(parent, config.verifier)
+        cand.result = run.audit(pool, progress)
+
+
+def _write(rep: Repair) -> None:
+    make_folder(rep.out)
+    if rep.final is not None:
+        write_atomic(rep.out / "rubric.repaired.yaml",
+                     yaml_text(rep.final.rubric.model_dump(mode="json", exclude_none=True)))
+    write_repair_report(rep)
+

@@ -1,0 +1,242 @@
+"""RunDir: a run directory and its files. It names every file in the directory (including the rule
+that names a second verifier's files), holds the config snapshot, the rubric, tasks and human reference
+as they were when the run was made (inputs.json), and the store; it reads what the stages stored. A
+RunDir only reads: the stages that add to a directory are radar_local.run.Run's."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from radar_local.adaptive import recorded_sizes
+from radar_local.analysis import stats_for_table
+from radar_local.common import Loose, Strict, slug
+from radar_local.compare import load_stats
+from radar_local.config import AuditConfig, ModelSpec, load_config, resolve_inputs
+from radar_local.errors import InputError
+from radar_local.injection import flagged_probes
+from radar_local.inputs import read_model
+from radar_local.plan import GenerationRequest, Plan
+from radar_local.rubric import ReferencePair, Rubric, Task
+from radar_local.scores import COLUMNS, validate_scores
+from radar_local.stats.result import AuditResult
+from radar_local.store import Store
+
+# Every file name in a run directory (reports go to report/ and report-<verifier>/, see report_dir).
+CONFIG, INPUTS, TABLE, VERIFIERS, WAVES = "config.yaml", "inputs.json", "scores.csv", "verifiers.json", "adaptive.json"
+log = logging.getLogger("radar_local")
+PROBES, SCORES, LOCK, ENGINE_LOG = "probes.jsonl", "scores.jsonl", ".radar.lock", "engine.log"
+
+
+def open_store(root: str | Path, writer: bool = True) -> Store:
+    return Store(root, probes=PROBES, scores=SCORES, lock=LOCK, writer=writer)
+
+
+class StageInfo(Loose):
+    calls: int
+    prompt_tokens: int
+    output_tokens: int
+    seconds: float
+    parse_rate: float | None = None
+    prefix_cache_hit_rate: float | None = None
+    mode: str | None = None
+
+
+class Injection(Loose):
+    flagged: int
+    probes: int
+    by_target_direction: dict[str, int]
+    excluded: bool
+    examples: list[dict] = []
+
+
+class RunInfo(Loose):
+    """run.json, as far as radar reads it back (a report, compare): checked, so a hand-edited or
+    damaged file is one line naming the key, not a traceback in a renderer."""
+
+    stages: dict[str, StageInfo]
+    injection: Injection | None = None
+
+
+class InputsSnapshot(Strict):
+    """inputs.json: the rubric, tasks and human reference a run was made from, as data, with the paths or
+    bundled names they were read from. Reopening a run reads these, never the original files, so editing
+    or moving a rubric, or upgrading a bundled one, cannot change what a stored run returns."""
+
+    sources: dict[str, str | list | dict | None]
+    rubric: Rubric
+    tasks: tuple[Task, ...]
+    reference: tuple[ReferencePair, ...] | None
+    note: str | None = None
+
+    @classmethod
+    def of(cls, config: AuditConfig, inputs: tuple, note: str | None = None) -> "InputsSnapshot":
+        rubric, tasks, reference = inputs
+        pairs = None if reference is None else tuple(ReferencePair(a=min(k), b=max(k), r=r) for k, r in reference.items())
+        sources = config.model_dump(mode="json", include={"rubric", "tasks", "human"})
+        return cls(sources=sources, rubric=rubric, tasks=tasks, reference=pairs, note=note)
+
+    @property
+    def inputs(self) -> tuple:
+        reference = None if self.reference is None else {frozenset((p.a, p.b)): p.r for p in self.reference}
+        return self.rubric, self.tasks, reference
+
+
+OLD_RUN_NOTE = ("this run was made before radar kept its inputs: they were read once from the paths its config "
+                "names when it was first reopened for writing")
+
+
+class RunDir:
+    """A run directory, read-only: its config, inputs, probes, score table and stored results."""
+
+    def __init__(self, root: Path, config: AuditConfig, store: Store, inputs: tuple):
+        self.root, self.config, self.store = root, config, store
+        self.rubric, self.tasks, self.reference = inputs
+        self.plan = Plan(config, self.rubric, self.tasks)
+
+    def close(self) -> None:
+        """Let go of the directory's lock (a writer's); reading goes on working."""
+        self.store.close()
+
+    def __enter__(self) -> "RunDir":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @classmethod
+    def open(cls, root: str | Path) -> "RunDir":
+        """An existing run directory, for reading: its config and inputs from their snapshots."""
+        return cls._open(Path(root), writer=False)
+
+    @classmethod
+    def _open(cls, root: Path, writer: bool):
+        if not (root / PROBES).is_file():
+            raise InputError(root, f"not a run directory (no {PROBES}); run `radar audit` or `radar generate` first")
+        if not (root / CONFIG).is_file():
+            raise InputError(root, f"has {PROBES} but no {CONFIG} (the config it was made from); put that config's "
+                                   f"snapshot back, or run `radar audit CONFIG --out {root}` to write it again")
+        config = load_config(root / CONFIG)
+        store = open_store(root, writer)
+        if (root / INPUTS).is_file():
+            return cls(root, config, store, read_model(root / INPUTS, InputsSnapshot).inputs)
+        # A run made before inputs.json: its inputs once more from the paths its config names, kept from
+        # here on by the first open that may write (Run.open).
+        inputs = checked_inputs(config, root, root / CONFIG)
+        if writer:
+            store.write_json(INPUTS, InputsSnapshot.of(config, inputs, OLD_RUN_NOTE).model_dump(mode="json"))
+        return cls(root, config, store, inputs)
+
+    # ---- file names: the only place that names a file in a run directory ----
+    def _suffix(self, verifier: str | None) -> str:
+        """'' for the config's own verifier, '.<label>' for one added later (radar score, a grid)."""
+        return "" if verifier in (None, self.config.verifier.label) else f".{slug(verifier)}"
+
+    def stats_path(self, verifier: str | None = None) -> Path:
+        return self.root / f"stats{self._suffix(verifier)}.json"
+
+    def info_path(self, verifier: str | None = None) -> Path:
+        return self.root / f"run{self._suffix(verifier)}.json"
+
+    def report_dir(self, verifier: str | None = None) -> Path:
+        suffix = self._suffix(verifier)
+        return self.root / ("report" + (f"-{suffix[1:]}" if suffix else ""))
+
+    @property
+    def repair_dir(self) -> Path:
+        return self.root / "repair"
+
+    @property
+    def engine_log(self) -> Path:
+        """Where the engines' own output goes unless --verbose (radar_local.quiet)."""
+        return self.root / ENGINE_LOG
+
+    @property
+    def waves_path(self) -> Path:
+        """An adaptive audit's waves and its cells' sizes (radar_local.adaptive)."""
+        return self.root / WAVES
+
+    @property
+    def table_path(self) -> Path:
+        return self.root / TABLE
+
+    def probes(self) -> list[dict]:
+        """The stored probes this config plans, in plan order (an adaptive audit's: up to its last wave)."""
+        return self.stored_probes(self.plan.generation_requests(self.adaptive_sizes()))
+
+    def stored_probes(self, requests: list[GenerationRequest]) -> list[dict]:
+        out = []
+        for r in requests:
+            for v in r.variants:
+                if (p := self.store.probes.get(r.variant_key(v))) is None:
+                    continue
+                for field, expected in (("task_id", r.task.id), ("target", r.target), ("direction", r.direction),
+                                        ("variant", v)):
+                    if p[field] != expected:
+                        raise self.store.mismatch("probes", p, field, expected)
+                out.append(p)
+        return out
+
+    def adaptive_sizes(self) -> dict | None:
+        """An adaptive audit's variants per cell as (0, n), from its last recorded wave; None for a fixed n."""
+        return None if self.config.adaptive is None else recorded_sizes(self.config, self.plan, self.waves_path)
+
+    def verifiers(self) -> dict[str, ModelSpec]:
+        path = self.root / VERIFIERS
+        return read_model(path, dict[str, ModelSpec]) if path.exists() else {}
+
+    def table(self, probes: list[dict]) -> pd.DataFrame:
+        """The long score table of these probes: every registered verifier's stored scores."""
+        by_key = {p["key"]: p for p in probes}
+        rows = []
+        for label, spec in self.verifiers().items():
+            for req in self.plan.score_requests(probes, spec):
+                if (s := self.store.scores.get(req.key)) is not None:
+                    for field, expected in (("criterion", req.criterion), ("probe_key", req.probe_key)):
+                        if s[field] != expected:
+                            raise self.store.mismatch("scores", s, field, expected)
+                    p = by_key[req.probe_key]
+                    rows.append((p["generator"], label, p["task_id"], p["target"], p["direction"], str(p["variant"]),
+                                 s["criterion"], s["score"]))
+        df = pd.DataFrame(rows, columns=list(COLUMNS))
+        df["score"] = df["score"].astype("float64")
+        return df
+
+    def audit_result(self, verifier: ModelSpec, probes: list[dict], **options) -> tuple[AuditResult, pd.DataFrame, dict]:
+        """The audit of these probes' stored verdicts (flagged probes left out where the config says so),
+        with the score table and the injection scan it was computed from."""
+        config = self.config
+        injection = {**flagged_probes(probes), "excluded": config.exclude_flagged_probes}
+        used = [p for p in probes if p["key"] not in set(injection["keys"])] if config.exclude_flagged_probes else probes
+        table = validate_scores(self.table(used), self.table_path, both_directions=False)
+        result = stats_for_table(table, self.table_path, rubric=self.rubric, reference=self.reference, tau=config.tau,
+                                 n_bootstrap=config.bootstrap, seed=config.seed,
+                                 generator=config.generator.label, verifier=verifier.label, **options)
+        return result, table, injection
+
+    # ---- stored outputs ----
+    def result(self, verifier: str | None = None) -> AuditResult:
+        path = self.stats_path(verifier)
+        if not path.is_file():
+            raise InputError(self.root, f"not an audit run directory (no {path.name}); run `radar audit` first")
+        return load_stats(path)
+
+    def info(self, verifier: str | None = None) -> dict:
+        """run.json of that verifier's audit: its own costs, never another verifier's."""
+        path = self.info_path(verifier)
+        if not path.is_file():
+            raise InputError(self.root, f"no {path.name} here; run `radar audit` (or `radar score` for that verifier) first")
+        return read_model(path, RunInfo).model_dump(exclude_unset=True)
+
+
+def checked_inputs(config: AuditConfig, base: Path, source: object) -> tuple:
+    """The rubric, tasks and reference a config names, and its `intended` pairs checked against the rubric."""
+    rubric, tasks, reference = resolve_inputs(config, base)
+    for a, b in config.intended:
+        unknown = [c for c in (a, b) if c not in rubric.ids]
+        if unknown:
+            raise InputError(source, f"intended pair [{a}, {b}]: unknown criterion '{unknown[0]}'; the rubric has "
+                                     f"{', '.join(rubric.ids)}")
+    return rubric, tasks, reference

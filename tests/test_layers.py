@@ -1,0 +1,117 @@
+"""The package's layers (docs/ARCHITECTURE.md): every import, at the top of a module, inside a function
+or only for type checking, points to the module's own layer or one below it, and no two modules import
+each other, however indirectly. A new module must be given a layer here."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "radar_local"
+
+# Lowest first. A module is named by its dotted path under radar_local; a package name covers its modules.
+LAYERS = {
+    "utilities": ["errors", "common", "inputs", "quiet", "progress", "hardware"],
+    "data": ["rubric", "tasks", "scoring", "scores", "prompts", "models", "injection", "synthetic", "store"],
+    "statistics": ["stats", "judges", "analysis", "compare"],
+    "machinery": ["config", "engines", "cluster", "plan", "adaptive"],
+    "runs": ["rundir", "run"],
+    "report": ["report"],
+    "workflows": ["grid", "repair"],
+    "interface": ["doctor", "starter", "cli", ""],  # "": the package itself, the public API
+}
+
+
+def module_names() -> dict[str, Path]:
+    names = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+def layer_of(module: str) -> int:
+    for rank, members in enumerate(LAYERS.values()):
+        if any(module == m or module.startswith(m + ".") for m in members if m) or module in members:
+            return rank
+    raise AssertionError(f"radar_local.{module} has no layer: add it to LAYERS in {Path(__file__).name}")
+
+
+def imports(module: str, path: Path, names: dict[str, Path]) -> set[str]:
+    """Every module of the package that `module` imports, wherever the import statement is."""
+    package = module.split(".") if module else []
+    if path.name != "__init__.py":
+        package = package[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            prefix = node.module or ""
+            if node.level:
+                prefix = ".".join(["radar_local", *package[: len(package) - node.level + 1], *filter(None, [node.module])])
+            targets = [f"{prefix}.{a.name}" for a in node.names]  # a module, or a name in one
+        else:
+            continue
+        for target in targets:
+            if not target.startswith("radar_local."):
+                continue
+            target = target.removeprefix("radar_local.")
+            while target and target not in names:
+                target = target.rpartition(".")[0]
+            if target != module:
+                found.add(target)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    names = module_names()
+    return {m: imports(m, p, names) for m, p in names.items()}
+
+
+def test_every_import_points_down_or_sideways():
+    upward = [f"radar_local.{m} ({list(LAYERS)[layer_of(m)]}) imports radar_local.{t} ({list(LAYERS)[layer_of(t)]})"
+              for m, targets in sorted(graph().items()) for t in sorted(targets) if layer_of(t) > layer_of(m)]
+    assert not upward, "\n".join(upward)
+
+
+def test_no_import_cycle():
+    edges, order, low, stack, cycles = graph(), {}, {}, [], []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        order[v] = low[v] = len(order)
+        stack.append(v)
+        for w in edges[v]:
+            if w not in order:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], order[w])
+        if low[v] == order[v]:
+            component = []
+            while not component or component[-1] != v:
+                component.append(stack.pop())
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in order:
+            visit(v)
+    assert not cycles, cycles
+
+
+def test_an_import_inside_a_function_says_why():
+    """Outside the CLI (whose commands import the library when they run, so `radar --help` and a bad input's
+    one line come at once), an import of the package inside a function is for a heavy dependency, and says so."""
+    silent = []
+    for module, path in module_names().items():
+        if module.startswith("cli"):
+            continue
+        lines = path.read_text().splitlines()
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(fn):
+                    if (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("radar_local")
+                            and "#" not in lines[node.lineno - 1]):
+                        silent.append(f"radar_local/{path.relative_to(PACKAGE)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+    assert not silent, "\n".join(silent)

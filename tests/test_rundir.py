@@ -1,0 +1,75 @@
+"""A run directory holds its inputs (inputs.json): what a stored run returns never depends on the rubric,
+task or reference files it was made from, and a directory made before the snapshot keeps working."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from radar_local.errors import InputError
+from radar_local.run import Run, load_run, run_audit
+from radar_local.rundir import INPUTS, OLD_RUN_NOTE
+from tests.conftest import planted_config
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def small_audit(tmp_path: Path) -> tuple[Path, dict]:
+    """An audit of a rubric file the test owns (so it can edit and move it)."""
+    rubric = tmp_path / "rubric.yaml"
+    shutil.copy(REPO / "tests/data/small_rubric.yaml", rubric)
+    config = planted_config(rubric=str(rubric), bootstrap=0)
+    run_audit(config, tmp_path / "run")
+    return rubric, config
+
+
+def stored(root: Path) -> tuple:
+    run = load_run(root)
+    probes = run.probes()
+    return run.rubric, probes, run.table(probes).to_dict("list"), run.result()
+
+
+def test_a_rubric_edited_or_moved_after_the_audit_changes_nothing_stored(tmp_path):
+    rubric, config = small_audit(tmp_path)
+    before = stored(tmp_path / "run")
+    text = rubric.read_text().replace("How useful the reply is to the customer.", "Whether the reply solves it.")
+    rubric.write_text(text)
+    assert stored(tmp_path / "run") == before  # the keys of the stored verdicts hash the criteria audited
+    rubric.rename(tmp_path / "moved.yaml")
+    assert stored(tmp_path / "run") == before
+    snapshot = json.loads((tmp_path / "run" / INPUTS).read_text())
+    assert snapshot["sources"]["rubric"] == str(rubric) and snapshot["rubric"]["criteria"][0]["id"] == "helpfulness"
+
+
+def test_resuming_on_an_edited_rubric_is_refused_and_keeps_the_run(tmp_path):
+    rubric, config = small_audit(tmp_path)
+    files = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()}
+    rubric.write_text(rubric.read_text().replace("Courteous and respectful tone.", "Polite."))
+    with pytest.raises(InputError, match=r"another rubric than the config now names \(inputs.json keeps"):
+        run_audit(config, tmp_path / "run")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()} == files
+
+
+def test_a_run_made_before_inputs_json_is_snapshotted_when_first_opened_for_writing(tmp_path):
+    rubric, config = small_audit(tmp_path)
+    before = stored(tmp_path / "run")
+    (tmp_path / "run" / INPUTS).unlink()  # as radar wrote run directories before this snapshot existed
+    assert stored(tmp_path / "run") == before and not (tmp_path / "run" / INPUTS).exists()  # a reader only reads
+    with Run.open(tmp_path / "run"):
+        pass
+    snapshot = json.loads((tmp_path / "run" / INPUTS).read_text())
+    assert snapshot["note"] == OLD_RUN_NOTE
+    rubric.unlink()  # from here on the original file is not needed
+    assert stored(tmp_path / "run") == before
+
+
+def test_a_damaged_inputs_json_is_one_line(tmp_path):
+    small_audit(tmp_path)
+    path = tmp_path / "run" / INPUTS
+    data = json.loads(path.read_text())
+    data["rubric"]["criteria"] = data["rubric"]["criteria"][:1]  # a rubric needs two criteria
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(InputError, match=str(path)):
+        load_run(tmp_path / "run")
