@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from radar_local.cluster import ClusterSpec
 from radar_local.common import Strict, parse_model, slug
-from radar_local.engines.registry import parse_options
+from radar_local.engines.registry import output_options, parse_options
 from radar_local.inputs import read_mapping
 from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, resolve_reference, unique_ids
 from radar_local.scoring import ScoreFormat
@@ -44,8 +44,20 @@ class ModelSpec(Strict):
         parse_options(self.engine, self.options)  # checked when the config is read, not when the model loads
         return self
 
-    def same_weights(self, other: "ModelSpec") -> bool:
+    def same_engine(self, other: "ModelSpec") -> bool:
+        """One loaded engine serves both: the same model with the same options, operational ones too."""
         return (self.engine, self.model, self.options) == (other.engine, other.model, other.options)
+
+    def output_identity(self) -> dict:
+        """What a content key holds of this model: its engine, name or path, and the options that change
+        what it writes (each engine's Options.OPERATIONAL ones, memory, concurrency, timeouts, batch sizes,
+        left out; the weights' own identity is the run directory's record, rundir.WEIGHTS)."""
+        return {"engine": self.engine, "model": self.model, "options": output_options(self.engine, self.options)}
+
+    @property
+    def local_weights(self) -> bool:
+        """Weights on this machine (vllm, transformers), whose identity a key includes."""
+        return self.engine in ("vllm", "transformers")
 
 
 class Generation(Strict):
@@ -103,8 +115,9 @@ class AuditSettings(Strict):
     IDENTITY: ClassVar[tuple[str, ...]] = ("rubric", "tasks", "generator", "generation", "seed")
 
     def differences(self, other: "AuditSettings") -> list[str]:
-        """The IDENTITY settings in which two configs differ."""
+        """The IDENTITY settings in which two configs differ (the generator's operational options aside)."""
         mine, theirs = self.model_dump(mode="json"), other.model_dump(mode="json")
+        mine["generator"], theirs["generator"] = self.generator.output_identity(), other.generator.output_identity()
         return [key for key in self.IDENTITY if mine.get(key) != theirs.get(key)]
 
     @property

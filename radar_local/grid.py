@@ -80,7 +80,7 @@ def score_cells_on_cluster(grid: GridConfig, runs: dict[str, Run], todo: list, s
 
     models: list[list] = []  # verifiers that share weights share replicas
     for v in grid.verifiers:
-        group = next((m for m in models if m[0].same_weights(v)), None)
+        group = next((m for m in models if m[0].same_engine(v)), None)
         if group is None:
             models.append([v])
         else:

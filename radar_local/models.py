@@ -139,6 +139,30 @@ def _convert_gguf(gguf: Path, out: Path, dtype: str) -> None:
     tok.save_pretrained(out)
 
 
+WEIGHT_FILES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
+
+
+def weights_identity(model: str) -> str:
+    """What names these weights in a content key: the checksums `radar models fetch` recorded, or for a
+    local checkpoint a digest of its config, its weight index and each weight file's name, size and
+    modification time (reading every weight would take minutes on a large model; replacing a file, by
+    copying or converting, gives it a new time)."""
+    path, _ = resolve(model)
+    record = path / "radar_fetch.json"
+    if record.is_file():
+        sums = read_json(record, f"rm -r {path} && radar models fetch {path.name}").get("sha256")
+        if isinstance(sums, dict) and sums:
+            return "sha256:" + hashlib.sha256(json.dumps(sums, sort_keys=True).encode()).hexdigest()[:24]
+    digest = hashlib.sha256()
+    for f in sorted(path.iterdir()):
+        if f.name == "config.json" or f.name.endswith(".index.json"):
+            digest.update(f.name.encode() + b"\0" + f.read_bytes())
+        elif f.suffix in WEIGHT_FILES and f.is_file():
+            stat = f.stat()
+            digest.update(f"{f.name}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+    return "files:" + digest.hexdigest()[:24]
+
+
 def verify(name: str) -> bool | None:
     """True when a fetched model's checksum still matches; None when nothing was recorded."""
     path = models_dir() / name

@@ -21,8 +21,16 @@ def cell_seed(run_seed: int, task: str, target: str, direction: str) -> int:
     return int(digest([run_seed, task, target, direction])[:8], 16)
 
 
-def model_identity(spec: ModelSpec) -> dict:
-    return {"engine": spec.engine, "model": spec.model, "options": spec.options}
+KEYS = 2  # the key formula of new run directories (rundir.InputsSnapshot.keys)
+
+
+def model_identity(spec: ModelSpec, weights: Mapping[str, str], keys: int = KEYS) -> dict:
+    """A model as content keys see it. Formula 2: its output identity and the identity of its weights as
+    last recorded (a served or planted model has none). Formula 1, of run directories made before it: the
+    engine, model and every option, so their stored records keep their keys."""
+    if keys == 1:
+        return {"engine": spec.engine, "model": spec.model, "options": spec.options}
+    return {**spec.output_identity(), "weights": weights.get(spec.model)}
 
 
 Cell = tuple[str, str, str]  # (task id, target criterion id or "", direction)
@@ -75,6 +83,8 @@ class Plan:
     config: AuditConfig
     rubric: Rubric
     tasks: tuple[Task, ...]
+    weights: Mapping[str, str] = field(default_factory=dict)  # model -> identity of its weights (rundir.WEIGHTS)
+    keys: int = KEYS
     _score_cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def cells(self) -> list[Cell]:
@@ -92,7 +102,7 @@ class Plan:
         config, rubric = self.config, self.rubric
         # Keyed by the target criterion's own text, not the rubric's digest: a rubric edit re-generates
         # only the probes of the criteria it touches (rubric repair re-audits many such edits).
-        base = {"generator": model_identity(config.generator), "template": PROMPT_VERSION,
+        base = {"generator": model_identity(config.generator, self.weights, self.keys), "template": PROMPT_VERSION,
                 "sampling": config.generation.model_dump()}
         by_id = {t.id: t for t in self.tasks}
         out = []
@@ -114,7 +124,7 @@ class Plan:
         """One request per (probe, criterion), probe-major so a probe's K calls run together."""
         config, rubric = self.config, self.rubric
         by_id = {t.id: t for t in self.tasks}
-        base = {"verifier": model_identity(verifier), "template": PROMPT_VERSION, "layout": config.layout,
+        base = {"verifier": model_identity(verifier, self.weights, self.keys), "template": PROMPT_VERSION, "layout": config.layout,
                 "format": config.scoring.model_dump()}
         scope = digest(base)
         out = []

@@ -19,10 +19,23 @@ from radar_local.engines.base import Engine, EngineStats
 from radar_local.engines.registry import build_engine, parse_options
 from radar_local.errors import InputError
 from radar_local.inputs import read_json, read_model, yaml_text
+from radar_local.models import weights_identity
 from radar_local.plan import GenerationRequest
 from radar_local.progress import stage_progress
 from radar_local.prompts import PROMPT_VERSION, strip_think
-from radar_local.rundir import CONFIG, INPUTS, VERIFIERS, WAVES, InputsSnapshot, RunDir, checked_inputs, open_store
+from radar_local.rundir import (
+    CONFIG,
+    INPUTS,
+    OLD_RUN_NOTE,
+    PROBES,
+    VERIFIERS,
+    WAVES,
+    WEIGHTS,
+    InputsSnapshot,
+    RunDir,
+    checked_inputs,
+    open_store,
+)
 from radar_local.scores import write_scores
 from radar_local.scoring import expected_score, parse_score
 from radar_local.stats.decisions import decisions
@@ -43,7 +56,7 @@ class EnginePool:
         self.cluster = cluster  # None: the engine runs in this process
 
     def get(self, spec: ModelSpec, where: object = "config") -> Engine:
-        if self.engine is not None and self.spec is not None and self.spec.same_weights(spec):
+        if self.engine is not None and self.spec is not None and self.spec.same_engine(spec):
             return self.engine
         self.close()
         if self.cluster is None:
@@ -74,22 +87,16 @@ class Run(RunDir):
         """A run directory for `config` (relative paths taken from `base`; `source` names the config in
         errors), its snapshot written. Every input is read and checked before the directory exists."""
         config = with_absolute_paths(config, base)
-        inputs = checked_inputs(config, base, source)
+        snapshot = InputsSnapshot.of(config, checked_inputs(config, base, source))
         store = open_store(out)
         if (Path(out) / CONFIG).is_file():  # a run directory belongs to one config: never overwrite another's
             changed = config.differences(load_config(Path(out) / CONFIG))
             if changed:
                 raise InputError(out, f"holds the audit of another config (its {', '.join(changed)} differ); pass "
                                       "another --out, or move this folder aside to start over")
-            snapshot = Path(out) / INPUTS
-            if snapshot.is_file() and read_model(snapshot, InputsSnapshot).inputs != inputs:
-                changed = [name for name, kept, now in zip(("rubric", "tasks", "human reference"),
-                                                           read_model(snapshot, InputsSnapshot).inputs, inputs)
-                           if kept != now]
-                raise InputError(out, f"was audited on another {' and '.join(changed)} than the config now names "
-                                      f"({INPUTS} keeps the one audited); restore it, or pass another --out")
-        run = cls(Path(out), config, store, inputs)
-        store.write_json(INPUTS, InputsSnapshot.of(config, inputs).model_dump(mode="json"))
+            snapshot = _kept(Path(out), snapshot)
+        run = cls(Path(out), config, store, snapshot)
+        store.write_json(INPUTS, snapshot.model_dump(mode="json"))
         write_atomic(run.root / CONFIG, yaml_text(config.model_dump(mode="json")))
         return run
 
@@ -105,6 +112,7 @@ class Run(RunDir):
         finishes, so a kill loses only requests in flight."""
         self.store.require_writer()
         config, store = self.config, self.store
+        self.note_weights(config.generator)
         requests = self.plan.generation_requests(self.adaptive_sizes()) if requests is None else requests
         todo = [r for r in requests if not all(r.variant_key(v) in store.probes for v in r.variants)]
         meter = StageMeter(requests=sum(r.n for r in requests))
@@ -132,6 +140,7 @@ class Run(RunDir):
         stored as `generate` does."""
         self.store.require_writer()
         config, store = self.config, self.store
+        self.note_weights(verifier)
         requests = self.plan.score_requests(self.probes() if probes is None else probes, verifier)
         self.register_verifier(verifier)
         todo = [r for r in requests if r.key not in store.scores]
@@ -153,6 +162,8 @@ class Run(RunDir):
     def adopt(self, other: RunDir, verifier: ModelSpec) -> dict:
         """Copy from another run the probes and scores this run's plan asks for (equal keys: the same
         prompts, seeds and models), so that only what differs is generated and scored. Counts reuse."""
+        self.note_weights(self.config.generator)
+        self.note_weights(verifier)
         wanted = [r.variant_key(v) for r in self.plan.generation_requests(self.adaptive_sizes()) for v in r.variants]
         self.store.add_probes([other.store.probes[k] for k in wanted
                                if k in other.store.probes and k not in self.store.probes])
@@ -163,14 +174,25 @@ class Run(RunDir):
                 "scores": len(wanted) * len(self.rubric.criteria),  # every planned verdict, stored or not
                 "scores_reused": sum(r.key in other.store.scores for r in requests)}
 
+    def note_weights(self, spec: ModelSpec) -> None:
+        """Record the identity of the weights `spec` names as they are now, before its requests are keyed:
+        weights replaced at the same path get new keys, so nothing the old ones wrote is reused."""
+        if self.plan.keys == 1 or not spec.local_weights:
+            return
+        now = weights_identity(spec.model)
+        if self.weights.get(spec.model) != now:
+            self.weights[spec.model] = now
+            self.store.write_json(WEIGHTS, self.weights)
+
     def register_verifier(self, spec: ModelSpec) -> None:
         """Remember which model each verifier label stands for; one label never mixes two models."""
         known = self.verifiers()
         if spec.label in known:
-            if known[spec.label].same_weights(spec):
+            if known[spec.label] == spec:
                 return  # already registered: nothing to write (a grid's cells may score at once)
-            raise InputError(self.root, f"verifier label '{spec.label}' already holds scores from another model; "
-                                        "give this verifier its own name (--name)")
+            if known[spec.label].output_identity() != spec.output_identity():  # operational options may change
+                raise InputError(self.root, f"verifier label '{spec.label}' already holds scores from another "
+                                            "model; give this verifier its own name (--name)")
         clash = next((label for label in known if label != spec.label and slug(label) == slug(spec.label)), None)
         if clash is not None:  # both would write stats.<slug>.json
             raise InputError(self.root, f"verifier labels '{clash}' and '{spec.label}' share a file name; "
@@ -221,7 +243,7 @@ class Run(RunDir):
         while True:
             requests = self.plan.generation_requests({c: (have[c], sizes[c] - have[c]) for c in sizes})
             stages["generate"].append(self.generate(pool, progress, requests))
-            if not verifier.same_weights(self.config.generator):
+            if not verifier.same_engine(self.config.generator):
                 pool.close()  # free the generator before the verifier loads
             probes = self.stored_probes(self.plan.generation_requests({c: (0, n) for c, n in sizes.items()}))
             stages["score"].append(self.score(verifier, pool, progress, probes))
@@ -251,13 +273,27 @@ class Run(RunDir):
             else:
                 if generate:
                     stages["generate"] = self.generate(pool, progress)
-                    if not verifier.same_weights(self.config.generator):
+                    if not verifier.same_engine(self.config.generator):
                         pool.close()  # free the generator before the verifier loads
                 stages["score"] = self.score(verifier, pool, progress)
         finally:
             if own:
                 pool.close()
         return self.finish(verifier, stages, adaptive)
+
+def _kept(root: Path, snapshot: InputsSnapshot) -> InputsSnapshot:
+    """The snapshot a resumed run goes on with: the one it holds, refused when the config now names other
+    inputs; for a run made before inputs.json, today's inputs under its first key formula."""
+    if not (root / INPUTS).is_file():
+        return snapshot.model_copy(update={"keys": 1, "note": OLD_RUN_NOTE}) if (root / PROBES).is_file() else snapshot
+    kept = read_model(root / INPUTS, InputsSnapshot)
+    changed = [name for name, old, now in zip(("rubric", "tasks", "human reference"), kept.inputs, snapshot.inputs)
+               if old != now]
+    if changed:
+        raise InputError(root, f"was audited on another {' and '.join(changed)} than the config now names "
+                               f"({INPUTS} keeps the one audited); restore it, or pass another --out")
+    return kept
+
 
 def prefix_order(todo: list, layout: str, stagger: int = 32) -> list:
     """Prefix-shared layout: each probe's first verdict `stagger` requests ahead of its other K-1, so

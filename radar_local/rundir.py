@@ -9,6 +9,7 @@ import logging
 from pathlib import Path
 
 import pandas as pd
+from pydantic import Field
 
 from radar_local.adaptive import recorded_sizes
 from radar_local.analysis import stats_for_table
@@ -18,7 +19,7 @@ from radar_local.config import AuditConfig, ModelSpec, load_config, resolve_inpu
 from radar_local.errors import InputError
 from radar_local.injection import flagged_probes
 from radar_local.inputs import read_model
-from radar_local.plan import GenerationRequest, Plan
+from radar_local.plan import KEYS, GenerationRequest, Plan
 from radar_local.rubric import ReferencePair, Rubric, Task
 from radar_local.scores import COLUMNS, validate_scores
 from radar_local.stats.result import AuditResult
@@ -26,6 +27,7 @@ from radar_local.store import Store
 
 # Every file name in a run directory (reports go to report/ and report-<verifier>/, see report_dir).
 CONFIG, INPUTS, TABLE, VERIFIERS, WAVES = "config.yaml", "inputs.json", "scores.csv", "verifiers.json", "adaptive.json"
+WEIGHTS = "weights.json"  # model -> the identity of its weights when it last ran here (models.weights_identity)
 log = logging.getLogger("radar_local")
 PROBES, SCORES, LOCK, ENGINE_LOG = "probes.jsonl", "scores.jsonl", ".radar.lock", "engine.log"
 
@@ -69,14 +71,15 @@ class InputsSnapshot(Strict):
     rubric: Rubric
     tasks: tuple[Task, ...]
     reference: tuple[ReferencePair, ...] | None
+    keys: int = Field(description="The content-key formula of this directory's records (plan.KEYS)")
     note: str | None = None
 
     @classmethod
-    def of(cls, config: AuditConfig, inputs: tuple, note: str | None = None) -> "InputsSnapshot":
+    def of(cls, config: AuditConfig, inputs: tuple, keys: int = KEYS, note: str | None = None) -> "InputsSnapshot":
         rubric, tasks, reference = inputs
         pairs = None if reference is None else tuple(ReferencePair(a=min(k), b=max(k), r=r) for k, r in reference.items())
         sources = config.model_dump(mode="json", include={"rubric", "tasks", "human"})
-        return cls(sources=sources, rubric=rubric, tasks=tasks, reference=pairs, note=note)
+        return cls(sources=sources, rubric=rubric, tasks=tasks, reference=pairs, keys=keys, note=note)
 
     @property
     def inputs(self) -> tuple:
@@ -85,16 +88,18 @@ class InputsSnapshot(Strict):
 
 
 OLD_RUN_NOTE = ("this run was made before radar kept its inputs: they were read once from the paths its config "
-                "names when it was first reopened for writing")
+                "names when it was first reopened for writing, and its records keep their first key formula")
 
 
 class RunDir:
     """A run directory, read-only: its config, inputs, probes, score table and stored results."""
 
-    def __init__(self, root: Path, config: AuditConfig, store: Store, inputs: tuple):
+    def __init__(self, root: Path, config: AuditConfig, store: Store, snapshot: InputsSnapshot):
         self.root, self.config, self.store = root, config, store
-        self.rubric, self.tasks, self.reference = inputs
-        self.plan = Plan(config, self.rubric, self.tasks)
+        self.rubric, self.tasks, self.reference = snapshot.inputs
+        path = root / WEIGHTS
+        self.weights: dict[str, str] = read_model(path, dict[str, str]) if path.is_file() else {}
+        self.plan = Plan(config, self.rubric, self.tasks, self.weights, snapshot.keys)
 
     def close(self) -> None:
         """Let go of the directory's lock (a writer's); reading goes on working."""
@@ -121,13 +126,13 @@ class RunDir:
         config = load_config(root / CONFIG)
         store = open_store(root, writer)
         if (root / INPUTS).is_file():
-            return cls(root, config, store, read_model(root / INPUTS, InputsSnapshot).inputs)
-        # A run made before inputs.json: its inputs once more from the paths its config names, kept from
-        # here on by the first open that may write (Run.open).
-        inputs = checked_inputs(config, root, root / CONFIG)
+            return cls(root, config, store, read_model(root / INPUTS, InputsSnapshot))
+        # A run made before inputs.json: its inputs once more from the paths its config names, and its
+        # records' keys by their old formula; kept from here on by the first open that may write.
+        snapshot = InputsSnapshot.of(config, checked_inputs(config, root, root / CONFIG), 1, OLD_RUN_NOTE)
         if writer:
-            store.write_json(INPUTS, InputsSnapshot.of(config, inputs, OLD_RUN_NOTE).model_dump(mode="json"))
-        return cls(root, config, store, inputs)
+            store.write_json(INPUTS, snapshot.model_dump(mode="json"))
+        return cls(root, config, store, snapshot)
 
     # ---- file names: the only place that names a file in a run directory ----
     def _suffix(self, verifier: str | None) -> str:

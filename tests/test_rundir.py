@@ -14,6 +14,7 @@ from radar_local.rundir import INPUTS, OLD_RUN_NOTE
 from tests.conftest import planted_config
 
 REPO = Path(__file__).resolve().parents[1]
+OLD_RUN = REPO / "tests/data/run_made_before_inputs_json"
 
 
 def small_audit(tmp_path: Path) -> tuple[Path, dict]:
@@ -52,17 +53,25 @@ def test_resuming_on_an_edited_rubric_is_refused_and_keeps_the_run(tmp_path):
     assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()} == files
 
 
-def test_a_run_made_before_inputs_json_is_snapshotted_when_first_opened_for_writing(tmp_path):
-    rubric, config = small_audit(tmp_path)
-    before = stored(tmp_path / "run")
-    (tmp_path / "run" / INPUTS).unlink()  # as radar wrote run directories before this snapshot existed
-    assert stored(tmp_path / "run") == before and not (tmp_path / "run" / INPUTS).exists()  # a reader only reads
-    with Run.open(tmp_path / "run"):
-        pass
-    snapshot = json.loads((tmp_path / "run" / INPUTS).read_text())
-    assert snapshot["note"] == OLD_RUN_NOTE
-    rubric.unlink()  # from here on the original file is not needed
-    assert stored(tmp_path / "run") == before
+def test_a_run_made_before_inputs_json_and_keys_2_stays_usable(tmp_path):
+    """tests/data/run_made_before_inputs_json was written by radar before this change (commit 193c396):
+    its records keep their first key formula, so it reads, reports and resumes without a call."""
+    root = tmp_path / "old"
+    shutil.copytree(OLD_RUN, root)
+    stats = json.loads((root / "stats.json").read_text())
+    reader = load_run(root)
+    assert len(reader.probes()) == len((root / "probes.jsonl").read_text().splitlines()) == 20
+    assert reader.result().to_json() == stats and not (root / INPUTS).exists()  # a reader only reads
+    with Run.open(root) as run:  # the first open that may write keeps the inputs and the key formula
+        assert run.plan.keys == 1
+    snapshot = json.loads((root / INPUTS).read_text())
+    assert snapshot["keys"] == 1 and snapshot["note"] == OLD_RUN_NOTE and snapshot["sources"]["rubric"] == "helpsteer2"
+    before = (root / "scores.jsonl").read_bytes()
+    config = yaml.safe_load((root / "config.yaml").read_text())
+    run_audit(config, root)  # resumed: every verdict is stored under its old key
+    assert (root / "scores.jsonl").read_bytes() == before
+    assert json.loads((root / "run.json").read_text())["stages"]["score"]["calls"] == 0
+    assert load_run(root).result().to_json()["pairs"] == stats["pairs"]
 
 
 def test_a_damaged_inputs_json_is_one_line(tmp_path):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import gc
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,6 +21,7 @@ class TransformersEngine(BatchStream):
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid")
+        OPERATIONAL: ClassVar[frozenset[str]] = frozenset({"device", "batch_size"})  # left out of content keys
         device: str = Field("auto", description="auto, cpu, cuda, cuda:1, ...")
         dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
             "auto", description="auto: bfloat16 on CUDA, float32 on CPU (faster there)")

@@ -13,7 +13,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import replace
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,6 +35,9 @@ class OpenAIEngine:
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid")
+        # The server's address and how radar talks to it; `constraint` changes what it writes, and stays in keys.
+        OPERATIONAL: ClassVar[frozenset[str]] = frozenset({"base_url", "api_key_env", "concurrency", "retries",
+                                                           "backoff_s", "timeout_s"})
         base_url: str = Field("http://127.0.0.1:8000/v1", description="Server root, ending in /v1")
         api_key_env: str | None = Field(None, description="Environment variable holding a key, if the server wants one")
         concurrency: int = Field(8, ge=1, le=256)

@@ -43,6 +43,12 @@ def parse_options(engine: str, options: dict[str, Any]) -> BaseModel:
         raise ValueError(f"engine '{engine}' option '{key}': {err['msg']}") from None
 
 
+def output_options(engine: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The options that change what the engine writes: all but its Options.OPERATIONAL ones."""
+    operational = engine_class(engine).Options.OPERATIONAL
+    return {key: value for key, value in options.items() if key not in operational}
+
+
 def build_engine(engine: str, model: str, options: dict[str, Any] | None = None, where: object = "config") -> Engine:
     if engine not in ENGINES:
         raise InputError(where, f"unknown engine '{engine}'; use one of {', '.join(ENGINES)}")

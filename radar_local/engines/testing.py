@@ -25,7 +25,7 @@ import random
 import re
 import time
 from collections.abc import Iterator
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -52,6 +52,7 @@ class PlantedEngine(BatchStream):
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid")
+        OPERATIONAL: ClassVar[frozenset[str]] = frozenset({"delay_s", "finish"})  # left out of content keys
         coupling: dict[str, dict[str, float]] = Field(
             default_factory=dict, description="coupling[target label][criterion label]; 0 where absent")
         delay_s: float = Field(0.0, ge=0, le=60, description="Sleep per generate call, for interrupting a stage")

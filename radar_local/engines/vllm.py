@@ -11,7 +11,7 @@ import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -93,6 +93,11 @@ class VLLMEngine:
         """Passed through to `vllm.LLM`."""
 
         model_config = ConfigDict(extra="forbid")
+        # Where and how fast it runs, not what it writes: left out of content keys (plan.model_identity).
+        OPERATIONAL: ClassVar[frozenset[str]] = frozenset({
+            "tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization", "kv_cache_memory_bytes",
+            "enforce_eager", "max_num_seqs", "enable_prefix_caching", "block_size", "enable_chunked_prefill",
+            "max_num_batched_tokens"})
         tensor_parallel_size: int = Field(1, ge=1)
         data_parallel_size: int = Field(1, ge=1)
         gpu_memory_utilization: float = Field(0.9, gt=0, le=1)

@@ -1,0 +1,111 @@
+"""Content keys mean "the same output": options that only change where and how fast a model runs leave
+them alone, options that change what it writes and the identity of its weights change them."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from radar_local.config import AuditConfig, ModelSpec
+from radar_local.engines.testing import PlantedEngine
+from radar_local.models import weights_identity
+from radar_local.plan import Plan
+from radar_local.rubric import load_benchmark
+from radar_local.run import EnginePool, run_audit
+from radar_local.rundir import WEIGHTS
+from tests.conftest import planted_config
+
+# engine -> (operational options, each changed alone; options that change outputs, each changed alone)
+OPTIONS = {
+    "vllm": ({"gpu_memory_utilization": 0.5, "max_num_seqs": 8, "enforce_eager": True, "block_size": 16,
+              "tensor_parallel_size": 2, "max_num_batched_tokens": 4096, "enable_prefix_caching": False},
+             {"dtype": "float32", "seed": 1, "max_model_len": 2048}),
+    "transformers": ({"batch_size": 4, "device": "cpu"}, {"dtype": "float32"}),
+    "openai": ({"concurrency": 32, "timeout_s": 30, "retries": 0, "base_url": "http://127.0.0.1:9000/v1"},
+               {"constraint": "regex"}),
+    "testing": ({"delay_s": 0.5, "finish": "shuffled"}, {"noise": 0.5}),
+}
+
+
+def keys(engine: str, options: dict, weights: dict | None = None) -> tuple[list[str], list[str]]:
+    spec = {"engine": engine, "model": "m", "options": options}
+    config = AuditConfig.model_validate({**planted_config(n=1), "generator": spec, "verifier": spec})
+    bench = load_benchmark("helpsteer2")
+    plan = Plan(config, bench.rubric, bench.tasks[:1], weights or {})
+    gen = plan.generation_requests()
+    probes = [{"key": r.variant_key(0), "task_id": r.task.id, "text": "x"} for r in gen[:2]]
+    return [r.key for r in gen], [r.key for r in plan.score_requests(probes, config.verifier)]
+
+
+@pytest.mark.parametrize("engine", list(OPTIONS))
+def test_operational_options_leave_keys_alone_and_output_options_change_them(engine):
+    operational, output = OPTIONS[engine]
+    base = keys(engine, {})
+    for name, value in operational.items():
+        assert keys(engine, {name: value}) == base, name
+    for name, value in output.items():
+        changed = keys(engine, {name: value})
+        assert changed[0][0] != base[0][0] and changed[1][0] != base[1][0], name
+    assert keys(engine, {}, {"m": "files:other"}) != base  # other weights, other keys
+
+
+def test_resuming_after_an_operational_option_changed_redoes_nothing(tmp_path):
+    run_audit(planted_config(), tmp_path / "run")
+    before = (tmp_path / "run" / "scores.jsonl").read_bytes()
+    slow = {"engine": "testing", "model": "planted", "options": {"delay_s": 0.001, "finish": "shuffled"}}
+    run_audit({**planted_config(), "generator": slow, "verifier": slow}, tmp_path / "run")  # the same config's run
+    info = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert info["stages"]["generate"]["calls"] == info["stages"]["score"]["calls"] == 0
+    assert (tmp_path / "run" / "scores.jsonl").read_bytes() == before
+    assert json.loads((tmp_path / "run" / "verifiers.json").read_text())["planted"]["options"]["delay_s"] == 0.001
+
+
+class PlantedPool(EnginePool):
+    """Serves every model with the planted engine: the bookkeeping of local weights, without loading any."""
+
+    def get(self, spec: ModelSpec, where: object = "config") -> PlantedEngine:
+        if self.engine is None:
+            self.engine = PlantedEngine("planted", PlantedEngine.Options())
+        return self.engine
+
+
+def checkpoint(folder: Path, weights: bytes) -> Path:
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
+    (folder / "model.safetensors").write_bytes(weights)
+    return folder
+
+
+def test_replacing_the_weights_at_a_path_redoes_everything(tmp_path):
+    model = checkpoint(tmp_path / "ckpt", b"first weights")
+    spec = {"engine": "transformers", "model": str(model)}
+    config = {**planted_config(n=1), "generator": spec, "verifier": spec}
+    first = run_audit(config, tmp_path / "run", pool=PlantedPool())
+    recorded = json.loads((tmp_path / "run" / WEIGHTS).read_text())
+    assert recorded == {str(model): weights_identity(str(model))}
+    run_audit(config, tmp_path / "run", pool=PlantedPool())
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["stages"]["score"]["calls"] == 0  # untouched
+    (model / "model.safetensors").write_bytes(b"other weights")  # replaced in place: new size and time
+    second = run_audit(config, tmp_path / "run", pool=PlantedPool())
+    stages = json.loads((tmp_path / "run" / "run.json").read_text())["stages"]
+    assert stages["generate"]["calls"] == stages["generate"]["requests"] > 0  # every probe again
+    assert stages["score"]["calls"] == stages["score"]["requests"] > 0  # and every verdict
+    assert json.loads((tmp_path / "run" / WEIGHTS).read_text()) != recorded
+    assert second.probes == first.probes  # the old weights' records are stored, but not counted
+
+
+def test_the_weights_identity(tmp_path):
+    model = checkpoint(tmp_path / "ckpt", b"w" * 10)
+    first = weights_identity(str(model))
+    assert weights_identity(str(model)) == first and first.startswith("files:")
+    (model / "notes.txt").write_text("not weights")
+    assert weights_identity(str(model)) == first
+    stat = (model / "model.safetensors").stat()
+    os.utime(model / "model.safetensors", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))  # copied over, same size
+    assert weights_identity(str(model)) != first
+    (model / "radar_fetch.json").write_text(json.dumps({"sha256": {"model.safetensors": "ab" * 32}}))
+    fetched = weights_identity(str(model))  # `radar models fetch` recorded checksums: those name the weights
+    assert fetched.startswith("sha256:") and weights_identity(str(model)) == fetched
+    os.utime(model / "model.safetensors")
+    assert weights_identity(str(model)) == fetched
