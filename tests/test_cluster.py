@@ -42,6 +42,9 @@ def test_two_replicas_plan_the_same_records_as_one_process(scenarios):
     same = scenarios["same"]
     assert same["probes.jsonl"]["keys_equal"] and same["probes.jsonl"]["records"] == 12
     assert same["scores.jsonl"]["keys_equal"] and same["scores.jsonl"]["records"] == 36
+    # and the same records under them: every probe's text, every verdict's score and raw answer
+    assert same["probes.jsonl"]["same"] == same["probes.jsonl"]["same_raw"] == 12
+    assert same["scores.jsonl"]["same"] == same["scores.jsonl"]["same_raw"] == 36
     replicas = same["cluster"]["replicas"]
     assert same["cluster"]["nodes"] == 2 and len(replicas) == 2
     assert all(r["calls"] > 0 for r in replicas) and sum(r["calls"] for r in replicas) == 36  # both did work
