@@ -1,10 +1,10 @@
 """radar_local: RADAR rubric coupling audits on local open-weight models.
 
-    import radar_local
-    result = radar_local.analyze("scores.csv", rubric="helpsteer2")   # any score table -> AuditResult
-    result = radar_local.run_audit("configs/quickstart.yaml")          # models -> run directory -> AuditResult
-    run = radar_local.load_run("runs/quickstart")                      # a stored run: .result(), .info(), .probes()
-    radar_local.write_report(run)                                      # its report.html and report.md
+import radar_local
+result = radar_local.analyze("scores.csv", rubric="helpsteer2")   # any score table -> AuditResult
+result = radar_local.run_audit("configs/quickstart.yaml")          # models -> run directory -> AuditResult
+run = radar_local.load_run("runs/quickstart")                      # a stored run: .result(), .info(), .probes()
+radar_local.write_report(run)                                      # its report.html and report.md
 """
 
 from __future__ import annotations
@@ -26,14 +26,44 @@ if TYPE_CHECKING:
 # Loaded on first use (PEP 562): `radar` starts without pandas and the statistics, so a bad input's one
 # line comes at once, and Ctrl-C in the first second meets radar's handler, not a traceback mid-import.
 _HOMES = {
-    "analyze": "analysis", "InputError": "errors", "RadarError": "errors", "Criterion": "rubric", "Reference": "rubric",
-    "Rubric": "rubric", "Task": "rubric", "load_reference": "rubric", "load_rubric": "rubric", "load_tasks": "rubric",
-    "Run": "run", "RunDir": "rundir", "load_run": "run", "run_audit": "run", "read_scores": "scores", "write_scores": "scores",
-    "AuditResult": "stats.result", "write_report": "report.build",
+    "analyze": "analysis",
+    "InputError": "errors",
+    "RadarError": "errors",
+    "Criterion": "rubric",
+    "Reference": "rubric",
+    "Rubric": "rubric",
+    "Task": "rubric",
+    "load_reference": "rubric",
+    "load_rubric": "rubric",
+    "load_tasks": "rubric",
+    "Run": "run",
+    "RunDir": "rundir",
+    "load_run": "run",
+    "run_audit": "run",
+    "read_scores": "scores",
+    "write_scores": "scores",
+    "AuditResult": "stats.result",
+    "write_report": "report.build",
 }
 __all__ = [
-    "AuditResult", "Criterion", "InputError", "RadarError", "Reference", "Rubric", "Run", "RunDir", "Task",
-    "analyze", "load_reference", "load_rubric", "load_run", "load_tasks", "read_scores", "run_audit", "write_report", "write_scores",
+    "AuditResult",
+    "Criterion",
+    "InputError",
+    "RadarError",
+    "Reference",
+    "Rubric",
+    "Run",
+    "RunDir",
+    "Task",
+    "analyze",
+    "load_reference",
+    "load_rubric",
+    "load_run",
+    "load_tasks",
+    "read_scores",
+    "run_audit",
+    "write_report",
+    "write_scores",
 ]
 __version__ = "0.1.0"
 
@@ -48,7 +78,6 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_HOMES))
-
 
 
 def _register_notebook_view() -> None:

@@ -24,8 +24,15 @@ from radar_local.inputs import read_model
 from radar_local.plan import Cell, Plan
 from radar_local.stats.decisions import Decision
 
-COUNTERS = ("calls", "prompt_tokens", "output_tokens", "seconds", "prompt_tokens_cached", "prompt_tokens_computed",
-            "prompt_tokens_floor")
+COUNTERS = (
+    "calls",
+    "prompt_tokens",
+    "output_tokens",
+    "seconds",
+    "prompt_tokens_cached",
+    "prompt_tokens_computed",
+    "prompt_tokens_floor",
+)
 
 
 class Waves(Loose):
@@ -47,8 +54,9 @@ def recorded_sizes(config: AuditConfig, plan: Plan, path: Path) -> dict[Cell, tu
         cells = {_key(c): c for c in sizes}
         unknown = next((key for key in recorded if key not in cells), None)
         if unknown is not None:
-            raise InputError(path, f"names a cell {unknown!r} that this config does not plan; re-run the "
-                                             "audit into a new directory")
+            raise InputError(
+                path, f"names a cell {unknown!r} that this config does not plan; re-run the audit into a new directory"
+            )
         sizes.update({cells[key]: n for key, n in recorded.items()})
     return {cell: (0, n) for cell, n in sizes.items()}
 
@@ -58,8 +66,15 @@ def grow(sizes: dict[Cell, int], sources: set[str], step: int, max_n: int) -> di
     return {cell: min(max_n, n + step) if cell[2] != "none" and cell[1] in sources else n for cell, n in sizes.items()}
 
 
-def wave_record(wave: int, have: dict[Cell, int], sizes: dict[Cell, int], score: dict, waves: list[dict],
-                still_open: list[Decision], max_n: int) -> dict:
+def wave_record(
+    wave: int,
+    have: dict[Cell, int],
+    sizes: dict[Cell, int],
+    score: dict,
+    waves: list[dict],
+    still_open: list[Decision],
+    max_n: int,
+) -> dict:
     """One wave for adaptive.json: what it added, the verdicts it made, what it left open and grows."""
     sources = {c for d in still_open for c in d.sources}
     return {
@@ -79,15 +94,21 @@ def waves_record(sizes: dict[Cell, int], waves: list[dict]) -> dict:
     return {"sizes": {_key(c): n for c, n in sizes.items()}, "waves": waves}
 
 
-def adaptive_record(spec: Adaptive, waves: list[dict], found: list[Decision], sizes: dict[Cell, int],
-                    scores: list[dict]) -> dict:
+def adaptive_record(
+    spec: Adaptive, waves: list[dict], found: list[Decision], sizes: dict[Cell, int], scores: list[dict]
+) -> dict:
     """run.json's and stats.json's `adaptive`: the settings, the waves, what settled and what stayed open."""
     return {
-        "start_n": spec.start_n, "max_n": spec.max_n, "step": spec.step, "confidence": spec.confidence,
-        "fail_on_sym": spec.fail_on_sym, "waves": waves,
+        "start_n": spec.start_n,
+        "max_n": spec.max_n,
+        "step": spec.step,
+        "confidence": spec.confidence,
+        "fail_on_sym": spec.fail_on_sym,
+        "waves": waves,
         "settled": [d.to_json() for d in found if d.value is not None],
         "at_budget": [d.to_json() for d in found if d.value is None],  # open, with every cell at max_n
-        "probes": sum(sizes.values()), "verdicts": waves[-1]["verdicts_total"],
+        "probes": sum(sizes.values()),
+        "verdicts": waves[-1]["verdicts_total"],
         "verifier_calls": sum(s["calls"] for s in scores),
     }
 

@@ -22,9 +22,14 @@ from radar_local.stats.result import AuditResult
 def select_cell(df: pd.DataFrame, path: object, generator: str | None, verifier: str | None) -> tuple[str, str]:
     found = [c for c in cells(df) if (generator in (None, c[0])) and (verifier in (None, c[1]))]
     if not found:
-        raise InputError(path, f"no scores for generator={generator} verifier={verifier}; cells present: {_names(cells(df))}")
+        raise InputError(
+            path, f"no scores for generator={generator} verifier={verifier}; cells present: {_names(cells(df))}"
+        )
     if len(found) > 1:
-        raise InputError(path, f"holds {len(found)} generator -> verifier cells ({_names(found)}); pick one with --generator/--verifier")
+        raise InputError(
+            path,
+            f"holds {len(found)} generator -> verifier cells ({_names(found)}); pick one with --generator/--verifier",
+        )
     return found[0]
 
 
@@ -48,16 +53,26 @@ def stats_for_table(
     budget: bool = True,
 ) -> AuditResult:
     from radar_local.judges import calibration  # scipy: imported when statistics are computed, not at `radar --help`
+
     criteria = rubric.ids if rubric else list(pd.unique(df["criterion"]))
     check_criteria(df, criteria, path)
     gen, ver = select_cell(df, path, generator, verifier)
     cell = df[(df["generator"] == gen) & (df["verifier"] == ver)]
     if (cell["direction"] == "none").all():
-        raise InputError(path, f"{gen} -> {ver} has only unconditioned ('none') probes; coupling needs probes "
-                               "steered + and - on each criterion")
+        raise InputError(
+            path,
+            f"{gen} -> {ver} has only unconditioned ('none') probes; coupling needs probes "
+            "steered + and - on each criterion",
+        )
     result = audit_cell(
-        probe_matrix(df, criteria, gen, ver), reference, tau=tau, n_bootstrap=n_bootstrap, seed=seed, thresholds=thresholds,
-        level=level, budget=budget,
+        probe_matrix(df, criteria, gen, ver),
+        reference,
+        tau=tau,
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+        thresholds=thresholds,
+        level=level,
+        budget=budget,
     )
     result.rubric = rubric.id if rubric else None
     result.calibration = calibration(df[df["generator"] == gen], criteria)
@@ -72,13 +87,28 @@ def double_count(result: AuditResult, rubric: Rubric) -> dict:
     weights = {c: (rubric.weights or {}).get(c, 0.0 if rubric.weights else 1.0) for c in result.criteria}
     w = np.array([weights[c] for c in result.criteria], float)
     overall, share = double_counted_share(result.leakage.to_numpy(), result.reliable.to_numpy(), w)
-    return to_json({"weights": weights, "rubric_weights": rubric.weights is not None, "share": overall,
-                    "by_source": dict(zip(result.criteria, share))})
+    return to_json(
+        {
+            "weights": weights,
+            "rubric_weights": rubric.weights is not None,
+            "share": overall,
+            "by_source": dict(zip(result.criteria, share)),
+        }
+    )
 
 
-def analyze(table: pd.DataFrame | str | Path, *, rubric: Rubric | str | Path | None = None, human: str | Path | None = None,
-            tau: float = TAU, bootstrap: int = 500, seed: int = 0, scale: str = SCALE, generator: str | None = None,
-            verifier: str | None = None) -> AuditResult:
+def analyze(
+    table: pd.DataFrame | str | Path,
+    *,
+    rubric: Rubric | str | Path | None = None,
+    human: str | Path | None = None,
+    tau: float = TAU,
+    bootstrap: int = 500,
+    seed: int = 0,
+    scale: str = SCALE,
+    generator: str | None = None,
+    verifier: str | None = None,
+) -> AuditResult:
     """The RADAR audit of a score table: a DataFrame in the long format, or a CSV / Parquet file.
 
     `rubric`: a Rubric, a bundled name or a rubric file (default: the table's criteria, in order);
@@ -93,5 +123,14 @@ def analyze(table: pd.DataFrame | str | Path, *, rubric: Rubric | str | Path | N
     rubric_obj = rubric if isinstance(rubric, Rubric) else load_rubric(rubric_arg) if rubric_arg else None
     if human and rubric_obj is None:
         raise InputError(human, "a human reference needs a rubric (--rubric) so its pairs can be checked")
-    return stats_for_table(df, where, rubric=rubric_obj, reference=resolve_reference(rubric_obj, rubric_arg, human and str(human)),
-                           tau=tau, n_bootstrap=bootstrap, seed=seed, generator=generator, verifier=verifier)
+    return stats_for_table(
+        df,
+        where,
+        rubric=rubric_obj,
+        reference=resolve_reference(rubric_obj, rubric_arg, human and str(human)),
+        tau=tau,
+        n_bootstrap=bootstrap,
+        seed=seed,
+        generator=generator,
+        verifier=verifier,
+    )

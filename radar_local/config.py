@@ -20,8 +20,11 @@ MAX_LABEL = 100  # characters of a model label: it becomes part of file names
 
 class ModelSpec(Strict):
     engine: Literal["vllm", "transformers", "openai", "testing"] = Field(
-        description="Which engine runs the model; `testing` is the planted engine of the orchestration tests")
-    model: str = Field(min_length=1, description="Registry name, local weights directory, or served model name (openai)")
+        description="Which engine runs the model; `testing` is the planted engine of the orchestration tests"
+    )
+    model: str = Field(
+        min_length=1, description="Registry name, local weights directory, or served model name (openai)"
+    )
     name: str | None = Field(None, description="Label in the score table; defaults to `model`")
     options: dict[str, Any] = Field(default_factory=dict, description="Engine options, passed through")
 
@@ -30,21 +33,23 @@ class ModelSpec(Strict):
         return self.name or Path(self.model).name
 
     @model_validator(mode="after")
-    def _label_names_a_folder(self) -> "ModelSpec":
+    def _label_names_a_folder(self) -> ModelSpec:
         """A label names a grid cell's folder and a stats file: '.' or '..' would be another folder."""
         if slug(self.label) in ("", ".", ".."):
             raise ValueError(f"the label '{self.label}' cannot name a folder; give this model a `name`")
         if len(slug(self.label)) > MAX_LABEL:  # it becomes part of file names (stats.<label>.json)
-            raise ValueError(f"the label '{self.label[:40]}...' is longer than {MAX_LABEL} characters, too long for "
-                             "a file name; give this model a shorter `name`")
+            raise ValueError(
+                f"the label '{self.label[:40]}...' is longer than {MAX_LABEL} characters, too long for "
+                "a file name; give this model a shorter `name`"
+            )
         return self
 
     @model_validator(mode="after")
-    def _options_the_engine_takes(self) -> "ModelSpec":
+    def _options_the_engine_takes(self) -> ModelSpec:
         parse_options(self.engine, self.options)  # checked when the config is read, not when the model loads
         return self
 
-    def same_engine(self, other: "ModelSpec") -> bool:
+    def same_engine(self, other: ModelSpec) -> bool:
         """One loaded engine serves both: the same model with the same options, operational ones too."""
         return (self.engine, self.model, self.options) == (other.engine, other.model, other.options)
 
@@ -73,10 +78,11 @@ class Adaptive(Strict):
     step: int = Field(3, ge=1, le=1000, description="Probes added to each open (task, criterion, direction) per wave")
     confidence: float = Field(0.95, gt=0.5, lt=1, description="Level of the intervals that settle a decision")
     fail_on_sym: float | None = Field(
-        None, ge=-1, le=2, description="A Sym policy you will gate on (`radar compare --fail-on-sym`): settle it too")
+        None, ge=-1, le=2, description="A Sym policy you will gate on (`radar compare --fail-on-sym`): settle it too"
+    )
 
     @model_validator(mode="after")
-    def _max_at_least_start(self) -> "Adaptive":
+    def _max_at_least_start(self) -> Adaptive:
         if self.max_n < self.start_n:
             raise ValueError(f"max_n ({self.max_n}) must be at least start_n ({self.start_n})")
         return self
@@ -87,26 +93,39 @@ class AuditSettings(Strict):
 
     rubric: str = Field(min_length=1, description="Bundled rubric name or path to a rubric file")
     tasks: Annotated[str, Field(min_length=1)] | list[Task] | TaskSource | None = Field(
-        None, description="Bundled name, a YAML tasks file, a JSONL/CSV/Parquet file or saved dataset "
-                          "({path, columns, sample}), or inline; default: the rubric's")
-    human: str | None = Field(None, min_length=1, description="Human reference (name or path); default: a bundled rubric's own")
+        None,
+        description="Bundled name, a YAML tasks file, a JSONL/CSV/Parquet file or saved dataset "
+        "({path, columns, sample}), or inline; default: the rubric's",
+    )
+    human: str | None = Field(
+        None, min_length=1, description="Human reference (name or path); default: a bundled rubric's own"
+    )
     n: int = Field(5, ge=1, le=1000, description="Probes per (task, criterion, direction); paper recommends 3-5")
-    adaptive: Adaptive | None = Field(None, description="Grow n in waves where a decision is still open, instead "
-                                                         "of a fixed n (which it then replaces)")
-    unconditioned: int = Field(0, ge=0, le=1000, description="Unconditioned probes per task (synthetic-correlation baseline)")
+    adaptive: Adaptive | None = Field(
+        None,
+        description="Grow n in waves where a decision is still open, instead of a fixed n (which it then replaces)",
+    )
+    unconditioned: int = Field(
+        0, ge=0, le=1000, description="Unconditioned probes per task (synthetic-correlation baseline)"
+    )
     seed: int = Field(0, ge=0, le=2**32 - 1, description="Run seed: sampling seeds and resamples derive from it")
     layout: Literal["paper", "prefix-shared"] = Field(
-        "prefix-shared", description="Verifier prompt: task and probe first, criterion last (prefix caching); "
-                                     "`paper` keeps Appendix B.2's order (docs/BENCHMARKS.md compares them)")
+        "prefix-shared",
+        description="Verifier prompt: task and probe first, criterion last (prefix caching); "
+        "`paper` keeps Appendix B.2's order (docs/BENCHMARKS.md compares them)",
+    )
     generation: Generation = Field(default_factory=Generation)
     scoring: ScoreFormat = Field(default_factory=ScoreFormat)
     batch_size: int = Field(256, ge=1, description="Requests per engine call; a kill loses at most one batch")
     exclude_flagged_probes: bool = Field(
-        False, description="Leave probes whose text addresses the judge or asks for a score out of the statistics")
+        False, description="Leave probes whose text addresses the judge or asks for a score out of the statistics"
+    )
     tau: float = Field(0.4, ge=0, le=1)
     bootstrap: int = Field(500, ge=0, le=100_000, description="Bootstrap resamples (0 = no CIs)")
     out: str | None = Field(None, description="Run directory; `--out` overrides")
-    cluster: ClusterSpec | None = Field(None, description="Run the models as replicas on a Ray cluster; `--ray` sets it")
+    cluster: ClusterSpec | None = Field(
+        None, description="Run the models as replicas on a Ray cluster; `--ray` sets it"
+    )
 
     # What a run directory's probes answer. A config that differs here is another audit, refused in
     # that directory (its stats would replace the first audit's). Every other setting may change
@@ -114,7 +133,7 @@ class AuditSettings(Strict):
     # re-analyse; the stored records, content-keyed, stay valid for both.
     IDENTITY: ClassVar[tuple[str, ...]] = ("rubric", "tasks", "generator", "generation", "seed")
 
-    def differences(self, other: "AuditSettings") -> list[str]:
+    def differences(self, other: AuditSettings) -> list[str]:
         """The IDENTITY settings in which two configs differ (the generator's operational options aside)."""
         mine, theirs = self.model_dump(mode="json"), other.model_dump(mode="json")
         mine["generator"], theirs["generator"] = self.generator.output_identity(), other.generator.output_identity()
@@ -126,7 +145,7 @@ class AuditSettings(Strict):
         return self.adaptive.max_n if self.adaptive else self.n
 
     @model_validator(mode="after")
-    def _paths_without_nul(self) -> "AuditSettings":
+    def _paths_without_nul(self) -> AuditSettings:
         """A NUL byte cannot be in a file name: say so here, not as the OS's ValueError later."""
         tasks = self.tasks.path if isinstance(self.tasks, TaskSource) else self.tasks
         for key, value in (("rubric", self.rubric), ("tasks", tasks), ("human", self.human), ("out", self.out)):
@@ -135,7 +154,7 @@ class AuditSettings(Strict):
         return self
 
     @model_validator(mode="after")
-    def _tasks_for_custom_rubric(self) -> "AuditSettings":
+    def _tasks_for_custom_rubric(self) -> AuditSettings:
         if self.tasks is None and self.rubric not in BUNDLED:
             raise ValueError("a custom rubric needs 'tasks' (a bundled name, a file, or a list)")
         if isinstance(self.tasks, list):
@@ -148,8 +167,10 @@ class AuditConfig(AuditSettings):
     verifier: ModelSpec
     editor: ModelSpec | None = Field(None, description="`radar repair`'s rubric editor; default: the generator")
     intended: list[tuple[str, str]] = Field(
-        default_factory=list, description="Criterion pairs coupled on purpose (a hierarchy, a product preference): "
-                                          "`radar repair` leaves them alone")
+        default_factory=list,
+        description="Criterion pairs coupled on purpose (a hierarchy, a product preference): "
+        "`radar repair` leaves them alone",
+    )
 
 
 class GridConfig(AuditSettings):
@@ -158,9 +179,11 @@ class GridConfig(AuditSettings):
     exclude_self_pairs: bool = Field(True, description="Skip cells where a model judges its own probes (paper §4.2)")
 
     @model_validator(mode="after")
-    def _distinct_labels_and_some_cell(self) -> "GridConfig":
+    def _distinct_labels_and_some_cell(self) -> GridConfig:
         if self.adaptive is not None:  # its waves follow one judge's intervals; a grid scores with several
-            raise ValueError("adaptive audits run per (generator, verifier) cell: use `radar audit` on each cell's config")
+            raise ValueError(
+                "adaptive audits run per (generator, verifier) cell: use `radar audit` on each cell's config"
+            )
         for role in ("generators", "verifiers"):  # a label names a directory and a score-table column
             labels = [m.label for m in getattr(self, role)]
             slugs = [slug(label) for label in labels]
@@ -173,12 +196,18 @@ class GridConfig(AuditSettings):
 
     def cells(self) -> list[tuple[ModelSpec, ModelSpec]]:
         """(generator, verifier) cells, self-pairs excluded unless asked for (paper §4.2)."""
-        return [(g, v) for g in self.generators for v in self.verifiers
-                if not (self.exclude_self_pairs and g.model == v.model)]
+        return [
+            (g, v)
+            for g in self.generators
+            for v in self.verifiers
+            if not (self.exclude_self_pairs and g.model == v.model)
+        ]
 
     def cell(self, generator: ModelSpec, verifier: ModelSpec) -> AuditConfig:
         settings = self.model_dump(exclude={"generators", "verifiers", "exclude_self_pairs"})
-        return AuditConfig.model_validate({**settings, "generator": generator.model_dump(), "verifier": verifier.model_dump()})
+        return AuditConfig.model_validate(
+            {**settings, "generator": generator.model_dump(), "verifier": verifier.model_dump()}
+        )
 
 
 def load_config(path: str | Path, model: type[AuditSettings] = AuditConfig) -> AuditSettings:

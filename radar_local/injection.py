@@ -15,16 +15,19 @@ from collections import Counter
 _JUDGE = r"(?:evaluator|judge|grader|annotator|rater|assessor|reviewer|scorer|verifier|ai model|language model)s?"
 _SCORE = r"(?:score|rating|grade|mark|points?)"
 PATTERNS = {
-    "addresses the judge": rf"\b(?:dear|hey|hello|attention|note to(?: the)?|as (?:the|an?|my|our)|to (?:the|any)) {_JUDGE}\b",
+    "addresses the judge": rf"\b(?:dear|hey|hello|attention|note to(?: the)?|as (?:the|an?|my|our)|to (?:the|any)) "
+    rf"{_JUDGE}\b",
     "tells the judge what to do": rf"\b{_JUDGE}\b[^.\n]{{0,40}}\b(?:should|must|shall|will|please|need to|has to)\b"
-                                  rf"[^.\n]{{0,30}}\b(?:score|rate|grade|give|award|assign|mark|pass|approve)",
-    "asks to ignore instructions": r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,30}\b(?:instructions?|rubric|criteri(?:on|a)|"
-                                   r"guidelines?|prompt|rules?)\b",
+    rf"[^.\n]{{0,30}}\b(?:score|rate|grade|give|award|assign|mark|pass|approve)",
+    "asks to ignore instructions": r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,30}"
+    r"\b(?:instructions?|rubric|criteri(?:on|a)|"
+    r"guidelines?|prompt|rules?)\b",
     "asks for a score": rf"\b(?:give|assign|award|grant)\b[^.\n]{{0,30}}\b(?:{_SCORE}|[0-5]\s*(?:/|out of)\s*[45])\b"
-                        r"|\b(?:give|assign|award)\s+(?:this|it|me|the (?:response|answer|summary))\s+(?:an?\s+)?[0-5]\b"
-                        rf"|\b(?:rate|score|grade)\s+(?:this|it|me|my (?:answer|response))\b[^.\n]{{0,20}}\b[0-5]\b",
-    "states its own score": rf"\b{_SCORE}\s*[:=]\s*[0-5]\b|\"score\"\s*:|\b(?:full|maximum|max|top|perfect|highest)\s+{_SCORE}s?\b"
-                            r"|\bthis (?:response|answer|summary) (?:deserves|merits|earns|should (?:get|receive|be given))\b",
+    r"|\b(?:give|assign|award)\s+(?:this|it|me|the (?:response|answer|summary))\s+(?:an?\s+)?[0-5]\b"
+    rf"|\b(?:rate|score|grade)\s+(?:this|it|me|my (?:answer|response))\b[^.\n]{{0,20}}\b[0-5]\b",
+    "states its own score": rf"\b{_SCORE}\s*[:=]\s*[0-5]\b|\"score\"\s*:"
+    rf"|\b(?:full|maximum|max|top|perfect|highest)\s+{_SCORE}s?\b"
+    r"|\bthis (?:response|answer|summary) (?:deserves|merits|earns|should (?:get|receive|be given))\b",
 }
 _COMPILED = {name: re.compile(p, re.IGNORECASE) for name, p in PATTERNS.items()}
 
@@ -42,7 +45,16 @@ def flagged_probes(probes: list[dict], examples: int = 5, max_chars: int = 300) 
         "flagged": len(hits),
         "probes": len(probes),
         "by_target_direction": dict(sorted(by_stratum.items())),
-        "examples": [{"key": p["key"], "task_id": p["task_id"], "target": p["target"], "direction": p["direction"],
-                      "matched": found, "text": p["text"][:max_chars]} for p, found in hits[:examples]],
+        "examples": [
+            {
+                "key": p["key"],
+                "task_id": p["task_id"],
+                "target": p["target"],
+                "direction": p["direction"],
+                "matched": found,
+                "text": p["text"][:max_chars],
+            }
+            for p, found in hits[:examples]
+        ],
         "keys": sorted(p["key"] for p, _ in hits),
     }

@@ -40,8 +40,9 @@ def read_text(path: Path) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputError(path, f"is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
-                               "save it as UTF-8") from None
+        raise InputError(
+            path, f"is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); save it as UTF-8"
+        ) from None
 
 
 def load_yaml(text: str, where: object) -> object:
@@ -63,8 +64,9 @@ def _check_events(events, where: object) -> None:
         if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
             open_sizes.append([1, event.anchor])
             if len(open_sizes) > MAX_DEPTH:
-                raise InputError(where, f"is nested deeper than {MAX_DEPTH} levels; radar's inputs are shallow, "
-                                        "check the file")
+                raise InputError(
+                    where, f"is nested deeper than {MAX_DEPTH} levels; radar's inputs are shallow, check the file"
+                )
             expanded += 1
             continue
         if isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
@@ -82,8 +84,11 @@ def _check_events(events, where: object) -> None:
         if open_sizes:
             open_sizes[-1][0] += nodes
         if expanded > MAX_NODES:
-            raise InputError(where, f"expands past {MAX_NODES:,} values through its YAML aliases (*name); "
-                                    "write the values out or share fewer of them")
+            raise InputError(
+                where,
+                f"expands past {MAX_NODES:,} values through its YAML aliases (*name); "
+                "write the values out or share fewer of them",
+            )
 
 
 def load_json(text: str | bytes, where: object) -> object:

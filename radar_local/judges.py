@@ -26,8 +26,9 @@ def calibration(df: pd.DataFrame, criteria: list[str]) -> dict:
     redundancy: Spearman correlation of two criteria's score profiles under one judge.
     """
     probe = [c for c in PROBE_KEY if c != "verifier"]
-    wide = df.assign(p=df["score"] / SCORE_MAX).pivot_table(index=probe, columns=["verifier", "criterion"], values="p",
-                                                     aggfunc="first", dropna=False)
+    wide = df.assign(p=df["score"] / SCORE_MAX).pivot_table(
+        index=probe, columns=["verifier", "criterion"], values="p", aggfunc="first", dropna=False
+    )
     verifiers = sorted(df["verifier"].unique())
     out: dict = {"verifiers": {}, "agreement": {}, "stability": {}, "redundancy": {}}
     sds: dict[str, dict[str, float]] = {}
@@ -38,17 +39,23 @@ def calibration(df: pd.DataFrame, criteria: list[str]) -> dict:
             sd = float(np.nanstd(col)) if col.notna().sum() >= 2 else np.nan
             sds.setdefault(c, {})[v] = sd
             out["verifiers"][v][c] = {"discrimination": sd, "n": int(col.notna().sum())}
-        matrix = np.column_stack([wide[(v, c)] if (v, c) in wide.columns else np.full(len(wide), np.nan) for c in criteria])
+        matrix = np.column_stack(
+            [wide[(v, c)] if (v, c) in wide.columns else np.full(len(wide), np.nan) for c in criteria]
+        )
         red = score_profile_redundancy(matrix)
-        out["redundancy"][v] = {f"{a}/{b}": red[i, j] for (i, a), (j, b) in itertools.combinations(enumerate(criteria), 2)}
+        out["redundancy"][v] = {
+            f"{a}/{b}": red[i, j] for (i, a), (j, b) in itertools.combinations(enumerate(criteria), 2)
+        }
     for v1, v2 in itertools.combinations(verifiers, 2):
         per = {}
         for c in criteria:
             if (v1, c) not in wide.columns or (v2, c) not in wide.columns:
                 continue
             both = wide[[(v1, c), (v2, c)]].dropna()
-            per[c] = {"agreement": float(1 - np.mean(np.abs(both.iloc[:, 0] - both.iloc[:, 1]))) if len(both) else np.nan,
-                      "n": int(len(both))}
+            per[c] = {
+                "agreement": float(1 - np.mean(np.abs(both.iloc[:, 0] - both.iloc[:, 1]))) if len(both) else np.nan,
+                "n": int(len(both)),
+            }
         out["agreement"][f"{v1} vs {v2}"] = per
     if len(verifiers) >= 2:
         for c, by_v in sds.items():

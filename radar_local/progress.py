@@ -22,8 +22,15 @@ def stage_progress(label: str, total: int, enabled: bool = True):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         rate = TextColumn("{task.fields[rate]}")
-        with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), rate, TimeRemainingColumn(), transient=False,
-                      console=Console(file=out)) as bar:
+        with Progress(
+            TextColumn(label),
+            BarColumn(),
+            MofNCompleteColumn(),
+            rate,
+            TimeRemainingColumn(),
+            transient=False,
+            console=Console(file=out),
+        ) as bar:
             task = bar.add_task(label, total=total, rate="")
 
             def advance(k: int) -> None:

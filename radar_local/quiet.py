@@ -43,9 +43,14 @@ def engine_output_to(log: Path, verbose: bool = False) -> Iterator[None]:
     # the console: the terminal's own descriptor where sys.stderr is one, else the stream a caller
     # (a notebook, click's test runner) put in its place, which keeps working as it is
     real = _fileno(sys.stderr) == 2
-    _console = io.TextIOWrapper(os.fdopen(os.dup(saved[2]), "wb", buffering=0), line_buffering=True) if real else sys.stderr
-    handlers = [h for h in logging.getLogger("radar_local").handlers if isinstance(h, logging.StreamHandler)
-                and not isinstance(h, logging.FileHandler)]
+    _console = (
+        io.TextIOWrapper(os.fdopen(os.dup(saved[2]), "wb", buffering=0), line_buffering=True) if real else sys.stderr
+    )
+    handlers = [
+        h
+        for h in logging.getLogger("radar_local").handlers
+        if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
+    ]
     previous = [h.setStream(_console) for h in handlers]
     try:
         for fd in (1, 2):

@@ -26,7 +26,7 @@ class Criterion(Frozen):
     high: str | None = Field(None, description="Word for the high end of a descriptive axis")
 
     @model_validator(mode="after")
-    def _ends_for_descriptive(self) -> "Criterion":
+    def _ends_for_descriptive(self) -> Criterion:
         if self.kind == "descriptive" and not (self.low and self.high):
             raise ValueError(f"descriptive criterion '{self.id}' needs 'low' and 'high' words")
         return self
@@ -37,10 +37,11 @@ class Rubric(Frozen):
     name: str = Field(min_length=1)
     criteria: tuple[Criterion, ...] = Field(min_length=2)
     weights: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] | None = Field(
-        None, description="The aggregate a team gates on: finite, non-negative weights per criterion")
+        None, description="The aggregate a team gates on: finite, non-negative weights per criterion"
+    )
 
     @model_validator(mode="after")
-    def _unique_ids(self) -> "Rubric":
+    def _unique_ids(self) -> Rubric:
         seen: set[str] = set()
         for c in self.criteria:
             if c.id in seen:
@@ -57,7 +58,6 @@ class Rubric(Frozen):
 
     def criterion(self, cid: str) -> Criterion:
         return next(c for c in self.criteria if c.id == cid)
-
 
 
 class Task(Frozen):
@@ -99,7 +99,7 @@ class Benchmark(Frozen):
     reference: Reference
 
     @model_validator(mode="after")
-    def _unique_tasks(self) -> "Benchmark":
+    def _unique_tasks(self) -> Benchmark:
         unique_ids(self.tasks)
         return self
 
@@ -108,7 +108,7 @@ def bundled_path(name: str) -> Path:
     return Path(str(resources.files("radar_local") / "benchmarks" / f"{name}.yaml"))
 
 
-@functools.lru_cache(maxsize=None)  # bundled and frozen: read once per process
+@functools.cache  # bundled and frozen: read once per process
 def load_benchmark(name: str) -> Benchmark:
     if name not in BUNDLED:
         raise InputError(name, f"unknown benchmark; bundled ones are {', '.join(BUNDLED)}")
@@ -134,7 +134,7 @@ def load_tasks(name_or_path: str | Path) -> tuple[Task, ...]:
         tasks: tuple[Task, ...] = Field(min_length=1)
 
         @model_validator(mode="after")
-        def _unique(self) -> "TaskFile":
+        def _unique(self) -> TaskFile:
             unique_ids(self.tasks)
             return self
 

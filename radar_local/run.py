@@ -74,7 +74,7 @@ class EnginePool:
         if engine is not None:
             try:
                 engine.close()
-            except Exception as exc:  # noqa: BLE001 - the engine is being dropped either way
+            except Exception as exc:
                 log.warning("engine %s did not shut down cleanly (%s: %s)", engine.name, type(exc).__name__, exc)
 
 
@@ -83,7 +83,7 @@ class Run(RunDir):
     end of a `with` block), and its methods are the stages."""
 
     @classmethod
-    def create(cls, config: AuditConfig, out: str | Path, base: Path, source: object = "config") -> "Run":
+    def create(cls, config: AuditConfig, out: str | Path, base: Path, source: object = "config") -> Run:
         """A run directory for `config` (relative paths taken from `base`; `source` names the config in
         errors), its snapshot written. Every input is read and checked before the directory exists."""
         config = with_absolute_paths(config, base)
@@ -92,8 +92,11 @@ class Run(RunDir):
         if (Path(out) / CONFIG).is_file():  # a run directory belongs to one config: never overwrite another's
             changed = config.differences(load_config(Path(out) / CONFIG))
             if changed:
-                raise InputError(out, f"holds the audit of another config (its {', '.join(changed)} differ); pass "
-                                      "another --out, or move this folder aside to start over")
+                raise InputError(
+                    out,
+                    f"holds the audit of another config (its {', '.join(changed)} differ); pass "
+                    "another --out, or move this folder aside to start over",
+                )
             snapshot = _kept(Path(out), snapshot)
         run = cls(Path(out), config, store, snapshot)
         store.write_json(INPUTS, snapshot.model_dump(mode="json"))
@@ -101,12 +104,14 @@ class Run(RunDir):
         return run
 
     @classmethod
-    def open(cls, root: str | Path) -> "Run":
+    def open(cls, root: str | Path) -> Run:
         """An existing run directory, to add to (`radar score`): its lock is taken."""
         return cls._open(Path(root), writer=True)
 
     # ---- stages ----
-    def generate(self, pool: EnginePool, progress: bool = True, requests: list[GenerationRequest] | None = None) -> dict:
+    def generate(
+        self, pool: EnginePool, progress: bool = True, requests: list[GenerationRequest] | None = None
+    ) -> dict:
         """Stage 1: every planned probe not stored yet (an adaptive audit's up to its last wave, or those of
         `requests`). The engine is fed the whole stage at once and each probe is stored the moment it
         finishes, so a kill loses only requests in flight."""
@@ -119,23 +124,32 @@ class Run(RunDir):
         if not todo:
             return meter.info
         engine, label = pool.get(config.generator), config.generator.label
-        with meter.running(engine), stage_progress(f"generate ({label})", sum(r.n for r in todo),
-                                                   progress) as advance:
+        with meter.running(engine), stage_progress(f"generate ({label})", sum(r.n for r in todo), progress) as advance:
             for n in sorted({r.n for r in todo}):
                 same_n = [r for r in todo if r.n == n]
-                for finished in engine.generate_stream([r.messages for r in same_n], n=n,
-                                                       temperature=config.generation.temperature,
-                                                       max_tokens=config.generation.max_new_tokens,
-                                                       seeds=[r.call_seed for r in same_n],
-                                                       chunk=max(1, config.batch_size // n)):
-                    store.add_probes([_probe_record(same_n[i], v, c, label) for i, cs in finished
-                                      for v, c in zip(same_n[i].variants, cs)
-                                      if same_n[i].variant_key(v) not in store.probes])
+                for finished in engine.generate_stream(
+                    [r.messages for r in same_n],
+                    n=n,
+                    temperature=config.generation.temperature,
+                    max_tokens=config.generation.max_new_tokens,
+                    seeds=[r.call_seed for r in same_n],
+                    chunk=max(1, config.batch_size // n),
+                ):
+                    store.add_probes(
+                        [
+                            _probe_record(same_n[i], v, c, label)
+                            for i, cs in finished
+                            for v, c in zip(same_n[i].variants, cs)
+                            if same_n[i].variant_key(v) not in store.probes
+                        ]
+                    )
                     meter.count([cs for _, cs in finished])
                     advance(sum(len(cs) for _, cs in finished))
         return meter.info
 
-    def score(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True, probes: list[dict] | None = None) -> dict:
+    def score(
+        self, verifier: ModelSpec, pool: EnginePool, progress: bool = True, probes: list[dict] | None = None
+    ) -> dict:
         """Stage 2: every planned verdict (of `probes`, default the planned ones) not stored yet, fed and
         stored as `generate` does."""
         self.store.require_writer()
@@ -149,14 +163,17 @@ class Run(RunDir):
             engine, label = pool.get(verifier), verifier.label
             todo = prefix_order(todo, config.layout, admitted_per_step(engine.settings()))
             with meter.running(engine), stage_progress(f"score ({label})", len(todo), progress) as advance:
-                for finished in engine.score_stream([r.messages for r in todo], fmt=config.scoring, chunk=config.batch_size):
+                for finished in engine.score_stream(
+                    [r.messages for r in todo], fmt=config.scoring, chunk=config.batch_size
+                ):
                     store.add_scores([_score_record(todo[i], c, label) for i, c in finished])
                     meter.count([[c] for _, c in finished])
                     advance(len(finished))
         done = [store.scores[r.key] for r in requests if r.key in store.scores]
         parsed = sum(r["score"] is not None for r in done)
-        meter.info.update(parsed=parsed, unscored=len(done) - parsed,
-                          parse_rate=round(parsed / len(done), 4) if done else None)
+        meter.info.update(
+            parsed=parsed, unscored=len(done) - parsed, parse_rate=round(parsed / len(done), 4) if done else None
+        )
         return meter.info
 
     def adopt(self, other: RunDir, verifier: ModelSpec) -> dict:
@@ -165,14 +182,23 @@ class Run(RunDir):
         self.note_weights(self.config.generator)
         self.note_weights(verifier)
         wanted = [r.variant_key(v) for r in self.plan.generation_requests(self.adaptive_sizes()) for v in r.variants]
-        self.store.add_probes([other.store.probes[k] for k in wanted
-                               if k in other.store.probes and k not in self.store.probes])
+        self.store.add_probes(
+            [other.store.probes[k] for k in wanted if k in other.store.probes and k not in self.store.probes]
+        )
         requests = self.plan.score_requests(self.probes(), verifier)
-        self.store.add_scores([other.store.scores[r.key] for r in requests
-                               if r.key in other.store.scores and r.key not in self.store.scores])
-        return {"probes": len(wanted), "probes_reused": sum(k in other.store.probes for k in wanted),
-                "scores": len(wanted) * len(self.rubric.criteria),  # every planned verdict, stored or not
-                "scores_reused": sum(r.key in other.store.scores for r in requests)}
+        self.store.add_scores(
+            [
+                other.store.scores[r.key]
+                for r in requests
+                if r.key in other.store.scores and r.key not in self.store.scores
+            ]
+        )
+        return {
+            "probes": len(wanted),
+            "probes_reused": sum(k in other.store.probes for k in wanted),
+            "scores": len(wanted) * len(self.rubric.criteria),  # every planned verdict, stored or not
+            "scores_reused": sum(r.key in other.store.scores for r in requests),
+        }
 
     def note_weights(self, spec: ModelSpec) -> None:
         """Record the identity of the weights `spec` names as they are now, before its requests are keyed:
@@ -191,12 +217,18 @@ class Run(RunDir):
             if known[spec.label] == spec:
                 return  # already registered: nothing to write (a grid's cells may score at once)
             if known[spec.label].output_identity() != spec.output_identity():  # operational options may change
-                raise InputError(self.root, f"verifier label '{spec.label}' already holds scores from another "
-                                            "model; give this verifier its own name (--name)")
+                raise InputError(
+                    self.root,
+                    f"verifier label '{spec.label}' already holds scores from another "
+                    "model; give this verifier its own name (--name)",
+                )
         clash = next((label for label in known if label != spec.label and slug(label) == slug(spec.label)), None)
         if clash is not None:  # both would write stats.<slug>.json
-            raise InputError(self.root, f"verifier labels '{clash}' and '{spec.label}' share a file name; "
-                                        "give this verifier another name (--name)")
+            raise InputError(
+                self.root,
+                f"verifier labels '{clash}' and '{spec.label}' share a file name; "
+                "give this verifier another name (--name)",
+            )
         known[spec.label] = spec
         self.store.write_json(VERIFIERS, {label: s.model_dump(mode="json") for label, s in known.items()})
 
@@ -211,7 +243,11 @@ class Run(RunDir):
         write_atomic(self.stats_path(verifier.label), json.dumps(result.to_json(), indent=2))
         info = {
             "radar_local_prompt_version": PROMPT_VERSION,
-            "generator": {"label": config.generator.label, "engine": config.generator.engine, "model": config.generator.model},
+            "generator": {
+                "label": config.generator.label,
+                "engine": config.generator.engine,
+                "model": config.generator.model,
+            },
             "verifier": {"label": verifier.label, "engine": verifier.engine, "model": verifier.model},
             "probes": len(probes),
             "injection": injection,
@@ -259,8 +295,9 @@ class Run(RunDir):
         record = adaptive_record(spec, waves, found, sizes, stages["score"])
         return merged_stages(stages), record
 
-    def rescore(self, verifier: ModelSpec, pool: EnginePool | None = None, progress: bool = True,
-                generate: bool = False) -> AuditResult:
+    def rescore(
+        self, verifier: ModelSpec, pool: EnginePool | None = None, progress: bool = True, generate: bool = False
+    ) -> AuditResult:
         """Score the stored probes with `verifier` (another judge: `radar score`) and finish."""
         self.store.require_writer()  # before any engine loads
         own = pool is None
@@ -281,17 +318,24 @@ class Run(RunDir):
                 pool.close()
         return self.finish(verifier, stages, adaptive)
 
+
 def _kept(root: Path, snapshot: InputsSnapshot) -> InputsSnapshot:
     """The snapshot a resumed run goes on with: the one it holds, refused when the config now names other
     inputs; for a run made before inputs.json, today's inputs under its first key formula."""
     if not (root / INPUTS).is_file():
         return snapshot.model_copy(update={"keys": 1, "note": OLD_RUN_NOTE}) if (root / PROBES).is_file() else snapshot
     kept = read_model(root / INPUTS, InputsSnapshot)
-    changed = [name for name, old, now in zip(("rubric", "tasks", "human reference"), kept.inputs, snapshot.inputs)
-               if old != now]
+    changed = [
+        name
+        for name, old, now in zip(("rubric", "tasks", "human reference"), kept.inputs, snapshot.inputs)
+        if old != now
+    ]
     if changed:
-        raise InputError(root, f"was audited on another {' and '.join(changed)} than the config now names "
-                               f"({INPUTS} keeps the one audited); restore it, or pass another --out")
+        raise InputError(
+            root,
+            f"was audited on another {' and '.join(changed)} than the config now names "
+            f"({INPUTS} keeps the one audited); restore it, or pass another --out",
+        )
     return kept
 
 
@@ -312,7 +356,7 @@ def prefix_order(todo: list, layout: str, stagger: int = 32) -> list:
         out.append(verdicts[0])
         if i >= stagger:
             out += probes[i - stagger][1:]
-    for verdicts in probes[max(0, len(probes) - stagger):]:
+    for verdicts in probes[max(0, len(probes) - stagger) :]:
         out += verdicts[1:]
     return out
 
@@ -329,8 +373,15 @@ class StageMeter:
     reuse against the workload's floor, scheduler occupancy, and each replica's share on a cluster."""
 
     def __init__(self, requests: int, **extra: object) -> None:
-        self.info: dict = {"requests": requests, "calls": 0, "prompt_tokens": 0, "output_tokens": 0, "seconds": 0.0,
-                           **extra, **efficiency(EngineStats(), EngineStats(), {})}
+        self.info: dict = {
+            "requests": requests,
+            "calls": 0,
+            "prompt_tokens": 0,
+            "output_tokens": 0,
+            "seconds": 0.0,
+            **extra,
+            **efficiency(EngineStats(), EngineStats(), {}),
+        }
 
     def count(self, answers: list[list]) -> None:
         """One call per sample; a prompt's tokens once however many samples it has."""
@@ -355,20 +406,35 @@ def efficiency(before: EngineStats, after: EngineStats, settings: dict) -> dict:
     """Prompt tokens of a stage served from the prefix cache and computed, computed against the floor no
     cache could go below, and the mean running requests per engine step against `max_num_seqs`, where
     the engine counts them."""
-    out: dict = dict.fromkeys(("prompt_tokens_cached", "prompt_tokens_computed", "prefix_cache_hit_rate",
-                               "prompt_tokens_floor", "computed_over_floor", "occupancy", "occupancy_fed"))
+    out: dict = dict.fromkeys(
+        (
+            "prompt_tokens_cached",
+            "prompt_tokens_computed",
+            "prefix_cache_hit_rate",
+            "prompt_tokens_floor",
+            "computed_over_floor",
+            "occupancy",
+            "occupancy_fed",
+        )
+    )
     if after.prefix_cache_queries is not None and before.prefix_cache_queries is not None:
         queries = after.prefix_cache_queries - before.prefix_cache_queries
         hits = after.prefix_cache_hits - before.prefix_cache_hits  # type: ignore[operator]
-        out.update(prompt_tokens_cached=hits, prompt_tokens_computed=queries - hits,
-                   prefix_cache_hit_rate=round(hits / queries, 4) if queries else None)
+        out.update(
+            prompt_tokens_cached=hits,
+            prompt_tokens_computed=queries - hits,
+            prefix_cache_hit_rate=round(hits / queries, 4) if queries else None,
+        )
     if after.prompt_token_floor is not None and before.prompt_token_floor is not None:
         floor = after.prompt_token_floor - before.prompt_token_floor
         out["prompt_tokens_floor"] = floor
         if floor and out["prompt_tokens_computed"] is not None:
             out["computed_over_floor"] = round(out["prompt_tokens_computed"] / floor, 4)
     limit = settings.get("max_num_seqs")
-    for key, steps, running in (("occupancy", "steps", "running_sum"), ("occupancy_fed", "fed_steps", "fed_running_sum")):
+    for key, steps, running in (
+        ("occupancy", "steps", "running_sum"),
+        ("occupancy_fed", "fed_steps", "fed_running_sum"),
+    ):
         n = _delta(before, after, steps)
         if limit and n:
             out[key] = round(_delta(before, after, running) / n / limit, 4)  # type: ignore[operator]
@@ -382,9 +448,19 @@ def _delta(before: EngineStats, after: EngineStats, name: str) -> int | None:
 
 def _probe_record(req: GenerationRequest, variant: int, c, generator: str) -> dict:
     text = strip_think(c.text)
-    rec = {"key": req.variant_key(variant), "generator": generator, "task_id": req.task.id, "target": req.target,
-           "direction": req.direction, "variant": variant, "seed": req.seed, "text": text,
-           "prompt_tokens": c.prompt_tokens, "output_tokens": c.output_tokens, "finish_reason": c.finish_reason}
+    rec = {
+        "key": req.variant_key(variant),
+        "generator": generator,
+        "task_id": req.task.id,
+        "target": req.target,
+        "direction": req.direction,
+        "variant": variant,
+        "seed": req.seed,
+        "text": text,
+        "prompt_tokens": c.prompt_tokens,
+        "output_tokens": c.output_tokens,
+        "finish_reason": c.finish_reason,
+    }
     if text != c.text:
         rec["raw"] = c.text
     return rec
@@ -398,8 +474,13 @@ def _score_record(req, c, verifier: str) -> dict:
     else:
         parsed = parse_score(c.text)
         rec.update(score=parsed.score, reasoning=parsed.reasoning, rationale=parsed.rationale)
-    return {**rec, "raw": c.text, "prompt_tokens": c.prompt_tokens, "output_tokens": c.output_tokens,
-            "finish_reason": c.finish_reason}
+    return {
+        **rec,
+        "raw": c.text,
+        "prompt_tokens": c.prompt_tokens,
+        "output_tokens": c.output_tokens,
+        "finish_reason": c.finish_reason,
+    }
 
 
 def library_versions() -> dict[str, str | None]:
@@ -422,8 +503,14 @@ def config_from(config_or_path: AuditConfig | dict | str | Path) -> tuple[AuditC
     return load_config(path), path.parent
 
 
-def run_audit(config: AuditConfig | dict | str | Path, out: str | Path | None = None, *, base: Path | None = None,
-              pool: EnginePool | None = None, progress: bool = False) -> AuditResult:
+def run_audit(
+    config: AuditConfig | dict | str | Path,
+    out: str | Path | None = None,
+    *,
+    base: Path | None = None,
+    pool: EnginePool | None = None,
+    progress: bool = False,
+) -> AuditResult:
     """Audit a config (an AuditConfig, a dict, or a YAML path) into `out` (default: the config's `out`)."""
     config, folder = config_from(config)
     out = out or config.out

@@ -75,9 +75,11 @@ class InputsSnapshot(Strict):
     note: str | None = None
 
     @classmethod
-    def of(cls, config: AuditConfig, inputs: tuple, keys: int = KEYS, note: str | None = None) -> "InputsSnapshot":
+    def of(cls, config: AuditConfig, inputs: tuple, keys: int = KEYS, note: str | None = None) -> InputsSnapshot:
         rubric, tasks, reference = inputs
-        pairs = None if reference is None else tuple(ReferencePair(a=min(k), b=max(k), r=r) for k, r in reference.items())
+        pairs = (
+            None if reference is None else tuple(ReferencePair(a=min(k), b=max(k), r=r) for k, r in reference.items())
+        )
         sources = config.model_dump(mode="json", include={"rubric", "tasks", "human"})
         return cls(sources=sources, rubric=rubric, tasks=tasks, reference=pairs, keys=keys, note=note)
 
@@ -87,8 +89,10 @@ class InputsSnapshot(Strict):
         return self.rubric, self.tasks, reference
 
 
-OLD_RUN_NOTE = ("this run was made before radar kept its inputs: they were read once from the paths its config "
-                "names when it was first reopened for writing, and its records keep their first key formula")
+OLD_RUN_NOTE = (
+    "this run was made before radar kept its inputs: they were read once from the paths its config "
+    "names when it was first reopened for writing, and its records keep their first key formula"
+)
 
 
 class RunDir:
@@ -105,14 +109,14 @@ class RunDir:
         """Let go of the directory's lock (a writer's); reading goes on working."""
         self.store.close()
 
-    def __enter__(self) -> "RunDir":
+    def __enter__(self) -> RunDir:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     @classmethod
-    def open(cls, root: str | Path) -> "RunDir":
+    def open(cls, root: str | Path) -> RunDir:
         """An existing run directory, for reading: its config and inputs from their snapshots."""
         return cls._open(Path(root), writer=False)
 
@@ -121,8 +125,11 @@ class RunDir:
         if not (root / PROBES).is_file():
             raise InputError(root, f"not a run directory (no {PROBES}); run `radar audit` or `radar generate` first")
         if not (root / CONFIG).is_file():
-            raise InputError(root, f"has {PROBES} but no {CONFIG} (the config it was made from); put that config's "
-                                   f"snapshot back, or run `radar audit CONFIG --out {root}` to write it again")
+            raise InputError(
+                root,
+                f"has {PROBES} but no {CONFIG} (the config it was made from); put that config's "
+                f"snapshot back, or run `radar audit CONFIG --out {root}` to write it again",
+            )
         config = load_config(root / CONFIG)
         store = open_store(root, writer)
         if (root / INPUTS).is_file():
@@ -177,8 +184,12 @@ class RunDir:
             for v in r.variants:
                 if (p := self.store.probes.get(r.variant_key(v))) is None:
                     continue
-                for field, expected in (("task_id", r.task.id), ("target", r.target), ("direction", r.direction),
-                                        ("variant", v)):
+                for field, expected in (
+                    ("task_id", r.task.id),
+                    ("target", r.target),
+                    ("direction", r.direction),
+                    ("variant", v),
+                ):
                     if p[field] != expected:
                         raise self.store.mismatch("probes", p, field, expected)
                 out.append(p)
@@ -203,22 +214,45 @@ class RunDir:
                         if s[field] != expected:
                             raise self.store.mismatch("scores", s, field, expected)
                     p = by_key[req.probe_key]
-                    rows.append((p["generator"], label, p["task_id"], p["target"], p["direction"], str(p["variant"]),
-                                 s["criterion"], s["score"]))
+                    rows.append(
+                        (
+                            p["generator"],
+                            label,
+                            p["task_id"],
+                            p["target"],
+                            p["direction"],
+                            str(p["variant"]),
+                            s["criterion"],
+                            s["score"],
+                        )
+                    )
         df = pd.DataFrame(rows, columns=list(COLUMNS))
         df["score"] = df["score"].astype("float64")
         return df
 
-    def audit_result(self, verifier: ModelSpec, probes: list[dict], **options) -> tuple[AuditResult, pd.DataFrame, dict]:
+    def audit_result(
+        self, verifier: ModelSpec, probes: list[dict], **options
+    ) -> tuple[AuditResult, pd.DataFrame, dict]:
         """The audit of these probes' stored verdicts (flagged probes left out where the config says so),
         with the score table and the injection scan it was computed from."""
         config = self.config
         injection = {**flagged_probes(probes), "excluded": config.exclude_flagged_probes}
-        used = [p for p in probes if p["key"] not in set(injection["keys"])] if config.exclude_flagged_probes else probes
+        used = (
+            [p for p in probes if p["key"] not in set(injection["keys"])] if config.exclude_flagged_probes else probes
+        )
         table = validate_scores(self.table(used), self.table_path, both_directions=False)
-        result = stats_for_table(table, self.table_path, rubric=self.rubric, reference=self.reference, tau=config.tau,
-                                 n_bootstrap=config.bootstrap, seed=config.seed,
-                                 generator=config.generator.label, verifier=verifier.label, **options)
+        result = stats_for_table(
+            table,
+            self.table_path,
+            rubric=self.rubric,
+            reference=self.reference,
+            tau=config.tau,
+            n_bootstrap=config.bootstrap,
+            seed=config.seed,
+            generator=config.generator.label,
+            verifier=verifier.label,
+            **options,
+        )
         return result, table, injection
 
     # ---- stored outputs ----
@@ -232,7 +266,9 @@ class RunDir:
         """run.json of that verifier's audit: its own costs, never another verifier's."""
         path = self.info_path(verifier)
         if not path.is_file():
-            raise InputError(self.root, f"no {path.name} here; run `radar audit` (or `radar score` for that verifier) first")
+            raise InputError(
+                self.root, f"no {path.name} here; run `radar audit` (or `radar score` for that verifier) first"
+            )
         return read_model(path, RunInfo).model_dump(exclude_unset=True)
 
 
@@ -242,6 +278,8 @@ def checked_inputs(config: AuditConfig, base: Path, source: object) -> tuple:
     for a, b in config.intended:
         unknown = [c for c in (a, b) if c not in rubric.ids]
         if unknown:
-            raise InputError(source, f"intended pair [{a}, {b}]: unknown criterion '{unknown[0]}'; the rubric has "
-                                     f"{', '.join(rubric.ids)}")
+            raise InputError(
+                source,
+                f"intended pair [{a}, {b}]: unknown criterion '{unknown[0]}'; the rubric has {', '.join(rubric.ids)}",
+            )
     return rubric, tasks, reference

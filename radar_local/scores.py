@@ -69,8 +69,9 @@ def validate_scores(df: pd.DataFrame, path: object, scale: str = SCALE, both_dir
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
         raise InputError(
-            path, f"row {_csv_row(i)}: score '{raw.iloc[i]}' is off the {scale} scale; use a number from {lo + SCORE_MIN} "
-                  f"to {lo + SCORE_MAX} or leave it empty"
+            path,
+            f"row {_csv_row(i)}: score '{raw.iloc[i]}' is off the {scale} scale; use a number from {lo + SCORE_MIN} "
+            f"to {lo + SCORE_MAX} or leave it empty",
         )
     df["score"] = (numeric - lo).astype("float64")
 
@@ -86,7 +87,9 @@ def validate_scores(df: pd.DataFrame, path: object, scale: str = SCALE, both_dir
     dup = df.duplicated(list(PROBE_KEY) + ["criterion"], keep="first")
     if dup.any():
         i = int(np.flatnonzero(dup.to_numpy())[0])
-        raise InputError(path, f"row {_csv_row(i)}: duplicate of an earlier row for the same probe and criterion; keep one")
+        raise InputError(
+            path, f"row {_csv_row(i)}: duplicate of an earlier row for the same probe and criterion; keep one"
+        )
 
     if not both_directions:
         return df
@@ -97,7 +100,9 @@ def validate_scores(df: pd.DataFrame, path: object, scale: str = SCALE, both_dir
         gen, ver, task, target = lonely.index[0]
         have = directed[(directed["task_id"] == task) & (directed["target"] == target)]["direction"].iloc[0]
         raise InputError(
-            path, f"target '{target}' in task '{task}' ({gen} -> {ver}) has only '{have}' probes; each target needs both + and - probes"
+            path,
+            f"target '{target}' in task '{task}' ({gen} -> {ver}) has only '{have}' probes; each target needs both "
+            "+ and - probes",
         )
     return df
 
@@ -112,7 +117,8 @@ def check_criteria(df: pd.DataFrame, criteria: list[str], path: object) -> None:
             i = int(np.flatnonzero(unknown.to_numpy())[0])
             row = values.index[i]
             raise InputError(
-                path, f"row {_csv_row(int(row))}: unknown {col} '{values.iloc[i]}'; the rubric has {', '.join(criteria)}"
+                path,
+                f"row {_csv_row(int(row))}: unknown {col} '{values.iloc[i]}'; the rubric has {', '.join(criteria)}",
             )
 
 
@@ -126,7 +132,9 @@ def write_scores(df: pd.DataFrame, path: str | Path) -> None:
         out.to_parquet(buf, index=False)
         data: str | bytes = buf.getvalue()
     else:
-        score = out["score"] if continuous_scores(out["score"].to_numpy()) else out["score"].astype("Int64")  # reasoned verdicts stay integers
+        score = (
+            out["score"] if continuous_scores(out["score"].to_numpy()) else out["score"].astype("Int64")
+        )  # reasoned verdicts stay integers
         data = out.assign(score=score).to_csv(index=False)
     write_atomic(path, data)  # a crash never leaves a half-written table
 
@@ -181,7 +189,13 @@ def probe_matrix(df: pd.DataFrame, criteria: list[str], generator: str, verifier
     first = np.zeros(n_probes, dtype=np.int64)
     first[probe[::-1]] = np.arange(len(probe))[::-1]
     return ProbeMatrix(
-        generator=generator, verifier=verifier, criteria=tuple(criteria), tasks=tasks, scores=scores,
-        task=task_code[first].astype(np.int64), target=target_code[first].astype(np.int64),
-        direction=dir_code[first].astype(np.int64), variant=variant[first],
+        generator=generator,
+        verifier=verifier,
+        criteria=tuple(criteria),
+        tasks=tasks,
+        scores=scores,
+        task=task_code[first].astype(np.int64),
+        target=target_code[first].astype(np.int64),
+        direction=dir_code[first].astype(np.int64),
+        variant=variant[first],
     )

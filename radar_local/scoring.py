@@ -28,7 +28,7 @@ SCALE = f"{SCORE_MIN}-{SCORE_MAX}"
 SCALES = {SCALE: 0, f"{SCORE_MIN + 1}-{SCORE_MAX + 1}": 1}  # table scale -> offset subtracted to land on SCALE
 LIKERT = f"a {SCORE_MAX - SCORE_MIN + 1}-point Likert scale"
 SCORE_TOKENS = tuple(str(k) for k in range(SCORE_MIN, SCORE_MAX + 1))  # what an expected-mode verdict reads
-SAFE_CHAR = r'[ !#-\[\]-~]'  # printable ASCII without " and \
+SAFE_CHAR = r"[ !#-\[\]-~]"  # printable ASCII without " and \
 
 
 class ScoreFormat(BaseModel):
@@ -36,7 +36,8 @@ class ScoreFormat(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     mode: Literal["reasoned", "expected"] = Field(
-        "reasoned", description="reasoned: the paper's JSON answer; expected: the probability-weighted score token")
+        "reasoned", description="reasoned: the paper's JSON answer; expected: the probability-weighted score token"
+    )
     max_reasoning_chars: int = Field(300, ge=1, le=4000, description="Longest reasoning string")
     max_rationale_chars: int = Field(200, ge=1, le=2000, description="Longest rationale string")
 
@@ -49,9 +50,13 @@ class ScoreFormat(BaseModel):
         if self.expected:
             return f"[{SCORE_MIN}-{SCORE_MAX}]"
         return (
-            r'\{"reasoning": "' + SAFE_CHAR + "{1,%d}" % self.max_reasoning_chars
+            r'\{"reasoning": "'
+            + SAFE_CHAR
+            + "{1,%d}" % self.max_reasoning_chars
             + r'", "score": [%d-%d], "rationale": "' % (SCORE_MIN, SCORE_MAX)
-            + SAFE_CHAR + "{1,%d}" % self.max_rationale_chars + r'"\}'
+            + SAFE_CHAR
+            + "{1,%d}" % self.max_rationale_chars
+            + r'"\}'
         )
 
     @property
@@ -123,7 +128,7 @@ def parse_score(text: str) -> ParsedScore:
     score = obj.get("score")
     if isinstance(score, bool) or not isinstance(score, int) or not SCORE_MIN <= score <= SCORE_MAX:
         score = None
-    as_text = lambda v: v if isinstance(v, str) else None  # noqa: E731
+    as_text = lambda v: v if isinstance(v, str) else None
     return ParsedScore(score, as_text(obj.get("reasoning")), as_text(obj.get("rationale")))
 
 

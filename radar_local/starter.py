@@ -34,20 +34,26 @@ def _scalar(value: str) -> str:
     return value if re.fullmatch(r"[A-Za-z0-9_./-]+", value) else json.dumps(value, ensure_ascii=False)
 
 
-def starter_config(rubric: str, rubric_file: str | None, tasks: str | None, engine: str, generator: str,
-                   verifier: str, out: str) -> str:
+def starter_config(
+    rubric: str, rubric_file: str | None, tasks: str | None, engine: str, generator: str, verifier: str, out: str
+) -> str:
     rubric, tasks, engine, generator, verifier, out = (
-        None if v is None else _scalar(v) for v in (rubric_file or rubric, tasks, engine, generator, verifier, out))
+        None if v is None else _scalar(v) for v in (rubric_file or rubric, tasks, engine, generator, verifier, out)
+    )
     if tasks:
-        tasks_block = (f"tasks:                        # your prompts: a .jsonl / .csv / .parquet file or a saved HF dataset\n"
-                       f"  path: {tasks}\n"
-                       f"  columns: {{id: id, prompt: prompt}}   # add `document: <column>` for summary tasks\n"
-                       f"  # sample: 20                 # draw this many tasks with the run seed\n")
+        tasks_block = (
+            f"tasks:                        # your prompts: a .jsonl / .csv / .parquet file or a saved HF dataset\n"
+            f"  path: {tasks}\n"
+            f"  columns: {{id: id, prompt: prompt}}   # add `document: <column>` for summary tasks\n"
+            f"  # sample: 20                 # draw this many tasks with the run seed\n"
+        )
     elif rubric_file is None:
         tasks_block = f"tasks: {rubric}                # the bundled benchmark's five tasks\n"
     else:
-        tasks_block = ("tasks:                        # inline, or a file (see `radar init --tasks`)\n"
-                       "  - {id: example, prompt: \"Replace with a prompt your users send.\"}\n")
+        tasks_block = (
+            "tasks:                        # inline, or a file (see `radar init --tasks`)\n"
+            '  - {id: example, prompt: "Replace with a prompt your users send."}\n'
+        )
     return f"""\
 # radar_local audit config (`radar audit THIS_FILE`). Every key is checked; an unknown key is an error.
 rubric: {rubric}
@@ -67,8 +73,14 @@ out: {out}
 """
 
 
-def write_starter(path: Path, rubric: str = "helpsteer2", tasks: str | None = None, engine: str = "vllm",
-                  generator: str = "smollm2-135m", verifier: str = "smollm2-135m") -> list[Path]:
+def write_starter(
+    path: Path,
+    rubric: str = "helpsteer2",
+    tasks: str | None = None,
+    engine: str = "vllm",
+    generator: str = "smollm2-135m",
+    verifier: str = "smollm2-135m",
+) -> list[Path]:
     """Write the config (and a rubric skeleton when asked); refuse to overwrite anything."""
     if rubric not in BUNDLED and rubric != "skeleton":
         raise InputError("--rubric", f"'{rubric}' is neither a bundled rubric ({', '.join(BUNDLED)}) nor 'skeleton'")

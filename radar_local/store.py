@@ -62,8 +62,9 @@ def lock_run_dir(root: Path, lock_file: str) -> None:
     except BlockingIOError:
         holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
         os.close(fd)
-        raise RunLockedError(f"{root}: in use by PID {holder}; wait for that command to end (or stop it), "
-                             "then run this one again") from None
+        raise RunLockedError(
+            f"{root}: in use by PID {holder}; wait for that command to end (or stop it), then run this one again"
+        ) from None
     try:
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
@@ -92,11 +93,15 @@ def open_no_link(path: Path, flags: int) -> int:
         return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise InputError(path, "is a symbolic link; radar writes no file through a link in a run directory: "
-                                   "remove the link, then run again") from None
+            raise InputError(
+                path,
+                "is a symbolic link; radar writes no file through a link in a run directory: "
+                "remove the link, then run again",
+            ) from None
         if isinstance(exc, PermissionError):
-            raise InputError(path, f"cannot write here ({exc.strerror}); pick another --out or fix the "
-                                   "permissions") from None
+            raise InputError(
+                path, f"cannot write here ({exc.strerror}); pick another --out or fix the permissions"
+            ) from None
         raise _write_failed(path, exc) from None
 
 
@@ -160,11 +165,14 @@ def _signals_held():
 
 def _write_failed(path: Path, exc: OSError) -> StorageError:
     if exc.errno == errno.ENAMETOOLONG:
-        return StorageError(f"{path}: the name is too long for the file system; choose a shorter name or folder "
-                            "(nothing was written)")
+        return StorageError(
+            f"{path}: the name is too long for the file system; choose a shorter name or folder (nothing was written)"
+        )
     why = "the disk is full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc))
-    return StorageError(f"{path}: cannot write ({why}); nothing was left half-written and every file stored "
-                        "before is intact: fix that, then run the same command again (a run resumes)")
+    return StorageError(
+        f"{path}: cannot write ({why}); nothing was left half-written and every file stored "
+        "before is intact: fix that, then run the same command again (a run resumes)"
+    )
 
 
 def cut_torn_tail(path: Path) -> None:
@@ -207,8 +215,12 @@ def cut_torn_tail(path: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-    log.warning("%s: cut a torn last line (%d bytes, from an interrupted write) into %s; its record will be redone",
-                path, len(torn), side.name)
+    log.warning(
+        "%s: cut a torn last line (%d bytes, from an interrupted write) into %s; its record will be redone",
+        path,
+        len(torn),
+        side.name,
+    )
 
 
 class Store:
@@ -238,8 +250,11 @@ class Store:
         path = self.root / name
         records: dict[str, dict] = {}
         if path.is_symlink():
-            raise InputError(path, "is a symbolic link; radar reads and writes no record file through a link in a run "
-                                   "directory: put the file itself here, then run again")
+            raise InputError(
+                path,
+                "is a symbolic link; radar reads and writes no record file through a link in a run "
+                "directory: put the file itself here, then run again",
+            )
         if not path.exists():
             return records
         if path.is_dir():
@@ -251,11 +266,17 @@ class Store:
                     break  # unfinished: a writer is appending (only a reader can see this)
                 rec = _record(line, fields)
                 if isinstance(rec, str):
-                    raise InputError(path, f"line {number} is damaged ({rec}); move the file aside or fix that line, "
-                                           "then run again (records on other lines are kept)")
+                    raise InputError(
+                        path,
+                        f"line {number} is damaged ({rec}); move the file aside or fix that line, "
+                        "then run again (records on other lines are kept)",
+                    )
                 if rec["v"] != RECORD_VERSION:
-                    raise InputError(path, f"line {number}: record version {rec['v']} is not {RECORD_VERSION}; "
-                                           "re-run into a new directory")
+                    raise InputError(
+                        path,
+                        f"line {number}: record version {rec['v']} is not {RECORD_VERSION}; "
+                        "re-run into a new directory",
+                    )
                 records[rec["key"]] = rec
                 self.lines[name][rec["key"]] = number
         return records
@@ -263,14 +284,19 @@ class Store:
     def mismatch(self, kind: str, rec: dict, field: str, expected: object) -> InputError:
         """The error for a stored record whose `field` disagrees with the request its key hashes."""
         name = self.files[kind]
-        return InputError(self.root / name, f"line {self.lines[name].get(rec['key'], '?')}: '{field}' is "
-                                            f"{rec.get(field)!r}, which does not match its key ({expected!r}): the "
-                                            "line was edited; restore it or move the file aside, then run again")
+        return InputError(
+            self.root / name,
+            f"line {self.lines[name].get(rec['key'], '?')}: '{field}' is "
+            f"{rec.get(field)!r}, which does not match its key ({expected!r}): the "
+            "line was edited; restore it or move the file aside, then run again",
+        )
 
     def require_writer(self) -> None:
         if not self.writer:
-            raise ReadOnlyRunError(f"{self.root}: opened for reading (load_run); to add to it, open it as a writer: "
-                                   "`with Run.open(path) as run: ...` (or run `radar score`)")
+            raise ReadOnlyRunError(
+                f"{self.root}: opened for reading (load_run); to add to it, open it as a writer: "
+                "`with Run.open(path) as run: ...` (or run `radar score`)"
+            )
 
     def close(self) -> None:
         """Release this store's hold on the directory's lock (a reader holds none)."""
@@ -313,8 +339,15 @@ class Store:
 _NUMBER = (int, float)
 # Each record's fields that radar reads back, with their types (a score is None where none parsed).
 _RECORD_FIELDS = {
-    "probes": {"key": str, "generator": str, "task_id": str, "target": str, "direction": str, "variant": int,
-               "text": str},
+    "probes": {
+        "key": str,
+        "generator": str,
+        "task_id": str,
+        "target": str,
+        "direction": str,
+        "variant": int,
+        "text": str,
+    },
     "scores": {"key": str, "probe_key": str, "verifier": str, "criterion": str, "score": (*_NUMBER, type(None))},
 }
 
@@ -343,7 +376,7 @@ _KIND_NAMES = {str: "text", int: "an integer"}
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
     os.fsync(fd)
 
 
@@ -390,8 +423,11 @@ def usable_path(path: Path) -> Path:
     pathlib's own checks raise as a bare OSError)."""
     long = next((part for part in Path(path).parts if len(os.fsencode(part)) > NAME_MAX), None)
     if long is not None:
-        raise InputError(path, f"the name '{long[:40]}...' is longer than {NAME_MAX} bytes, too long for the file "
-                               "system; choose a shorter name")
+        raise InputError(
+            path,
+            f"the name '{long[:40]}...' is longer than {NAME_MAX} bytes, too long for the file "
+            "system; choose a shorter name",
+        )
     return Path(path)
 
 
@@ -401,8 +437,11 @@ def make_folder(path: Path, *, own: bool = False) -> Path:
     send radar's files elsewhere: refused. A folder the user names (--out) may be a link."""
     usable_path(path)
     if own and path.is_symlink():
-        raise InputError(path, "is a symbolic link; radar writes nothing through a link inside a run directory "
-                               "or report: remove the link, then run again")
+        raise InputError(
+            path,
+            "is a symbolic link; radar writes nothing through a link inside a run directory "
+            "or report: remove the link, then run again",
+        )
     try:
         path.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):

@@ -30,7 +30,9 @@ def planted_table(
     if coupling.shape != (k, k):
         raise ValueError(f"coupling must be {k}x{k}, got {coupling.shape}")
     rng = np.random.default_rng(seed)
-    t_idx, i_idx, d_sign, v_idx = np.meshgrid(np.arange(len(tasks)), np.arange(k), [1.0, -1.0], np.arange(n), indexing="ij")
+    t_idx, i_idx, d_sign, v_idx = np.meshgrid(
+        np.arange(len(tasks)), np.arange(k), [1.0, -1.0], np.arange(n), indexing="ij"
+    )
     t_idx, i_idx, d_sign, v_idx = (a.ravel() for a in (t_idx, i_idx, d_sign, v_idx))
     shift = d_sign[:, None] * coupling[i_idx] * strength
     scores = np.clip(np.rint(2 + 2 * shift + rng.normal(0, noise, shift.shape)), SCORE_MIN, SCORE_MAX)
@@ -49,18 +51,27 @@ def planted_table(
         direction = np.r_[direction, np.full(len(u_task), "none")]
         variant = np.r_[variant, np.tile(np.arange(n_unconditioned).astype(str), len(tasks))]
     p = len(task)
-    return pd.DataFrame({
-        "generator": generator, "verifier": verifier,
-        "task_id": np.repeat(task, k), "target": np.repeat(target, k), "direction": np.repeat(direction, k),
-        "variant": np.repeat(variant, k), "criterion": np.tile(criteria, p), "score": scores.ravel(),
-    })
+    return pd.DataFrame(
+        {
+            "generator": generator,
+            "verifier": verifier,
+            "task_id": np.repeat(task, k),
+            "target": np.repeat(target, k),
+            "direction": np.repeat(direction, k),
+            "variant": np.repeat(variant, k),
+            "criterion": np.tile(criteria, p),
+            "score": scores.ravel(),
+        }
+    )
 
 
-HELPSTEER2_PLANTED = np.array([
-    # helpfulness correctness coherence complexity verbosity  (row = source)
-    [1.0, 0.9, 0.3, 0.1, 0.1],
-    [0.8, 1.0, 0.2, 0.1, 0.0],
-    [0.6, 0.7, 1.0, 0.0, -0.3],
-    [0.2, 0.1, 0.0, 1.0, 0.4],
-    [0.1, 0.0, -0.3, 0.4, 1.0],
-])
+HELPSTEER2_PLANTED = np.array(
+    [
+        # helpfulness correctness coherence complexity verbosity  (row = source)
+        [1.0, 0.9, 0.3, 0.1, 0.1],
+        [0.8, 1.0, 0.2, 0.1, 0.0],
+        [0.6, 0.7, 1.0, 0.0, -0.3],
+        [0.2, 0.1, 0.0, 1.0, 0.4],
+        [0.1, 0.0, -0.3, 0.4, 1.0],
+    ]
+)

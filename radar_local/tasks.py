@@ -22,9 +22,13 @@ TABLE_SUFFIXES = (".jsonl", ".csv", ".parquet")
 class TaskSource(Frozen):
     """`tasks:` as a mapping: where the tasks are and which columns hold them."""
 
-    path: str = Field(min_length=1, description="A .jsonl, .csv or .parquet file, or a saved Hugging Face dataset folder")
+    path: str = Field(
+        min_length=1, description="A .jsonl, .csv or .parquet file, or a saved Hugging Face dataset folder"
+    )
     columns: dict[Literal["id", "prompt", "document"], str] = Field(
-        default_factory=dict, description="Column names for id, prompt and (summary tasks) document; default: the same names")
+        default_factory=dict,
+        description="Column names for id, prompt and (summary tasks) document; default: the same names",
+    )
     sample: int | None = Field(None, ge=1, description="Draw this many tasks with the run seed (default: all)")
 
 
@@ -32,7 +36,7 @@ def is_task_table(path: Path) -> bool:
     return path.suffix in TABLE_SUFFIXES or (path.is_dir() and (path / "dataset_info.json").is_file())
 
 
-def _read(path: Path) -> "pd.DataFrame":
+def _read(path: Path) -> pd.DataFrame:
     import pandas as pd  # only a task table needs it: a config loads (and a bad one is refused) without it
 
     try:
@@ -59,11 +63,16 @@ def load_task_table(source: TaskSource, seed: int) -> tuple[Task, ...]:
     names = {key: source.columns.get(key, key) for key in ("id", "prompt", "document")}
     for key in ("id", "prompt"):
         if names[key] not in df.columns:
-            raise InputError(path, f"no column '{names[key]}' for the task {key}; columns are {', '.join(map(str, df.columns))}; "
-                                   f"map one with tasks.columns.{key}")
+            raise InputError(
+                path,
+                f"no column '{names[key]}' for the task {key}; columns are {', '.join(map(str, df.columns))}; "
+                f"map one with tasks.columns.{key}",
+            )
     has_doc = names["document"] in df.columns
     if "document" in source.columns and not has_doc:
-        raise InputError(path, f"no column '{names['document']}' for the document; columns are {', '.join(map(str, df.columns))}")
+        raise InputError(
+            path, f"no column '{names['document']}' for the document; columns are {', '.join(map(str, df.columns))}"
+        )
     if source.sample is not None and source.sample < len(df):
         rows = np.sort(np.random.default_rng(seed).choice(len(df), source.sample, replace=False))
         df = df.iloc[rows]
@@ -73,8 +82,11 @@ def load_task_table(source: TaskSource, seed: int) -> tuple[Task, ...]:
         task_id, prompt = _text(rec[names["id"]], ids=True), _text(rec[names["prompt"]])
         for key, value in (("id", task_id), ("prompt", prompt)):
             if not value:
-                raise InputError(path, f"row {number}: the {key} is empty or not text ({_kind(rec[names[key]])}); "
-                                       "every task needs a text id and prompt")
+                raise InputError(
+                    path,
+                    f"row {number}: the {key} is empty or not text ({_kind(rec[names[key]])}); "
+                    "every task needs a text id and prompt",
+                )
         if has_doc:  # a summary task: the source document is what the response summarizes
             document = _text(rec[names["document"]]) or ""
             tasks.append(Task(id=task_id, prompt=f"{prompt}\n\n{document}" if document else prompt, format="summary"))

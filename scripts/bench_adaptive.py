@@ -30,17 +30,28 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         out = {}
-        for label, kw in (("fixed", {"n": args.max_n}), ("adaptive", {"adaptive": {"max_n": args.max_n, "step": args.step}})):
+        for label, kw in (
+            ("fixed", {"n": args.max_n}),
+            ("adaptive", {"adaptive": {"max_n": args.max_n, "step": args.step}}),
+        ):
             start = time.perf_counter()
             result = run_audit(config(**kw), Path(tmp) / label, base=REPO)
-            out[label] = (result, load_run(Path(tmp) / label).info()["stages"]["score"]["calls"], time.perf_counter() - start)
+            out[label] = (
+                result,
+                load_run(Path(tmp) / label).info()["stages"]["score"]["calls"],
+                time.perf_counter() - start,
+            )
         (fixed, fixed_calls, fixed_s), (adaptive, calls, adaptive_s) = out["fixed"], out["adaptive"]
         print(f"fixed n={args.max_n}: {fixed_calls} verifier calls ({fixed_s:.1f} s)")
-        print(f"adaptive 3..{args.max_n} step {args.step}: {calls} verifier calls = {calls / fixed_calls:.2f} of fixed, "
-              f"{len(adaptive.adaptive['waves'])} waves ({adaptive_s:.1f} s)")
+        print(
+            f"adaptive 3..{args.max_n} step {args.step}: {calls} verifier calls = {calls / fixed_calls:.2f} of fixed, "
+            f"{len(adaptive.adaptive['waves'])} waves ({adaptive_s:.1f} s)"
+        )
         for w in adaptive.adaptive["waves"]:
-            print(f"  wave {w['wave']}: +{w['probes']} probes, {w['verdicts']} verdicts, {len(w['open'])} open, "
-                  f"grow {', '.join(w['grow']) or '-'}")
+            print(
+                f"  wave {w['wave']}: +{w['probes']} probes, {w['verdicts']} verdicts, {len(w['open'])} open, "
+                f"grow {', '.join(w['grow']) or '-'}"
+            )
         print("same gate and flag decisions:", decided(adaptive) == decided(fixed))
         print("open at max_n:", [f"{d['kind']} {'/'.join(d['criteria'])}" for d in adaptive.adaptive["at_budget"]])
     return 0

@@ -48,8 +48,9 @@ def main() -> int:
     import ray
 
     ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
-    variants = [("one process", None)] + [(f"{r} replica{'s' * (r > 1)}", ClusterSpec(ray="local", replicas=r))
-                                          for r in (1, 2)]
+    variants = [("one process", None)] + [
+        (f"{r} replica{'s' * (r > 1)}", ClusterSpec(ray="local", replicas=r)) for r in (1, 2)
+    ]
     rows = {}
     print("| variant | replica start s | generate s | score s | score calls/s | per replica: score calls, calls/s |")
     print("|---|---|---|---|---|---|")
@@ -60,9 +61,14 @@ def main() -> int:
             s = r["score"]
             per = "-"
             if "cluster" in s:
-                per = ", ".join(f"{x['calls']} calls, {x['calls'] / x['seconds']:.2f}/s" for x in s["cluster"]["replicas"])
-            print(f"| {name} | {r['start_s']} | {r['generate']['seconds']:.1f} | {s['seconds']:.1f} | "
-                  f"{s['calls'] / s['seconds']:.2f} | {per} |", flush=True)
+                per = ", ".join(
+                    f"{x['calls']} calls, {x['calls'] / x['seconds']:.2f}/s" for x in s["cluster"]["replicas"]
+                )
+            print(
+                f"| {name} | {r['start_s']} | {r['generate']['seconds']:.1f} | {s['seconds']:.1f} | "
+                f"{s['calls'] / s['seconds']:.2f} | {per} |",
+                flush=True,
+            )
     one, two = rows["1 replica"]["score"]["seconds"], rows["2 replicas"]["score"]["seconds"]
     print(f"\nscore stage speed-up, 2 replicas over 1: {one / two:.2f}x")
     if args.json:

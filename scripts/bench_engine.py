@@ -78,17 +78,25 @@ def stage_rows(cfg, tmp: Path, pool: EnginePool) -> dict:
     engine.generate(warm, n=1, temperature=0.9, max_tokens=16, seeds=list(range(len(warm))))
     engine.reset_prefix_cache()
     gen = run.generate(pool, progress=False)
-    params = [SamplingParams(n=r.n, temperature=cfg.generation.temperature, max_tokens=cfg.generation.max_new_tokens,
-                             seed=r.seed) for r in requests]
+    params = [
+        SamplingParams(
+            n=r.n, temperature=cfg.generation.temperature, max_tokens=cfg.generation.max_new_tokens, seed=r.seed
+        )
+        for r in requests
+    ]
     gen["ceiling_seconds"] = round(bare_generate(engine, [r.messages for r in requests], params), 3)
 
     engine = pool.get(cfg.verifier)
     engine.reset_prefix_cache()
     score = run.score(cfg.verifier, pool, progress=False)
-    ordered = prefix_order(run.plan.score_requests(run.probes(), cfg.verifier), cfg.layout,
-                           admitted_per_step(engine.settings()))  # the order radar submitted
-    constraint = SamplingParams(temperature=0.0, max_tokens=cfg.scoring.max_tokens,
-                                structured_outputs=StructuredOutputsParams(regex=cfg.scoring.regex))
+    ordered = prefix_order(
+        run.plan.score_requests(run.probes(), cfg.verifier), cfg.layout, admitted_per_step(engine.settings())
+    )  # the order radar submitted
+    constraint = SamplingParams(
+        temperature=0.0,
+        max_tokens=cfg.scoring.max_tokens,
+        structured_outputs=StructuredOutputsParams(regex=cfg.scoring.regex),
+    )
     score["ceiling_seconds"] = round(bare_generate(engine, [r.messages for r in ordered], constraint), 3)
     for stage in (gen, score):
         stage["ratio_to_ceiling"] = round(stage["ceiling_seconds"] / stage["seconds"], 3)
@@ -133,8 +141,13 @@ def main() -> int:
         sys.exit("bench_engine.py measures vLLM; the config's generator and verifier must use engine vllm")
     if args.tasks:
         cfg = cfg.model_copy(update={"tasks": list(resolve_inputs(cfg, REPO)[1][: args.tasks])})
-    cfg = cfg.model_copy(update={"generator": with_options(cfg.generator, max_num_seqs=args.seqs),
-                                 "verifier": with_options(cfg.verifier, max_num_seqs=args.seqs), "bootstrap": 0})
+    cfg = cfg.model_copy(
+        update={
+            "generator": with_options(cfg.generator, max_num_seqs=args.seqs),
+            "verifier": with_options(cfg.verifier, max_num_seqs=args.seqs),
+            "bootstrap": 0,
+        }
+    )
     results: dict = {"config": str(args.config), "cpu": cpu_info().as_dict(), "max_num_seqs": args.seqs}
     print(f"CPU: {results['cpu']['model']}, {results['cpu']['cores']} cores, {', '.join(results['cpu']['flags'])}")
     pool = EnginePool()
@@ -142,23 +155,34 @@ def main() -> int:
     try:
         if not args.skip_dtype:
             results["dtype"] = dtype_ratio(cfg, pool)
-            print(f"\n48 prompts x 64 tokens: bfloat16 {results['dtype']['bfloat16']} s, float32 "
-                  f"{results['dtype']['float32']} s (bf16 / float32 = {results['dtype']['bf16_over_float32_seconds']})")
+            print(
+                f"\n48 prompts x 64 tokens: bfloat16 {results['dtype']['bfloat16']} s, float32 "
+                f"{results['dtype']['float32']} s (bf16 / float32 = {results['dtype']['bf16_over_float32_seconds']})"
+            )
         results["stages"] = stage_rows(cfg, tmp, pool)
         engine = pool.get(cfg.generator)
         results["engine"] = engine.settings()
         print(f"\nauto dtype here: {results['engine']['dtype']} ({results['engine']['dtype_reason']})\n")
-        print("| stage | calls | seconds | one-call ceiling s | ratio | computed / floor prompt tokens | occupancy (fed) |")
+        print(
+            "| stage | calls | seconds | one-call ceiling s | ratio | computed / floor prompt tokens "
+            "| occupancy (fed) |"
+        )
         print("|---|---|---|---|---|---|---|")
         for name, s in results["stages"].items():
-            print(f"| {name} | {s['calls']} | {s['seconds']:.1f} | {s['ceiling_seconds']:.1f} | {s['ratio_to_ceiling']:.3f} | "
-                  f"{s['prompt_tokens_computed']} / {s['prompt_tokens_floor']} = {s['computed_over_floor']} | "
-                  f"{s['occupancy']} ({s['occupancy_fed']}) |")
+            print(
+                f"| {name} | {s['calls']} | {s['seconds']:.1f} | {s['ceiling_seconds']:.1f} | "
+                f"{s['ratio_to_ceiling']:.3f} | "
+                f"{s['prompt_tokens_computed']} / {s['prompt_tokens_floor']} = {s['computed_over_floor']} | "
+                f"{s['occupancy']} ({s['occupancy_fed']}) |"
+            )
         if args.long:
             results["long_generation"] = lg = long_generation(cfg, pool, args.long, args.seqs)
-            print(f"\nlong generation ({lg['requests']} requests, max 800 tokens, lengths {lg['output_tokens_min_mean_max']}): "
-                  f"chunked by {lg['chunk']} {lg['chunked_seconds']} s, continuous {lg['continuous_seconds']} s "
-                  f"({lg['continuous_speedup']}x)")
+            print(
+                f"\nlong generation ({lg['requests']} requests, max 800 tokens, "
+                f"lengths {lg['output_tokens_min_mean_max']}): "
+                f"chunked by {lg['chunk']} {lg['chunked_seconds']} s, continuous {lg['continuous_seconds']} s "
+                f"({lg['continuous_speedup']}x)"
+            )
     finally:
         pool.close()
         shutil.rmtree(tmp, ignore_errors=True)

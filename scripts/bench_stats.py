@@ -31,10 +31,21 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"scores.{args.format}"
         write_scores(df, path)
-        cmd = [sys.executable, "-m", "radar_local.cli", "stats", str(path), "--bootstrap", str(args.bootstrap),
-               "--json", str(Path(tmp) / "s.json")]
+        cmd = [
+            sys.executable,
+            "-m",
+            "radar_local.cli",
+            "stats",
+            str(path),
+            "--bootstrap",
+            str(args.bootstrap),
+            "--json",
+            str(Path(tmp) / "s.json"),
+        ]
         start = time.perf_counter()
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         wall = time.perf_counter() - start
-    print(f"rows={len(df):,} criteria={k} tasks={len(tasks)} probes/stratum={n} format={args.format} "
-          f"resamples={args.bootstrap}: radar stats wall time {wall:.2f} s")
+    print(
+        f"rows={len(df):,} criteria={k} tasks={len(tasks)} probes/stratum={n} format={args.format} "
+        f"resamples={args.bootstrap}: radar stats wall time {wall:.2f} s"
+    )

@@ -26,25 +26,21 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from radar_local.adaptive import grow  # noqa: E402
-from radar_local.config import Adaptive  # noqa: E402
-from radar_local.scores import ProbeMatrix  # noqa: E402
-from radar_local.stats.audit import audit_cell  # noqa: E402
-from radar_local.stats.decisions import decisions  # noqa: E402
-from radar_local.stats.bootstrap import Strata  # noqa: E402
-from radar_local.stats.coupling import coupling, global_summaries  # noqa: E402
-from radar_local.stats.exact import exact_point  # noqa: E402
-from radar_local.stats.intervals import intervals  # noqa: E402
+from radar_local.adaptive import grow
+from radar_local.config import Adaptive
+from radar_local.scores import ProbeMatrix
+from radar_local.stats.audit import audit_cell
+from radar_local.stats.bootstrap import Strata
+from radar_local.stats.coupling import coupling, global_summaries
+from radar_local.stats.decisions import decisions
+from radar_local.stats.exact import exact_point
+from radar_local.stats.intervals import intervals
 
 CRITERIA = ("a", "b", "c")
-LEAK = np.array([[1.0, 0.5, 0.1],
-                 [0.2, 1.0, -0.3],
-                 [0.6, 0.4, 1.0]])  # row = source
+LEAK = np.array([[1.0, 0.5, 0.1], [0.2, 1.0, -0.3], [0.6, 0.4, 1.0]])  # row = source
 # For the adaptive audit: stronger moves and leakages from far below to near the flag thresholds,
 # so that cells stop at different waves (with LEAK every decision stays open to max_n).
-LEAK_MIXED = np.array([[1.0, 0.9, 0.1],
-                       [0.3, 1.0, 0.0],
-                       [0.45, 0.0, 1.0]])
+LEAK_MIXED = np.array([[1.0, 0.9, 0.1], [0.3, 1.0, 0.0], [0.45, 0.0, 1.0]])
 MOVE, MOVE_MIXED, SD, RHO, BELIEF_SD = 1.2, 1.6, 1.0, 0.5, 0.6
 QUANTITIES = ("self_effect", "leakage", "sym", "asym", "global_positive")
 
@@ -78,33 +74,59 @@ class Truth:
 
     def first(self, pm: ProbeMatrix, sizes: dict) -> ProbeMatrix:
         """The first sizes[cell] probes (variants) of each cell: what an adaptive audit has asked for."""
-        keep = np.array([v < sizes[(pm.tasks[t], CRITERIA[i], "+-"[d])]
-                         for t, i, d, v in zip(pm.task, pm.target, pm.direction, pm.variant)])
-        return ProbeMatrix(pm.generator, pm.verifier, pm.criteria, pm.tasks, pm.scores[keep], pm.task[keep],
-                           pm.target[keep], pm.direction[keep], pm.variant[keep])
+        keep = np.array(
+            [
+                v < sizes[(pm.tasks[t], CRITERIA[i], "+-"[d])]
+                for t, i, d, v in zip(pm.task, pm.target, pm.direction, pm.variant)
+            ]
+        )
+        return ProbeMatrix(
+            pm.generator,
+            pm.verifier,
+            pm.criteria,
+            pm.tasks,
+            pm.scores[keep],
+            pm.task[keep],
+            pm.target[keep],
+            pm.direction[keep],
+            pm.variant[keep],
+        )
 
 
 def true_values(means: np.ndarray, tau: float) -> dict[str, np.ndarray]:
     c = coupling(means[None], tau)
-    return {"self_effect": c.self_effect[0], "leakage": c.leakage[0], "sym": c.sym[0], "asym": c.asym[0],
-            "global_positive": global_summaries(c)["positive"][0]}
+    return {
+        "self_effect": c.self_effect[0],
+        "leakage": c.leakage[0],
+        "sym": c.sym[0],
+        "asym": c.asym[0],
+        "global_positive": global_summaries(c)["positive"][0],
+    }
 
 
 def estimates(pm: ProbeMatrix, tau: float, resamples: int, seed: int, small_sample: bool) -> dict[str, np.ndarray]:
     strata = Strata.from_probes(pm)
     iv = intervals(strata, exact_point(strata), tau, resamples, seed, small_sample=small_sample)
-    return {"self_effect": iv.self_effect, "leakage": iv.leakage, "sym": iv.sym, "asym": iv.asym,
-            "global_positive": iv.global_["positive"]}
+    return {
+        "self_effect": iv.self_effect,
+        "leakage": iv.leakage,
+        "sym": iv.sym,
+        "asym": iv.asym,
+        "global_positive": iv.global_["positive"],
+    }
 
 
-def adaptive_sizes(truth: Truth, pm: ProbeMatrix, tau: float, resamples: int, seed: int, spec: Adaptive) -> tuple[dict, int]:
+def adaptive_sizes(
+    truth: Truth, pm: ProbeMatrix, tau: float, resamples: int, seed: int, spec: Adaptive
+) -> tuple[dict, int]:
     """Run the adaptive audit's waves (radar_local/adaptive.py's rule) on one replication's probes."""
     sizes = {(task, c, d): spec.start_n for task in pm.tasks for c in CRITERIA for d in "+-"}
     waves = 0
     while True:
         waves += 1
-        result = audit_cell(truth.first(pm, sizes), tau=tau, n_bootstrap=resamples, seed=seed, budget=False,
-                            level=spec.confidence)
+        result = audit_cell(
+            truth.first(pm, sizes), tau=tau, n_bootstrap=resamples, seed=seed, budget=False, level=spec.confidence
+        )
         sources = {c for d in decisions(result) if d.value is None for c in d.sources}
         following = grow(sizes, sources, spec.step, spec.max_n)
         if following == sizes:
@@ -131,8 +153,9 @@ def tally(ci: dict[str, np.ndarray], truth: dict[str, np.ndarray], acc: dict) ->
         acc[name]["widths"].extend((high - low)[~np.isnan(high - low)].tolist())
 
 
-def run_fixed(truth: Truth, n: int, mode: str, reps: int, resamples: int, tau: float, seed: int,
-              small_sample: bool) -> dict:
+def run_fixed(
+    truth: Truth, n: int, mode: str, reps: int, resamples: int, tau: float, seed: int, small_sample: bool
+) -> dict:
     rng = np.random.default_rng(seed)
     target = true_values(truth.stratum_means(mode), tau)
     acc = {q: {"hits": 0, "total": 0, "widths": []} for q in QUANTITIES}
@@ -143,8 +166,13 @@ def run_fixed(truth: Truth, n: int, mode: str, reps: int, resamples: int, tau: f
 
 def summarize(acc: dict) -> dict:
     """Coverage, and the median width (a ratio's interval can be unbounded in a rare replication)."""
-    return {q: {"coverage": round(a["hits"] / a["total"], 3),
-                "width": round(float(np.median(a["widths"])), 3) if a["widths"] else None} for q, a in acc.items()}
+    return {
+        q: {
+            "coverage": round(a["hits"] / a["total"], 3),
+            "width": round(float(np.median(a["widths"])), 3) if a["widths"] else None,
+        }
+        for q, a in acc.items()
+    }
 
 
 def run_adaptive(truth: Truth, mode: str, reps: int, resamples: int, tau: float, seed: int, spec: Adaptive) -> dict:
@@ -159,8 +187,11 @@ def run_adaptive(truth: Truth, mode: str, reps: int, resamples: int, tau: float,
         tally(estimates(truth.first(full, sizes), tau, resamples, r, True), target, acc)
         probes.append(sum(sizes.values()) / (len(sizes) * spec.max_n))
         waves.append(count)
-    return {**summarize(acc), "probes_over_fixed_max_n": round(float(np.mean(probes)), 3),
-            "waves": round(float(np.mean(waves)), 2)}
+    return {
+        **summarize(acc),
+        "probes_over_fixed_max_n": round(float(np.mean(probes)), 3),
+        "waves": round(float(np.mean(waves)), 2),
+    }
 
 
 def main() -> int:
@@ -185,20 +216,32 @@ def main() -> int:
             for label, small in methods:
                 start = time.perf_counter()
                 res = run_fixed(truth, n, mode, args.reps, args.resamples, args.tau, seed=n, small_sample=small)
-                rows.append({"mode": mode, "n": n, "method": label, **res, "seconds": round(time.perf_counter() - start, 1)})
+                rows.append(
+                    {"mode": mode, "n": n, "method": label, **res, "seconds": round(time.perf_counter() - start, 1)}
+                )
                 print(_line(rows[-1]), flush=True)
         if args.adaptive:
             mixed = Truth(args.adaptive_tasks, LEAK_MIXED, MOVE_MIXED)
             start = time.perf_counter()
             res = run_fixed(mixed, 20, mode, args.reps, args.resamples, args.tau, seed=20, small_sample=True)
-            rows.append({"mode": mode, "n": 20, "method": "LEAK_MIXED", **res, "seconds": round(time.perf_counter() - start, 1)})
+            rows.append(
+                {"mode": mode, "n": 20, "method": "LEAK_MIXED", **res, "seconds": round(time.perf_counter() - start, 1)}
+            )
             print(_line(rows[-1]), flush=True)
             for name, t in (("LEAK", truth), ("LEAK_MIXED", mixed)):
                 start = time.perf_counter()
-                res = run_adaptive(t, mode, args.reps, args.resamples, args.tau, seed=99,
-                                   spec=Adaptive(confidence=args.confidence))
-                rows.append({"mode": mode, "n": "3-20", "method": f"adaptive {name}", **res,
-                             "seconds": round(time.perf_counter() - start, 1)})
+                res = run_adaptive(
+                    t, mode, args.reps, args.resamples, args.tau, seed=99, spec=Adaptive(confidence=args.confidence)
+                )
+                rows.append(
+                    {
+                        "mode": mode,
+                        "n": "3-20",
+                        "method": f"adaptive {name}",
+                        **res,
+                        "seconds": round(time.perf_counter() - start, 1),
+                    }
+                )
                 print(_line(rows[-1]), flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

@@ -11,7 +11,9 @@ from radar_local.synthetic import HELPSTEER2_PLANTED, planted_table
 
 if __name__ == "__main__":
     bench = load_benchmark("helpsteer2")
-    table = planted_table(bench.rubric.ids, [t.id for t in bench.tasks], HELPSTEER2_PLANTED, n=5, n_unconditioned=10, seed=7)
+    table = planted_table(
+        bench.rubric.ids, [t.id for t in bench.tasks], HELPSTEER2_PLANTED, n=5, n_unconditioned=10, seed=7
+    )
     out = Path(__file__).resolve().parents[1] / "radar_local" / "benchmarks" / "example_helpsteer2.csv"
     write_scores(table, out)
     print(f"wrote {len(table)} rows to {out}")

@@ -26,8 +26,8 @@ sys.path.insert(0, str(REPO))
 
 from radar_local.cluster import ClusterSpec  # noqa: E402
 from radar_local.config import AuditConfig, GridConfig, ModelSpec  # noqa: E402
-from radar_local.grid import run_grid  # noqa: E402
 from radar_local.errors import RadarError  # noqa: E402
+from radar_local.grid import run_grid  # noqa: E402
 from radar_local.run import EnginePool, load_run, run_audit  # noqa: E402
 from tests.test_pipeline import SMALL_RUBRIC, tiny_config  # noqa: E402
 
@@ -77,15 +77,31 @@ class TwoNodeCluster:
         ray = str(Path(sys.executable).with_name("ray"))
         log = (self.root / f"{name}.log").open("w")
         env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-        self.nodes[name] = subprocess.Popen([ray, "start", "--block", "--num-cpus", "1", "--node-ip-address", "127.0.0.1",
-                                             "--disable-usage-stats", *args], stdout=log, stderr=subprocess.STDOUT, env=env)
+        self.nodes[name] = subprocess.Popen(
+            [
+                ray,
+                "start",
+                "--block",
+                "--num-cpus",
+                "1",
+                "--node-ip-address",
+                "127.0.0.1",
+                "--disable-usage-stats",
+                *args,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
 
-    def __enter__(self) -> "TwoNodeCluster":
+    def __enter__(self) -> TwoNodeCluster:
         import ray
 
         # Ray's session sockets live under the temp dir, and a socket path must fit in 107 bytes.
         self.temp = tempfile.mkdtemp(prefix="radar-ray-", dir="/tmp")
-        self._start("head", ["--head", "--port", str(self.port), "--include-dashboard", "false", "--temp-dir", self.temp])
+        self._start(
+            "head", ["--head", "--port", str(self.port), "--include-dashboard", "false", "--temp-dir", self.temp]
+        )
         deadline = time.monotonic() + 120
         while True:
             try:
@@ -134,7 +150,8 @@ def main(out: Path) -> None:
         start = time.monotonic()
         try:
             EnginePool(ClusterSpec(ray=cluster.address, replicas=1)).get(
-                ModelSpec(engine="vllm", model=str(out / "no-such-model")))
+                ModelSpec(engine="vllm", model=str(out / "no-such-model"))
+            )
             results["missing"] = {"error": None}
         except RadarError as exc:
             results["missing"] = {"error": str(exc), "seconds": round(time.monotonic() - start, 1)}
@@ -145,8 +162,10 @@ def main(out: Path) -> None:
         pool = EnginePool(ClusterSpec(ray=cluster.address, replicas=2, piece=2))
         try:
             run_audit(cfg, out / "cluster", pool=pool)
-            results["same"] = {name: compare(out / "single" / name, out / "cluster" / name)
-                               for name in ("probes.jsonl", "scores.jsonl")}
+            results["same"] = {
+                name: compare(out / "single" / name, out / "cluster" / name)
+                for name in ("probes.jsonl", "scores.jsonl")
+            }
             results["same"]["cluster"] = load_run(out / "cluster").info()["stages"]["score"]["cluster"]
 
             # The worker node killed (SIGKILL, its whole process tree) in the middle of the score stage.
@@ -163,9 +182,12 @@ def main(out: Path) -> None:
             watcher.start()
             run_audit(config(seed=1, batch_size=4), out / "fault", pool=pool)  # chunks of 4: two pieces each
             info = load_run(out / "fault").info()
-            results["fault"] = {"killed_after": killed.get("after"), "scores": len(records(scores)),
-                                "probes": len(records(out / "fault" / "probes.jsonl")),
-                                "cluster": info["stages"]["score"]["cluster"]}
+            results["fault"] = {
+                "killed_after": killed.get("after"),
+                "scores": len(records(scores)),
+                "probes": len(records(out / "fault" / "probes.jsonl")),
+                "cluster": info["stages"]["score"]["cluster"],
+            }
         finally:
             pool.close()
 
@@ -173,13 +195,18 @@ def main(out: Path) -> None:
         # replica (planted engines: the same numbers as in one process, by construction).
         grid = planted_grid()
         in_process = run_grid(grid, out / "grid-local", REPO, progress=False)
-        on_cluster = run_grid(grid.model_copy(update={"cluster": ClusterSpec(ray=cluster.address)}), out / "grid-cluster",
-                              REPO, progress=False)
+        on_cluster = run_grid(
+            grid.model_copy(update={"cluster": ClusterSpec(ray=cluster.address)}),
+            out / "grid-cluster",
+            REPO,
+            progress=False,
+        )
         run = load_run(out / "grid-cluster" / "gen")
-        results["grid"] = {"same": json.dumps(in_process, sort_keys=True) == json.dumps(on_cluster, sort_keys=True),
-                           "scores": len(records(out / "grid-cluster" / "gen" / "scores.jsonl")),
-                           "replicas": {v: len(run.info(v)["stages"]["score"]["cluster"]["replicas"])
-                                        for v in ("judge-a", "judge-b")}}
+        results["grid"] = {
+            "same": json.dumps(in_process, sort_keys=True) == json.dumps(on_cluster, sort_keys=True),
+            "scores": len(records(out / "grid-cluster" / "gen" / "scores.jsonl")),
+            "replicas": {v: len(run.info(v)["stages"]["score"]["cluster"]["replicas"]) for v in ("judge-a", "judge-b")},
+        }
 
         # An adaptive audit (planted engine) on the cluster: the same waves and numbers as in one process.
         adaptive = planted_adaptive()
@@ -189,9 +216,11 @@ def main(out: Path) -> None:
             remote = run_audit(adaptive, out / "adaptive-cluster", base=REPO, pool=pool)
         finally:
             pool.close()
-        results["adaptive"] = {"same": json.dumps(local.to_json(), sort_keys=True) == json.dumps(remote.to_json(), sort_keys=True),
-                               "waves": len(remote.adaptive["waves"]),
-                               "cluster": "cluster" in load_run(out / "adaptive-cluster").info()["stages"]["score"]}
+        results["adaptive"] = {
+            "same": json.dumps(local.to_json(), sort_keys=True) == json.dumps(remote.to_json(), sort_keys=True),
+            "waves": len(remote.adaptive["waves"]),
+            "cluster": "cluster" in load_run(out / "adaptive-cluster").info()["stages"]["score"],
+        }
     (out / "results.json").write_text(json.dumps(results, indent=2))
 
 
@@ -200,17 +229,22 @@ def planted_grid() -> GridConfig:
 
     settings = {k: v for k, v in planted_config().items() if k not in ("generator", "verifier")}
     coupling = {"Helpfulness / Understanding": {"Correctness / Completeness": 0.5}}
-    judges = [{"engine": "testing", "model": "judge-a"},
-              {"engine": "testing", "model": "judge-b", "options": {"coupling": coupling}}]
-    return GridConfig.model_validate({**settings, "generators": [{"engine": "testing", "model": "gen"}], "verifiers": judges})
+    judges = [
+        {"engine": "testing", "model": "judge-a"},
+        {"engine": "testing", "model": "judge-b", "options": {"coupling": coupling}},
+    ]
+    return GridConfig.model_validate(
+        {**settings, "generators": [{"engine": "testing", "model": "gen"}], "verifiers": judges}
+    )
 
 
 def planted_adaptive() -> dict:
     from tests.conftest import planted_config
 
     coupling = {"Helpfulness / Understanding": {"Correctness / Completeness": 0.5}}
-    return planted_config(options={"coupling": coupling, "noise": 1.0}, adaptive={"start_n": 2, "max_n": 6, "step": 2},
-                          bootstrap=50)
+    return planted_config(
+        options={"coupling": coupling, "noise": 1.0}, adaptive={"start_n": 2, "max_n": 6, "step": 2}, bootstrap=50
+    )
 
 
 def compare(a: Path, b: Path) -> dict:
@@ -218,8 +252,12 @@ def compare(a: Path, b: Path) -> dict:
     ra, rb = records(a), records(b)
     shared = sorted(set(ra) & set(rb))
     field = "text" if "text" in next(iter(ra.values())) else "score"
-    return {"keys_equal": set(ra) == set(rb), "records": len(ra), "same": sum(ra[k][field] == rb[k][field] for k in shared),
-            "same_raw": sum(ra[k].get("raw", ra[k].get("text")) == rb[k].get("raw", rb[k].get("text")) for k in shared)}
+    return {
+        "keys_equal": set(ra) == set(rb),
+        "records": len(ra),
+        "same": sum(ra[k][field] == rb[k][field] for k in shared),
+        "same_raw": sum(ra[k].get("raw", ra[k].get("text")) == rb[k].get("raw", rb[k].get("text")) for k in shared),
+    }
 
 
 if __name__ == "__main__":  # vllm.LLM() starts its engine in a new process

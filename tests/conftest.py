@@ -89,9 +89,27 @@ def vllm_server(embedded_model, tmp_path_factory):
 
     port = free_port()
     log = tmp_path_factory.mktemp("server") / "vllm-serve.log"
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(embedded_model), "--host", "127.0.0.1",
-           "--port", str(port), "--served-model-name", "smol", "--enforce-eager", "--max-model-len", "2048",
-           "--kv-cache-memory-bytes", str(1 << 30), "--no-enable-chunked-prefill", "--max-num-batched-tokens", "8192"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(embedded_model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--served-model-name",
+        "smol",
+        "--enforce-eager",
+        "--max-model-len",
+        "2048",
+        "--kv-cache-memory-bytes",
+        str(1 << 30),
+        "--no-enable-chunked-prefill",
+        "--max-num-batched-tokens",
+        "8192",
+    ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
@@ -105,7 +123,7 @@ def vllm_server(embedded_model, tmp_path_factory):
                 break
             except OSError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"vllm serve did not come up; log:\n{log.read_text()[-3000:]}")
+                    raise RuntimeError(f"vllm serve did not come up; log:\n{log.read_text()[-3000:]}") from None
                 time.sleep(2)
         yield f"http://127.0.0.1:{port}/v1"
     finally:
@@ -118,15 +136,25 @@ def vllm_server(embedded_model, tmp_path_factory):
 
 # ---- The planted test engine: orchestration tests in seconds, without a model ----
 
-PLANTED_TASKS = [{"id": "refund", "prompt": "A customer wants a refund for a cracked jug."},
-                 {"id": "delay", "prompt": "A parcel is two weeks late. Reply to the customer."}]
+PLANTED_TASKS = [
+    {"id": "refund", "prompt": "A customer wants a refund for a cracked jug."},
+    {"id": "delay", "prompt": "A parcel is two weeks late. Reply to the customer."},
+]
 
 
 def planted_config(**kw) -> dict:
     """An audit config on the deterministic `testing` engine (see radar_local/engines/testing.py)."""
     spec = {"engine": "testing", "model": "planted", "options": kw.pop("options", {})}
-    return {"rubric": "helpsteer2", "tasks": PLANTED_TASKS, "generator": spec, "verifier": spec, "n": 2, "seed": 0,
-            "bootstrap": 20, **kw}
+    return {
+        "rubric": "helpsteer2",
+        "tasks": PLANTED_TASKS,
+        "generator": spec,
+        "verifier": spec,
+        "n": 2,
+        "seed": 0,
+        "bootstrap": 20,
+        **kw,
+    }
 
 
 def radar_cli(*args, env=None, **kw):
@@ -135,8 +163,13 @@ def radar_cli(*args, env=None, **kw):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "radar_local.cli", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "radar_local.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        **kw,
+    )
 
 
 def radar_run(*args, env=None):

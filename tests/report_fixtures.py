@@ -9,15 +9,21 @@ from pathlib import Path
 import numpy as np
 
 from radar_local.config import AuditConfig
-from radar_local.run import Run
 from radar_local.plan import Plan
 from radar_local.rubric import load_benchmark
+from radar_local.run import Run
 from radar_local.synthetic import HELPSTEER2_PLANTED
 
 
 def planted_settings(n: int = 4, tasks: int = 2) -> dict:
     bench = load_benchmark("helpsteer2")
-    return {"rubric": "helpsteer2", "tasks": [t.model_dump() for t in bench.tasks[:tasks]], "n": n, "seed": 0, "bootstrap": 100}
+    return {
+        "rubric": "helpsteer2",
+        "tasks": [t.model_dump() for t in bench.tasks[:tasks]],
+        "n": n,
+        "seed": 0,
+        "bootstrap": 100,
+    }
 
 
 def judge(name: str) -> dict:
@@ -27,10 +33,19 @@ def judge(name: str) -> dict:
 GENERATOR = {"engine": "openai", "model": "gen-model", "name": "gen"}
 
 
-def planted_run(root: Path, coupling: np.ndarray = HELPSTEER2_PLANTED, *, verifier: str = "judge-a", seed: int = 0,
-                n: int = 4, tasks: int = 2) -> Path:
+def planted_run(
+    root: Path,
+    coupling: np.ndarray = HELPSTEER2_PLANTED,
+    *,
+    verifier: str = "judge-a",
+    seed: int = 0,
+    n: int = 4,
+    tasks: int = 2,
+) -> Path:
     bench = load_benchmark("helpsteer2")
-    cfg = AuditConfig.model_validate({**planted_settings(n, tasks), "generator": GENERATOR, "verifier": judge(verifier)})
+    cfg = AuditConfig.model_validate(
+        {**planted_settings(n, tasks), "generator": GENERATOR, "verifier": judge(verifier)}
+    )
     rubric, task_set, crit = bench.rubric, bench.tasks[:tasks], bench.rubric.ids
     run = Run.create(cfg, root, Path.cwd())
     store = run.store
@@ -38,10 +53,21 @@ def planted_run(root: Path, coupling: np.ndarray = HELPSTEER2_PLANTED, *, verifi
     probes = []
     for req in Plan(cfg, rubric, tuple(task_set)).generation_requests():
         for v in range(req.n):
-            probes.append({"key": req.variant_key(v), "generator": "gen", "task_id": req.task.id, "target": req.target,
-                           "direction": req.direction, "variant": v, "seed": req.seed,
-                           "text": f"A {req.direction} probe for {req.target} on {req.task.id}, variant {v}.",
-                           "prompt_tokens": 100, "output_tokens": 50, "finish_reason": "stop"})
+            probes.append(
+                {
+                    "key": req.variant_key(v),
+                    "generator": "gen",
+                    "task_id": req.task.id,
+                    "target": req.target,
+                    "direction": req.direction,
+                    "variant": v,
+                    "seed": req.seed,
+                    "text": f"A {req.direction} probe for {req.target} on {req.task.id}, variant {v}.",
+                    "prompt_tokens": 100,
+                    "output_tokens": 50,
+                    "finish_reason": "stop",
+                }
+            )
     store.add_probes([p for p in probes if p["key"] not in store.probes])  # a second judge reuses them
     run.register_verifier(cfg.verifier)
     by_key = {p["key"]: p for p in probes}
@@ -51,14 +77,42 @@ def planted_run(root: Path, coupling: np.ndarray = HELPSTEER2_PLANTED, *, verifi
         sign = 1.0 if p["direction"] == "+" else -1.0
         shift = sign * coupling[crit.index(p["target"]), crit.index(req.criterion)] * 0.8
         score = int(np.clip(np.rint(2 + 2 * shift + rng.normal(0, 0.4)), 0, 4))
-        records.append({"key": req.key, "probe_key": req.probe_key, "verifier": verifier, "criterion": req.criterion,
-                        "score": score, "reasoning": "r", "rationale": f"{req.criterion} looks like {score}.",
-                        "raw": "{}", "prompt_tokens": 300, "output_tokens": 40, "finish_reason": "stop"})
+        records.append(
+            {
+                "key": req.key,
+                "probe_key": req.probe_key,
+                "verifier": verifier,
+                "criterion": req.criterion,
+                "score": score,
+                "reasoning": "r",
+                "rationale": f"{req.criterion} looks like {score}.",
+                "raw": "{}",
+                "prompt_tokens": 300,
+                "output_tokens": 40,
+                "finish_reason": "stop",
+            }
+        )
     store.add_scores(records)
-    stages = {"generate": {"requests": len(probes), "calls": len(probes), "prompt_tokens": 100 * len(probes),
-                           "output_tokens": 50 * len(probes), "seconds": 10.0},
-              "score": {"requests": len(records), "calls": len(records), "prompt_tokens": 300 * len(records),
-                        "output_tokens": 40 * len(records), "seconds": 20.0, "layout": "paper",
-                        "prefix_cache_hit_rate": 0.35, "parsed": len(records), "unscored": 0, "parse_rate": 1.0}}
+    stages = {
+        "generate": {
+            "requests": len(probes),
+            "calls": len(probes),
+            "prompt_tokens": 100 * len(probes),
+            "output_tokens": 50 * len(probes),
+            "seconds": 10.0,
+        },
+        "score": {
+            "requests": len(records),
+            "calls": len(records),
+            "prompt_tokens": 300 * len(records),
+            "output_tokens": 40 * len(records),
+            "seconds": 20.0,
+            "layout": "paper",
+            "prefix_cache_hit_rate": 0.35,
+            "parsed": len(records),
+            "unscored": 0,
+            "parse_rate": 1.0,
+        },
+    }
     run.finish(cfg.verifier, stages)
     return root

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from radar_local.report.build import write_report
 from radar_local.errors import InputError
+from radar_local.report.build import write_report
 from radar_local.run import load_run, run_audit
 from radar_local.rundir import PROBES, SCORES
 from radar_local.stats.decisions import Tri, at_least, at_most
@@ -20,7 +20,10 @@ REPO = Path(__file__).resolve().parents[1]
 TASKS = [{"id": f"t{i}", "prompt": f"Customer request number {i}: reply to it."} for i in range(12)]
 # Two planted couplings: helpfulness -> correctness far above every flag threshold, coherence ->
 # verbosity near the directional leakage threshold (0.5).
-COUPLING = {"Helpfulness / Understanding": {"Correctness / Completeness": 0.9}, "Coherence / Clarity": {"Verbosity": 0.45}}
+COUPLING = {
+    "Helpfulness / Understanding": {"Correctness / Completeness": 0.9},
+    "Coherence / Clarity": {"Verbosity": 0.45},
+}
 
 
 def config(**kw) -> dict:
@@ -95,8 +98,11 @@ def test_a_fixed_run_at_max_n_holds_every_probe_an_adaptive_run_needs(fixed_and_
 
 
 def test_adaptive_in_expected_mode(tmp_path):
-    result = run_audit(config(adaptive={"start_n": 2, "max_n": 4, "step": 2}, scoring={"mode": "expected"},
-                              tasks=TASKS[:2]), tmp_path / "run", base=REPO)
+    result = run_audit(
+        config(adaptive={"start_n": 2, "max_n": 4, "step": 2}, scoring={"mode": "expected"}, tasks=TASKS[:2]),
+        tmp_path / "run",
+        base=REPO,
+    )
     assert result.probes["score_values"] == "continuous" and result.adaptive["waves"]
     assert result.adaptive["probes"] <= 2 * 5 * 2 * 4
 

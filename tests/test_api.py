@@ -32,10 +32,14 @@ def test_analyze_the_bundled_example_and_round_trip_exactly():
 
 def test_analyze_takes_a_dataframe_like_a_file():
     df = pd.read_csv(EXAMPLE, dtype=str, keep_default_na=False)
-    assert radar_local.analyze(df, rubric="helpsteer2", bootstrap=0) == radar_local.analyze(EXAMPLE, rubric="helpsteer2", bootstrap=0)
+    assert radar_local.analyze(df, rubric="helpsteer2", bootstrap=0) == radar_local.analyze(
+        EXAMPLE, rubric="helpsteer2", bootstrap=0
+    )
 
 
-@pytest.mark.parametrize("version,needle", [(1, "re-run"), (SCHEMA_VERSION + 1, "upgrade radar_local"), (None, "schema_version None")])
+@pytest.mark.parametrize(
+    "version,needle", [(1, "re-run"), (SCHEMA_VERSION + 1, "upgrade radar_local"), (None, "schema_version None")]
+)
 def test_reading_another_schema_version_is_one_line(version, needle):
     data = radar_local.analyze(EXAMPLE, bootstrap=0).to_json()
     with pytest.raises(InputError, match=needle):

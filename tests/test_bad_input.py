@@ -41,17 +41,27 @@ def test_stats_on_a_table_of_only_unconditioned_probes(tmp_path):
 @pytest.mark.parametrize("option", ["--json", "--markdown"])
 def test_stats_output_into_a_missing_folder(tmp_path, option):
     target = tmp_path / "no" / "such" / "out.json"
-    one_line_exit_2(invoke("stats", EXAMPLE, "--rubric", "helpsteer2", "--bootstrap", 0, option, target),
-                    target, "does not exist")
+    one_line_exit_2(
+        invoke("stats", EXAMPLE, "--rubric", "helpsteer2", "--bootstrap", 0, option, target), target, "does not exist"
+    )
     assert not (tmp_path / "no").exists()
 
 
-@pytest.mark.parametrize("content,needle", [
-    ({"pairs": [], "reliable": {}}, "schema_version None"),
-    ({"schema_version": 99, "pairs": [], "reliable": {}}, "upgrade radar_local"),
-    ({"schema_version": 2, "pairs": [{"a": "x"}], "reliable": {}, "criteria": []}, "is not a complete RADAR stats file"),
-    ({"schema_version": 2, "pairs": [], "reliable": {}, "criteria": ["x"]}, "is not a complete RADAR stats file (KeyError"),
-])
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        ({"pairs": [], "reliable": {}}, "schema_version None"),
+        ({"schema_version": 99, "pairs": [], "reliable": {}}, "upgrade radar_local"),
+        (
+            {"schema_version": 2, "pairs": [{"a": "x"}], "reliable": {}, "criteria": []},
+            "is not a complete RADAR stats file",
+        ),
+        (
+            {"schema_version": 2, "pairs": [], "reliable": {}, "criteria": ["x"]},
+            "is not a complete RADAR stats file (KeyError",
+        ),
+    ],
+)
 def test_compare_on_json_without_the_expected_keys(tmp_path, content, needle):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(content))
@@ -87,12 +97,15 @@ class _Server:
         self.httpd.server_close()
 
 
-@pytest.mark.parametrize("status,body,needle", [
-    (200, b"<html>not an API</html>", "not JSON"),
-    (200, json.dumps({"object": "chat.completion", "usage": {}}).encode(), "without completion choices"),
-    (200, json.dumps({"choices": []}).encode(), "without completion choices"),
-    (503, b"overloaded", "answered HTTP 503 after 3 attempts: overloaded"),
-])
+@pytest.mark.parametrize(
+    "status,body,needle",
+    [
+        (200, b"<html>not an API</html>", "not JSON"),
+        (200, json.dumps({"object": "chat.completion", "usage": {}}).encode(), "without completion choices"),
+        (200, json.dumps({"choices": []}).encode(), "without completion choices"),
+        (503, b"overloaded", "answered HTTP 503 after 3 attempts: overloaded"),
+    ],
+)
 def test_openai_engine_bad_answers_are_one_line(status, body, needle):
     server = _Server(status, body)
     engine = OpenAIEngine("m", OpenAIEngine.Options(base_url=server.url, retries=2, backoff_s=0.01))
@@ -157,7 +170,10 @@ def test_grid_lets_a_bug_surface_as_a_bug(tmp_path, monkeypatch):
 
     monkeypatch.setattr(radar_local.grid, "grid_summary", broken)
     data = {k: v for k, v in planted_config().items() if k not in ("generator", "verifier")}
-    data |= {"generators": [{"engine": "testing", "model": "one"}], "verifiers": [{"engine": "testing", "model": "two"}]}
+    data |= {
+        "generators": [{"engine": "testing", "model": "one"}],
+        "verifiers": [{"engine": "testing", "model": "two"}],
+    }
     cfg = _config(tmp_path, data, "grid.yaml")
     res = invoke("grid", cfg, "--out", tmp_path / "g", "--quiet")
     assert res.exit_code == 1 and isinstance(res.exception, ValueError) and "config" not in res.output
@@ -220,13 +236,16 @@ def test_a_bad_rubric_file_leaves_no_run_directory(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("weight,needle", [("-1", "greater than or equal to 0"), (".inf", "finite number"),
-                                           (".nan", "finite number")])
+@pytest.mark.parametrize(
+    "weight,needle", [("-1", "greater than or equal to 0"), (".inf", "finite number"), (".nan", "finite number")]
+)
 def test_rubric_weights_must_be_finite_and_non_negative(tmp_path, weight, needle):
     """A negative weight was a traceback, .inf wrote non-JSON Infinity into stats.json, .nan a silent null."""
     rubric = tmp_path / "rubric.yaml"
-    rubric.write_text("id: r\nname: R\ncriteria:\n  - {id: a, label: A, description: x}\n"
-                      f"  - {{id: b, label: B, description: y}}\nweights: {{a: {weight}, b: 1}}\n")
+    rubric.write_text(
+        "id: r\nname: R\ncriteria:\n  - {id: a, label: A, description: x}\n"
+        f"  - {{id: b, label: B, description: y}}\nweights: {{a: {weight}, b: 1}}\n"
+    )
     rows = probes("t", "a", "+", [{"a": 4, "b": 2}]) + probes("t", "a", "-", [{"a": 0, "b": 2}])
     rows += probes("t", "b", "+", [{"a": 2, "b": 4}]) + probes("t", "b", "-", [{"a": 2, "b": 0}])
     scores = tmp_path / "scores.csv"
@@ -234,8 +253,14 @@ def test_rubric_weights_must_be_finite_and_non_negative(tmp_path, weight, needle
     one_line_exit_2(invoke("stats", scores, "--rubric", rubric, "--bootstrap", "0"), rubric, "weights.a", needle)
 
 
-@pytest.mark.parametrize("spec", [{"engine": "testing", "model": "x/.."}, {"engine": "testing", "model": "m", "name": ".."},
-                                  {"engine": "testing", "model": "m", "name": "."}])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"engine": "testing", "model": "x/.."},
+        {"engine": "testing", "model": "m", "name": ".."},
+        {"engine": "testing", "model": "m", "name": "."},
+    ],
+)
 def test_a_label_that_names_another_folder_is_refused(tmp_path, spec):
     """A grid's generator labelled '..' made its run directory the grid folder's parent (issue 21, item 1)."""
     grid = {k: v for k, v in planted_config().items() if k not in ("generator", "verifier")}
@@ -249,8 +274,15 @@ def test_an_option_value_that_is_not_yaml_is_one_line(tmp_path):
     assert res.exit_code == 2 and "not YAML" in res.output and len(res.output.strip().splitlines()) == 1, res.output
 
 
-@pytest.mark.parametrize("line,kind", [('{"id": "a", "prompt": null}', "null"), ('{"id": null, "prompt": "p"}', "null"),
-                                       ('{"id": "a", "prompt": ["x"]}', "list"), ('{"id": "a", "prompt": 3}', "int")])
+@pytest.mark.parametrize(
+    "line,kind",
+    [
+        ('{"id": "a", "prompt": null}', "null"),
+        ('{"id": null, "prompt": "p"}', "null"),
+        ('{"id": "a", "prompt": ["x"]}', "list"),
+        ('{"id": "a", "prompt": 3}', "int"),
+    ],
+)
 def test_a_task_that_is_not_text_is_refused_naming_the_row(tmp_path, line, kind):
     """A null prompt was audited as the text 'None' or 'nan' (issue 21, item 6)."""
     tasks = tmp_path / "tasks.jsonl"
@@ -263,8 +295,9 @@ def test_a_task_that_is_not_text_is_refused_naming_the_row(tmp_path, line, kind)
 def test_error_lines_show_control_characters_escaped(tmp_path):
     """An ESC sequence or U+2028 in a score cell reaches the error line escaped: one inert line."""
     scores = tmp_path / "scores.csv"
-    scores.write_text("generator,verifier,task_id,target,direction,variant,criterion,score\n"
-                      "g,v,t,a,+,0,a,\x1b[31mfour\u2028x\n")
+    scores.write_text(
+        "generator,verifier,task_id,target,direction,variant,criterion,score\ng,v,t,a,+,0,a,\x1b[31mfour\u2028x\n"
+    )
     res = invoke("stats", scores)
     assert res.exit_code == 2 and "\\x1b[31m" in res.output and "\\u2028" in res.output
     assert "\x1b" not in res.output and "\u2028" not in res.output and len(res.output.strip().splitlines()) == 1
@@ -278,6 +311,11 @@ def test_ctrl_c_while_the_commands_import_is_one_line(tmp_path):
 
     (tmp_path / "click").mkdir()
     (tmp_path / "click" / "__init__.py").write_text("raise KeyboardInterrupt\n")
-    res = subprocess.run([sys.executable, "-m", "radar_local.cli", "doctor"], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(tmp_path)}, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "radar_local.cli", "doctor"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        timeout=60,
+    )
     assert res.returncode == 130 and res.stderr == "interrupted: nothing was started\n"

@@ -65,8 +65,10 @@ def test_parquet_round_trip(tmp_path):
 
 
 def test_radar_help_does_not_import_torch():
-    code = ("import sys; from radar_local.cli.main import cli; cli(['--help'], standalone_mode=False); "
-            "print('torch' in sys.modules, 'vllm' in sys.modules, 'scipy' in sys.modules, 'pandas' in sys.modules)")
+    code = (
+        "import sys; from radar_local.cli.main import cli; cli(['--help'], standalone_mode=False); "
+        "print('torch' in sys.modules, 'vllm' in sys.modules, 'scipy' in sys.modules, 'pandas' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().endswith("False False False False")  # the statistics' scipy and pandas load when they run
 
@@ -92,13 +94,20 @@ def _bad_table(tmp_path: Path, edit) -> Path:
 
 
 BAD_TABLES = {
-    "unknown criterion": (lambda ls: ls[:1] + [_set_column(ls[1], 6, "friendliness")] + ls[2:],
-                          "row 2: unknown criterion 'friendliness'"),
-    "score off the scale": (lambda ls: ls[:1] + [ls[1].rsplit(",", 1)[0] + ",7"] + ls[2:], "row 2: score '7' is off the 0-4 scale"),
+    "unknown criterion": (
+        lambda ls: ls[:1] + [_set_column(ls[1], 6, "friendliness")] + ls[2:],
+        "row 2: unknown criterion 'friendliness'",
+    ),
+    "score off the scale": (
+        lambda ls: ls[:1] + [ls[1].rsplit(",", 1)[0] + ",7"] + ls[2:],
+        "row 2: score '7' is off the 0-4 scale",
+    ),
     "missing column": (lambda ls: [",".join(c.split(",")[:-1]) for c in ls], "missing column(s) score"),
     "duplicate rows": (lambda ls: ls + [ls[1]], "duplicate of an earlier row"),
-    "one direction only": (lambda ls: [ls[0]] + [l for l in ls[1:] if not (",refund,verbosity,-," in l)],
-                           "target 'verbosity' in task 'refund'"),
+    "one direction only": (
+        lambda ls: [ls[0]] + [row for row in ls[1:] if ",refund,verbosity,-," not in row],
+        "target 'verbosity' in task 'refund'",
+    ),
     "empty file": (lambda ls: [], "the score file is empty"),
     "header only": (lambda ls: ls[:1], "the score table has no rows"),
 }
@@ -122,10 +131,14 @@ BAD_RUBRICS = {
         "id: x\nname: X\ncriteria:\n  - {id: a, label: A, description: d}\n  - {id: a, label: B, description: d}\n",
         "duplicate criterion id 'a'",
     ),
-    "unknown key": ("id: x\nname: X\ncolour: red\ncriteria:\n  - {id: a, label: A, description: d}\n  - {id: b, label: B, description: d}\n",
-                    "key 'colour'"),
+    "unknown key": (
+        "id: x\nname: X\ncolour: red\ncriteria:\n  - {id: a, label: A, description: d}\n"
+        "  - {id: b, label: B, description: d}\n",
+        "key 'colour'",
+    ),
     "descriptive without ends": (
-        "id: x\nname: X\ncriteria:\n  - {id: a, label: A, description: d, kind: descriptive}\n  - {id: b, label: B, description: d}\n",
+        "id: x\nname: X\ncriteria:\n  - {id: a, label: A, description: d, kind: descriptive}\n"
+        "  - {id: b, label: B, description: d}\n",
         "needs 'low' and 'high'",
     ),
 }

@@ -21,8 +21,11 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def scenarios(tmp_path_factory, embedded_model):
     pytest.importorskip("ray", reason="the cluster extra is not installed")
-    if os.geteuid() != 0 or shutil.which("unshare") is None or \
-            subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up"], capture_output=True).returncode != 0:
+    if (
+        os.geteuid() != 0
+        or shutil.which("unshare") is None
+        or subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up"], capture_output=True).returncode != 0
+    ):
         pytest.skip("needs root, unshare and ip for a loopback-only network namespace")
     out = tmp_path_factory.mktemp("cluster")
     script = f"ip link set lo up && exec {sys.executable} {REPO / 'tests' / 'cluster_scenarios.py'} {out}"

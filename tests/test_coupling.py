@@ -9,9 +9,9 @@ from hypothesis.extra.numpy import arrays
 from radar_local.scores import probe_matrix
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.bootstrap import Strata
+from radar_local.stats.coupling import coupling, global_summaries, leakage
 from radar_local.stats.exact import exact_point
 from radar_local.stats.intervals import intervals
-from radar_local.stats.coupling import coupling, global_summaries, leakage
 from tests.conftest import probes, table
 
 
@@ -61,15 +61,22 @@ def test_gate_flags_weak_and_negative_self_effects():
     # c: + 4, - 0 -> SelfEffect 1: reliable
     crit = ["a", "b", "c"]
     rows = (
-        probes("t", "a", "+", [{"a": 2, "b": 2, "c": 2}]) + probes("t", "a", "-", [{"a": 1, "b": 2, "c": 0}])
-        + probes("t", "b", "+", [{"a": 2, "b": 0, "c": 2}]) + probes("t", "b", "-", [{"a": 2, "b": 4, "c": 2}])
-        + probes("t", "c", "+", [{"a": 3, "b": 2, "c": 4}]) + probes("t", "c", "-", [{"a": 1, "b": 2, "c": 0}])
+        probes("t", "a", "+", [{"a": 2, "b": 2, "c": 2}])
+        + probes("t", "a", "-", [{"a": 1, "b": 2, "c": 0}])
+        + probes("t", "b", "+", [{"a": 2, "b": 0, "c": 2}])
+        + probes("t", "b", "-", [{"a": 2, "b": 4, "c": 2}])
+        + probes("t", "c", "+", [{"a": 3, "b": 2, "c": 4}])
+        + probes("t", "c", "-", [{"a": 1, "b": 2, "c": 0}])
     )
     r = audit_cell(probe_matrix(table(rows), crit, "g", "v"), n_bootstrap=0, budget=False).to_json()
     assert r["reliable"] == {"a": False, "b": False, "c": True}
     reasons = {u["criterion"]: u["reason"] for u in r["flags"]["unreliable"]}
     assert reasons == {"a": "self-effect below tau=0.4", "b": "negative self-effect (failed intervention)"}
-    assert {(p["a"], p["b"]): p["flags"] for p in r["pairs"]} == {("a", "b"): ["gated"], ("a", "c"): ["gated"], ("b", "c"): ["gated"]}
+    assert {(p["a"], p["b"]): p["flags"] for p in r["pairs"]} == {
+        ("a", "b"): ["gated"],
+        ("a", "c"): ["gated"],
+        ("b", "c"): ["gated"],
+    }
     # Only the reliable row c counts in the globals: c->a = (0.75-0.25)/1 = 0.5, c->b = 0.
     assert r["global"]["max_coupling"] == pytest.approx(0.5)
     assert r["global"]["positive"] == pytest.approx(0.25)
@@ -119,8 +126,14 @@ def test_bootstrap_draws_one_less_than_each_stratum_holds():
     """Rao-Wu with m = n - 1: a resampled stratum mean has the unbiased variance s^2/n, where n draws
     give (n-1)/n of it. Two probes per stratum: a replicate is one of them, so the + mean is 1.0 or 0.5
     (variance 1/16 = s^2/n), never their average."""
-    strata = Strata.from_probes(probe_matrix(table(probes("t", "a", "+", [{"a": 4}, {"a": 2}])
-                                                   + probes("t", "a", "-", [{"a": 0}, {"a": 0}])), ["a"], "g", "v"))
+    strata = Strata.from_probes(
+        probe_matrix(
+            table(probes("t", "a", "+", [{"a": 4}, {"a": 2}]) + probes("t", "a", "-", [{"a": 0}, {"a": 0}])),
+            ["a"],
+            "g",
+            "v",
+        )
+    )
     iv = intervals(strata, exact_point(strata), 0.4, 400, seed=1)
     assert iv.df.tolist() == [2.0]  # 4 probes on a's own criterion minus its 2 strata
     assert iv.self_effect[0].tolist() == [0.5, 1.0]  # t(2) tails: the extreme replicates
@@ -174,5 +187,7 @@ def test_double_counted_share_known_answer():
     overall, share = double_counted_share(leak, np.array([True, True]), np.array([1.0, 0.5]))
     assert overall == pytest.approx(0.21875) and share == pytest.approx([0.2, 2 / 7])
     # a gated target counts nothing; a tradeoff (negative leakage) does not double-count
-    overall, share = double_counted_share(np.array([[1.0, -0.5], [0.2, 1.0]]), np.array([True, False]), np.array([1.0, 1.0]))
+    overall, share = double_counted_share(
+        np.array([[1.0, -0.5], [0.2, 1.0]]), np.array([True, False]), np.array([1.0, 1.0])
+    )
     assert overall == 0.0 and share[0] == 0.0 and np.isnan(share[1])

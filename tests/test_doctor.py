@@ -55,7 +55,10 @@ def test_doctor_reports_this_machine():
     assert lib["transformers"]["imports"] and lib["outlines"]["imports"]
     smol = next(m for m in report["models"] if m["name"] == "smollm2-135m")
     assert smol["on_disk"] and smol["checksum"] is True and smol["size_gib"] > 0.2 and smol["dtype"] == "bfloat16"
-    assert set(report["offline"]) >= {"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"} and report["disk"]["models"]["free_gib"] > 0
+    assert (
+        set(report["offline"]) >= {"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"}
+        and report["disk"]["models"]["free_gib"] > 0
+    )
     assert res.returncode == (1 if report["problems"] else 0)
     from radar_local.doctor import render
 
@@ -95,7 +98,9 @@ def test_doctor_smoke_runs_the_configured_engine(tmp_path):
     cfg.write_text(yaml.safe_dump(planted_config()))
     res = CliRunner().invoke(cli, ["doctor", "--smoke", "--config", str(cfg), "--json"])
     smoke = json.loads(res.stdout)["smoke"]
-    assert smoke["engine"] == "testing" and smoke["probes"] == 2 and smoke["verdicts"] == 10 and smoke["parse_rate"] == 1.0
+    assert (
+        smoke["engine"] == "testing" and smoke["probes"] == 2 and smoke["verdicts"] == 10 and smoke["parse_rate"] == 1.0
+    )
 
 
 @pytest.mark.slow
@@ -108,8 +113,12 @@ def test_doctor_smoke_on_the_embedded_model_with_transformers():
 @pytest.mark.process  # imports torch in a child process
 def test_gpu_check_skips_cleanly_without_cuda(tmp_path):
     out = tmp_path / "gpu.json"
-    res = subprocess.run([sys.executable, str(REPO / "scripts" / "gpu_check.py"), "--out", str(out)], capture_output=True,
-                         text=True, timeout=120)
+    res = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "gpu_check.py"), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     report = json.loads(out.read_text())
     assert report["skipped"].startswith("CUDA is not available") and "nothing was run" in res.stdout
@@ -119,8 +128,23 @@ def test_gpu_check_skips_cleanly_without_cuda(tmp_path):
 def test_gpu_check_runs_its_audit_on_cpu(tmp_path):
     """The same script end to end on CPU with a tiny random model, so the GPU run has been exercised."""
     out = tmp_path / "gpu.json"
-    res = subprocess.run([sys.executable, str(REPO / "scripts" / "gpu_check.py"), "--out", str(out), "--device", "cpu",
-                          "--size", "tiny", "--engines", "transformers"], capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "scripts" / "gpu_check.py"),
+            "--out",
+            str(out),
+            "--device",
+            "cpu",
+            "--size",
+            "tiny",
+            "--engines",
+            "transformers",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     report = json.loads(out.read_text())
     hf = report["engines"]["transformers"]

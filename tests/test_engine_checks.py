@@ -8,8 +8,10 @@ from radar_local.scoring import ScoreFormat
 
 # /proc/cpuinfo as the two kinds of machine this project runs on print it (flags abridged)
 CPU_AVX2 = "processor\t: 0\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu sse4_2 avx avx2 fma\n"
-CPU_AVX512_BF16 = ("processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Processor\n"
-                   "flags\t\t: fpu avx2 avx512f avx512_vnni avx512_bf16 amx_bf16 amx_tile amx_int8\n")
+CPU_AVX512_BF16 = (
+    "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Processor\n"
+    "flags\t\t: fpu avx2 avx512f avx512_vnni avx512_bf16 amx_bf16 amx_tile amx_int8\n"
+)
 
 FMT = ScoreFormat(max_reasoning_chars=40, max_rationale_chars=30)
 
@@ -22,7 +24,9 @@ def test_openai_engine_names_an_unreachable_server():
     from radar_local.engines.registry import build_engine
     from tests.conftest import free_port
 
-    engine = build_engine("openai", "smol", {"base_url": f"http://127.0.0.1:{free_port()}/v1", "retries": 1, "backoff_s": 0})
+    engine = build_engine(
+        "openai", "smol", {"base_url": f"http://127.0.0.1:{free_port()}/v1", "retries": 1, "backoff_s": 0}
+    )
     with pytest.raises(RadarError, match="cannot reach .* is the server running"):
         engine.score(score_prompts()[:1], fmt=FMT)
 
@@ -53,7 +57,10 @@ def test_auto_dtype_follows_the_cpus_bf16_arithmetic():
     avx2, bf16 = cpu_info(CPU_AVX2), cpu_info(CPU_AVX512_BF16)
     assert avx2.flags == ("avx2",) and not avx2.bf16_arithmetic and avx2.model == "AMD EPYC 7B13"
     assert bf16.bf16_arithmetic and "amx_bf16" in bf16.flags
-    assert cpu_dtype("auto", "bfloat16", avx2)[0] == "float32" and "no bf16 arithmetic" in cpu_dtype("auto", "bfloat16", avx2)[1]
+    assert (
+        cpu_dtype("auto", "bfloat16", avx2)[0] == "float32"
+        and "no bf16 arithmetic" in cpu_dtype("auto", "bfloat16", avx2)[1]
+    )
     assert cpu_dtype("auto", "bfloat16", bf16) == ("bfloat16", "the CPU has bf16 arithmetic (avx512_bf16, amx_bf16)")
     assert cpu_dtype("auto", "float32", bf16)[0] == "float32"  # a float32 checkpoint stays float32
     assert cpu_dtype("bfloat16", "bfloat16", avx2) == ("bfloat16", "set in the config")  # told otherwise: obeyed

@@ -28,9 +28,16 @@ def _spread(total: int, n: int) -> list[int]:
 
 def _cell(name: str, pos: list[int], neg: list[int], offset: int) -> list[tuple]:
     """Criterion a steered with the given + and - scores; b is a clean, fully reliable criterion."""
-    rows = [("t", "a", "+", str(v), "a", s) for v, s in enumerate(pos)] + [("t", "a", "-", str(v), "a", s) for v, s in enumerate(neg)]
+    rows = [("t", "a", "+", str(v), "a", s) for v, s in enumerate(pos)] + [
+        ("t", "a", "-", str(v), "a", s) for v, s in enumerate(neg)
+    ]
     rows += [("t", "a", d, str(v), "b", 2) for d, ss in (("+", pos), ("-", neg)) for v in range(len(ss))]
-    rows += [("t", "b", "+", "0", "a", 2), ("t", "b", "+", "0", "b", 4), ("t", "b", "-", "0", "a", 2), ("t", "b", "-", "0", "b", 0)]
+    rows += [
+        ("t", "b", "+", "0", "a", 2),
+        ("t", "b", "+", "0", "b", 4),
+        ("t", "b", "-", "0", "a", 2),
+        ("t", "b", "-", "0", "b", 0),
+    ]
     return [(name, "v", *r[:5], r[5] + offset) for r in rows]
 
 
@@ -38,8 +45,14 @@ def _exact_tau_cases() -> list[tuple[int, int, int, int]]:
     """Every (n+, n-, S+, S-) with 1..10 scored probes per direction whose self-effect is exactly tau:
     (S+/n+ - S-/n-) / 4 = 2/5, i.e. a move of exactly 1.6 Likert points."""
     move = 4 * Fraction(TAU)  # in Likert points; sp/a - sm/b == move, in integers
-    return [(a, b, sp, sm) for a in range(1, 11) for b in range(1, 11) for sp in range(4 * a + 1) for sm in range(4 * b + 1)
-            if (sp * b - sm * a) * move.denominator == move.numerator * a * b]
+    return [
+        (a, b, sp, sm)
+        for a in range(1, 11)
+        for b in range(1, 11)
+        for sp in range(4 * a + 1)
+        for sm in range(4 * b + 1)
+        if (sp * b - sm * a) * move.denominator == move.numerator * a * b
+    ]
 
 
 @pytest.mark.parametrize("scale,offset", [("0-4", 0), ("1-5", 1)])
@@ -66,7 +79,9 @@ def test_gate_passes_at_exactly_tau_and_fails_just_below(scale, offset):
 
 def test_issue_example_keeps_its_pairs_and_globals():
     # + scores [2,2,3,3,2] (mean 2.4), - scores [0,1,1,1,1] (mean 0.8): a move of 1.6 points = 0.4 exactly.
-    rows = probes("t", "a", "+", [{"a": s, "b": 2} for s in (2, 2, 3, 3, 2)]) + probes("t", "a", "-", [{"a": s, "b": 1} for s in (0, 1, 1, 1, 1)])
+    rows = probes("t", "a", "+", [{"a": s, "b": 2} for s in (2, 2, 3, 3, 2)]) + probes(
+        "t", "a", "-", [{"a": s, "b": 1} for s in (0, 1, 1, 1, 1)]
+    )
     rows += probes("t", "b", "+", [{"a": 2, "b": 4}] * 5) + probes("t", "b", "-", [{"a": 2, "b": 0}] * 5)
     r = stats_for_table(table(rows), "t.csv", n_bootstrap=50).to_json()
     assert r["self_effect"]["a"] == 0.4 and r["reliable"] == {"a": True, "b": True}
@@ -107,7 +122,10 @@ def test_one_task_has_no_spread():
 def test_budget_always_ends_with_the_full_sample(two_criteria_table):
     # N = 2 per stratum: one subset row (N = 1), then all probes once, equal to the point estimate.
     r = audit_cell(probe_matrix(two_criteria_table, ["a", "b"], "g", "v"), n_bootstrap=0).to_json()
-    assert [(row["n"], row["subsets"], row.get("all_probes", False)) for row in r["budget"]] == [(1, 30, False), (2, 1, True)]
+    assert [(row["n"], row["subsets"], row.get("all_probes", False)) for row in r["budget"]] == [
+        (1, 30, False),
+        (2, 1, True),
+    ]
     full = r["budget"][-1]["sym"][0]
     assert full["mean"] == r["pairs"][0]["sym"] == 0.5 and full["sd"] is None
 
@@ -117,7 +135,12 @@ def test_budget_full_row_when_n_is_not_a_standard_budget():
     rows = []
     for target in ("a", "b"):
         for d, hi in (("+", 4), ("-", 0)):
-            rows += probes("t", target, d, [{"a": int(rng.integers(0, 5)), "b": int(rng.integers(0, 5)), target: hi} for _ in range(7)])
+            rows += probes(
+                "t",
+                target,
+                d,
+                [{"a": int(rng.integers(0, 5)), "b": int(rng.integers(0, 5)), target: hi} for _ in range(7)],
+            )
     r = audit_cell(probe_matrix(table(rows), ["a", "b"], "g", "v"), n_bootstrap=0).to_json()
     assert [row["n"] for row in r["budget"]] == [1, 2, 3, 4, 5, 7] and r["budget"][-1]["all_probes"]
 

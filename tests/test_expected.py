@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from radar_local.report.build import write_report
 from radar_local.engines.openai import OpenAIEngine
 from radar_local.errors import InputError, RadarError
 from radar_local.plan import Plan
 from radar_local.prompts import EXPECTED_TEXT, SCHEMA_TEXT
+from radar_local.report.build import write_report
 from radar_local.run import load_run, run_audit
 from radar_local.rundir import SCORES
 from radar_local.scores import COLUMNS, probe_matrix, read_scores, validate_scores, write_scores
@@ -31,7 +31,9 @@ EXPECTED = ScoreFormat(mode="expected")
 
 def test_expected_score_is_the_probability_weighted_mean():
     # P(2) = 1/4, P(3) = 1/2, P(4) = 1/4: mean 0.5 + 1.5 + 1.0 = 3.0; "4" and " 4" are one answer.
-    exp = expected_score({"2": math.log(0.25), "3": math.log(0.5), "4": math.log(0.125), " 4": math.log(0.125), "x": -0.1})
+    exp = expected_score(
+        {"2": math.log(0.25), "3": math.log(0.5), "4": math.log(0.125), " 4": math.log(0.125), "x": -0.1}
+    )
     assert exp.score == pytest.approx(3.0) and exp.distribution == pytest.approx((0, 0, 0.25, 0.5, 0.25))
     assert exp.mass == pytest.approx(1.0)
     # Mass off the score tokens is renormalized away and reported: 0.1 + 0.1 of the next token's mass.
@@ -47,8 +49,7 @@ def test_expected_format_is_one_score_token():
 
 
 def test_the_mode_changes_the_prompt_and_the_keys(tmp_path):
-    from radar_local.config import AuditConfig
-    from radar_local.config import resolve_inputs
+    from radar_local.config import AuditConfig, resolve_inputs
 
     probe = [{"key": "p:0", "task_id": "refund", "text": "We will refund you."}]
     keys, users = {}, {}
@@ -63,11 +64,15 @@ def test_the_mode_changes_the_prompt_and_the_keys(tmp_path):
 
 
 def test_score_table_takes_continuous_scores_and_keeps_them_exactly(tmp_path):
-    rows = [("g", "v", "t", "a", d, "0", c, s) for d, s0 in (("+", 3.3), ("-", 0.7)) for c, s in (("a", s0), ("b", 2.0))]
+    rows = [
+        ("g", "v", "t", "a", d, "0", c, s) for d, s0 in (("+", 3.3), ("-", 0.7)) for c, s in (("a", s0), ("b", 2.0))
+    ]
     df = validate_scores(pd.DataFrame(rows, columns=list(COLUMNS)), "t")
     write_scores(df, tmp_path / "s.csv")
     assert read_scores(tmp_path / "s.csv")["score"].tolist() == [3.3, 2.0, 0.7, 2.0]  # repr round-trip, no drift
-    on_1_5 = validate_scores(pd.DataFrame(rows, columns=list(COLUMNS)).assign(score=lambda d: d["score"] + 1), "t", "1-5")
+    on_1_5 = validate_scores(
+        pd.DataFrame(rows, columns=list(COLUMNS)).assign(score=lambda d: d["score"] + 1), "t", "1-5"
+    )
     assert on_1_5["score"].tolist() == df["score"].tolist()
     for bad in (4.5, -0.25, float("inf")):
         with pytest.raises(InputError, match="off the 0-4 scale; use a number from 0 to 4"):
@@ -86,7 +91,12 @@ def test_gate_on_continuous_scores_is_exact(tiny, reliable):
     below fails (float32 resampling arithmetic could not tell these apart)."""
     rows = [("t", "a", "+", "0", "a", 2.25), ("t", "a", "+", "1", "a", 2.75), ("t", "a", "-", "0", "a", 1.0 + tiny)]
     rows += [("t", "a", d, v, "b", 2.0) for d, v in (("+", "0"), ("+", "1"), ("-", "0"))]
-    rows += [("t", "b", "+", "0", "a", 2.0), ("t", "b", "+", "0", "b", 4.0), ("t", "b", "-", "0", "a", 2.0), ("t", "b", "-", "0", "b", 0.0)]
+    rows += [
+        ("t", "b", "+", "0", "a", 2.0),
+        ("t", "b", "+", "0", "b", 4.0),
+        ("t", "b", "-", "0", "a", 2.0),
+        ("t", "b", "-", "0", "b", 0.0),
+    ]
     df = validate_scores(pd.DataFrame([("g", "v", *r) for r in rows], columns=list(COLUMNS)), "t")
     result = audit_cell(probe_matrix(df, ["a", "b"], "g", "v"), tau=0.375, n_bootstrap=0, budget=False)
     assert bool(result.reliable["a"]) is reliable and result.probes["score_values"] == "continuous"
@@ -94,7 +104,9 @@ def test_gate_on_continuous_scores_is_exact(tiny, reliable):
 
 def test_planted_audit_in_expected_mode(tmp_path):
     coupling = {"Helpfulness / Understanding": {"Correctness / Completeness": 0.3}}
-    result = run_audit(planted_config(options={"coupling": coupling}, scoring={"mode": "expected"}), tmp_path / "run", base=REPO)
+    result = run_audit(
+        planted_config(options={"coupling": coupling}, scoring={"mode": "expected"}), tmp_path / "run", base=REPO
+    )
     records = [json.loads(x) for x in (tmp_path / "run" / SCORES).read_text().splitlines()]
     assert len(records) == 200 and all(len(r["distribution"]) == 5 and r["reasoning"] is None for r in records)
     # Without noise the planted belief is a point mass on the rounded value: 2 + 2 * 0.3 = 2.6 -> 3.
@@ -114,21 +126,31 @@ def test_expected_scores_give_narrower_intervals_at_the_same_n(tmp_path):
         cfg = planted_config(options={"coupling": coupling, "noise": 1.0}, scoring={"mode": mode}, n=6, bootstrap=300)
         result = run_audit(cfg, tmp_path / mode, base=REPO)
         low, high = result.leakage_ci
-        widths[mode] = {"self": float((result.self_effect_ci["high"] - result.self_effect_ci["low"]).mean()),
-                        "leak": float(np.nanmean((high - low).to_numpy()))}
+        widths[mode] = {
+            "self": float((result.self_effect_ci["high"] - result.self_effect_ci["low"]).mean()),
+            "leak": float(np.nanmean((high - low).to_numpy())),
+        }
         assert result.probes["score_values"] == ("continuous" if mode == "expected" else "integer")
     assert widths["expected"]["self"] < 0.8 * widths["reasoned"]["self"], widths
     assert widths["expected"]["leak"] < 0.8 * widths["reasoned"]["leak"], widths
 
 
 def _completion(**choice) -> bytes:
-    return json.dumps({"choices": [{"index": 0, "message": {"content": "3"}, "finish_reason": "length", **choice}],
-                       "usage": {"prompt_tokens": 9, "completion_tokens": 1}}).encode()
+    return json.dumps(
+        {
+            "choices": [{"index": 0, "message": {"content": "3"}, "finish_reason": "length", **choice}],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 1},
+        }
+    ).encode()
 
 
 def test_openai_engine_reads_the_servers_top_logprobs():
-    top = [{"token": "3", "logprob": math.log(0.6)}, {"token": " 3", "logprob": math.log(0.1)},
-           {"token": "2", "logprob": math.log(0.2)}, {"token": "{", "logprob": math.log(0.1)}]
+    top = [
+        {"token": "3", "logprob": math.log(0.6)},
+        {"token": " 3", "logprob": math.log(0.1)},
+        {"token": "2", "logprob": math.log(0.2)},
+        {"token": "{", "logprob": math.log(0.1)},
+    ]
     server = _Server(200, _completion(logprobs={"content": [{"token": "3", "logprob": -0.5, "top_logprobs": top}]}))
     engine = OpenAIEngine("m", OpenAIEngine.Options(base_url=server.url))
     try:

@@ -1,10 +1,10 @@
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
 from radar_local.stats.agreement import agreement
 from radar_local.stats.baselines import score_profile_redundancy, synthetic_correlation, whitening_redundancy
-from fractions import Fraction
-
 from radar_local.stats.flags import pair_flags, upstream
 
 # The paper's Table 1: (l_ij, l_ji) and the interpretation printed there.
@@ -36,16 +36,19 @@ def test_a_pair_carries_every_flag_that_applies():
     assert pair_flags(Fraction(3, 4), Fraction(-1, 4), True) == ["directional", "tradeoff"]
 
 
-@pytest.mark.parametrize("l_ab,l_ba,expected", [
-    # Each threshold met exactly (>= / <=), then missed by the smallest step a rational can take here.
-    ((1, 2), (1, 2), ["bidirectional cluster"]),  # Sym = 0.5 = cluster_sym, Asym 0
-    ((49, 100), (1, 2), []),  # Sym 0.495 < 0.5
-    ((1, 2), (1, 4), ["directional"]),  # Asym = 0.25, max = 0.5: both exactly at their thresholds
-    ((1, 2), (26, 100), []),  # Asym 0.24 < 0.25; Sym 0.38 < 0.5
-    ((49, 100), (24, 100), []),  # Asym 0.25 but max 0.49 < 0.5
-    ((1, 10), (-1, 5), ["tradeoff"]),  # min = -0.2 = tradeoff_leak
-    ((1, 10), (-19, 100), []),  # -0.19 > -0.2
-])
+@pytest.mark.parametrize(
+    "l_ab,l_ba,expected",
+    [
+        # Each threshold met exactly (>= / <=), then missed by the smallest step a rational can take here.
+        ((1, 2), (1, 2), ["bidirectional cluster"]),  # Sym = 0.5 = cluster_sym, Asym 0
+        ((49, 100), (1, 2), []),  # Sym 0.495 < 0.5
+        ((1, 2), (1, 4), ["directional"]),  # Asym = 0.25, max = 0.5: both exactly at their thresholds
+        ((1, 2), (26, 100), []),  # Asym 0.24 < 0.25; Sym 0.38 < 0.5
+        ((49, 100), (24, 100), []),  # Asym 0.25 but max 0.49 < 0.5
+        ((1, 10), (-1, 5), ["tradeoff"]),  # min = -0.2 = tradeoff_leak
+        ((1, 10), (-19, 100), []),  # -0.19 > -0.2
+    ],
+)
 def test_flag_thresholds_are_met_exactly(l_ab, l_ba, expected):
     assert pair_flags(Fraction(*l_ab), Fraction(*l_ba), True) == expected
 
@@ -102,8 +105,12 @@ def _audit_with_unconditioned(rows: list[list[int]], reference: list[float]) -> 
     from tests.conftest import probes, table
 
     crit = [f"c{j}" for j in range(len(rows[0]))]
-    directed = [p for c in crit for d, s in (("+", 4), ("-", 0))
-                for p in probes("t", c, d, [{x: (s if x == c else 2) for x in crit}] * 2)]
+    directed = [
+        p
+        for c in crit
+        for d, s in (("+", 4), ("-", 0))
+        for p in probes("t", c, d, [{x: (s if x == c else 2) for x in crit}] * 2)
+    ]
     unconditioned = probes("t", "", "none", [dict(zip(crit, r)) for r in rows])
     pm = probe_matrix(table(directed + unconditioned), crit, "g", "v")
     pairs = [(a, b) for a in range(len(crit)) for b in range(a + 1, len(crit))]

@@ -11,17 +11,26 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from radar_local.report.build import write_report
 from radar_local.cli.main import cli
-from radar_local.run import load_run
+from radar_local.report.build import write_report
 from radar_local.rubric import load_benchmark
+from radar_local.run import load_run
 from tests.conftest import planted_config
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # examples: conftest
-ANY_VALUE = st.one_of(st.none(), st.booleans(), st.integers(-5, 10), st.floats(allow_nan=True), st.text(max_size=8),
-                      st.lists(st.integers(0, 4), max_size=2), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
-CELL = st.one_of(st.sampled_from(["", "nan", "+", "-", "none", "a", "b", "0", "4", "5", "-1", "2.5", "t1", "x,y", '"']),
-                 st.text(max_size=6))
+ANY_VALUE = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 10),
+    st.floats(allow_nan=True),
+    st.text(max_size=8),
+    st.lists(st.integers(0, 4), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
+CELL = st.one_of(
+    st.sampled_from(["", "nan", "+", "-", "none", "a", "b", "0", "4", "5", "-1", "2.5", "t1", "x,y", '"']),
+    st.text(max_size=6),
+)
 
 
 def valid_table() -> pd.DataFrame:
@@ -31,7 +40,9 @@ def valid_table() -> pd.DataFrame:
             for d, hi in (("+", 4), ("-", 0)):
                 for v in range(2):
                     rows += [("g", "v", task, target, d, str(v), c, hi if c == target else 2) for c in ("a", "b")]
-    return pd.DataFrame(rows, columns=["generator", "verifier", "task_id", "target", "direction", "variant", "criterion", "score"])
+    return pd.DataFrame(
+        rows, columns=["generator", "verifier", "task_id", "target", "direction", "variant", "criterion", "score"]
+    )
 
 
 @st.composite
@@ -46,7 +57,7 @@ def broken_tables(draw) -> pd.DataFrame:
         elif op == "rename_col" and df.shape[1]:
             df = df.rename(columns={draw(st.sampled_from(list(df.columns))): draw(st.text(max_size=5))})
         elif op == "drop_rows":
-            df = df.iloc[draw(st.integers(0, len(df))):]
+            df = df.iloc[draw(st.integers(0, len(df))) :]
         elif op == "dup_row" and len(df):
             df = pd.concat([df, df.iloc[[draw(st.integers(0, len(df) - 1))]]])
         elif op == "extra_col":
@@ -113,10 +124,10 @@ def _mutate(draw, obj):
         i = draw(st.integers(0, len(obj) - 1))
         op = draw(st.sampled_from(["replace", "duplicate", "recurse"]))
         if op == "replace":
-            return obj[:i] + [draw(ANY_VALUE)] + obj[i + 1:]
+            return obj[:i] + [draw(ANY_VALUE)] + obj[i + 1 :]
         if op == "duplicate":
             return obj + [obj[i]]
-        return obj[:i] + [_mutate(draw, obj[i])] + obj[i + 1:]
+        return obj[:i] + [_mutate(draw, obj[i])] + obj[i + 1 :]
     return draw(ANY_VALUE)
 
 
@@ -173,8 +184,37 @@ def test_config_files_of_random_text(tmp_path_factory, text):
 
 # ---- Issue 21: bytes, depth, aliases, hand-edited run directories, links, output paths ----------
 
-YAMLISH = st.lists(st.sampled_from(["[", "]", "{", "}", "&a ", "*a ", "&b ", "*b ", "rubric: ", "n: ", "- ", "\n", "  ",
-                                    "x", "1", ", ", ": ", "'", '"', "#", "!!str ", "\xe9", "\t", "?"]), max_size=60)
+YAMLISH = st.lists(
+    st.sampled_from(
+        [
+            "[",
+            "]",
+            "{",
+            "}",
+            "&a ",
+            "*a ",
+            "&b ",
+            "*b ",
+            "rubric: ",
+            "n: ",
+            "- ",
+            "\n",
+            "  ",
+            "x",
+            "1",
+            ", ",
+            ": ",
+            "'",
+            '"',
+            "#",
+            "!!str ",
+            "\xe9",
+            "\t",
+            "?",
+        ]
+    ),
+    max_size=60,
+)
 
 
 @SETTINGS
@@ -191,8 +231,11 @@ def stored_run(tmp_path_factory):
     from radar_local.run import run_audit
 
     out = tmp_path_factory.mktemp("stored") / "run"
-    run_audit(planted_config(rubric=str(Path(__file__).parent / "data" / "small_rubric.yaml"), bootstrap=0), out,
-              base=Path(__file__).resolve().parents[1])
+    run_audit(
+        planted_config(rubric=str(Path(__file__).parent / "data" / "small_rubric.yaml"), bootstrap=0),
+        out,
+        base=Path(__file__).resolve().parents[1],
+    )
     write_report(load_run(out))  # its figures are reused by the copies' reports (the statistics do not change)
     return out
 
@@ -226,9 +269,22 @@ def test_run_directory_files_of_the_wrong_shape(stored_run, tmp_path_factory, na
 
 
 @SETTINGS
-@given(name=st.sampled_from([".radar.lock", "probes.jsonl", "scores.jsonl", "stats.json", "run.json", "scores.csv",
-                             "config.yaml", "report", "verifiers.json"]),
-       target=st.sampled_from(["file", "folder", "nothing"]))
+@given(
+    name=st.sampled_from(
+        [
+            ".radar.lock",
+            "probes.jsonl",
+            "scores.jsonl",
+            "stats.json",
+            "run.json",
+            "scores.csv",
+            "config.yaml",
+            "report",
+            "verifiers.json",
+        ]
+    ),
+    target=st.sampled_from(["file", "folder", "nothing"]),
+)
 def test_links_planted_in_a_run_directory(stored_run, tmp_path_factory, name, target):
     copy = _copy(stored_run, tmp_path_factory)
     victim = copy.parent / "victim"
@@ -243,7 +299,11 @@ def test_links_planted_in_a_run_directory(stored_run, tmp_path_factory, name, ta
     else:
         (copy / name).unlink(missing_ok=True)
     (copy / name).symlink_to(victim)
-    report = ["report", copy] if name == "report" else ["audit", copy / "config.yaml", "--out", copy, "--quiet", "--no-report"]
+    report = (
+        ["report", copy]
+        if name == "report"
+        else ["audit", copy / "config.yaml", "--out", copy, "--quiet", "--no-report"]
+    )
     for args in (["audit", copy / "config.yaml", "--out", copy, "--quiet", "--no-report"], report):
         res = run(*args)
         event(f"exit {res.exit_code}")
@@ -255,20 +315,33 @@ def test_links_planted_in_a_run_directory(stored_run, tmp_path_factory, name, ta
 
 
 @SETTINGS
-@given(kind=st.sampled_from(["file", "file-in-path", "long", "dangling", "dot"]),
-       command=st.sampled_from(["report", "stats", "repair"]))
+@given(
+    kind=st.sampled_from(["file", "file-in-path", "long", "dangling", "dot"]),
+    command=st.sampled_from(["report", "stats", "repair"]),
+)
 def test_unusual_output_paths(stored_run, tmp_path_factory, kind, command):
     tmp = tmp_path_factory.mktemp("o")
     (tmp / "f").write_text("mine")
-    out = {"file": tmp / "f", "file-in-path": tmp / "f" / "x", "long": tmp / ("n" * 300), "dangling": tmp / "link",
-           "dot": tmp / "."}[kind]
+    out = {
+        "file": tmp / "f",
+        "file-in-path": tmp / "f" / "x",
+        "long": tmp / ("n" * 300),
+        "dangling": tmp / "link",
+        "dot": tmp / ".",
+    }[kind]
     if kind == "dangling":
         out.symlink_to(tmp / "nowhere")
-    args = {"report": ["report", stored_run, "--out", out], "repair": ["repair", _copy(stored_run, tmp_path_factory), "--out", out],
-            "stats": ["stats", EXAMPLE, "--bootstrap", 0, "--json", out]}[command]
+    args = {
+        "report": ["report", stored_run, "--out", out],
+        "repair": ["repair", _copy(stored_run, tmp_path_factory), "--out", out],
+        "stats": ["stats", EXAMPLE, "--bootstrap", 0, "--json", out],
+    }[command]
     res = run(*args)
     event(f"exit {res.exit_code}")
-    assert res.exit_code in (0, 1, 2) and (res.exception is None or isinstance(res.exception, SystemExit)), (res.output, res.exception)
+    assert res.exit_code in (0, 1, 2) and (res.exception is None or isinstance(res.exception, SystemExit)), (
+        res.output,
+        res.exception,
+    )
     if res.exit_code == 2:
         assert res.stderr.count("\n") == 1 and res.stderr.startswith("error: "), res.stderr
     if not (kind == "file" and command == "stats"):  # --json FILE writes that file, as asked

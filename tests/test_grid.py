@@ -16,7 +16,9 @@ def test_self_pairs_are_excluded_by_default():
     b = {"engine": "vllm", "model": "llama"}
     grid = GridConfig.model_validate({"rubric": "helpsteer2", "generators": [a, b], "verifiers": [a, b]})
     assert [(g.model, v.model) for g, v in grid.cells()] == [("qwen", "llama"), ("llama", "qwen")]
-    both = GridConfig.model_validate({"rubric": "helpsteer2", "generators": [a], "verifiers": [a], "exclude_self_pairs": False})
+    both = GridConfig.model_validate(
+        {"rubric": "helpsteer2", "generators": [a], "verifiers": [a], "exclude_self_pairs": False}
+    )
     assert len(both.cells()) == 1
 
 
@@ -27,8 +29,11 @@ def test_grid_over_stored_runs(tmp_path):
     harsher[2, 0] = harsher[2, 1] = 0.0  # judge-b does not read coherence into helpfulness or correctness
     planted_run(out / "gen", harsher, verifier="judge-b", seed=3)
     config = tmp_path / "grid.yaml"
-    config.write_text(yaml.safe_dump({**planted_settings(), "generators": [GENERATOR],
-                                      "verifiers": [judge("judge-a"), judge("judge-b")]}))
+    config.write_text(
+        yaml.safe_dump(
+            {**planted_settings(), "generators": [GENERATOR], "verifiers": [judge("judge-a"), judge("judge-b")]}
+        )
+    )
     res = CliRunner().invoke(cli, ["grid", str(config), "--out", str(out), "--quiet"])
     assert res.exit_code == 0, res.output
     summary = json.loads((out / "grid.json").read_text())
@@ -43,8 +48,14 @@ def test_grid_over_stored_runs(tmp_path):
     assert set(cal["verifiers"]) == {"judge-a", "judge-b"} and "judge-a vs judge-b" in cal["agreement"]
     assert 0 < cal["agreement"]["judge-a vs judge-b"]["helpfulness"]["agreement"] <= 1
     # The generator's run directory names its first verifier's files plainly, the second's by label.
-    for name in ("grid.md", "grid.html", "gen/stats.json", "gen/stats.judge-b.json",
-                 "gen/report/report.html", "gen/report-judge-b/report.md"):
+    for name in (
+        "grid.md",
+        "grid.html",
+        "gen/stats.json",
+        "gen/stats.judge-b.json",
+        "gen/report/report.html",
+        "gen/report-judge-b/report.md",
+    ):
         assert (out / name).is_file(), name
     assert "Table 9" in (out / "grid.md").read_text() and "<script" not in (out / "grid.html").read_text()
     res = CliRunner().invoke(cli, ["report", str(out / "gen"), "--verifier", "judge-b", "--out", str(tmp_path / "rb")])

@@ -40,14 +40,22 @@ def _audit_again(run: Path):
 
 # ---- One reader: bytes, depth, aliases --------------------------------------------------------
 
-@pytest.mark.parametrize("which,file,needle", [
-    ("config", "audit.yaml", "is not UTF-8 text (byte 0xe9"), ("rubric", "rubric.yaml", "is not UTF-8 text (byte 0xe9"),
-    ("tasks", "tasks.yaml", "is not UTF-8 text (byte 0xe9"), ("human", "human.yaml", "is not UTF-8 text (byte 0xe9"),
-    ("tasks", "tasks.jsonl", "can't decode byte 0xe9"), ("tasks", "tasks.csv", "can't decode byte 0xe9"),
-])
+
+@pytest.mark.parametrize(
+    "which,file,needle",
+    [
+        ("config", "audit.yaml", "is not UTF-8 text (byte 0xe9"),
+        ("rubric", "rubric.yaml", "is not UTF-8 text (byte 0xe9"),
+        ("tasks", "tasks.yaml", "is not UTF-8 text (byte 0xe9"),
+        ("human", "human.yaml", "is not UTF-8 text (byte 0xe9"),
+        ("tasks", "tasks.jsonl", "can't decode byte 0xe9"),
+        ("tasks", "tasks.csv", "can't decode byte 0xe9"),
+    ],
+)
 def test_bytes_that_are_not_utf8_are_one_line(tmp_path, which, file, needle):
     bad = {".jsonl": b'{"id": "a", "prompt": "caf\xe9"}\n', ".csv": b"id,prompt\na,caf\xe9\n"}.get(
-        Path(file).suffix, b"id: x\nname: caf\xe9\n")
+        Path(file).suffix, b"id: x\nname: caf\xe9\n"
+    )
     config = planted_config(rubric=str(SMALL_RUBRIC))
     if which != "config":
         (tmp_path / file).write_bytes(bad)
@@ -67,26 +75,33 @@ def test_a_runs_config_snapshot_that_is_not_utf8(run_copy):
 def test_the_alias_bomb_is_refused_at_once(tmp_path):
     """872 bytes that expand to 10^9 values (issue 21, item 3) inside a free-form engine option."""
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
-    lines += [f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, "
-              f"*a{i - 1}, *a{i - 1}]" for i in range(1, 9)]
+    lines += [
+        f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, "
+        f"*a{i - 1}, *a{i - 1}]"
+        for i in range(1, 9)
+    ]
     config = planted_config()
     body = yaml.safe_dump({k: v for k, v in config.items() if k not in ("generator", "verifier")})
     text = body + "bombs:\n" + "".join(f"  {line}\n" for line in lines)
-    text += "generator: {engine: testing, model: planted, options: {edits: [{x: *a8}]}}\nverifier: {engine: testing, model: planted}\n"
+    text += "generator: {engine: testing, model: planted, options: {edits: [{x: *a8}]}}\n"
+    text += "verifier: {engine: testing, model: planted}\n"
     path = tmp_path / "audit.yaml"
     path.write_text(text)
     assert len(text.encode()) < 2000
-    one_line_exit_2(invoke("audit", path, "--out", tmp_path / "run"), path, "expands past 1,000,000 values",
-                    "YAML aliases")
+    one_line_exit_2(
+        invoke("audit", path, "--out", tmp_path / "run"), path, "expands past 1,000,000 values", "YAML aliases"
+    )
     assert not (tmp_path / "run").exists()
 
 
 def test_aliases_that_share_a_block_still_work(tmp_path):
     """Ordinary YAML: one block of options shared by two verifiers through &opts / *opts."""
     grid = {k: v for k, v in planted_config().items() if k not in ("generator", "verifier")}
-    text = yaml.safe_dump(grid) + ("generators: [{engine: testing, model: gen}]\n"
-                                   "verifiers:\n  - {engine: testing, model: a, options: &opts {noise: 0.5}}\n"
-                                   "  - {engine: testing, model: b, options: *opts}\n")
+    text = yaml.safe_dump(grid) + (
+        "generators: [{engine: testing, model: gen}]\n"
+        "verifiers:\n  - {engine: testing, model: a, options: &opts {noise: 0.5}}\n"
+        "  - {engine: testing, model: b, options: *opts}\n"
+    )
     path = tmp_path / "grid.yaml"
     path.write_text(text)
     from radar_local.config import GridConfig, load_config
@@ -95,8 +110,14 @@ def test_aliases_that_share_a_block_still_work(tmp_path):
     assert [v.options for v in grid_config.verifiers] == [{"noise": 0.5}, {"noise": 0.5}]
 
 
-@pytest.mark.parametrize("suffix,depth,needle", [(".yaml", 100_000, "malformed YAML"), (".yaml", 100, "nested deeper than 64"),
-                                                 (".json", 100_000, "nested too deeply")])
+@pytest.mark.parametrize(
+    "suffix,depth,needle",
+    [
+        (".yaml", 100_000, "malformed YAML"),
+        (".yaml", 100, "nested deeper than 64"),
+        (".json", 100_000, "nested too deeply"),
+    ],
+)
 def test_deep_nesting_is_one_line(tmp_path, suffix, depth, needle):
     rubric = tmp_path / f"rubric{suffix}"
     rubric.write_text("[" * depth + "]" * depth)
@@ -111,23 +132,31 @@ def test_compare_on_deeply_nested_stats(tmp_path, finished_run):
 
 # ---- Hand-edited store lines -----------------------------------------------------------------
 
+
 def _edit_line(path: Path, number: int, edit) -> None:
     lines = path.read_text().splitlines(keepends=True)
     lines[number - 1] = edit(json.loads(lines[number - 1])) + "\n"
     path.write_text("".join(lines))
 
 
-@pytest.mark.parametrize("file,edit,needle", [
-    (PROBES, lambda r: json.dumps({**r, "key": ["a"]}), "'key' is missing or not text"),
-    (PROBES, lambda r: json.dumps({k: v for k, v in r.items() if k != "text"}), "'text' is missing or not text"),
-    (PROBES, lambda r: json.dumps({**r, "text": 3}), "'text' is missing or not text"),
-    (PROBES, lambda r: json.dumps([r]), "not a JSON object"),
-    (PROBES, lambda r: "[" * 100_000, "not a whole JSON record"),
-    (SCORES, lambda r: json.dumps({k: v for k, v in r.items() if k != "score"}), "'score' is missing or not a number"),
-    (SCORES, lambda r: json.dumps({**r, "score": "4"}), "'score' is missing or not a number"),
-    (SCORES, lambda r: json.dumps({**r, "score": 9}), "score 9 is off the 0-4 scale"),
-    (SCORES, lambda r: json.dumps({**r, "score": True}), "'score' is missing or not a number"),
-])
+@pytest.mark.parametrize(
+    "file,edit,needle",
+    [
+        (PROBES, lambda r: json.dumps({**r, "key": ["a"]}), "'key' is missing or not text"),
+        (PROBES, lambda r: json.dumps({k: v for k, v in r.items() if k != "text"}), "'text' is missing or not text"),
+        (PROBES, lambda r: json.dumps({**r, "text": 3}), "'text' is missing or not text"),
+        (PROBES, lambda r: json.dumps([r]), "not a JSON object"),
+        (PROBES, lambda r: "[" * 100_000, "not a whole JSON record"),
+        (
+            SCORES,
+            lambda r: json.dumps({k: v for k, v in r.items() if k != "score"}),
+            "'score' is missing or not a number",
+        ),
+        (SCORES, lambda r: json.dumps({**r, "score": "4"}), "'score' is missing or not a number"),
+        (SCORES, lambda r: json.dumps({**r, "score": 9}), "score 9 is off the 0-4 scale"),
+        (SCORES, lambda r: json.dumps({**r, "score": True}), "'score' is missing or not a number"),
+    ],
+)
 def test_a_hand_edited_store_line_is_one_line_naming_it(run_copy, file, edit, needle):
     _edit_line(run_copy / file, 3, edit)
     stored = [p for p in run_copy.iterdir() if p.is_file() and p.name != ".radar.lock"]
@@ -136,8 +165,9 @@ def test_a_hand_edited_store_line_is_one_line_naming_it(run_copy, file, edit, ne
     assert {p: p.read_bytes() for p in stored} == before  # nothing rewritten
 
 
-@pytest.mark.parametrize("field,value", [("task_id", "elsewhere"), ("target", "verbosity"), ("direction", "?"),
-                                         ("variant", 7)])
+@pytest.mark.parametrize(
+    "field,value", [("task_id", "elsewhere"), ("target", "verbosity"), ("direction", "?"), ("variant", 7)]
+)
 def test_a_probe_whose_fields_disagree_with_its_key_is_refused(run_copy, field, value):
     """The key is the hash of what was asked; a record saying otherwise was edited."""
     _edit_line(run_copy / PROBES, 2, lambda r: json.dumps({**r, field: value}))
@@ -159,15 +189,22 @@ def test_a_store_file_that_is_a_folder(run_copy):
 
 # ---- Run-directory files of the wrong shape --------------------------------------------------
 
-@pytest.mark.parametrize("name,content,needle", [
-    ("verifiers.json", "[]", "not a JSON object"),
-    ("verifiers.json", '{"planted": {"engine": "nope", "model": "m"}}', "key 'planted.engine'"),
-    ("verifiers.json", '{"planted": 3}', "key 'planted'"),
-    ("run.json", "[]", "not a JSON object"),
-    ("run.json", "{}", "key 'stages'"),
-    ("run.json", '{"stages": {"score": {"calls": 1, "prompt_tokens": 0, "output_tokens": 0, "seconds": "fast"}}}',
-     "key 'stages.score.seconds'"),
-])
+
+@pytest.mark.parametrize(
+    "name,content,needle",
+    [
+        ("verifiers.json", "[]", "not a JSON object"),
+        ("verifiers.json", '{"planted": {"engine": "nope", "model": "m"}}', "key 'planted.engine'"),
+        ("verifiers.json", '{"planted": 3}', "key 'planted'"),
+        ("run.json", "[]", "not a JSON object"),
+        ("run.json", "{}", "key 'stages'"),
+        (
+            "run.json",
+            '{"stages": {"score": {"calls": 1, "prompt_tokens": 0, "output_tokens": 0, "seconds": "fast"}}}',
+            "key 'stages.score.seconds'",
+        ),
+    ],
+)
 def test_run_files_of_the_wrong_shape_are_one_line(run_copy, name, content, needle):
     (run_copy / name).write_text(content)
     res = invoke("report", run_copy, "--out", run_copy / "again") if name == "run.json" else _audit_again(run_copy)
@@ -175,6 +212,7 @@ def test_run_files_of_the_wrong_shape_are_one_line(run_copy, name, content, need
 
 
 # ---- Links in the run directory --------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", [".radar.lock", PROBES, SCORES])
 def test_a_link_planted_in_a_run_directory_is_never_written_through(run_copy, tmp_path, name):
@@ -201,6 +239,7 @@ def test_a_link_where_radar_writes_a_whole_file_is_replaced_not_followed(run_cop
 
 
 # ---- Output paths ----------------------------------------------------------------------------
+
 
 def test_report_out_that_is_a_file(finished_run, tmp_path):
     out = tmp_path / "report.html"
@@ -253,17 +292,20 @@ def test_doctor_with_a_damaged_fetch_record(tmp_path, monkeypatch):
         problems: list[str] = []
         (row,) = [r for r in check_models(problems) if r["name"] == "smollm2-135m"]
         assert row["on_disk"] and row["checksum"] is None, damaged
-        assert any(p.startswith(str(model / "radar_fetch.json")) and "radar models fetch smollm2-135m" in p
-                   for p in problems), (damaged, problems)
+        assert any(
+            p.startswith(str(model / "radar_fetch.json")) and "radar models fetch smollm2-135m" in p for p in problems
+        ), (damaged, problems)
 
 
 # ---- One config per run directory ------------------------------------------------------------
 
+
 def test_a_second_config_in_a_run_directory_is_refused(run_copy, tmp_path):
     stats = (run_copy / "stats.json").read_bytes()
     other = _config(tmp_path, planted_config(rubric="helpsteer2", bootstrap=0))
-    one_line_exit_2(invoke("audit", other, "--out", run_copy, "--quiet"), run_copy, "another config (its rubric differ",
-                    "--out")
+    one_line_exit_2(
+        invoke("audit", other, "--out", run_copy, "--quiet"), run_copy, "another config (its rubric differ", "--out"
+    )
     assert (run_copy / "stats.json").read_bytes() == stats
 
 
@@ -278,13 +320,17 @@ def test_the_same_config_from_another_file_resumes(run_copy, tmp_path):
 
 # ---- Stats files for compare -----------------------------------------------------------------
 
-@pytest.mark.parametrize("edit,needle", [
-    (lambda d: d["pairs"][0].update(a=["helpfulness"]), "a name must be text"),
-    (lambda d: d["pairs"][0].update(ci={"sym": [], "asym": [0, 0]}), "interval must be [low, high]"),
-    (lambda d: d["pairs"][0].update(ci={"sym": [0.1], "asym": [0, 0]}), "interval must be [low, high]"),
-    (lambda d: d["pairs"][0].update(sym=10**400), "OverflowError"),
-    (lambda d: d["pairs"][0].update(sym="high"), "is not a number"),
-])
+
+@pytest.mark.parametrize(
+    "edit,needle",
+    [
+        (lambda d: d["pairs"][0].update(a=["helpfulness"]), "a name must be text"),
+        (lambda d: d["pairs"][0].update(ci={"sym": [], "asym": [0, 0]}), "interval must be [low, high]"),
+        (lambda d: d["pairs"][0].update(ci={"sym": [0.1], "asym": [0, 0]}), "interval must be [low, high]"),
+        (lambda d: d["pairs"][0].update(sym=10**400), "OverflowError"),
+        (lambda d: d["pairs"][0].update(sym="high"), "is not a number"),
+    ],
+)
 def test_compare_on_stats_of_the_wrong_shape(finished_run, tmp_path, edit, needle):
     data = json.loads((finished_run / "stats.json").read_text())
     edit(data)
@@ -293,16 +339,26 @@ def test_compare_on_stats_of_the_wrong_shape(finished_run, tmp_path, edit, needl
     one_line_exit_2(invoke("compare", finished_run, stats, "--fail-on-sym", "0.5"), stats, needle)
 
 
-@pytest.mark.parametrize("option,value", [("--verifier", "a}b"), ("--generator", "m, name: x"),
-                                          ("--tasks", "my tasks: v2.jsonl"), ("--verifier", 'q"uote\\')])
+@pytest.mark.parametrize(
+    "option,value",
+    [
+        ("--verifier", "a}b"),
+        ("--generator", "m, name: x"),
+        ("--tasks", "my tasks: v2.jsonl"),
+        ("--verifier", 'q"uote\\'),
+    ],
+)
 def test_init_writes_any_model_name_as_that_name(tmp_path, option, value):
     from radar_local.config import load_config
 
     path = tmp_path / "audit.yaml"
     assert invoke("init", path, option, value).exit_code == 0
     config = load_config(path)
-    got = {"--verifier": config.verifier.model, "--generator": config.generator.model,
-           "--tasks": getattr(config.tasks, "path", None)}[option]
+    got = {
+        "--verifier": config.verifier.model,
+        "--generator": config.generator.model,
+        "--tasks": getattr(config.tasks, "path", None),
+    }[option]
     assert got == value and config.generator.name is None
 
 

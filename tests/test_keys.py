@@ -18,12 +18,23 @@ from tests.conftest import planted_config
 
 # engine -> (operational options, each changed alone; options that change outputs, each changed alone)
 OPTIONS = {
-    "vllm": ({"gpu_memory_utilization": 0.5, "max_num_seqs": 8, "enforce_eager": True, "block_size": 16,
-              "tensor_parallel_size": 2, "max_num_batched_tokens": 4096, "enable_prefix_caching": False},
-             {"dtype": "float32", "seed": 1, "max_model_len": 2048}),
+    "vllm": (
+        {
+            "gpu_memory_utilization": 0.5,
+            "max_num_seqs": 8,
+            "enforce_eager": True,
+            "block_size": 16,
+            "tensor_parallel_size": 2,
+            "max_num_batched_tokens": 4096,
+            "enable_prefix_caching": False,
+        },
+        {"dtype": "float32", "seed": 1, "max_model_len": 2048},
+    ),
     "transformers": ({"batch_size": 4, "device": "cpu"}, {"dtype": "float32"}),
-    "openai": ({"concurrency": 32, "timeout_s": 30, "retries": 0, "base_url": "http://127.0.0.1:9000/v1"},
-               {"constraint": "regex"}),
+    "openai": (
+        {"concurrency": 32, "timeout_s": 30, "retries": 0, "base_url": "http://127.0.0.1:9000/v1"},
+        {"constraint": "regex"},
+    ),
     "testing": ({"delay_s": 0.5, "finish": "shuffled"}, {"noise": 0.5}),
 }
 

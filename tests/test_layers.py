@@ -49,7 +49,9 @@ def imports(module: str, path: Path, names: dict[str, Path]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             prefix = node.module or ""
             if node.level:
-                prefix = ".".join(["radar_local", *package[: len(package) - node.level + 1], *filter(None, [node.module])])
+                prefix = ".".join(
+                    ["radar_local", *package[: len(package) - node.level + 1], *filter(None, [node.module])]
+                )
             targets = [f"{prefix}.{a.name}" for a in node.names]  # a module, or a name in one
         else:
             continue
@@ -70,8 +72,12 @@ def graph() -> dict[str, set[str]]:
 
 
 def test_every_import_points_down_or_sideways():
-    upward = [f"radar_local.{m} ({list(LAYERS)[layer_of(m)]}) imports radar_local.{t} ({list(LAYERS)[layer_of(t)]})"
-              for m, targets in sorted(graph().items()) for t in sorted(targets) if layer_of(t) > layer_of(m)]
+    upward = [
+        f"radar_local.{m} ({list(LAYERS)[layer_of(m)]}) imports radar_local.{t} ({list(LAYERS)[layer_of(t)]})"
+        for m, targets in sorted(graph().items())
+        for t in sorted(targets)
+        if layer_of(t) > layer_of(m)
+    ]
     assert not upward, "\n".join(upward)
 
 
@@ -111,7 +117,12 @@ def test_an_import_inside_a_function_says_why():
         for fn in ast.walk(ast.parse(path.read_text())):
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for node in ast.walk(fn):
-                    if (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("radar_local")
-                            and "#" not in lines[node.lineno - 1]):
-                        silent.append(f"radar_local/{path.relative_to(PACKAGE)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+                    if (
+                        isinstance(node, ast.ImportFrom)
+                        and (node.module or "").startswith("radar_local")
+                        and "#" not in lines[node.lineno - 1]
+                    ):
+                        silent.append(
+                            f"radar_local/{path.relative_to(PACKAGE)}:{node.lineno}: {lines[node.lineno - 1].strip()}"
+                        )
     assert not silent, "\n".join(silent)

@@ -44,7 +44,9 @@ def test_chunk_and_batch_boundaries_change_nothing(tmp_path, batch_size):
     info = load_run(tmp_path / "chunked").info()
     assert info["stages"]["generate"]["calls"] == 40 and info["stages"]["score"]["calls"] == 200
     # the planted coupling is found: helpfulness leaks into correctness, and back not at all
-    assert whole.leakage.loc["helpfulness", "correctness"] == 0.5 and whole.leakage.loc["correctness", "helpfulness"] == 0
+    assert (
+        whole.leakage.loc["helpfulness", "correctness"] == 0.5 and whole.leakage.loc["correctness", "helpfulness"] == 0
+    )
 
 
 def test_prefix_order_submits_each_probe_once_before_its_other_criteria():
@@ -75,7 +77,9 @@ def test_resume_after_a_partial_store_makes_only_the_missing_calls(tmp_path):
     (run / SCORES).write_text("".join(json.dumps(r) + "\n" for r in kept_scores))
     again = audit(tmp_path, "partial")
     info = load_run(run).info()
-    assert info["stages"]["generate"]["calls"] == 2 * len({p["key"].rsplit(":", 1)[0] for p in probes if p["key"] not in kept_keys})
+    assert info["stages"]["generate"]["calls"] == 2 * len(
+        {p["key"].rsplit(":", 1)[0] for p in probes if p["key"] not in kept_keys}
+    )
     assert info["stages"]["score"]["calls"] == 200 - len(kept_scores)
     assert again == whole and len(lines(run / PROBES)) == 40 and len(lines(run / SCORES)) == 200
 
@@ -83,9 +87,13 @@ def test_resume_after_a_partial_store_makes_only_the_missing_calls(tmp_path):
 def test_a_second_model_under_a_label_in_use_is_refused(tmp_path):
     audit(tmp_path, "run")
     run = tmp_path / "run"
-    clash = CliRunner().invoke(cli, ["score", str(run), "--verifier", "testing:other-model", "--name", "planted", "--quiet"])
+    clash = CliRunner().invoke(
+        cli, ["score", str(run), "--verifier", "testing:other-model", "--name", "planted", "--quiet"]
+    )
     assert clash.exit_code == 2 and "already holds scores from another model" in clash.stderr
-    ok = CliRunner().invoke(cli, ["score", str(run), "--verifier", "testing:other-model", "--name", "judge-b", "--quiet"])
+    ok = CliRunner().invoke(
+        cli, ["score", str(run), "--verifier", "testing:other-model", "--name", "judge-b", "--quiet"]
+    )
     assert ok.exit_code == 0, ok.output
     assert load_run(run).result("judge-b").verifier == "judge-b" and (run / "stats.judge-b.json").is_file()
     assert len(lines(run / PROBES)) == 40  # re-scored, not regenerated
@@ -93,7 +101,10 @@ def test_a_second_model_under_a_label_in_use_is_refused(tmp_path):
 
 def test_grid_generates_each_generators_probes_once(tmp_path):
     gen = {"engine": "testing", "model": "gen"}
-    judges = [{"engine": "testing", "model": "judge-a"}, {"engine": "testing", "model": "judge-b", "options": {"coupling": COUPLING}}]
+    judges = [
+        {"engine": "testing", "model": "judge-a"},
+        {"engine": "testing", "model": "judge-b", "options": {"coupling": COUPLING}},
+    ]
     settings = {k: v for k, v in planted_config().items() if k not in ("generator", "verifier")}
     cfg = tmp_path / "grid.yaml"
     cfg.write_text(yaml.safe_dump({**settings, "generators": [gen], "verifiers": judges}))
@@ -103,7 +114,10 @@ def test_grid_generates_each_generators_probes_once(tmp_path):
     assert len(lines(run / PROBES)) == 40 and len(lines(run / SCORES)) == 2 * 200
     assert load_run(run).info("judge-b")["stages"]["generate"]["calls"] == 40  # one generation, shared by both cells
     b = load_run(run).result("judge-b")
-    assert b.leakage.loc["helpfulness", "correctness"] == 0.5 and load_run(run).result().leakage.loc["helpfulness", "correctness"] == 0
+    assert (
+        b.leakage.loc["helpfulness", "correctness"] == 0.5
+        and load_run(run).result().leakage.loc["helpfulness", "correctness"] == 0
+    )
     again = CliRunner().invoke(cli, ["grid", str(cfg), "--out", str(tmp_path / "g"), "--quiet"])
     assert again.exit_code == 0 and load_run(run).info()["stages"]["score"]["calls"] == 0  # all stored
 
@@ -117,12 +131,15 @@ def test_missing_model_names_the_path_and_the_fetch_command(tmp_path):
     assert "radar models fetch smollm2-135m" in res.stderr
 
 
-@pytest.mark.parametrize("edit,message", [
-    (lambda c: {**c, "temperature": 0.5}, "key 'temperature'"),
-    (lambda c: {**c, "n": 0}, "key 'n'"),
-    (lambda c: {**c, "generator": {**c["generator"], "engine": "llamafile"}}, "key 'generator.engine'"),
-    (lambda c: {**c, "rubric": "nope.yaml", "tasks": None}, "custom rubric needs 'tasks'"),
-])
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda c: {**c, "temperature": 0.5}, "key 'temperature'"),
+        (lambda c: {**c, "n": 0}, "key 'n'"),
+        (lambda c: {**c, "generator": {**c["generator"], "engine": "llamafile"}}, "key 'generator.engine'"),
+        (lambda c: {**c, "rubric": "nope.yaml", "tasks": None}, "custom rubric needs 'tasks'"),
+    ],
+)
 def test_bad_config_is_one_line_exit_2(tmp_path, edit, message):
     path = tmp_path / "audit.yaml"
     path.write_text(yaml.safe_dump(edit(model_config())))
@@ -141,8 +158,6 @@ def test_malformed_config_yaml(tmp_path):
 def test_score_on_a_directory_that_is_not_a_run(tmp_path):
     res = radar_run("score", tmp_path, "--verifier", "vllm:smollm2-135m")
     assert res.returncode == 2 and "not a run directory" in res.stderr
-
-
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "configs").glob("*.yaml")), ids=lambda p: p.name)

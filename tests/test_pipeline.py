@@ -27,9 +27,18 @@ SMALL_RUBRIC = REPO / "tests" / "data" / "small_rubric.yaml"  # 3 criteria: 12 p
 def tiny_config(engine: str, **kw) -> dict:
     options = {"enforce_eager": True, "max_model_len": 2048} if engine == "vllm" else {"batch_size": 8}
     spec = {"engine": engine, "model": "smollm2-135m", "options": options}
-    return {"rubric": "helpsteer2", "tasks": TINY_TASK, "generator": spec, "verifier": spec, "n": 2, "seed": 0,
-            "generation": {"max_new_tokens": 24}, "scoring": {"max_reasoning_chars": 24, "max_rationale_chars": 16},
-            "bootstrap": 50, **kw}
+    return {
+        "rubric": "helpsteer2",
+        "tasks": TINY_TASK,
+        "generator": spec,
+        "verifier": spec,
+        "n": 2,
+        "seed": 0,
+        "generation": {"max_new_tokens": 24},
+        "scoring": {"max_reasoning_chars": 24, "max_rationale_chars": 16},
+        "bootstrap": 50,
+        **kw,
+    }
 
 
 class SharedPool(EnginePool):
@@ -86,7 +95,9 @@ def test_audit_writes_the_run_directory_and_resumes(tmp_path, vllm_pool):
     assert len(lines) == len({json.loads(line)["key"] for line in lines}) == 23
 
 
-@pytest.mark.parametrize("change,mode", [({"layout": "paper"}, "reasoned"), ({"scoring": {"mode": "expected"}}, "expected")])
+@pytest.mark.parametrize(
+    "change,mode", [({"layout": "paper"}, "reasoned"), ({"scoring": {"mode": "expected"}}, "expected")]
+)
 def test_another_layout_or_mode_rescores_without_regenerating(tmp_path, vllm_pool, small_run, change, mode):
     run = copy_run(small_run, tmp_path)
     cfg = AuditConfig.model_validate(tiny_config("vllm", rubric=str(SMALL_RUBRIC), **change))
@@ -109,8 +120,20 @@ def test_radar_score_adds_a_second_verifier(tmp_path, small_run):
     run = copy_run(small_run, tmp_path)
     clash = CliRunner().invoke(cli, ["score", str(run), "--verifier", "transformers:smollm2-135m", "--quiet"])
     assert clash.exit_code == 2 and "already holds scores from another model" in clash.output
-    res = CliRunner().invoke(cli, ["score", str(run), "--verifier", "transformers:smollm2-135m", "--name", "hf-smol",
-                                   "--option", "batch_size=18", "--quiet"])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "score",
+            str(run),
+            "--verifier",
+            "transformers:smollm2-135m",
+            "--name",
+            "hf-smol",
+            "--option",
+            "batch_size=18",
+            "--quiet",
+        ],
+    )
     assert res.exit_code == 0, res.output
     table = pd.read_csv(run / "scores.csv", dtype=str, keep_default_na=False)
     assert set(table["verifier"]) == {"smollm2-135m", "hf-smol"} and len(table) == 2 * 12 * 3
@@ -138,7 +161,9 @@ def test_sigkill_mid_stage_then_resume_loses_and_duplicates_nothing(tmp_path):
     assert 2 <= len(kept) < 12  # killed in the middle of stage 1 with stored rows
 
     # Resume without any network: a fresh network namespace has no interfaces but loopback.
-    can_unshare = shutil.which("unshare") and subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0
+    can_unshare = (
+        shutil.which("unshare") and subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0
+    )
     prefix = ["unshare", "-n"] if can_unshare else []
     res = subprocess.run(prefix + cmd, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -203,8 +228,9 @@ def test_sigterm_mid_scoring_on_vllm_exits_143_and_resumes(tmp_path):
     assert proc.returncode == 143 and "Traceback" not in err, err[-2000:]
     assert [x for x in err.splitlines() if x.startswith("terminated:")] and scores.read_bytes().endswith(b"\n")
     deadline = time.monotonic() + 60  # the engine core and its worker leave with the audit
-    while (left := subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True).stdout.split()) \
-            and time.monotonic() < deadline:
+    while (
+        left := subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    ) and time.monotonic() < deadline:
         time.sleep(1)
     for pid in left:  # end only what this test started, and fail
         os.kill(int(pid), signal.SIGKILL)
@@ -228,4 +254,7 @@ def test_repair_on_the_embedded_model_invents_nothing(tmp_path, vllm_pool, small
     for c in rep.candidates:
         assert c.error or (c.summary is not None and c.reuse["probes_reused"] > 0 and not c.improved and c.why)
     assert rep.final is None and not (run / "repair" / "rubric.repaired.yaml").exists()
-    assert "No candidate improved on the original beyond its confidence intervals" in (run / "repair" / "repair.md").read_text()
+    assert (
+        "No candidate improved on the original beyond its confidence intervals"
+        in (run / "repair" / "repair.md").read_text()
+    )

@@ -14,7 +14,11 @@ BENCH = load_benchmark("helpsteer2")
 
 
 def config(**kw) -> AuditConfig:
-    base = {"rubric": "helpsteer2", "generator": {"engine": "vllm", "model": "m"}, "verifier": {"engine": "vllm", "model": "m"}}
+    base = {
+        "rubric": "helpsteer2",
+        "generator": {"engine": "vllm", "model": "m"},
+        "verifier": {"engine": "vllm", "model": "m"},
+    }
     return AuditConfig.model_validate({**base, **kw})
 
 
@@ -39,7 +43,9 @@ def test_summary_tasks_use_article_sections():
 
 def test_prefix_shared_layout_shares_everything_before_the_criterion():
     task, crits = BENCH.tasks[0], BENCH.rubric.criteria
-    flat = ["".join(m["content"] for m in verification_messages(task, "Probe text.", c, "prefix-shared")) for c in crits]
+    flat = [
+        "".join(m["content"] for m in verification_messages(task, "Probe text.", c, "prefix-shared")) for c in crits
+    ]
     common = min(len(re.match(r"(.*)### Criterion", f, re.S).group(1)) for f in flat)
     assert len({f[:common] for f in flat}) == 1 and "Probe text." in flat[0][:common]
     paper = [verification_messages(task, "Probe text.", c, "paper")[0]["content"] for c in crits]
@@ -56,15 +62,18 @@ def test_score_regex_accepts_its_own_longest_answer_within_max_tokens():
     assert not matches(fmt, '{"reasoning": "x", "score": 5, "rationale": "y"}')
 
 
-@pytest.mark.parametrize("text,score", [
-    ('{"reasoning": "fine", "score": 3, "rationale": "ok"}', 3),
-    ('Sure! {"reasoning": "a {brace} \\" quote", "score": 0, "rationale": "r"} trailing', 0),
-    ('{"reasoning": "r", "score": 7, "rationale": "r"}', None),
-    ('{"reasoning": "r", "score": true, "rationale": "r"}', None),
-    ('{"reasoning": "r", "score": "3"}', None),
-    ('{"reasoning": "never closed', None),
-    ("no json at all", None),
-])
+@pytest.mark.parametrize(
+    "text,score",
+    [
+        ('{"reasoning": "fine", "score": 3, "rationale": "ok"}', 3),
+        ('Sure! {"reasoning": "a {brace} \\" quote", "score": 0, "rationale": "r"} trailing', 0),
+        ('{"reasoning": "r", "score": 7, "rationale": "r"}', None),
+        ('{"reasoning": "r", "score": true, "rationale": "r"}', None),
+        ('{"reasoning": "r", "score": "3"}', None),
+        ('{"reasoning": "never closed', None),
+        ("no json at all", None),
+    ],
+)
 def test_parse_score_or_unscored(text, score):
     assert parse_score(text).score == score
 
@@ -87,7 +96,9 @@ def test_plan_counts_seeds_and_keys():
     again = Plan(config(n=3, unconditioned=2), BENCH.rubric, tuple(BENCH.tasks)).generation_requests()
     assert [r.key for r in again] == [r.key for r in reqs]
     assert cell_seed(0, "t", "c", "+") != cell_seed(1, "t", "c", "+")
-    hotter = Plan(config(n=3, unconditioned=2, generation={"temperature": 0.5}), BENCH.rubric, tuple(BENCH.tasks)).generation_requests()
+    hotter = Plan(
+        config(n=3, unconditioned=2, generation={"temperature": 0.5}), BENCH.rubric, tuple(BENCH.tasks)
+    ).generation_requests()
     assert not {r.key for r in hotter} & {r.key for r in reqs}  # sampling parameters are part of the key
 
 
@@ -96,5 +107,7 @@ def test_score_requests_are_probe_major_and_keyed_by_verifier():
     probes = [{"key": "p1", "task_id": "refund", "text": "x"}, {"key": "p2", "task_id": "math", "text": "y"}]
     reqs = Plan(cfg, BENCH.rubric, tuple(BENCH.tasks)).score_requests(probes, cfg.verifier)
     assert [r.probe_key for r in reqs] == ["p1"] * 5 + ["p2"] * 5
-    other = Plan(cfg, BENCH.rubric, tuple(BENCH.tasks)).score_requests(probes, config(verifier={"engine": "vllm", "model": "judge"}).verifier)
+    other = Plan(cfg, BENCH.rubric, tuple(BENCH.tasks)).score_requests(
+        probes, config(verifier={"engine": "vllm", "model": "judge"}).verifier
+    )
     assert not {r.key for r in reqs} & {r.key for r in other}

@@ -25,8 +25,9 @@ SCRIPT = textwrap.dedent("""
 
 def run(tmp_path, verbose=False, crash=False):
     log = tmp_path / "engine.log"
-    res = subprocess.run([sys.executable, "-c", SCRIPT, str(log), str(int(verbose)), str(int(crash))],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(log), str(int(verbose)), str(int(crash))], capture_output=True, text=True
+    )
     return res, (log.read_text() if log.exists() else "")
 
 
@@ -54,6 +55,10 @@ def test_efficiency_against_the_floor_and_the_scheduler_limit():
     before = EngineStats(100, 50, 80, 5, 10, 1, 4)
     after = EngineStats(1100, 650, 400, 15, 58, 5, 32)
     out = efficiency(before, after, {"max_num_seqs": 8})
-    assert out["prompt_tokens_computed"] == 400 and out["prompt_tokens_floor"] == 320 and out["computed_over_floor"] == 1.25
+    assert (
+        out["prompt_tokens_computed"] == 400
+        and out["prompt_tokens_floor"] == 320
+        and out["computed_over_floor"] == 1.25
+    )
     assert out["occupancy"] == 0.6 and out["occupancy_fed"] == 0.875
     assert efficiency(EngineStats(), EngineStats(), {})["occupancy"] is None  # an engine that cannot count

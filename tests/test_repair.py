@@ -18,21 +18,60 @@ from tests.conftest import PLANTED_TASKS
 
 REPO = Path(__file__).resolve().parents[1]
 RUBRIC = REPO / "configs" / "rubrics" / "worded.yaml"
-REWRITE = {"action": "rewrite", "criteria": ["clarity"], "keeps": "",
-           "new": [{"id": "clarity", "label": "Clarity", "description": "Rewards plain wording, short paragraphs and headings.",
-                    "kind": "evaluative", "low": "", "high": ""}],
-           "rationale": "Clarity shared evidence/sources/citations with accuracy; describe layout instead."}
-DROP = {"action": "drop", "criteria": ["clarity"], "new": [], "keeps": "accuracy covers the evidence",
-        "rationale": "Clarity double-counts accuracy."}
-BAD_MERGE = {"action": "merge", "criteria": ["accuracy", "clarity"], "keeps": "",
-             "new": [{"id": "grounding", "label": "Grounding", "description": "Evidence and clarity.", "kind": "evaluative",
-                      "low": "", "high": ""}], "rationale": "One axis."}
+REWRITE = {
+    "action": "rewrite",
+    "criteria": ["clarity"],
+    "keeps": "",
+    "new": [
+        {
+            "id": "clarity",
+            "label": "Clarity",
+            "description": "Rewards plain wording, short paragraphs and headings.",
+            "kind": "evaluative",
+            "low": "",
+            "high": "",
+        }
+    ],
+    "rationale": "Clarity shared evidence/sources/citations with accuracy; describe layout instead.",
+}
+DROP = {
+    "action": "drop",
+    "criteria": ["clarity"],
+    "new": [],
+    "keeps": "accuracy covers the evidence",
+    "rationale": "Clarity double-counts accuracy.",
+}
+BAD_MERGE = {
+    "action": "merge",
+    "criteria": ["accuracy", "clarity"],
+    "keeps": "",
+    "new": [
+        {
+            "id": "grounding",
+            "label": "Grounding",
+            "description": "Evidence and clarity.",
+            "kind": "evaluative",
+            "low": "",
+            "high": "",
+        }
+    ],
+    "rationale": "One axis.",
+}
 
 
 def config(tmp_path: Path, edits: list[dict], **kw) -> Path:
     spec = {"engine": "testing", "model": "planted", "options": {"wording": True, "edits": edits}}
-    data = {"rubric": str(RUBRIC), "tasks": PLANTED_TASKS, "generator": spec, "verifier": spec, "n": 3, "seed": 0,
-            "bootstrap": 200, "out": str(tmp_path / "audit"), **kw}
+    data = {
+        "rubric": str(RUBRIC),
+        "tasks": PLANTED_TASKS,
+        "generator": spec,
+        "verifier": spec,
+        "n": 3,
+        "seed": 0,
+        "bootstrap": 200,
+        "out": str(tmp_path / "audit"),
+        **kw,
+    }
     path = tmp_path / "audit.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
@@ -71,10 +110,15 @@ def test_repair_prefers_the_rewrite_over_the_drop(tmp_path):
 def test_no_improvement_writes_no_repaired_rubric_and_fails_the_policy(tmp_path):
     """A rewrite that keeps the shared words changes nothing beyond the intervals: no repaired rubric,
     and --fail-on-sym exits 1 because the coupled pair remains."""
-    same = {**REWRITE, "new": [{**REWRITE["new"][0], "description": "Rewards clarity: evidence, sources and citations."}]}
+    same = {
+        **REWRITE,
+        "new": [{**REWRITE["new"][0], "description": "Rewards clarity: evidence, sources and citations."}],
+    }
     path = config(tmp_path, [same])
     run_audit(path, base=REPO)
-    res = CliRunner().invoke(cli, ["repair", str(tmp_path / "audit"), "--candidates", "1", "--fail-on-sym", "0.4", "--quiet"])
+    res = CliRunner().invoke(
+        cli, ["repair", str(tmp_path / "audit"), "--candidates", "1", "--fail-on-sym", "0.4", "--quiet"]
+    )
     assert res.exit_code == 1, res.output
     assert "No candidate improved on the original beyond its confidence intervals" in res.output
     assert not (tmp_path / "audit" / "repair" / "rubric.repaired.yaml").exists()
@@ -96,14 +140,22 @@ def test_intended_pair_must_name_rubric_criteria(tmp_path):
     assert not (tmp_path / "audit").exists()  # refused before the audit ran
 
 
-@pytest.mark.parametrize("edit,message", [
-    ({**DROP, "criteria": ["nope"]}, "unknown criterion nope"),
-    ({**REWRITE, "new": REWRITE["new"] * 2}, "rewrite names 1 criteria and writes 1"),
-    ({**REWRITE, "new": [{**REWRITE["new"][0], "id": "warmth"}]}, "duplicate criterion id 'warmth'"),
-    ({**REWRITE, "new": [{**REWRITE["new"][0], "kind": "descriptive"}]}, "needs 'low' and 'high' words"),
-    ({**REWRITE, "new": [{**REWRITE["new"][0], "description": "Rewards clarity of evidence, sources and citations."}]},
-     "the edit changes nothing"),
-])
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        ({**DROP, "criteria": ["nope"]}, "unknown criterion nope"),
+        ({**REWRITE, "new": REWRITE["new"] * 2}, "rewrite names 1 criteria and writes 1"),
+        ({**REWRITE, "new": [{**REWRITE["new"][0], "id": "warmth"}]}, "duplicate criterion id 'warmth'"),
+        ({**REWRITE, "new": [{**REWRITE["new"][0], "kind": "descriptive"}]}, "needs 'low' and 'high' words"),
+        (
+            {
+                **REWRITE,
+                "new": [{**REWRITE["new"][0], "description": "Rewards clarity of evidence, sources and citations."}],
+            },
+            "the edit changes nothing",
+        ),
+    ],
+)
 def test_invalid_edits_are_refused_with_a_reason(edit, message):
     with pytest.raises(ValueError, match=message):
         apply_edit(load_rubric(RUBRIC), Edit.model_validate(edit))
@@ -113,7 +165,7 @@ def test_edit_format_admits_each_action_in_its_shape():
     import re
 
     fmt = EditFormat(("accuracy", "clarity", "warmth"))
-    answer = lambda edit: json.dumps(Edit.model_validate(edit).model_dump())  # noqa: E731 - the field order asked for
+    answer = lambda edit: json.dumps(Edit.model_validate(edit).model_dump())
     for edit in (REWRITE, DROP, {**BAD_MERGE, "keeps": "evidence"}):
         assert re.fullmatch(fmt.regex, answer(edit)), edit["action"]
     assert not re.fullmatch(fmt.regex, answer({**DROP, "new": REWRITE["new"]}))  # a drop writes nothing
@@ -135,8 +187,18 @@ def test_the_readme_example_from_its_config(tmp_path):
 def test_a_second_round_starts_from_the_best(tmp_path):
     """Two coupled pairs: round 1 fixes one (GlobalPos falls beyond its interval), round 2 starts from
     that rubric and fixes the other; the scripted editor's repeat of round 1's edit changes nothing."""
-    tone = {**REWRITE, "criteria": ["tone"], "new": [{**REWRITE["new"][0], "id": "tone", "label": "Tone",
-                                                      "description": "Prefers formal register and polite salutations."}]}
+    tone = {
+        **REWRITE,
+        "criteria": ["tone"],
+        "new": [
+            {
+                **REWRITE["new"][0],
+                "id": "tone",
+                "label": "Tone",
+                "description": "Prefers formal register and polite salutations.",
+            }
+        ],
+    }
     rubric = REPO / "tests" / "data" / "two_couplings_rubric.yaml"
     rep = repair(config(tmp_path, [REWRITE, tone], rubric=str(rubric)), rounds=2, candidates=2)
     first = [c for c in rep.candidates if c.round == 1]

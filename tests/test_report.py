@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from radar_local.report.build import write_report
 from radar_local import load_run
-from radar_local.report.text import flag_text
 from radar_local.cli.main import cli
 from radar_local.report import plots
+from radar_local.report.build import write_report
+from radar_local.report.text import flag_text
 from tests.report_fixtures import planted_run
 
 
@@ -94,7 +94,9 @@ def test_sym_asym_scatter_labels_flags(stats):
 
 def test_budget_curve_plots_agreement_by_n(stats):
     ax = plots.budget_curve(stats).axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == [str(r["n"]) for r in stats.budget[:-1]] + [f"all ({stats.budget[-1]['n']})"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(r["n"]) for r in stats.budget[:-1]] + [
+        f"all ({stats.budget[-1]['n']})"
+    ]
     assert {t.get_text() for t in ax.get_legend().get_texts()} == {"pearson", "spearman", "mae"}
 
 
@@ -109,8 +111,10 @@ def test_report_renders_in_headless_chromium_without_network(report_dir, tmp_pat
 
     requests = []
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=shutil.which("chromium"),
-                                     args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        browser = pw.chromium.launch(
+            executable_path=shutil.which("chromium"),
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
         context = browser.new_context(offline=True)
         page = context.new_page()
         page.on("request", lambda r: requests.append(r.url))
@@ -126,11 +130,28 @@ def test_report_renders_in_headless_chromium_without_network(report_dir, tmp_pat
 def test_cost_table_shows_the_mode_the_cache_and_each_replica():
     from radar_local.report.text import cost_rows
 
-    replica = {"replica": 2, "node": "n2", "ip": "10.0.0.2", "lost": True, "calls": 4, "prompt_tokens": 400,
-               "output_tokens": 40, "seconds": 2.0}
-    stage = {"calls": 36, "prompt_tokens": 3600, "output_tokens": 360, "seconds": 9.0, "parse_rate": 1.0, "mode": "expected",
-             "prefix_cache_hit_rate": 0.5, "prompt_tokens_cached": 1800, "prompt_tokens_computed": 1800,
-             "cluster": {"address": "10.0.0.1:6379", "nodes": 2, "replicas": [replica]}}
+    replica = {
+        "replica": 2,
+        "node": "n2",
+        "ip": "10.0.0.2",
+        "lost": True,
+        "calls": 4,
+        "prompt_tokens": 400,
+        "output_tokens": 40,
+        "seconds": 2.0,
+    }
+    stage = {
+        "calls": 36,
+        "prompt_tokens": 3600,
+        "output_tokens": 360,
+        "seconds": 9.0,
+        "parse_rate": 1.0,
+        "mode": "expected",
+        "prefix_cache_hit_rate": 0.5,
+        "prompt_tokens_cached": 1800,
+        "prompt_tokens_computed": 1800,
+        "cluster": {"address": "10.0.0.1:6379", "nodes": 2, "replicas": [replica]},
+    }
     head, row = cost_rows({"stages": {"score": stage}})
     assert head[0] == "score (expected)" and head[7] == "50.0% (1800 cached, 1800 computed)"
     assert row[0] == "  replica 2 on 10.0.0.2 (lost)" and row[1:6] == ["4", "400", "40", "2.0", "20"]

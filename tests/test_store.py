@@ -97,8 +97,16 @@ def test_a_lock_left_by_a_killed_process_does_not_block(tmp_path):
     cfg_path = tmp_path / "audit.yaml"
     cfg_path.write_text(yaml.safe_dump(planted_config()))
     run = tmp_path / "run"
-    holder = subprocess.Popen([sys.executable, "-c", f"from radar_local.rundir import open_store; open_store({str(run)!r}); "
-                               "print('held', flush=True); import time; time.sleep(300)"], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"from radar_local.rundir import open_store; open_store({str(run)!r}); "
+            "print('held', flush=True); import time; time.sleep(300)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         assert radar_cli("audit", cfg_path, "--out", run, "--quiet", "--no-report").returncode == 2
@@ -117,8 +125,13 @@ def test_a_signal_mid_stage_leaves_whole_records_and_resumes(tmp_path, sig, code
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "radar_local.cli", "audit", str(cfg_path), "--out", str(run), "--quiet", "--no-report"]
     # A shell that runs the suite in the background hands its children SIGINT ignored; Ctrl-C's default back.
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 60
     while not ((run / PROBES).exists() and len((run / PROBES).read_bytes().splitlines()) >= 4):
         assert proc.poll() is None and time.monotonic() < deadline
@@ -126,7 +139,9 @@ def test_a_signal_mid_stage_leaves_whole_records_and_resumes(tmp_path, sig, code
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err
-    assert err.strip().startswith(f"{word}:") and "run the same command again to resume" in err and "Traceback" not in err
+    assert (
+        err.strip().startswith(f"{word}:") and "run the same command again to resume" in err and "Traceback" not in err
+    )
     kept = records(run / PROBES)
     assert 4 <= len(kept) < 40 and not list(run.glob("*.tmp"))
     res = subprocess.run(cmd, capture_output=True, text=True)
@@ -141,8 +156,11 @@ def small_disk(tmp_path):
     """A 4 MiB tmpfs the test mounts (root only) and unmounts."""
     mnt = tmp_path / "disk"
     mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)],
-                                           capture_output=True).returncode != 0:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)], capture_output=True).returncode
+        != 0
+    ):
         pytest.skip("mounting a small tmpfs needs root")
     yield mnt
     subprocess.run(["umount", "-l", str(mnt)], check=False)
@@ -230,14 +248,21 @@ def test_a_reader_cannot_write(tmp_path):
     from radar_local.rundir import RunDir
     from radar_local.store import ReadOnlyRunError
 
-    run_audit(planted_config(rubric=str(REPO / "tests/data/small_rubric.yaml"), bootstrap=0), tmp_path / "run", base=REPO)
+    run_audit(
+        planted_config(rubric=str(REPO / "tests/data/small_rubric.yaml"), bootstrap=0), tmp_path / "run", base=REPO
+    )
     before = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()}
     reader = load_run(tmp_path / "run")
     assert type(reader) is RunDir and len(reader.probes()) == len(before["probes.jsonl"].splitlines())
-    assert not any(hasattr(reader, stage) for stage in ("generate", "score", "finish", "rescore", "audit", "adopt",
-                                                        "register_verifier", "waves"))
-    for attempt in (lambda: reader.store.add_scores([{"key": "k"}]), lambda: reader.store.add_probes([{"key": "k"}]),
-                    lambda: reader.store.write_json("x.json", {})):
+    assert not any(
+        hasattr(reader, stage)
+        for stage in ("generate", "score", "finish", "rescore", "audit", "adopt", "register_verifier", "waves")
+    )
+    for attempt in (
+        lambda: reader.store.add_scores([{"key": "k"}]),
+        lambda: reader.store.add_probes([{"key": "k"}]),
+        lambda: reader.store.write_json("x.json", {}),
+    ):
         with pytest.raises(ReadOnlyRunError, match="opened for reading"):
             attempt()
     assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()} == before
@@ -252,7 +277,11 @@ def test_the_lock_is_let_go_in_process(tmp_path):
     run = tmp_path / "run"
     cfg = planted_config(rubric=str(REPO / "tests/data/small_rubric.yaml"), bootstrap=0)
     run_audit(cfg, run, base=REPO)
-    probe = [sys.executable, "-c", f"from radar_local.rundir import open_store; open_store({str(run)!r}); print('took it')"]
+    probe = [
+        sys.executable,
+        "-c",
+        f"from radar_local.rundir import open_store; open_store({str(run)!r}); print('took it')",
+    ]
     assert subprocess.run(probe, capture_output=True, text=True).stdout.strip() == "took it"
     with Run.open(run):
         held = subprocess.run(probe, capture_output=True, text=True)

@@ -12,7 +12,9 @@ from radar_local.cli.main import cli
 from radar_local.config import AuditConfig, load_config, resolve_inputs
 from tests.conftest import planted_config
 
-ROWS = [{"qid": f"q{i}", "question": f"Customer question number {i}?", "article": f"Article text {i}."} for i in range(6)]
+ROWS = [
+    {"qid": f"q{i}", "question": f"Customer question number {i}?", "article": f"Article text {i}."} for i in range(6)
+]
 
 
 def write(path: Path, kind: str) -> Path:
@@ -49,8 +51,12 @@ def test_summary_tasks_and_a_seeded_sample(tmp_path):
     first, again = tasks_of(tmp_path, source), tasks_of(tmp_path, source)
     assert len(first) == 3 and first == again  # the run seed draws the same sample
     assert all(t.format == "summary" and t.prompt.endswith(".") and "Article text" in t.prompt for t in first)
-    draws = {tuple(t.id for t in resolve_inputs(AuditConfig.model_validate(planted_config(tasks=source, seed=s)), tmp_path)[1])
-             for s in range(6)}
+    draws = {
+        tuple(
+            t.id for t in resolve_inputs(AuditConfig.model_validate(planted_config(tasks=source, seed=s)), tmp_path)[1]
+        )
+        for s in range(6)
+    }
     assert len(draws) > 1  # another run seed, another sample
 
 
@@ -60,11 +66,14 @@ def test_a_plain_path_uses_the_default_column_names(tmp_path):
     assert [t.id for t in tasks_of(tmp_path, "t.jsonl")] == ["a", "b"]
 
 
-@pytest.mark.parametrize("columns,needle", [
-    ({"id": "nope", "prompt": "question"}, "no column 'nope' for the task id"),
-    ({"id": "qid"}, "no column 'prompt' for the task prompt"),
-    ({"id": "qid", "prompt": "question", "document": "body"}, "no column 'body' for the document"),
-])
+@pytest.mark.parametrize(
+    "columns,needle",
+    [
+        ({"id": "nope", "prompt": "question"}, "no column 'nope' for the task id"),
+        ({"id": "qid"}, "no column 'prompt' for the task prompt"),
+        ({"id": "qid", "prompt": "question", "document": "body"}, "no column 'body' for the document"),
+    ],
+)
 def test_a_missing_column_names_the_file_and_the_column(tmp_path, columns, needle):
     path = write(tmp_path / "t.csv", "csv")
     cfg = tmp_path / "audit.yaml"
@@ -93,6 +102,8 @@ def test_radar_init_writes_a_config_that_parses(tmp_path, args):
     assert config.generator.model == "smollm2-135m" and config.out == "runs/my"
     if "skeleton" in args:
         assert config.rubric == "my.rubric.yaml" and (tmp_path / "my.rubric.yaml").is_file()
-        resolve_inputs(config.model_copy(update={"tasks": [{"id": "t", "prompt": "p"}]}), tmp_path)  # the skeleton parses
+        resolve_inputs(
+            config.model_copy(update={"tasks": [{"id": "t", "prompt": "p"}]}), tmp_path
+        )  # the skeleton parses
     again = CliRunner().invoke(cli, ["init", str(target), *args])
     assert again.exit_code == 2 and "already exists" in again.stderr and target.read_text() == text

@@ -34,8 +34,9 @@ def _create(config_path: Path, out: Path | None, ray_address: str | None):
 @click.command()
 @run_options
 @click.option("--no-report", is_flag=True, help="Skip report.html / report.md.")
-def audit(config_path: Path, out: Path | None, quiet: bool, verbose: bool, ray_address: str | None,
-          no_report: bool) -> None:
+def audit(
+    config_path: Path, out: Path | None, quiet: bool, verbose: bool, ray_address: str | None, no_report: bool
+) -> None:
     """Generate probes, score them, print the audit and write the report. Re-running resumes: stored
     calls are skipped."""
     from radar_local.report.build import write_report

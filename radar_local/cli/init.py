@@ -9,7 +9,12 @@ import click
 
 @click.command()
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--rubric", default="helpsteer2", show_default=True, help="A bundled rubric, or 'skeleton' for a rubric file to edit.")
+@click.option(
+    "--rubric",
+    default="helpsteer2",
+    show_default=True,
+    help="A bundled rubric, or 'skeleton' for a rubric file to edit.",
+)
 @click.option("--tasks", help="Your prompts: a .jsonl, .csv or .parquet file, or a saved Hugging Face dataset folder.")
 @click.option("--engine", type=click.Choice(["vllm", "transformers", "openai"]), default="vllm", show_default=True)
 @click.option("--generator", default="smollm2-135m", show_default=True, help="Generator model (registry name or path).")

@@ -15,8 +15,7 @@ RESUME = "every stored record is whole and the batch in flight was dropped; run 
 def _one_line(text: str) -> str:
     """One terminal line: line breaks (also U+2028, U+2029, NEL) and other control characters (an ESC
     sequence in a column name) are shown escaped, never acted on by the terminal."""
-    return "".join(ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode("ascii")
-                   for ch in text)
+    return "".join(ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 class Terminated(BaseException):
@@ -50,7 +49,11 @@ class RadarGroup(click.Group):
             ctx.exit(143)
 
 
-@click.group(name="radar", cls=RadarGroup, context_settings={"auto_envvar_prefix": "RADAR", "help_option_names": ["-h", "--help"]})
+@click.group(
+    name="radar",
+    cls=RadarGroup,
+    context_settings={"auto_envvar_prefix": "RADAR", "help_option_names": ["-h", "--help"]},
+)
 @click.version_option(package_name="radar_local")
 def cli() -> None:
     """RADAR rubric coupling audits on local open-weight models, fully offline."""
@@ -59,8 +62,19 @@ def cli() -> None:
 def _register() -> None:
     from radar_local.cli import audit, doctor, grid, init, models, repair, report, score, stats
 
-    for command in (init.init, stats.stats, audit.audit, audit.generate, score.score, report.report, report.compare,
-                    grid.grid, repair.repair, models.models, doctor.doctor):
+    for command in (
+        init.init,
+        stats.stats,
+        audit.audit,
+        audit.generate,
+        score.score,
+        report.report,
+        report.compare,
+        grid.grid,
+        repair.repair,
+        models.models,
+        doctor.doctor,
+    ):
         cli.add_command(command)
 
 

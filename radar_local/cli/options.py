@@ -46,25 +46,44 @@ class SymPolicy(click.ParamType):
 
 
 def stats_options(fn):
-    for deco in reversed([
-        click.option("--rubric", "rubric_arg", metavar="NAME|PATH", help="Bundled rubric name or rubric file."),
-        click.option("--human", metavar="NAME|PATH", help="Human inter-criterion reference (default: the bundled rubric's)."),
-        click.option("--tau", type=Unit(), default=TAU, show_default=True, help="Reliability gate on self-effect."),
-        click.option("--bootstrap", "n_bootstrap", type=click.IntRange(0, 100_000), default=500, show_default=True, help="Bootstrap resamples (0 = no CIs)."),
-        click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True),
-    ]):
+    for deco in reversed(
+        [
+            click.option("--rubric", "rubric_arg", metavar="NAME|PATH", help="Bundled rubric name or rubric file."),
+            click.option(
+                "--human", metavar="NAME|PATH", help="Human inter-criterion reference (default: the bundled rubric's)."
+            ),
+            click.option("--tau", type=Unit(), default=TAU, show_default=True, help="Reliability gate on self-effect."),
+            click.option(
+                "--bootstrap",
+                "n_bootstrap",
+                type=click.IntRange(0, 100_000),
+                default=500,
+                show_default=True,
+                help="Bootstrap resamples (0 = no CIs).",
+            ),
+            click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True),
+        ]
+    ):
         fn = deco(fn)
     return fn
 
 
 def verbose_option(fn):
-    return click.option("--verbose", is_flag=True, help="Stream vLLM's, torch's and transformers' own output to the "
-                        "console (default: the run directory's engine.log; also RADAR_LOG=debug).")(fn)
+    return click.option(
+        "--verbose",
+        is_flag=True,
+        help="Stream vLLM's, torch's and transformers' own output to the "
+        "console (default: the run directory's engine.log; also RADAR_LOG=debug).",
+    )(fn)
 
 
 def ray_option(fn):
-    return click.option("--ray", "ray_address", metavar="ADDRESS",
-                        help="Run on a Ray cluster: auto, host:port, or local (overrides the config's cluster.ray).")(fn)
+    return click.option(
+        "--ray",
+        "ray_address",
+        metavar="ADDRESS",
+        help="Run on a Ray cluster: auto, host:port, or local (overrides the config's cluster.ray).",
+    )(fn)
 
 
 def with_ray(cluster, address: str | None):

@@ -12,11 +12,19 @@ from radar_local.cli.options import SymPolicy
 @click.command()
 @click.argument("target", type=click.Path(exists=True, path_type=Path), metavar="CONFIG_OR_RUN_DIR")
 @click.option("--out", type=click.Path(path_type=Path), help="Repair folder (default: RUN_DIR/repair).")
-@click.option("--rounds", type=click.IntRange(1, 20), default=1, show_default=True, help="Rounds, each from the best so far.")
-@click.option("--candidates", type=click.IntRange(1, 50), default=3, show_default=True, help="Candidate edits per round.")
-@click.option("--fail-on-sym", type=SymPolicy(), help="Exit 1 when a reliable non-intended pair keeps Sym at or above this.")
+@click.option(
+    "--rounds", type=click.IntRange(1, 20), default=1, show_default=True, help="Rounds, each from the best so far."
+)
+@click.option(
+    "--candidates", type=click.IntRange(1, 50), default=3, show_default=True, help="Candidate edits per round."
+)
+@click.option(
+    "--fail-on-sym", type=SymPolicy(), help="Exit 1 when a reliable non-intended pair keeps Sym at or above this."
+)
 @click.option("--quiet", is_flag=True, help="No progress output.")
-def repair(target: Path, out: Path | None, rounds: int, candidates: int, fail_on_sym: float | None, quiet: bool) -> None:
+def repair(
+    target: Path, out: Path | None, rounds: int, candidates: int, fail_on_sym: float | None, quiet: bool
+) -> None:
     """Propose rubric edits for an audit's findings, re-audit each on the same probes budget, keep what
     improves beyond the intervals (CONFIG_OR_RUN_DIR: a stored audit, or a config to audit first)."""
     from radar_local.repair import repair as run_repair

@@ -39,8 +39,10 @@ def compare(run_a: Path, run_b: Path, fail_on_sym: float | None, json_out: Path 
     check_output(json_out)
     result = diff(load_stats(run_a), load_stats(run_b), fail_on_sym)
     for r in result["moved"]:
-        click.echo(f"moved: {r['a']} / {r['b']}: Sym {num(r['sym_before'])} {interval(r['ci_before'])} -> "
-                   f"{num(r['sym_after'])} {interval(r['ci_after'])}")
+        click.echo(
+            f"moved: {r['a']} / {r['b']}: Sym {num(r['sym_before'])} {interval(r['ci_before'])} -> "
+            f"{num(r['sym_after'])} {interval(r['ci_after'])}"
+        )
     for g in result["gate_changes"]:
         state = "now passes" if g["reliable_after"] else "now fails"
         click.echo(f"gate: {g['criterion']} {state} the reliability gate")

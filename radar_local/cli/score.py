@@ -26,15 +26,27 @@ def parse_option(value: str) -> tuple[str, object]:
 
 @click.command()
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--verifier", "verifier_arg", required=True, metavar="ENGINE:MODEL",
-              help="e.g. vllm:qwen2.5-7b-instruct or openai:my-served-model")
+@click.option(
+    "--verifier",
+    "verifier_arg",
+    required=True,
+    metavar="ENGINE:MODEL",
+    help="e.g. vllm:qwen2.5-7b-instruct or openai:my-served-model",
+)
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE", help="Engine option (repeatable).")
 @click.option("--name", help="Verifier label in the score table (default: the model's name).")
 @click.option("--quiet", is_flag=True)
 @verbose_option
 @ray_option
-def score(run_dir: Path, verifier_arg: str, options: tuple[str, ...], name: str | None, quiet: bool, verbose: bool,
-          ray_address: str | None) -> None:
+def score(
+    run_dir: Path,
+    verifier_arg: str,
+    options: tuple[str, ...],
+    name: str | None,
+    quiet: bool,
+    verbose: bool,
+    ray_address: str | None,
+) -> None:
     """Score RUN_DIR's probes with another verifier; writes its stats next to the first."""
     from radar_local.common import parse_model
     from radar_local.config import ModelSpec
@@ -46,8 +58,11 @@ def score(run_dir: Path, verifier_arg: str, options: tuple[str, ...], name: str 
     engine, sep, model = verifier_arg.partition(":")
     if not sep or not model:
         raise InputError("--verifier", f"'{verifier_arg}' is not ENGINE:MODEL, e.g. vllm:smollm2-135m")
-    spec = parse_model(ModelSpec, {"engine": engine, "model": model, "name": name,
-                                   "options": dict(parse_option(o) for o in options)}, "--verifier")
+    spec = parse_model(
+        ModelSpec,
+        {"engine": engine, "model": model, "name": name, "options": dict(parse_option(o) for o in options)},
+        "--verifier",
+    )
     from radar_local.run import EnginePool
 
     run = Run.open(run_dir)

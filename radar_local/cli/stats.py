@@ -14,7 +14,9 @@ from radar_local.scoring import SCALE, SCALES
 @click.command()
 @click.argument("scores", type=click.Path(path_type=Path))
 @stats_options
-@click.option("--scale", type=click.Choice(list(SCALES)), default=SCALE, show_default=True, help="Score scale of the table.")
+@click.option(
+    "--scale", type=click.Choice(list(SCALES)), default=SCALE, show_default=True, help="Score scale of the table."
+)
 @click.option("--generator", help="Pick one generator when the table holds several.")
 @click.option("--verifier", help="Pick one verifier when the table holds several.")
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the full result as JSON.")

@@ -56,12 +56,14 @@ class Engine(Protocol):
     name: str  # engine kind: vllm, transformers, openai
     model: str  # model id as configured
 
-    def generate(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
-                 seeds: list[int]) -> list[list[Completion]]:
+    def generate(
+        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int]
+    ) -> list[list[Completion]]:
         """n samples per prompt; prompt i samples with seed seeds[i] so reruns reproduce it."""
 
-    def constrained(self, prompts: list[Messages], *, fmt: "JsonFormat", temperature: float = 0.0,
-                    seeds: list[int] | None = None) -> list[Completion]:
+    def constrained(
+        self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0, seeds: list[int] | None = None
+    ) -> list[Completion]:
         """One answer per prompt matching `fmt.regex` (at most `fmt.max_tokens` tokens); sampled with
         seeds[i] when temperature > 0. A reasoned verdict is one; so is a rubric editor's edit."""
 
@@ -69,8 +71,9 @@ class Engine(Protocol):
         """One greedy answer per prompt, constrained to `fmt`; in expected mode (`fmt.expected`) one
         token, with the log-probability of every score token (SCORE_TOKENS) at that position."""
 
-    def generate_stream(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
-                        seeds: list[int], chunk: int) -> Iterator[FinishedSamples]:
+    def generate_stream(
+        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int], chunk: int
+    ) -> Iterator[FinishedSamples]:
         """`generate`, yielding answers as they finish; `chunk` bounds a batch where the engine answers
         in batches (the vLLM and OpenAI engines keep their schedulers full instead)."""
 
@@ -92,19 +95,27 @@ def single_token_ids(tokenizer, model: str) -> list[int]:
     ids = [tokenizer.encode(t, add_special_tokens=False) for t in SCORE_TOKENS]
     split = [t for t, i in zip(SCORE_TOKENS, ids) if len(i) != 1]
     if split:
-        raise RadarError(f"{model}'s tokenizer splits the score(s) {', '.join(split)} into several tokens; "
-                         "expected mode needs one token per score: use scoring mode 'reasoned'")
+        raise RadarError(
+            f"{model}'s tokenizer splits the score(s) {', '.join(split)} into several tokens; "
+            "expected mode needs one token per score: use scoring mode 'reasoned'"
+        )
     return [i[0] for i in ids]
 
 
 class BatchStream:
     """The streams of an engine that answers a batch at a time: its batches, in order, `chunk` each."""
 
-    def generate_stream(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
-                        seeds: list[int], chunk: int) -> Iterator[FinishedSamples]:
+    def generate_stream(
+        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int], chunk: int
+    ) -> Iterator[FinishedSamples]:
         for start in range(0, len(prompts), chunk):
-            outs = self.generate(prompts[start : start + chunk], n=n, temperature=temperature,  # type: ignore[attr-defined]
-                                 max_tokens=max_tokens, seeds=seeds[start : start + chunk])
+            outs = self.generate(
+                prompts[start : start + chunk],
+                n=n,
+                temperature=temperature,  # type: ignore[attr-defined]
+                max_tokens=max_tokens,
+                seeds=seeds[start : start + chunk],
+            )
             yield list(enumerate(outs, start))
 
     def score_stream(self, prompts: list[Messages], *, fmt: ScoreFormat, chunk: int) -> Iterator[Finished]:

@@ -24,7 +24,8 @@ class TransformersEngine(BatchStream):
         OPERATIONAL: ClassVar[frozenset[str]] = frozenset({"device", "batch_size"})  # left out of content keys
         device: str = Field("auto", description="auto, cpu, cuda, cuda:1, ...")
         dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
-            "auto", description="auto: bfloat16 on CUDA, float32 on CPU (faster there)")
+            "auto", description="auto: bfloat16 on CUDA, float32 on CPU (faster there)"
+        )
         batch_size: int = Field(16, ge=1, description="Prompts per scoring batch")
 
     def __init__(self, model: str, options: Options | None = None):
@@ -49,7 +50,7 @@ class TransformersEngine(BatchStream):
         self.hf = AutoModelForCausalLM.from_pretrained(self.path, dtype=getattr(torch, dtype)).to(self.device).eval()
         self._processors: dict[str, object] = {}
 
-    def _encode(self, prompts: list[Messages]) -> dict[str, "torch.Tensor"]:
+    def _encode(self, prompts: list[Messages]) -> dict[str, torch.Tensor]:
         texts = [self.tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in prompts]
         return self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
 
@@ -62,11 +63,14 @@ class TransformersEngine(BatchStream):
             used = next((i for i, t in enumerate(ids) if t in eos), None)
             n_out = len(ids) if used is None else used + 1
             text = self.tokenizer.decode(ids[:n_out], skip_special_tokens=True)
-            result.append(Completion(text, int(real_prompt[row // per_prompt]), n_out, "length" if used is None else "stop"))
+            result.append(
+                Completion(text, int(real_prompt[row // per_prompt]), n_out, "length" if used is None else "stop")
+            )
         return result
 
-    def generate(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
-                 seeds: list[int]) -> list[list[Completion]]:
+    def generate(
+        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int]
+    ) -> list[list[Completion]]:
         import torch
 
         out = []
@@ -74,9 +78,14 @@ class TransformersEngine(BatchStream):
             inputs = self._encode([messages])
             torch.manual_seed(seed)
             with torch.inference_mode():
-                ids = self.hf.generate(**inputs, do_sample=temperature > 0, temperature=temperature or None,
-                                       max_new_tokens=max_tokens, num_return_sequences=n,
-                                       pad_token_id=self.tokenizer.pad_token_id)
+                ids = self.hf.generate(
+                    **inputs,
+                    do_sample=temperature > 0,
+                    temperature=temperature or None,
+                    max_new_tokens=max_tokens,
+                    num_return_sequences=n,
+                    pad_token_id=self.tokenizer.pad_token_id,
+                )
             out.append(self._completions(inputs, ids, n))
         return out
 
@@ -85,11 +94,14 @@ class TransformersEngine(BatchStream):
             import outlines
             from outlines.backends import get_regex_logits_processor
 
-            self._processors[regex] = get_regex_logits_processor(None, outlines.from_transformers(self.hf, self.tokenizer), regex)
+            self._processors[regex] = get_regex_logits_processor(
+                None, outlines.from_transformers(self.hf, self.tokenizer), regex
+            )
         return self._processors[regex]
 
-    def constrained(self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0,
-                    seeds: list[int] | None = None) -> list[Completion]:
+    def constrained(
+        self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0, seeds: list[int] | None = None
+    ) -> list[Completion]:
         """Greedy answers in batches; sampled ones one prompt at a time, each under its own seed."""
         import torch
         from transformers import LogitsProcessorList
@@ -104,9 +116,14 @@ class TransformersEngine(BatchStream):
             if sample:
                 torch.manual_seed(seeds[start])
             with torch.inference_mode():
-                ids = self.hf.generate(**inputs, do_sample=sample, temperature=temperature if sample else None,
-                                       max_new_tokens=fmt.max_tokens, logits_processor=LogitsProcessorList([processor]),
-                                       pad_token_id=self.tokenizer.pad_token_id)
+                ids = self.hf.generate(
+                    **inputs,
+                    do_sample=sample,
+                    temperature=temperature if sample else None,
+                    max_new_tokens=fmt.max_tokens,
+                    logits_processor=LogitsProcessorList([processor]),
+                    pad_token_id=self.tokenizer.pad_token_id,
+                )
             out.extend(self._completions(inputs, ids, 1))
         return out
 
@@ -135,7 +152,9 @@ class TransformersEngine(BatchStream):
             logprobs = torch.log_softmax(logits.float(), dim=-1)[:, ids].tolist()
             for row, lps in enumerate(logprobs):
                 best = max(range(len(ids)), key=lps.__getitem__)
-                out.append(Completion(SCORE_TOKENS[best], int(mask[row].sum()), 1, "length", dict(zip(SCORE_TOKENS, lps))))
+                out.append(
+                    Completion(SCORE_TOKENS[best], int(mask[row].sum()), 1, "length", dict(zip(SCORE_TOKENS, lps)))
+                )
         return out
 
     def stats(self) -> EngineStats:

@@ -36,8 +36,9 @@ class OpenAIEngine:
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid")
         # The server's address and how radar talks to it; `constraint` changes what it writes, and stays in keys.
-        OPERATIONAL: ClassVar[frozenset[str]] = frozenset({"base_url", "api_key_env", "concurrency", "retries",
-                                                           "backoff_s", "timeout_s"})
+        OPERATIONAL: ClassVar[frozenset[str]] = frozenset(
+            {"base_url", "api_key_env", "concurrency", "retries", "backoff_s", "timeout_s"}
+        )
         base_url: str = Field("http://127.0.0.1:8000/v1", description="Server root, ending in /v1")
         api_key_env: str | None = Field(None, description="Environment variable holding a key, if the server wants one")
         concurrency: int = Field(8, ge=1, le=256)
@@ -45,7 +46,8 @@ class OpenAIEngine:
         backoff_s: float = Field(0.5, ge=0)
         timeout_s: float = Field(600, gt=0)
         constraint: Literal["json_schema", "regex"] = Field(
-            "json_schema", description="json_schema: OpenAI response_format; regex: vLLM's structured_outputs field")
+            "json_schema", description="json_schema: OpenAI response_format; regex: vLLM's structured_outputs field"
+        )
 
     def __init__(self, model: str, options: Options | None = None):
         self.model = model
@@ -68,11 +70,15 @@ class OpenAIEngine:
                 if exc.code not in RETRY_STATUS or attempt == self.options.retries:
                     detail = " ".join(exc.read().decode(errors="replace").split())[:200]
                     tries = f" after {attempt + 1} attempts" if attempt else ""
-                    raise ServerError(f"{self.url} answered HTTP {exc.code}{tries}: {detail or exc.reason}; "
-                                      "check the server's log, then run again (stored calls are kept)") from None
+                    raise ServerError(
+                        f"{self.url} answered HTTP {exc.code}{tries}: {detail or exc.reason}; "
+                        "check the server's log, then run again (stored calls are kept)"
+                    ) from None
             except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
                 if attempt == self.options.retries:
-                    raise RadarError(f"cannot reach {self.url} ({getattr(exc, 'reason', exc)}); is the server running?") from None
+                    raise RadarError(
+                        f"cannot reach {self.url} ({getattr(exc, 'reason', exc)}); is the server running?"
+                    ) from None
             time.sleep(self.options.backoff_s * 2**attempt)
         raise AssertionError("unreachable")
 
@@ -81,21 +87,35 @@ class OpenAIEngine:
         try:
             resp = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
-            raise ServerError(f"{self.url} answered with something that is not JSON ({raw[:80]!r}); is base_url an "
-                              "OpenAI-compatible server's /v1?") from None
+            raise ServerError(
+                f"{self.url} answered with something that is not JSON ({raw[:80]!r}); is base_url an "
+                "OpenAI-compatible server's /v1?"
+            ) from None
         choices = resp.get("choices") if isinstance(resp, dict) else None
-        if not isinstance(choices, list) or not choices or not all(
-                isinstance(c, dict) and isinstance(c.get("message"), dict) for c in choices):
-            raise ServerError(f"{self.url} answered JSON without completion choices ({str(resp)[:120]}); is it a chat "
-                              "completions endpoint?")
+        if (
+            not isinstance(choices, list)
+            or not choices
+            or not all(isinstance(c, dict) and isinstance(c.get("message"), dict) for c in choices)
+        ):
+            raise ServerError(
+                f"{self.url} answered JSON without completion choices ({str(resp)[:120]}); is it a chat "
+                "completions endpoint?"
+            )
         return resp
 
     def _completions(self, resp: dict) -> list[Completion]:
         usage = resp.get("usage") or {}
         choices = sorted(resp["choices"], key=lambda c: c.get("index", 0))
         per_choice = (usage.get("completion_tokens") or 0) // max(len(choices), 1)
-        return [Completion(c["message"].get("content") or "", usage.get("prompt_tokens") or 0, per_choice,
-                           c.get("finish_reason") or "") for c in choices]
+        return [
+            Completion(
+                c["message"].get("content") or "",
+                usage.get("prompt_tokens") or 0,
+                per_choice,
+                c.get("finish_reason") or "",
+            )
+            for c in choices
+        ]
 
     def _stream(self, bodies: list[dict], answer: Callable[[dict], object]) -> Iterator[list]:
         """`concurrency` requests in flight at all times: each thread takes the next body as its last one
@@ -110,10 +130,20 @@ class OpenAIEngine:
             for f in pending:
                 f.cancel()
 
-    def generate_stream(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
-                        seeds: list[int], chunk: int = 0) -> Iterator[FinishedSamples]:
-        bodies = [{"model": self.model, "messages": m, "n": n, "temperature": temperature, "max_tokens": max_tokens, "seed": s}
-                  for m, s in zip(prompts, seeds)]
+    def generate_stream(
+        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int], chunk: int = 0
+    ) -> Iterator[FinishedSamples]:
+        bodies = [
+            {
+                "model": self.model,
+                "messages": m,
+                "n": n,
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+                "seed": s,
+            }
+            for m, s in zip(prompts, seeds)
+        ]
         return self._stream(bodies, self._completions)
 
     def score_stream(self, prompts: list[Messages], *, fmt: ScoreFormat, chunk: int = 0) -> Iterator[Finished]:
@@ -122,15 +152,21 @@ class OpenAIEngine:
         bodies = self._bodies(prompts, fmt, 0.0, None, {"logprobs": True, "top_logprobs": TOP_LOGPROBS})
         return self._stream(bodies, lambda r: replace(self._completions(r)[0], score_logprobs=self._top_logprobs(r)))
 
-    def generate(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
-                 seeds: list[int]) -> list[list[Completion]]:
-        return in_order(self.generate_stream(prompts, n=n, temperature=temperature, max_tokens=max_tokens, seeds=seeds),
-                        len(prompts))
+    def generate(
+        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int]
+    ) -> list[list[Completion]]:
+        return in_order(
+            self.generate_stream(prompts, n=n, temperature=temperature, max_tokens=max_tokens, seeds=seeds),
+            len(prompts),
+        )
 
-    def constrained(self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0,
-                    seeds: list[int] | None = None) -> list[Completion]:
-        return in_order(self._stream(self._bodies(prompts, fmt, temperature, seeds), lambda r: self._completions(r)[0]),
-                        len(prompts))
+    def constrained(
+        self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0, seeds: list[int] | None = None
+    ) -> list[Completion]:
+        return in_order(
+            self._stream(self._bodies(prompts, fmt, temperature, seeds), lambda r: self._completions(r)[0]),
+            len(prompts),
+        )
 
     def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
         return in_order(self.score_stream(prompts, fmt=fmt), len(prompts))
@@ -138,15 +174,35 @@ class OpenAIEngine:
     def settings(self) -> dict:
         return {"concurrency": self.options.concurrency}
 
-    def _bodies(self, prompts: list[Messages], fmt: JsonFormat, temperature: float, seeds: list[int] | None,
-                extra: dict | None = None) -> list[dict]:
+    def _bodies(
+        self,
+        prompts: list[Messages],
+        fmt: JsonFormat,
+        temperature: float,
+        seeds: list[int] | None,
+        extra: dict | None = None,
+    ) -> list[dict]:
         if self.options.constraint == "regex":
             constraint = {"structured_outputs": {"regex": fmt.regex}}
         else:
-            constraint = {"response_format": {"type": "json_schema",
-                                              "json_schema": {"name": "answer", "schema": fmt.json_schema(), "strict": True}}}
-        return [{"model": self.model, "messages": m, "temperature": temperature, "max_tokens": fmt.max_tokens,
-                 **constraint, **(extra or {}), **({"seed": seeds[i]} if seeds else {})} for i, m in enumerate(prompts)]
+            constraint = {
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": "answer", "schema": fmt.json_schema(), "strict": True},
+                }
+            }
+        return [
+            {
+                "model": self.model,
+                "messages": m,
+                "temperature": temperature,
+                "max_tokens": fmt.max_tokens,
+                **constraint,
+                **(extra or {}),
+                **({"seed": seeds[i]} if seeds else {}),
+            }
+            for i, m in enumerate(prompts)
+        ]
 
     def _top_logprobs(self, resp: dict) -> dict[str, float]:
         """The first answer token's top log-probabilities, or one line saying the server gives none."""
@@ -154,8 +210,10 @@ class OpenAIEngine:
             top = resp["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
             return {t["token"]: float(t["logprob"]) for t in top}
         except (KeyError, IndexError, TypeError, ValueError):
-            raise ServerError(f"{self.url} returned no token log-probabilities; scoring mode 'expected' needs a server "
-                              "that returns top_logprobs (vllm serve does), or use mode 'reasoned'") from None
+            raise ServerError(
+                f"{self.url} returned no token log-probabilities; scoring mode 'expected' needs a server "
+                "that returns top_logprobs (vllm serve does), or use mode 'reasoned'"
+            ) from None
 
     def stats(self) -> EngineStats:
         """Prefix-cache counters from the server's Prometheus endpoint, where it has one (vllm serve)."""

@@ -54,15 +54,20 @@ class PlantedEngine(BatchStream):
         model_config = ConfigDict(extra="forbid")
         OPERATIONAL: ClassVar[frozenset[str]] = frozenset({"delay_s", "finish"})  # left out of content keys
         coupling: dict[str, dict[str, float]] = Field(
-            default_factory=dict, description="coupling[target label][criterion label]; 0 where absent")
+            default_factory=dict, description="coupling[target label][criterion label]; 0 where absent"
+        )
         delay_s: float = Field(0.0, ge=0, le=60, description="Sleep per generate call, for interrupting a stage")
-        inject: dict[str, str] = Field(default_factory=dict, description="Text appended to + probes of a criterion label")
+        inject: dict[str, str] = Field(
+            default_factory=dict, description="Text appended to + probes of a criterion label"
+        )
         noise: float = Field(0.0, ge=0, le=4, description="Spread (sd, Likert points) of the judge's belief")
         wording: bool = Field(False, description="Couple criteria through the words their descriptions share")
         edits: list[dict] = Field(default_factory=list, description="The scripted editor's answers, one per candidate")
         finish: Literal["batch", "shuffled"] = Field(
-            "batch", description="shuffled: a stream yields answers one at a time in a seeded random order, as a "
-            "continuously fed engine finishes them (delay_s before each score)")
+            "batch",
+            description="shuffled: a stream yields answers one at a time in a seeded random order, as a "
+            "continuously fed engine finishes them (delay_s before each score)",
+        )
 
     def __init__(self, model: str, options: Options | None = None):
         self.model = model
@@ -78,8 +83,9 @@ class PlantedEngine(BatchStream):
             time.sleep(self.options.delay_s)
             yield [(i, self.score([prompts[i]], fmt=fmt)[0])]
 
-    def generate(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
-                 seeds: list[int]) -> list[list[Completion]]:
+    def generate(
+        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int]
+    ) -> list[list[Completion]]:
         time.sleep(self.options.delay_s)
         out = []
         for messages, seed in zip(prompts, seeds):
@@ -94,7 +100,11 @@ class PlantedEngine(BatchStream):
                 if self.options.wording:
                     out.append([self._worded(user, sign, seed + v) for v in range(n)])
                     continue
-                extra = f" {self.options.inject[label.group(1)]}" if sign == "+" and label.group(1) in self.options.inject else ""
+                extra = (
+                    f" {self.options.inject[label.group(1)]}"
+                    if sign == "+" and label.group(1) in self.options.inject
+                    else ""
+                )
                 texts = [f"Steered {sign} on <{label.group(1)}>: reply (seed {seed + v}).{extra}" for v in range(n)]
             out.append([Completion(t, len(user.split()), len(t.split()), "stop") for t in texts])
         return out
@@ -106,15 +116,18 @@ class PlantedEngine(BatchStream):
         text = "Reply: " + " ".join(w for w in vocab if rng.random() < 0.8) if sign == "+" else "Ok."
         return Completion(text, len(user.split()), len(text.split()), "stop")
 
-    def constrained(self, prompts: list[Messages], *, fmt, temperature: float = 0.0,
-                    seeds: list[int] | None = None) -> list[Completion]:
+    def constrained(
+        self, prompts: list[Messages], *, fmt, temperature: float = 0.0, seeds: list[int] | None = None
+    ) -> list[Completion]:
         """The scripted rubric editor (verdicts go through `score`)."""
         out = []
         for messages in prompts:
             text = "\n".join(m["content"] for m in messages)
             k = CANDIDATE.search(text)
             if k is None or not self.options.edits:
-                raise ValueError("the planted engine answers constrained requests only as a scripted editor (options.edits)")
+                raise ValueError(
+                    "the planted engine answers constrained requests only as a scripted editor (options.edits)"
+                )
             answer = json.dumps(self.options.edits[(int(k.group(1)) - 1) % len(self.options.edits)])
             out.append(Completion(answer, len(text.split()), len(answer.split()), "stop"))
         return out

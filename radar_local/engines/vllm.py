@@ -58,11 +58,13 @@ def check_vllm_line() -> None:
     """Fail at start, in one line, when the installed vLLM is not the supported release line."""
     found = installed_vllm()
     if found is not None and not (found[1] == VLLM_LINE or found[1].startswith(VLLM_LINE + ".")):
-        raise RadarError(f"{found[0]} {found[1]} is installed; radar_local supports vLLM {VLLM_LINE}.x: "
-                         f"pip install 'radar_local[gpu]' (CUDA) or 'radar_local[cpu]'")
+        raise RadarError(
+            f"{found[0]} {found[1]} is installed; radar_local supports vLLM {VLLM_LINE}.x: "
+            f"pip install 'radar_local[gpu]' (CUDA) or 'radar_local[cpu]'"
+        )
 
 
-def llm_arguments(options: "VLLMEngine.Options", entry, checkpoint: str | None, cpu: CpuInfo | None) -> tuple[dict, dict]:
+def llm_arguments(options: VLLMEngine.Options, entry, checkpoint: str | None, cpu: CpuInfo | None) -> tuple[dict, dict]:
     """`vllm.LLM`'s arguments for these options on this machine (`cpu` None on a GPU build), and the
     settings they resolve to, for run.json and `radar doctor`."""
     kwargs = options.model_dump(exclude_none=True)
@@ -81,9 +83,14 @@ def llm_arguments(options: "VLLMEngine.Options", entry, checkpoint: str | None, 
     kwargs.setdefault("enable_chunked_prefill", False)
     kwargs.setdefault("max_num_batched_tokens", max(kwargs.get("max_model_len") or 4096, 8192))
     reserved = int(os.environ.get("VLLM_CPU_NUM_OF_RESERVED_CPU", "0") or 0)
-    return kwargs, {"device": "cpu", "cpu": cpu.as_dict(), "dtype_reason": why,
-                    "kv_cache_memory_bytes": kwargs["kv_cache_memory_bytes"], "threads": max(1, cpu.cores - reserved),
-                    "omp_threads_bind": os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto")}
+    return kwargs, {
+        "device": "cpu",
+        "cpu": cpu.as_dict(),
+        "dtype_reason": why,
+        "kv_cache_memory_bytes": kwargs["kv_cache_memory_bytes"],
+        "threads": max(1, cpu.cores - reserved),
+        "omp_threads_bind": os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto"),
+    }
 
 
 class VLLMEngine:
@@ -94,28 +101,44 @@ class VLLMEngine:
 
         model_config = ConfigDict(extra="forbid")
         # Where and how fast it runs, not what it writes: left out of content keys (plan.model_identity).
-        OPERATIONAL: ClassVar[frozenset[str]] = frozenset({
-            "tensor_parallel_size", "data_parallel_size", "gpu_memory_utilization", "kv_cache_memory_bytes",
-            "enforce_eager", "max_num_seqs", "enable_prefix_caching", "block_size", "enable_chunked_prefill",
-            "max_num_batched_tokens"})
+        OPERATIONAL: ClassVar[frozenset[str]] = frozenset(
+            {
+                "tensor_parallel_size",
+                "data_parallel_size",
+                "gpu_memory_utilization",
+                "kv_cache_memory_bytes",
+                "enforce_eager",
+                "max_num_seqs",
+                "enable_prefix_caching",
+                "block_size",
+                "enable_chunked_prefill",
+                "max_num_batched_tokens",
+            }
+        )
         tensor_parallel_size: int = Field(1, ge=1)
         data_parallel_size: int = Field(1, ge=1)
         gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
         kv_cache_memory_bytes: int | None = Field(None, ge=1, description="Default 1 GiB on CPU builds")
         max_model_len: int | None = Field(4096, ge=256)
         dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
-            "auto", description="auto: the checkpoint's on CUDA; on a CPU build bfloat16 only where the CPU has "
-            "bf16 arithmetic (AVX512_BF16, AMX), else float32")
+            "auto",
+            description="auto: the checkpoint's on CUDA; on a CPU build bfloat16 only where the CPU has "
+            "bf16 arithmetic (AVX512_BF16, AMX), else float32",
+        )
         enforce_eager: bool = False
         max_num_seqs: int | None = Field(None, ge=1)
         enable_prefix_caching: bool = True
-        block_size: int | None = Field(None, ge=1, description="KV-cache block in tokens; default 32 on CPU builds "
-                                       "(the smallest they accept; their own default, 128, shares fewer prefixes)")
+        block_size: int | None = Field(
+            None,
+            ge=1,
+            description="KV-cache block in tokens; default 32 on CPU builds "
+            "(the smallest they accept; their own default, 128, shares fewer prefixes)",
+        )
         enable_chunked_prefill: bool | None = Field(None, description="Default off on CPU builds (see _build)")
         max_num_batched_tokens: int | None = Field(None, ge=1)
         seed: int = 0
 
-    def __init__(self, model: str, options: Options | None = None, llm: "LLM | None" = None):
+    def __init__(self, model: str, options: Options | None = None, llm: LLM | None = None):
         self.model = model
         self.options = options or self.Options()
         self.path, self.entry = resolve(model)
@@ -124,15 +147,18 @@ class VLLMEngine:
         config = self.llm.llm_engine.vllm_config
         self.block_size = config.cache_config.block_size
         self.max_num_seqs = config.scheduler_config.max_num_seqs
-        self._settings.update(dtype=str(config.model_config.dtype).removeprefix("torch."), block_size=self.block_size,
-                              max_num_seqs=self.max_num_seqs,
-                              max_num_batched_tokens=config.scheduler_config.max_num_batched_tokens)
+        self._settings.update(
+            dtype=str(config.model_config.dtype).removeprefix("torch."),
+            block_size=self.block_size,
+            max_num_seqs=self.max_num_seqs,
+            max_num_batched_tokens=config.scheduler_config.max_num_batched_tokens,
+        )
         self._ids = itertools.count()
         self._seen_blocks: set[int] = set()
         self._floor = self._steps = self._running_sum = self._fed_steps = self._fed_running_sum = 0
         self._running = None  # vLLM's gauge of running requests, found at the first step
 
-    def _build(self) -> "LLM":
+    def _build(self) -> LLM:
         from vllm import LLM
         from vllm.platforms import current_platform
 
@@ -155,7 +181,9 @@ class VLLMEngine:
         self._seen_blocks.clear()
 
     # ---- the continuous feed: one long-lived engine loop, answers yielded as they finish ----
-    def _stream(self, prompts: list[Messages], params: "list[SamplingParams]") -> "Iterator[list[tuple[int, RequestOutput]]]":
+    def _stream(
+        self, prompts: list[Messages], params: list[SamplingParams]
+    ) -> Iterator[list[tuple[int, RequestOutput]]]:
         """Keep the scheduler full: submit in order while fewer than twice `max_num_seqs` requests are
         in flight (the engine admits FCFS, so submission order is the prefix-shared order), step the
         engine, and yield each step's finished requests. Whatever stops the loop (Ctrl-C, an error)
@@ -212,22 +240,30 @@ class VLLMEngine:
                 self._fed_steps += 1
                 self._fed_running_sum += running
 
-    def generate_stream(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
-                        seeds: list[int], chunk: int = 0) -> Iterator[FinishedSamples]:
+    def generate_stream(
+        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int], chunk: int = 0
+    ) -> Iterator[FinishedSamples]:
         from vllm import SamplingParams
 
         params = [SamplingParams(n=n, temperature=temperature, max_tokens=max_tokens, seed=s) for s in seeds]
         for finished in self._stream(prompts, params):
             yield [(i, [_sample(o, c) for c in o.outputs]) for i, o in finished]
 
-    def constrained_stream(self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0,
-                           seeds: list[int] | None = None) -> Iterator[Finished]:
+    def constrained_stream(
+        self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0, seeds: list[int] | None = None
+    ) -> Iterator[Finished]:
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 
-        params = [SamplingParams(temperature=temperature, max_tokens=fmt.max_tokens, seed=s,
-                                 structured_outputs=StructuredOutputsParams(regex=fmt.regex))
-                  for s in (seeds if seeds is not None else [None] * len(prompts))]
+        params = [
+            SamplingParams(
+                temperature=temperature,
+                max_tokens=fmt.max_tokens,
+                seed=s,
+                structured_outputs=StructuredOutputsParams(regex=fmt.regex),
+            )
+            for s in (seeds if seeds is not None else [None] * len(prompts))
+        ]
         for finished in self._stream(prompts, params):
             yield [(i, _sample(o, o.outputs[0])) for i, o in finished]
 
@@ -238,8 +274,9 @@ class VLLMEngine:
             yield from self.constrained_stream(prompts, fmt=fmt)
             return
         ids = self.score_token_ids()
-        params = [SamplingParams(temperature=0.0, max_tokens=1, allowed_token_ids=ids, logprob_token_ids=ids)
-                  for _ in prompts]
+        params = [
+            SamplingParams(temperature=0.0, max_tokens=1, allowed_token_ids=ids, logprob_token_ids=ids) for _ in prompts
+        ]
         for finished in self._stream(prompts, params):
             out = []
             for i, o in finished:
@@ -249,13 +286,17 @@ class VLLMEngine:
                 out.append((i, replace(_sample(o, o.outputs[0]), score_logprobs=logprobs)))
             yield out
 
-    def generate(self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int,
-                 seeds: list[int]) -> list[list[Completion]]:
-        return in_order(self.generate_stream(prompts, n=n, temperature=temperature, max_tokens=max_tokens,
-                                              seeds=seeds), len(prompts))
+    def generate(
+        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int]
+    ) -> list[list[Completion]]:
+        return in_order(
+            self.generate_stream(prompts, n=n, temperature=temperature, max_tokens=max_tokens, seeds=seeds),
+            len(prompts),
+        )
 
-    def constrained(self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0,
-                    seeds: list[int] | None = None) -> list[Completion]:
+    def constrained(
+        self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0, seeds: list[int] | None = None
+    ) -> list[Completion]:
         return in_order(self.constrained_stream(prompts, fmt=fmt, temperature=temperature, seeds=seeds), len(prompts))
 
     def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
@@ -267,9 +308,15 @@ class VLLMEngine:
     def stats(self) -> EngineStats:
         values = {m.name: getattr(m, "value", None) for m in self.llm.get_metrics()}
         q, h = values.get("vllm:prefix_cache_queries"), values.get("vllm:prefix_cache_hits")
-        return EngineStats(prefix_cache_queries=None if q is None else int(q), prefix_cache_hits=None if h is None else int(h),
-                           prompt_token_floor=self._floor, steps=self._steps, running_sum=self._running_sum,
-                           fed_steps=self._fed_steps, fed_running_sum=self._fed_running_sum)
+        return EngineStats(
+            prefix_cache_queries=None if q is None else int(q),
+            prefix_cache_hits=None if h is None else int(h),
+            prompt_token_floor=self._floor,
+            steps=self._steps,
+            running_sum=self._running_sum,
+            fed_steps=self._fed_steps,
+            fed_running_sum=self._fed_running_sum,
+        )
 
     def close(self) -> None:
         try:
@@ -281,6 +328,3 @@ class VLLMEngine:
 
 def _sample(o, c) -> Completion:
     return Completion(c.text, len(o.prompt_token_ids or []), len(c.token_ids), c.finish_reason or "")
-
-
-

@@ -31,8 +31,16 @@ __all__ = ["Candidate", "Edit", "EditFormat", "Finding", "Repair", "apply_edit",
 EDITOR_TEMPERATURE = 0.9  # candidates differ by their seeds, like probes
 
 
-def repair(target: str | Path, out: str | Path | None = None, *, rounds: int = 1, candidates: int = 3,
-           fail_on_sym: float | None = None, pool: EnginePool | None = None, progress: bool = False) -> Repair:
+def repair(
+    target: str | Path,
+    out: str | Path | None = None,
+    *,
+    rounds: int = 1,
+    candidates: int = 3,
+    fail_on_sym: float | None = None,
+    pool: EnginePool | None = None,
+    progress: bool = False,
+) -> Repair:
     """Repair the rubric of a stored audit (a run directory) or of a config (audited first)."""
     if rounds < 1 or candidates < 1:
         raise InputError("repair", "--rounds and --candidates must be at least 1")
@@ -75,7 +83,12 @@ def repair(target: str | Path, out: str | Path | None = None, *, rounds: int = 1
             if not front:
                 break
             best = max(front, key=lambda c: objectives(c.summary))
-            current, current_run, current_result, current_summary = best, RunDir.open(best.run_dir), best.result, best.summary
+            current, current_run, current_result, current_summary = (
+                best,
+                RunDir.open(best.run_dir),
+                best.result,
+                best.summary,
+            )
             current_findings, current_left = diagnose(best.result, intended)
         rep = Repair(out, original, result, findings, left_alone, all_candidates, current, base_summary, fail_on_sym)
         _write(rep)
@@ -85,12 +98,22 @@ def repair(target: str | Path, out: str | Path | None = None, *, rounds: int = 1
             pool.close()
 
 
-def _propose(run: RunDir, result: AuditResult, findings: list[Finding], left_alone: list[str], config: AuditConfig,
-             pool: EnginePool, r: int, count: int) -> list[Candidate]:
+def _propose(
+    run: RunDir,
+    result: AuditResult,
+    findings: list[Finding],
+    left_alone: list[str],
+    config: AuditConfig,
+    pool: EnginePool,
+    r: int,
+    count: int,
+) -> list[Candidate]:
     editor: ModelSpec = config.editor or config.generator
     fmt = EditFormat(tuple(run.rubric.ids))
     evidence = evidence_lines(run, result, findings)
-    prompts = [editor_messages(run.rubric, result, findings, evidence, left_alone, k, count) for k in range(1, count + 1)]
+    prompts = [
+        editor_messages(run.rubric, result, findings, evidence, left_alone, k, count) for k in range(1, count + 1)
+    ]
     seeds = [cell_seed(config.seed, f"repair-{r}", str(k), "edit") for k in range(1, count + 1)]
     answers = pool.get(editor).constrained(prompts, fmt=fmt, temperature=EDITOR_TEMPERATURE, seeds=seeds)
     made = []
@@ -121,7 +144,7 @@ def _reaudit(cand: Candidate, parent: RunDir, config: AuditConfig, out: Path, po
 def _write(rep: Repair) -> None:
     make_folder(rep.out)
     if rep.final is not None:
-        write_atomic(rep.out / "rubric.repaired.yaml",
-                     yaml_text(rep.final.rubric.model_dump(mode="json", exclude_none=True)))
+        write_atomic(
+            rep.out / "rubric.repaired.yaml", yaml_text(rep.final.rubric.model_dump(mode="json", exclude_none=True))
+        )
     write_repair_report(rep)
-

@@ -52,61 +52,121 @@ class EditFormat:
 
     @property
     def regex(self) -> str:
-        text = lambda n, least=1: SAFE_CHAR + "{%d,%d}" % (least, n)  # noqa: E731
+        text = lambda n, least=1: SAFE_CHAR + "{%d,%d}" % (least, n)
         ids = "(" + "|".join(self.ids) + ")"
-        crit = (r'\{"id": "[a-z][a-z0-9_]{0,%d}", "label": "' % (LIMITS["id"] - 1) + text(LIMITS["label"])
-                + r'", "description": "' + text(LIMITS["description"])
-                + r'", "kind": "(evaluative", "low": "", "high": "|descriptive", "low": "' + text(LIMITS["end"])
-                + r'", "high": "' + text(LIMITS["end"]) + r')"\}')
+        crit = (
+            r'\{"id": "[a-z][a-z0-9_]{0,%d}", "label": "' % (LIMITS["id"] - 1)
+            + text(LIMITS["label"])
+            + r'", "description": "'
+            + text(LIMITS["description"])
+            + r'", "kind": "(evaluative", "low": "", "high": "|descriptive", "low": "'
+            + text(LIMITS["end"])
+            + r'", "high": "'
+            + text(LIMITS["end"])
+            + r')"\}'
+        )
         named = {1: r'\["' + ids + r'"\]', 2: r'\["' + ids + r'", "' + ids + r'"\]'}
         written = {0: r"\[\]", 1: r"\[" + crit + r"\]", 2: r"\[" + crit + ", " + crit + r"\]"}
         bodies = [f'"{a}", "criteria": {named[n]}, "new": {written[m]}' for a, (n, m) in SHAPE.items()]
-        return (r'\{"action": (' + "|".join(bodies) + r'), "keeps": "' + text(LIMITS["keeps"], 0)
-                + r'", "rationale": "' + text(LIMITS["rationale"]) + r'"\}')
+        return (
+            r'\{"action": ('
+            + "|".join(bodies)
+            + r'), "keeps": "'
+            + text(LIMITS["keeps"], 0)
+            + r'", "rationale": "'
+            + text(LIMITS["rationale"])
+            + r'"\}'
+        )
 
     @property
     def max_tokens(self) -> int:
         """The longest admissible answer in characters, hence an upper bound in tokens."""
-        new = {"id": "x" * LIMITS["id"], "label": "x" * LIMITS["label"], "description": "x" * LIMITS["description"],
-               "kind": "descriptive", "low": "x" * LIMITS["end"], "high": "x" * LIMITS["end"]}
+        new = {
+            "id": "x" * LIMITS["id"],
+            "label": "x" * LIMITS["label"],
+            "description": "x" * LIMITS["description"],
+            "kind": "descriptive",
+            "low": "x" * LIMITS["end"],
+            "high": "x" * LIMITS["end"],
+        }
         longest = max(self.ids, key=len)
-        return len(json.dumps({"action": "rewrite", "criteria": [longest, longest], "new": [new, new],
-                               "keeps": "x" * LIMITS["keeps"], "rationale": "x" * LIMITS["rationale"]}))
+        return len(
+            json.dumps(
+                {
+                    "action": "rewrite",
+                    "criteria": [longest, longest],
+                    "new": [new, new],
+                    "keeps": "x" * LIMITS["keeps"],
+                    "rationale": "x" * LIMITS["rationale"],
+                }
+            )
+        )
 
     def json_schema(self) -> dict:
         string = {"type": "string", "minLength": 1}
-        crit = {"type": "object", "additionalProperties": False, "required": list(NewCriterion.model_fields),
-                "properties": {"id": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"}, "label": string,
-                               "description": string, "kind": {"enum": ["evaluative", "descriptive"]},
-                               "low": {"type": "string"}, "high": {"type": "string"}}}
-        return {"type": "object", "additionalProperties": False, "required": list(Edit.model_fields),
-                "properties": {"action": {"enum": list(ACTIONS)},
-                               "criteria": {"type": "array", "items": {"enum": list(self.ids)}, "minItems": 1, "maxItems": 2},
-                               "new": {"type": "array", "items": crit, "maxItems": 2},
-                               "keeps": {"type": "string"}, "rationale": string}}
+        crit = {
+            "type": "object",
+            "additionalProperties": False,
+            "required": list(NewCriterion.model_fields),
+            "properties": {
+                "id": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+                "label": string,
+                "description": string,
+                "kind": {"enum": ["evaluative", "descriptive"]},
+                "low": {"type": "string"},
+                "high": {"type": "string"},
+            },
+        }
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": list(Edit.model_fields),
+            "properties": {
+                "action": {"enum": list(ACTIONS)},
+                "criteria": {"type": "array", "items": {"enum": list(self.ids)}, "minItems": 1, "maxItems": 2},
+                "new": {"type": "array", "items": crit, "maxItems": 2},
+                "keeps": {"type": "string"},
+                "rationale": string,
+            },
+        }
 
 
-EDITOR_SYSTEM = ("You edit evaluation rubrics so that every criterion measures one thing a judge can observe and no "
-                 "two criteria move together. Answer with one edit as JSON.")
+EDITOR_SYSTEM = (
+    "You edit evaluation rubrics so that every criterion measures one thing a judge can observe and no "
+    "two criteria move together. Answer with one edit as JSON."
+)
 
 
-def editor_messages(rubric: Rubric, result: AuditResult, findings: list[Finding], evidence: list[str],
-                    left_alone: list[str], k: int, count: int) -> Messages:
+def editor_messages(
+    rubric: Rubric,
+    result: AuditResult,
+    findings: list[Finding],
+    evidence: list[str],
+    left_alone: list[str],
+    k: int,
+    count: int,
+) -> Messages:
     lines = [f"Rubric '{rubric.name}':"]
     lines += [f"- {c.id} ({c.label}, {c.kind}): {c.description}" for c in rubric.criteria]
-    lines += ["", f"An audit (probes steered up and down on each criterion, every probe scored on every criterion by "
-                  f"the verifier; reliability gate tau = {result.tau}) found:"]
+    lines += [
+        "",
+        f"An audit (probes steered up and down on each criterion, every probe scored on every criterion by "
+        f"the verifier; reliability gate tau = {result.tau}) found:",
+    ]
     lines += [f"- {f.kind}: {f.text}" for f in findings]
     if evidence:
         lines += ["", "Evidence:"] + [f"- {e}" for e in evidence]
     if left_alone:
         lines += ["", "Intended couplings (do not edit for these):"] + [f"- {x}" for x in left_alone]
-    lines += ["", "Actions: rewrite one criterion (new wording that the verifier can observe and that does not share "
-                  "what another criterion measures); merge two criteria into one (say in `keeps` which dimension the "
-                  "merged criterion keeps); split one criterion into two; drop one criterion (say in `keeps` which "
-                  "remaining criterion covers what it measured).",
-              f"Candidate {k} of {count}: propose one edit that addresses the findings; where you can, propose a "
-              "different edit from the other candidates."]
+    lines += [
+        "",
+        "Actions: rewrite one criterion (new wording that the verifier can observe and that does not share "
+        "what another criterion measures); merge two criteria into one (say in `keeps` which dimension the "
+        "merged criterion keeps); split one criterion into two; drop one criterion (say in `keeps` which "
+        "remaining criterion covers what it measured).",
+        f"Candidate {k} of {count}: propose one edit that addresses the findings; where you can, propose a "
+        "different edit from the other candidates.",
+    ]
     return [{"role": "system", "content": EDITOR_SYSTEM}, {"role": "user", "content": "\n".join(lines)}]
 
 
@@ -122,8 +182,10 @@ def evidence_lines(run: RunDir, result: AuditResult, findings: list[Finding], ma
             up = next((p for p in shown if p["direction"] == "+"), None)
             if up is not None:
                 why = up["rationale"].get(b)
-                out.append(f"a probe steered up on {a} scored {up['scores'].get(b)} on {b}: \"{up['text']}\""
-                           + (f"; the verifier's rationale for {b}: \"{why}\"" if why else ""))
+                out.append(
+                    f'a probe steered up on {a} scored {up["scores"].get(b)} on {b}: "{up["text"]}"'
+                    + (f'; the verifier\'s rationale for {b}: "{why}"' if why else "")
+                )
     return out
 
 
@@ -147,7 +209,9 @@ def apply_edit(rubric: Rubric, edit: Edit) -> Rubric:
     weights = None
     if rubric.weights:
         removed = [rubric.weights.get(c, 1.0) for c in edit.criteria]
-        weights = {c.id: rubric.weights.get(c.id, 1.0) for c in kept} | {n.id: sum(removed) / max(len(new), 1) for n in new}
+        weights = {c.id: rubric.weights.get(c.id, 1.0) for c in kept} | {
+            n.id: sum(removed) / max(len(new), 1) for n in new
+        }
     try:
         candidate = Rubric(id=rubric.id, name=rubric.name, criteria=tuple(criteria), weights=weights)
     except ValidationError as exc:

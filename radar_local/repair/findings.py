@@ -22,8 +22,14 @@ def _ci(ci) -> str:
 
 def diagnose(result: AuditResult, intended: set[frozenset]) -> tuple[list[Finding], list[str]]:
     """Findings an edit may address, and the flagged pairs left alone because they are intended."""
-    findings = [Finding("unreadable", (g.criterion,), f"{g.criterion}: {g.reason}; this verifier cannot observe the "
-                                                      "description as written") for g in result.unreliable]
+    findings = [
+        Finding(
+            "unreadable",
+            (g.criterion,),
+            f"{g.criterion}: {g.reason}; this verifier cannot observe the description as written",
+        )
+        for g in result.unreliable
+    ]
     left_alone = []
     for p in result.pairs.to_dict("records"):
         flags = [f for f in p["flags"] if f in (CLUSTER, DIRECTIONAL, TRADEOFF)]
@@ -33,12 +39,16 @@ def diagnose(result: AuditResult, intended: set[frozenset]) -> tuple[list[Findin
         if frozenset((p["a"], p["b"])) in intended:
             left_alone.append(f"{pair} ({', '.join(flags)}): intended, left alone")
             continue
-        moves = (f"leakage {p['a']} -> {p['b']} {p['leak_ab']:+.2f}, {p['b']} -> {p['a']} {p['leak_ba']:+.2f}, "
-                 f"Sym {p['sym']:+.2f}{_ci(p['sym_ci'])}")
+        moves = (
+            f"leakage {p['a']} -> {p['b']} {p['leak_ab']:+.2f}, {p['b']} -> {p['a']} {p['leak_ba']:+.2f}, "
+            f"Sym {p['sym']:+.2f}{_ci(p['sym_ci'])}"
+        )
         for flag in flags:
             kind = {CLUSTER: "cluster", DIRECTIONAL: "directional", TRADEOFF: "tradeoff"}[flag]
-            what = {"cluster": "the two move together both ways: possible double counting",
-                    "directional": f"{p['upstream']} drives {p['downstream']}",
-                    "tradeoff": "raising one lowers the other"}[kind]
+            what = {
+                "cluster": "the two move together both ways: possible double counting",
+                "directional": f"{p['upstream']} drives {p['downstream']}",
+                "tradeoff": "raising one lowers the other",
+            }[kind]
             findings.append(Finding(kind, (p["a"], p["b"]), f"{pair}: {what} ({moves})"))
     return findings, left_alone

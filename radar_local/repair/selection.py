@@ -41,22 +41,39 @@ class Candidate:
 def summarize(result: AuditResult, intended: set[frozenset], reference: dict | None) -> dict:
     """What selection compares: the worst reliable non-intended pair, GlobalPos, the gate, human
     agreement over the pairs a reference covers, and ARTS-Hybrid's calibration terms."""
-    pairs = [p for p in result.pairs.to_dict("records") if p["reliable"] and frozenset((p["a"], p["b"])) not in intended]
+    pairs = [
+        p for p in result.pairs.to_dict("records") if p["reliable"] and frozenset((p["a"], p["b"])) not in intended
+    ]
     worst = max(pairs, key=lambda p: p["sym"], default=None)
-    interval = lambda value, ci: (value, value) if not ci or ci[0] != ci[0] else (ci[0], ci[1])  # noqa: E731
+    interval = lambda value, ci: (value, value) if not ci or ci[0] != ci[0] else (ci[0], ci[1])
     se_ci = result.self_effect_ci
-    disc = [d["discrimination"] for per in (result.calibration or {}).get("verifiers", {}).values() for d in per.values()
-            if d["discrimination"] is not None]
-    red = [abs(v) for per in (result.calibration or {}).get("redundancy", {}).values() for v in per.values() if v is not None]
+    disc = [
+        d["discrimination"]
+        for per in (result.calibration or {}).get("verifiers", {}).values()
+        for d in per.values()
+        if d["discrimination"] is not None
+    ]
+    red = [
+        abs(v)
+        for per in (result.calibration or {}).get("redundancy", {}).values()
+        for v in per.values()
+        if v is not None
+    ]
     human = None
     if reference:
-        shared = [(p["sym"], reference[frozenset((p["a"], p["b"]))]) for p in pairs if frozenset((p["a"], p["b"])) in reference]
+        shared = [
+            (p["sym"], reference[frozenset((p["a"], p["b"]))])
+            for p in pairs
+            if frozenset((p["a"], p["b"])) in reference
+        ]
         if shared:
             human = pearson(*map(np.array, zip(*shared)))
     return {
-        "criteria": len(result.criteria), "reliable": int(result.reliable.sum()),
-        "reliable_beyond_ci": all((se_ci.loc[c, "low"] if se_ci is not None else result.self_effect[c]) >= result.tau
-                                  for c in result.criteria),
+        "criteria": len(result.criteria),
+        "reliable": int(result.reliable.sum()),
+        "reliable_beyond_ci": all(
+            (se_ci.loc[c, "low"] if se_ci is not None else result.self_effect[c]) >= result.tau for c in result.criteria
+        ),
         "worst_pair": None if worst is None else [worst["a"], worst["b"]],
         "worst_sym": None if worst is None else worst["sym"],
         "worst_sym_ci": None if worst is None else list(interval(worst["sym"], worst["sym_ci"])),
@@ -101,16 +118,21 @@ def judge(base: dict, cand: dict) -> tuple[bool, str]:
 
 def objectives(s: dict) -> tuple[float, ...]:
     """Larger is better in each: dimensions measured reliably, less coupling, discrimination, less redundancy."""
-    none = lambda x, default: default if x is None else x  # noqa: E731
-    return (s["reliable"], -none(s["worst_sym"], 0.0), -none(s["global_pos"], 0.0), none(s["discrimination"], 0.0),
-            -none(s["redundancy"], 0.0))
+    none = lambda x, default: default if x is None else x
+    return (
+        s["reliable"],
+        -none(s["worst_sym"], 0.0),
+        -none(s["global_pos"], 0.0),
+        none(s["discrimination"], 0.0),
+        -none(s["redundancy"], 0.0),
+    )
 
 
 def pareto(candidates: list[Candidate]) -> list[Candidate]:
     """The improved candidates no other improved candidate beats on every objective."""
     pool = [c for c in candidates if c.improved]
     scores = {id(c): objectives(c.summary) for c in pool}
-    dominated = lambda a, b: all(x <= y for x, y in zip(a, b)) and a != b  # noqa: E731
+    dominated = lambda a, b: all(x <= y for x, y in zip(a, b)) and a != b
     front = [c for c in pool if not any(dominated(scores[id(c)], scores[id(o)]) for o in pool)]
     for c in front:
         c.pareto = True
@@ -146,19 +168,35 @@ class Repair:
 
 def candidate_config(config: AuditConfig, rubric_path: Path, tasks) -> AuditConfig:
     """The original config on the candidate rubric: same tasks, seeds, models and settings."""
-    return config.model_copy(update={"rubric": str(rubric_path.resolve()), "tasks": list(tasks), "human": None, "out": None})
-
+    return config.model_copy(
+        update={"rubric": str(rubric_path.resolve()), "tasks": list(tasks), "human": None, "out": None}
+    )
 
 
 def repair_json(rep: Repair) -> dict:
     return {
-        "original": str(rep.original.root), "findings": [vars(f) | {"criteria": list(f.criteria)} for f in rep.findings],
-        "intended_left_alone": rep.left_alone, "original_summary": rep.summary,
-        "candidates": [{"round": c.round, "index": c.index, "edit": c.edit.model_dump() if c.edit else None,
-                        "error": c.error, "raw": c.raw if c.edit is None else None,
-                        "run_dir": str(c.run_dir) if c.run_dir else None, "reuse": c.reuse, "summary": c.summary,
-                        "improved": c.improved, "why": c.why, "pareto": c.pareto} for c in rep.candidates],
+        "original": str(rep.original.root),
+        "findings": [vars(f) | {"criteria": list(f.criteria)} for f in rep.findings],
+        "intended_left_alone": rep.left_alone,
+        "original_summary": rep.summary,
+        "candidates": [
+            {
+                "round": c.round,
+                "index": c.index,
+                "edit": c.edit.model_dump() if c.edit else None,
+                "error": c.error,
+                "raw": c.raw if c.edit is None else None,
+                "run_dir": str(c.run_dir) if c.run_dir else None,
+                "reuse": c.reuse,
+                "summary": c.summary,
+                "improved": c.improved,
+                "why": c.why,
+                "pareto": c.pareto,
+            }
+            for c in rep.candidates
+        ],
         "selected": None if rep.final is None else {"round": rep.final.round, "index": rep.final.index},
         "repaired_rubric": str(rep.repaired_rubric) if rep.repaired_rubric else None,
-        "fail_on_sym": rep.fail_on_sym, "fails": rep.fails(),
+        "fail_on_sym": rep.fail_on_sym,
+        "fails": rep.fails(),
     }

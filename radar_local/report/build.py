@@ -17,11 +17,16 @@ if TYPE_CHECKING:
     from radar_local.rundir import RunDir
     from radar_local.stats.result import AuditResult
 
-FIGURE_TITLES = {"leakage": "Leakage", "self_effect": "Self-effects", "sym_asym": "Sym against Asym",
-                 "task_spread": "Per-task leakage spread", "budget": "Probe budget"}
+FIGURE_TITLES = {
+    "leakage": "Leakage",
+    "self_effect": "Self-effects",
+    "sym_asym": "Sym against Asym",
+    "task_spread": "Per-task leakage spread",
+    "budget": "Probe budget",
+}
 
 
-def write_report(run: "RunDir", verifier: str | None = None, out: str | Path | None = None) -> Path:
+def write_report(run: RunDir, verifier: str | None = None, out: str | Path | None = None) -> Path:
     """report.html and report.md (figures beside it) for one verifier's audit of a run (default: the
     config's own), in `out` or the run directory's own report folder."""
     result, info = run.result(verifier), run.info(verifier)
@@ -33,7 +38,7 @@ def write_report(run: "RunDir", verifier: str | None = None, out: str | Path | N
     return out
 
 
-def _figures(result: "AuditResult", folder: Path) -> dict[str, bytes]:
+def _figures(result: AuditResult, folder: Path) -> dict[str, bytes]:
     """The report's PNG figures, drawn again only when the statistics (or the plotting code) changed:
     a report rebuilt for an unchanged audit (a grid run again, `radar report`) reuses them."""
     from radar_local.report import plots  # matplotlib: loaded when figures are drawn, not for `radar report --help`
@@ -51,7 +56,7 @@ def _figures(result: "AuditResult", folder: Path) -> dict[str, bytes]:
     return figures
 
 
-def report_markdown(result: "AuditResult", examples: list[dict], run: dict, cal: dict | None) -> str:
+def report_markdown(result: AuditResult, examples: list[dict], run: dict, cal: dict | None) -> str:
     md = [audit_markdown(result)]
     md += [f"## {title}\n\n![{title}](figures/{name}.png)\n" for name, title in FIGURE_TITLES.items()]
     md.append("## Example probes\n")
@@ -63,12 +68,24 @@ def report_markdown(result: "AuditResult", examples: list[dict], run: dict, cal:
             md.append("> " + p["text"].replace("\n", "\n> ") + "\n")
             md += [f"- {c}: {t}" for c, t in p["rationale"].items()] + [""]
     md += ["## Probes that address the judge\n", injection_line(run), ""]
-    md += [f"- {ex['target'] or 'unconditioned'} {ex['direction']} ({', '.join(ex['matched'])}): "
-           + ex["text"].replace("\n", " ") for ex in (run.get("injection") or {}).get("examples", [])] + [""]
+    md += [
+        f"- {ex['target'] or 'unconditioned'} {ex['direction']} ({', '.join(ex['matched'])}): "
+        + ex["text"].replace("\n", " ")
+        for ex in (run.get("injection") or {}).get("examples", [])
+    ] + [""]
     if cal:
         md += ["## Judge calibration\n", "| verifier | criterion | discrimination | stability |", "|---|---|---|---|"]
-        md += [f"| {v} | {c} | {num(d['discrimination'], signed=False)} | {num(cal['stability'].get(c), signed=False)} |"
-               for v, per in cal["verifiers"].items() for c, d in per.items()]
-    md += ["", "## Cost", "", "| stage | calls | prompt tokens | output tokens | seconds | tokens/s | parse rate | prefix-cache hits (prompt tokens) |",
-           "|---|---|---|---|---|---|---|---|"] + ["| " + " | ".join(r) + " |" for r in cost_rows(run)]
+        md += [
+            f"| {v} | {c} | {num(d['discrimination'], signed=False)} | {num(cal['stability'].get(c), signed=False)} |"
+            for v, per in cal["verifiers"].items()
+            for c, d in per.items()
+        ]
+    md += [
+        "",
+        "## Cost",
+        "",
+        "| stage | calls | prompt tokens | output tokens | seconds | tokens/s | parse rate "
+        "| prefix-cache hits (prompt tokens) |",
+        "|---|---|---|---|---|---|---|---|",
+    ] + ["| " + " | ".join(r) + " |" for r in cost_rows(run)]
     return "\n".join(md) + "\n"

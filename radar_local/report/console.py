@@ -28,12 +28,18 @@ if TYPE_CHECKING:
     from radar_local.stats.result import AuditResult
 
 
-def print_audit(result: "AuditResult", console: Console | None = None) -> None:
+def print_audit(result: AuditResult, console: Console | None = None) -> None:
     console = console or Console(width=max(Console().width, 150))
-    console.print(f"[bold]RADAR audit[/bold]  {result.generator} -> {result.verifier}"
-                  f"  ({result.probes['directed']} probes, {len(result.tasks)} tasks, tau={result.tau})")
-    _table(console, "Self-effects (reliability gate)", SELF_EFFECT_HEAD,
-           [(row[:3] + [row[3] if row[3] == "yes" else "[red]no[/red]"]) for row in self_effect_rows(result)])
+    console.print(
+        f"[bold]RADAR audit[/bold]  {result.generator} -> {result.verifier}"
+        f"  ({result.probes['directed']} probes, {len(result.tasks)} tasks, tau={result.tau})"
+    )
+    _table(
+        console,
+        "Self-effects (reliability gate)",
+        SELF_EFFECT_HEAD,
+        [(row[:3] + [row[3] if row[3] == "yes" else "[red]no[/red]"]) for row in self_effect_rows(result)],
+    )
     head, rows = leakage_rows(result)
     _table(console, "Leakage (row -> column)", [head[0]] + [c[:12] for c in head[1:]], rows, right=True)
     _table(console, "Pairs ranked by symmetric coupling", PAIR_HEAD, [cells for cells, _ in pair_rows(result)])
@@ -58,12 +64,16 @@ def _table(console: Console, title: str, head: list[str], rows: list[list[str]],
     console.print(t)
 
 
-def print_run(run: "RunDir", console: Console | None = None) -> None:
+def print_run(run: RunDir, console: Console | None = None) -> None:
     """Cost and parse-rate lines of a run, the report's cost table as text."""
     console = console or Console()
     info = run.info()
     for stage, calls, prompt, output, seconds, tps, rate, cache in cost_rows(info):
-        extra = "".join(f", {label} {v}" for label, v in (("parse rate", rate), ("prefix-cache hit rate", cache)) if v != "-")
-        console.print(f"{stage}: {calls} calls, {prompt} prompt + {output} output tokens, {seconds} s, {tps} tokens/s{extra}")
+        extra = "".join(
+            f", {label} {v}" for label, v in (("parse rate", rate), ("prefix-cache hit rate", cache)) if v != "-"
+        )
+        console.print(
+            f"{stage}: {calls} calls, {prompt} prompt + {output} output tokens, {seconds} s, {tps} tokens/s{extra}"
+        )
     console.print(injection_line(info))
     console.print(f"Run directory: {run.root}")

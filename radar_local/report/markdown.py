@@ -28,7 +28,7 @@ def md_table(head: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
 
 
-def audit_markdown(result: "AuditResult") -> str:
+def audit_markdown(result: AuditResult) -> str:
     out = [f"# RADAR audit: {result.generator} -> {result.verifier}", ""]
     out += [f"- {line}" for line in verdict(result)] + [""]
     out += ["## Self-effects", ""] + md_table(SELF_EFFECT_HEAD, self_effect_rows(result))

@@ -14,17 +14,22 @@ if TYPE_CHECKING:
 
     from radar_local.stats.result import AuditResult
 
-FLAG_COLOURS = {"bidirectional cluster": "#d62728", "directional": "#ff7f0e", "tradeoff": "#1f77b4", None: "#7f7f7f",
-                "gated": "#c7c7c7"}
+FLAG_COLOURS = {
+    "bidirectional cluster": "#d62728",
+    "directional": "#ff7f0e",
+    "tradeoff": "#1f77b4",
+    None: "#7f7f7f",
+    "gated": "#c7c7c7",
+}
 
 
-def _figure(w: float, h: float) -> "Figure":
+def _figure(w: float, h: float) -> Figure:
     from matplotlib.figure import Figure
 
     return Figure(figsize=(w, h), dpi=100, layout="constrained")
 
 
-def leakage_heatmap(result: "AuditResult") -> "Figure":
+def leakage_heatmap(result: AuditResult) -> Figure:
     """Leakage (row -> column) with 95% CI half-widths; gated (unreliable) rows hatched and labelled."""
     crit = result.criteria
     k = len(crit)
@@ -37,7 +42,7 @@ def leakage_heatmap(result: "AuditResult") -> "Figure":
     for i, a in enumerate(crit):
         if not result.reliable[a]:
             ax.add_patch(_hatch(i, k))
-        for j, b in enumerate(crit):
+        for j in range(len(crit)):
             text = "n/a" if np.isnan(lk[i, j]) else f"{lk[i, j]:+.2f}"
             if half is not None and not np.isnan(half[i, j]) and i != j:
                 text += f"\n±{half[i, j]:.2f}"
@@ -57,7 +62,7 @@ def _hatch(row: int, k: int):
     return Rectangle((-0.5, row - 0.5), k, 1, fill=False, hatch="//", edgecolor="#999999", lw=0)
 
 
-def self_effect_bars(result: "AuditResult") -> "Figure":
+def self_effect_bars(result: AuditResult) -> Figure:
     crit = result.criteria
     se = result.self_effect[crit].to_numpy()
     fig = _figure(1.0 * len(crit) + 2, 3.5)
@@ -67,8 +72,14 @@ def self_effect_bars(result: "AuditResult") -> "Figure":
     if result.self_effect_ci is not None:
         lo, hi = result.self_effect_ci["low"].to_numpy(), result.self_effect_ci["high"].to_numpy()
         # Drawn from its ends, not as distances from the point: an interval need not bracket its estimate.
-        ax.errorbar(range(len(crit)), np.nan_to_num((lo + hi) / 2), yerr=np.nan_to_num((hi - lo) / 2),
-                    fmt="none", ecolor="black", capsize=3)
+        ax.errorbar(
+            range(len(crit)),
+            np.nan_to_num((lo + hi) / 2),
+            yerr=np.nan_to_num((hi - lo) / 2),
+            fmt="none",
+            ecolor="black",
+            capsize=3,
+        )
     ax.axhline(result.tau, color="black", ls="--", label=f"tau = {result.tau}")
     ax.set_ylabel("self-effect")
     ax.set_ylim(min(-0.1, np.nanmin(np.r_[se, 0]) - 0.1), 1.05)
@@ -78,7 +89,7 @@ def self_effect_bars(result: "AuditResult") -> "Figure":
     return fig
 
 
-def sym_asym_scatter(result: "AuditResult") -> "Figure":
+def sym_asym_scatter(result: AuditResult) -> Figure:
     fig = _figure(6, 4.5)
     ax = fig.add_subplot()
     th = result.thresholds
@@ -93,8 +104,14 @@ def sym_asym_scatter(result: "AuditResult") -> "Figure":
         ax.annotate(label, (p["sym"], p["asym"]), fontsize=7, xytext=(4, 3), textcoords="offset points")
         plotted = True
     if not plotted:
-        ax.text(0.5, 0.5, "no pair has defined leakage\n(every criterion gated)", ha="center", va="center",
-                transform=ax.transAxes)
+        ax.text(
+            0.5,
+            0.5,
+            "no pair has defined leakage\n(every criterion gated)",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+        )
     ax.axvline(th["cluster_sym"], color="#d62728", ls=":", lw=1)
     ax.axhline(th["directional_asym"], color="#ff7f0e", ls=":", lw=1)
     ax.set_xlabel("SymCoupling")
@@ -103,7 +120,7 @@ def sym_asym_scatter(result: "AuditResult") -> "Figure":
     return fig
 
 
-def task_spread_heatmap(result: "AuditResult") -> "Figure":
+def task_spread_heatmap(result: AuditResult) -> Figure:
     """sigma_ij (eq. 6): which couplings depend on the task."""
     crit = result.criteria
     sd = result.leakage_sd.to_numpy().copy()
@@ -122,7 +139,7 @@ def task_spread_heatmap(result: "AuditResult") -> "Figure":
     return fig
 
 
-def budget_curve(result: "AuditResult") -> "Figure":
+def budget_curve(result: AuditResult) -> Figure:
     """Appendix G: agreement (or Sym) against the probe budget N, mean +- sd over subsets."""
     fig = _figure(6, 3.8)
     ax = fig.add_subplot()
@@ -150,7 +167,7 @@ def budget_curve(result: "AuditResult") -> "Figure":
     return fig
 
 
-def png(fig: "Figure") -> bytes:
+def png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     return buf.getvalue()

@@ -22,8 +22,10 @@ def interval(ci: tuple | list | None) -> str:
 
 def flag_text(pair: dict) -> str:
     """Every flag of a pair, e.g. 'directional (a -> b), tradeoff'."""
-    named = {"directional": f"directional ({pair.get('upstream')} -> {pair.get('downstream')})",
-             "gated": "gated (unreliable criterion)"}
+    named = {
+        "directional": f"directional ({pair.get('upstream')} -> {pair.get('downstream')})",
+        "gated": "gated (unreliable criterion)",
+    }
     return ", ".join(named.get(f, f) for f in pair["flags"])
 
 
@@ -35,25 +37,32 @@ def injection_line(run: dict) -> str:
     if not inj["flagged"]:
         return f"No probe of {inj['probes']} addresses the judge or asks for a score."
     where = ", ".join(f"{k}: {n}" for k, n in inj["by_target_direction"].items())
-    use = ("excluded from the statistics" if inj["excluded"]
-           else "kept in the statistics (set exclude_flagged_probes: true to leave them out)")
+    use = (
+        "excluded from the statistics"
+        if inj["excluded"]
+        else "kept in the statistics (set exclude_flagged_probes: true to leave them out)"
+    )
     return f"{inj['flagged']} of {inj['probes']} probes address the judge or ask for a score ({where}); {use}."
 
 
-def pair_records(result: "AuditResult") -> list[dict]:
+def pair_records(result: AuditResult) -> list[dict]:
     return result.pairs.to_dict("records")
 
 
-def verdict(result: "AuditResult") -> list[str]:
+def verdict(result: AuditResult) -> list[str]:
     """Plain sentences a reviewer reads first."""
     lines = [f"Warning: {w}." for w in result.warnings]
     if result.unreliable:
         names = ", ".join(f"{g.criterion} ({g.reason})" for g in result.unreliable)
-        lines.append(f"{len(result.unreliable)} of {len(result.criteria)} criteria fail the reliability gate: {names}; "
-                     "no coupling is claimed for them.")
+        lines.append(
+            f"{len(result.unreliable)} of {len(result.criteria)} criteria fail the reliability gate: {names}; "
+            "no coupling is claimed for them."
+        )
     for p in pair_records(result):
         if p["flags"] and p["flags"] != ["gated"]:
-            lines.append(f"{p['a']} / {p['b']}: {flag_text(p)}, Sym {num(p['sym'])}, Asym {num(p['asym'], signed=False)}.")
+            lines.append(
+                f"{p['a']} / {p['b']}: {flag_text(p)}, Sym {num(p['sym'])}, Asym {num(p['asym'], signed=False)}."
+            )
     if not lines:
         lines.append("No pair crosses the flag thresholds.")
     return lines
@@ -65,75 +74,108 @@ SELF_EFFECT_HEAD = ["criterion", "self-effect", "95% CI", "reliable"]
 PAIR_HEAD = ["pair", "l_ab", "l_ba", "Sym", "Sym 95% CI", "Asym", "human r", "flag"]
 
 
-def self_effect_rows(result: "AuditResult") -> list[list[str]]:
+def self_effect_rows(result: AuditResult) -> list[list[str]]:
     ci = result.self_effect_ci
-    return [[c, num(result.self_effect[c]), interval(None if ci is None else tuple(ci.loc[c])),
-             "yes" if result.reliable[c] else "no"] for c in result.criteria]
+    return [
+        [
+            c,
+            num(result.self_effect[c]),
+            interval(None if ci is None else tuple(ci.loc[c])),
+            "yes" if result.reliable[c] else "no",
+        ]
+        for c in result.criteria
+    ]
 
 
-def leakage_rows(result: "AuditResult") -> tuple[list[str], list[list[str]]]:
+def leakage_rows(result: AuditResult) -> tuple[list[str], list[list[str]]]:
     head = ["source"] + result.criteria
-    return head, [[a + ("" if result.reliable[a] else " (gated)")] + [num(result.leakage.loc[a, b]) for b in result.criteria]
-                  for a in result.criteria]
+    return head, [
+        [a + ("" if result.reliable[a] else " (gated)")] + [num(result.leakage.loc[a, b]) for b in result.criteria]
+        for a in result.criteria
+    ]
 
 
-def pair_rows(result: "AuditResult") -> list[tuple[list[str], bool]]:
+def pair_rows(result: AuditResult) -> list[tuple[list[str], bool]]:
     """(cells, reliable) per pair, ranked as stored."""
-    return [([f"{p['a']} / {p['b']}", num(p["leak_ab"]), num(p["leak_ba"]), num(p["sym"]), interval(p["sym_ci"]),
-              num(p["asym"], signed=False), num(p["human_r"]), flag_text(p)], p["reliable"]) for p in pair_records(result)]
+    return [
+        (
+            [
+                f"{p['a']} / {p['b']}",
+                num(p["leak_ab"]),
+                num(p["leak_ba"]),
+                num(p["sym"]),
+                interval(p["sym_ci"]),
+                num(p["asym"], signed=False),
+                num(p["human_r"]),
+                flag_text(p),
+            ],
+            p["reliable"],
+        )
+        for p in pair_records(result)
+    ]
 
 
-def global_line(result: "AuditResult") -> str:
+def global_line(result: AuditResult) -> str:
     g = result.global_
     return f"Global: positive {num(g['positive'])}, tension {num(g['tension'])}, max coupling {num(g['max_coupling'])}."
 
 
-def scores_line(result: "AuditResult") -> str:
+def scores_line(result: AuditResult) -> str:
     """Which kind of verdict the statistics read: the paper's integers or expected scores."""
     if result.probes.get("score_values") == "continuous":
-        return ("Scores: continuous expected scores (scoring mode 'expected': the probability-weighted mean of the "
-                "verifier's score tokens).")
+        return (
+            "Scores: continuous expected scores (scoring mode 'expected': the probability-weighted mean of the "
+            "verifier's score tokens)."
+        )
     return "Scores: integer verdicts on the 0-4 scale (scoring mode 'reasoned', the paper's protocol, or a score file)."
 
 
-def double_count_line(result: "AuditResult") -> str | None:
+def double_count_line(result: AuditResult) -> str | None:
     """What share of the rubric's weighted aggregate counts one movement twice through coupling."""
     d = result.double_count
     if d is None or d["share"] is None:
         return None
     source = "its weights" if d["rubric_weights"] else "equal weights (the rubric sets none)"
     worst = max(((c, s) for c, s in d["by_source"].items() if s is not None), key=lambda x: x[1])
-    return (f"Weighted aggregate ({source}): {d['share']:.0%} of its response to a steered criterion comes through "
-            f"other, coupled criteria and is counted twice (most from {worst[0]}: {worst[1]:.0%}).")
+    return (
+        f"Weighted aggregate ({source}): {d['share']:.0%} of its response to a steered criterion comes through "
+        f"other, coupled criteria and is counted twice (most from {worst[0]}: {worst[1]:.0%})."
+    )
 
 
-def agreement_line(result: "AuditResult") -> str | None:
+def agreement_line(result: AuditResult) -> str | None:
     a = result.agreement
     if a is None:
         return None
     why = f" (no correlation: {a['reason']})" if a.get("reason") else ""
-    return (f"Agreement with the human reference over {a['n_pairs']} reliable pairs: Pearson {num(a['pearson'])}, "
-            f"Spearman {num(a['spearman'])}{why}, MAE {num(a['mae'], signed=False)}.")
+    return (
+        f"Agreement with the human reference over {a['n_pairs']} reliable pairs: Pearson {num(a['pearson'])}, "
+        f"Spearman {num(a['spearman'])}{why}, MAE {num(a['mae'], signed=False)}."
+    )
 
 
 ADAPTIVE_HEAD = ["wave", "probes added", "verifier calls", "open decisions", "criteria grown next"]
 
 
-def adaptive_rows(result: "AuditResult") -> list[list[str]]:
-    return [[str(w["wave"]), str(w["probes"]), str(w["verifier_calls"]), str(len(w["open"])), ", ".join(w["grow"]) or "-"]
-            for w in (result.adaptive or {}).get("waves", [])]
+def adaptive_rows(result: AuditResult) -> list[list[str]]:
+    return [
+        [str(w["wave"]), str(w["probes"]), str(w["verifier_calls"]), str(len(w["open"])), ", ".join(w["grow"]) or "-"]
+        for w in (result.adaptive or {}).get("waves", [])
+    ]
 
 
-def adaptive_line(result: "AuditResult") -> str | None:
+def adaptive_line(result: AuditResult) -> str | None:
     a = result.adaptive
     if not a:
         return None
     cells = 2 * len(result.tasks) * len(result.criteria)
     share = a["probes"] / (cells * a["max_n"]) if cells else 0.0
     open_ = "; ".join(f"{d['kind']} {'/'.join(d['criteria'])}" for d in a["at_budget"]) or "none"
-    return (f"Adaptive audit: {len(a['waves'])} waves from {a['start_n']} to at most {a['max_n']} probes per (task, "
-            f"criterion, direction), {a['probes']} probes ({share:.0%} of a fixed n = {a['max_n']}); decisions at "
-            f"{a['confidence']:.0%} confidence: {len(a['settled'])} settled, {len(a['at_budget'])} open at max_n ({open_}).")
+    return (
+        f"Adaptive audit: {len(a['waves'])} waves from {a['start_n']} to at most {a['max_n']} probes per (task, "
+        f"criterion, direction), {a['probes']} probes ({share:.0%} of a fixed n = {a['max_n']}); decisions at "
+        f"{a['confidence']:.0%} confidence: {len(a['settled'])} settled, {len(a['at_budget'])} open at max_n ({open_})."
+    )
 
 
 def cost_rows(run: dict) -> list[list[str]]:
@@ -146,11 +188,30 @@ def cost_rows(run: dict) -> list[list[str]]:
         if s.get("prompt_tokens_cached") is not None:
             cache += f" ({s['prompt_tokens_cached']} cached, {s['prompt_tokens_computed']} computed)"
         name = f"{stage} ({s['mode']})" if s.get("mode") else stage
-        rows.append([name, str(s["calls"]), str(s["prompt_tokens"]), str(s["output_tokens"]), f"{s['seconds']:.1f}",
-                     num(tps, 0, signed=False), rate, cache])
+        rows.append(
+            [
+                name,
+                str(s["calls"]),
+                str(s["prompt_tokens"]),
+                str(s["output_tokens"]),
+                f"{s['seconds']:.1f}",
+                num(tps, 0, signed=False),
+                rate,
+                cache,
+            ]
+        )
         for r in (s.get("cluster") or {}).get("replicas", []):  # a cluster run: each replica's share
             rtps = r["output_tokens"] / r["seconds"] if r["seconds"] else None
-            rows.append([f"  replica {r['replica']} on {r['ip']}" + (" (lost)" if r["lost"] else ""), str(r["calls"]),
-                         str(r["prompt_tokens"]), str(r["output_tokens"]), f"{r['seconds']:.1f}",
-                         num(rtps, 0, signed=False), "-", "-"])
+            rows.append(
+                [
+                    f"  replica {r['replica']} on {r['ip']}" + (" (lost)" if r["lost"] else ""),
+                    str(r["calls"]),
+                    str(r["prompt_tokens"]),
+                    str(r["output_tokens"]),
+                    f"{r['seconds']:.1f}",
+                    num(rtps, 0, signed=False),
+                    "-",
+                    "-",
+                ]
+            )
     return rows

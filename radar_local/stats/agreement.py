@@ -20,5 +20,10 @@ def agreement(values: np.ndarray, reference: np.ndarray) -> dict:
     x, y = values[ok], reference[ok]
     reason = constant_reason(x, y, ("audit's vector", "reference"))
     r, rho = (None, None) if reason else (pearson(x, y), spearman(x, y))
-    return {"pearson": np.nan if r is None else r, "spearman": np.nan if rho is None else rho,
-            "mae": float(np.mean(np.abs(x - y))) if ok.any() else np.nan, "n_pairs": int(ok.sum()), "reason": reason}
+    return {
+        "pearson": np.nan if r is None else r,
+        "spearman": np.nan if rho is None else rho,
+        "mae": float(np.mean(np.abs(x - y))) if ok.any() else np.nan,
+        "n_pairs": int(ok.sum()),
+        "reason": reason,
+    }

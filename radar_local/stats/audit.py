@@ -45,8 +45,17 @@ def audit_cell(
 
     se, lk, ok = point.self_effect[0], point.leakage[0], point.pair_reliable[0]
     glob = {key: v[0] for key, v in global_summaries(point).items()}
-    ci = {} if iv is None else {"self_effect": iv.self_effect, "leakage": iv.leakage, "sym": iv.sym, "asym": iv.asym,
-                                "global": iv.global_}
+    ci = (
+        {}
+        if iv is None
+        else {
+            "self_effect": iv.self_effect,
+            "leakage": iv.leakage,
+            "sym": iv.sym,
+            "asym": iv.asym,
+            "global": iv.global_,
+        }
+    )
 
     pair_rows = []
     for idx, (a, b) in enumerate(pairs):
@@ -54,13 +63,23 @@ def audit_cell(
         both = l_ab is not None and l_ba is not None
         flags = pair_flags(l_ab, l_ba, bool(ok[a, b]), thresholds)
         ups = upstream(crit[a], crit[b], l_ab, l_ba) if DIRECTIONAL in flags else (None, None)
-        pair_rows.append({
-            "a": crit[a], "b": crit[b], "leak_ab": lk[a, b], "leak_ba": lk[b, a],
-            "sym": float((l_ab + l_ba) / 2) if both else np.nan, "asym": float(abs(l_ab - l_ba)) if both else np.nan,
-            "reliable": bool(ok[a, b]), "flags": flags,
-            "sym_ci": tuple(ci["sym"][a, b]) if ci else None, "asym_ci": tuple(ci["asym"][a, b]) if ci else None,
-            "human_r": np.nan if ref_vec is None else ref_vec[idx], "upstream": ups[0], "downstream": ups[1],
-        })
+        pair_rows.append(
+            {
+                "a": crit[a],
+                "b": crit[b],
+                "leak_ab": lk[a, b],
+                "leak_ba": lk[b, a],
+                "sym": float((l_ab + l_ba) / 2) if both else np.nan,
+                "asym": float(abs(l_ab - l_ba)) if both else np.nan,
+                "reliable": bool(ok[a, b]),
+                "flags": flags,
+                "sym_ci": tuple(ci["sym"][a, b]) if ci else None,
+                "asym_ci": tuple(ci["asym"][a, b]) if ci else None,
+                "human_r": np.nan if ref_vec is None else ref_vec[idx],
+                "upstream": ups[0],
+                "downstream": ups[1],
+            }
+        )
     pair_rows.sort(key=lambda r: (not r["reliable"], -np.nan_to_num(r["sym"], nan=-np.inf)))
     unscored = _unscored(pm, strata)
     tasks = list(pm.tasks)
@@ -69,13 +88,27 @@ def audit_cell(
         return pd.DataFrame(m, index=crit, columns=crit, dtype=float)
 
     result = AuditResult(
-        generator=pm.generator, verifier=pm.verifier, criteria=crit, tasks=tasks, tau=tau,
-        bootstrap={"resamples": n_bootstrap, "seed": seed, "level": level, "method": METHOD,
-                   "df": None if iv is None else dict(zip(crit, iv.df.tolist()))},
-        probes={"directed": int(pm.directed.sum()), "unconditioned": int((~pm.directed).sum()),
-                "min_per_stratum": int(strata.sizes.min()), "unscored_cells": int(np.isnan(pm.scores).sum()),
-                "score_values": "continuous" if continuous_scores(pm.scores) else "integer"},
-        unscored=unscored, warnings=_warnings(unscored, pm),
+        generator=pm.generator,
+        verifier=pm.verifier,
+        criteria=crit,
+        tasks=tasks,
+        tau=tau,
+        bootstrap={
+            "resamples": n_bootstrap,
+            "seed": seed,
+            "level": level,
+            "method": METHOD,
+            "df": None if iv is None else dict(zip(crit, iv.df.tolist())),
+        },
+        probes={
+            "directed": int(pm.directed.sum()),
+            "unconditioned": int((~pm.directed).sum()),
+            "min_per_stratum": int(strata.sizes.min()),
+            "unscored_cells": int(np.isnan(pm.scores).sum()),
+            "score_values": "continuous" if continuous_scores(pm.scores) else "integer",
+        },
+        unscored=unscored,
+        warnings=_warnings(unscored, pm),
         self_effect=pd.Series(se, index=crit, dtype=float),
         self_effect_ci=pd.DataFrame(ci["self_effect"], index=crit, columns=["low", "high"]) if ci else None,
         reliable=pd.Series(point.reliable[0], index=crit, dtype=bool),
@@ -114,24 +147,35 @@ def _gate(criterion: str, self_effect: Fraction | None, tau: float) -> Gate:
 def _unscored(pm: ProbeMatrix, strata: Strata) -> dict:
     """Strata (task, target, direction) with no scored answer on their own target, per task."""
     t_count, k = strata.shape
-    scored = {(int(strata.task[s]), int(strata.target[s]), int(strata.direction[s]))
-              for s, rows in enumerate(strata.slices()) if not np.isnan(strata.scores[rows, strata.target[s]]).all()}
+    scored = {
+        (int(strata.task[s]), int(strata.target[s]), int(strata.direction[s]))
+        for s, rows in enumerate(strata.slices())
+        if not np.isnan(strata.scores[rows, strata.target[s]]).all()
+    }
     per_task = {pm.tasks[t]: sum((t, i, d) not in scored for i in range(k) for d in (0, 1)) for t in range(t_count)}
-    return {"verdicts": int(np.isnan(pm.scores).sum()), "verdicts_total": int(pm.scores.size),
-            "strata": sum(per_task.values()), "strata_total": t_count * k * 2,
-            "tasks": {t: n for t, n in per_task.items() if n}}
+    return {
+        "verdicts": int(np.isnan(pm.scores).sum()),
+        "verdicts_total": int(pm.scores.size),
+        "strata": sum(per_task.values()),
+        "strata_total": t_count * k * 2,
+        "tasks": {t: n for t, n in per_task.items() if n},
+    }
 
 
 def _warnings(unscored: dict, pm: ProbeMatrix) -> list[str]:
     out = []
     if unscored["verdicts"]:
-        out.append(f"{unscored['verdicts']} of {unscored['verdicts_total']} verdicts are unscored (the verifier's "
-                   "answer did not parse, or the probe was not scored on that criterion)")
+        out.append(
+            f"{unscored['verdicts']} of {unscored['verdicts_total']} verdicts are unscored (the verifier's "
+            "answer did not parse, or the probe was not scored on that criterion)"
+        )
     if unscored["strata"]:
         tasks = ", ".join(f"{t} ({n})" for t, n in unscored["tasks"].items())
-        out.append(f"{unscored['strata']} of {unscored['strata_total']} strata (task, target, direction) have no scored "
-                   f"answer on their target, in {len(unscored['tasks'])} of {len(pm.tasks)} tasks: {tasks}; "
-                   "their self-effects and leakages are undefined")
+        out.append(
+            f"{unscored['strata']} of {unscored['strata_total']} strata (task, target, direction) have no scored "
+            f"answer on their target, in {len(unscored['tasks'])} of {len(pm.tasks)} tasks: {tasks}; "
+            "their self-effects and leakages are undefined"
+        )
     return out
 
 

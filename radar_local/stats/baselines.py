@@ -69,8 +69,9 @@ def whitening_redundancy(scores: np.ndarray) -> np.ndarray:
             partial = np.abs(-precision / np.outer(d, d))
     else:
         m = len(live)
-        partial = np.array([[math.sqrt(float(exact[a][b] ** 2 / (exact[a][a] * exact[b][b]))) for b in range(m)]
-                            for a in range(m)])
+        partial = np.array(
+            [[math.sqrt(float(exact[a][b] ** 2 / (exact[a][a] * exact[b][b]))) for b in range(m)] for a in range(m)]
+        )
     np.fill_diagonal(partial, 1.0)
     out[np.ix_(live, live)] = partial
     return out

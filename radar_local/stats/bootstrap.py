@@ -25,7 +25,7 @@ class Strata:
     shape: tuple[int, int]  # (T, K)
 
     @classmethod
-    def from_probes(cls, pm: ProbeMatrix) -> "Strata":
+    def from_probes(cls, pm: ProbeMatrix) -> Strata:
         keep = np.flatnonzero(pm.directed)
         t, i, d = pm.task[keep], pm.target[keep], pm.direction[keep]
         order = keep[np.lexsort((d, i, t))]
@@ -34,8 +34,13 @@ class Strata:
         sizes = np.diff(np.r_[starts, len(order)])
         first = order[starts]
         return cls(
-            scores=pm.scores[order] / SCORE_MAX, likert=pm.scores[order], starts=starts, sizes=sizes,
-            task=pm.task[first], target=pm.target[first], direction=pm.direction[first],
+            scores=pm.scores[order] / SCORE_MAX,
+            likert=pm.scores[order],
+            starts=starts,
+            sizes=sizes,
+            task=pm.task[first],
+            target=pm.target[first],
+            direction=pm.direction[first],
             shape=(len(pm.tasks), len(pm.criteria)),
         )
 
@@ -73,12 +78,20 @@ class Strata:
         out[:, self.task, self.target, self.direction, :] = per_stratum
         return out
 
-    def resample(self, weights: np.ndarray) -> "Strata":
+    def resample(self, weights: np.ndarray) -> Strata:
         """The probes repeated as often as one row of integer weights says, as strata of their own."""
         keep = np.repeat(np.arange(len(weights)), weights.astype(int))
         sizes = np.array([int(weights[rows].sum()) for rows in self.slices()])
-        return Strata(scores=self.scores[keep], likert=self.likert[keep], starts=np.r_[0, np.cumsum(sizes)[:-1]],
-                      sizes=sizes, task=self.task, target=self.target, direction=self.direction, shape=self.shape)
+        return Strata(
+            scores=self.scores[keep],
+            likert=self.likert[keep],
+            starts=np.r_[0, np.cumsum(sizes)[:-1]],
+            sizes=sizes,
+            task=self.task,
+            target=self.target,
+            direction=self.direction,
+            shape=self.shape,
+        )
 
     def slices(self) -> list[slice]:
         return [slice(a, a + n) for a, n in zip(self.starts, self.sizes)]

@@ -34,8 +34,11 @@ def exact_integers(values: np.ndarray) -> np.ndarray | list[int]:
 
 def exact_dot(a: np.ndarray | list[int], b: np.ndarray | list[int]) -> int:
     """sum(a * b) exactly: in int64 where it cannot overflow, else in Python integers."""
-    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and \
-            len(a) * (int(np.abs(a).max(initial=0)) * int(np.abs(b).max(initial=0)) + 1) < 2**62:
+    if (
+        isinstance(a, np.ndarray)
+        and isinstance(b, np.ndarray)
+        and len(a) * (int(np.abs(a).max(initial=0)) * int(np.abs(b).max(initial=0)) + 1) < 2**62
+    ):
         return int(np.dot(a, b))
     return sum(int(p) * int(q) for p, q in zip(a, b))
 

@@ -82,8 +82,9 @@ class Coupling:
         return self.reliable[..., :, None] & self.reliable[..., None, :]
 
 
-def coupling(means: np.ndarray, tau: float = TAU, *, positive: np.ndarray | None = None,
-             reliable: np.ndarray | None = None) -> Coupling:
+def coupling(
+    means: np.ndarray, tau: float = TAU, *, positive: np.ndarray | None = None, reliable: np.ndarray | None = None
+) -> Coupling:
     """All directional quantities from stratum means, aggregated over tasks (eq. 1-6).
 
     The decisions against thresholds, `positive` (see leakage) and `reliable` (..., K), come from the
@@ -135,13 +136,19 @@ def double_counted_share(leakage: np.ndarray, reliable: np.ndarray, weights: np.
     """
     k = len(weights)
     if leakage.shape != (k, k) or reliable.shape != (k,):
-        raise ValueError(f"need a {k}x{k} leakage matrix and {k} reliability flags, got {leakage.shape} and {reliable.shape}")
+        raise ValueError(
+            f"need a {k}x{k} leakage matrix and {k} reliability flags, got {leakage.shape} and {reliable.shape}"
+        )
     if (weights < 0).any():
         raise ValueError("weights must be non-negative")
-    l_pos = np.where(reliable[:, None] & reliable[None, :] & ~np.eye(k, dtype=bool), np.nan_to_num(np.maximum(leakage, 0)), 0.0)
+    l_pos = np.where(
+        reliable[:, None] & reliable[None, :] & ~np.eye(k, dtype=bool), np.nan_to_num(np.maximum(leakage, 0)), 0.0
+    )
     other = l_pos @ weights  # sum_j w_j l+_ij per source i
     total = weights + other
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(reliable, other / total, np.nan)
-        overall = (weights[reliable] @ other[reliable]) / (weights[reliable] @ total[reliable]) if reliable.any() else np.nan
+        overall = (
+            (weights[reliable] @ other[reliable]) / (weights[reliable] @ total[reliable]) if reliable.any() else np.nan
+        )
     return float(overall), share

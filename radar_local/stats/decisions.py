@@ -29,21 +29,21 @@ class Tri:
     value: bool | None
     sources: frozenset[str] = frozenset()
 
-    def __and__(self, other: "Tri") -> "Tri":
+    def __and__(self, other: Tri) -> Tri:
         if self.value is False or other.value is False:
             return Tri(False)
         if self.value and other.value:
             return Tri(True)
         return Tri(None, self.sources | other.sources)
 
-    def __or__(self, other: "Tri") -> "Tri":
+    def __or__(self, other: Tri) -> Tri:
         if self.value or other.value:
             return Tri(True)
         if self.value is False and other.value is False:
             return Tri(False)
         return Tri(None, self.sources | other.sources)
 
-    def __invert__(self) -> "Tri":
+    def __invert__(self) -> Tri:
         return Tri(None if self.value is None else not self.value, self.sources)
 
 
@@ -82,13 +82,19 @@ class Decision:
         return {"kind": self.kind, "criteria": list(self.criteria), "value": self.value, "sources": list(self.sources)}
 
 
-def decisions(result: AuditResult, thresholds: Thresholds = Thresholds(), fail_on_sym: float | None = None) -> list[Decision]:
+def decisions(
+    result: AuditResult, thresholds: Thresholds = Thresholds(), fail_on_sym: float | None = None
+) -> list[Decision]:
     """Every decision of the audit read over its intervals (which need bootstrap resamples)."""
     if result.self_effect_ci is None or result.leakage_ci is None:
         raise ValueError("deciding from intervals needs bootstrap resamples (bootstrap > 0)")
     crit, th = result.criteria, thresholds
-    gate = {c: at_least(_ci(result.self_effect_ci.loc[c, "low"], result.self_effect_ci.loc[c, "high"]), result.tau,
-                        frozenset([c])) for c in crit}
+    gate = {
+        c: at_least(
+            _ci(result.self_effect_ci.loc[c, "low"], result.self_effect_ci.loc[c, "high"]), result.tau, frozenset([c])
+        )
+        for c in crit
+    }
     out = [_decision(GATE, (c,), gate[c]) for c in crit]
     low, high = result.leakage_ci
     for p in result.pairs.to_dict("records"):
@@ -99,7 +105,8 @@ def decisions(result: AuditResult, thresholds: Thresholds = Thresholds(), fail_o
         reliable = gate[a] & gate[b]
         steep = at_least(asym, th.directional_asym, both)
         flags = {
-            DIRECTIONAL: steep & (at_least(l_ab, th.directional_leak, one) | at_least(l_ba, th.directional_leak, other)),
+            DIRECTIONAL: steep
+            & (at_least(l_ab, th.directional_leak, one) | at_least(l_ba, th.directional_leak, other)),
             CLUSTER: at_least(sym, th.cluster_sym, both) & ~steep,
             TRADEOFF: at_most(l_ab, th.tradeoff_leak, one) | at_most(l_ba, th.tradeoff_leak, other),
         }

@@ -117,12 +117,23 @@ def exact_point(strata: Strata) -> ExactPoint:
         for j in range(k):
             col = block[:, j][~np.isnan(block[:, j])]
             if len(col):
-                means[strata.task[s]][strata.target[s]][strata.direction[s]][j] = exact_sum(col) / (len(col) * SCORE_MAX)
+                means[strata.task[s]][strata.target[s]][strata.direction[s]][j] = exact_sum(col) / (
+                    len(col) * SCORE_MAX
+                )
 
     se_t = [[_diff(means[t][i][0][i], means[t][i][1][i]) for i in range(k)] for t in range(t_count)]
-    leak_t = [[[_diff(means[t][i][0][j], means[t][i][1][j]) / se_t[t][i]
+    leak_t = [
+        [
+            [
+                _diff(means[t][i][0][j], means[t][i][1][j]) / se_t[t][i]
                 if se_t[t][i] is not None and se_t[t][i] > 0 and _diff(means[t][i][0][j], means[t][i][1][j]) is not None
-                else None for j in range(k)] for i in range(k)] for t in range(t_count)]
+                else None
+                for j in range(k)
+            ]
+            for i in range(k)
+        ]
+        for t in range(t_count)
+    ]
     return ExactPoint(
         self_effect_by_task=se_t,
         leakage_by_task=leak_t,
@@ -138,8 +149,9 @@ def exact_point(strata: Strata) -> ExactPoint:
 FLOAT_MARGIN = 1e-9
 
 
-def resample_decisions(strata: Strata, weights: np.ndarray, tau: float,
-                       means: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def resample_decisions(
+    strata: Strata, weights: np.ndarray, tau: float, means: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(positive (B, T, K), reliable (B, K)) of the resamples or subsets that integer `weights` (B, P)
     select, from their float stratum `means` (default: computed here), exactly: floats decide where
     they lie beyond FLOAT_MARGIN of the threshold, the resample's exact point estimate where they do

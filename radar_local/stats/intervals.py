@@ -47,8 +47,17 @@ class Intervals:
     df: np.ndarray  # (K,) design degrees of freedom of each source
 
 
-def intervals(strata: Strata, exact: ExactPoint, tau: float, n_resamples: int, seed: int,
-              level: float = 0.95, *, small_sample: bool = True, chunk: int = 100) -> Intervals:
+def intervals(
+    strata: Strata,
+    exact: ExactPoint,
+    tau: float,
+    n_resamples: int,
+    seed: int,
+    level: float = 0.95,
+    *,
+    small_sample: bool = True,
+    chunk: int = 100,
+) -> Intervals:
     """`small_sample=False` is the plain percentile bootstrap, for scripts/coverage.py to compare against."""
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be positive, got {n_resamples}")
@@ -59,16 +68,20 @@ def intervals(strata: Strata, exact: ExactPoint, tau: float, n_resamples: int, s
     counts = np.stack([scored[rows].sum(axis=0) for rows in strata.slices()])  # (S, K)
     deviations = strata.scores - np.repeat(center, strata.sizes, axis=0)  # 0 where a probe equals its mean
 
-    base = coupling(strata.tensor(center[None]), tau, positive=exact.positive()[None],
-                    reliable=np.array([exact.reliable(tau)]))
+    base = coupling(
+        strata.tensor(center[None]), tau, positive=exact.positive()[None], reliable=np.array([exact.reliable(tau)])
+    )
     rng = np.random.default_rng(seed)
     parts = []
     for start in range(0, n_resamples, chunk):
         w = strata.bootstrap_weights(rng, min(chunk, n_resamples - start), small_sample)
         # Integer scores: a resampled mean is a correctly rounded ratio of exact sums, equal to the data's
         # where every probe is. Other floats: the data's mean plus the mean deviation, exactly 0 there.
-        per_stratum = strata.weighted_means(strata.scores, w) if strata.integral else \
-            center + strata.weighted_means(deviations, w)
+        per_stratum = (
+            strata.weighted_means(strata.scores, w)
+            if strata.integral
+            else center + strata.weighted_means(deviations, w)
+        )
         means = strata.tensor(per_stratum)
         positive, reliable = resample_decisions(strata, w, tau, means)
         parts.append(coupling(means, tau, positive=positive, reliable=reliable))
@@ -84,8 +97,9 @@ def intervals(strata: Strata, exact: ExactPoint, tau: float, n_resamples: int, s
         leakage=_interval(point.leakage[0], reps.leakage - base.leakage, df[:, None], level),
         sym=_interval(sym_point, reps.sym - base.sym, pair_df, level),
         asym=_absolute(_interval(diff_point, _swap_diff(reps) - _swap_diff(base), pair_df, level)),
-        global_={key: _interval(glob_point[key][0], glob_reps[key] - glob_base[key], df.sum(), level)
-                 for key in glob_point},
+        global_={
+            key: _interval(glob_point[key][0], glob_reps[key] - glob_base[key], df.sum(), level) for key in glob_point
+        },
         df=df,
     )
 
@@ -93,8 +107,12 @@ def intervals(strata: Strata, exact: ExactPoint, tau: float, n_resamples: int, s
 def _exact_means(strata: Strata, exact: ExactPoint) -> np.ndarray:
     """(S, K) the data's stratum means, each the float nearest the exact mean (NaN = none scored)."""
     k = strata.shape[1]
-    return np.array([[np.nan if (m := exact.means[t][i][d][j]) is None else float(m) for j in range(k)]
-                     for t, i, d in zip(strata.task, strata.target, strata.direction)])
+    return np.array(
+        [
+            [np.nan if (m := exact.means[t][i][d][j]) is None else float(m) for j in range(k)]
+            for t, i, d in zip(strata.task, strata.target, strata.direction)
+        ]
+    )
 
 
 def _design_df(strata: Strata, counts: np.ndarray) -> np.ndarray:

@@ -13,8 +13,21 @@ from radar_local.common import json_number
 from radar_local.errors import InputError
 
 SCHEMA_VERSION = 2  # 2: pair 'flags' is a list; gating causes; unscored counts and warnings
-PAIR_COLUMNS = ["a", "b", "leak_ab", "leak_ba", "sym", "asym", "reliable", "flags", "sym_ci", "asym_ci", "human_r",
-                "upstream", "downstream"]
+PAIR_COLUMNS = [
+    "a",
+    "b",
+    "leak_ab",
+    "leak_ba",
+    "sym",
+    "asym",
+    "reliable",
+    "flags",
+    "sym_ci",
+    "asym_ci",
+    "human_r",
+    "upstream",
+    "downstream",
+]
 
 
 @dataclass(frozen=True)
@@ -64,22 +77,35 @@ class AuditResult:
     def to_json(self) -> dict:
         crit = self.criteria
         out = {
-            "schema_version": self.schema_version, "generator": self.generator, "verifier": self.verifier,
-            "criteria": crit, "tasks": self.tasks, "tau": self.tau, "bootstrap": self.bootstrap, "probes": self.probes,
-            "unscored": self.unscored, "warnings": self.warnings,
+            "schema_version": self.schema_version,
+            "generator": self.generator,
+            "verifier": self.verifier,
+            "criteria": crit,
+            "tasks": self.tasks,
+            "tau": self.tau,
+            "bootstrap": self.bootstrap,
+            "probes": self.probes,
+            "unscored": self.unscored,
+            "warnings": self.warnings,
             "self_effect": _series(self.self_effect),
-            "self_effect_ci": None if self.self_effect_ci is None else
-            {c: _pair(self.self_effect_ci.loc[c, "low"], self.self_effect_ci.loc[c, "high"]) for c in crit},
+            "self_effect_ci": None
+            if self.self_effect_ci is None
+            else {c: _pair(self.self_effect_ci.loc[c, "low"], self.self_effect_ci.loc[c, "high"]) for c in crit},
             "reliable": {c: bool(v) for c, v in self.reliable.items()},
             "self_effect_by_task": {t: _series(row) for t, row in self.self_effect_by_task.iterrows()},
             "leakage": _frame(self.leakage),
-            "leakage_ci": None if self.leakage_ci is None else
-            {a: {b: _pair(self.leakage_ci[0].loc[a, b], self.leakage_ci[1].loc[a, b]) for b in crit} for a in crit},
+            "leakage_ci": None
+            if self.leakage_ci is None
+            else {
+                a: {b: _pair(self.leakage_ci[0].loc[a, b], self.leakage_ci[1].loc[a, b]) for b in crit} for a in crit
+            },
             "leakage_sd": _frame(self.leakage_sd),
             "leakage_by_task": {t: _frame(m) for t, m in self.leakage_by_task.items()},
             "pairs": [_pair_json(p) for p in self.pairs.to_dict("records")],
-            "global": {**{k: json_number(v) for k, v in self.global_.items()},
-                       "ci": None if self.global_ci is None else {k: _pair(*v) for k, v in self.global_ci.items()}},
+            "global": {
+                **{k: json_number(v) for k, v in self.global_.items()},
+                "ci": None if self.global_ci is None else {k: _pair(*v) for k, v in self.global_ci.items()},
+            },
             "flags": {"thresholds": self.thresholds, "unreliable": [vars(g) for g in self.unreliable]},
             "baselines": self.baselines,
         }
@@ -93,7 +119,7 @@ class AuditResult:
         return out
 
     @classmethod
-    def from_json(cls, data: dict, where: object = "stats") -> "AuditResult":
+    def from_json(cls, data: dict, where: object = "stats") -> AuditResult:
         version = data.get("schema_version") if isinstance(data, dict) else None
         if version != SCHEMA_VERSION:
             newer = isinstance(version, int) and version > SCHEMA_VERSION
@@ -102,11 +128,14 @@ class AuditResult:
         try:
             return cls._from_json(data)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
-            raise InputError(where, f"is not a complete RADAR stats file ({type(exc).__name__}: {exc}); "
-                                    "re-run `radar audit` or `radar stats --json` to rewrite it") from None
+            raise InputError(
+                where,
+                f"is not a complete RADAR stats file ({type(exc).__name__}: {exc}); "
+                "re-run `radar audit` or `radar stats --json` to rewrite it",
+            ) from None
 
     @classmethod
-    def _from_json(cls, d: dict) -> "AuditResult":
+    def _from_json(cls, d: dict) -> AuditResult:
         crit = [_name(c) for c in d["criteria"]]
 
         def frame(m: dict) -> pd.DataFrame:
@@ -114,41 +143,79 @@ class AuditResult:
 
         ci = d["self_effect_ci"]
         lci = d["leakage_ci"]
-        pairs = pd.DataFrame([{
-            "a": _name(p["a"]), "b": _name(p["b"]), "leak_ab": _nan(p["leak_ab"]), "leak_ba": _nan(p["leak_ba"]), "sym": _nan(p["sym"]),
-            "asym": _nan(p["asym"]), "reliable": bool(p["reliable"]), "flags": list(p["flags"]),
-            "sym_ci": _tuple(p["ci"]["sym"]) if p["ci"] else None, "asym_ci": _tuple(p["ci"]["asym"]) if p["ci"] else None,
-            "human_r": _nan(p["human_r"]), "upstream": p.get("upstream"), "downstream": p.get("downstream"),
-        } for p in d["pairs"]], columns=PAIR_COLUMNS)
+        pairs = pd.DataFrame(
+            [
+                {
+                    "a": _name(p["a"]),
+                    "b": _name(p["b"]),
+                    "leak_ab": _nan(p["leak_ab"]),
+                    "leak_ba": _nan(p["leak_ba"]),
+                    "sym": _nan(p["sym"]),
+                    "asym": _nan(p["asym"]),
+                    "reliable": bool(p["reliable"]),
+                    "flags": list(p["flags"]),
+                    "sym_ci": _tuple(p["ci"]["sym"]) if p["ci"] else None,
+                    "asym_ci": _tuple(p["ci"]["asym"]) if p["ci"] else None,
+                    "human_r": _nan(p["human_r"]),
+                    "upstream": p.get("upstream"),
+                    "downstream": p.get("downstream"),
+                }
+                for p in d["pairs"]
+            ],
+            columns=PAIR_COLUMNS,
+        )
         g = d["global"]
         return cls(
-            generator=_name(d["generator"]), verifier=_name(d["verifier"]), criteria=crit,
-            tasks=[_name(t) for t in d["tasks"]], tau=_nan(d["tau"]),
-            bootstrap=d["bootstrap"], probes=d["probes"], unscored=d["unscored"], warnings=[_name(w) for w in d["warnings"]],
+            generator=_name(d["generator"]),
+            verifier=_name(d["verifier"]),
+            criteria=crit,
+            tasks=[_name(t) for t in d["tasks"]],
+            tau=_nan(d["tau"]),
+            bootstrap=d["bootstrap"],
+            probes=d["probes"],
+            unscored=d["unscored"],
+            warnings=[_name(w) for w in d["warnings"]],
             self_effect=pd.Series({c: _nan(d["self_effect"][c]) for c in crit}, dtype=float),
-            self_effect_ci=None if ci is None else pd.DataFrame(
-                [[_nan(ci[c][0]), _nan(ci[c][1])] for c in crit], index=crit, columns=["low", "high"]),
+            self_effect_ci=None
+            if ci is None
+            else pd.DataFrame([[_nan(ci[c][0]), _nan(ci[c][1])] for c in crit], index=crit, columns=["low", "high"]),
             reliable=pd.Series({c: bool(d["reliable"][c]) for c in crit}, dtype=bool),
-            self_effect_by_task=pd.DataFrame([[_nan(d["self_effect_by_task"][t][c]) for c in crit] for t in d["tasks"]],
-                                             index=list(d["tasks"]), columns=crit, dtype=float),
+            self_effect_by_task=pd.DataFrame(
+                [[_nan(d["self_effect_by_task"][t][c]) for c in crit] for t in d["tasks"]],
+                index=list(d["tasks"]),
+                columns=crit,
+                dtype=float,
+            ),
             leakage=frame(d["leakage"]),
-            leakage_ci=None if lci is None else (frame({a: {b: lci[a][b][0] for b in crit} for a in crit}),
-                                                 frame({a: {b: lci[a][b][1] for b in crit} for a in crit})),
+            leakage_ci=None
+            if lci is None
+            else (
+                frame({a: {b: lci[a][b][0] for b in crit} for a in crit}),
+                frame({a: {b: lci[a][b][1] for b in crit} for a in crit}),
+            ),
             leakage_sd=frame(d["leakage_sd"]),
             leakage_by_task={t: frame(m) for t, m in d["leakage_by_task"].items()},
             pairs=pairs,
             global_={k: _nan(g[k]) for k in ("positive", "tension", "max_coupling")},
             global_ci=None if g["ci"] is None else {k: _tuple(v) for k, v in g["ci"].items()},
-            thresholds=d["flags"]["thresholds"], unreliable=[Gate(**u) for u in d["flags"]["unreliable"]],
-            baselines=d["baselines"], agreement=d.get("agreement"), budget=d.get("budget"), adaptive=d.get("adaptive"),
+            thresholds=d["flags"]["thresholds"],
+            unreliable=[Gate(**u) for u in d["flags"]["unreliable"]],
+            baselines=d["baselines"],
+            agreement=d.get("agreement"),
+            budget=d.get("budget"),
+            adaptive=d.get("adaptive"),
             rubric=d.get("rubric"),
-            calibration=d.get("calibration"), double_count=d.get("double_count"), schema_version=d["schema_version"],
+            calibration=d.get("calibration"),
+            double_count=d.get("double_count"),
+            schema_version=d["schema_version"],
         )
 
     # ---- views ------------------------------------------------------------------------------
     def pair(self, a: str, b: str) -> dict:
         """One pair's row, whichever order its criteria are named in."""
-        rows = self.pairs[((self.pairs["a"] == a) & (self.pairs["b"] == b)) | ((self.pairs["a"] == b) & (self.pairs["b"] == a))]
+        rows = self.pairs[
+            ((self.pairs["a"] == a) & (self.pairs["b"] == b)) | ((self.pairs["a"] == b) & (self.pairs["b"] == a))
+        ]
         return rows.iloc[0].to_dict()
 
     def __eq__(self, other: object) -> bool:
@@ -191,13 +258,18 @@ def _frame(m: pd.DataFrame) -> dict:
 
 
 def _pair_json(p: dict) -> dict:
-    out = {"a": p["a"], "b": p["b"], "leak_ab": json_number(p["leak_ab"]), "leak_ba": json_number(p["leak_ba"]), "sym": json_number(p["sym"]),
-           "asym": json_number(p["asym"]), "reliable": bool(p["reliable"]), "flags": list(p["flags"]),
-           "ci": None if p["sym_ci"] is None else {"sym": _pair(*p["sym_ci"]), "asym": _pair(*p["asym_ci"])},
-           "human_r": json_number(p["human_r"])}
+    out = {
+        "a": p["a"],
+        "b": p["b"],
+        "leak_ab": json_number(p["leak_ab"]),
+        "leak_ba": json_number(p["leak_ba"]),
+        "sym": json_number(p["sym"]),
+        "asym": json_number(p["asym"]),
+        "reliable": bool(p["reliable"]),
+        "flags": list(p["flags"]),
+        "ci": None if p["sym_ci"] is None else {"sym": _pair(*p["sym_ci"]), "asym": _pair(*p["asym_ci"])},
+        "human_r": json_number(p["human_r"]),
+    }
     if isinstance(p.get("upstream"), str):
         out["upstream"], out["downstream"] = p["upstream"], p["downstream"]
     return out
-
-
-
