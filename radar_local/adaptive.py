@@ -124,7 +124,7 @@ def merged(infos: list[dict]) -> dict:
     """One stage's counters over its waves: sums of the counts, the last wave's settings and totals."""
     out = dict(infos[-1])
     for key in COUNTERS:
-        values = [i.get(key) for i in infos if i.get(key) is not None]
+        values = [i[key] for i in infos if i.get(key) is not None]
         out[key] = round(sum(values), 3) if values else None
     if out.get("prompt_tokens_computed") is not None and out.get("prompt_tokens_cached") is not None:
         total = out["prompt_tokens_computed"] + out["prompt_tokens_cached"]

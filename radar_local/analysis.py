@@ -127,7 +127,7 @@ def analyze(
         df,
         where,
         rubric=rubric_obj,
-        reference=resolve_reference(rubric_obj, rubric_arg, human and str(human)),
+        reference=resolve_reference(rubric_obj, rubric_arg, str(human) if human else None),
         tau=tau,
         n_bootstrap=bootstrap,
         seed=seed,

@@ -244,7 +244,7 @@ class ClusterEngine:
             for i in range(0, len(prompts), size)
         ]
         queue = deque(range(len(pieces)))
-        idle, running = deque(sorted(self.alive)), {}
+        idle, running = deque(sorted(self.alive)), dict[int, Any]()
         idle.rotate(-self._turn)  # successive small calls start on successive replicas
         self._turn += 1
         while queue or running:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -49,8 +50,8 @@ def json_number(x: object) -> float | None:
     return None if math.isnan(x) else x
 
 
-def to_json(obj: object) -> object:
-    """numpy scalars and arrays to plain Python; NaN to None."""
+def to_json(obj: object) -> Any:
+    """numpy scalars and arrays to plain Python (a JSON value); NaN to None."""
     if isinstance(obj, dict):
         return {str(k): to_json(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, overload
 
 from pydantic import Field, model_validator
 
@@ -127,18 +127,6 @@ class AuditSettings(Strict):
         None, description="Run the models as replicas on a Ray cluster; `--ray` sets it"
     )
 
-    # What a run directory's probes answer. A config that differs here is another audit, refused in
-    # that directory (its stats would replace the first audit's). Every other setting may change
-    # there: n or adaptive waves extend or shrink what is used, a verifier, tau or bootstrap
-    # re-analyse; the stored records, content-keyed, stay valid for both.
-    IDENTITY: ClassVar[tuple[str, ...]] = ("rubric", "tasks", "generator", "generation", "seed")
-
-    def differences(self, other: AuditSettings) -> list[str]:
-        """The IDENTITY settings in which two configs differ (the generator's operational options aside)."""
-        mine, theirs = self.model_dump(mode="json"), other.model_dump(mode="json")
-        mine["generator"], theirs["generator"] = self.generator.output_identity(), other.generator.output_identity()
-        return [key for key in self.IDENTITY if mine.get(key) != theirs.get(key)]
-
     @property
     def planned_n(self) -> int:
         """The most probes a (task, criterion, direction) gets; a probe's key is stable up to it."""
@@ -171,6 +159,18 @@ class AuditConfig(AuditSettings):
         description="Criterion pairs coupled on purpose (a hierarchy, a product preference): "
         "`radar repair` leaves them alone",
     )
+
+    # What a run directory's probes answer. A config that differs here is another audit, refused in
+    # that directory (its stats would replace the first audit's). Every other setting may change
+    # there: n or adaptive waves extend or shrink what is used, a verifier, tau or bootstrap
+    # re-analyse; the stored records, content-keyed, stay valid for both.
+    IDENTITY: ClassVar[tuple[str, ...]] = ("rubric", "tasks", "generator", "generation", "seed")
+
+    def differences(self, other: AuditConfig) -> list[str]:
+        """The IDENTITY settings in which two configs differ (the generator's operational options aside)."""
+        mine, theirs = self.model_dump(mode="json"), other.model_dump(mode="json")
+        mine["generator"], theirs["generator"] = self.generator.output_identity(), other.generator.output_identity()
+        return [key for key in self.IDENTITY if mine.get(key) != theirs.get(key)]
 
 
 class GridConfig(AuditSettings):
@@ -210,12 +210,19 @@ class GridConfig(AuditSettings):
         )
 
 
+Settings = TypeVar("Settings", bound=AuditSettings)
+
+
+@overload
+def load_config(path: str | Path) -> AuditConfig: ...
+@overload
+def load_config(path: str | Path, model: type[Settings]) -> Settings: ...
 def load_config(path: str | Path, model: type[AuditSettings] = AuditConfig) -> AuditSettings:
     path = Path(path)
     return parse_model(model, read_mapping(path), path)
 
 
-def with_absolute_paths(config: AuditSettings, base: Path) -> AuditSettings:
+def with_absolute_paths(config: Settings, base: Path) -> Settings:
     """File references made absolute, so a run directory's config snapshot works from anywhere."""
 
     def rel(value: str | None) -> str | None:

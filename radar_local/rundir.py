@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Self
 
 import pandas as pd
 from pydantic import Field
@@ -109,7 +110,7 @@ class RunDir:
         """Let go of the directory's lock (a writer's); reading goes on working."""
         self.store.close()
 
-    def __enter__(self) -> RunDir:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -37,9 +37,10 @@ def _scalar(value: str) -> str:
 def starter_config(
     rubric: str, rubric_file: str | None, tasks: str | None, engine: str, generator: str, verifier: str, out: str
 ) -> str:
-    rubric, tasks, engine, generator, verifier, out = (
-        None if v is None else _scalar(v) for v in (rubric_file or rubric, tasks, engine, generator, verifier, out)
+    rubric, engine, generator, verifier, out = (
+        _scalar(v) for v in (rubric_file or rubric, engine, generator, verifier, out)
     )
+    tasks = None if tasks is None else _scalar(tasks)
     if tasks:
         tasks_block = (
             f"tasks:                        # your prompts: a .jsonl / .csv / .parquet file or a saved HF dataset\n"

@@ -338,7 +338,7 @@ class Store:
 
 _NUMBER = (int, float)
 # Each record's fields that radar reads back, with their types (a score is None where none parsed).
-_RECORD_FIELDS = {
+_RECORD_FIELDS: dict[str, dict[str, object]] = {
     "probes": {
         "key": str,
         "generator": str,

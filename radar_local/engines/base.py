@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from radar_local.errors import RadarError
 from radar_local.prompts import Messages
@@ -105,6 +105,15 @@ def single_token_ids(tokenizer, model: str) -> list[int]:
 class BatchStream:
     """The streams of an engine that answers a batch at a time: its batches, in order, `chunk` each."""
 
+    # The engine's batch calls, which its streams cut `chunk` at a time.
+    def generate(
+        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int]
+    ) -> list[list[Completion]]:
+        raise NotImplementedError
+
+    def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
+        raise NotImplementedError
+
     def generate_stream(
         self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int], chunk: int
     ) -> Iterator[FinishedSamples]:
@@ -112,7 +121,7 @@ class BatchStream:
             outs = self.generate(
                 prompts[start : start + chunk],
                 n=n,
-                temperature=temperature,  # type: ignore[attr-defined]
+                temperature=temperature,
                 max_tokens=max_tokens,
                 seeds=seeds[start : start + chunk],
             )
@@ -120,7 +129,7 @@ class BatchStream:
 
     def score_stream(self, prompts: list[Messages], *, fmt: ScoreFormat, chunk: int) -> Iterator[Finished]:
         for start in range(0, len(prompts), chunk):
-            yield list(enumerate(self.score(prompts[start : start + chunk], fmt=fmt), start))  # type: ignore[attr-defined]
+            yield list(enumerate(self.score(prompts[start : start + chunk], fmt=fmt), start))
 
     def settings(self) -> dict:
         return {}
@@ -139,7 +148,10 @@ def prompt_floor(token_ids: list[int], block: int, seen: set[int]) -> int:
     return new * block + len(token_ids) - cacheable * block
 
 
-def in_order(stream: Iterator[list[tuple[int, object]]], count: int) -> list:
+Answer = TypeVar("Answer")
+
+
+def in_order(stream: Iterator[list[tuple[int, Answer]]], count: int) -> list[Answer]:
     """A stream's answers as one list in request order (the batch form of a streaming engine)."""
     out: list = [None] * count
     for finished in stream:

@@ -108,6 +108,7 @@ class TransformersEngine(BatchStream):
 
         processor = self._regex_processor(fmt.regex)
         sample = temperature > 0 and seeds is not None
+        seeds = seeds or []
         size = 1 if sample else self.options.batch_size
         out: list[Completion] = []
         for start in range(0, len(prompts), size):

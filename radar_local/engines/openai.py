@@ -183,7 +183,7 @@ class OpenAIEngine:
         extra: dict | None = None,
     ) -> list[dict]:
         if self.options.constraint == "regex":
-            constraint = {"structured_outputs": {"regex": fmt.regex}}
+            constraint: dict[str, object] = {"structured_outputs": {"regex": fmt.regex}}
         else:
             constraint = {
                 "response_format": {

@@ -22,13 +22,13 @@ ENGINES = {
     "testing": "radar_local.engines.testing:PlantedEngine",
 }
 # (module, package, extras) each engine needs before it is built
-REQUIRES = {
+REQUIRES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
     "vllm": [("vllm", "vllm", ("gpu", "cpu"))],
     "transformers": [("transformers", "transformers", ("hf",)), ("outlines", "outlines", ("hf",))],
 }
 
 
-def engine_class(engine: str) -> type:
+def engine_class(engine: str) -> Any:  # an Engine class, with its Options model
     module, name = ENGINES[engine].split(":")
     return getattr(importlib.import_module(module), name)
 

@@ -47,6 +47,14 @@ def words(text: str) -> set[str]:
     return set(re.findall(r"[a-z]{4,}", text.lower()))
 
 
+def found(pattern: re.Pattern[str], text: str) -> re.Match[str]:
+    """The match in one of radar's own prompts, which always holds it."""
+    match = pattern.search(text)
+    if match is None:
+        raise ValueError(f"the planted engine found no {pattern.pattern!r} in its prompt")
+    return match
+
+
 class PlantedEngine(BatchStream):
     name = "testing"
 
@@ -111,7 +119,7 @@ class PlantedEngine(BatchStream):
 
     def _worded(self, user: str, sign: str, seed: int) -> Completion:
         """A + probe made of (a seeded 80% of) its target's description words; a - probe of none."""
-        vocab = sorted(words(DESCRIPTION_LINE.search(user).group(1)))
+        vocab = sorted(words(found(DESCRIPTION_LINE, user).group(1)))
         rng = random.Random(seed)
         text = "Reply: " + " ".join(w for w in vocab if rng.random() < 0.8) if sign == "+" else "Ok."
         return Completion(text, len(user.split()), len(text.split()), "stop")
@@ -150,12 +158,12 @@ class PlantedEngine(BatchStream):
 
     def _belief(self, text: str) -> list[float]:
         """P(score) for this prompt: all mass on the rounded planted value without noise."""
-        rated = RATED.search(text).group(1)
+        rated = found(RATED, text).group(1)
         steer = STEER.search(text)
         value = 2.0
         if self.options.wording:
-            wanted = words(next(g for g in RATED_DESCRIPTION.search(text).groups() if g))
-            value = SCORE_MAX * len(wanted & words(RESPONSE.search(text).group(1))) / len(wanted)
+            wanted = words(next(g for g in found(RATED_DESCRIPTION, text).groups() if g))
+            value = SCORE_MAX * len(wanted & words(found(RESPONSE, text).group(1))) / len(wanted)
         elif steer is not None:
             sign = 1 if steer.group(1) == "+" else -1
             level = 1.0 if steer.group(2) == rated else self.options.coupling.get(steer.group(2), {}).get(rated, 0.0)

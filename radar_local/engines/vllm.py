@@ -11,7 +11,7 @@ import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -156,7 +156,7 @@ class VLLMEngine:
         self._ids = itertools.count()
         self._seen_blocks: set[int] = set()
         self._floor = self._steps = self._running_sum = self._fed_steps = self._fed_running_sum = 0
-        self._running = None  # vLLM's gauge of running requests, found at the first step
+        self._running: Any = None  # vLLM's gauge of running requests (False: none), found at the first step
 
     def _build(self) -> LLM:
         from vllm import LLM
@@ -193,7 +193,8 @@ class VLLMEngine:
 
         engine, tokenizer = self.llm.llm_engine, self.llm.get_tokenizer()
         per = params[0].n if params else 1  # sequences per request: vLLM runs each of n samples as one
-        window, submitted, in_flight = max(1, 2 * self.max_num_seqs // per), 0, {}
+        window, submitted = max(1, 2 * self.max_num_seqs // per), 0
+        in_flight: dict[str, int] = {}
         try:
             while submitted < len(prompts) or in_flight:
                 batch = range(submitted, min(len(prompts), submitted + window - len(in_flight)))

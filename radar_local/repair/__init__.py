@@ -22,6 +22,7 @@ from radar_local.repair.edits import Edit, EditFormat, apply_edit, editor_messag
 from radar_local.repair.findings import Finding, diagnose
 from radar_local.repair.report import write_repair_report
 from radar_local.repair.selection import Candidate, Repair, candidate_config, judge, objectives, pareto, summarize
+from radar_local.rubric import Rubric
 from radar_local.run import EnginePool, Run, config_from
 from radar_local.rundir import RunDir
 from radar_local.stats.result import AuditResult
@@ -47,8 +48,9 @@ def repair(
     target = Path(target)
     if out is not None:
         make_folder(Path(out))  # a file in the way is refused before anything runs
+    original: RunDir
     if target.is_dir():
-        original: RunDir = RunDir.open(target)
+        original = RunDir.open(target)
     else:
         config, folder = config_from(target)
         if config.out is None:
@@ -57,9 +59,9 @@ def repair(
     own = pool is None
     pool = pool or EnginePool(original.config.cluster)
     try:
-        if not target.is_dir():
-            original.audit(pool, progress)
-            original.close()  # read from here on: candidates adopt its records
+        if isinstance(original, Run):
+            with original:  # read from here on: candidates adopt its records
+                original.audit(pool, progress)
         config = original.config  # its intended pairs were checked against the rubric when the run was made
         intended = {frozenset(p) for p in config.intended}
         out = Path(out) if out else make_folder(original.repair_dir, own=True)
@@ -75,14 +77,15 @@ def repair(
             made = _propose(current_run, current_result, current_findings, current_left, config, pool, r, candidates)
             for cand in made:
                 if cand.rubric is not None:
-                    _reaudit(cand, current_run, config, out, pool, progress)
+                    cand.result = _reaudit(cand, cand.rubric, current_run, config, out, pool, progress)
                     cand.summary = summarize(cand.result, intended, original.reference)
                     cand.improved, cand.why = judge(current_summary, cand.summary)
             all_candidates += made
             front = pareto(made)
             if not front:
                 break
-            best = max(front, key=lambda c: objectives(c.summary))
+            best = max(front, key=lambda c: objectives(c.summary or {}))
+            assert best.result is not None and best.summary is not None and best.run_dir is not None  # audited
             current, current_run, current_result, current_summary = (
                 best,
                 RunDir.open(best.run_dir),
@@ -130,20 +133,22 @@ def _propose(
     return made
 
 
-def _reaudit(cand: Candidate, parent: RunDir, config: AuditConfig, out: Path, pool: EnginePool, progress: bool) -> None:
+def _reaudit(
+    cand: Candidate, rubric: Rubric, parent: RunDir, config: AuditConfig, out: Path, pool: EnginePool, progress: bool
+) -> AuditResult:
     folder = out / f"round-{cand.round}"
     rubric_path = folder / f"candidate-{cand.index}.rubric.yaml"
     make_folder(folder)
-    write_atomic(rubric_path, yaml_text(cand.rubric.model_dump(mode="json", exclude_none=True)))
+    write_atomic(rubric_path, yaml_text(rubric.model_dump(mode="json", exclude_none=True)))
     cand.run_dir = folder / f"candidate-{cand.index}"
     with Run.create(candidate_config(config, rubric_path, parent.tasks), cand.run_dir, folder) as run:
         cand.reuse = run.adopt(parent, config.verifier)
-        cand.result = run.audit(pool, progress)
+        return run.audit(pool, progress)
 
 
 def _write(rep: Repair) -> None:
     make_folder(rep.out)
-    if rep.final is not None:
+    if rep.final is not None and rep.final.rubric is not None:
         write_atomic(
             rep.out / "rubric.repaired.yaml", yaml_text(rep.final.rubric.model_dump(mode="json", exclude_none=True))
         )

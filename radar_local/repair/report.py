@@ -44,6 +44,7 @@ def outcome(rep: Repair) -> str:
             "No candidate improved on the original beyond its confidence intervals, so no repaired rubric was "
             f"written.{what}"
         )
+    assert rep.final.edit is not None and rep.repaired_rubric is not None  # selected: an audited edit
     return (
         f"Selected {rep.final.name} ({rep.final.edit.action} {', '.join(rep.final.edit.criteria)}): {rep.final.why}. "
         f"The repaired rubric is {rep.repaired_rubric.name}."
@@ -88,7 +89,7 @@ def candidate_rows(rep: Repair) -> list[list[str]]:
 
 
 def moved_rows(rep: Repair) -> list[list[str]]:
-    if rep.final is None:
+    if rep.final is None or rep.final.result is None:
         return []
     diff = compare(rep.result, rep.final.result)
     return [
@@ -158,7 +159,7 @@ def write_repair_report(rep: Repair) -> None:
 
     make_folder(rep.out / "figures", own=True)
     figures = {"before": png(leakage_heatmap(rep.result))}
-    if rep.final is not None:
+    if rep.final is not None and rep.final.result is not None:
         figures["after"] = png(leakage_heatmap(rep.final.result))
     for name, data in figures.items():
         write_atomic(rep.out / "figures" / f"{name}.png", data)

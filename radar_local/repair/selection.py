@@ -131,7 +131,7 @@ def objectives(s: dict) -> tuple[float, ...]:
 def pareto(candidates: list[Candidate]) -> list[Candidate]:
     """The improved candidates no other improved candidate beats on every objective."""
     pool = [c for c in candidates if c.improved]
-    scores = {id(c): objectives(c.summary) for c in pool}
+    scores = {id(c): objectives(c.summary or {}) for c in pool}  # improved: audited, summarized
     dominated = lambda a, b: all(x <= y for x, y in zip(a, b)) and a != b
     front = [c for c in pool if not any(dominated(scores[id(c)], scores[id(o)]) for o in pool)]
     for c in front:
@@ -157,7 +157,7 @@ class Repair:
         return self.out / "rubric.repaired.yaml" if self.final is not None else None
 
     def worst_sym(self) -> float | None:
-        return (self.final.summary if self.final else self.summary)["worst_sym"]
+        return ((self.final.summary if self.final else None) or self.summary)["worst_sym"]
 
     def fails(self) -> bool:
         """A reliable non-intended pair at or above --fail-on-sym remains (stored Sym is the exact value

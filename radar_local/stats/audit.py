@@ -4,6 +4,7 @@ AuditResult (whose to_json() is the content of `radar stats --json` and a run's 
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,7 +46,7 @@ def audit_cell(
 
     se, lk, ok = point.self_effect[0], point.leakage[0], point.pair_reliable[0]
     glob = {key: v[0] for key, v in global_summaries(point).items()}
-    ci = (
+    ci: dict[str, Any] = (
         {}
         if iv is None
         else {
@@ -60,7 +61,6 @@ def audit_cell(
     pair_rows = []
     for idx, (a, b) in enumerate(pairs):
         l_ab, l_ba = exact.leakage[a][b], exact.leakage[b][a]
-        both = l_ab is not None and l_ba is not None
         flags = pair_flags(l_ab, l_ba, bool(ok[a, b]), thresholds)
         ups = upstream(crit[a], crit[b], l_ab, l_ba) if DIRECTIONAL in flags else (None, None)
         pair_rows.append(
@@ -69,8 +69,8 @@ def audit_cell(
                 "b": crit[b],
                 "leak_ab": lk[a, b],
                 "leak_ba": lk[b, a],
-                "sym": float((l_ab + l_ba) / 2) if both else np.nan,
-                "asym": float(abs(l_ab - l_ba)) if both else np.nan,
+                "sym": float((l_ab + l_ba) / 2) if l_ab is not None and l_ba is not None else np.nan,
+                "asym": float(abs(l_ab - l_ba)) if l_ab is not None and l_ba is not None else np.nan,
                 "reliable": bool(ok[a, b]),
                 "flags": flags,
                 "sym_ci": tuple(ci["sym"][a, b]) if ci else None,

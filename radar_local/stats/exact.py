@@ -55,6 +55,11 @@ def _diff(a: Q, b: Q) -> Q:
     return None if a is None or b is None else a - b
 
 
+def _leak(shift: Q, self_effect: Q) -> Q:
+    """Eq. 5: a shift over its source's self-effect; undefined without a positive self-effect."""
+    return None if shift is None or self_effect is None or self_effect <= 0 else shift / self_effect
+
+
 @dataclass(frozen=True)
 class ExactPoint:
     """The point estimate of one cell; T tasks, K criteria, None = undefined."""
@@ -123,15 +128,7 @@ def exact_point(strata: Strata) -> ExactPoint:
 
     se_t = [[_diff(means[t][i][0][i], means[t][i][1][i]) for i in range(k)] for t in range(t_count)]
     leak_t = [
-        [
-            [
-                _diff(means[t][i][0][j], means[t][i][1][j]) / se_t[t][i]
-                if se_t[t][i] is not None and se_t[t][i] > 0 and _diff(means[t][i][0][j], means[t][i][1][j]) is not None
-                else None
-                for j in range(k)
-            ]
-            for i in range(k)
-        ]
+        [[_leak(_diff(means[t][i][0][j], means[t][i][1][j]), se_t[t][i]) for j in range(k)] for i in range(k)]
         for t in range(t_count)
     ]
     return ExactPoint(

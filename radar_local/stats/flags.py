@@ -43,5 +43,7 @@ def pair_flags(l_ab: Q, l_ba: Q, reliable: bool, th: Thresholds = Thresholds()) 
 
 
 def upstream(a: str, b: str, l_ab: Q, l_ba: Q) -> tuple[str, str]:
-    """(upstream, downstream): the source whose leakage into the other is larger."""
+    """(upstream, downstream): the source whose leakage into the other is larger (both defined)."""
+    if l_ab is None or l_ba is None:
+        raise ValueError(f"the direction of {a} / {b} needs both leakages")
     return (a, b) if l_ab >= l_ba else (b, a)
