@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 MODEL := models/cache/smollm2-135m/radar_fetch.json
 
-.PHONY: demo test test-fast bench browser clean
+.PHONY: demo lint test test-fast bench browser clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,14 +29,23 @@ browser:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 		echo "chromium is not installed: the browser test will be skipped"
 
-test: $(STAMP) $(MODEL) browser
+# Lint, format and types (pyproject.toml: [tool.ruff], [tool.mypy]); `make test` and `make test-fast` run it first.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint $(MODEL) browser
 	$(BIN)/python -m pytest -q
 
-# Everything but the real engines and the child-process tests (kill, signals, a lock held by another
-# process: `make test` runs them), on both cores, with a lighter fuzzing pass (10 examples per
-# property; `make test` runs 100).
+# Everything but the real engines, the child-process tests (kill, signals, a lock held by another
+# process, a browser) and the second passes of exhaustive boundary tests (`make test` runs them all), on
+# both cores, with a lighter fuzzing pass (10 examples per property; `make test` runs 100). The lint
+# runs beside the tests and fails the target as it would before them.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not process" -n 2 --hypothesis-profile=fast
+	@$(MAKE) --no-print-directory lint > .lint.log 2>&1 & lint=$$!; \
+	$(BIN)/python -m pytest -q -m "not slow and not process and not thorough" -n 2 --hypothesis-profile=fast; \
+	tests=$$?; wait $$lint; linted=$$?; cat .lint.log; rm -f .lint.log; [ $$tests = 0 ] && [ $$linted = 0 ]
 
 bench: $(STAMP) $(MODEL)
 	$(BIN)/python scripts/bench_stats.py

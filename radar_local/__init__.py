@@ -68,7 +68,7 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name not in _HOMES:
         raise AttributeError(f"module 'radar_local' has no attribute {name!r}")
     value = getattr(importlib.import_module(f"radar_local.{_HOMES[name]}"), name)

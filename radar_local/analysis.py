@@ -4,18 +4,20 @@ reference, pick the cell, add calibration and the rubric's weighted double-count
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from radar_local.common import to_json
 from radar_local.errors import InputError
-from radar_local.rubric import Rubric, load_rubric, resolve_reference
-from radar_local.scores import cells, check_criteria, probe_matrix, read_scores, validate_scores
+from radar_local.rubric import HumanPairs, Rubric, load_rubric, resolve_reference
+from radar_local.scores import cells, check_criteria, read_scores, validate_scores
 from radar_local.scoring import SCALE
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.coupling import TAU, double_counted_share
 from radar_local.stats.flags import Thresholds
+from radar_local.stats.probes import probe_matrix
 from radar_local.stats.result import AuditResult
 
 
@@ -42,7 +44,7 @@ def stats_for_table(
     path: object,
     *,
     rubric: Rubric | None = None,
-    reference: dict | None = None,
+    reference: HumanPairs | None = None,
     tau: float = TAU,
     n_bootstrap: int = 500,
     seed: int = 0,
@@ -81,7 +83,7 @@ def stats_for_table(
     return result
 
 
-def double_count(result: AuditResult, rubric: Rubric) -> dict:
+def double_count(result: AuditResult, rubric: Rubric) -> dict[str, Any]:
     """The rubric's weighted aggregate (its `weights`, else equal weights) and the share of it that
     double-counts through coupled, reliable pairs."""
     weights = {c: (rubric.weights or {}).get(c, 0.0 if rubric.weights else 1.0) for c in result.criteria}

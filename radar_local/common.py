@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -31,7 +31,10 @@ class Loose(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-def parse_model(model: type[BaseModel], data: object, path: object):
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def parse_model(model: type[Model], data: object, path: object) -> Model:
     """Validate `data` as `model`, turning the first pydantic error into one line naming the key."""
     try:
         return model.model_validate(data)

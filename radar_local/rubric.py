@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
@@ -66,13 +67,16 @@ class Task(Frozen):
     format: Literal["response", "summary"] = "response"
 
 
-def unique_ids(tasks) -> None:
+def unique_ids(tasks: Iterable[Task]) -> None:
     """Task ids key probes and prompts: a repeated id would score one task's probes against another's prompt."""
     seen: set[str] = set()
     for t in tasks:
         if t.id in seen:
             raise ValueError(f"duplicate task id '{t.id}'; every task needs its own id")
         seen.add(t.id)
+
+
+HumanPairs = dict[frozenset[str], float]  # a human reference as the statistics read it: pair -> Pearson r
 
 
 class ReferencePair(Frozen):
@@ -157,7 +161,7 @@ def load_reference(name_or_path: str | Path, rubric: Rubric) -> Reference:
     return ref
 
 
-def resolve_reference(rubric: Rubric | None, rubric_arg: str | None, human: str | None) -> dict | None:
+def resolve_reference(rubric: Rubric | None, rubric_arg: str | None, human: str | None) -> HumanPairs | None:
     """An explicit --human wins; a bundled rubric brings its own human reference."""
     if rubric is None:
         return None

@@ -8,14 +8,13 @@ answer could not be parsed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from radar_local.errors import InputError
-from radar_local.scoring import SCALE, SCALES, SCORE_MAX, SCORE_MIN
+from radar_local.scoring import SCALE, SCALES, SCORE_MAX, SCORE_MIN, continuous_scores
 from radar_local.store import write_atomic
 
 COLUMNS = ("generator", "verifier", "task_id", "target", "direction", "variant", "criterion", "score")
@@ -139,63 +138,6 @@ def write_scores(df: pd.DataFrame, path: str | Path) -> None:
     write_atomic(path, data)  # a crash never leaves a half-written table
 
 
-@dataclass(frozen=True)
-class ProbeMatrix:
-    """One (generator, verifier) cell as arrays: probes x criteria, sorted by stratum."""
-
-    generator: str
-    verifier: str
-    criteria: tuple[str, ...]
-    tasks: tuple[str, ...]
-    scores: np.ndarray  # (P, K) float, NaN = unscored or not scored; 0-4 scale
-    task: np.ndarray  # (P,) task index
-    target: np.ndarray  # (P,) criterion index, -1 for unconditioned probes
-    direction: np.ndarray  # (P,) 0 for +, 1 for -, 2 for none
-    variant: np.ndarray  # (P,) variant label, for showing example probes
-
-    @property
-    def directed(self) -> np.ndarray:
-        return self.direction < 2
-
-
-def continuous_scores(scores: np.ndarray) -> bool:
-    """Expected-score verdicts (any number on the scale) rather than integer Likert verdicts."""
-    seen = scores[~np.isnan(scores)]
-    return bool((seen != np.round(seen)).any())
-
-
 def cells(df: pd.DataFrame) -> list[tuple[str, str]]:
     pairs = df[["generator", "verifier"]].drop_duplicates()
     return sorted(zip(pairs["generator"], pairs["verifier"]))
-
-
-def probe_matrix(df: pd.DataFrame, criteria: list[str], generator: str, verifier: str) -> ProbeMatrix:
-    """Pivot one cell of a validated long table into a probe matrix, sorted by (task, target, direction)."""
-    cell = df[(df["generator"] == generator) & (df["verifier"] == verifier)]
-    tasks = tuple(pd.unique(cell["task_id"]))
-    crit_code = pd.Categorical(cell["criterion"], categories=criteria).codes
-    task_code = pd.Categorical(cell["task_id"], categories=tasks).codes
-    code_of = {c: i for i, c in enumerate(criteria)}
-    target_code = cell["target"].map(code_of).fillna(-1).to_numpy(np.int64)  # -1: unconditioned
-    dir_code = pd.Categorical(cell["direction"], categories=list(DIRECTIONS)).codes
-    variant = cell["variant"].to_numpy()
-    # One probe id per (task, target, direction, variant), numbered in stratum order.
-    v_code, _ = pd.factorize(variant)
-    key = ((task_code * (len(criteria) + 1) + target_code + 1) * 3 + dir_code) * (v_code.max() + 1) + v_code
-    _, probe = np.unique(key, return_inverse=True)
-    n_probes = int(probe.max()) + 1
-    scores = np.full((n_probes, len(criteria)), np.nan)
-    scores[probe, crit_code] = cell["score"].to_numpy()
-    first = np.zeros(n_probes, dtype=np.int64)
-    first[probe[::-1]] = np.arange(len(probe))[::-1]
-    return ProbeMatrix(
-        generator=generator,
-        verifier=verifier,
-        criteria=tuple(criteria),
-        tasks=tasks,
-        scores=scores,
-        task=task_code[first].astype(np.int64),
-        target=target_code[first].astype(np.int64),
-        direction=dir_code[first].astype(np.int64),
-        variant=variant[first],
-    )

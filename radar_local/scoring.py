@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 # The Likert scale, in one place: a verifier answers an integer SCORE_MIN..SCORE_MAX (the paper's
@@ -156,3 +157,9 @@ def expected_score(logprobs: dict[str, float]) -> ExpectedScore:
 
 def matches(fmt: ScoreFormat, text: str) -> bool:
     return re.fullmatch(fmt.regex, text) is not None
+
+
+def continuous_scores(scores: np.ndarray) -> bool:
+    """Expected-score verdicts (any number on the scale) rather than integer Likert verdicts."""
+    seen = scores[~np.isnan(scores)]
+    return bool((seen != np.round(seen)).any())

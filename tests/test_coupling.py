@@ -6,12 +6,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from radar_local.scores import probe_matrix
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.bootstrap import Strata
 from radar_local.stats.coupling import coupling, global_summaries, leakage
 from radar_local.stats.exact import exact_point
 from radar_local.stats.intervals import intervals
+from radar_local.stats.probes import probe_matrix
 from tests.conftest import probes, table
 
 

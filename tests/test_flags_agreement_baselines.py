@@ -100,8 +100,8 @@ def test_constant_columns_give_undefined_not_zero():
 
 
 def _audit_with_unconditioned(rows: list[list[int]], reference: list[float]) -> dict:
-    from radar_local.scores import probe_matrix
     from radar_local.stats.audit import audit_cell
+    from radar_local.stats.probes import probe_matrix
     from tests.conftest import probes, table
 
     crit = [f"c{j}" for j in range(len(rows[0]))]

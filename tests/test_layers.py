@@ -5,6 +5,9 @@ each other, however indirectly. A new module must be given a layer here."""
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "radar_local"
@@ -126,3 +129,21 @@ def test_an_import_inside_a_function_says_why():
                             f"radar_local/{path.relative_to(PACKAGE)}:{node.lineno}: {lines[node.lineno - 1].strip()}"
                         )
     assert not silent, "\n".join(silent)
+
+
+def test_the_statistics_core_imports_without_pandas_or_engines():
+    """The pure statistics (all of stats/ but the AuditResult and its assembly, which hold DataFrames) load
+    numpy and scipy only: neither pandas nor an engine, a store or a run."""
+    pure = [
+        f"radar_local.stats.{p.stem}"
+        for p in (PACKAGE / "stats").glob("*.py")
+        if p.stem not in ("__init__", "result", "audit", "decisions")
+    ]
+    code = f"import json, sys; import {', '.join(pure)}; print(json.dumps(sorted(sys.modules)))"
+    loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    assert not [
+        m
+        for m in loaded
+        if m == "pandas"
+        or m.startswith(("radar_local.engines", "radar_local.run", "radar_local.store", "torch", "vllm"))
+    ]

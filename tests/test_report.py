@@ -105,6 +105,7 @@ def test_report_on_a_bad_run_directory(tmp_path):
     assert res.exit_code == 2 and "not a run directory (no probes.jsonl)" in res.output
 
 
+@pytest.mark.process  # a headless browser
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium is installed by `make test`")
 def test_report_renders_in_headless_chromium_without_network(report_dir, tmp_path):
     from playwright.sync_api import sync_playwright

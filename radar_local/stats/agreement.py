@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from radar_local.stats.correlation import constant_reason, pearson, spearman
 
 
-def agreement(values: np.ndarray, reference: np.ndarray) -> dict:
+def agreement(values: np.ndarray, reference: np.ndarray) -> dict[str, Any]:
     """Pearson r, Spearman rho (average ranks for ties) and MAE over the pairs where `values` is defined.
 
     Correlations need at least 3 pairs and two non-constant vectors; otherwise they are NaN and

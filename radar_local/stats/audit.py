@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from radar_local.common import to_json
-from radar_local.scores import ProbeMatrix, continuous_scores
+from radar_local.scoring import continuous_scores
 from radar_local.stats import baselines
 from radar_local.stats.agreement import agreement
 from radar_local.stats.bootstrap import Strata
@@ -19,6 +19,7 @@ from radar_local.stats.coupling import TAU, global_summaries
 from radar_local.stats.exact import exact_point
 from radar_local.stats.flags import DIRECTIONAL, Thresholds, pair_flags, upstream
 from radar_local.stats.intervals import METHOD, intervals
+from radar_local.stats.probes import ProbeMatrix
 from radar_local.stats.result import PAIR_COLUMNS, AuditResult, Gate
 
 
@@ -144,7 +145,7 @@ def _gate(criterion: str, self_effect: Fraction | None, tau: float) -> Gate:
     return Gate(criterion, None if self_effect is None else float(self_effect), cause, reason)
 
 
-def _unscored(pm: ProbeMatrix, strata: Strata) -> dict:
+def _unscored(pm: ProbeMatrix, strata: Strata) -> dict[str, Any]:
     """Strata (task, target, direction) with no scored answer on their own target, per task."""
     t_count, k = strata.shape
     scored = {
@@ -162,7 +163,7 @@ def _unscored(pm: ProbeMatrix, strata: Strata) -> dict:
     }
 
 
-def _warnings(unscored: dict, pm: ProbeMatrix) -> list[str]:
+def _warnings(unscored: dict[str, Any], pm: ProbeMatrix) -> list[str]:
     out = []
     if unscored["verdicts"]:
         out.append(
@@ -179,7 +180,7 @@ def _warnings(unscored: dict, pm: ProbeMatrix) -> list[str]:
     return out
 
 
-def _baselines(pm: ProbeMatrix, pairs: list[tuple[int, int]], ref_vec: np.ndarray | None) -> dict:
+def _baselines(pm: ProbeMatrix, pairs: list[tuple[int, int]], ref_vec: np.ndarray | None) -> dict[str, Any]:
     unconditioned = pm.scores[~pm.directed]
     sample = unconditioned if len(unconditioned) >= 3 else pm.scores
     mats = {
@@ -187,7 +188,7 @@ def _baselines(pm: ProbeMatrix, pairs: list[tuple[int, int]], ref_vec: np.ndarra
         "whitening_redundancy": baselines.whitening_redundancy(sample),
         "score_profile_redundancy": baselines.score_profile_redundancy(sample),
     }
-    out: dict = {"sample": "unconditioned probes" if sample is unconditioned else "all probes"}
+    out: dict[str, Any] = {"sample": "unconditioned probes" if sample is unconditioned else "all probes"}
     for name, mat in mats.items():
         vec = None if mat is None else np.array([mat[a, b] for a, b in pairs])
         out[name] = None if vec is None else {f"{pm.criteria[a]}/{pm.criteria[b]}": v for (a, b), v in zip(pairs, vec)}

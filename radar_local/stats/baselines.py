@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -14,7 +15,9 @@ import numpy as np
 from radar_local.stats.correlation import average_ranks, exact_dot, exact_integers, exact_sum, pearson
 
 
-def _pairwise(scores: np.ndarray, fn, ranked: bool = False) -> np.ndarray:
+def _pairwise(
+    scores: np.ndarray, fn: Callable[[np.ndarray, np.ndarray], float | None], ranked: bool = False
+) -> np.ndarray:
     """fn(x, y) per pair over the probes scored on both (None -> NaN); `ranked`: fn takes average
     ranks, computed once per column where no score is missing."""
     if scores.ndim != 2:

@@ -7,8 +7,8 @@ from functools import cached_property
 
 import numpy as np
 
-from radar_local.scores import ProbeMatrix
 from radar_local.scoring import SCORE_MAX
+from radar_local.stats.probes import ProbeMatrix
 
 
 @dataclass(frozen=True)

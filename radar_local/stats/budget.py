@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from radar_local.stats.agreement import agreement
@@ -22,7 +24,7 @@ def probe_budget(
     seed: int,
     budgets: tuple[int, ...] = BUDGETS,
     n_subsets: int = 30,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """For each N below the smallest stratum, `n_subsets` stratified subsets of N probes each; then
     one row that uses all probes (Table 13's last row), from the point estimate `full`.
 
@@ -43,7 +45,7 @@ def probe_budget(
     return rows
 
 
-def _summary(c: Coupling, a: np.ndarray, b: np.ndarray, reference: np.ndarray | None) -> dict:
+def _summary(c: Coupling, a: np.ndarray, b: np.ndarray, reference: np.ndarray | None) -> dict[str, Any]:
     sym = np.where(c.pair_reliable[:, a, b], c.sym[:, a, b], np.nan)  # (subsets, pairs)
     if reference is None:
         return {"sym": [_mean_sd(sym[:, p]) for p in range(len(a))]}
@@ -51,7 +53,7 @@ def _summary(c: Coupling, a: np.ndarray, b: np.ndarray, reference: np.ndarray | 
     return {key: _mean_sd(np.array([m[key] for m in metrics])) for key in ("pearson", "spearman", "mae")}
 
 
-def _mean_sd(vals: np.ndarray) -> dict:
+def _mean_sd(vals: np.ndarray) -> dict[str, Any]:
     n = len(vals)
     vals = vals[~np.isnan(vals)]
     if not len(vals):

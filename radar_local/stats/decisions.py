@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from radar_local.stats.exact import decimal
 from radar_local.stats.flags import CLUSTER, DIRECTIONAL, TRADEOFF, Thresholds
@@ -78,7 +79,7 @@ class Decision:
     value: bool | None  # None: still open
     sources: tuple[str, ...]  # criteria whose probes would settle it (empty once settled)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "criteria": list(self.criteria), "value": self.value, "sources": list(self.sources)}
 
 
@@ -117,7 +118,7 @@ def decisions(
     return out
 
 
-def _ci(low, high) -> tuple[float, float] | None:
+def _ci(low: float | None, high: float | None) -> tuple[float, float] | None:
     return None if low is None or high is None else (float(low), float(high))
 
 

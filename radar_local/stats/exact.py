@@ -14,6 +14,7 @@ import math
 import warnings
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -90,8 +91,8 @@ class ExactPoint:
         )
 
 
-def _floats(nested) -> np.ndarray:
-    def conv(x):
+def _floats(nested: Any) -> np.ndarray:
+    def conv(x: Any) -> Any:
         if isinstance(x, list):
             return [conv(v) for v in x]
         return np.nan if x is None else float(x)

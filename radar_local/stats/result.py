@@ -5,6 +5,7 @@ values for the rest; `to_json()` is the content of stats.json and `radar stats -
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,9 +48,9 @@ class AuditResult:
     criteria: list[str]
     tasks: list[str]
     tau: float
-    bootstrap: dict  # resamples, seed, level
-    probes: dict  # directed, unconditioned, min_per_stratum, unscored_cells
-    unscored: dict  # verdicts, verdicts_total, strata, strata_total, tasks {task: unscored strata}
+    bootstrap: dict[str, Any]  # resamples, seed, level
+    probes: dict[str, Any]  # directed, unconditioned, min_per_stratum, unscored_cells
+    unscored: dict[str, Any]  # verdicts, verdicts_total, strata, strata_total, tasks {task: unscored strata}
     warnings: list[str]
     self_effect: pd.Series  # criterion -> eq. 1
     self_effect_ci: pd.DataFrame | None  # criterion x (low, high)
@@ -60,21 +61,21 @@ class AuditResult:
     leakage_sd: pd.DataFrame  # eq. 6; NaN with fewer than two tasks
     leakage_by_task: dict[str, pd.DataFrame]
     pairs: pd.DataFrame  # PAIR_COLUMNS, ranked: reliable first, then by Sym
-    global_: dict  # positive, tension, max_coupling (eq. 10-11)
-    global_ci: dict | None  # same keys -> (low, high)
-    thresholds: dict
+    global_: dict[str, Any]  # positive, tension, max_coupling (eq. 10-11)
+    global_ci: dict[str, Any] | None  # same keys -> (low, high)
+    thresholds: dict[str, Any]
     unreliable: list[Gate]
-    baselines: dict
-    agreement: dict | None = None
-    budget: list[dict] | None = None
+    baselines: dict[str, Any]
+    agreement: dict[str, Any] | None = None
+    budget: list[dict[str, Any]] | None = None
     rubric: str | None = None
-    calibration: dict | None = None
-    double_count: dict | None = None  # the rubric's weighted aggregate: weights, share, by_source
-    adaptive: dict | None = None  # an adaptive audit's waves and which decisions settled (radar_local/adaptive.py)
+    calibration: dict[str, Any] | None = None
+    double_count: dict[str, Any] | None = None  # the rubric's weighted aggregate: weights, share, by_source
+    adaptive: dict[str, Any] | None = None  # an adaptive audit's waves and the decisions that settled
     schema_version: int = SCHEMA_VERSION
 
     # ---- JSON -------------------------------------------------------------------------------
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         crit = self.criteria
         out = {
             "schema_version": self.schema_version,
@@ -119,7 +120,7 @@ class AuditResult:
         return out
 
     @classmethod
-    def from_json(cls, data: dict, where: object = "stats") -> AuditResult:
+    def from_json(cls, data: dict[str, Any], where: object = "stats") -> AuditResult:
         version = data.get("schema_version") if isinstance(data, dict) else None
         if version != SCHEMA_VERSION:
             newer = isinstance(version, int) and version > SCHEMA_VERSION
@@ -135,10 +136,10 @@ class AuditResult:
             ) from None
 
     @classmethod
-    def _from_json(cls, d: dict) -> AuditResult:
+    def _from_json(cls, d: dict[str, Any]) -> AuditResult:
         crit = [_name(c) for c in d["criteria"]]
 
-        def frame(m: dict) -> pd.DataFrame:
+        def frame(m: dict[str, Any]) -> pd.DataFrame:
             return pd.DataFrame([[_nan(m[a][b]) for b in crit] for a in crit], index=crit, columns=crit, dtype=float)
 
         ci = d["self_effect_ci"]
@@ -211,7 +212,7 @@ class AuditResult:
         )
 
     # ---- views ------------------------------------------------------------------------------
-    def pair(self, a: str, b: str) -> dict:
+    def pair(self, a: str, b: str) -> dict[str, Any]:
         """One pair's row, whichever order its criteria are named in."""
         rows = self.pairs[
             ((self.pairs["a"] == a) & (self.pairs["b"] == b)) | ((self.pairs["a"] == b) & (self.pairs["b"] == a))
@@ -222,7 +223,7 @@ class AuditResult:
         return isinstance(other, AuditResult) and self.to_json() == other.to_json()
 
 
-def _nan(x) -> float:
+def _nan(x: object) -> float:
     """A stored number: null is NaN; anything but a number (a string, a bool, a list) is refused."""
     if x is None:
         return np.nan
@@ -231,11 +232,11 @@ def _nan(x) -> float:
     return float(x)  # an integer beyond a float's range raises OverflowError
 
 
-def _pair(lo, hi) -> list:
+def _pair(lo: object, hi: object) -> list[float | None]:
     return [json_number(lo), json_number(hi)]
 
 
-def _tuple(v) -> tuple[float, float] | None:
+def _tuple(v: object) -> tuple[float, float] | None:
     if v is None:
         return None
     if not isinstance(v, list) or len(v) != 2:
@@ -243,21 +244,21 @@ def _tuple(v) -> tuple[float, float] | None:
     return (_nan(v[0]), _nan(v[1]))
 
 
-def _name(x) -> str:
+def _name(x: object) -> str:
     if not isinstance(x, str):
         raise ValueError(f"a name must be text, not {x!r:.40}")  # a criterion, model, task or warning
     return x
 
 
-def _series(s: pd.Series) -> dict:
+def _series(s: pd.Series) -> dict[str, Any]:
     return {str(k): json_number(v) for k, v in s.items()}
 
 
-def _frame(m: pd.DataFrame) -> dict:
+def _frame(m: pd.DataFrame) -> dict[str, Any]:
     return {str(a): {str(b): json_number(v) for b, v in row.items()} for a, row in m.iterrows()}
 
 
-def _pair_json(p: dict) -> dict:
+def _pair_json(p: dict[str, Any]) -> dict[str, Any]:
     out = {
         "a": p["a"],
         "b": p["b"],
