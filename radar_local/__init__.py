@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from radar_local.rubric import Criterion, Reference, Rubric, Task, load_reference, load_rubric, load_tasks
     from radar_local.run import Run, load_run, run_audit
     from radar_local.rundir import RunDir
-    from radar_local.scores import read_scores, write_scores
+    from radar_local.score_table import read_scores, write_scores
     from radar_local.stats.result import AuditResult
 
 # Loaded on first use (PEP 562): `radar` starts without pandas and the statistics, so a bad input's one
@@ -40,8 +40,8 @@ _HOMES = {
     "RunDir": "rundir",
     "load_run": "run",
     "run_audit": "run",
-    "read_scores": "scores",
-    "write_scores": "scores",
+    "read_scores": "score_table",
+    "write_scores": "score_table",
     "AuditResult": "stats.result",
     "write_report": "report.build",
 }

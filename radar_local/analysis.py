@@ -12,7 +12,7 @@ import pandas as pd
 from radar_local.common import to_json
 from radar_local.errors import InputError
 from radar_local.rubric import HumanPairs, Rubric, load_rubric, resolve_reference
-from radar_local.scores import cells, check_criteria, read_scores, validate_scores
+from radar_local.score_table import cells, check_criteria, read_scores, validate_scores
 from radar_local.scoring import SCALE
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.coupling import TAU, double_counted_share

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.engines.base import Completion, EngineStats, Finished, FinishedSamples, in_order
+from radar_local.engines.base import Completion, EngineCounters, Finished, FinishedSamples, in_order
 from radar_local.engines.registry import build_engine
 from radar_local.errors import MissingDependencyError, RadarError
 
@@ -120,8 +120,8 @@ class Replica:
         out = getattr(self.engine, method)(prompts, **kwargs)
         return out, time.monotonic() - start
 
-    def stats(self) -> EngineStats:
-        return self.engine.stats()
+    def counters(self) -> EngineCounters:
+        return self.engine.counters()
 
     def close(self) -> None:
         self.engine.close()
@@ -156,7 +156,7 @@ class ClusterEngine:
         )
         self.replicas = [actor.remote(engine, model, options, env) for _ in range(count)]
         self.places: list[dict] = []
-        self.counters = [{"calls": 0, "prompt_tokens": 0, "output_tokens": 0, "seconds": 0.0} for _ in range(count)]
+        self.work = [{"calls": 0, "prompt_tokens": 0, "output_tokens": 0, "seconds": 0.0} for _ in range(count)]
         self.alive = set(range(count))
         self._turn = 0
         self._wait_started()
@@ -205,12 +205,12 @@ class ClusterEngine:
     def score(self, prompts, *, fmt) -> list[Completion]:
         return in_order(self.score_stream(prompts, fmt=fmt), len(prompts))
 
-    def stats(self) -> EngineStats:
+    def counters(self) -> EngineCounters:
         ray = ray_module()
         parts = []
         for i in sorted(self.alive):
             try:
-                parts.append(ray.get(self.replicas[i].stats.remote(), timeout=60))
+                parts.append(ray.get(self.replicas[i].counters.remote(), timeout=60))
             except (
                 ray.exceptions.RayActorError,
                 ray.exceptions.ActorUnavailableError,
@@ -218,8 +218,8 @@ class ClusterEngine:
             ) as exc:
                 self._lose(i, exc, "its cache counters went with it")
         if not parts or any(p.prefix_cache_queries is None for p in parts):
-            return EngineStats()
-        return EngineStats(sum(p.prefix_cache_queries for p in parts), sum(p.prefix_cache_hits for p in parts))
+            return EngineCounters()
+        return EngineCounters(sum(p.prefix_cache_queries for p in parts), sum(p.prefix_cache_hits for p in parts))
 
     def settings(self) -> dict:
         return {"replicas": len(self.alive), "piece": self.spec.piece}
@@ -283,7 +283,7 @@ class ClusterEngine:
 
     def _count(self, replica: int, out: list, seconds: float) -> None:
         flat = [c for cs in out for c in (cs if isinstance(cs, list) else [cs])]
-        c = self.counters[replica]
+        c = self.work[replica]
         c["calls"] += len(flat)
         c["prompt_tokens"] += sum(x.prompt_tokens for x in flat)
         c["output_tokens"] += sum(x.output_tokens for x in flat)
@@ -301,7 +301,7 @@ class ClusterEngine:
                     "node": p["node"][:12],
                     "ip": p["ip"],
                     "lost": i not in self.alive,
-                    **self.counters[i],
+                    **self.work[i],
                 }
                 for i, p in enumerate(self.places)
             ],

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from radar_local.common import to_json
-from radar_local.scores import PROBE_KEY
+from radar_local.score_table import PROBE_KEY
 from radar_local.scoring import SCORE_MAX
 from radar_local.stats.baselines import score_profile_redundancy
 

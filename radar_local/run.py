@@ -15,7 +15,7 @@ from radar_local.adaptive import adaptive_record, first_sizes, grow, merged_stag
 from radar_local.cluster import ClusterEngine, ClusterSpec, replica_delta
 from radar_local.common import parse_model, slug
 from radar_local.config import AuditConfig, ModelSpec, load_config, with_absolute_paths
-from radar_local.engines.base import Engine, EngineStats
+from radar_local.engines.base import Engine, EngineCounters
 from radar_local.engines.registry import build_engine, parse_options
 from radar_local.errors import InputError
 from radar_local.inputs import read_json, read_model, yaml_text
@@ -36,7 +36,7 @@ from radar_local.rundir import (
     checked_inputs,
     open_store,
 )
-from radar_local.scores import write_scores
+from radar_local.score_table import write_scores
 from radar_local.scoring import expected_score, parse_score
 from radar_local.stats.decisions import decisions
 from radar_local.stats.flags import Thresholds
@@ -381,7 +381,7 @@ class StageMeter:
             "output_tokens": 0,
             "seconds": 0.0,
             **extra,
-            **efficiency(EngineStats(), EngineStats(), {}),
+            **efficiency(EngineCounters(), EngineCounters(), {}),
         }
 
     def count(self, answers: list[list]) -> None:
@@ -392,18 +392,18 @@ class StageMeter:
 
     @contextmanager
     def running(self, engine: Engine):
-        start, before = time.monotonic(), engine.stats()
+        start, before = time.monotonic(), engine.counters()
         replicas = engine.report() if isinstance(engine, ClusterEngine) else None
         yield
         settings = engine.settings()
-        self.info.update(efficiency(before, engine.stats(), settings), seconds=round(time.monotonic() - start, 3))
+        self.info.update(efficiency(before, engine.counters(), settings), seconds=round(time.monotonic() - start, 3))
         if settings:
             self.info["engine"] = settings
         if isinstance(engine, ClusterEngine) and replicas is not None:
             self.info["cluster"] = replica_delta(replicas, engine.report())
 
 
-def efficiency(before: EngineStats, after: EngineStats, settings: dict) -> dict:
+def efficiency(before: EngineCounters, after: EngineCounters, settings: dict) -> dict:
     """Prompt tokens of a stage served from the prefix cache and computed, computed against the floor no
     cache could go below, and the mean running requests per engine step against `max_num_seqs`, where
     the engine counts them."""
@@ -442,7 +442,7 @@ def efficiency(before: EngineStats, after: EngineStats, settings: dict) -> dict:
     return out
 
 
-def _delta(before: EngineStats, after: EngineStats, name: str) -> int | None:
+def _delta(before: EngineCounters, after: EngineCounters, name: str) -> int | None:
     a, b = getattr(after, name), getattr(before, name)
     return None if a is None or b is None else a - b
 

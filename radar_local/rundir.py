@@ -22,7 +22,7 @@ from radar_local.injection import flagged_probes
 from radar_local.inputs import read_model
 from radar_local.plan import KEYS, GenerationRequest, Plan
 from radar_local.rubric import ReferencePair, Rubric, Task
-from radar_local.scores import COLUMNS, validate_scores
+from radar_local.score_table import COLUMNS, validate_scores
 from radar_local.stats.result import AuditResult
 from radar_local.store import Store
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from radar_local.scores import write_scores
+from radar_local.score_table import write_scores
 from radar_local.synthetic import planted_table
 
 if __name__ == "__main__":

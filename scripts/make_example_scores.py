@@ -6,7 +6,7 @@ Usage: python scripts/make_example_scores.py
 from pathlib import Path
 
 from radar_local.rubric import load_benchmark
-from radar_local.scores import write_scores
+from radar_local.score_table import write_scores
 from radar_local.synthetic import HELPSTEER2_PLANTED, planted_table
 
 if __name__ == "__main__":

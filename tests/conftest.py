@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 from hypothesis import settings
 
-from radar_local.scores import COLUMNS
+from radar_local.score_table import COLUMNS
 
 # Property-based fuzzing: 100 examples per property in `make test`; `make test-fast` passes
 # --hypothesis-profile=fast for a lighter pass after every change.

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from radar_local.cli.main import cli
 from radar_local.rubric import bundled_path
-from radar_local.scores import write_scores
+from radar_local.score_table import write_scores
 from tests.conftest import radar_run
 
 EXAMPLE = Path(bundled_path("helpsteer2")).with_name("example_helpsteer2.csv")
@@ -55,7 +55,7 @@ def test_scale_1_to_5_gives_identical_coupling(tmp_path):
 
 
 def test_parquet_round_trip(tmp_path):
-    from radar_local.scores import read_scores
+    from radar_local.score_table import read_scores
 
     df = read_scores(EXAMPLE)
     write_scores(df, tmp_path / "s.parquet")

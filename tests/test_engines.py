@@ -78,9 +78,9 @@ def test_vllm_reports_prefix_cache_hits_for_the_shared_layout(vllm_engine):
     prompts = score_prompts("prefix-shared", [p + " We value your custom and apologise again." * 20 for p in PROBES])
     k = len(BENCH.rubric.criteria)
     vllm_engine.score(prompts[::k], fmt=FMT)  # one prompt per probe warms the cache (the pipeline's first wave)
-    before = vllm_engine.stats()
+    before = vllm_engine.counters()
     vllm_engine.score([p for i, p in enumerate(prompts) if i % k], fmt=FMT)
-    after = vllm_engine.stats()
+    after = vllm_engine.counters()
     queries = after.prefix_cache_queries - before.prefix_cache_queries
     hits = after.prefix_cache_hits - before.prefix_cache_hits
     assert queries > 0 and hits / queries > 0.3  # the K prompts of a probe share task + response
@@ -110,7 +110,7 @@ def test_openai_engine_against_vllm_serve(vllm_server):
         out = engine.generate(gen_prompts(), n=2, temperature=0.9, max_tokens=16, seeds=[1, 2])
         assert [len(cs) for cs in out] == [2, 2] and all(c.text for cs in out for c in cs)
         check_scoring(engine, score_prompts()[:5])
-        assert engine.stats().prefix_cache_queries > 0  # read from the server's /metrics
+        assert engine.counters().prefix_cache_queries > 0  # read from the server's /metrics
         schema = build_engine("openai", "smol", {"base_url": vllm_server, "constraint": "json_schema"})
         answer = schema.score(score_prompts()[:1], fmt=FMT)[0]
         assert answer.output_tokens > 0 and answer.prompt_tokens > 0  # the server took the response_format request

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from radar_local.analysis import stats_for_table
 from radar_local.cli.main import cli
-from radar_local.scores import COLUMNS, validate_scores
+from radar_local.score_table import COLUMNS, validate_scores
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.bootstrap import Strata
 from radar_local.stats.exact import resample_decisions

@@ -18,7 +18,7 @@ from radar_local.prompts import EXPECTED_TEXT, SCHEMA_TEXT
 from radar_local.report.build import write_report
 from radar_local.run import load_run, run_audit
 from radar_local.rundir import SCORES
-from radar_local.scores import COLUMNS, read_scores, validate_scores, write_scores
+from radar_local.score_table import COLUMNS, read_scores, validate_scores, write_scores
 from radar_local.scoring import ScoreFormat, expected_score
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.exact import exact_sum

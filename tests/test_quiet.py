@@ -4,7 +4,7 @@ import subprocess
 import sys
 import textwrap
 
-from radar_local.engines.base import EngineStats
+from radar_local.engines.base import EngineCounters
 from radar_local.run import efficiency
 
 SCRIPT = textwrap.dedent("""
@@ -52,8 +52,8 @@ def test_a_crash_shows_the_logs_last_lines(tmp_path):
 def test_efficiency_against_the_floor_and_the_scheduler_limit():
     """Computed = 1,000 queried - 600 hit = 400 against a floor of 320: 1.25; 10 steps with 48 running
     in all against max_num_seqs 8: 0.6; the 4 fed steps ran 28: 28 / 4 / 8 = 0.875."""
-    before = EngineStats(100, 50, 80, 5, 10, 1, 4)
-    after = EngineStats(1100, 650, 400, 15, 58, 5, 32)
+    before = EngineCounters(100, 50, 80, 5, 10, 1, 4)
+    after = EngineCounters(1100, 650, 400, 15, 58, 5, 32)
     out = efficiency(before, after, {"max_num_seqs": 8})
     assert (
         out["prompt_tokens_computed"] == 400
@@ -61,4 +61,4 @@ def test_efficiency_against_the_floor_and_the_scheduler_limit():
         and out["computed_over_floor"] == 1.25
     )
     assert out["occupancy"] == 0.6 and out["occupancy_fed"] == 0.875
-    assert efficiency(EngineStats(), EngineStats(), {})["occupancy"] is None  # an engine that cannot count
+    assert efficiency(EngineCounters(), EngineCounters(), {})["occupancy"] is None  # an engine that cannot count

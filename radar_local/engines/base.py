@@ -33,7 +33,7 @@ class Completion:
 
 
 @dataclass
-class EngineStats:
+class EngineCounters:
     """Cumulative counters an engine exposes; None where it cannot know."""
 
     prefix_cache_queries: int | None = None
@@ -83,7 +83,7 @@ class Engine(Protocol):
     def settings(self) -> dict:
         """What the engine resolved from this machine (dtype and why, threads, KV cache, limits)."""
 
-    def stats(self) -> EngineStats:
+    def counters(self) -> EngineCounters:
         """Cumulative counters since the engine started."""
 
     def close(self) -> None:

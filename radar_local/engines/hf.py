@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.engines.base import BatchStream, Completion, EngineStats, JsonFormat, single_token_ids
+from radar_local.engines.base import BatchStream, Completion, EngineCounters, JsonFormat, single_token_ids
 from radar_local.models import resolve
 from radar_local.prompts import Messages
 from radar_local.scoring import SCORE_TOKENS, ScoreFormat
@@ -158,8 +158,8 @@ class TransformersEngine(BatchStream):
                 )
         return out
 
-    def stats(self) -> EngineStats:
-        return EngineStats()
+    def counters(self) -> EngineCounters:
+        return EngineCounters()
 
     def close(self) -> None:
         import torch

@@ -17,7 +17,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.engines.base import Completion, EngineStats, Finished, FinishedSamples, JsonFormat, in_order
+from radar_local.engines.base import Completion, EngineCounters, Finished, FinishedSamples, JsonFormat, in_order
 from radar_local.errors import RadarError
 from radar_local.prompts import Messages
 from radar_local.scoring import ScoreFormat
@@ -215,14 +215,14 @@ class OpenAIEngine:
                 "that returns top_logprobs (vllm serve does), or use mode 'reasoned'"
             ) from None
 
-    def stats(self) -> EngineStats:
+    def counters(self) -> EngineCounters:
         """Prefix-cache counters from the server's Prometheus endpoint, where it has one (vllm serve)."""
         root = self.options.base_url.rstrip("/").removesuffix("/v1")
         try:
             with urllib.request.urlopen(f"{root}/metrics", timeout=10) as resp:
                 text = resp.read().decode()
         except (urllib.error.URLError, OSError):
-            return EngineStats()
+            return EngineCounters()
         totals = {"queries": 0.0, "hits": 0.0}
         found = False
         for line in text.splitlines():
@@ -232,8 +232,8 @@ class OpenAIEngine:
                     totals[kind] += float(line.rsplit(" ", 1)[1])
                     found = True
         if not found:
-            return EngineStats()
-        return EngineStats(prefix_cache_queries=int(totals["queries"]), prefix_cache_hits=int(totals["hits"]))
+            return EngineCounters()
+        return EngineCounters(prefix_cache_queries=int(totals["queries"]), prefix_cache_hits=int(totals["hits"]))
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)

@@ -29,7 +29,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.engines.base import BatchStream, Completion, EngineStats, Finished
+from radar_local.engines.base import BatchStream, Completion, EngineCounters, Finished
 from radar_local.prompts import Messages
 from radar_local.scoring import SCORE_MAX, SCORE_MIN, SCORE_TOKENS, ScoreFormat
 
@@ -176,8 +176,8 @@ class PlantedEngine(BatchStream):
         total = math.fsum(weights)
         return [w / total for w in weights]
 
-    def stats(self) -> EngineStats:
-        return EngineStats()
+    def counters(self) -> EngineCounters:
+        return EngineCounters()
 
     def close(self) -> None:
         pass

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from radar_local.engines.base import (
     Completion,
-    EngineStats,
+    EngineCounters,
     Finished,
     FinishedSamples,
     JsonFormat,
@@ -306,10 +306,10 @@ class VLLMEngine:
     def score_token_ids(self) -> list[int]:
         return single_token_ids(self.llm.get_tokenizer(), self.model)
 
-    def stats(self) -> EngineStats:
+    def counters(self) -> EngineCounters:
         values = {m.name: getattr(m, "value", None) for m in self.llm.get_metrics()}
         q, h = values.get("vllm:prefix_cache_queries"), values.get("vllm:prefix_cache_hits")
-        return EngineStats(
+        return EngineCounters(
             prefix_cache_queries=None if q is None else int(q),
             prefix_cache_hits=None if h is None else int(h),
             prompt_token_floor=self._floor,

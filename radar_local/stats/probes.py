@@ -1,5 +1,5 @@
 """The statistics' input: one (generator, verifier) cell's probes x criteria as arrays, and the pivot
-that makes it from a validated long score table (radar_local.scores)."""
+that makes it from a validated long score table (radar_local.score_table)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def probe_matrix(df: pd.DataFrame, criteria: list[str], generator: str, verifier
     """Pivot one cell of a validated long table into a probe matrix, sorted by (task, target, direction)."""
     import pandas as pd  # the score table's library: loaded when a table is pivoted, not by the statistics
 
-    from radar_local.scores import DIRECTIONS  # beside pandas, for the same reason
+    from radar_local.score_table import DIRECTIONS  # beside pandas, for the same reason
 
     cell = df[(df["generator"] == generator) & (df["verifier"] == verifier)]
     tasks = tuple(pd.unique(cell["task_id"]))
