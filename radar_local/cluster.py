@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.engines.base import Completion, EngineCounters, Finished, FinishedSamples, in_order
+from radar_local.engines.base import Completion, EngineCounters, Finished, FinishedSamples, StreamBatch, in_order
 from radar_local.engines.registry import build_engine
 from radar_local.errors import MissingDependencyError, RadarError
 
@@ -127,7 +127,7 @@ class Replica:
         self.engine.close()
 
 
-class ClusterEngine:
+class ClusterEngine(StreamBatch):
     """The Engine interface over the replicas of one model."""
 
     def __init__(self, engine: str, model: str, options: dict[str, Any], spec: ClusterSpec):
@@ -189,21 +189,10 @@ class ClusterEngine:
     def score_stream(self, prompts, *, fmt, chunk: int = 0) -> Iterator[Finished]:
         return self._spread("score", prompts, None, fmt=fmt)
 
-    def generate(
-        self, prompts, *, n: int, temperature: float, max_tokens: int, seeds: list[int]
-    ) -> list[list[Completion]]:
-        return in_order(
-            self.generate_stream(prompts, n=n, temperature=temperature, max_tokens=max_tokens, seeds=seeds),
-            len(prompts),
-        )
-
     def constrained(
         self, prompts, *, fmt, temperature: float = 0.0, seeds: list[int] | None = None
     ) -> list[Completion]:
         return in_order(self._spread("constrained", prompts, seeds, fmt=fmt, temperature=temperature), len(prompts))
-
-    def score(self, prompts, *, fmt) -> list[Completion]:
-        return in_order(self.score_stream(prompts, fmt=fmt), len(prompts))
 
     def counters(self) -> EngineCounters:
         ray = ray_module()

@@ -135,6 +135,28 @@ class BatchStream:
         return {}
 
 
+class StreamBatch:
+    """The batch calls of an engine that streams (vLLM, a server, a cluster): its streams collected in
+    request order, the inverse of BatchStream."""
+
+    def generate_stream(
+        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int], chunk: int = 0
+    ) -> Iterator[FinishedSamples]:
+        raise NotImplementedError
+
+    def score_stream(self, prompts: list[Messages], *, fmt: ScoreFormat, chunk: int = 0) -> Iterator[Finished]:
+        raise NotImplementedError
+
+    def generate(
+        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int]
+    ) -> list[list[Completion]]:
+        stream = self.generate_stream(prompts, n=n, temperature=temperature, max_tokens=max_tokens, seeds=seeds)
+        return in_order(stream, len(prompts))
+
+    def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
+        return in_order(self.score_stream(prompts, fmt=fmt), len(prompts))
+
+
 def prompt_floor(token_ids: list[int], block: int, seen: set[int]) -> int:
     """The tokens of one prompt that no prefix cache could serve, given the full blocks in `seen`
     (updated): a block is cacheable when a later token follows it (vLLM computes at least the last one)."""

@@ -17,7 +17,15 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.engines.base import Completion, EngineCounters, Finished, FinishedSamples, JsonFormat, in_order
+from radar_local.engines.base import (
+    Completion,
+    EngineCounters,
+    Finished,
+    FinishedSamples,
+    JsonFormat,
+    StreamBatch,
+    in_order,
+)
 from radar_local.errors import RadarError
 from radar_local.prompts import Messages
 from radar_local.scoring import ScoreFormat
@@ -30,7 +38,7 @@ class ServerError(RadarError):
     """The server answered, but not with a usable chat completion."""
 
 
-class OpenAIEngine:
+class OpenAIEngine(StreamBatch):
     name = "openai"
 
     class Options(BaseModel):
@@ -152,14 +160,6 @@ class OpenAIEngine:
         bodies = self._bodies(prompts, fmt, 0.0, None, {"logprobs": True, "top_logprobs": TOP_LOGPROBS})
         return self._stream(bodies, lambda r: replace(self._completions(r)[0], score_logprobs=self._top_logprobs(r)))
 
-    def generate(
-        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int]
-    ) -> list[list[Completion]]:
-        return in_order(
-            self.generate_stream(prompts, n=n, temperature=temperature, max_tokens=max_tokens, seeds=seeds),
-            len(prompts),
-        )
-
     def constrained(
         self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0, seeds: list[int] | None = None
     ) -> list[Completion]:
@@ -167,9 +167,6 @@ class OpenAIEngine:
             self._stream(self._bodies(prompts, fmt, temperature, seeds), lambda r: self._completions(r)[0]),
             len(prompts),
         )
-
-    def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
-        return in_order(self.score_stream(prompts, fmt=fmt), len(prompts))
 
     def settings(self) -> dict:
         return {"concurrency": self.options.concurrency}

@@ -21,6 +21,7 @@ from radar_local.engines.base import (
     Finished,
     FinishedSamples,
     JsonFormat,
+    StreamBatch,
     in_order,
     prompt_floor,
     single_token_ids,
@@ -93,7 +94,7 @@ def llm_arguments(options: VLLMEngine.Options, entry, checkpoint: str | None, cp
     }
 
 
-class VLLMEngine:
+class VLLMEngine(StreamBatch):
     name = "vllm"
 
     class Options(BaseModel):
@@ -287,21 +288,10 @@ class VLLMEngine:
                 out.append((i, replace(_sample(o, o.outputs[0]), score_logprobs=logprobs)))
             yield out
 
-    def generate(
-        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int]
-    ) -> list[list[Completion]]:
-        return in_order(
-            self.generate_stream(prompts, n=n, temperature=temperature, max_tokens=max_tokens, seeds=seeds),
-            len(prompts),
-        )
-
     def constrained(
         self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0, seeds: list[int] | None = None
     ) -> list[Completion]:
         return in_order(self.constrained_stream(prompts, fmt=fmt, temperature=temperature, seeds=seeds), len(prompts))
-
-    def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
-        return in_order(self.score_stream(prompts, fmt=fmt), len(prompts))
 
     def score_token_ids(self) -> list[int]:
         return single_token_ids(self.llm.get_tokenizer(), self.model)

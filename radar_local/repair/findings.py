@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from radar_local.report.text import interval
 from radar_local.stats.flags import CLUSTER, DIRECTIONAL, TRADEOFF
 from radar_local.stats.result import AuditResult
 
@@ -14,10 +15,6 @@ class Finding:
     kind: str  # cluster, directional, tradeoff, unreadable
     criteria: tuple[str, ...]
     text: str
-
-
-def _ci(ci) -> str:
-    return "" if not ci or ci[0] != ci[0] else f" [{ci[0]:+.2f}, {ci[1]:+.2f}]"
 
 
 def diagnose(result: AuditResult, intended: set[frozenset]) -> tuple[list[Finding], list[str]]:
@@ -41,7 +38,7 @@ def diagnose(result: AuditResult, intended: set[frozenset]) -> tuple[list[Findin
             continue
         moves = (
             f"leakage {p['a']} -> {p['b']} {p['leak_ab']:+.2f}, {p['b']} -> {p['a']} {p['leak_ba']:+.2f}, "
-            f"Sym {p['sym']:+.2f}{_ci(p['sym_ci'])}"
+            f"Sym {p['sym']:+.2f} {interval(p['sym_ci'])}".rstrip()
         )
         for flag in flags:
             kind = {CLUSTER: "cluster", DIRECTIONAL: "directional", TRADEOFF: "tradeoff"}[flag]
