@@ -17,6 +17,7 @@ from radar_local.scoring import SCALE
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.coupling import TAU, double_counted_share
 from radar_local.stats.flags import Thresholds
+from radar_local.stats.nuisance import BIAS, DOWN, UP, nuisance_pairs, nuisance_table
 from radar_local.stats.probes import probe_matrix
 from radar_local.stats.result import AuditResult
 
@@ -53,6 +54,8 @@ def stats_for_table(
     thresholds: Thresholds = Thresholds(),
     level: float = 0.95,
     budget: bool = True,
+    bias_threshold: float = BIAS,
+    intended: set[frozenset[str]] | None = None,
 ) -> AuditResult:
     from radar_local.judges import calibration  # scipy: imported when statistics are computed, not at `radar --help`
 
@@ -60,6 +63,8 @@ def stats_for_table(
     check_criteria(df, criteria, path)
     gen, ver = select_cell(df, path, generator, verifier)
     cell = df[(df["generator"] == gen) & (df["verifier"] == ver)]
+    rewrites = cell[cell["direction"].isin((UP, DOWN))]  # nuisance pairs: judged apart from the coupling
+    cell, df = cell[~cell.index.isin(rewrites.index)], df[~df["direction"].isin((UP, DOWN))]
     if (cell["direction"] == "none").all():
         raise InputError(
             path,
@@ -78,6 +83,19 @@ def stats_for_table(
     )
     result.rubric = rubric.id if rubric else None
     result.calibration = calibration(df[df["generator"] == gen], criteria)
+    if len(rewrites):
+        rows = nuisance_table(
+            nuisance_pairs(rewrites, criteria),
+            criteria,
+            [float(result.self_effect[c]) for c in criteria],
+            [bool(result.reliable[c]) for c in criteria],
+            threshold=bias_threshold,
+            intended=intended,
+            n_bootstrap=n_bootstrap,
+            level=level,
+            seed=seed,
+        )
+        result.nuisance = {"threshold": bias_threshold, "rows": rows}
     if rubric is not None:
         result.double_count = double_count(result, rubric)
     return result
@@ -110,6 +128,7 @@ def analyze(
     scale: str = SCALE,
     generator: str | None = None,
     verifier: str | None = None,
+    bias_threshold: float = BIAS,
 ) -> AuditResult:
     """The RADAR audit of a score table: a DataFrame in the long format, or a CSV / Parquet file.
 
@@ -135,4 +154,5 @@ def analyze(
         seed=seed,
         generator=generator,
         verifier=verifier,
+        bias_threshold=bias_threshold,
     )

@@ -19,7 +19,8 @@ from radar_local.store import write_atomic
 
 COLUMNS = ("generator", "verifier", "task_id", "target", "direction", "variant", "criterion", "score")
 PROBE_KEY = ("generator", "verifier", "task_id", "target", "direction", "variant")
-DIRECTIONS = ("+", "-", "none")
+DIRECTIONS = ("+", "-", "none", "up", "down")  # up, down: a nuisance pair's rewrites (stats/nuisance.py)
+STEERED = ("+", "-")
 
 
 def _csv_row(index: int) -> int:
@@ -77,7 +78,15 @@ def validate_scores(df: pd.DataFrame, path: object, scale: str = SCALE, both_dir
     bad_dir = ~df["direction"].isin(DIRECTIONS)
     if bad_dir.any():
         i = int(np.flatnonzero(bad_dir.to_numpy())[0])
-        raise InputError(path, f"row {_csv_row(i)}: direction '{df['direction'].iloc[i]}' must be one of + - none")
+        raise InputError(
+            path, f"row {_csv_row(i)}: direction '{df['direction'].iloc[i]}' must be one of {' '.join(DIRECTIONS)}"
+        )
+    unnamed = df["direction"].isin(("up", "down")) & (df["target"].str.strip() == "")
+    if unnamed.any():
+        i = int(np.flatnonzero(unnamed.to_numpy())[0])
+        raise InputError(
+            path, f"row {_csv_row(i)}: a nuisance rewrite ({df['direction'].iloc[i]}) names its attribute in target"
+        )
     empty_crit = df["criterion"].str.strip() == ""
     if empty_crit.any():
         i = int(np.flatnonzero(empty_crit.to_numpy())[0])
@@ -92,7 +101,7 @@ def validate_scores(df: pd.DataFrame, path: object, scale: str = SCALE, both_dir
 
     if not both_directions:
         return df
-    directed = df[df["direction"] != "none"]
+    directed = df[df["direction"].isin(STEERED)]
     dirs = directed.groupby(["generator", "verifier", "task_id", "target"], sort=False)["direction"].nunique()
     lonely = dirs[dirs < 2]
     if len(lonely):
@@ -110,7 +119,7 @@ def check_criteria(df: pd.DataFrame, criteria: list[str], path: object) -> None:
     """Every scored criterion and every target must belong to the rubric."""
     known = set(criteria)
     for col in ("criterion", "target"):
-        values = df[col] if col == "criterion" else df.loc[df["direction"] != "none", "target"]
+        values = df[col] if col == "criterion" else df.loc[df["direction"].isin(STEERED), "target"]
         unknown = ~values.isin(known)
         if unknown.any():
             i = int(np.flatnonzero(unknown.to_numpy())[0])

@@ -25,7 +25,11 @@ def planted_table(
     generator: str = "sim-generator",
     verifier: str = "sim-verifier",
     seed: int = 0,
+    nuisance: dict[str, dict[str, float]] | None = None,
+    n_pairs: int = 10,
 ) -> pd.DataFrame:
+    """`nuisance[attribute][criterion]`: a planted judge bias; each task gets `n_pairs` up/down rewrite
+    pairs scored round(2 +- 2 * bias + noise), so the true sensitivity is the bias (before rounding)."""
     k = len(criteria)
     if coupling.shape != (k, k):
         raise ValueError(f"coupling must be {k}x{k}, got {coupling.shape}")
@@ -51,7 +55,7 @@ def planted_table(
         direction = np.r_[direction, np.full(len(u_task), "none")]
         variant = np.r_[variant, np.tile(np.arange(n_unconditioned).astype(str), len(tasks))]
     p = len(task)
-    return pd.DataFrame(
+    table = pd.DataFrame(
         {
             "generator": generator,
             "verifier": verifier,
@@ -63,6 +67,27 @@ def planted_table(
             "score": scores.ravel(),
         }
     )
+    rows = [table]
+    for attribute, bias in (nuisance or {}).items():
+        b = np.array([bias.get(c, 0.0) for c in criteria])
+        for sign, way in ((1.0, "up"), (-1.0, "down")):
+            shape = (len(tasks) * n_pairs, k)
+            s = np.clip(np.rint(2 + sign * 2 * b + rng.normal(0, noise, shape)), SCORE_MIN, SCORE_MAX)
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "generator": generator,
+                        "verifier": verifier,
+                        "task_id": np.repeat(np.repeat(tasks, n_pairs), k),
+                        "target": attribute,
+                        "direction": way,
+                        "variant": np.repeat(np.tile(np.arange(n_pairs).astype(str), len(tasks)), k),
+                        "criterion": np.tile(criteria, len(tasks) * n_pairs),
+                        "score": s.ravel(),
+                    }
+                )
+            )
+    return pd.concat(rows, ignore_index=True)
 
 
 HELPSTEER2_PLANTED = np.array(

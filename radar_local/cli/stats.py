@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
-from radar_local.cli.options import check_output, stats_options
+from radar_local.cli.options import Unit, check_output, stats_options
 from radar_local.scoring import SCALE, SCALES
+from radar_local.stats.nuisance import BIAS
 
 
 @click.command()
@@ -21,6 +22,13 @@ from radar_local.scoring import SCALE, SCALES
 @click.option("--verifier", help="Pick one verifier when the table holds several.")
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the full result as JSON.")
 @click.option("--markdown", "md_out", type=click.Path(path_type=Path), help="Write the audit as Markdown.")
+@click.option(
+    "--bias-threshold",
+    type=Unit(),
+    default=BIAS,
+    show_default=True,
+    help="Flag a criterion whose score moves at least this much (0-1 scale) with a nuisance attribute.",
+)
 def stats(scores: Path, json_out: Path | None, md_out: Path | None, **kwargs) -> None:
     """Print the RADAR audit of a score table (CSV or Parquet)."""
     from radar_local.analysis import analyze

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from radar_local.report.text import (
+    NUISANCE_HEAD,
     PAIR_HEAD,
     SELF_EFFECT_HEAD,
     adaptive_line,
@@ -17,6 +18,8 @@ from radar_local.report.text import (
     global_line,
     injection_line,
     leakage_rows,
+    nuisance_line,
+    nuisance_rows,
     pair_rows,
     scores_line,
     self_effect_rows,
@@ -50,6 +53,9 @@ def print_audit(result: AuditResult, console: Console | None = None) -> None:
     if (line := agreement_line(result)) is not None:
         console.print(line)
     if (line := adaptive_line(result)) is not None:
+        console.print(line)
+    if (line := nuisance_line(result)) is not None:
+        _table(console, "Judge bias: sensitivity to nuisance attributes", NUISANCE_HEAD, nuisance_rows(result))
         console.print(line)
     for line in verdict(result):
         console.print(f"- {line}")

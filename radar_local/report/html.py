@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from radar_local.report.text import (
     ADAPTIVE_HEAD,
+    NUISANCE_HEAD,
     PAIR_HEAD,
     SELF_EFFECT_HEAD,
     adaptive_line,
@@ -18,6 +19,8 @@ from radar_local.report.text import (
     global_line,
     injection_line,
     leakage_rows,
+    nuisance_line,
+    nuisance_rows,
     num,
     pair_rows,
     scores_line,
@@ -82,6 +85,8 @@ def result_tables_html(r: AuditResult) -> str:
         parts.append(f"<p>{escape(line)}</p>")
     if (line := adaptive_line(r)) is not None:
         parts += ["<h3>Adaptive audit</h3>", f"<p>{escape(line)}</p>", html_table(ADAPTIVE_HEAD, adaptive_rows(r))]
+    if (line := nuisance_line(r)) is not None:
+        parts += ["<h3>Judge bias</h3>", f"<p>{escape(line)}</p>", html_table(NUISANCE_HEAD, nuisance_rows(r))]
     return "\n".join(parts)
 
 

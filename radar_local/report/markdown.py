@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from radar_local.report.text import (
     ADAPTIVE_HEAD,
+    NUISANCE_HEAD,
     PAIR_HEAD,
     SELF_EFFECT_HEAD,
     adaptive_line,
@@ -14,6 +15,8 @@ from radar_local.report.text import (
     double_count_line,
     global_line,
     leakage_rows,
+    nuisance_line,
+    nuisance_rows,
     pair_rows,
     scores_line,
     self_effect_rows,
@@ -42,4 +45,6 @@ def audit_markdown(result: AuditResult) -> str:
         out.append(line)
     if (line := adaptive_line(result)) is not None:
         out += ["", "## Adaptive audit", "", line, ""] + md_table(ADAPTIVE_HEAD, adaptive_rows(result))
+    if (line := nuisance_line(result)) is not None:
+        out += ["", "## Judge bias", "", line, ""] + md_table(NUISANCE_HEAD, nuisance_rows(result))
     return "\n".join(out) + "\n"

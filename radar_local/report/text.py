@@ -215,3 +215,37 @@ def cost_rows(run: dict) -> list[list[str]]:
                 ]
             )
     return rows
+
+
+NUISANCE_HEAD = ["attribute", "criterion", "pairs", "sensitivity", "95% CI", "bias share", "flag"]
+
+
+def nuisance_rows(result: AuditResult) -> list[list[str]]:
+    return [
+        [
+            r["attribute"],
+            r["criterion"],
+            str(r["pairs"]),
+            num(r["sensitivity"]),
+            interval(r["ci"]),
+            num(r["bias_share"], signed=False),
+            r["flag"] or "",
+        ]
+        for r in (result.nuisance or {}).get("rows", [])
+    ]
+
+
+def nuisance_line(result: AuditResult) -> str | None:
+    """Which criteria move with an attribute no criterion should reward, beyond the threshold."""
+    n = result.nuisance
+    if not n:
+        return None
+    biased = [
+        f"{r['criterion']} with {r['attribute']} ({num(r['sensitivity'])})" for r in n["rows"] if r["flag"] == "biased"
+    ]
+    attributes = sorted({r["attribute"] for r in n["rows"]})
+    found = "; ".join(biased) if biased else "none beyond their intervals"
+    return (
+        f"Judge bias over {', '.join(attributes)} (up - down rewrites, 0-1 scale, flagged at |sensitivity| >= "
+        f"{n['threshold']} with an interval excluding 0): {found}."
+    )

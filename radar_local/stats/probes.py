@@ -11,6 +11,8 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd
 
+PROBE_DIRECTIONS = ("+", "-", "none")  # a nuisance rewrite (up, down) is not a probe of the coupling
+
 
 @dataclass(frozen=True)
 class ProbeMatrix:
@@ -35,15 +37,13 @@ def probe_matrix(df: pd.DataFrame, criteria: list[str], generator: str, verifier
     """Pivot one cell of a validated long table into a probe matrix, sorted by (task, target, direction)."""
     import pandas as pd  # the score table's library: loaded when a table is pivoted, not by the statistics
 
-    from radar_local.score_table import DIRECTIONS  # beside pandas, for the same reason
-
-    cell = df[(df["generator"] == generator) & (df["verifier"] == verifier)]
+    cell = df[(df["generator"] == generator) & (df["verifier"] == verifier) & df["direction"].isin(PROBE_DIRECTIONS)]
     tasks = tuple(pd.unique(cell["task_id"]))
     crit_code = pd.Categorical(cell["criterion"], categories=criteria).codes
     task_code = pd.Categorical(cell["task_id"], categories=tasks).codes
     code_of = {c: i for i, c in enumerate(criteria)}
     target_code = cell["target"].map(code_of).fillna(-1).to_numpy(np.int64)  # -1: unconditioned
-    dir_code = pd.Categorical(cell["direction"], categories=list(DIRECTIONS)).codes
+    dir_code = pd.Categorical(cell["direction"], categories=list(PROBE_DIRECTIONS)).codes
     variant = cell["variant"].to_numpy()
     # One probe id per (task, target, direction, variant), numbered in stratum order.
     v_code, _ = pd.factorize(variant)

@@ -72,6 +72,7 @@ class AuditResult:
     calibration: dict[str, Any] | None = None
     double_count: dict[str, Any] | None = None  # the rubric's weighted aggregate: weights, share, by_source
     adaptive: dict[str, Any] | None = None  # an adaptive audit's waves and the decisions that settled
+    nuisance: dict[str, Any] | None = None  # judge bias: {threshold, rows} (stats/nuisance.py)
     schema_version: int = SCHEMA_VERSION
 
     # ---- JSON -------------------------------------------------------------------------------
@@ -117,6 +118,8 @@ class AuditResult:
         out["calibration"] = self.calibration
         if self.double_count is not None:
             out["double_count"] = self.double_count
+        if self.nuisance is not None:
+            out["nuisance"] = _nuisance(self.nuisance)
         return out
 
     @classmethod
@@ -208,6 +211,7 @@ class AuditResult:
             rubric=d.get("rubric"),
             calibration=d.get("calibration"),
             double_count=d.get("double_count"),
+            nuisance=None if d.get("nuisance") is None else _nuisance(d["nuisance"]),
             schema_version=d["schema_version"],
         )
 
@@ -242,6 +246,31 @@ def _tuple(v: object) -> tuple[float, float] | None:
     if not isinstance(v, list) or len(v) != 2:
         raise ValueError(f"an interval must be [low, high], not {v!r:.40}")
     return (_nan(v[0]), _nan(v[1]))
+
+
+def _nuisance(n: dict[str, Any]) -> dict[str, Any]:
+    """The nuisance section as JSON, checked: names are text, numbers numbers, flags known."""
+
+    def number(x: object) -> float | None:
+        return None if x is None else _nan(x)
+
+    rows = []
+    for r in n["rows"]:
+        if r["flag"] not in (None, "biased", "intended"):
+            raise ValueError(f"unknown nuisance flag {r['flag']!r:.40}")
+        rows.append(
+            {
+                "attribute": _name(r["attribute"]),
+                "criterion": _name(r["criterion"]),
+                "pairs": int(r["pairs"]),
+                "sensitivity": number(r["sensitivity"]),
+                "ci": None if r["ci"] is None else list(_tuple(list(r["ci"])) or ()),
+                "by_task": {_name(t): number(v) for t, v in r["by_task"].items()},
+                "bias_share": number(r["bias_share"]),
+                "flag": r["flag"],
+            }
+        )
+    return {"threshold": _nan(n["threshold"]), "rows": rows}
 
 
 def _name(x: object) -> str:

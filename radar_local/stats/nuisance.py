@@ -1,0 +1,139 @@
+"""Judge bias: how much a criterion's score moves when only a nuisance attribute changes (issue 19).
+
+A nuisance pair is two rewrites of one base response that change one attribute no criterion should
+reward (length, formatting, hedging, flattery, self-praise) up and down, and keep the content. For
+criterion j and attribute a, the sensitivity is the mean over pairs of (score_j(up) - score_j(down))
+on the 0-1 scale of self-effects: per task, then the mean of the tasks (as a self-effect is). Its bias
+share is the sensitivity over j's own self-effect: how much of a genuine improvement in j the judge
+also credits to a mere change in a. A cell is `biased` when its interval excludes zero and |sensitivity|
+reaches the threshold, compared exactly; a pair declared intended is listed, never flagged.
+
+Intervals: the stratified bootstrap of the audit (Rao & Wu, n_h - 1 draws from each task's pairs,
+seeded), percentile ends; a task with one pair cannot be resampled, so a cell with one has no interval.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from radar_local.scoring import SCORE_MAX
+from radar_local.stats.exact import Q, at_least, exact_sum
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+UP, DOWN = "up", "down"  # a nuisance row's direction in the score table
+BIAS = 0.1  # default --bias-threshold: a tenth of the scale, as tradeoff_leak is of a leakage
+BIASED, INTENDED = "biased", "intended"
+
+
+@dataclass(frozen=True)
+class NuisancePairs:
+    """One attribute's pairs in one (generator, verifier) cell: up - down per criterion, 0-4 scale."""
+
+    attribute: str
+    task: np.ndarray  # (P,) task index
+    tasks: tuple[str, ...]
+    diff: np.ndarray  # (P, K) score(up) - score(down); NaN where either was not scored
+
+
+def nuisance_pairs(df: pd.DataFrame, criteria: list[str]) -> list[NuisancePairs]:
+    """The up/down pairs of a validated table's nuisance rows (direction up or down, target the attribute),
+    paired by (task, attribute, variant); a rewrite without its partner is left out."""
+    import pandas as pd  # the score table's library, as in stats.probes
+
+    out = []
+    for attribute, rows in df.groupby("target", sort=True):
+        wide = rows.pivot_table(
+            index=["task_id", "variant"],
+            columns=["direction", "criterion"],
+            values="score",
+            aggfunc="first",
+            dropna=False,
+        )
+        if UP not in wide.columns.get_level_values(0) or DOWN not in wide.columns.get_level_values(0):
+            continue
+        up = wide[UP].reindex(columns=criteria)
+        down = wide[DOWN].reindex(columns=criteria)
+        paired = up.notna().any(axis=1) & down.notna().any(axis=1)
+        up, down = up[paired], down[paired]
+        if up.empty:
+            continue
+        tasks = tuple(pd.unique(up.index.get_level_values("task_id")))
+        task = pd.Categorical(up.index.get_level_values("task_id"), categories=tasks).codes.astype(np.int64)
+        out.append(NuisancePairs(str(attribute), task, tasks, up.to_numpy(float) - down.to_numpy(float)))
+    return out
+
+
+def _sensitivity(diff: np.ndarray, task: np.ndarray, n_tasks: int) -> tuple[Q, list[Q]]:
+    """Exact mean over tasks of each task's mean difference, on the 0-1 scale."""
+    per_task: list[Q] = []
+    for t in range(n_tasks):
+        col = diff[(task == t) & ~np.isnan(diff)]
+        per_task.append(exact_sum(col) / (len(col) * SCORE_MAX) if len(col) else None)
+    defined = [v for v in per_task if v is not None]
+    return (sum(defined, Fraction(0)) / len(defined) if defined else None), per_task
+
+
+def _interval(
+    diff: np.ndarray, task: np.ndarray, n_tasks: int, n_bootstrap: int, level: float, seed: int
+) -> tuple[float, float] | None:
+    """Rao-Wu stratified bootstrap of the sensitivity: n_h - 1 draws from each task's pairs."""
+    strata = [np.flatnonzero((task == t) & ~np.isnan(diff)) for t in range(n_tasks)]
+    strata = [s for s in strata if len(s)]
+    if not n_bootstrap or not strata or any(len(s) < 2 for s in strata):
+        return None
+    rng = np.random.default_rng(seed)
+    means = np.empty((n_bootstrap, len(strata)))
+    for h, rows in enumerate(strata):
+        draws = rng.integers(0, len(rows), size=(n_bootstrap, len(rows) - 1))
+        means[:, h] = diff[rows][draws].mean(axis=1) / SCORE_MAX
+    replicates = means.mean(axis=1)
+    tail = (1 - level) / 2
+    return float(np.quantile(replicates, tail)), float(np.quantile(replicates, 1 - tail))
+
+
+def nuisance_table(
+    pairs: list[NuisancePairs],
+    criteria: list[str],
+    self_effect: list[float],
+    reliable: list[bool],
+    *,
+    threshold: float = BIAS,
+    intended: set[frozenset[str]] | None = None,
+    n_bootstrap: int = 500,
+    level: float = 0.95,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """One row per (attribute, criterion): pairs, sensitivity and its interval, per task, bias share, flag."""
+    rows = []
+    for a, p in enumerate(pairs):
+        for j, criterion in enumerate(criteria):
+            diff = p.diff[:, j]
+            sens, per_task = _sensitivity(diff, p.task, len(p.tasks))
+            ci = _interval(diff, p.task, len(p.tasks), n_bootstrap, level, seed + 7919 * a + j)
+            excludes_zero = ci is not None and (ci[0] > 0 or ci[1] < 0)
+            share = float(sens) / self_effect[j] if sens is not None and reliable[j] and self_effect[j] > 0 else None
+            if frozenset((p.attribute, criterion)) in (intended or set()):
+                flag = INTENDED
+            elif excludes_zero and sens is not None and at_least(abs(sens), threshold):
+                flag = BIASED
+            else:
+                flag = None
+            rows.append(
+                {
+                    "attribute": p.attribute,
+                    "criterion": criterion,
+                    "pairs": int((~np.isnan(diff)).sum()),
+                    "sensitivity": None if sens is None else float(sens),
+                    "ci": ci,
+                    "by_task": {t: None if v is None else float(v) for t, v in zip(p.tasks, per_task)},
+                    "bias_share": None if share is None else float(share),
+                    "flag": flag,
+                }
+            )
+    return rows
