@@ -56,7 +56,10 @@ def stats_for_table(
     budget: bool = True,
     bias_threshold: float = BIAS,
     intended: set[frozenset[str]] | None = None,
+    manipulation: dict[str, Any] | None = None,
 ) -> AuditResult:
+    """`manipulation`: the nuisance attributes' manipulation check (radar_local.nuisance), where the
+    rewrites' texts were at hand; an attribute it found not steered gets no flag."""
     from radar_local.judges import calibration  # scipy: imported when statistics are computed, not at `radar --help`
 
     criteria = rubric.ids if rubric else list(pd.unique(df["criterion"]))
@@ -83,7 +86,8 @@ def stats_for_table(
     )
     result.rubric = rubric.id if rubric else None
     result.calibration = calibration(df[df["generator"] == gen], criteria)
-    if len(rewrites):
+    if len(rewrites) or manipulation:
+        steered = {a: m["steered"] for a, m in (manipulation or {}).items()}
         rows = nuisance_table(
             nuisance_pairs(rewrites, criteria),
             criteria,
@@ -94,8 +98,9 @@ def stats_for_table(
             n_bootstrap=n_bootstrap,
             level=level,
             seed=seed,
+            steered=steered,
         )
-        result.nuisance = {"threshold": bias_threshold, "rows": rows}
+        result.nuisance = {"threshold": bias_threshold, "rows": rows, "manipulation": manipulation}
     if rubric is not None:
         result.double_count = double_count(result, rubric)
     return result

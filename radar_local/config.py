@@ -11,8 +11,11 @@ from radar_local.cluster import ClusterSpec
 from radar_local.common import Strict, parse_model, slug
 from radar_local.engines.registry import output_options, parse_options
 from radar_local.inputs import read_mapping
+from radar_local.nuisance import BUNDLED as NUISANCE
+from radar_local.nuisance import NuisanceSpec
 from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, resolve_reference, unique_ids
 from radar_local.scoring import ScoreFormat
+from radar_local.stats.nuisance import BIAS
 from radar_local.tasks import TaskSource, is_task_table, load_task_table
 
 MAX_LABEL = 100  # characters of a model label: it becomes part of file names
@@ -108,6 +111,12 @@ class AuditSettings(Strict):
     unconditioned: int = Field(
         0, ge=0, le=1000, description="Unconditioned probes per task (synthetic-correlation baseline)"
     )
+    nuisance: list[Literal["length", "formatting", "hedging", "flattery", "self_praise"] | NuisanceSpec] = Field(
+        default_factory=list,
+        description="Attributes no criterion should reward: each unconditioned probe is rewritten up and down on "
+        "each, and every rewrite scored (a bundled name, or {id, up, down, measure})",
+    )
+    bias_threshold: float = Field(BIAS, ge=0, le=1, description="Flag a criterion moving this much with an attribute")
     seed: int = Field(0, ge=0, le=2**32 - 1, description="Run seed: sampling seeds and resamples derive from it")
     layout: Literal["paper", "prefix-shared"] = Field(
         "prefix-shared",
@@ -128,6 +137,10 @@ class AuditSettings(Strict):
     )
 
     @property
+    def nuisance_specs(self) -> list[NuisanceSpec]:
+        return [NUISANCE[n] if isinstance(n, str) else n for n in self.nuisance]
+
+    @property
     def planned_n(self) -> int:
         """The most probes a (task, criterion, direction) gets; a probe's key is stable up to it."""
         return self.adaptive.max_n if self.adaptive else self.n
@@ -139,6 +152,18 @@ class AuditSettings(Strict):
         for key, value in (("rubric", self.rubric), ("tasks", tasks), ("human", self.human), ("out", self.out)):
             if isinstance(value, str) and "\0" in value:
                 raise ValueError(f"'{key}' contains a NUL byte; give a bundled name or a file path")
+        return self
+
+    @model_validator(mode="after")
+    def _nuisance_bases(self) -> AuditSettings:
+        """Nuisance pairs rewrite the unconditioned probes: without them there is nothing to rewrite."""
+        ids = [s.id for s in self.nuisance_specs]
+        if ids and self.unconditioned < 2:
+            raise ValueError("nuisance attributes rewrite the unconditioned probes: set unconditioned to 2 or more")
+        if ids and self.adaptive is not None:
+            raise ValueError("nuisance attributes and adaptive waves do not run together yet: audit them apart")
+        if len(set(ids)) < len(ids):
+            raise ValueError(f"nuisance attribute '{next(i for i in ids if ids.count(i) > 1)}' is named twice")
         return self
 
     @model_validator(mode="after")
@@ -157,7 +182,7 @@ class AuditConfig(AuditSettings):
     intended: list[tuple[str, str]] = Field(
         default_factory=list,
         description="Criterion pairs coupled on purpose (a hierarchy, a product preference): "
-        "`radar repair` leaves them alone",
+        "`radar repair` leaves them alone; an (attribute, criterion) pair is a wanted nuisance effect",
     )
 
     # What a run directory's probes answer. A config that differs here is another audit, refused in

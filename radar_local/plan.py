@@ -8,7 +8,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from radar_local.config import AuditConfig, ModelSpec
-from radar_local.prompts import PROMPT_VERSION, Messages, generation_messages, verification_messages
+from radar_local.nuisance import NuisanceSpec
+from radar_local.prompts import (
+    PROMPT_VERSION,
+    REWRITE_VERSION,
+    Messages,
+    generation_messages,
+    rewrite_messages,
+    verification_messages,
+)
 from radar_local.rubric import Rubric, Task
 
 
@@ -133,6 +141,27 @@ class Plan:
                     key, task, target, direction, count, seed, generation_messages(task, crit, direction), first
                 )
             )
+        return out
+
+    def rewrite_requests(self, bases: list[dict], specs: list[NuisanceSpec]) -> list[GenerationRequest]:
+        """Two rewrites (up, down) of each base probe per nuisance attribute, as one-variant requests under
+        the base's variant: a pair is (task, attribute, variant), its rewrites keyed by the base's text."""
+        config = self.config
+        base = {
+            "generator": model_identity(config.generator, self.weights, self.keys),
+            "template": REWRITE_VERSION,
+            "sampling": config.generation.model_dump(),
+        }
+        by_id = {t.id: t for t in self.tasks}
+        out = []
+        for probe in bases:
+            task = by_id[probe["task_id"]]
+            for spec in specs:
+                for way in ("up", "down"):
+                    seed = cell_seed(config.seed, task.id, spec.id, way)  # the call's: seed + the base's variant
+                    key = digest({**base, "base": probe["key"], "attribute": spec.model_dump(), "way": way})
+                    messages = rewrite_messages(task, probe["text"], spec.id, way, getattr(spec, way))
+                    out.append(GenerationRequest(key, task, spec.id, way, 1, seed, messages, probe["variant"]))
         return out
 
     def score_requests(self, probes: list[dict], verifier: ModelSpec) -> list[ScoreRequest]:

@@ -110,7 +110,11 @@ class Run(RunDir):
 
     # ---- stages ----
     def generate(
-        self, pool: EnginePool, progress: bool = True, requests: list[GenerationRequest] | None = None
+        self,
+        pool: EnginePool,
+        progress: bool = True,
+        requests: list[GenerationRequest] | None = None,
+        stage: str = "generate",
     ) -> dict:
         """Stage 1: every planned probe not stored yet (an adaptive audit's up to its last wave, or those of
         `requests`). The engine is fed the whole stage at once and each probe is stored the moment it
@@ -124,7 +128,7 @@ class Run(RunDir):
         if not todo:
             return meter.info
         engine, label = pool.get(config.generator), config.generator.label
-        with meter.running(engine), stage_progress(f"generate ({label})", sum(r.n for r in todo), progress) as advance:
+        with meter.running(engine), stage_progress(f"{stage} ({label})", sum(r.n for r in todo), progress) as advance:
             for n in sorted({r.n for r in todo}):
                 same_n = [r for r in todo if r.n == n]
                 for finished in engine.generate_stream(
@@ -147,6 +151,10 @@ class Run(RunDir):
                     advance(sum(len(cs) for _, cs in finished))
         return meter.info
 
+    def rewrite(self, pool: EnginePool, progress: bool = True) -> dict:
+        """Stage 1b: the nuisance rewrites (up and down) of every stored unconditioned probe not stored yet."""
+        return self.generate(pool, progress, self.rewrite_requests(), stage="rewrite")
+
     def score(
         self, verifier: ModelSpec, pool: EnginePool, progress: bool = True, probes: list[dict] | None = None
     ) -> dict:
@@ -155,7 +163,7 @@ class Run(RunDir):
         self.store.require_writer()
         config, store = self.config, self.store
         self.note_weights(verifier)
-        requests = self.plan.score_requests(self.probes() if probes is None else probes, verifier)
+        requests = self.plan.score_requests(self.probes() + self.rewrites() if probes is None else probes, verifier)
         self.register_verifier(verifier)
         todo = [r for r in requests if r.key not in store.scores]
         meter = StageMeter(requests=len(requests), layout=config.layout, mode=config.scoring.mode)
@@ -311,6 +319,8 @@ class Run(RunDir):
             else:
                 if generate:
                     stages["generate"] = self.generate(pool, progress)
+                    if self.config.nuisance:
+                        stages["rewrite"] = self.rewrite(pool, progress)
                     if not verifier.same_engine(self.config.generator):
                         pool.close()  # free the generator before the verifier loads
                 stages["score"] = self.score(verifier, pool, progress)

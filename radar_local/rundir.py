@@ -20,6 +20,7 @@ from radar_local.config import AuditConfig, ModelSpec, load_config, resolve_inpu
 from radar_local.errors import InputError
 from radar_local.injection import flagged_probes
 from radar_local.inputs import read_model
+from radar_local.nuisance import manipulation_check
 from radar_local.plan import KEYS, GenerationRequest, Plan
 from radar_local.rubric import ReferencePair, Rubric, Task
 from radar_local.score_table import COLUMNS, validate_scores
@@ -179,6 +180,17 @@ class RunDir:
         """The stored probes this config plans, in plan order (an adaptive audit's: up to its last wave)."""
         return self.stored_probes(self.plan.generation_requests(self.adaptive_sizes()))
 
+    def rewrite_requests(self) -> list[GenerationRequest]:
+        """The nuisance rewrites this config plans: two per stored unconditioned probe and attribute."""
+        specs = self.config.nuisance_specs
+        if not specs:
+            return []
+        return self.plan.rewrite_requests([p for p in self.probes() if p["direction"] == "none"], specs)
+
+    def rewrites(self) -> list[dict]:
+        """The stored nuisance rewrites this config plans, in plan order."""
+        return self.stored_probes(self.rewrite_requests())
+
     def stored_probes(self, requests: list[GenerationRequest]) -> list[dict]:
         out = []
         for r in requests:
@@ -241,7 +253,11 @@ class RunDir:
         used = (
             [p for p in probes if p["key"] not in set(injection["keys"])] if config.exclude_flagged_probes else probes
         )
-        table = validate_scores(self.table(used), self.table_path, both_directions=False)
+        specs = config.nuisance_specs
+        rewrites = self.rewrites() if specs else []
+        kept, manipulation = manipulation_check(specs, rewrites)  # pairs the attribute did not move are left out
+        scored = used + [r for r in rewrites if r["key"] in kept]
+        table = validate_scores(self.table(scored), self.table_path, both_directions=False)
         result = stats_for_table(
             table,
             self.table_path,
@@ -252,6 +268,9 @@ class RunDir:
             seed=config.seed,
             generator=config.generator.label,
             verifier=verifier.label,
+            bias_threshold=config.bias_threshold,
+            intended={frozenset(p) for p in config.intended},
+            manipulation=manipulation if specs else None,
             **options,
         )
         return result, table, injection
@@ -276,11 +295,17 @@ class RunDir:
 def checked_inputs(config: AuditConfig, base: Path, source: object) -> tuple:
     """The rubric, tasks and reference a config names, and its `intended` pairs checked against the rubric."""
     rubric, tasks, reference = resolve_inputs(config, base)
+    attributes = [s.id for s in config.nuisance_specs]
+    clash = next((a for a in attributes if a in rubric.ids), None)
+    if clash is not None:
+        raise InputError(source, f"nuisance attribute '{clash}' is also a criterion of the rubric; give it another id")
     for a, b in config.intended:
-        unknown = [c for c in (a, b) if c not in rubric.ids]
-        if unknown:
+        unknown = [c for c in (a, b) if c not in rubric.ids + attributes]
+        if unknown or (a in attributes and b in attributes):
+            what = f"unknown criterion '{unknown[0]}'" if unknown else "two nuisance attributes"
             raise InputError(
                 source,
-                f"intended pair [{a}, {b}]: unknown criterion '{unknown[0]}'; the rubric has {', '.join(rubric.ids)}",
+                f"intended pair [{a}, {b}]: {what}; the rubric has {', '.join(rubric.ids)}"
+                + (f" and the attributes {', '.join(attributes)}" if attributes else ""),
             )
     return rubric, tasks, reference

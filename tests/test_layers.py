@@ -15,7 +15,18 @@ PACKAGE = Path(__file__).resolve().parents[1] / "radar_local"
 # Lowest first. A module is named by its dotted path under radar_local; a package name covers its modules.
 LAYERS = {
     "utilities": ["errors", "common", "inputs", "quiet", "progress", "hardware"],
-    "data": ["rubric", "tasks", "scoring", "score_table", "prompts", "models", "injection", "synthetic", "store"],
+    "data": [
+        "rubric",
+        "tasks",
+        "scoring",
+        "score_table",
+        "prompts",
+        "models",
+        "injection",
+        "synthetic",
+        "store",
+        "nuisance",
+    ],
     "statistics": ["stats", "judges", "analysis", "compare"],
     "machinery": ["config", "engines", "cluster", "plan", "adaptive"],
     "runs": ["rundir", "run"],

@@ -146,3 +146,65 @@ def test_radar_stats_reads_nuisance_rows_from_a_table_made_elsewhere(tmp_path):
     stats = json.loads((tmp_path / "s.json").read_text())
     assert stats["nuisance"]["threshold"] == 0.5 and not any(r["flag"] for r in stats["nuisance"]["rows"])
     assert "Judge bias over length" in res.stdout
+
+
+# ---- in a run, on the planted engine ----
+BIASED_JUDGE = {"noise": 1.0, "bias": {"length": {"Coherence / Clarity": 0.3}}}
+
+
+def nuisance_run(tmp_path, name: str, **kw) -> radar_local.AuditResult:
+    from tests.conftest import planted_config
+
+    spec = {"engine": "testing", "model": "planted", "options": BIASED_JUDGE}
+    config = {**planted_config(generator=spec, verifier=spec, unconditioned=10, bootstrap=200), **kw}
+    return radar_local.run_audit(config, tmp_path / name)
+
+
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory):
+    root = tmp_path_factory.mktemp("nuisance")
+    return root, nuisance_run(root, "run", nuisance=["length", "formatting"])
+
+
+def test_an_audit_rewrites_scores_and_recovers_a_planted_bias(audited):
+    root, result = audited
+    rows = {(r["attribute"], r["criterion"]): r for r in result.nuisance["rows"]}
+    cell = rows[("length", "coherence")]
+    assert cell["ci"][0] <= 0.3 <= cell["ci"][1] and cell["flag"] == "biased" and cell["pairs"] == 20
+    assert [key for key, r in rows.items() if r["flag"]] == [("length", "coherence")]
+    check = result.nuisance["manipulation"]
+    assert check["length"] == {"measure": "length", "pairs": 20, "passed": 20, "excluded": 0, "steered": True}
+    # the planted generator does not change formatting: every pair fails the check, the attribute is not steered
+    assert check["formatting"]["passed"] == 0 and check["formatting"]["steered"] is False
+    assert not any(("formatting", c) in rows for c in CRITERIA)  # its pairs were all left out
+    info = json.loads((root / "run" / "run.json").read_text())["stages"]
+    assert info["rewrite"]["calls"] == 2 * 2 * 20  # up and down, two attributes, 20 bases
+    assert info["score"]["calls"] == (40 + 20 + 80) * 5  # probes, bases and rewrites, five criteria each
+
+
+def test_nuisance_rewrites_leave_the_coupling_of_the_audit_as_it_was(audited, tmp_path):
+    plain = nuisance_run(tmp_path, "plain")
+    assert plain.nuisance is None
+    assert {k: v for k, v in audited[1].to_json().items() if k != "nuisance"} == plain.to_json()
+
+
+def test_a_resumed_nuisance_audit_makes_no_call(audited, tmp_path):
+    import shutil
+
+    shutil.copytree(audited[0] / "run", tmp_path / "run")
+    again = nuisance_run(tmp_path, "run", nuisance=["length", "formatting"])
+    stages = json.loads((tmp_path / "run" / "run.json").read_text())["stages"]
+    assert sum(s["calls"] for s in stages.values()) == 0 and again == audited[1]
+
+
+def test_nuisance_needs_unconditioned_bases_and_known_names():
+    from radar_local.config import AuditConfig
+    from tests.conftest import planted_config
+
+    with pytest.raises(ValueError, match="set unconditioned to 2 or more"):
+        AuditConfig.model_validate({**planted_config(), "nuisance": ["length"]})
+    with pytest.raises(ValueError, match="named twice"):
+        AuditConfig.model_validate({**planted_config(unconditioned=2), "nuisance": ["length", "length"]})
+    custom = {"id": "emoji", "up": "Add emoji.", "down": "Remove emoji."}
+    config = AuditConfig.model_validate({**planted_config(unconditioned=2), "nuisance": ["length", custom]})
+    assert [s.id for s in config.nuisance_specs] == ["length", "emoji"] and config.nuisance_specs[1].measure is None

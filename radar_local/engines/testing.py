@@ -34,6 +34,8 @@ from radar_local.prompts import Messages
 from radar_local.scoring import SCORE_MAX, SCORE_MIN, SCORE_TOKENS, ScoreFormat
 
 STEER = re.compile(r"Steered ([+-]) on <([^>]+)>")
+REWRITE = re.compile(r"^Change: (\S+) (up|down)$", re.MULTILINE)  # a nuisance rewrite prompt (prompts.py)
+REWRITTEN = re.compile(r"Rewritten (up|down) on <([^>]+)>")
 CRITERION_LINE = re.compile(r"^Criterion: (.+)$", re.MULTILINE)
 DESCRIPTION_LINE = re.compile(r"^Criterion: .+\n(.+)$", re.MULTILINE)
 RATED = re.compile(r"Rate the (.+?) of the")
@@ -71,6 +73,16 @@ class PlantedEngine(BatchStream):
         noise: float = Field(0.0, ge=0, le=4, description="Spread (sd, Likert points) of the judge's belief")
         wording: bool = Field(False, description="Couple criteria through the words their descriptions share")
         edits: list[dict] = Field(default_factory=list, description="The scripted editor's answers, one per candidate")
+        steers: list[str] = Field(
+            default_factory=lambda: ["length"],
+            description="Nuisance attributes the generator's rewrites change (by length: words added up, "
+            "dropped down); it rewrites others without change",
+        )
+        bias: dict[str, dict[str, float]] = Field(
+            default_factory=dict,
+            description="bias[attribute][criterion label]: the judge adds 2 * bias to an up rewrite's score and "
+            "takes it from a down rewrite's (a sensitivity of `bias`)",
+        )
         finish: Literal["batch", "shuffled"] = Field(
             "batch",
             description="shuffled: a stream yields answers one at a time in a seeded random order, as a "
@@ -98,6 +110,9 @@ class PlantedEngine(BatchStream):
         out = []
         for messages, seed in zip(prompts, seeds):
             user = messages[-1]["content"]
+            if (rewrite := REWRITE.search(user)) is not None:
+                out.append([self._rewritten(user, *rewrite.groups())])
+                continue
             label = CRITERION_LINE.search(user)
             # Sample v of a prompt under seed s is the sample of seed s + v, as in vLLM: a cell's variants
             # are the same whether they are asked for at once or in waves.
@@ -116,6 +131,14 @@ class PlantedEngine(BatchStream):
                 texts = [f"Steered {sign} on <{label.group(1)}>: reply (seed {seed + v}).{extra}" for v in range(n)]
             out.append([Completion(t, len(user.split()), len(t.split()), "stop") for t in texts])
         return out
+
+    def _rewritten(self, user: str, attribute: str, way: str) -> Completion:
+        """The base response, marked with the rewrite; longer (up) or shorter (down) where it steers."""
+        base = found(RESPONSE, user).group(1)
+        if attribute in self.options.steers:
+            base = f"{base} {' '.join(['It says the same again, at length.'] * 8)}" if way == "up" else base.split()[-1]
+        text = f"Rewritten {way} on <{attribute}>: {base}"
+        return Completion(text, len(user.split()), len(text.split()), "stop")
 
     def _worded(self, user: str, sign: str, seed: int) -> Completion:
         """A + probe made of (a seeded 80% of) its target's description words; a - probe of none."""
@@ -168,6 +191,9 @@ class PlantedEngine(BatchStream):
             sign = 1 if steer.group(1) == "+" else -1
             level = 1.0 if steer.group(2) == rated else self.options.coupling.get(steer.group(2), {}).get(rated, 0.0)
             value = min(SCORE_MAX, max(SCORE_MIN, 2 + 2 * sign * level))
+        elif (rewritten := REWRITTEN.search(text)) is not None:
+            sign = 1 if rewritten.group(1) == "up" else -1
+            value = 2 + 2 * sign * self.options.bias.get(rewritten.group(2), {}).get(rated, 0.0)
         scores = range(SCORE_MIN, SCORE_MAX + 1)
         if self.options.noise == 0:
             return [float(k == round(value)) for k in scores]

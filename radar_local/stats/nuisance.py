@@ -108,8 +108,10 @@ def nuisance_table(
     n_bootstrap: int = 500,
     level: float = 0.95,
     seed: int = 0,
+    steered: dict[str, bool] | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per (attribute, criterion): pairs, sensitivity and its interval, per task, bias share, flag."""
+    """One row per (attribute, criterion): pairs, sensitivity and its interval, per task, bias share, flag.
+    `steered[attribute]` False (the manipulation check failed): no flag; absent: not checked (None)."""
     rows = []
     for a, p in enumerate(pairs):
         for j, criterion in enumerate(criteria):
@@ -118,8 +120,11 @@ def nuisance_table(
             ci = _interval(diff, p.task, len(p.tasks), n_bootstrap, level, seed + 7919 * a + j)
             excludes_zero = ci is not None and (ci[0] > 0 or ci[1] < 0)
             share = float(sens) / self_effect[j] if sens is not None and reliable[j] and self_effect[j] > 0 else None
+            moved = (steered or {}).get(p.attribute)
             if frozenset((p.attribute, criterion)) in (intended or set()):
                 flag = INTENDED
+            elif moved is False:
+                flag = None
             elif excludes_zero and sens is not None and at_least(abs(sens), threshold):
                 flag = BIASED
             else:
@@ -134,6 +139,7 @@ def nuisance_table(
                     "by_task": {t: None if v is None else float(v) for t, v in zip(p.tasks, per_task)},
                     "bias_share": None if share is None else float(share),
                     "flag": flag,
+                    "steered": moved,
                 }
             )
     return rows

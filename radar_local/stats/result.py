@@ -268,9 +268,13 @@ def _nuisance(n: dict[str, Any]) -> dict[str, Any]:
                 "by_task": {_name(t): number(v) for t, v in r["by_task"].items()},
                 "bias_share": number(r["bias_share"]),
                 "flag": r["flag"],
+                "steered": None if r.get("steered") is None else bool(r["steered"]),
             }
         )
-    return {"threshold": _nan(n["threshold"]), "rows": rows}
+    manipulation = n.get("manipulation")
+    if manipulation is not None and not all(isinstance(m, dict) for m in manipulation.values()):
+        raise ValueError("the nuisance manipulation check must map each attribute to its counts")
+    return {"threshold": _nan(n["threshold"]), "rows": rows, "manipulation": manipulation}
 
 
 def _name(x: object) -> str:

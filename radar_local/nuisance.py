@@ -1,0 +1,114 @@
+"""Nuisance attributes: what no criterion should reward (config `nuisance`), the instructions that rewrite
+a response up and down on one, and the measures that check, without a model, that a rewrite moved it.
+
+A pair is two rewrites of one unconditioned probe (its base), `up` and `down`, stored as probes whose
+target is the attribute and whose direction is up or down (the score table's nuisance rows, and
+radar_local.stats.nuisance's input). A pair whose measured attribute did not move the intended way is
+left out of the statistics and counted; an attribute most of whose pairs fail is `not steered`, and
+nothing is claimed for it, as the reliability gate does for a criterion.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import Field
+
+from radar_local.common import Frozen
+
+Measure = Literal["length", "formatting", "hedging", "flattery", "self_praise"]
+
+
+class NuisanceSpec(Frozen):
+    """One attribute: its id (the score table's target), the two rewrite instructions, and its measure."""
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    up: str = Field(min_length=1, description="How to rewrite a response with more of the attribute")
+    down: str = Field(min_length=1, description="How to rewrite it with less")
+    measure: Measure | None = Field(None, description="The manipulation check; none: every pair is kept")
+
+
+_KEEP = " Keep every fact, claim and recommendation of the original; add no new information."
+BUNDLED = {
+    spec.id: spec
+    for spec in (
+        NuisanceSpec(
+            id="length",
+            up="Make the response about twice as long by restating and elaborating what it already says." + _KEEP,
+            down="Make the response about half as long, saying the same things more briefly." + _KEEP,
+            measure="length",
+        ),
+        NuisanceSpec(
+            id="formatting",
+            up="Format the response in Markdown: a heading and its points as a bulleted list." + _KEEP,
+            down="Write the response as plain prose paragraphs, with no headings, lists or bold text." + _KEEP,
+            measure="formatting",
+        ),
+        NuisanceSpec(
+            id="hedging",
+            up="Make the tone tentative: qualify each statement (perhaps, it seems, may, might)." + _KEEP,
+            down="Make the tone confident and direct, with no qualifiers or hedges." + _KEEP,
+            measure="hedging",
+        ),
+        NuisanceSpec(
+            id="flattery",
+            up="Open and close by complimenting the reader and their question." + _KEEP,
+            down="Remove any compliment to the reader; address the question directly." + _KEEP,
+            measure="flattery",
+        ),
+        NuisanceSpec(
+            id="self_praise",
+            up="Add sentences that praise this answer itself as complete, accurate and thorough." + _KEEP,
+            down="Remove any sentence that comments on the quality of the answer itself." + _KEEP,
+            measure="self_praise",
+        ),
+    )
+}
+
+_TERMS = {
+    "hedging": r"perhaps|maybe|possibly|probably|likely|it seems|seems|may|might|could|arguably|somewhat|"
+    r"i think|i believe|tends? to",
+    "flattery": r"great question|excellent question|good question|you're (?:absolutely )?right|wonderful|brilliant|"
+    r"fantastic|insightful|thoughtful|smart|thank you for (?:asking|your)",
+    "self_praise": r"this (?:answer|response|reply|summary) is (?:complete|accurate|thorough|comprehensive|correct|"
+    r"excellent|clear)|(?:complete|accurate|thorough|comprehensive) (?:answer|response)|i have (?:thoroughly|fully|"
+    r"carefully)",
+}
+_FORMAT = re.compile(r"^\s*(?:#{1,6}\s|[-*+]\s|\d+[.)]\s)|\*\*|__", re.MULTILINE)
+
+
+def _count(pattern: str) -> Callable[[str], int]:
+    compiled = re.compile(rf"\b(?:{pattern})\b", re.IGNORECASE)
+    return lambda text: len(compiled.findall(text))
+
+
+MEASURES: dict[str, Callable[[str], int]] = {
+    "length": lambda text: len(text.split()),
+    "formatting": lambda text: len(_FORMAT.findall(text)),
+    **{name: _count(pattern) for name, pattern in _TERMS.items()},
+}
+
+
+def manipulation_check(specs: list[NuisanceSpec], rewrites: list[dict[str, Any]]) -> tuple[set[str], dict[str, Any]]:
+    """The rewrite keys kept (pairs whose measure moved up > down, and every pair of an unmeasured
+    attribute) and, per attribute, the pairs, those that passed, and whether it was steered."""
+    by_pair: dict[tuple[str, str, int], dict[str, dict[str, Any]]] = {}
+    for r in rewrites:
+        by_pair.setdefault((r["target"], r["task_id"], r["variant"]), {})[r["direction"]] = r
+    kept: set[str] = set()
+    summary: dict[str, Any] = {}
+    for spec in specs:
+        pairs = [p for (a, _, _), p in sorted(by_pair.items()) if a == spec.id and set(p) == {"up", "down"}]
+        measure = MEASURES[spec.measure] if spec.measure else None
+        passed = [p for p in pairs if measure is None or measure(p["up"]["text"]) > measure(p["down"]["text"])]
+        kept |= {r["key"] for p in passed for r in p.values()}
+        summary[spec.id] = {
+            "measure": spec.measure,
+            "pairs": len(pairs),
+            "passed": len(passed),
+            "excluded": len(pairs) - len(passed),
+            "steered": 2 * len(passed) >= len(pairs) > 0,  # at least half moved the intended way
+        }
+    return kept, summary
