@@ -31,7 +31,9 @@ def _disjoint(ci_a: tuple | None, ci_b: tuple | None) -> bool:
     return ci_a[1] < ci_b[0] or ci_b[1] < ci_a[0]
 
 
-def compare(before: AuditResult, after: AuditResult, fail_on_sym: float | None = None) -> dict:
+def compare(
+    before: AuditResult, after: AuditResult, fail_on_sym: float | None = None, fail_on_bias: float | None = None
+) -> dict:
     earlier = {frozenset((p["a"], p["b"])): p for p in before.pairs.to_dict("records")}
     rows = []
     for p in after.pairs.to_dict("records"):
@@ -69,12 +71,54 @@ def compare(before: AuditResult, after: AuditResult, fail_on_sym: float | None =
             for p in after.pairs.to_dict("records")
             if p["reliable"] and p["sym"] == p["sym"] and p["sym"] >= fail_on_sym
         ]
+    bias = bias_changes(before, after)
+    bias_violations = []
+    if fail_on_bias is not None:
+        # Every measured, steered, non-intended cell of `after` whose interval excludes 0 at |sensitivity| >= the
+        # policy; the stored sensitivity is the exact mean rounded once, so the float order holds (as for Sym).
+        bias_violations = [
+            {"attribute": r["attribute"], "criterion": r["criterion"], "sensitivity": r["sensitivity"]}
+            for r in (after.nuisance or {}).get("rows", [])
+            if r["flag"] != "intended"
+            and r["steered"] is not False
+            and r["sensitivity"] is not None
+            and r["ci"] is not None
+            and (r["ci"][0] > 0 or r["ci"][1] < 0)
+            and abs(r["sensitivity"]) >= fail_on_bias
+        ]
     return {
         "pairs": rows,
         "moved": [r for r in rows if r["moved"]],
+        "bias": bias,
+        "bias_moved": [r for r in bias if r["moved"]],
+        "fail_on_bias": fail_on_bias,
+        "bias_violations": bias_violations,
         "gate_changes": gate,
         "fail_on_sym": fail_on_sym,
         "violations": violations,
         "only_before": sorted(set(before.criteria) - set(after.criteria)),
         "only_after": sorted(set(after.criteria) - set(before.criteria)),
     }
+
+
+def bias_changes(before: AuditResult, after: AuditResult) -> list[dict]:
+    """Each (attribute, criterion) both audits measured: its sensitivity before and after, and whether their
+    intervals are disjoint."""
+    earlier = {(r["attribute"], r["criterion"]): r for r in (before.nuisance or {}).get("rows", [])}
+    out = []
+    for r in (after.nuisance or {}).get("rows", []):
+        q = earlier.get((r["attribute"], r["criterion"]))
+        if q is not None:
+            ci_before, ci_after = (tuple(c) if c else None for c in (q["ci"], r["ci"]))
+            out.append(
+                {
+                    "attribute": r["attribute"],
+                    "criterion": r["criterion"],
+                    "sensitivity_before": q["sensitivity"],
+                    "sensitivity_after": r["sensitivity"],
+                    "ci_before": ci_before,
+                    "ci_after": ci_after,
+                    "moved": _disjoint(ci_before, ci_after),
+                }
+            )
+    return out

@@ -208,3 +208,19 @@ def test_nuisance_needs_unconditioned_bases_and_known_names():
     custom = {"id": "emoji", "up": "Add emoji.", "down": "Remove emoji."}
     config = AuditConfig.model_validate({**planted_config(unconditioned=2), "nuisance": ["length", custom]})
     assert [s.id for s in config.nuisance_specs] == ["length", "emoji"] and config.nuisance_specs[1].measure is None
+
+
+def test_radar_compare_shows_a_bias_that_moved_and_gates_on_it(tmp_path):
+    from tests.conftest import radar_run
+
+    planted = {"engine": "testing", "model": "planted"}
+    fair = nuisance_run(
+        tmp_path, "fair", nuisance=["length"], generator=planted, verifier={**planted, "options": {"noise": 1.0}}
+    )
+    assert not any(r["flag"] for r in fair.nuisance["rows"])  # an unbiased judge: nothing flagged
+    strong = {**planted, "options": {"noise": 1.0, "bias": {"length": {"Coherence / Clarity": 0.5}}}}
+    nuisance_run(tmp_path, "biased", nuisance=["length"], generator=planted, verifier=strong)
+    res = radar_run("compare", tmp_path / "fair", tmp_path / "biased", "--fail-on-bias", "0.25")
+    assert res.returncode == 1 and "bias moved: coherence with length" in res.stdout
+    assert "policy: coherence moves +0.49 with length" in res.stderr and res.stderr.count("policy:") == 1
+    assert radar_run("compare", tmp_path / "fair", tmp_path / "biased", "--fail-on-bias", "0.9").returncode == 0

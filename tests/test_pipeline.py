@@ -258,3 +258,28 @@ def test_repair_on_the_embedded_model_invents_nothing(tmp_path, vllm_pool, small
         "No candidate improved on the original beyond its confidence intervals"
         in (run / "repair" / "repair.md").read_text()
     )
+
+
+@pytest.mark.slow
+def test_nuisance_length_on_the_embedded_model(tmp_path, vllm_pool):
+    """SmolLM2 writes a longer rewrite when asked and a shorter one when asked: the manipulation check passes
+    for length, and the sensitivities it yields are reported as they come (a 135M judge, a few pairs)."""
+    from radar_local.nuisance import MEASURES
+    from radar_local.report.build import write_report
+    from radar_local.run import load_run
+
+    cfg = tiny_config("vllm", rubric=str(SMALL_RUBRIC), n=1, unconditioned=3, nuisance=["length"])
+    cfg["generation"] = {"max_new_tokens": 160}
+    result = run_audit(AuditConfig.model_validate(cfg), tmp_path, base=REPO, pool=vllm_pool)
+    check = result.nuisance["manipulation"]["length"]
+    rewrites = load_run(tmp_path).rewrites()
+    assert len(rewrites) == 6 and check["pairs"] == 3 and check["steered"] is True, check
+    words = {r["direction"]: [] for r in rewrites}
+    for r in rewrites:
+        words[r["direction"]].append(MEASURES["length"](r["text"]))
+    assert sum(words["up"]) > sum(words["down"])  # what the check measured, pair by pair
+    rows = result.nuisance["rows"]
+    assert [r["criterion"] for r in rows] == ["helpfulness", "politeness", "verbosity"]
+    assert all(r["pairs"] <= check["passed"] and r["sensitivity"] is not None for r in rows)
+    report = (write_report(load_run(tmp_path)) / "report.md").read_text()
+    assert "## Judge bias" in report and "Judge bias over length" in report
