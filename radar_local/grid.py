@@ -54,8 +54,10 @@ def _audit_cells(grid: GridConfig, runs: dict[str, Run], todo: list, progress: b
     pool = EnginePool(grid.cluster)
     try:
         for label, run in runs.items():  # stage 1: each generator once (on a cluster, on all its replicas)
-            gen = run.generate(pool, progress)
-            stages.update({(label, v.label): {"generate": gen} for v in grid.verifiers})
+            done = {"generate": run.generate(pool, progress)}
+            if run.config.nuisance:  # the nuisance rewrites, by the same generator: every judge scores them
+                done["rewrite"] = run.rewrite(pool, progress)
+            stages.update({(label, v.label): dict(done) for v in grid.verifiers})
         if grid.cluster is None:  # stage 2: each verifier loaded once, scoring every generator's probes
             score_cells(grid.verifiers, runs, todo, stages, pool, progress)
     finally:
@@ -171,4 +173,20 @@ def grid_summary(results: list[AuditResult]) -> dict:
             {"a": crit[i], "b": crit[j], "sym_mean": mean, "sym_sd": sd, "cells": len(syms), "stability": kind}
         )
     pairs.sort(key=lambda p: -np.nan_to_num(p["sym_mean"], nan=-np.inf))
-    return to_json({"cells": table, "verifier_distance": distance, "pairs": pairs, "criteria": crit})
+    return to_json(
+        {"cells": table, "verifier_distance": distance, "pairs": pairs, "criteria": crit, "bias": bias_by_cell(results)}
+    )
+
+
+def bias_by_cell(results: list[AuditResult]) -> list[dict]:
+    """Each cell's judge bias, one row per (attribute, criterion): judges side by side on what they reward
+    that no criterion asks for."""
+    return [
+        {
+            "generator": r.generator,
+            "verifier": r.verifier,
+            **{k: row[k] for k in ("attribute", "criterion", "sensitivity", "ci", "flag")},
+        }
+        for r in results
+        for row in (r.nuisance or {}).get("rows", [])
+    ]

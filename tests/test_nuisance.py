@@ -224,3 +224,43 @@ def test_radar_compare_shows_a_bias_that_moved_and_gates_on_it(tmp_path):
     assert res.returncode == 1 and "bias moved: coherence with length" in res.stdout
     assert "policy: coherence moves +0.49 with length" in res.stderr and res.stderr.count("policy:") == 1
     assert radar_run("compare", tmp_path / "fair", tmp_path / "biased", "--fail-on-bias", "0.9").returncode == 0
+
+
+def test_a_grid_sets_its_judges_side_by_side_on_bias(tmp_path):
+    import yaml
+    from click.testing import CliRunner
+
+    from radar_local.cli.main import cli
+    from tests.conftest import planted_config
+
+    judges = [
+        {"engine": "testing", "model": "judge-a", "options": BIASED_JUDGE},
+        {"engine": "testing", "model": "judge-b", "options": {"noise": 1.0}},
+    ]
+    settings = {k: v for k, v in planted_config(unconditioned=10).items() if k not in ("generator", "verifier")}
+    grid = {
+        **settings,
+        "nuisance": ["length"],
+        "generators": [{"engine": "testing", "model": "gen"}],
+        "verifiers": judges,
+    }
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
+    res = CliRunner().invoke(cli, ["grid", str(tmp_path / "grid.yaml"), "--out", str(tmp_path / "g"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "g" / "grid.json").read_text())
+    flagged = [(b["verifier"], b["attribute"], b["criterion"]) for b in summary["bias"] if b["flag"]]
+    assert flagged == [("judge-a", "length", "coherence")] and len(summary["bias"]) == 2 * 5
+    assert "Judge bias per cell" in (tmp_path / "g" / "grid.md").read_text()
+    stages = json.loads((tmp_path / "g" / "gen" / "run.json").read_text())["stages"]
+    assert stages["rewrite"]["calls"] == 40  # rewritten once, scored by both judges
+
+
+def test_the_report_draws_the_bias_and_shows_the_pairs_that_moved_most(audited, tmp_path):
+    from radar_local.report.build import write_report
+    from radar_local.run import load_run
+
+    folder = write_report(load_run(audited[0] / "run"), out=tmp_path / "report")
+    md, html = (folder / "report.md").read_text(), (folder / "report.html").read_text()
+    assert (folder / "figures" / "nuisance.png").read_bytes().startswith(b"\x89PNG")
+    assert "### coherence with length (+0.3" in md and "biased" in md
+    assert 'id="fig-nuisance"' in html and "Rewritten up on &lt;length&gt;" in html and "Rewritten down" in html

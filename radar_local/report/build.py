@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from radar_local.report.examples import example_probes
+from radar_local.report.examples import example_probes, nuisance_examples
 from radar_local.report.html import audit_html
 from radar_local.report.markdown import audit_markdown
 from radar_local.report.text import cost_rows, injection_line, num
@@ -33,8 +33,9 @@ def write_report(run: RunDir, verifier: str | None = None, out: str | Path | Non
     out = make_folder(Path(out)) if out is not None else make_folder(run.report_dir(verifier), own=True)
     figures = _figures(result, make_folder(out / "figures", own=True))
     examples = example_probes(result, run.store)
-    write_atomic(out / "report.html", audit_html(result, figures, examples, info, result.calibration))
-    write_atomic(out / "report.md", report_markdown(result, examples, info, result.calibration))
+    pairs = nuisance_examples(result, run.store)
+    write_atomic(out / "report.html", audit_html(result, figures, examples, info, result.calibration, pairs))
+    write_atomic(out / "report.md", report_markdown(result, examples, info, result.calibration, pairs))
     return out
 
 
@@ -45,20 +46,33 @@ def _figures(result: AuditResult, folder: Path) -> dict[str, bytes]:
 
     stats = json.dumps(result.to_json(), sort_keys=True, default=str).encode()
     digest = hashlib.sha256(stats + Path(plots.__file__).read_bytes()).hexdigest()
-    stamp, files = folder / "figures.sha256", {name: folder / f"{name}.png" for name in plots.FIGURES}
+    drawn = plots.figures_for(result)
+    stamp, files = folder / "figures.sha256", {name: folder / f"{name}.png" for name in drawn}
     if stamp.is_file() and stamp.read_text() == digest and all(f.is_file() for f in files.values()):
         return {name: f.read_bytes() for name, f in files.items()}
     stamp.unlink(missing_ok=True)  # the figures below are being redrawn
-    figures = {name: plots.png(make(result)) for name, make in plots.FIGURES.items()}
+    figures = {name: plots.png(make(result)) for name, make in drawn.items()}
     for name, data in figures.items():
         write_atomic(files[name], data)
     write_atomic(stamp, digest)
     return figures
 
 
-def report_markdown(result: AuditResult, examples: list[dict], run: dict, cal: dict | None) -> str:
+def report_markdown(
+    result: AuditResult, examples: list[dict], run: dict, cal: dict | None, pairs: list[dict] | None = None
+) -> str:
     md = [audit_markdown(result)]
     md += [f"## {title}\n\n![{title}](figures/{name}.png)\n" for name, title in FIGURE_TITLES.items()]
+    if pairs is not None and (result.nuisance or {}).get("rows"):
+        md.append("## Judge bias\n\n![Judge bias](figures/nuisance.png)\n")
+        for ex in pairs:
+            md.append(
+                f"### {ex['criterion']} with {ex['attribute']} ({num(ex['sensitivity'])}, {ex['flag'] or 'no flag'})\n"
+            )
+            for way in ("up", "down"):
+                md.append(f"{way} (scored {ex[way]['score']}, task {ex['task_id']}):\n")
+                md.append("> " + ex[way]["text"].replace("\n", "\n> ") + "\n")
+                md.append(f"- rationale: {ex[way]['rationale']}\n")
     md.append("## Example probes\n")
     for ex in examples:
         md.append(f"### {ex['a']} / {ex['b']} (Sym {num(ex['sym'])}, {ex['flags'] or 'no flag'})\n")

@@ -58,3 +58,50 @@ def pair_examples(result: AuditResult, store: Store, a: str, b: str, max_chars: 
             }
         )
     return shown
+
+
+def nuisance_examples(result: AuditResult, store: Store, cells: int = 3, max_chars: int = 500) -> list[dict]:
+    """For the (attribute, criterion) cells that moved most (biased first): the pair whose up and down
+    rewrites the verifier scored furthest apart on that criterion, with its rationales."""
+    rows = [r for r in (result.nuisance or {}).get("rows", []) if r["sensitivity"] is not None]
+    rows.sort(key=lambda r: (r["flag"] != "biased", -abs(r["sensitivity"])))
+    score_of = {
+        (s["probe_key"], s["criterion"]): s
+        for s in store.scores.values()
+        if s["verifier"] == result.verifier and s["score"] is not None
+    }
+    cut = lambda text: text if len(text) <= max_chars else text[:max_chars] + " [...]"
+    shown = []
+    for r in rows[:cells]:
+        pairs: dict[tuple[str, int], dict[str, dict]] = {}
+        for p in store.probes.values():
+            if (
+                p["target"] == r["attribute"]
+                and p["direction"] in ("up", "down")
+                and p["generator"] == result.generator
+            ):
+                if (p["key"], r["criterion"]) in score_of:
+                    pairs.setdefault((p["task_id"], p["variant"]), {})[p["direction"]] = p
+        whole = [pair for pair in pairs.values() if len(pair) == 2]
+        if not whole:
+            continue
+        crit = r["criterion"]
+        pair = max(
+            whole,
+            key=lambda p: abs(score_of[p["up"]["key"], crit]["score"] - score_of[p["down"]["key"], crit]["score"]),
+        )
+        shown.append(
+            {
+                **{k: r[k] for k in ("attribute", "criterion", "sensitivity", "flag")},
+                "task_id": pair["up"]["task_id"],
+                **{
+                    way: {
+                        "text": cut(pair[way]["text"]),
+                        "score": score_of[pair[way]["key"], r["criterion"]]["score"],
+                        "rationale": score_of[pair[way]["key"], r["criterion"]]["rationale"],
+                    }
+                    for way in ("up", "down")
+                },
+            }
+        )
+    return shown

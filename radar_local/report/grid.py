@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 
 from radar_local.report.html import CSS, calibration_table_html, html_table
-from radar_local.report.text import num
+from radar_local.report.text import interval, num
 
 
 def _cell_rows(summary: dict) -> list[list[str]]:
@@ -45,6 +45,24 @@ CELL_HEAD = ["generator", "verifier", "Pearson", "Spearman", "MAE", "pairs", "re
 PAIR_HEAD = ["pair", "mean Sym", "sd across cells", "cells", "stability"]
 
 
+BIAS_HEAD = ["generator", "verifier", "attribute", "criterion", "sensitivity", "95% CI", "flag"]
+
+
+def _bias_rows(summary: dict) -> list[list[str]]:
+    return [
+        [
+            b["generator"],
+            b["verifier"],
+            b["attribute"],
+            b["criterion"],
+            num(b["sensitivity"]),
+            interval(b["ci"]),
+            b["flag"] or "",
+        ]
+        for b in summary["bias"]
+    ]
+
+
 def grid_markdown(summary: dict) -> str:
     def table(head, rows):
         return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
@@ -55,6 +73,9 @@ def grid_markdown(summary: dict) -> str:
     md += ["", "## Distance between verifiers' leakage matrices (RMS over reliable off-diagonal cells)", ""]
     md += table(head, rows)
     md += ["", "## Pair coupling across cells", ""] + table(PAIR_HEAD, _pair_rows(summary))
+    if summary.get("bias"):
+        md += ["", "## Judge bias per cell (sensitivity to nuisance attributes, 0-1 scale)", ""]
+        md += table(BIAS_HEAD, _bias_rows(summary))
     for gen, cal in summary.get("calibration", {}).items():
         md += ["", f"## Judge calibration on {gen}'s probes", ""]
         md += table(
@@ -84,6 +105,11 @@ def grid_html(summary: dict) -> str:
         "<h2>Pair coupling across cells</h2>",
         html_table(PAIR_HEAD, _pair_rows(summary)),
     ]
+    if summary.get("bias"):
+        parts += [
+            "<h2>Judge bias per cell (sensitivity to nuisance attributes)</h2>",
+            html_table(BIAS_HEAD, _bias_rows(summary)),
+        ]
     for gen, cal in summary.get("calibration", {}).items():
         parts += [f"<h2>Judge calibration on {escape(gen)}'s probes</h2>", calibration_table_html(cal)]
     return "\n".join(parts + ["</body></html>"])

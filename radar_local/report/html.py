@@ -91,7 +91,12 @@ def result_tables_html(r: AuditResult) -> str:
 
 
 def audit_html(
-    r: AuditResult, figures: dict[str, bytes], examples: list[dict], run: dict, calibration: dict | None = None
+    r: AuditResult,
+    figures: dict[str, bytes],
+    examples: list[dict],
+    run: dict,
+    calibration: dict | None = None,
+    pairs: list[dict] | None = None,
 ) -> str:
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>RADAR audit: {escape(r.generator)} -&gt; "
@@ -126,6 +131,19 @@ def audit_html(
                 f"<p>Task {escape(pr['task_id'])}, steered {escape(pr['target'])} {escape(pr['direction'])}; "
                 f"scores: {escape(scores)}</p><div class='probe'>{escape(pr['text'])}</div><p><i>{why}</i></p>"
             )
+    if "nuisance" in figures:
+        parts += ["<h2>Judge bias</h2>", html_img("nuisance", figures["nuisance"], "judge bias heatmap")]
+        for ex in pairs or []:
+            parts.append(
+                f"<h3>{escape(ex['criterion'])} with {escape(ex['attribute'])} ({num(ex['sensitivity'])}, "
+                f"{escape(ex['flag'] or 'no flag')})</h3>"
+            )
+            for way in ("up", "down"):
+                side = ex[way]
+                parts.append(
+                    f"<p>{way}, scored {side['score']} (task {escape(ex['task_id'])}):</p>"
+                    f"<div class='probe'>{escape(side['text'])}</div><p><i>{escape(str(side['rationale']))}</i></p>"
+                )
     parts += ["<h2>Probes that address the judge</h2>", f"<p>{escape(injection_line(run))}</p>"]
     injected = (run.get("injection") or {}).get("examples", [])
     if injected:

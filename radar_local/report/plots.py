@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -139,6 +140,35 @@ def task_spread_heatmap(result: AuditResult) -> Figure:
     return fig
 
 
+def nuisance_heatmap(result: AuditResult) -> Figure:
+    """Sensitivity of each criterion (column) to each nuisance attribute (row), 0-1 scale; * marks a biased
+    cell, a hatched row an attribute the manipulation check found not steered."""
+    rows = (result.nuisance or {}).get("rows", [])
+    attributes, crit = sorted({r["attribute"] for r in rows}), result.criteria
+    value = np.full((len(attributes), len(crit)), np.nan)
+    marks = {}
+    for r in rows:
+        i, j = attributes.index(r["attribute"]), crit.index(r["criterion"])
+        value[i, j] = np.nan if r["sensitivity"] is None else r["sensitivity"]
+        marks[i, j] = "*" if r["flag"] == "biased" else ""
+    fig = _figure(1.3 * len(crit) + 2.5, 0.8 * max(len(attributes), 1) + 1.8)
+    ax = fig.add_subplot()
+    top = max(0.3, float(np.nanmax(np.abs(np.r_[value.ravel(), 0]))))
+    im = ax.imshow(np.ma.masked_invalid(value), cmap="RdBu_r", vmin=-top, vmax=top, aspect="auto")
+    fig.colorbar(im, ax=ax, label="score(up) - score(down), 0-1 scale")
+    for (i, j), mark in marks.items():
+        text = "n/a" if np.isnan(value[i, j]) else f"{value[i, j]:+.2f}{mark}"
+        ax.text(j, i, text, ha="center", va="center", fontsize=8)
+    steered = (result.nuisance or {}).get("manipulation") or {}
+    for i, a in enumerate(attributes):
+        if steered.get(a, {}).get("steered") is False:
+            ax.add_patch(_hatch(i, len(crit)))
+    ax.set_xticks(range(len(crit)), crit, rotation=30, ha="right")
+    ax.set_yticks(range(len(attributes)), attributes)
+    ax.set_title("Judge bias: sensitivity to nuisance attributes (* biased)")
+    return fig
+
+
 def budget_curve(result: AuditResult) -> Figure:
     """Appendix G: agreement (or Sym) against the probe budget N, mean +- sd over subsets."""
     fig = _figure(6, 3.8)
@@ -173,10 +203,15 @@ def png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
-FIGURES = {
+FIGURES: dict[str, Callable[[AuditResult], Figure]] = {
     "leakage": leakage_heatmap,
     "self_effect": self_effect_bars,
     "sym_asym": sym_asym_scatter,
     "task_spread": task_spread_heatmap,
     "budget": budget_curve,
 }
+
+
+def figures_for(result: AuditResult) -> dict[str, Callable[[AuditResult], Figure]]:
+    """The report's figures for this result: the bias heatmap where it measured nuisance attributes."""
+    return {**FIGURES, "nuisance": nuisance_heatmap} if (result.nuisance or {}).get("rows") else FIGURES
