@@ -2,6 +2,7 @@
 flagged alone, the coupling untouched, exact comparisons at the threshold, and the score table's rows."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -264,3 +265,48 @@ def test_the_report_draws_the_bias_and_shows_the_pairs_that_moved_most(audited, 
     assert (folder / "figures" / "nuisance.png").read_bytes().startswith(b"\x89PNG")
     assert "### coherence with length (+0.3" in md and "biased" in md
     assert 'id="fig-nuisance"' in html and "Rewritten up on &lt;length&gt;" in html and "Rewritten down" in html
+
+
+def test_repair_rewrites_a_criterion_that_rewards_length(tmp_path):
+    import yaml
+
+    from radar_local.repair import repair
+    from tests.conftest import planted_config
+
+    small = Path(__file__).resolve().parent / "data" / "small_rubric.yaml"
+
+    rewrite = {
+        "action": "rewrite",
+        "criteria": ["helpfulness"],
+        "keeps": "",
+        "new": [
+            {
+                "id": "helpfulness",
+                "label": "Usefulness",
+                "description": "How far the reply solves the problem; length earns nothing.",
+                "kind": "evaluative",
+                "low": "",
+                "high": "",
+            }
+        ],
+        "rationale": "The judge credited length to helpfulness; say that length earns nothing.",
+    }
+    judge = {"noise": 1.0, "bias": {"length": {"Helpfulness": 0.3}}, "edits": [rewrite]}
+    spec = {"engine": "testing", "model": "planted", "options": judge}
+    config = {
+        **planted_config(
+            rubric=str(small),
+            generator=spec,
+            verifier=spec,
+            unconditioned=10,
+            bootstrap=200,
+        ),
+        "nuisance": ["length"],
+        "out": str(tmp_path / "audit"),
+    }
+    (tmp_path / "audit.yaml").write_text(yaml.safe_dump(config))
+    rep = repair(tmp_path / "audit.yaml", candidates=1)
+    (bias,) = [f for f in rep.findings if f.kind == "bias"]
+    assert bias.criteria == ("helpfulness",) and "rewards length" in bias.text
+    # the planted judge's bias follows the criterion's label: the rewrite no longer rewards length
+    assert rep.final is not None and "judge bias fell" in rep.final.why, [c.why for c in rep.candidates]

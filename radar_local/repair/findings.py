@@ -12,7 +12,7 @@ from radar_local.stats.result import AuditResult
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # cluster, directional, tradeoff, unreadable
+    kind: str  # cluster, directional, tradeoff, unreadable, bias
     criteria: tuple[str, ...]
     text: str
 
@@ -48,4 +48,17 @@ def diagnose(result: AuditResult, intended: set[frozenset]) -> tuple[list[Findin
                 "tradeoff": "raising one lowers the other",
             }[kind]
             findings.append(Finding(kind, (p["a"], p["b"]), f"{pair}: {what} ({moves})"))
+    for r in (result.nuisance or {}).get("rows", []):
+        if r["flag"] == "intended":
+            left_alone.append(f"{r['criterion']} with {r['attribute']}: intended, left alone")
+        elif r["flag"] == "biased":
+            moves = f"{r['sensitivity']:+.2f} {interval(r['ci'])}".rstrip()
+            findings.append(
+                Finding(
+                    "bias",
+                    (r["criterion"],),
+                    f"{r['criterion']}: the verifier rewards {r['attribute']} ({moves} between rewrites that change "
+                    f"only {r['attribute']}); describe {r['criterion']} so that {r['attribute']} alone earns nothing",
+                )
+            )
     return findings, left_alone

@@ -59,6 +59,10 @@ def summarize(result: AuditResult, intended: set[frozenset], reference: dict | N
         for v in per.values()
         if v is not None
     ]
+    # the worst flagged judge bias; a measured audit with none flagged has 0, an unmeasured one None
+    biases = [r for r in (result.nuisance or {}).get("rows", []) if r["flag"] == "biased"]
+    bias = max(biases, key=lambda r: abs(r["sensitivity"]), default=None)
+    measured = result.nuisance is not None
     human = None
     if reference:
         shared = [
@@ -82,7 +86,17 @@ def summarize(result: AuditResult, intended: set[frozenset], reference: dict | N
         "discrimination": sum(disc) / len(disc) if disc else None,
         "redundancy": sum(red) / len(red) if red else None,
         "human_r": human,
+        "worst_bias": (0.0 if measured else None) if bias is None else abs(bias["sensitivity"]),
+        "worst_bias_ci": ([0.0, 0.0] if measured else None)
+        if bias is None
+        else _magnitude(bias["sensitivity"], bias["ci"]),
     }
+
+
+def _magnitude(value: float, ci: list | tuple | None) -> list[float]:
+    """The interval of |value| from value's own (a negative sensitivity's, mirrored)."""
+    low, high = (value, value) if not ci else ci
+    return [low, high] if value >= 0 else [-high, -low]
 
 
 def _below(a: list | None, b: list | None) -> bool:
@@ -103,6 +117,8 @@ def judge(base: dict, cand: dict) -> tuple[bool, str]:
     worst, base_worst = cand["worst_sym_ci"] or none, base["worst_sym_ci"]
     if _below(base_worst, worst) or _below(base["global_pos_ci"], cand["global_pos_ci"]):
         return False, "coupling rose beyond its interval"
+    if _below(base.get("worst_bias_ci"), cand.get("worst_bias_ci")):
+        return False, "judge bias rose beyond its interval"
     if base["reliable"] < base["criteria"]:
         if not cand["reliable_beyond_ci"]:
             return False, "every criterion passes the gate, but not beyond its interval"
@@ -113,6 +129,11 @@ def judge(base: dict, cand: dict) -> tuple[bool, str]:
         return True, f"the worst coupling fell beyond its interval ({sym}, {pos})"
     if _below(cand["global_pos_ci"], base["global_pos_ci"]):
         return True, f"overall coupling fell beyond its interval ({pos}, {sym})"
+    if _below(cand.get("worst_bias_ci"), base.get("worst_bias_ci")):
+        return (
+            True,
+            f"the worst judge bias fell beyond its interval ({base['worst_bias']:.2f} -> {cand['worst_bias']:.2f})",
+        )
     return False, "coupling did not fall beyond its interval"
 
 
@@ -125,6 +146,7 @@ def objectives(s: dict) -> tuple[float, ...]:
         -none(s["global_pos"], 0.0),
         none(s["discrimination"], 0.0),
         -none(s["redundancy"], 0.0),
+        -none(s.get("worst_bias"), 0.0),
     )
 
 
