@@ -227,6 +227,7 @@ def test_radar_compare_shows_a_bias_that_moved_and_gates_on_it(tmp_path):
     assert radar_run("compare", tmp_path / "fair", tmp_path / "biased", "--fail-on-bias", "0.9").returncode == 0
 
 
+@pytest.mark.thorough  # the bias statistics through a grid's cells and reports (test-fast checks them directly)
 def test_a_grid_sets_its_judges_side_by_side_on_bias(tmp_path):
     import yaml
     from click.testing import CliRunner
@@ -267,6 +268,7 @@ def test_the_report_draws_the_bias_and_shows_the_pairs_that_moved_most(audited, 
     assert 'id="fig-nuisance"' in html and "Rewritten up on &lt;length&gt;" in html and "Rewritten down" in html
 
 
+@pytest.mark.thorough  # a repair loop over a bias finding: re-audits and reports
 def test_repair_rewrites_a_criterion_that_rewards_length(tmp_path):
     import yaml
 
