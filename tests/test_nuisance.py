@@ -312,3 +312,11 @@ def test_repair_rewrites_a_criterion_that_rewards_length(tmp_path):
     assert bias.criteria == ("helpfulness",) and "rewards length" in bias.text
     # the planted judge's bias follows the criterion's label: the rewrite no longer rewards length
     assert rep.final is not None and "judge bias fell" in rep.final.why, [c.why for c in rep.candidates]
+
+
+def test_expected_mode_scores_the_rewrites_as_distributions(tmp_path):
+    result = nuisance_run(tmp_path, "expected", nuisance=["length"], scoring={"mode": "expected"})
+    cell = next(r for r in result.nuisance["rows"] if r["criterion"] == "coherence")
+    assert cell["flag"] == "biased" and cell["ci"][0] <= 0.3 <= cell["ci"][1]
+    verdicts = [json.loads(x) for x in (tmp_path / "expected" / "scores.jsonl").read_text().splitlines()]
+    assert all(v["distribution"] is not None for v in verdicts)  # every verdict read as a distribution
