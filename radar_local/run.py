@@ -193,7 +193,11 @@ class Run(RunDir):
         self.store.add_probes(
             [other.store.probes[k] for k in wanted if k in other.store.probes and k not in self.store.probes]
         )
-        requests = self.plan.score_requests(self.probes(), verifier)
+        rewrites = [r.variant_key(v) for r in self.rewrite_requests() for v in r.variants]  # of the bases just copied
+        self.store.add_probes(
+            [other.store.probes[k] for k in rewrites if k in other.store.probes and k not in self.store.probes]
+        )
+        requests = self.plan.score_requests(self.probes() + self.rewrites(), verifier)
         self.store.add_scores(
             [
                 other.store.scores[r.key]
@@ -201,12 +205,15 @@ class Run(RunDir):
                 if r.key in other.store.scores and r.key not in self.store.scores
             ]
         )
-        return {
+        reuse = {
             "probes": len(wanted),
             "probes_reused": sum(k in other.store.probes for k in wanted),
-            "scores": len(wanted) * len(self.rubric.criteria),  # every planned verdict, stored or not
+            "scores": (len(wanted) + len(rewrites)) * len(self.rubric.criteria),  # every planned verdict
             "scores_reused": sum(r.key in other.store.scores for r in requests),
         }
+        if rewrites:
+            reuse.update(rewrites=len(rewrites), rewrites_reused=sum(k in other.store.probes for k in rewrites))
+        return reuse
 
     def note_weights(self, spec: ModelSpec) -> None:
         """Record the identity of the weights `spec` names as they are now, before its requests are keyed:

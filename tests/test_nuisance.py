@@ -312,6 +312,8 @@ def test_repair_rewrites_a_criterion_that_rewards_length(tmp_path):
     assert bias.criteria == ("helpfulness",) and "rewards length" in bias.text
     # the planted judge's bias follows the criterion's label: the rewrite no longer rewards length
     assert rep.final is not None and "judge bias fell" in rep.final.why, [c.why for c in rep.candidates]
+    reuse = rep.final.reuse  # the candidate kept the original's bases and their rewrites (the same keys)
+    assert reuse["rewrites"] == reuse["rewrites_reused"] == 40 and reuse["scores_reused"] > 0
 
 
 def test_expected_mode_scores_the_rewrites_as_distributions(tmp_path):
