@@ -1,7 +1,8 @@
 """Judge bias on the embedded model: does SmolLM2-135M steer length when asked, and what do its verdicts
 credit to it? One audit of the quickstart's model with `nuisance: [length]` (docs/BENCHMARKS.md).
 
-Usage: .venv/bin/python scripts/bench_nuisance.py [--out runs/bench-nuisance] [--bases 5]
+Usage: .venv/bin/python scripts/bench_nuisance.py [--out runs/bench-nuisance] [--bases 5] [--tasks 5]
+       [--max-new-tokens 160]
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from pathlib import Path
 
 from radar_local.nuisance import MEASURES
+from radar_local.rubric import load_tasks
 from radar_local.run import load_run, run_audit
 
 REPO = Path(__file__).resolve().parents[1]
@@ -22,17 +24,19 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=REPO / "runs" / "bench-nuisance")
     ap.add_argument("--bases", type=int, default=5, help="Unconditioned probes per task (the pairs' bases)")
+    ap.add_argument("--max-new-tokens", type=int, default=160, help="Generation budget of probes and rewrites")
+    ap.add_argument("--tasks", type=int, default=5, help="The first this many of helpsteer2's tasks")
     args = ap.parse_args()
     spec = {"engine": "vllm", "model": "smollm2-135m", "options": {"enforce_eager": True, "max_model_len": 2048}}
     config = {
         "rubric": "helpsteer2",
-        "tasks": "helpsteer2",
+        "tasks": [t.model_dump() for t in load_tasks("helpsteer2")[: args.tasks]],
         "generator": spec,
         "verifier": spec,
         "n": 1,
         "unconditioned": args.bases,
         "nuisance": ["length"],
-        "generation": {"temperature": 0.9, "max_new_tokens": 160},
+        "generation": {"temperature": 0.9, "max_new_tokens": args.max_new_tokens},
         "scoring": {"max_reasoning_chars": 80, "max_rationale_chars": 60},
         "bootstrap": 200,
     }
