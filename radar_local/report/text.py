@@ -243,9 +243,12 @@ def nuisance_line(result: AuditResult) -> str | None:
     biased = [
         f"{r['criterion']} with {r['attribute']} ({num(r['sensitivity'])})" for r in n["rows"] if r["flag"] == "biased"
     ]
-    attributes = sorted({r["attribute"] for r in n["rows"]})
+    checked = n.get("manipulation") or {}
+    attributes = sorted({r["attribute"] for r in n["rows"]} | set(checked))
     found = "; ".join(biased) if biased else "none beyond their intervals"
+    unmoved = [f"{a} ({m['passed']} of {m['pairs']} pairs moved)" for a, m in checked.items() if not m["steered"]]
+    gated = f" Not steered, so nothing is claimed: {', '.join(unmoved)}." if unmoved else ""
     return (
         f"Judge bias over {', '.join(attributes)} (up - down rewrites, 0-1 scale, flagged at |sensitivity| >= "
-        f"{n['threshold']} with an interval excluding 0): {found}."
+        f"{n['threshold']} with an interval excluding 0): {found}.{gated}"
     )
