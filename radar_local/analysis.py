@@ -11,13 +11,14 @@ import pandas as pd
 
 from radar_local.common import to_json
 from radar_local.errors import InputError
+from radar_local.nuisance import WAYS
 from radar_local.rubric import HumanPairs, Rubric, load_rubric, resolve_reference
 from radar_local.score_table import cells, check_criteria, read_scores, validate_scores
 from radar_local.scoring import SCALE
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.coupling import TAU, double_counted_share
 from radar_local.stats.flags import Thresholds
-from radar_local.stats.nuisance import BIAS, DOWN, UP, nuisance_pairs, nuisance_table
+from radar_local.stats.nuisance import BIAS, nuisance_pairs, nuisance_table
 from radar_local.stats.probes import probe_matrix
 from radar_local.stats.result import AuditResult
 
@@ -66,8 +67,8 @@ def stats_for_table(
     check_criteria(df, criteria, path)
     gen, ver = select_cell(df, path, generator, verifier)
     cell = df[(df["generator"] == gen) & (df["verifier"] == ver)]
-    rewrites = cell[cell["direction"].isin((UP, DOWN))]  # nuisance pairs: judged apart from the coupling
-    cell, df = cell[~cell.index.isin(rewrites.index)], df[~df["direction"].isin((UP, DOWN))]
+    rewrites = cell[cell["direction"].isin(WAYS)]  # nuisance pairs: judged apart from the coupling
+    cell, df = cell[~cell["direction"].isin(WAYS)], df[~df["direction"].isin(WAYS)]
     if (cell["direction"] == "none").all():
         raise InputError(
             path,

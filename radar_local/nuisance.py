@@ -19,6 +19,8 @@ from pydantic import Field
 from radar_local.common import Frozen
 
 Measure = Literal["length", "formatting", "hedging", "flattery", "self_praise"]
+UP, DOWN = "up", "down"  # a rewrite's direction: its probe's, and its score-table row's
+WAYS = (UP, DOWN)
 
 
 class NuisanceSpec(Frozen):
@@ -100,7 +102,7 @@ def manipulation_check(specs: list[NuisanceSpec], rewrites: list[dict[str, Any]]
     kept: set[str] = set()
     summary: dict[str, Any] = {}
     for spec in specs:
-        pairs = [p for (a, _, _), p in sorted(by_pair.items()) if a == spec.id and set(p) == {"up", "down"}]
+        pairs = [p for (a, _, _), p in sorted(by_pair.items()) if a == spec.id and set(p) == set(WAYS)]
         measure = MEASURES[spec.measure] if spec.measure else None
         passed = [p for p in pairs if measure is None or measure(p["up"]["text"]) > measure(p["down"]["text"])]
         kept |= {r["key"] for p in passed for r in p.values()}

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from radar_local.config import AuditConfig, ModelSpec
-from radar_local.nuisance import NuisanceSpec
+from radar_local.nuisance import WAYS, NuisanceSpec
 from radar_local.prompts import (
     PROMPT_VERSION,
     REWRITE_VERSION,
@@ -157,7 +157,7 @@ class Plan:
         for probe in bases:
             task = by_id[probe["task_id"]]
             for spec in specs:
-                for way in ("up", "down"):
+                for way in WAYS:
                     seed = cell_seed(config.seed, task.id, spec.id, way)  # the call's: seed + the base's variant
                     key = digest({**base, "base": probe["key"], "attribute": spec.model_dump(), "way": way})
                     messages = rewrite_messages(task, probe["text"], spec.id, way, getattr(spec, way))

@@ -163,7 +163,10 @@ class Run(RunDir):
         self.store.require_writer()
         config, store = self.config, self.store
         self.note_weights(verifier)
-        requests = self.plan.score_requests(self.probes() + self.rewrites() if probes is None else probes, verifier)
+        if probes is None:
+            probes = self.probes()
+            probes += self.rewrites(probes)
+        requests = self.plan.score_requests(probes, verifier)
         self.register_verifier(verifier)
         todo = [r for r in requests if r.key not in store.scores]
         meter = StageMeter(requests=len(requests), layout=config.layout, mode=config.scoring.mode)
@@ -193,11 +196,12 @@ class Run(RunDir):
         self.store.add_probes(
             [other.store.probes[k] for k in wanted if k in other.store.probes and k not in self.store.probes]
         )
-        rewrites = [r.variant_key(v) for r in self.rewrite_requests() for v in r.variants]  # of the bases just copied
+        mine = self.probes()  # with the bases just copied
+        rewrites = [r.variant_key(v) for r in self.rewrite_requests(mine) for v in r.variants]
         self.store.add_probes(
             [other.store.probes[k] for k in rewrites if k in other.store.probes and k not in self.store.probes]
         )
-        requests = self.plan.score_requests(self.probes() + self.rewrites(), verifier)
+        requests = self.plan.score_requests(mine + self.rewrites(mine), verifier)
         self.store.add_scores(
             [
                 other.store.scores[r.key]

@@ -180,16 +180,18 @@ class RunDir:
         """The stored probes this config plans, in plan order (an adaptive audit's: up to its last wave)."""
         return self.stored_probes(self.plan.generation_requests(self.adaptive_sizes()))
 
-    def rewrite_requests(self) -> list[GenerationRequest]:
-        """The nuisance rewrites this config plans: two per stored unconditioned probe and attribute."""
+    def rewrite_requests(self, probes: list[dict] | None = None) -> list[GenerationRequest]:
+        """The nuisance rewrites this config plans: two per stored unconditioned probe (of `probes`, default
+        the planned ones) and attribute."""
         specs = self.config.nuisance_specs
         if not specs:
             return []
-        return self.plan.rewrite_requests([p for p in self.probes() if p["direction"] == "none"], specs)
+        bases = [p for p in (self.probes() if probes is None else probes) if p["direction"] == "none"]
+        return self.plan.rewrite_requests(bases, specs)
 
-    def rewrites(self) -> list[dict]:
-        """The stored nuisance rewrites this config plans, in plan order."""
-        return self.stored_probes(self.rewrite_requests())
+    def rewrites(self, probes: list[dict] | None = None) -> list[dict]:
+        """The stored nuisance rewrites this config plans (of the bases among `probes`), in plan order."""
+        return self.stored_probes(self.rewrite_requests(probes))
 
     def stored_probes(self, requests: list[GenerationRequest]) -> list[dict]:
         out = []
@@ -254,7 +256,7 @@ class RunDir:
             [p for p in probes if p["key"] not in set(injection["keys"])] if config.exclude_flagged_probes else probes
         )
         specs = config.nuisance_specs
-        rewrites = self.rewrites() if specs else []
+        rewrites = self.rewrites(probes) if specs else []
         kept, manipulation = manipulation_check(specs, rewrites)  # pairs the attribute did not move are left out
         scored = used + [r for r in rewrites if r["key"] in kept]
         table = validate_scores(self.table(scored), self.table_path, both_directions=False)

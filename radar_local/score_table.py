@@ -14,13 +14,14 @@ import numpy as np
 import pandas as pd
 
 from radar_local.errors import InputError
+from radar_local.nuisance import WAYS
 from radar_local.scoring import SCALE, SCALES, SCORE_MAX, SCORE_MIN, continuous_scores
 from radar_local.store import write_atomic
 
 COLUMNS = ("generator", "verifier", "task_id", "target", "direction", "variant", "criterion", "score")
 PROBE_KEY = ("generator", "verifier", "task_id", "target", "direction", "variant")
-DIRECTIONS = ("+", "-", "none", "up", "down")  # up, down: a nuisance pair's rewrites (stats/nuisance.py)
 STEERED = ("+", "-")
+DIRECTIONS = (*STEERED, "none", *WAYS)  # up, down: a nuisance pair's rewrites (radar_local.nuisance)
 
 
 def _csv_row(index: int) -> int:
@@ -81,7 +82,7 @@ def validate_scores(df: pd.DataFrame, path: object, scale: str = SCALE, both_dir
         raise InputError(
             path, f"row {_csv_row(i)}: direction '{df['direction'].iloc[i]}' must be one of {' '.join(DIRECTIONS)}"
         )
-    unnamed = df["direction"].isin(("up", "down")) & (df["target"].str.strip() == "")
+    unnamed = df["direction"].isin(WAYS) & (df["target"].str.strip() == "")
     if unnamed.any():
         i = int(np.flatnonzero(unnamed.to_numpy())[0])
         raise InputError(

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from radar_local.nuisance import WAYS
 from radar_local.report.examples import example_probes, nuisance_examples
 from radar_local.report.html import audit_html
 from radar_local.report.markdown import audit_markdown
@@ -69,7 +70,7 @@ def report_markdown(
             md.append(
                 f"### {ex['criterion']} with {ex['attribute']} ({num(ex['sensitivity'])}, {ex['flag'] or 'no flag'})\n"
             )
-            for way in ("up", "down"):
+            for way in WAYS:
                 md.append(f"{way} (scored {ex[way]['score']}, task {ex['task_id']}):\n")
                 md.append("> " + ex[way]["text"].replace("\n", "\n> ") + "\n")
                 md.append(f"- rationale: {ex[way]['rationale']}\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from radar_local.nuisance import WAYS
 from radar_local.report.text import flag_text, pair_records
 from radar_local.store import Store
 
@@ -75,11 +76,7 @@ def nuisance_examples(result: AuditResult, store: Store, cells: int = 3, max_cha
     for r in rows[:cells]:
         pairs: dict[tuple[str, int], dict[str, dict]] = {}
         for p in store.probes.values():
-            if (
-                p["target"] == r["attribute"]
-                and p["direction"] in ("up", "down")
-                and p["generator"] == result.generator
-            ):
+            if p["target"] == r["attribute"] and p["direction"] in WAYS and p["generator"] == result.generator:
                 if (p["key"], r["criterion"]) in score_of:
                     pairs.setdefault((p["task_id"], p["variant"]), {})[p["direction"]] = p
         whole = [pair for pair in pairs.values() if len(pair) == 2]
@@ -100,7 +97,7 @@ def nuisance_examples(result: AuditResult, store: Store, cells: int = 3, max_cha
                         "score": score_of[pair[way]["key"], r["criterion"]]["score"],
                         "rationale": score_of[pair[way]["key"], r["criterion"]]["rationale"],
                     }
-                    for way in ("up", "down")
+                    for way in WAYS
                 },
             }
         )

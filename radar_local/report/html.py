@@ -6,6 +6,7 @@ import base64
 from html import escape
 from typing import TYPE_CHECKING
 
+from radar_local.nuisance import WAYS
 from radar_local.report.text import (
     ADAPTIVE_HEAD,
     NUISANCE_HEAD,
@@ -138,7 +139,7 @@ def audit_html(
                 f"<h3>{escape(ex['criterion'])} with {escape(ex['attribute'])} ({num(ex['sensitivity'])}, "
                 f"{escape(ex['flag'] or 'no flag')})</h3>"
             )
-            for way in ("up", "down"):
+            for way in WAYS:
                 side = ex[way]
                 parts.append(
                     f"<p>{way}, scored {side['score']} (task {escape(ex['task_id'])}):</p>"

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from radar_local.nuisance import DOWN, UP
 from radar_local.scoring import SCORE_MAX
 from radar_local.stats.exact import Q, at_least, exact_sum
 
 if TYPE_CHECKING:
     import pandas as pd
 
-UP, DOWN = "up", "down"  # a nuisance row's direction in the score table
 BIAS = 0.1  # default --bias-threshold: a tenth of the scale, as tradeoff_leak is of a leakage
 BIASED, INTENDED = "biased", "intended"
 
