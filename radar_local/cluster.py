@@ -5,8 +5,14 @@ the stage over the replicas in pieces (`piece`, sized to keep a replica's schedu
 whichever replica is free (a fast replica takes more), each piece stored the moment it returns.
 Prompts, per-request seeds and the score constraint are built by the driver exactly as
 for one process, and the driver alone writes the store, so content keys, resume, fsync and the lock
-mean the same on a cluster. A replica that dies mid-piece (its node killed) is dropped and its piece
-goes to another; a replica that cannot start fails the command in one line naming its node.
+mean the same on a cluster. A replica that dies mid-piece (its node killed) or makes no progress for
+`stall_s` is dropped and its piece goes to another; a replica that cannot start fails the command in
+one line naming its node.
+
+Placement comes from the cluster, never from this process: a replica takes the GPUs its engine's
+options name (vLLM: tensor x pipeline parallel, all on one node) when the cluster has GPUs, else CPUs,
+so a CPU-only driver places GPU replicas. Ray gives each GPU replica its own CUDA_VISIBLE_DEVICES; a
+CPU replica is given none, since Ray leaves a zero-GPU actor seeing every GPU of its node.
 
 Why actors and not Ray Data's LLM processor: the processor would need its own mapping of our
 prompts, seeds and strict score constraint into per-row sampling params and a dataset sink, a second
@@ -17,22 +23,36 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import subprocess
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from radar_local.engines.base import Completion, EngineCounters, Finished, FinishedSamples, StreamBatch, in_order
-from radar_local.engines.registry import build_engine
+from radar_local.engines.registry import build_engine, engine_gpus
 from radar_local.errors import MissingDependencyError, RadarError
 
 log = logging.getLogger("radar_local")
 START_TIMEOUT_S = 900  # a replica loads its model; past this, one line instead of a hang
-FREE_WAIT_S = 60  # for the resources of replicas just closed to come back
-# Environment a replica inherits from the driver: where models live, staying offline, vLLM's settings.
+FREE_WAIT_S = 60  # for the resources and GPU memory of replicas just closed to come back
+CLOSE_TIMEOUT_S = 120  # a replica's engine shuts down (its processes, its GPU memory) before Ray kills it
+POLL_S = 1.0  # how often a wait looks at the stop signal and at pieces that made no progress
+# Environment a replica inherits from the driver: where models live, staying offline, vLLM's settings;
+# never what names the driver's host (addresses, ports, ranks), its libraries' paths or its CPU binding.
 FORWARDED_ENV_PREFIXES = ("RADAR_", "HF_", "TRANSFORMERS_", "VLLM_")
+NODE_SPECIFIC_ENV = re.compile(
+    r"(_IP|_IPS|_HOST|_PORT)$|_DP_|_RANK|^VLLM_RPC_BASE_PATH$|_SO_PATH$|_INCLUDE_PATH$|"
+    r"^VLLM_CUDA_COMPATIBILITY_PATH$|^VLLM_CPU_OMP_THREADS_BIND$|^VLLM_CPU_NUM_OF_RESERVED_CPU$"
+)
+
+
+class Stopped(RadarError):
+    """The command is stopping (Ctrl-C in another thread, a failed cell): a replica pool gives up."""
 
 
 class ClusterSpec(BaseModel):
@@ -47,12 +67,30 @@ class ClusterSpec(BaseModel):
         "auto", description="Replicas per model; auto: as many as the resources hold"
     )
     cpus_per_replica: float = Field(1, gt=0, description="CPUs a replica reserves (the whole replica on a CPU build)")
-    piece: int = Field(
-        64,
-        ge=1,
-        description="Requests handed to a replica at a time: enough to keep its scheduler "
-        "busy, few enough that replicas share the end of a stage",
+    gpus_per_replica: float | None = Field(
+        None,
+        ge=0,
+        description="GPUs a replica reserves; default: what the engine's options take (vLLM: tensor x "
+        "pipeline parallel) where the cluster has GPUs, else none (0: CPU replicas)",
     )
+    piece: int | Literal["auto"] = Field(
+        "auto",
+        description="Requests handed to a replica at a time: enough to keep its scheduler busy, few enough "
+        "that replicas share the end of a stage; auto: what one engine keeps in flight (vLLM: twice "
+        "max_num_seqs sequences), 64 for engines without a scheduler",
+    )
+    stall_s: float = Field(
+        900,
+        gt=0,
+        description="A piece not back after this long: its replica is dropped as hung, the piece goes to another",
+    )
+
+    @field_validator("piece")
+    @classmethod
+    def _positive_piece(cls, piece: int | str) -> int | str:
+        if isinstance(piece, int) and piece < 1:
+            raise ValueError("piece must be at least 1, or auto")
+        return piece
 
 
 def ray_module():
@@ -80,23 +118,52 @@ def connect(spec: ClusterSpec) -> str:
     return spec.ray
 
 
-def gpus_per_replica(engine: str, options: dict) -> int:
-    """tensor x pipeline parallel GPUs on a CUDA build; 0 on a CPU build (the replica takes CPUs)."""
-    import importlib.util
-
-    if engine != "vllm" or importlib.util.find_spec("torch") is None:
-        return 0
-    import torch
-
-    if not torch.cuda.is_available():
-        return 0
-    return int(options.get("tensor_parallel_size", 1)) * int(options.get("pipeline_parallel_size", 1))
-
-
 def replica_unit(engine: str, options: dict, spec: ClusterSpec) -> tuple[str, float]:
-    """The resource a replica of this model reserves, and how much of it."""
-    gpus = gpus_per_replica(engine, options)
+    """The resource a replica of this model reserves, and how much of it, from the cluster's resources
+    (connected already) and the engine's options; `gpus_per_replica` overrides."""
+    gpus = spec.gpus_per_replica
+    if gpus is None:
+        wanted = engine_gpus(engine, options)
+        gpus = wanted if wanted and ray_module().cluster_resources().get("GPU", 0) > 0 else 0
     return ("GPU", gpus) if gpus else ("CPU", spec.cpus_per_replica)
+
+
+def forwarded_env(environ: dict[str, str] | os._Environ) -> dict[str, str]:
+    """The driver's settings that mean the same on every node."""
+    return {
+        k: v for k, v in environ.items() if k.startswith(FORWARDED_ENV_PREFIXES) and not NODE_SPECIFIC_ENV.search(k)
+    }
+
+
+def gpu_memory_free(devices: str, runner=subprocess.run) -> list[float] | None:
+    """Free share of each GPU in `devices` (CUDA_VISIBLE_DEVICES), from nvidia-smi, which does not start
+    CUDA in this process; None where it cannot tell."""
+    try:
+        out = runner(
+            ["nvidia-smi", "--query-gpu=memory.free,memory.total", "--format=csv,noheader,nounits", "-i", devices],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    try:
+        rows = [[float(x) for x in line.split(",")] for line in out.stdout.splitlines() if line.strip()]
+        return [free / total for free, total in rows] if out.returncode == 0 and rows else None
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def wait_for_gpu_memory(share: float, timeout_s: float = FREE_WAIT_S, runner=subprocess.run) -> None:
+    """Until this replica's GPUs have `share` of their memory free (vLLM refuses to start with less):
+    the previous model's engine processes may still be letting theirs go."""
+    devices = os.environ.get("CUDA_VISIBLE_DEVICES")
+    deadline = time.monotonic() + timeout_s
+    while devices:
+        free = gpu_memory_free(devices, runner)
+        if free is None or min(free) >= share or time.monotonic() > deadline:
+            return  # past the deadline vLLM's own check says what holds the memory
+        time.sleep(POLL_S)
 
 
 class Replica:
@@ -104,6 +171,8 @@ class Replica:
 
     def __init__(self, engine: str, model: str, options: dict, env: dict[str, str]):
         os.environ.update(env)
+        if engine == "vllm" and os.environ.get("CUDA_VISIBLE_DEVICES"):
+            wait_for_gpu_memory(float(options.get("gpu_memory_utilization", 0.9)))
         self.engine = build_engine(engine, model, options)
 
     def where(self) -> dict:
@@ -113,6 +182,8 @@ class Replica:
             "node": ray.get_runtime_context().get_node_id(),
             "ip": ray.util.get_node_ip_address(),
             "pid": os.getpid(),
+            "devices": os.environ.get("CUDA_VISIBLE_DEVICES", ""),  # Ray's GPUs for this replica
+            "max_num_seqs": self.engine.settings().get("max_num_seqs"),
         }
 
     def call(self, method: str, prompts: list, kwargs: dict) -> tuple[list, float]:
@@ -128,57 +199,92 @@ class Replica:
 
 
 class ClusterEngine(StreamBatch):
-    """The Engine interface over the replicas of one model."""
+    """The Engine interface over the replicas of one model. `stop`, set by another thread, makes every
+    wait give up within POLL_S: the replicas are killed and `Stopped` raised."""
 
-    def __init__(self, engine: str, model: str, options: dict[str, Any], spec: ClusterSpec):
+    def __init__(
+        self, engine: str, model: str, options: dict[str, Any], spec: ClusterSpec, stop: threading.Event | None = None
+    ):
         ray = ray_module()
         self.name, self.model, self.spec = engine, model, spec
+        self.stop = stop or threading.Event()
         self.address = connect(spec)
         kind, each = replica_unit(engine, options, spec)
-        gpus = int(each) if kind == "GPU" else 0
-        deadline = time.monotonic() + FREE_WAIT_S
-        while True:  # the previous model's replicas may still be releasing their resources
-            free = ray.available_resources().get(kind, 0)
-            count = int(free // each) if spec.replicas == "auto" else spec.replicas
-            if count >= 1 and free >= count * each:
-                break
-            if time.monotonic() > deadline:
-                raise RadarError(
-                    f"the Ray cluster at {self.address} has no room for {max(count, 1)} replica(s) of "
-                    f"{model} at {each:g} {kind} each (free: {free:g} {kind})"
-                )
-            time.sleep(1)
-        env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIXES)}
-        if not gpus:  # vllm-cpu pins every engine on a node to the same cores: replicas sharing a node would queue
-            env.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+        count = self._room(kind, each)
+        env = forwarded_env(os.environ)
+        if kind == "CPU":
+            env["CUDA_VISIBLE_DEVICES"] = ""  # Ray would leave it seeing every GPU of its node
+            # vllm-cpu pins every engine on a node to the same cores: replicas sharing a node would queue
+            env["VLLM_CPU_OMP_THREADS_BIND"] = "nobind"
         actor = ray.remote(Replica).options(
-            num_cpus=0 if gpus else spec.cpus_per_replica, num_gpus=gpus, max_restarts=0
+            num_cpus=spec.cpus_per_replica if kind == "CPU" else 0,
+            num_gpus=each if kind == "GPU" else 0,
+            max_restarts=0,
         )
         self.replicas = [actor.remote(engine, model, options, env) for _ in range(count)]
         self.places: list[dict] = []
         self.work = [{"calls": 0, "prompt_tokens": 0, "output_tokens": 0, "seconds": 0.0} for _ in range(count)]
         self.alive = set(range(count))
         self._turn = 0
-        self._wait_started()
+        try:
+            self._wait_started()
+        except BaseException:  # Ctrl-C or a stop while the replicas load: none is left behind
+            self.close(graceful=False)
+            raise
+        seqs = [p["max_num_seqs"] for p in self.places if p.get("max_num_seqs")]
+        self.piece = spec.piece if spec.piece != "auto" else (2 * min(seqs) if seqs else 64)
+
+    def _room(self, kind: str, each: float) -> int:
+        """How many replicas to start, once the cluster's free resources hold them (the previous model's
+        replicas may still be letting theirs go)."""
+        ray = ray_module()
+        total = ray.cluster_resources().get(kind, 0)
+        if total < each:
+            raise RadarError(
+                f"a replica of {self.model} needs {each:g} {kind}; the Ray cluster at {self.address} has "
+                f"{total:g} in all (set cluster.gpus_per_replica, or the engine's parallel sizes)"
+            )
+        deadline = time.monotonic() + FREE_WAIT_S
+        while True:
+            free = ray.available_resources().get(kind, 0)
+            count = int(free // each) if self.spec.replicas == "auto" else self.spec.replicas
+            if count >= 1 and free >= count * each:
+                return count
+            if time.monotonic() > deadline:
+                raise RadarError(
+                    f"the Ray cluster at {self.address} has no room for {max(count, 1)} replica(s) of "
+                    f"{self.model} at {each:g} {kind} each (free: {free:g} {kind})"
+                )
+            self._sleep()
+
+    def _sleep(self) -> None:
+        if self.stop.wait(POLL_S):
+            raise Stopped(f"stopped while the replicas of {self.model} were starting or working")
 
     def _wait_started(self) -> None:
+        """Each replica's place as it starts; the first that cannot start fails the command at once."""
         ray = ray_module()
-        refs = [r.where.remote() for r in self.replicas]
-        ready, pending = ray.wait(refs, num_returns=len(refs), timeout=START_TIMEOUT_S)
-        if pending:
-            self.close()
-            raise RadarError(
-                f"{len(pending)} of {len(refs)} replicas of {self.model} did not start within "
-                f"{START_TIMEOUT_S} s; check the nodes' logs (ray logs) and free resources"
-            )
-        for i, ref in enumerate(refs):
-            try:
-                self.places.append(ray.get(ref))
-            except Exception as exc:
-                self.close()
+        refs = {r.where.remote(): i for i, r in enumerate(self.replicas)}
+        places: dict[int, dict] = {}
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while len(places) < len(refs):
+            if time.monotonic() > deadline:
                 raise RadarError(
-                    f"replica {i + 1} of {self.model} could not start on {_node_of(exc)}: {_cause(exc)}"
-                ) from None
+                    f"{len(refs) - len(places)} of {len(refs)} replicas of {self.model} did not start within "
+                    f"{START_TIMEOUT_S} s; check the nodes' logs (ray logs) and free resources"
+                )
+            waiting = [ref for ref, i in refs.items() if i not in places]
+            ready, _ = ray.wait(waiting, num_returns=len(waiting), timeout=POLL_S)
+            for ref in ready:
+                try:
+                    places[refs[ref]] = ray.get(ref)
+                except Exception as exc:
+                    raise RadarError(
+                        f"replica {refs[ref] + 1} of {self.model} could not start on {_node_of(exc)}: {_cause(exc)}"
+                    ) from None
+            if self.stop.is_set():
+                self._sleep()
+        self.places = [places[i] for i in range(len(refs))]
 
     # ---- the Engine interface: a stage's requests are spread at once, each piece stored as it returns ----
     def generate_stream(
@@ -211,10 +317,18 @@ class ClusterEngine(StreamBatch):
         return EngineCounters(sum(p.prefix_cache_queries for p in parts), sum(p.prefix_cache_hits for p in parts))
 
     def settings(self) -> dict:
-        return {"replicas": len(self.alive), "piece": self.spec.piece}
+        return {"replicas": len(self.alive), "piece": self.piece}
 
-    def close(self) -> None:
+    def close(self, graceful: bool = True) -> None:
+        """Each live replica closes its engine (its processes and their GPU memory go) within
+        CLOSE_TIMEOUT_S, then every replica is killed, which hands its resources back to Ray."""
         ray = ray_module()
+        if graceful and self.alive:
+            ray.wait(
+                [self.replicas[i].close.remote() for i in sorted(self.alive)],
+                num_returns=len(self.alive),
+                timeout=CLOSE_TIMEOUT_S,
+            )
         for r in self.replicas:
             try:
                 ray.kill(r)
@@ -227,24 +341,37 @@ class ClusterEngine(StreamBatch):
         """Pieces of `prompts` to free replicas, each yielded (with its indices) as it returns; a piece
         lost with its replica goes to another."""
         ray = ray_module()
-        size = max(1, min(self.spec.piece, -(-len(prompts) // len(self.alive))))  # every replica gets work
+        piece = self.piece // kwargs.get("n", 1) if self.spec.piece == "auto" else self.piece  # sequences, not requests
+        size = max(1, min(piece, -(-len(prompts) // len(self.alive))))  # every replica gets work
         pieces = [
             (i, prompts[i : i + size], seeds[i : i + size] if seeds is not None else None)
             for i in range(0, len(prompts), size)
         ]
         queue = deque(range(len(pieces)))
-        idle, running = deque(sorted(self.alive)), dict[int, Any]()
+        idle, running = deque(sorted(self.alive)), dict[Any, tuple[int, int, float]]()
         idle.rotate(-self._turn)  # successive small calls start on successive replicas
         self._turn += 1
         while queue or running:
+            if self.stop.is_set():
+                self.close(graceful=False)
+                self._sleep()
             while queue and idle:
                 k, replica = queue.popleft(), idle.popleft()
                 start, part, part_seeds = pieces[k]
                 extra = {"seeds": part_seeds} if part_seeds is not None else {}
-                running[self.replicas[replica].call.remote(method, part, {**kwargs, **extra})] = (k, replica)
-            done, _ = ray.wait(list(running), num_returns=1)
+                ref = self.replicas[replica].call.remote(method, part, {**kwargs, **extra})
+                running[ref] = (k, replica, time.monotonic())
+            done, _ = ray.wait(list(running), num_returns=1, timeout=POLL_S)
+            if not done:
+                for ref, (k, replica, since) in list(running.items()):
+                    if time.monotonic() - since > self.spec.stall_s:  # hung: its piece goes to another
+                        del running[ref]
+                        ray.kill(self.replicas[replica])
+                        self._lose(replica, TimeoutError(f"no answer in {self.spec.stall_s:g} s"), "")
+                        queue.appendleft(k)
+                continue
             for ref in done:
-                k, replica = running.pop(ref)
+                k, replica, _ = running.pop(ref)
                 try:
                     out, seconds = ray.get(ref)
                 except ray.exceptions.RayTaskError as exc:  # the engine itself failed: the same as in one process
@@ -262,7 +389,12 @@ class ClusterEngine(StreamBatch):
     def _lose(self, replica: int, exc: Exception, then: str) -> None:
         self.alive.discard(replica)
         log.warning(
-            "replica %d on %s was lost (%s); %s", replica + 1, self.places[replica]["ip"], type(exc).__name__, then
+            "replica %d on %s was lost (%s: %s); %s",
+            replica + 1,
+            self.places[replica]["ip"],
+            type(exc).__name__,
+            exc,
+            then or "its piece goes to another replica",
         )
         if not self.alive:
             raise RadarError(
@@ -289,6 +421,7 @@ class ClusterEngine(StreamBatch):
                     "replica": i + 1,
                     "node": p["node"][:12],
                     "ip": p["ip"],
+                    "devices": p.get("devices", ""),
                     "lost": i not in self.alive,
                     **self.work[i],
                 }

@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 import warnings
+from collections.abc import Iterator
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
-from radar_local.cluster import connect, ray_module, replica_unit
+from radar_local.cluster import POLL_S, Stopped, connect, ray_module, replica_unit
 from radar_local.common import slug, to_json
 from radar_local.config import GridConfig, with_absolute_paths
+from radar_local.errors import RadarError
 from radar_local.report.build import write_report
 from radar_local.report.grid import grid_html, grid_markdown
 from radar_local.run import EnginePool, Run
@@ -80,10 +85,9 @@ def score_cells(
 
 
 def score_cells_on_cluster(grid: GridConfig, runs: dict[str, Run], todo: list, stages: dict) -> None:
-    """Stage 2 on a cluster: the verifier models score at once, each on its own replicas, loaded once
-    and reused by every cell of that model; models that do not fit wait for replicas to free up."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    """Stage 2 on a cluster: the verifier models score at once, each on its own replicas sized by its
+    own options, loaded once and reused by every cell of that model; a model that does not fit waits
+    for the resources of one that finished. A failure or Ctrl-C stops every model, starting or scoring."""
     cluster = grid.cluster
     assert cluster is not None
 
@@ -97,30 +101,70 @@ def score_cells_on_cluster(grid: GridConfig, runs: dict[str, Run], todo: list, s
     for g, v in todo:  # in this thread: verifiers.json is read, changed and written
         runs[g.label].register_verifier(v)
     connect(cluster)
-    kind, each = replica_unit(models[0][0].engine, models[0][0].options, cluster)
-    units = int(ray_module().available_resources().get(kind, 0) // each)
-    replicas = cluster.replicas if cluster.replicas != "auto" else max(1, units // len(models))
-    at_once = max(1, min(len(models), units // replicas))
+    units = [replica_unit(m[0].engine, m[0].options, cluster) for m in models]
+    free = ray_module().available_resources()
+    counts = replica_counts(units, free, cluster.replicas)
+    room = Room(free)
+    stop = threading.Event()
 
-    pools: list[EnginePool] = []
-
-    def score_model(verifiers: list) -> None:
-        pool = EnginePool(cluster.model_copy(update={"replicas": replicas}))
-        pools.append(pool)
-        try:
-            score_cells(verifiers, runs, todo, stages, pool, progress=False)
-        finally:
-            pool.close()
-
-    with ThreadPoolExecutor(at_once) as workers:  # a model past `at_once` waits for a free slot
-        try:
-            for done in [workers.submit(score_model, group) for group in models]:
-                done.result()
-        except BaseException:  # Ctrl-C or a failed cell: stop the replicas, so the other cells stop too
-            workers.shutdown(wait=False, cancel_futures=True)
-            for pool in pools:
+    def score_model(i: int) -> None:
+        kind, each = units[i]
+        with room.held(kind, counts[i] * each, stop, models[i][0].model):
+            pool = EnginePool(cluster.model_copy(update={"replicas": counts[i]}), stop)
+            try:
+                score_cells(models[i], runs, todo, stages, pool, progress=False)
+            finally:
                 pool.close()
-            raise
+
+    with ThreadPoolExecutor(len(models)) as workers:
+        futures = [workers.submit(score_model, i) for i in range(len(models))]
+        try:
+            wait(futures, return_when=FIRST_EXCEPTION)
+        finally:  # Ctrl-C here, or a model failed: the others stop within a second, then we raise
+            if not all(f.done() and f.exception() is None for f in futures):
+                stop.set()
+            wait(futures)
+    failed = [f.exception() for f in futures if f.exception() is not None]
+    raise_first = next((e for e in failed if not isinstance(e, Stopped)), failed[0] if failed else None)
+    if raise_first is not None:
+        raise raise_first
+
+
+def replica_counts(units: list[tuple[str, float]], free: dict, replicas: int | str) -> list[int]:
+    """Replicas per model: as configured, or (auto) an equal share of the free resources of its kind."""
+    if replicas != "auto":
+        return [int(replicas)] * len(units)
+    sharing = {kind: sum(k == kind for k, _ in units) for kind, _ in units}
+    return [max(1, int(free.get(kind, 0) / sharing[kind] // each)) for kind, each in units]
+
+
+class Room:
+    """The grid's own account of the cluster's free resources, so its models never ask Ray for more than
+    is there at once: a model waits (giving up when `stop` is set) until another gives its share back."""
+
+    def __init__(self, free: dict):
+        self.free, self.capacity = dict(free), dict(free)
+        self.changed = threading.Condition()
+
+    @contextmanager
+    def held(self, kind: str, amount: float, stop: threading.Event, model: str) -> Iterator[None]:
+        if amount > self.capacity.get(kind, 0):
+            raise RadarError(
+                f"the replicas of {model} need {amount:g} {kind}; the cluster has {self.capacity.get(kind, 0):g} "
+                "free: set cluster.replicas lower, or free the cluster"
+            )
+        with self.changed:
+            while self.free.get(kind, 0) < amount and not stop.is_set():
+                self.changed.wait(POLL_S)
+            if stop.is_set():
+                raise Stopped("stopped before this model's replicas started")
+            self.free[kind] -= amount
+        try:
+            yield
+        finally:
+            with self.changed:
+                self.free[kind] += amount
+                self.changed.notify_all()
 
 
 def grid_summary(results: list[AuditResult]) -> dict:

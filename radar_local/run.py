@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import logging
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,10 +51,11 @@ class EnginePool:
     """Holds one engine at a time: loading other weights frees the previous model's memory first,
     and a generator that is also the verifier is loaded once."""
 
-    def __init__(self, cluster: ClusterSpec | None = None) -> None:
+    def __init__(self, cluster: ClusterSpec | None = None, stop: threading.Event | None = None) -> None:
         self.spec: ModelSpec | None = None
         self.engine: Engine | None = None
         self.cluster = cluster  # None: the engine runs in this process
+        self.stop = stop  # on a cluster: set by another thread, the replicas give up (grid.py)
 
     def get(self, spec: ModelSpec, where: object = "config") -> Engine:
         if self.engine is not None and self.spec is not None and self.spec.same_engine(spec):
@@ -63,7 +65,7 @@ class EnginePool:
             self.engine = build_engine(spec.engine, spec.model, spec.options, where)
         else:
             parse_options(spec.engine, spec.options)  # checked here, before any replica starts
-            self.engine = ClusterEngine(spec.engine, spec.model, spec.options, self.cluster)
+            self.engine = ClusterEngine(spec.engine, spec.model, spec.options, self.cluster, self.stop)
         self.spec = spec
         return self.engine
 

@@ -3,8 +3,10 @@ so that every Ray process listens on 127.0.0.1 alone (Ray binds all interfaces o
 
 Usage (as tests/test_cluster.py runs it): unshare -n sh -c 'ip link set lo up && python tests/cluster_scenarios.py OUT'
 Starts a two-node Ray cluster (`ray start --head` and a second `ray start --address`, one CPU each,
-their own ports and temp dirs), runs the scenarios against it, writes OUT/results.json, and stops
-every process it started, by PID.
+their own ports and temp dirs), runs the scenarios against it, then the placement scenarios on a
+second two-node cluster whose nodes declare two GPUs each that they do not have (`--num-gpus 2`; the
+planted engine computes on none, and reports the devices Ray gave it); writes OUT/results.json, and
+stops every process it started, by PID.
 """
 
 from __future__ import annotations
@@ -68,14 +70,14 @@ class TwoNodeCluster:
     """`ray start --head` and one worker node on 127.0.0.1, each in the foreground (--block), so that
     each node's processes descend from a PID this class holds and stops."""
 
-    def __init__(self, root: Path):
-        self.root, self.port = root, free_port()
+    def __init__(self, root: Path, gpus: int = 0):
+        self.root, self.port, self.gpus = root, free_port(), gpus
         self.address = f"127.0.0.1:{self.port}"
         self.nodes: dict[str, subprocess.Popen] = {}
 
     def _start(self, name: str, args: list[str]) -> None:
         ray = str(Path(sys.executable).with_name("ray"))
-        log = (self.root / f"{name}.log").open("w")
+        log = (self.root / f"{name}-{self.port}.log").open("w")
         env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
         self.nodes[name] = subprocess.Popen(
             [
@@ -84,6 +86,8 @@ class TwoNodeCluster:
                 "--block",
                 "--num-cpus",
                 "1",
+                "--num-gpus",
+                str(self.gpus),
                 "--node-ip-address",
                 "127.0.0.1",
                 "--disable-usage-stats",
@@ -109,12 +113,12 @@ class TwoNodeCluster:
                     break
             except OSError:
                 alive = self.nodes["head"].poll() is None and time.monotonic() < deadline
-                assert alive, (self.root / "head.log").read_text()[-2000:]
+                assert alive, (self.root / f"head-{self.port}.log").read_text()[-2000:]
                 time.sleep(1)
         self._start("worker", ["--address", self.address])
         ray.init(address=self.address, log_to_driver=False)
         while len([n for n in ray.nodes() if n["Alive"]]) < 2:
-            assert time.monotonic() < deadline, (self.root / "worker.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, (self.root / f"worker-{self.port}.log").read_text()[-2000:]
             time.sleep(1)
         return self
 
@@ -221,17 +225,101 @@ def main(out: Path) -> None:
             "waves": len(remote.adaptive["waves"]),
             "cluster": "cluster" in load_run(out / "adaptive-cluster").info()["stages"]["score"],
         }
+    with TwoNodeCluster(out, gpus=2) as cluster:
+        results["gpu"] = gpu_scenarios(cluster, out / "gpu")
     (out / "results.json").write_text(json.dumps(results, indent=2))
 
 
-def planted_grid() -> GridConfig:
+def gpu_scenarios(cluster: TwoNodeCluster, out: Path) -> dict:
+    """Placement on nodes that declare GPUs, from a driver whose torch has no CUDA."""
+    import ray
+    import torch
+
+    results: dict = {"driver_has_cuda": torch.cuda.is_available(), "gpus": ray.cluster_resources().get("GPU")}
+    spec = ClusterSpec(ray=cluster.address)
+
+    def replicas(run_dir: Path, verifier: str | None = None) -> list[dict]:
+        return load_run(run_dir).info(verifier)["stages"]["score"]["cluster"]["replicas"]
+
+    # One GPU per replica: as many replicas as GPUs, each seeing its own; a CPU model sees none.
+    for name, options in (("one-gpu", {"gpus": 1}), ("cpu", {})):
+        pool = EnginePool(spec)
+        try:
+            run_audit(AuditConfig.model_validate(planted(options=options)), out / name, base=REPO, pool=pool)
+        finally:
+            pool.close()
+        results[name] = [{"node": r["node"], "devices": r["devices"]} for r in replicas(out / name)]
+
+    # A grid whose judges take 1 and 2 GPUs a replica: each sized by its own options, both at once.
+    grid = planted_grid(judge_options=[{"gpus": 1}, {"gpus": 2}])
+    run_grid(grid.model_copy(update={"cluster": spec}), out / "grid", REPO, progress=False)
+    results["grid"] = {v: [r["devices"] for r in replicas(out / "grid" / "gen", v)] for v in ("judge-a", "judge-b")}
+
+    # A replica that hangs at its first score: dropped after stall_s, its piece finished by another.
+    hung = planted(options={"gpus": 1})
+    hung["verifier"] = {**hung["verifier"], "options": {"gpus": 1, "hang": str(out / "hang")}}
+    pool = EnginePool(ClusterSpec(ray=cluster.address, replicas=2, piece=8, stall_s=3))
+    start = time.monotonic()
+    try:
+        run_audit(AuditConfig.model_validate(hung), out / "hung", base=REPO, pool=pool)
+    finally:
+        pool.close()
+    results["hung"] = {
+        "seconds": round(time.monotonic() - start, 1),
+        "scores": len(records(out / "hung" / "scores.jsonl")),
+        "expected": len(records(out / "one-gpu" / "scores.jsonl")),
+        "lost": [r["lost"] for r in replicas(out / "hung")],
+    }
+
+    # Ctrl-C while the judges' replicas load: the grid stops at once, no replica stays, nothing is scored.
+    slow = planted_grid(judge_options=[{"gpus": 1, "start_s": 20}, {"gpus": 1, "start_s": 20}])
+    total = ray.cluster_resources()["GPU"]
+    interrupted: dict = {}
+
+    def interrupt_while_loading():
+        while ray.available_resources().get("GPU", total) == total:
+            time.sleep(0.2)
+        time.sleep(2)
+        interrupted["at"] = time.monotonic()
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_while_loading, daemon=True).start()
+    try:
+        run_grid(slow.model_copy(update={"cluster": spec}), out / "interrupted", REPO, progress=False)
+        results["interrupt"] = {"raised": False}
+    except KeyboardInterrupt:
+        stopped_after = time.monotonic() - interrupted["at"]
+        deadline = time.monotonic() + 30
+        while ray.available_resources().get("GPU", 0) < total and time.monotonic() < deadline:
+            time.sleep(0.5)
+        freed_after = time.monotonic() - interrupted["at"]
+        time.sleep(max(0.0, 25 - freed_after))  # past the judges' start: a worker left running would score now
+        scores = out / "interrupted" / "gen" / "scores.jsonl"
+        results["interrupt"] = {
+            "raised": True,
+            "stopped_after_s": round(stopped_after, 1),
+            "gpus_free": ray.available_resources().get("GPU", 0),
+            "gpus": total,
+            "scores": len(scores.read_text().splitlines()) if scores.exists() else 0,
+        }
+    return results
+
+
+def planted(**kw) -> dict:
+    from tests.conftest import planted_config
+
+    return planted_config(bootstrap=0, **kw)
+
+
+def planted_grid(judge_options: list[dict] | None = None) -> GridConfig:
     from tests.conftest import planted_config
 
     settings = {k: v for k, v in planted_config().items() if k not in ("generator", "verifier")}
     coupling = {"Helpfulness / Understanding": {"Correctness / Completeness": 0.5}}
+    extra = judge_options or [{}, {}]
     judges = [
-        {"engine": "testing", "model": "judge-a"},
-        {"engine": "testing", "model": "judge-b", "options": {"coupling": coupling}},
+        {"engine": "testing", "model": "judge-a", "options": extra[0]},
+        {"engine": "testing", "model": "judge-b", "options": {"coupling": coupling, **extra[1]}},
     ]
     return GridConfig.model_validate(
         {**settings, "generators": [{"engine": "testing", "model": "gen"}], "verifiers": judges}

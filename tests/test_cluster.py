@@ -73,3 +73,32 @@ def test_a_grid_scores_its_judges_at_once_on_their_own_replicas(scenarios):
 def test_an_adaptive_audit_runs_its_waves_on_the_cluster(scenarios):
     adaptive = scenarios["adaptive"]
     assert adaptive["same"] and adaptive["waves"] >= 2 and adaptive["cluster"]
+
+
+def test_a_cpu_only_driver_places_gpu_replicas_from_the_clusters_resources(scenarios):
+    gpu = scenarios["gpu"]
+    assert gpu["driver_has_cuda"] is False and gpu["gpus"] == 4  # the nodes declare 2 GPUs each
+    one = gpu["one-gpu"]  # a model that takes one GPU a replica: one replica per GPU, each its own
+    assert len(one) == 4
+    for node in {r["node"] for r in one}:
+        assert sorted(r["devices"] for r in one if r["node"] == node) == ["0", "1"]
+    cpu = gpu["cpu"]  # a model that takes none: CPU replicas (one CPU per node), shown no GPU at all
+    assert len(cpu) == 2 and all(r["devices"] == "" for r in cpu)
+
+
+def test_a_grid_sizes_each_judge_by_its_own_options(scenarios):
+    grid = scenarios["gpu"]["grid"]  # 4 GPUs shared by two judges: 2 replicas of 1 GPU, 1 replica of 2
+    assert len(grid["judge-a"]) == 2 and all(len(d.split(",")) == 1 for d in grid["judge-a"])
+    assert len(grid["judge-b"]) == 1 and sorted(grid["judge-b"][0].split(",")) == ["0", "1"]
+
+
+def test_a_hung_replica_is_dropped_and_its_work_finished_by_another(scenarios):
+    hung = scenarios["gpu"]["hung"]
+    assert hung["scores"] == hung["expected"]  # complete, and records() found no duplicate key
+    assert sorted(hung["lost"]) == [False, True]
+
+
+def test_ctrl_c_while_replicas_start_leaves_no_replica_and_scores_nothing(scenarios):
+    interrupt = scenarios["gpu"]["interrupt"]
+    assert interrupt["raised"] and interrupt["stopped_after_s"] < 10  # not after the 20 s start
+    assert interrupt["gpus_free"] == interrupt["gpus"] and interrupt["scores"] == 0

@@ -28,6 +28,10 @@ class TransformersEngine(BatchStream):
         )
         batch_size: int = Field(16, ge=1, description="Prompts per scoring batch")
 
+        def engine_gpus(self) -> int:
+            """One GPU where there are GPUs, unless told to run on the CPU."""
+            return 0 if self.device == "cpu" else 1
+
     def __init__(self, model: str, options: Options | None = None):
         self.model = model
         self.options = options or self.Options()

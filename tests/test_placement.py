@@ -1,0 +1,134 @@
+"""The cluster's placement, environment, memory wait and the grid's room, without a cluster (issue 17);
+on a real loopback cluster whose nodes declare GPUs: tests/test_cluster.py."""
+
+import subprocess
+import threading
+import time
+
+import pytest
+
+from radar_local.cluster import Stopped, forwarded_env, gpu_memory_free, wait_for_gpu_memory
+from radar_local.engines.registry import engine_gpus, parse_options
+from radar_local.engines.vllm import cpu_bind_list
+from radar_local.errors import RadarError
+from radar_local.grid import Room, replica_counts
+from tests.test_bad_input import _config, invoke, one_line_exit_2
+
+
+def test_data_parallel_size_is_refused_when_the_config_is_read_naming_what_to_use(tmp_path):
+    with pytest.raises(ValueError, match="option 'data_parallel_size' is not supported: .*--ray local"):
+        parse_options("vllm", {"data_parallel_size": 2})
+    spec = {"engine": "vllm", "model": "smollm2-135m", "options": {"data_parallel_size": 2}}
+    cfg = _config(tmp_path, {"rubric": "helpsteer2", "generator": spec, "verifier": spec})
+    one_line_exit_2(invoke("audit", cfg, "--out", tmp_path / "run"), "data_parallel_size", "--ray local")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_replica_takes_the_gpus_its_engines_options_name():
+    assert engine_gpus("vllm", {}) == 1
+    assert engine_gpus("vllm", {"tensor_parallel_size": 2, "pipeline_parallel_size": 2}) == 4
+    assert engine_gpus("transformers", {}) == 1 and engine_gpus("transformers", {"device": "cpu"}) == 0
+    assert engine_gpus("openai", {}) == 0 and engine_gpus("testing", {"gpus": 2}) == 2
+
+
+def test_several_engine_processes_on_a_cpu_build_split_the_cores():
+    assert cpu_bind_list([0, 1], 2) == "0|1"
+    assert cpu_bind_list(list(range(8)), 2) == "0-3|4-7"
+    assert cpu_bind_list([2, 3, 4], 2) == "2|3-4"
+    with pytest.raises(RadarError, match="= 3 engine processes .* need a core each; .* use 2"):
+        cpu_bind_list([0, 1], 3)
+
+
+def test_only_settings_that_mean_the_same_on_every_node_travel():
+    driver = {
+        "RADAR_MODELS_DIR": "/models",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_ATTENTION_BACKEND": "FLASH_ATTN",
+        "VLLM_HOST_IP": "10.0.0.5",
+        "VLLM_PORT": "5000",
+        "VLLM_DP_MASTER_IP": "10.0.0.5",
+        "VLLM_CPU_OMP_THREADS_BIND": "0-3",
+        "VLLM_CPU_NUM_OF_RESERVED_CPU": "1",
+        "VLLM_NCCL_SO_PATH": "/opt/nccl.so",
+        "CUDA_VISIBLE_DEVICES": "0",
+        "PATH": "/usr/bin",
+    }
+    assert forwarded_env(driver) == {
+        "RADAR_MODELS_DIR": "/models",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_ATTENTION_BACKEND": "FLASH_ATTN",
+    }
+
+
+def nvidia_smi(*rows: str, returncode: int = 0):
+    calls = []
+
+    def run(args, **kw):
+        calls.append(args)
+        return subprocess.CompletedProcess(args, returncode, rows[min(len(calls), len(rows)) - 1])  # the last repeats
+
+    return run, calls
+
+
+def test_gpu_memory_is_read_without_starting_cuda():
+    run, calls = nvidia_smi("40000, 80000\n80000, 80000")
+    assert gpu_memory_free("0,1", run) == [0.5, 1.0]
+    assert calls[0][-2:] == ["-i", "0,1"]
+    assert gpu_memory_free("0", nvidia_smi("", returncode=9)[0]) is None
+
+    def missing(args, **kw):
+        raise FileNotFoundError("nvidia-smi")
+
+    assert gpu_memory_free("0", missing) is None
+
+
+def test_a_replica_waits_for_the_previous_models_gpu_memory(monkeypatch):
+    monkeypatch.setattr("radar_local.cluster.POLL_S", 0.01)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    run, calls = nvidia_smi("8000, 80000", "30000, 80000", "76000, 80000")  # freed over three looks
+    wait_for_gpu_memory(0.9, timeout_s=10, runner=run)
+    assert len(calls) == 3
+    run, calls = nvidia_smi("8000, 80000")  # never freed: gives up at the deadline, vLLM then says why
+    start = time.monotonic()
+    wait_for_gpu_memory(0.9, timeout_s=0.1, runner=run)
+    assert 0.1 <= time.monotonic() - start < 5 and len(calls) > 1
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    run, calls = nvidia_smi("0, 80000")
+    wait_for_gpu_memory(0.9, runner=run)  # a CPU replica looks at no GPU
+    assert calls == []
+
+
+def test_each_model_gets_its_share_of_its_own_kind():
+    free = {"GPU": 8.0, "CPU": 64.0}
+    assert replica_counts([("GPU", 1), ("GPU", 2)], free, "auto") == [4, 2]
+    assert replica_counts([("GPU", 1), ("CPU", 1)], free, "auto") == [8, 64]
+    assert replica_counts([("GPU", 4), ("GPU", 4), ("GPU", 4)], free, "auto") == [1, 1, 1]  # one at a time
+    assert replica_counts([("GPU", 1), ("GPU", 2)], free, 3) == [3, 3]
+
+
+def test_a_model_waits_for_room_and_gives_up_on_stop(monkeypatch):
+    monkeypatch.setattr("radar_local.grid.POLL_S", 0.01)
+    room, stop, order = Room({"GPU": 4.0}), threading.Event(), []
+
+    def second():
+        with room.held("GPU", 4, stop, "judge-b"):
+            order.append("b")
+
+    with room.held("GPU", 3, stop, "judge-a"):
+        waiting = threading.Thread(target=second)
+        waiting.start()
+        time.sleep(0.1)
+        order.append("a")  # judge-b is still waiting: a's 3 GPUs are out
+    waiting.join(5)
+    assert order == ["a", "b"] and room.free == {"GPU": 4.0}
+
+    with room.held("GPU", 4, stop, "judge-a"):
+        stop.set()
+        with pytest.raises(Stopped):
+            with room.held("GPU", 1, stop, "judge-b"):
+                pass
+    with pytest.raises(RadarError, match="the replicas of judge-c need 8 GPU; the cluster has 4 free"):
+        with room.held("GPU", 8, threading.Event(), "judge-c"):
+            pass
