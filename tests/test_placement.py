@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from radar_local.cluster import Stopped, forwarded_env, gpu_memory_free, wait_for_gpu_memory
+from radar_local.cluster import Stopped, forwarded_env, wait_for_gpu_memory
 from radar_local.engines.registry import engine_gpus, parse_options
 from radar_local.engines.vllm import cpu_bind_list
 from radar_local.errors import RadarError
@@ -73,29 +73,33 @@ def nvidia_smi(*rows: str, returncode: int = 0):
 
 
 def test_gpu_memory_is_read_without_starting_cuda():
-    run, calls = nvidia_smi("40000, 80000\n80000, 80000")
-    assert gpu_memory_free("0,1", run) == [0.5, 1.0]
+    from radar_local.hardware import gpu_inventory
+
+    run, calls = nvidia_smi("H200, 570.86, 9.0, 40000, 80000\nH200, 570.86, 9.0, 80000, 80000")
+    assert [g["free_mib"] / g["total_mib"] for g in gpu_inventory("0,1", run)] == [0.5, 1.0]
     assert calls[0][-2:] == ["-i", "0,1"]
-    assert gpu_memory_free("0", nvidia_smi("", returncode=9)[0]) is None
+    assert gpu_inventory("0", nvidia_smi("", returncode=9)[0]) is None
+    assert gpu_inventory("0", nvidia_smi("H200, 570.86")[0]) is None  # a row of another shape
 
     def missing(args, **kw):
         raise FileNotFoundError("nvidia-smi")
 
-    assert gpu_memory_free("0", missing) is None
+    assert gpu_inventory("0", missing) is None
 
 
 def test_a_replica_waits_for_the_previous_models_gpu_memory(monkeypatch):
     monkeypatch.setattr("radar_local.cluster.POLL_S", 0.01)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    run, calls = nvidia_smi("8000, 80000", "30000, 80000", "76000, 80000")  # freed over three looks
+    row = "H200, 570.86, 9.0, {}, 80000"
+    run, calls = nvidia_smi(row.format(8000), row.format(30000), row.format(76000))  # freed over three looks
     wait_for_gpu_memory(0.9, timeout_s=10, runner=run)
     assert len(calls) == 3
-    run, calls = nvidia_smi("8000, 80000")  # never freed: gives up at the deadline, vLLM then says why
+    run, calls = nvidia_smi(row.format(8000))  # never freed: gives up at the deadline, vLLM then says why
     start = time.monotonic()
     wait_for_gpu_memory(0.9, timeout_s=0.1, runner=run)
     assert 0.1 <= time.monotonic() - start < 5 and len(calls) > 1
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    run, calls = nvidia_smi("0, 80000")
+    run, calls = nvidia_smi(row.format(0))
     wait_for_gpu_memory(0.9, runner=run)  # a CPU replica looks at no GPU
     assert calls == []
 
@@ -129,6 +133,29 @@ def test_a_model_waits_for_room_and_gives_up_on_stop(monkeypatch):
         with pytest.raises(Stopped):
             with room.held("GPU", 1, stop, "judge-b"):
                 pass
-    with pytest.raises(RadarError, match="the replicas of judge-c need 8 GPU; the cluster has 4 free"):
+    with pytest.raises(RadarError, match="the replicas of judge-c need 8 GPU; the cluster has 4 in all"):
         with room.held("GPU", 8, threading.Event(), "judge-c"):
             pass
+
+
+def test_a_stage_is_cut_into_equal_pieces_the_same_count_per_replica():
+    from radar_local.cluster import piece_size
+
+    assert piece_size(12, 2, 2) == 2
+    assert piece_size(7500, 1, 8192) == 7500  # one piece: one drain, as in one process
+    assert piece_size(20000, 2, 8192) == 5000  # two pieces each, not 8192 + 1808
+    assert piece_size(10, 4, 64) == 3 and piece_size(1, 8, 64) == 1
+
+
+def test_gpus_are_described_from_nvidia_smi_and_batch_invariance_needs_sm80():
+    from radar_local.engines.vllm import gpu_manifest
+    from radar_local.hardware import batch_invariance_problem, gpu_inventory
+
+    run, calls = nvidia_smi("NVIDIA H200, 570.86, 9.0, 140000, 143771\nNVIDIA H200, 570.86, 9.0, 141000, 143771")
+    gpus = gpu_inventory("0,1", run)
+    assert calls[0][1] == "--query-gpu=name,driver_version,compute_cap,memory.free,memory.total"
+    assert gpu_manifest(gpus) == {"devices": ["NVIDIA H200"] * 2, "driver": "570.86", "compute_capability": ["9.0"]}
+    assert gpu_inventory(None, nvidia_smi("", returncode=9)[0]) is None and gpu_manifest(None) == {}
+    assert batch_invariance_problem("cuda", (8, 0)) is None and batch_invariance_problem("rocm", None) is None
+    assert "this GPU has 7.5" in batch_invariance_problem("cuda", (7, 5))
+    assert "this is a cpu build" in batch_invariance_problem("cpu", None)

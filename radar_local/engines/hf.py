@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from radar_local.engines.base import BatchStream, Completion, EngineCounters, JsonFormat, single_token_ids
+from radar_local.errors import MissingDependencyError
 from radar_local.models import resolve
 from radar_local.prompts import Messages
 from radar_local.scoring import SCORE_TOKENS, ScoreFormat
@@ -53,6 +54,12 @@ class TransformersEngine(BatchStream):
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.hf = AutoModelForCausalLM.from_pretrained(self.path, dtype=getattr(torch, dtype)).to(self.device).eval()
         self._processors: dict[str, object] = {}
+        self._settings: dict = {"device": str(self.device), "dtype": dtype, "batch_invariant": False}
+        if self.device.type == "cuda":
+            self._settings["devices"] = [torch.cuda.get_device_name(self.device)]
+
+    def settings(self) -> dict:
+        return dict(self._settings)
 
     def _encode(self, prompts: list[Messages]) -> dict[str, torch.Tensor]:
         texts = [self.tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in prompts]
@@ -95,8 +102,11 @@ class TransformersEngine(BatchStream):
 
     def _regex_processor(self, regex: str):
         if regex not in self._processors:
-            import outlines
-            from outlines.backends import get_regex_logits_processor
+            try:  # only reasoned scoring and the editor need it: expected-mode scoring runs without
+                import outlines
+                from outlines.backends import get_regex_logits_processor
+            except ImportError:
+                raise MissingDependencyError("outlines", "hf") from None
 
             self._processors[regex] = get_regex_logits_processor(
                 None, outlines.from_transformers(self.hf, self.tokenizer), regex

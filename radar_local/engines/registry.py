@@ -24,7 +24,7 @@ ENGINES = {
 # (module, package, extras) each engine needs before it is built
 REQUIRES: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {
     "vllm": [("vllm", "vllm", ("gpu", "cpu"))],
-    "transformers": [("transformers", "transformers", ("hf",)), ("outlines", "outlines", ("hf",))],
+    "transformers": [("transformers", "transformers", ("hf",))],  # outlines: at its first constrained answer
 }
 
 

@@ -27,7 +27,14 @@ from radar_local.engines.base import (
     single_token_ids,
 )
 from radar_local.errors import RadarError
-from radar_local.hardware import CpuInfo, checkpoint_dtype, cpu_dtype, cpu_info
+from radar_local.hardware import (
+    CpuInfo,
+    batch_invariance_problem,
+    checkpoint_dtype,
+    cpu_dtype,
+    cpu_info,
+    gpu_inventory,
+)
 from radar_local.models import resolve
 from radar_local.prompts import Messages
 from radar_local.scoring import SCORE_TOKENS, ScoreFormat
@@ -68,7 +75,7 @@ def check_vllm_line() -> None:
 def llm_arguments(options: VLLMEngine.Options, entry, checkpoint: str | None, cpu: CpuInfo | None) -> tuple[dict, dict]:
     """`vllm.LLM`'s arguments for these options on this machine (`cpu` None on a GPU build), and the
     settings they resolve to, for run.json and `radar doctor`."""
-    kwargs = options.model_dump(exclude_none=True)
+    kwargs = options.model_dump(exclude_none=True, exclude={"batch_invariant"})  # radar's, not vllm.LLM's
     if entry is not None and kwargs.get("max_model_len", 0) > entry.context_length:
         kwargs["max_model_len"] = entry.context_length  # the registry knows the model's window
     if cpu is None:
@@ -151,6 +158,11 @@ class VLLMEngine(StreamBatch):
         enable_chunked_prefill: bool | None = Field(None, description="Default off on CPU builds (see _build)")
         max_num_batched_tokens: int | None = Field(None, ge=1)
         seed: int = 0
+        batch_invariant: bool = Field(
+            False,
+            description="vLLM's batch-invariant mode (VLLM_BATCH_INVARIANT=1): a seeded sample the same whatever "
+            "else is in its batch; NVIDIA compute capability 8.0+ only, refused in one line elsewhere",
+        )
         # Options vLLM has that radar refuses when the config is read, each with what to use instead.
         REFUSED: ClassVar[dict[str, str]] = {
             "data_parallel_size": "vllm.LLM runs one engine per process and refuses it; for one engine per "
@@ -171,6 +183,10 @@ class VLLMEngine(StreamBatch):
         self.block_size = config.cache_config.block_size
         self.max_num_seqs = config.scheduler_config.max_num_seqs
         self._settings.update(
+            vllm=" ".join(installed_vllm() or ("vllm", "unknown")),
+            model_runner=_model_runner(config),
+            batch_invariant=os.environ.get("VLLM_BATCH_INVARIANT", "0") == "1",
+            seed=self.options.seed,
             dtype=str(config.model_config.dtype).removeprefix("torch."),
             block_size=self.block_size,
             max_num_seqs=self.max_num_seqs,
@@ -196,6 +212,13 @@ class VLLMEngine(StreamBatch):
         kwargs, self._settings = llm_arguments(self.options, self.entry, checkpoint_dtype(self.path), cpu)
         if cpu is None:
             self._settings["device"] = current_platform.device_name
+            self._settings.update(gpu_manifest(gpu_inventory(os.environ.get("CUDA_VISIBLE_DEVICES"))))
+        if self.options.batch_invariant:
+            capability = current_platform.get_device_capability() if cpu is None else None
+            problem = batch_invariance_problem(current_platform.device_name, capability and tuple(capability))
+            if problem:
+                raise RadarError(f"batch_invariant: {problem}; remove the option (samples then move with batches)")
+            os.environ["VLLM_BATCH_INVARIANT"] = "1"  # read by vLLM's workers when they start, below
         return LLM(model=str(self.path), disable_log_stats=False, **kwargs)
 
     def settings(self) -> dict:
@@ -340,6 +363,26 @@ class VLLMEngine(StreamBatch):
         finally:
             del self.llm
             gc.collect()
+
+
+def gpu_manifest(gpus: list[dict] | None) -> dict:
+    """The GPUs an engine runs on, for run.json: their names, driver and compute capability."""
+    if not gpus:
+        return {}
+    return {
+        "devices": [g["name"] for g in gpus],
+        "driver": gpus[0]["driver"],
+        "compute_capability": sorted({g["compute_capability"] for g in gpus}),
+    }
+
+
+def _model_runner(config) -> str:
+    """vLLM 0.32 runs Model Runner V2 on CUDA where it can (its own sampler, logprobs and grammar
+    masks), V1 elsewhere: which one wrote these records."""
+    try:
+        return "v2" if config.use_v2_model_runner else "v1"
+    except Exception:  # a config of another shape: say so rather than guess
+        return "unknown"
 
 
 def _sample(o, c) -> Completion:
