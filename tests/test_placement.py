@@ -159,3 +159,19 @@ def test_gpus_are_described_from_nvidia_smi_and_batch_invariance_needs_sm80():
     assert batch_invariance_problem("cuda", (8, 0)) is None and batch_invariance_problem("rocm", None) is None
     assert "this GPU has 7.5" in batch_invariance_problem("cuda", (7, 5))
     assert "this is a cpu build" in batch_invariance_problem("cpu", None)
+
+
+def test_a_split_the_model_cannot_take_is_one_line_before_vllm_starts(tmp_path):
+    import json
+
+    from radar_local.engines.registry import build_engine
+
+    model = tmp_path / "smol"  # the embedded model's shape: 9 attention heads, 30 layers
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"num_attention_heads": 9, "num_hidden_layers": 30}))
+    with pytest.raises(
+        RadarError, match="tensor_parallel_size 2 does not divide the model's 9 attention heads; use one of 1, 3, 9"
+    ):
+        build_engine("vllm", str(model), {"tensor_parallel_size": 2})
+    with pytest.raises(RadarError, match="pipeline_parallel_size 31 is more than the model's 30 layers"):
+        build_engine("vllm", str(model), {"pipeline_parallel_size": 31})

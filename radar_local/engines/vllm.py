@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import gc
 import itertools
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -101,6 +103,24 @@ def llm_arguments(options: VLLMEngine.Options, entry, checkpoint: str | None, cp
     }
 
 
+def parallel_problem(path: Path, options: VLLMEngine.Options) -> str | None:
+    """Why the model at `path` cannot be split as the options ask, from its config.json, before vLLM
+    starts (vLLM would say so in a traceback from its engine process)."""
+    try:
+        config = json.loads((path / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    config = config.get("text_config", config) if isinstance(config, dict) else {}
+    heads, layers = config.get("num_attention_heads"), config.get("num_hidden_layers")
+    tp, pp = options.tensor_parallel_size, options.pipeline_parallel_size
+    if isinstance(heads, int) and heads % tp:
+        fits = ", ".join(str(d) for d in range(1, heads + 1) if heads % d == 0)
+        return f"tensor_parallel_size {tp} does not divide the model's {heads} attention heads; use one of {fits}"
+    if isinstance(layers, int) and pp > layers:
+        return f"pipeline_parallel_size {pp} is more than the model's {layers} layers"
+    return None
+
+
 def cpu_bind_list(cores: list[int], workers: int) -> str:
     """vLLM's VLLM_CPU_OMP_THREADS_BIND for `workers` engine processes (tensor x pipeline parallel) on a
     CPU build: the cores split into that many ranges. vLLM's own binding wants a NUMA node per worker,
@@ -177,6 +197,8 @@ class VLLMEngine(StreamBatch):
         self.model = model
         self.options = options or self.Options()
         self.path, self.entry = resolve(model)
+        if (problem := parallel_problem(self.path, self.options)) is not None:
+            raise RadarError(f"{model}: {problem}")
         self._settings: dict = {}
         self.llm = llm or self._build()
         config = self.llm.llm_engine.vllm_config
