@@ -1,8 +1,8 @@
 """Scale-out on a Ray cluster: replicas of one model, each a Ray actor holding our own `Engine`.
 
 `ClusterEngine` is an Engine: `Run` hands it a whole stage, as it hands a local engine, and it spreads
-the stage over the replicas in pieces (`piece`, sized to keep a replica's scheduler busy), a piece to
-whichever replica is free (a fast replica takes more), each piece stored the moment it returns.
+the stage over the replicas in equal pieces (the same count per replica, each large enough to keep a
+replica's scheduler busy), a piece to whichever replica is free, each stored the moment it returns.
 Prompts, per-request seeds and the score constraint are built by the driver exactly as
 for one process, and the driver alone writes the store, so content keys, resume, fsync and the lock
 mean the same on a cluster. A replica that dies mid-piece (its node killed) or makes no progress for
