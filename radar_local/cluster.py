@@ -146,8 +146,10 @@ def wait_for_gpu_memory(share: float, timeout_s: float = FREE_WAIT_S, runner=sub
     """Until this replica's GPUs have `share` of their memory free (vLLM refuses to start with less):
     the previous model's engine processes may still be letting theirs go."""
     devices = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if not devices:
+        return
     deadline = time.monotonic() + timeout_s
-    while devices:
+    while True:
         gpus = gpu_inventory(devices, runner)
         if not gpus or min(g["free_mib"] / g["total_mib"] for g in gpus) >= share or time.monotonic() > deadline:
             return  # past the deadline vLLM's own check says what holds the memory

@@ -71,15 +71,21 @@ def cpu_dtype(requested: str, checkpoint: str | None, cpu: CpuInfo) -> tuple[str
     return "float32", "the CPU has no bf16 arithmetic (no AVX512_BF16 or AMX): bf16 would run 4-8x slower"
 
 
-def checkpoint_dtype(path: Path) -> str | None:
-    """The dtype a local checkpoint's config.json declares, or None."""
+def checkpoint_config(path: Path) -> dict:
+    """A local checkpoint's config.json, or {} where there is none to read."""
     import json
 
     try:
         config = json.loads((Path(path) / "config.json").read_text())
     except (OSError, ValueError):
-        return None
-    value = config.get("torch_dtype") or config.get("dtype") if isinstance(config, dict) else None
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def checkpoint_dtype(path: Path) -> str | None:
+    """The dtype a local checkpoint's config.json declares, or None."""
+    config = checkpoint_config(path)
+    value = config.get("torch_dtype") or config.get("dtype")
     return value if isinstance(value, str) else None
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gc
 import itertools
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import replace
@@ -32,6 +31,7 @@ from radar_local.errors import RadarError
 from radar_local.hardware import (
     CpuInfo,
     batch_invariance_problem,
+    checkpoint_config,
     checkpoint_dtype,
     cpu_dtype,
     cpu_info,
@@ -106,11 +106,8 @@ def llm_arguments(options: VLLMEngine.Options, entry, checkpoint: str | None, cp
 def parallel_problem(path: Path, options: VLLMEngine.Options) -> str | None:
     """Why the model at `path` cannot be split as the options ask, from its config.json, before vLLM
     starts (vLLM would say so in a traceback from its engine process)."""
-    try:
-        config = json.loads((path / "config.json").read_text())
-    except (OSError, ValueError):
-        return None
-    config = config.get("text_config", config) if isinstance(config, dict) else {}
+    config = checkpoint_config(path)
+    config = config["text_config"] if isinstance(config.get("text_config"), dict) else config  # multimodal
     heads, layers = config.get("num_attention_heads"), config.get("num_hidden_layers")
     tp, pp = options.tensor_parallel_size, options.pipeline_parallel_size
     if isinstance(heads, int) and heads % tp:
@@ -236,8 +233,8 @@ class VLLMEngine(StreamBatch):
             self._settings["device"] = current_platform.device_name
             self._settings.update(gpu_manifest(gpu_inventory(os.environ.get("CUDA_VISIBLE_DEVICES"))))
         if self.options.batch_invariant:
-            capability = current_platform.get_device_capability() if cpu is None else None
-            problem = batch_invariance_problem(current_platform.device_name, capability and tuple(capability))
+            found = current_platform.get_device_capability() if cpu is None else None
+            problem = batch_invariance_problem(current_platform.device_name, tuple(found) if found else None)
             if problem:
                 raise RadarError(f"batch_invariant: {problem}; remove the option (samples then move with batches)")
             os.environ["VLLM_BATCH_INVARIANT"] = "1"  # read by vLLM's workers when they start, below
