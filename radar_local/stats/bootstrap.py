@@ -29,8 +29,8 @@ class Strata:
         keep = np.flatnonzero(pm.directed)
         t, i, d = pm.task[keep], pm.target[keep], pm.direction[keep]
         order = keep[np.lexsort((d, i, t))]
-        code = (pm.task[order] * len(pm.criteria) + pm.target[order]) * 2 + pm.direction[order]
-        starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
+        label = np.column_stack([pm.task[order], pm.target[order], pm.direction[order]])
+        starts = np.flatnonzero(np.r_[True, (label[1:] != label[:-1]).any(axis=1)])  # a new stratum begins
         sizes = np.diff(np.r_[starts, len(order)])
         first = order[starts]
         return cls(

@@ -3,6 +3,7 @@ that makes it from a validated long score table (radar_local.score_table)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -39,16 +40,18 @@ def probe_matrix(df: pd.DataFrame, criteria: list[str], generator: str, verifier
 
     cell = df[(df["generator"] == generator) & (df["verifier"] == verifier) & df["direction"].isin(PROBE_DIRECTIONS)]
     tasks = tuple(pd.unique(cell["task_id"]))
-    crit_code = pd.Categorical(cell["criterion"], categories=criteria).codes
-    task_code = pd.Categorical(cell["task_id"], categories=tasks).codes
+    # pandas category codes are int8 below 127 categories and int16 below 32,767: arithmetic on them
+    # wraps silently, so every code is widened, and probe ids come from sorting the code columns, with
+    # no arithmetic on them at all.
+    crit_code = _codes(cell["criterion"], criteria)
+    task_code = _codes(cell["task_id"], tasks)
     code_of = {c: i for i, c in enumerate(criteria)}
     target_code = cell["target"].map(code_of).fillna(-1).to_numpy(np.int64)  # -1: unconditioned
-    dir_code = pd.Categorical(cell["direction"], categories=list(PROBE_DIRECTIONS)).codes
+    dir_code = _codes(cell["direction"], PROBE_DIRECTIONS)
     variant = cell["variant"].to_numpy()
+    v_code = pd.factorize(variant)[0].astype(np.int64)
     # One probe id per (task, target, direction, variant), numbered in stratum order.
-    v_code, _ = pd.factorize(variant)
-    key = ((task_code * (len(criteria) + 1) + target_code + 1) * 3 + dir_code) * (v_code.max() + 1) + v_code
-    _, probe = np.unique(key, return_inverse=True)
+    probe = _row_ids(task_code, target_code, dir_code, v_code)
     n_probes = int(probe.max()) + 1
     scores = np.full((n_probes, len(criteria)), np.nan)
     scores[probe, crit_code] = cell["score"].to_numpy()
@@ -60,8 +63,25 @@ def probe_matrix(df: pd.DataFrame, criteria: list[str], generator: str, verifier
         criteria=tuple(criteria),
         tasks=tasks,
         scores=scores,
-        task=task_code[first].astype(np.int64),
-        target=target_code[first].astype(np.int64),
-        direction=dir_code[first].astype(np.int64),
+        task=task_code[first],
+        target=target_code[first],
+        direction=dir_code[first],
         variant=variant[first],
     )
+
+
+def _codes(values: pd.Series, categories: Sequence[str]) -> np.ndarray:
+    """Each value's index in `categories` as int64 (-1 where absent), whatever width pandas chose."""
+    import pandas as pd
+
+    return np.asarray(pd.Categorical(values, categories=list(categories)).codes, dtype=np.int64)
+
+
+def _row_ids(*columns: np.ndarray) -> np.ndarray:
+    """Dense ids of the distinct rows of `columns`, numbered in their lexicographic order."""
+    order = np.lexsort(columns[::-1])
+    stacked = np.column_stack([c[order] for c in columns])
+    new = np.r_[True, (stacked[1:] != stacked[:-1]).any(axis=1)]
+    ids = np.empty(len(order), dtype=np.int64)
+    ids[order] = np.cumsum(new) - 1
+    return ids
