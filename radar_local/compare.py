@@ -32,7 +32,11 @@ def _disjoint(ci_a: tuple | None, ci_b: tuple | None) -> bool:
 
 
 def compare(
-    before: AuditResult, after: AuditResult, fail_on_sym: float | None = None, fail_on_bias: float | None = None
+    before: AuditResult,
+    after: AuditResult,
+    fail_on_sym: float | None = None,
+    fail_on_bias: float | None = None,
+    after_path: object = "the second audit",
 ) -> dict:
     earlier = {frozenset((p["a"], p["b"])): p for p in before.pairs.to_dict("records")}
     rows = []
@@ -76,15 +80,21 @@ def compare(
     if fail_on_bias is not None:
         # Every measured, steered, non-intended cell of `after` whose interval excludes 0 at |sensitivity| >= the
         # policy; the stored sensitivity is the exact mean rounded once, so the float order holds (as for Sym).
+        measured = [
+            r
+            for r in (after.nuisance or {}).get("rows", [])
+            if r["flag"] != "intended" and r["steered"] is not False and r["sensitivity"] is not None and r["ci"]
+        ]
+        if not measured:  # a policy on a bias nobody measured would pass by default
+            raise InputError(
+                after_path,
+                "measured no judge bias (no steered nuisance attribute with an interval), so --fail-on-bias "
+                "cannot hold; audit with `nuisance:` in the config, or drop the option",
+            )
         bias_violations = [
             {"attribute": r["attribute"], "criterion": r["criterion"], "sensitivity": r["sensitivity"]}
-            for r in (after.nuisance or {}).get("rows", [])
-            if r["flag"] != "intended"
-            and r["steered"] is not False
-            and r["sensitivity"] is not None
-            and r["ci"] is not None
-            and (r["ci"][0] > 0 or r["ci"][1] < 0)
-            and abs(r["sensitivity"]) >= fail_on_bias
+            for r in measured
+            if (r["ci"][0] > 0 or r["ci"][1] < 0) and abs(r["sensitivity"]) >= fail_on_bias
         ]
     return {
         "pairs": rows,

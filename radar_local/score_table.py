@@ -117,7 +117,7 @@ def validate_scores(df: pd.DataFrame, path: object, scale: str = SCALE, both_dir
 
 
 def check_criteria(df: pd.DataFrame, criteria: list[str], path: object) -> None:
-    """Every scored criterion and every target must belong to the rubric."""
+    """Every scored criterion and every steered target belongs to the rubric; a nuisance attribute is none of them."""
     known = set(criteria)
     for col in ("criterion", "target"):
         values = df[col] if col == "criterion" else df.loc[df["direction"].isin(STEERED), "target"]
@@ -129,6 +129,15 @@ def check_criteria(df: pd.DataFrame, criteria: list[str], path: object) -> None:
                 path,
                 f"row {_csv_row(int(row))}: unknown {col} '{values.iloc[i]}'; the rubric has {', '.join(criteria)}",
             )
+    rewrites = df["direction"].isin(WAYS) & df["target"].isin(known)
+    if rewrites.any():
+        row = int(rewrites.index[np.flatnonzero(rewrites.to_numpy())[0]])
+        raise InputError(
+            path,
+            f"row {_csv_row(row)}: a nuisance rewrite ({df.at[row, 'direction']}) names the criterion "
+            f"'{df.at[row, 'target']}' as its attribute; an attribute (length, hedging, ...) may not share a "
+            "criterion's id, and a probe steered on a criterion is + or -",
+        )
 
 
 def write_scores(df: pd.DataFrame, path: str | Path) -> None:

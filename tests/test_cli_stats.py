@@ -108,6 +108,10 @@ BAD_TABLES = {
         lambda ls: [ls[0]] + [row for row in ls[1:] if ",refund,verbosity,-," not in row],
         "target 'verbosity' in task 'refund'",
     ),
+    "a rewrite named after a criterion": (  # issue 28, item 20
+        lambda ls: ls + [_set_column(_set_column(row, 4, way), 5, "r0") for row in ls[1:6] for way in ("up", "down")],
+        "row 1502: a nuisance rewrite (up) names the criterion 'helpfulness' as its attribute",
+    ),
     "empty file": (lambda ls: [], "the score file is empty"),
     "header only": (lambda ls: ls[:1], "the score table has no rows"),
 }

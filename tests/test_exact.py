@@ -187,3 +187,31 @@ def test_the_budgets_subsets_gate_at_exactly_tau(minus, reliable):
     assert r["reliable"]["a"] is reliable
     gated = [row for row in r["budget"] if row["n"] < 3]
     assert gated and all((row["sym"][0]["defined"] == row["subsets"]) is reliable for row in gated)
+
+
+def test_roots_and_floats_of_fractions_beyond_a_floats_range():
+    """Issue 28, item 9: a variance of huge leakages (over a self-effect of 1e-305) overflowed float()."""
+    from radar_local.stats.exact import sqrt, to_float
+
+    assert sqrt(Fraction(9, 4)) == 1.5
+    assert sqrt(Fraction(4 * 10**600)) == pytest.approx(2e300, rel=1e-15)  # the variance is no float
+    assert sqrt(Fraction(1, 10**640)) == pytest.approx(1e-320, rel=1e-3)  # a subnormal root
+    assert to_float(Fraction(10**400)) == math.inf and to_float(Fraction(-(10**400))) == -math.inf
+
+
+def test_tiny_expected_scores_give_statistics_and_a_stats_json_that_reads_back():
+    """Issue 28, item 9: expected scores of 9.9e-305 ended every `radar stats` and resume in an
+    OverflowError; now the gate says what such a self-effect is worth and the result round-trips."""
+    from radar_local.stats.result import AuditResult
+
+    rows = []
+    for t, spread in (("t1", 1.0), ("t2", 3.0)):
+        rows += probes(t, "a", "+", [{"a": 9.9e-305, "b": spread}, {"a": 2 * 9.9e-305, "b": 4.0}])
+        rows += probes(t, "a", "-", [{"a": 0.0, "b": 0.0}, {"a": 0.0, "b": 1.0}])
+        rows += probes(t, "b", "+", [{"a": 2.0, "b": 4.0}, {"a": 2.5, "b": 4.0}])
+        rows += probes(t, "b", "-", [{"a": 2.0, "b": 0.0}, {"a": 1.0, "b": 1.0}])
+    result = stats_for_table(table(rows), "t.csv", n_bootstrap=200, seed=3)
+    assert not result.reliable["a"] and result.reliable["b"]
+    assert 0 < result.self_effect["a"] < 1e-300
+    assert result.leakage.loc["a", "b"] > 1e300 and math.isfinite(result.leakage_sd.loc["a", "b"])
+    assert AuditResult.from_json(json.loads(json.dumps(result.to_json()))) == result

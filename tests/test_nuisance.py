@@ -227,6 +227,12 @@ def test_radar_compare_shows_a_bias_that_moved_and_gates_on_it(tmp_path):
     assert res.returncode == 1 and "bias moved: coherence with length" in res.stdout
     assert "policy: coherence moves +0.49 with length" in res.stderr and res.stderr.count("policy:") == 1
     assert radar_run("compare", tmp_path / "fair", tmp_path / "biased", "--fail-on-bias", "0.9").returncode == 0
+    # Issue 28, item 5: a second audit that measured no bias cannot pass a policy on bias.
+    plain = nuisance_run(tmp_path, "plain", nuisance=[], generator=planted, verifier=strong)
+    assert plain.nuisance is None
+    res = radar_run("compare", tmp_path / "fair", tmp_path / "plain", "--fail-on-bias", "0.9")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1
+    assert f"{tmp_path / 'plain'}: measured no judge bias" in res.stderr
 
 
 @pytest.mark.thorough  # the bias statistics through a grid's cells and reports (test-fast checks them directly)

@@ -44,7 +44,7 @@ def compare(
     from radar_local.store import write_atomic
 
     check_output(json_out)
-    result = diff(load_stats(run_a), load_stats(run_b), fail_on_sym, fail_on_bias)
+    result = diff(load_stats(run_a), load_stats(run_b), fail_on_sym, fail_on_bias, run_b)
     for r in result["moved"]:
         click.echo(
             f"moved: {r['a']} / {r['b']}: Sym {num(r['sym_before'])} {interval(r['ci_before'])} -> "

@@ -16,7 +16,7 @@ from radar_local.stats.agreement import agreement
 from radar_local.stats.bootstrap import Strata
 from radar_local.stats.budget import probe_budget
 from radar_local.stats.coupling import TAU, global_summaries
-from radar_local.stats.exact import exact_point
+from radar_local.stats.exact import exact_point, to_float
 from radar_local.stats.flags import DIRECTIONAL, Thresholds, pair_flags, upstream
 from radar_local.stats.intervals import METHOD, intervals
 from radar_local.stats.probes import ProbeMatrix
@@ -70,8 +70,8 @@ def audit_cell(
                 "b": crit[b],
                 "leak_ab": lk[a, b],
                 "leak_ba": lk[b, a],
-                "sym": float((l_ab + l_ba) / 2) if l_ab is not None and l_ba is not None else np.nan,
-                "asym": float(abs(l_ab - l_ba)) if l_ab is not None and l_ba is not None else np.nan,
+                "sym": to_float((l_ab + l_ba) / 2) if l_ab is not None and l_ba is not None else np.nan,
+                "asym": to_float(abs(l_ab - l_ba)) if l_ab is not None and l_ba is not None else np.nan,
                 "reliable": bool(ok[a, b]),
                 "flags": flags,
                 "sym_ci": tuple(ci["sym"][a, b]) if ci else None,

@@ -49,7 +49,24 @@ def _sd(values: list[Q]) -> float | None:
     if len(vals) < 2:
         return None
     mean = sum(vals, Fraction(0)) / len(vals)
-    return math.sqrt(sum(((v - mean) ** 2 for v in vals), Fraction(0)) / len(vals))
+    return sqrt(sum(((v - mean) ** 2 for v in vals), Fraction(0)) / len(vals))
+
+
+def to_float(value: Fraction) -> float:
+    """The nearest float; +-inf beyond a float's range (a leakage over a self-effect of 1e-305), never
+    the OverflowError of float(Fraction)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def sqrt(value: Fraction) -> float:
+    """The square root of a non-negative Fraction to float precision, in integers: a variance beyond a
+    float's range (or below its smallest value) can have a root well within it."""
+    n, d = value.numerator, value.denominator
+    scale = max(0, 64 - (n * d).bit_length() // 2)  # at least 64 significant bits in the integer root
+    return to_float(Fraction(math.isqrt(n * d << 2 * scale), d << scale))
 
 
 def _diff(a: Q, b: Q) -> Q:
@@ -95,7 +112,7 @@ def _floats(nested: Any) -> np.ndarray:
     def conv(x: Any) -> Any:
         if isinstance(x, list):
             return [conv(v) for v in x]
-        return np.nan if x is None else float(x)
+        return np.nan if x is None else to_float(x)
 
     return np.array(conv(nested), dtype=float)
 

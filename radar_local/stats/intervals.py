@@ -30,7 +30,7 @@ from scipy import special
 
 from radar_local.stats.bootstrap import Strata
 from radar_local.stats.coupling import Coupling, coupling, global_summaries
-from radar_local.stats.exact import ExactPoint, resample_decisions
+from radar_local.stats.exact import ExactPoint, resample_decisions, to_float
 
 METHOD = "stratified bootstrap of n_h - 1 draws (Rao-Wu), expanded percentiles at design df (Hesterberg)"
 
@@ -129,7 +129,7 @@ def _pair_points(exact: ExactPoint) -> tuple[np.ndarray, np.ndarray]:
         for b in range(k):
             lab, lba = exact.leakage[a][b], exact.leakage[b][a]
             if lab is not None and lba is not None:
-                sym[a, b], diff[a, b] = float((lab + lba) / 2), float(lab - lba)
+                sym[a, b], diff[a, b] = to_float((lab + lba) / 2), to_float(lab - lba)
     return sym, diff
 
 
