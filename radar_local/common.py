@@ -14,9 +14,10 @@ from radar_local.errors import InputError
 
 
 class Strict(BaseModel):
-    """A config-like model: an unknown key is an error."""
+    """A config-like model: an unknown key is an error, and so is a NaN or an infinity (YAML's .inf would
+    be stored as null, a snapshot radar could not read back)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Frozen(Strict):

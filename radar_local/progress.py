@@ -54,3 +54,8 @@ def stage_progress(label: str, total: int, enabled: bool = True):
         print(f"{label}: {done}/{total} calls, {speed:.2f} calls/s, ETA {eta:.0f} s", file=out, flush=True)
 
     yield advance
+
+
+def say(line: str) -> None:
+    """One line of news on the console (a warning the run carries on after)."""
+    print(line, file=console(), flush=True)

@@ -10,6 +10,7 @@ import logging
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from radar_local.adaptive import adaptive_record, first_sizes, grow, merged_stages, wave_record, waves_record
@@ -18,11 +19,11 @@ from radar_local.common import parse_model, slug
 from radar_local.config import AuditConfig, ModelSpec, load_config, with_absolute_paths
 from radar_local.engines.base import Engine, EngineCounters
 from radar_local.engines.registry import build_engine, parse_options
-from radar_local.errors import InputError
-from radar_local.inputs import read_json, read_model, yaml_text
+from radar_local.errors import InputError, RadarError
+from radar_local.inputs import load_yaml, read_json, read_model, yaml_text
 from radar_local.models import weights_identity
 from radar_local.plan import GenerationRequest
-from radar_local.progress import stage_progress
+from radar_local.progress import say, stage_progress
 from radar_local.prompts import PROMPT_VERSION, strip_think
 from radar_local.rundir import (
     CONFIG,
@@ -100,9 +101,16 @@ class Run(RunDir):
                     "another --out, or move this folder aside to start over",
                 )
             snapshot = _kept(Path(out), snapshot)
+        text = yaml_text(config.model_dump(mode="json"))
+        try:  # never write a snapshot that radar could not read back as this config
+            same = AuditConfig.model_validate(load_yaml(text, CONFIG)) == config
+        except (ValueError, InputError):
+            same = False
+        if not same:
+            raise InputError(source, "a setting does not survive being written down as YAML; use plain values")
         run = cls(Path(out), config, store, snapshot)
         store.write_json(INPUTS, snapshot.model_dump(mode="json"))
-        write_atomic(run.root / CONFIG, yaml_text(config.model_dump(mode="json")))
+        write_atomic(run.root / CONFIG, text)
         return run
 
     @classmethod
@@ -131,26 +139,42 @@ class Run(RunDir):
             return meter.info
         engine, label = pool.get(config.generator), config.generator.label
         with meter.running(engine), stage_progress(f"{stage} ({label})", sum(r.n for r in todo), progress) as advance:
-            for n in sorted({r.n for r in todo}):
-                same_n = [r for r in todo if r.n == n]
-                for finished in engine.generate_stream(
-                    [r.messages for r in same_n],
-                    n=n,
-                    temperature=config.generation.temperature,
-                    max_tokens=config.generation.max_new_tokens,
-                    seeds=[r.call_seed for r in same_n],
-                    chunk=max(1, config.batch_size // n),
-                ):
-                    store.add_probes(
-                        [
-                            _probe_record(same_n[i], v, c, label)
-                            for i, cs in finished
-                            for v, c in zip(same_n[i].variants, cs)
-                            if same_n[i].variant_key(v) not in store.probes
-                        ]
-                    )
-                    meter.count([cs for _, cs in finished])
-                    advance(sum(len(cs) for _, cs in finished))
+            for _attempt in range(SHORT_REFILLS + 1):
+                for n in sorted({r.n for r in todo}):
+                    same_n = [r for r in todo if r.n == n]
+                    for finished in engine.generate_stream(
+                        [r.messages for r in same_n],
+                        n=n,
+                        temperature=config.generation.temperature,
+                        max_tokens=config.generation.max_new_tokens,
+                        seeds=[r.call_seed for r in same_n],
+                        chunk=max(1, config.batch_size // n),
+                    ):
+                        store.add_probes(
+                            [
+                                _probe_record(same_n[i], v, c, label)
+                                for i, cs in finished
+                                for v, c in zip(same_n[i].variants, cs)
+                                if same_n[i].variant_key(v) not in store.probes
+                            ]
+                        )
+                        meter.count([cs for _, cs in finished])
+                        advance(sum(len(cs) for _, cs in finished))
+                # An engine that answered fewer samples than asked (a server's n): each missing variant v is
+                # asked for alone under its own seed (seed + v, the plan's rule), so it is the same probe.
+                todo = [
+                    replace(r, first=v, n=1) for r in todo for v in r.variants if r.variant_key(v) not in store.probes
+                ]
+                if not todo:
+                    break
+                meter.info["short_answers"] = meter.info.get("short_answers", 0) + len(todo)
+                say(f"{stage} ({label}): {len(todo)} sample(s) missing from the answers; asking for each alone")
+        if todo:
+            raise RadarError(
+                f"{label} answered fewer samples than asked for {len(todo)} probe(s), also when asked for them "
+                f"one at a time ({SHORT_REFILLS} more calls each); the probes it gave are stored: run the command "
+                "again to ask for the rest"
+            )
         return meter.info
 
     def rewrite(self, pool: EnginePool, progress: bool = True) -> dict:
@@ -393,6 +417,9 @@ def admitted_per_step(settings: dict) -> int:
     return max(1, min(settings.get("max_num_seqs") or budget, budget // 256))
 
 
+SHORT_REFILLS = 2  # further calls for the samples an engine left out of its answer
+
+
 class StageMeter:
     """A stage's counters for run.json: calls and tokens, seconds, the engine's resolved settings, prefix
     reuse against the workload's floor, scheduler occupancy, and each replica's share on a cluster."""
@@ -496,6 +523,8 @@ def _score_record(req, c, verifier: str) -> dict:
     if c.score_logprobs is not None:  # expected mode: the probability-weighted score and its distribution
         exp = expected_score(c.score_logprobs)
         rec.update(score=exp.score, distribution=exp.distribution, score_mass=exp.mass, reasoning=None, rationale=None)
+        if exp.reason:
+            rec["unscored"] = exp.reason
     else:
         parsed = parse_score(c.text)
         rec.update(score=parsed.score, reasoning=parsed.reasoning, rationale=parsed.rationale)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -135,24 +136,49 @@ def parse_score(text: str) -> ParsedScore:
 
 @dataclass(frozen=True)
 class ExpectedScore:
-    score: float | None  # probability-weighted mean on the scale; None: no score token had any probability
+    score: float | None  # probability-weighted mean on the scale; None: unscored (see `reason`)
     distribution: tuple[float, ...] | None  # P(SCORE_MIN..SCORE_MAX), renormalized over the score tokens
     mass: float | None  # the share of the next-token probability on score tokens before renormalizing
+    reason: str | None = None  # why the answer is unscored, where it is
 
 
-def expected_score(logprobs: dict[str, float]) -> ExpectedScore:
+# A log-probability from a softmax is <= 0; float rounding can leave the top token a hair above it.
+LOGPROB_SLACK = 1e-6
+
+
+def expected_score(logprobs: Mapping[str, object] | Sequence[tuple[object, object]]) -> ExpectedScore:
     """G-Eval's score from the log-probabilities of the score tokens at the answer's one position.
-    A token the engine did not report (outside a server's top-k) counts as probability 0."""
+    A token the engine did not report (outside a server's top-k) counts as probability 0. What is not
+    a distribution (a NaN, a positive log-probability, a non-number, probabilities summing past 1) is
+    unscored with the reason: an engine's output is untrusted input, never a silent 0."""
+    pairs = list(logprobs.items() if isinstance(logprobs, Mapping) else logprobs)  # a server's list, as sent
+    tokens = [token for token, _ in pairs]
+    if not all(isinstance(t, str) for t in tokens):
+        return _unscored(f"token {next(t for t in tokens if not isinstance(t, str))!r:.20} is not a string")
+    if len(set(tokens)) < len(tokens):
+        twice = next(t for t in tokens if tokens.count(t) > 1)
+        return _unscored(f"token {twice!r:.20} is listed {tokens.count(twice)} times")
     probs = dict.fromkeys(SCORE_TOKENS, 0.0)
-    for token, logprob in logprobs.items():  # "3" and " 3" are the same answer
-        if token.strip() in probs and logprob is not None:
-            probs[token.strip()] += math.exp(logprob)
+    total = 0.0
+    for token, logprob in pairs:  # "3" and " 3" are the same answer
+        if isinstance(logprob, bool) or not isinstance(logprob, (int, float)) or not logprob <= LOGPROB_SLACK:
+            return _unscored(f"log-probability {logprob!r:.40} of token {token!r:.20} is not a number <= 0")
+        p = math.exp(min(float(logprob), 0.0))
+        total += p
+        if str(token).strip() in probs:
+            probs[str(token).strip()] += p
+    if total > 1 + LOGPROB_SLACK * len(logprobs) + 1e-9:
+        return _unscored(f"the reported probabilities sum to {total:.6g} > 1")
     mass = math.fsum(probs.values())
     if mass == 0.0:
-        return ExpectedScore(None, None, None)
+        return _unscored("no score token has any probability")
     dist = tuple(probs[t] / mass for t in SCORE_TOKENS)
     mean = math.fsum(p * k for p, k in zip(dist, range(SCORE_MIN, SCORE_MAX + 1)))
     return ExpectedScore(min(float(SCORE_MAX), max(float(SCORE_MIN), mean)), dist, mass)
+
+
+def _unscored(reason: str) -> ExpectedScore:
+    return ExpectedScore(None, None, None, reason)
 
 
 def matches(fmt: ScoreFormat, text: str) -> bool:

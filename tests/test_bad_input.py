@@ -319,3 +319,33 @@ def test_ctrl_c_while_the_commands_import_is_one_line(tmp_path):
         timeout=60,
     )
     assert res.returncode == 130 and res.stderr == "interrupted: nothing was started\n"
+
+
+@pytest.mark.parametrize(
+    "options,needle",
+    [
+        ({"timeout_s": ".inf"}, "option 'timeout_s'"),
+        ({"backoff_s": ".inf"}, "option 'backoff_s'"),
+        ({"backoff_s": ".nan"}, "option 'backoff_s'"),
+        ({"timeout_s": 10**9}, "option 'timeout_s'"),
+    ],
+)
+def test_unbounded_http_options_are_refused_before_a_snapshot(tmp_path, options, needle):
+    """Issue 28, item 10: `.inf` was stored as null in the snapshot, which then locked the user out."""
+    spec = {"engine": "openai", "model": "m", "options": {"base_url": "http://127.0.0.1:9/v1", **options}}
+    text = yaml.safe_dump(planted_config(generator=spec, verifier=spec))
+    cfg = tmp_path / "audit.yaml"
+    cfg.write_text(text.replace("'.inf'", ".inf").replace("'.nan'", ".nan"))
+    one_line_exit_2(invoke("audit", cfg, "--out", tmp_path / "run", "--quiet"), cfg, needle)
+    assert not (tmp_path / "run").exists()
+
+
+def test_no_float_setting_anywhere_takes_an_infinity(tmp_path):
+    from radar_local.config import AuditConfig
+
+    for key, value in (("tau", float("inf")), ("bias_threshold", float("nan"))):
+        with pytest.raises(ValueError, match="finite number"):
+            AuditConfig.model_validate({**planted_config(), key: value})
+    planted = {"engine": "testing", "model": "planted", "options": {"coupling": {"a": {"b": float("inf")}}}}
+    with pytest.raises(ValueError, match="finite number"):
+        AuditConfig.model_validate({**planted_config(), "generator": planted})

@@ -33,7 +33,7 @@ EXPECTED = ScoreFormat(mode="expected")
 def test_expected_score_is_the_probability_weighted_mean():
     # P(2) = 1/4, P(3) = 1/2, P(4) = 1/4: mean 0.5 + 1.5 + 1.0 = 3.0; "4" and " 4" are one answer.
     exp = expected_score(
-        {"2": math.log(0.25), "3": math.log(0.5), "4": math.log(0.125), " 4": math.log(0.125), "x": -0.1}
+        {"2": math.log(0.25), "3": math.log(0.5), "4": math.log(0.125), " 4": math.log(0.125), "x": -math.inf}
     )
     assert exp.score == pytest.approx(3.0) and exp.distribution == pytest.approx((0, 0, 0.25, 0.5, 0.25))
     assert exp.mass == pytest.approx(1.0)
@@ -42,6 +42,33 @@ def test_expected_score_is_the_probability_weighted_mean():
     assert half.score == pytest.approx(2.0) and half.distribution == pytest.approx((0.5, 0, 0, 0, 0.5))
     assert half.mass == pytest.approx(0.2)
     assert expected_score({"yes": -0.1}).score is None  # no score token at all: unscored, never a silent 0
+
+
+@pytest.mark.parametrize(
+    "logprobs,reason",
+    [
+        ({"3": math.nan, "2": -1.0}, "log-probability nan of token '3' is not a number <= 0"),
+        ({"3": math.inf}, "log-probability inf"),
+        ({"3": 0.5, "2": -3.0}, "log-probability 0.5"),  # a positive log-probability: no renormalizing
+        ({"3": 1000.0}, "log-probability 1000.0"),
+        ({"3": True}, "log-probability True"),
+        ({"3": "-0.1"}, "log-probability '-0.1'"),
+        ({"3": None}, "log-probability None"),
+        ([("3", -0.1)] * 20, "token '3' is listed 20 times"),
+        ([(3, -0.1)], "token 3 is not a string"),
+        ({"3": math.log(0.7), "2": math.log(0.7)}, "the reported probabilities sum to 1.4 > 1"),
+    ],
+)
+def test_what_is_not_a_distribution_is_unscored_with_its_reason(logprobs, reason):
+    """Issue 28, item 2: max(0.0, nan) stored a NaN log-probability as a score of 0."""
+    exp = expected_score(logprobs)
+    assert exp.score is None and exp.distribution is None and reason in exp.reason
+
+
+def test_a_log_probability_of_zero_and_minus_infinity_are_a_distribution():
+    exp = expected_score([("3", 1e-9), ("2", -math.inf)])  # a hair above 0: a softmax's rounding
+    assert exp.score == 3.0 and exp.distribution == (0, 0, 0, 1, 0) and exp.reason is None
+    assert expected_score({"3": 0.0}).score == 3.0
 
 
 def test_expected_format_is_one_score_token():

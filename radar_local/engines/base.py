@@ -29,7 +29,8 @@ class Completion:
     prompt_tokens: int
     output_tokens: int
     finish_reason: str = ""
-    score_logprobs: dict[str, float] | None = None  # expected mode: log-probability of each score token
+    # expected mode: the log-probability of each score token (a server's top list as sent: checked when read)
+    score_logprobs: dict[str, float] | list[tuple[object, object]] | None = None
 
 
 @dataclass

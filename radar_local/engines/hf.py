@@ -21,7 +21,7 @@ class TransformersEngine(BatchStream):
     name = "transformers"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid")
+        model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # an infinite timeout is no setting
         OPERATIONAL: ClassVar[frozenset[str]] = frozenset({"device", "batch_size"})  # left out of content keys
         device: str = Field("auto", description="auto, cpu, cuda, cuda:1, ...")
         dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(

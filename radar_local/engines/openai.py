@@ -5,17 +5,21 @@ Standard library only: bounded concurrency with a thread pool, retries with expo
 
 from __future__ import annotations
 
+import http.client
+import ipaddress
 import json
 import os
+import socket
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from radar_local.engines.base import (
     Completion,
@@ -32,6 +36,8 @@ from radar_local.scoring import ScoreFormat
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 TOP_LOGPROBS = 20  # the most the OpenAI API returns; score tokens outside them count as probability 0
+MAX_BODY = 64 << 20  # bytes of one answer: n samples of a long generation fit many times over
+MAX_COUNT = 1 << 31  # a token count beyond this is no count a server could have made
 
 
 class ServerError(RadarError):
@@ -42,50 +48,95 @@ class OpenAIEngine(StreamBatch):
     name = "openai"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid")
+        model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # an infinite timeout is no setting
         # The server's address and how radar talks to it; `constraint` changes what it writes, and stays in keys.
         OPERATIONAL: ClassVar[frozenset[str]] = frozenset(
-            {"base_url", "api_key_env", "concurrency", "retries", "backoff_s", "timeout_s"}
+            {"base_url", "remote", "api_key_env", "concurrency", "retries", "backoff_s", "timeout_s"}
         )
         base_url: str = Field("http://127.0.0.1:8000/v1", description="Server root, ending in /v1")
+        remote: bool = Field(
+            False, description="Allow a base_url host that is not a loopback or private address (local servers only)"
+        )
         api_key_env: str | None = Field(None, description="Environment variable holding a key, if the server wants one")
         concurrency: int = Field(8, ge=1, le=256)
         retries: int = Field(4, ge=0, le=20)
-        backoff_s: float = Field(0.5, ge=0)
-        timeout_s: float = Field(600, gt=0)
+        backoff_s: float = Field(0.5, ge=0, le=600, description="First wait before a retry; doubles each time")
+        timeout_s: float = Field(600, gt=0, le=86400, description="Seconds a request may take")
         constraint: Literal["json_schema", "regex"] = Field(
             "json_schema", description="json_schema: OpenAI response_format; regex: vLLM's structured_outputs field"
         )
+
+        @field_validator("base_url")
+        @classmethod
+        def _http_url(cls, url: str) -> str:
+            parts = urllib.parse.urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(f"'{url[:80]}' is not an http:// or https:// address with a host")
+            return url
 
     def __init__(self, model: str, options: Options | None = None):
         self.model = model
         self.options = options or self.Options()
         self.url = self.options.base_url.rstrip("/") + "/chat/completions"
+        self._headers = {"Content-Type": "application/json", **self._authorization()}
+        if not self.options.remote:
+            _local_or_refuse(self.options.base_url)
+        # No proxy (it would see the key), and no redirect: an API call answers where it was sent.
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
         self._pool = ThreadPoolExecutor(self.options.concurrency)
 
+    def _authorization(self) -> dict[str, str]:
+        name = self.options.api_key_env
+        if not name:
+            return {}
+        key = os.environ.get(name, "")
+        if not key:
+            raise RadarError(
+                f"api_key_env names {name}, which is not set (or empty); export it, or drop api_key_env "
+                "if the server wants no key"
+            )
+        return {"Authorization": f"Bearer {key}"}
+
     def _post(self, body: dict) -> dict:
-        headers = {"Content-Type": "application/json"}
-        if self.options.api_key_env:
-            headers["Authorization"] = f"Bearer {os.environ.get(self.options.api_key_env, '')}"
         data = json.dumps(body).encode()
         for attempt in range(self.options.retries + 1):
+            last = attempt == self.options.retries
             try:
-                req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-                with urllib.request.urlopen(req, timeout=self.options.timeout_s) as resp:
-                    raw = resp.read()
+                req = urllib.request.Request(self.url, data=data, headers=self._headers, method="POST")
+                with self._opener.open(req, timeout=self.options.timeout_s) as resp:
+                    raw = resp.read(MAX_BODY + 1)
+                    if len(raw) > MAX_BODY:
+                        raise ServerError(
+                            f"{self.url} answered more than {MAX_BODY >> 20} MiB; is it the model server?"
+                        )
+                    if resp.length:  # a body shorter than its Content-Length: the answer was torn
+                        raise http.client.IncompleteRead(raw, resp.length)
                 return self._checked(raw)
             except urllib.error.HTTPError as exc:
-                if exc.code not in RETRY_STATUS or attempt == self.options.retries:
-                    detail = " ".join(exc.read().decode(errors="replace").split())[:200]
+                if 300 <= exc.code < 400:
+                    where = _printable(exc.headers.get("Location") or "nowhere")
+                    raise ServerError(
+                        f"{self.url} answered a redirect (HTTP {exc.code}) to {where}; radar never follows a "
+                        "redirect with an API call: set base_url to the server's own address"
+                    ) from None
+                if exc.code not in RETRY_STATUS or last:
+                    detail = _printable(" ".join(exc.read(4096).decode(errors="replace").split()))
                     tries = f" after {attempt + 1} attempts" if attempt else ""
                     raise ServerError(
-                        f"{self.url} answered HTTP {exc.code}{tries}: {detail or exc.reason}; "
+                        f"{self.url} answered HTTP {exc.code}{tries}: {detail or _printable(str(exc.reason))}; "
                         "check the server's log, then run again (stored calls are kept)"
                     ) from None
             except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
-                if attempt == self.options.retries:
+                if last:
                     raise RadarError(
-                        f"cannot reach {self.url} ({getattr(exc, 'reason', exc)}); is the server running?"
+                        f"cannot reach {self.url} ({_printable(str(getattr(exc, 'reason', exc)))}); "
+                        "is the server running?"
+                    ) from None
+            except (http.client.HTTPException, OSError, ValueError) as exc:  # a torn or non-HTTP answer
+                if last:
+                    raise ServerError(
+                        f"{self.url} sent a broken HTTP answer ({type(exc).__name__}: {_printable(str(exc))}) "
+                        f"{attempt + 1} time(s); is base_url an OpenAI-compatible server?"
                     ) from None
             time.sleep(self.options.backoff_s * 2**attempt)
         raise AssertionError("unreachable")
@@ -94,7 +145,7 @@ class OpenAIEngine(StreamBatch):
         """A chat completion with choices, or one line saying what the server sent instead."""
         try:
             resp = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise ServerError(
                 f"{self.url} answered with something that is not JSON ({raw[:80]!r}); is base_url an "
                 "OpenAI-compatible server's /v1?"
@@ -112,15 +163,22 @@ class OpenAIEngine(StreamBatch):
         return resp
 
     def _completions(self, resp: dict) -> list[Completion]:
-        usage = resp.get("usage") or {}
-        choices = sorted(resp["choices"], key=lambda c: c.get("index", 0))
-        per_choice = (usage.get("completion_tokens") or 0) // max(len(choices), 1)
+        """The answer's choices in their `index` order (as sent where the indices are not distinct
+        integers); counts and texts that are not what they claim become 0 and visible text."""
+        usage = resp.get("usage")
+        if not isinstance(usage, dict):
+            usage = {}
+        choices = resp["choices"]
+        index = [c.get("index") for c in choices]
+        if all(type(i) is int for i in index) and len(set(index)) == len(index):
+            choices = [c for _, c in sorted(zip(index, choices), key=lambda pair: pair[0])]
+        per_choice = _count(usage.get("completion_tokens")) // len(choices)
         return [
             Completion(
-                c["message"].get("content") or "",
-                usage.get("prompt_tokens") or 0,
+                _text(c["message"].get("content")),
+                _count(usage.get("prompt_tokens")),
                 per_choice,
-                c.get("finish_reason") or "",
+                _printable(str(c.get("finish_reason") or "")),
             )
             for c in choices
         ]
@@ -201,11 +259,15 @@ class OpenAIEngine(StreamBatch):
             for i, m in enumerate(prompts)
         ]
 
-    def _top_logprobs(self, resp: dict) -> dict[str, float]:
-        """The first answer token's top log-probabilities, or one line saying the server gives none."""
+    def _top_logprobs(self, resp: dict) -> list[tuple[object, object]]:
+        """The first answer token's top (token, log-probability) pairs as sent (scoring.expected_score
+        checks them: a NaN or a token listed twice is one unscored verdict), or one line saying the
+        server gives none."""
         try:
             top = resp["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
-            return {t["token"]: float(t["logprob"]) for t in top}
+            if not isinstance(top, list):
+                raise TypeError(top)
+            return [(t.get("token"), t.get("logprob")) if isinstance(t, dict) else (None, t) for t in top]
         except (KeyError, IndexError, TypeError, ValueError):
             raise ServerError(
                 f"{self.url} returned no token log-probabilities; scoring mode 'expected' needs a server "
@@ -216,9 +278,9 @@ class OpenAIEngine(StreamBatch):
         """Prefix-cache counters from the server's Prometheus endpoint, where it has one (vllm serve)."""
         root = self.options.base_url.rstrip("/").removesuffix("/v1")
         try:
-            with urllib.request.urlopen(f"{root}/metrics", timeout=10) as resp:
-                text = resp.read().decode()
-        except (urllib.error.URLError, OSError):
+            with self._opener.open(f"{root}/metrics", timeout=10) as resp:
+                text = resp.read(MAX_BODY).decode()
+        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError):
             return EngineCounters()
         totals = {"queries": 0.0, "hits": 0.0}
         found = False
@@ -226,11 +288,61 @@ class OpenAIEngine(StreamBatch):
             name = line.split("{", 1)[0].split(" ", 1)[0]
             for kind in totals:
                 if name in (f"vllm:prefix_cache_{kind}", f"vllm:prefix_cache_{kind}_total"):
-                    totals[kind] += float(line.rsplit(" ", 1)[1])
+                    try:
+                        totals[kind] += float(line.rsplit(" ", 1)[1])
+                    except ValueError:
+                        continue
                     found = True
-        if not found:
+        if not found or not all(0 <= v < MAX_COUNT for v in totals.values()):  # NaN fails both
             return EngineCounters()
         return EngineCounters(prefix_cache_queries=int(totals["queries"]), prefix_cache_hits=int(totals["hits"]))
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None  # urllib then raises the 3xx as an HTTPError, which _post explains
+
+
+def _local_or_refuse(base_url: str) -> None:
+    """A loopback or private host (the local servers radar is for), or one line; a name is resolved."""
+    host = urllib.parse.urlsplit(base_url).hostname or ""
+    try:
+        addresses = {ipaddress.ip_address(host)}
+    except ValueError:
+        try:
+            addresses = {ipaddress.ip_address(str(a[4][0]).split("%")[0]) for a in socket.getaddrinfo(host, None)}
+        except (OSError, UnicodeError, ValueError):
+            return  # not resolvable here: the first call says it cannot reach the server
+    public = sorted(str(a) for a in addresses if not (a.is_loopback or a.is_private or a.is_link_local))
+    if public:
+        raise RadarError(
+            f"base_url {_printable(base_url)} is not a loopback or private address ({', '.join(public)}); radar "
+            "audits with local servers: set the engine option remote: true if you mean this one"
+        )
+
+
+def _count(value: object) -> int:
+    """A server's token count, where it is one (a non-negative integer of a sane size), else 0."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if type(value) is int and 0 <= value < MAX_COUNT else 0
+
+
+def _text(content: object) -> str:
+    """A message's content: a string, the text parts of a list of parts, or anything else shown as JSON
+    (the verdict then does not parse and is stored unscored, with this text)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in content):
+        return "".join(p["text"] for p in content)
+    return json.dumps(content)[:10_000]
+
+
+def _printable(text: str, limit: int = 200) -> str:
+    """Server-chosen text for a one-line message: printable, one line, bounded."""
+    return "".join(ch if ch.isprintable() else " " for ch in text)[:limit]

@@ -61,7 +61,7 @@ class PlantedEngine(BatchStream):
     name = "testing"
 
     class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid")
+        model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # an infinite timeout is no setting
         # left out of content keys
         OPERATIONAL: ClassVar[frozenset[str]] = frozenset({"delay_s", "finish", "gpus", "start_s", "hang"})
         coupling: dict[str, dict[str, float]] = Field(

@@ -137,7 +137,7 @@ class VLLMEngine(StreamBatch):
     class Options(BaseModel):
         """Passed through to `vllm.LLM`."""
 
-        model_config = ConfigDict(extra="forbid")
+        model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
         # Where and how fast it runs, not what it writes: left out of content keys (plan.model_identity).
         OPERATIONAL: ClassVar[frozenset[str]] = frozenset(
             {
