@@ -57,7 +57,16 @@ def recorded_sizes(config: AuditConfig, plan: Plan, path: Path) -> dict[Cell, tu
             raise InputError(
                 path, f"names a cell {unknown!r} that this config does not plan; re-run the audit into a new directory"
             )
-        sizes.update({cells[key]: n for key, n in recorded.items()})
+        for key, n in recorded.items():  # a hand-edited size would plan that many probes: never past the plan's
+            cell = cells[key]
+            most = sizes[cell] if cell[2] == "none" else config.adaptive.max_n  # type: ignore[union-attr]
+            if not 1 <= n <= most:
+                raise InputError(
+                    path,
+                    f"gives cell {key!r} {n} probes, outside 1..{most} of this config; "
+                    "re-run the audit into a new directory",
+                )
+            sizes[cell] = n
     return {cell: (0, n) for cell, n in sizes.items()}
 
 

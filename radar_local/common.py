@@ -36,14 +36,19 @@ Model = TypeVar("Model", bound=BaseModel)
 
 
 def parse_model(model: type[Model], data: object, path: object) -> Model:
-    """Validate `data` as `model`, turning the first pydantic error into one line naming the key."""
+    """Validate `data` as `model`, turning the most telling pydantic error into one line naming the key."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        # In a union (a bundled name or a custom spec; a path or a table), the branch the input was meant
+        # for gets furthest into it: its error is the deepest one, and its branch tag is no key.
+        err = max(exc.errors(), key=lambda e: len(e["loc"]))
+        key = ".".join(str(p) for p in err["loc"] if not _UNION_TAG.search(str(p))) or "(top level)"
         msg = err["msg"].removeprefix("Value error, ")
         raise InputError(path, f"key '{key}': {msg}") from None
+
+
+_UNION_TAG = re.compile(r"^[A-Z][A-Za-z]*$|\[|^constrained-|^function-")  # pydantic's names of union members
 
 
 def json_number(x: object) -> float | None:

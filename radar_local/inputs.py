@@ -11,6 +11,8 @@ engine options between verifiers with `&opts` / `*opts` is ordinary YAML.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import TypeVar
 
@@ -25,15 +27,32 @@ MAX_NODES = 1_000_000  # scalars and collections after expanding every alias
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def regular_file(path: Path, what: str = "file") -> None:
+    """Refuse what is not a regular file before a reader opens it: a FIFO would block it forever, and
+    a folder or a device is no input either."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(path, f"{what} not found; check the path") from None
+    except (OSError, ValueError) as exc:  # a name too long, a component that is a file, a NUL byte
+        raise InputError(path, f"cannot read the {what} ({getattr(exc, 'strerror', None) or exc})") from None
+    if stat.S_ISDIR(mode):
+        raise InputError(path, f"is a directory, not a {what}; check the path")
+    if not stat.S_ISREG(mode):
+        raise InputError(path, f"is not a regular file (a FIFO, socket or device); give the {what} itself")
+
+
 def read_text(path: Path) -> str:
     """A file's text: UTF-8 (a byte-order mark is dropped), at most MAX_BYTES."""
+    regular_file(path)
     try:
-        with open(path, "rb") as fh:
+        # O_NONBLOCK: were the file swapped for a FIFO since the check, opening it does not wait for a writer
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise InputError(path, "is not a regular file (a FIFO, socket or device); give the file itself")
             data = fh.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise InputError(path, "file not found; check the path") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a directory, not a file; check the path") from None
     except OSError as exc:
         raise InputError(path, f"cannot read file ({exc.strerror or exc})") from None
     if len(data) > MAX_BYTES:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from radar_local.errors import InputError
+from radar_local.inputs import regular_file
 from radar_local.nuisance import WAYS
 from radar_local.scoring import SCALE, SCALES, SCORE_MAX, SCORE_MIN, continuous_scores
 from radar_local.store import write_atomic
@@ -33,8 +34,7 @@ def read_scores(path: str | Path, scale: str = SCALE) -> pd.DataFrame:
     path = Path(path)
     if scale not in SCALES:
         raise InputError(path, f"unknown scale '{scale}'; use one of {', '.join(SCALES)}")
-    if not path.is_file():
-        raise InputError(path, "score file not found; check the path")
+    regular_file(path, "score file")
     try:
         if path.suffix == ".parquet":
             df = pd.read_parquet(path)

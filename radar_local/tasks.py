@@ -11,6 +11,7 @@ from pydantic import Field
 
 from radar_local.common import Frozen
 from radar_local.errors import InputError, MissingDependencyError
+from radar_local.inputs import regular_file
 from radar_local.rubric import Task, unique_ids
 
 if TYPE_CHECKING:
@@ -39,6 +40,8 @@ def is_task_table(path: Path) -> bool:
 def _read(path: Path) -> pd.DataFrame:
     import pandas as pd  # only a task table needs it: a config loads (and a bad one is refused) without it
 
+    if not path.is_dir():
+        regular_file(path, "task file")
     try:
         if path.is_dir():
             try:

@@ -167,3 +167,22 @@ def parse(raw: dict):
     from radar_local.config import AuditConfig
 
     return AuditConfig.model_validate(raw)
+
+
+@pytest.mark.parametrize("size", [10**9, 0, -1])
+def test_a_hand_edited_wave_size_outside_the_plan_is_one_line(fixed_and_adaptive, tmp_path, size):
+    """Issue 28, item 13: a size of 10**9 in adaptive.json made `radar score` and `generate` run without end."""
+    root, _, _ = fixed_and_adaptive
+    shutil.copytree(root / "adaptive", tmp_path / "run")
+    waves = tmp_path / "run" / "adaptive.json"
+    record = json.loads(waves.read_text())
+    cell = next(key for key in record["sizes"] if "none" not in key)
+    record["sizes"][cell] = size
+    waves.write_text(json.dumps(record))
+    stored = (tmp_path / "run" / SCORES).read_bytes()
+    from tests.conftest import radar_run
+
+    res = radar_run("score", tmp_path / "run", "--verifier", "testing:planted", "--quiet")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert f"{waves}: gives cell" in res.stderr and f"{size} probes, outside 1..20" in res.stderr
+    assert (tmp_path / "run" / SCORES).read_bytes() == stored

@@ -349,3 +349,55 @@ def test_no_float_setting_anywhere_takes_an_infinity(tmp_path):
     planted = {"engine": "testing", "model": "planted", "options": {"coupling": {"a": {"b": float("inf")}}}}
     with pytest.raises(ValueError, match="finite number"):
         AuditConfig.model_validate({**planted_config(), "generator": planted})
+
+
+@pytest.mark.process  # a child process, so a reader that blocks on the FIFO fails the test instead of hanging it
+@pytest.mark.parametrize("which", ["config", "rubric", "tasks.yaml", "tasks.csv", "score table", "folder table"])
+def test_a_fifo_or_a_folder_as_an_input_is_one_line(tmp_path, which):
+    """Issue 28, items 13 and 16: a FIFO blocked forever; a FIFO or a folder as a table was 'not found'."""
+    import os
+
+    from tests.conftest import radar_cli
+
+    odd = tmp_path / ("odd.csv" if which.endswith("table") or which == "tasks.csv" else "odd.yaml")
+    if which == "folder table":
+        odd.mkdir()
+    else:
+        os.mkfifo(odd)
+    config = tmp_path / "audit.yaml"
+    settings = planted_config()
+    if which == "rubric":
+        settings["rubric"] = str(odd)
+    elif which.startswith("tasks"):
+        settings["tasks"] = str(odd) if which == "tasks.yaml" else {"path": str(odd)}
+    config.write_text(yaml.safe_dump(settings))
+    if which.endswith("table"):
+        args = ["stats", odd]
+    else:
+        args = ["audit", odd if which == "config" else config, "--out", tmp_path / "run", "--quiet"]
+    res = radar_cli(*args, timeout=120)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    expected = "is a directory, not a score file" if which == "folder table" else "is not a regular file (a FIFO"
+    assert str(odd) in res.stderr and expected in res.stderr
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "extra,needle",
+    [
+        (
+            {"nuisance": [{"id": "emoji", "up": "Add emoji.", "down": 3}]},
+            "key 'nuisance.0.down': Input should be a valid",
+        ),
+        ({"nuisance": [{"id": "emoji", "up": "Add emoji."}]}, "key 'nuisance.0.down': Field required"),
+        ({"nuisance": ["lenght"]}, "key 'nuisance.0': Input should be 'length', 'formatting'"),
+        ({"tasks": {"path": "x.csv", "sample": 0}}, "key 'tasks.sample': Input should be greater than or equal to 1"),
+        ({"tasks": 7}, "key 'tasks': Input should be"),
+    ],
+)
+def test_a_union_setting_is_answered_from_the_branch_it_was_meant_for(tmp_path, extra, needle):
+    """Issue 28, item 16: a custom attribute with one bad field got the bundled names' answer, and
+    `sample: 0` named `tasks.constrained-str`."""
+    cfg = tmp_path / "audit.yaml"
+    cfg.write_text(yaml.safe_dump(planted_config(unconditioned=2, **extra)))
+    one_line_exit_2(invoke("audit", cfg, "--out", tmp_path / "run", "--quiet"), cfg, needle)
