@@ -29,11 +29,14 @@ def cell_seed(run_seed: int, task: str, target: str, direction: str) -> int:
     return int(digest([run_seed, task, target, direction])[:8], 16)
 
 
-KEYS = 2  # the key formula of new run directories (rundir.InputsSnapshot.keys)
+# The key formula of new run directories (rundir.InputsSnapshot.keys). 3: a probe is keyed by what it is
+# (task, target, direction, seed rule and variant), not by the planned n, so raising n adds only the new
+# variants. 2 and 1 keep the planned n in the key, so their directories' records keep their keys.
+KEYS = 3
 
 
 def model_identity(spec: ModelSpec, weights: Mapping[str, str], keys: int = KEYS) -> dict:
-    """A model as content keys see it. Formula 2: its output identity and the identity of its weights as
+    """A model as content keys see it. Formulas 2 and 3: its output identity and the identity of its weights as
     last recorded (a served or planted model has none). Formula 1, of run directories made before it: the
     engine, model and every option, so their stored records keep their keys."""
     if keys == 1:
@@ -131,7 +134,7 @@ class Plan:
                     "task": task.model_dump(),
                     "target": target,
                     "direction": direction,
-                    "n": n,
+                    **({"n": n} if self.keys < 3 else {}),
                     "seed": seed,
                     "criterion": crit.model_dump() if crit else None,
                 }

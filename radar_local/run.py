@@ -9,6 +9,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Container
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -133,7 +134,7 @@ class Run(RunDir):
         config, store = self.config, self.store
         self.note_weights(config.generator)
         requests = self.plan.generation_requests(self.adaptive_sizes()) if requests is None else requests
-        todo = [r for r in requests if not all(r.variant_key(v) in store.probes for v in r.variants)]
+        todo = missing_variants(requests, store.probes)
         meter = StageMeter(requests=sum(r.n for r in requests))
         if not todo:
             return meter.info
@@ -162,9 +163,7 @@ class Run(RunDir):
                         advance(sum(len(cs) for _, cs in finished))
                 # An engine that answered fewer samples than asked (a server's n): each missing variant v is
                 # asked for alone under its own seed (seed + v, the plan's rule), so it is the same probe.
-                todo = [
-                    replace(r, first=v, n=1) for r in todo for v in r.variants if r.variant_key(v) not in store.probes
-                ]
+                todo = [replace(r, first=v, n=1) for r in missing_variants(todo, store.probes) for v in r.variants]
                 if not todo:
                     break
                 meter.info["short_answers"] = meter.info.get("short_answers", 0) + len(todo)
@@ -415,6 +414,29 @@ def admitted_per_step(settings: dict) -> int:
     worth, or its sequence limit where that is lower."""
     budget = settings.get("max_num_batched_tokens") or 8192
     return max(1, min(settings.get("max_num_seqs") or budget, budget // 256))
+
+
+def missing_variants(requests: list[GenerationRequest], stored: Container[str]) -> list[GenerationRequest]:
+    """The variants of `requests` not stored yet, as requests for each run of consecutive ones: variant v
+    is the sample of seed + v (plan.GenerationRequest) however it is asked for, so raising n, or a probe
+    lost from the middle, costs only the missing calls."""
+    out = []
+    for r in requests:
+        missing = [v for v in r.variants if r.variant_key(v) not in stored]
+        for start, stop in _runs(missing):
+            out.append(r if (start, stop) == (r.first, r.first + r.n) else replace(r, first=start, n=stop - start))
+    return out
+
+
+def _runs(values: list[int]) -> list[tuple[int, int]]:
+    """Sorted integers as half-open runs of consecutive ones: [0, 1, 2, 5] -> [(0, 3), (5, 6)]."""
+    runs: list[tuple[int, int]] = []
+    for v in values:
+        if runs and runs[-1][1] == v:
+            runs[-1] = (runs[-1][0], v + 1)
+        else:
+            runs.append((v, v + 1))
+    return runs
 
 
 SHORT_REFILLS = 2  # further calls for the samples an engine left out of its answer

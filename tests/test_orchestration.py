@@ -77,11 +77,29 @@ def test_resume_after_a_partial_store_makes_only_the_missing_calls(tmp_path):
     (run / SCORES).write_text("".join(json.dumps(r) + "\n" for r in kept_scores))
     again = audit(tmp_path, "partial")
     info = load_run(run).info()
-    assert info["stages"]["generate"]["calls"] == 2 * len(
-        {p["key"].rsplit(":", 1)[0] for p in probes if p["key"] not in kept_keys}
-    )
+    assert info["stages"]["generate"]["calls"] == len(probes) - len(kept_probes)  # only the lost variants
     assert info["stages"]["score"]["calls"] == 200 - len(kept_scores)
     assert again == whole and len(lines(run / PROBES)) == 40 and len(lines(run / SCORES)) == 200
+
+
+def test_raising_n_adds_only_the_new_variants_and_lowering_it_reuses_the_first(tmp_path):
+    """Issue 28, item 18: n 2 -> 3 made 36 generator calls (every probe again) instead of 12 (README:
+    n "extends or re-analyses the same content-keyed records")."""
+    from radar_local.rundir import INPUTS
+
+    run = tmp_path / "run"
+    run_audit(planted_config(n=2), run)
+    first = {p["key"]: p for p in lines(run / PROBES)}
+    again = run_audit(planted_config(n=3), run)
+    stages = load_run(run).info()["stages"]
+    cells = 5 * 2 * 2  # criteria x directions x tasks
+    assert stages["generate"]["calls"] == cells and stages["score"]["calls"] == cells * 5
+    stored = {p["key"]: p for p in lines(run / PROBES)}
+    assert len(stored) == 3 * cells and all(stored[k] == p for k, p in first.items())
+    assert again.probes["directed"] == 3 * cells
+    fewer = run_audit(planted_config(n=2), run)
+    assert load_run(run).info()["stages"]["generate"]["calls"] == 0 and fewer.probes["directed"] == 2 * cells
+    assert json.loads((run / INPUTS).read_text())["keys"] == 3
 
 
 def test_a_second_model_under_a_label_in_use_is_refused(tmp_path):
