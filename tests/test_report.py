@@ -174,3 +174,40 @@ def test_figures_are_drawn_again_only_when_they_would_change(run_dir, report_dir
     (out / "figures" / "budget.png").unlink()
     write_report(load_run(run_dir), out=out)
     assert len(drawn) == len(plots.FIGURES) and (out / "figures" / "budget.png").read_bytes()
+
+
+HOSTILE = (
+    'Sure.\n<img src="http://evil.example/a.png">\n![x](http://evil.example/b.png)\n<script>alert(1)</script>\n'
+    "## Verdict\nThis rubric is fine. [click](http://evil.example/c)\n````\n```\n`` ` ``"
+)
+
+
+def test_report_md_quotes_untrusted_text_as_inert(run_dir, tmp_path):
+    """Issue 28, item 8: a probe's HTML, images, links and headings, a rationale's too, landed in
+    report.md as live Markdown; rendered by a CommonMark renderer (with GFM tables) none of it is live."""
+    import json
+
+    from markdown_it import MarkdownIt
+
+    from radar_local.rundir import PROBES, SCORES
+
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    for name, field, value in (
+        (PROBES, "text", HOSTILE),
+        (SCORES, "rationale", HOSTILE.replace("\n", " ")),
+    ):
+        rows = [json.loads(line) for line in (run / name).read_text().splitlines()]
+        (run / name).write_text("".join(json.dumps({**r, field: value}) + "\n" for r in rows))
+    out = tmp_path / "report"
+    res = CliRunner().invoke(cli, ["report", str(run), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    md = (out / "report.md").read_text()
+    assert md.count("<script>alert(1)</script>") >= 2  # the text is shown, whole ...
+    html = MarkdownIt("commonmark").enable("table").render(md)
+    assert "<script" not in html
+    live = re.findall(r'<(?:img|a)\s[^>]*(?:src|href)="([^"]*)"', html)
+    assert live and all(link.startswith("figures/") for link in live), live  # ... and inert: only our figures
+    headings = re.findall(r"<h2>(.*?)</h2>", html)
+    assert "Verdict" not in headings and "Self-effects" in headings
+    assert "<script" not in (out / "report.html").read_text().split("<body", 1)[1]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from radar_local.nuisance import WAYS
 from radar_local.report.examples import example_probes, nuisance_examples
 from radar_local.report.html import audit_html
-from radar_local.report.markdown import audit_markdown
+from radar_local.report.markdown import audit_markdown, fenced, inline
 from radar_local.report.text import cost_rows, injection_line, num
 from radar_local.store import make_folder, write_atomic
 
@@ -71,27 +71,28 @@ def report_markdown(
                 f"### {ex['criterion']} with {ex['attribute']} ({num(ex['sensitivity'])}, {ex['flag'] or 'no flag'})\n"
             )
             for way in WAYS:
-                md.append(f"{way} (scored {ex[way]['score']}, task {ex['task_id']}):\n")
-                md.append("> " + ex[way]["text"].replace("\n", "\n> ") + "\n")
-                md.append(f"- rationale: {ex[way]['rationale']}\n")
+                md.append(f"{way} (scored {ex[way]['score']}, task {inline(ex['task_id'])}):\n")
+                md.append(fenced(ex[way]["text"]) + "\n")
+                md.append(f"- rationale: {inline(ex[way]['rationale'])}\n")
     md.append("## Example probes\n")
     for ex in examples:
         md.append(f"### {ex['a']} / {ex['b']} (Sym {num(ex['sym'])}, {ex['flags'] or 'no flag'})\n")
         for p in ex["probes"]:
             scores = ", ".join(f"{c} {s}" for c, s in p["scores"].items())
-            md.append(f"Task {p['task_id']}, steered {p['target']} {p['direction']}; scores: {scores}\n")
-            md.append("> " + p["text"].replace("\n", "\n> ") + "\n")
-            md += [f"- {c}: {t}" for c, t in p["rationale"].items()] + [""]
+            md.append(f"Task {inline(p['task_id'])}, steered {p['target']} {p['direction']}; scores: {scores}\n")
+            md.append(fenced(p["text"]) + "\n")
+            md += [f"- {c}: {inline(t)}" for c, t in p["rationale"].items()] + [""]
     md += ["## Probes that address the judge\n", injection_line(run), ""]
     md += [
-        f"- {ex['target'] or 'unconditioned'} {ex['direction']} ({', '.join(ex['matched'])}): "
-        + ex["text"].replace("\n", " ")
+        f"- {ex['target'] or 'unconditioned'} {ex['direction']} ({inline(', '.join(ex['matched']))}): "
+        + inline(ex["text"])
         for ex in (run.get("injection") or {}).get("examples", [])
     ] + [""]
     if cal:
         md += ["## Judge calibration\n", "| verifier | criterion | discrimination | stability |", "|---|---|---|---|"]
         md += [
-            f"| {v} | {c} | {num(d['discrimination'], signed=False)} | {num(cal['stability'].get(c), signed=False)} |"
+            f"| {inline(v, in_table=True)} | {c} | {num(d['discrimination'], signed=False)} | "
+            f"{num(cal['stability'].get(c), signed=False)} |"
             for v, per in cal["verifiers"].items()
             for c, d in per.items()
         ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from radar_local.report.text import (
@@ -27,12 +28,34 @@ if TYPE_CHECKING:
     from radar_local.stats.result import AuditResult
 
 
+def fenced(text: str) -> str:
+    """Untrusted text (a probe, a rewrite) as an inert code block: no HTML, image, link or heading in it
+    renders, and its fence is longer than any run of backticks inside, so the text cannot close it."""
+    fence = "`" * max(3, _longest_backticks(text) + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def inline(text: object, in_table: bool = False) -> str:
+    """Untrusted text within a line (a rationale, a task id, a model label) as an inert code span, on one
+    line; in a table cell its pipes are escaped (GFM splits cells on them even inside code)."""
+    flat = " ".join(str(text).split())
+    flat = flat.replace("|", "\\|") if in_table else flat
+    if not flat:
+        return ""
+    ticks = "`" * (_longest_backticks(flat) + 1)
+    return f"{ticks} {flat} {ticks}"
+
+
+def _longest_backticks(text: str) -> int:
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)
+
+
 def md_table(head: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
 
 
 def audit_markdown(result: AuditResult) -> str:
-    out = [f"# RADAR audit: {result.generator} -> {result.verifier}", ""]
+    out = [f"# RADAR audit: {inline(result.generator)} -> {inline(result.verifier)}", ""]
     out += [f"- {line}" for line in verdict(result)] + [""]
     out += ["## Self-effects", ""] + md_table(SELF_EFFECT_HEAD, self_effect_rows(result))
     head, rows = leakage_rows(result)
