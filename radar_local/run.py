@@ -9,7 +9,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Container
+from collections.abc import Collection, Container
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -276,12 +276,15 @@ class Run(RunDir):
         known[spec.label] = spec
         self.store.write_json(VERIFIERS, {label: s.model_dump(mode="json") for label, s in known.items()})
 
-    def finish(self, verifier: ModelSpec, stages: dict, adaptive: dict | None = None) -> AuditResult:
-        """Write scores.csv, the verifier's stats and run info; return the result."""
+    def finish(
+        self, verifier: ModelSpec, stages: dict, adaptive: dict | None = None, judges: Collection[str] | None = None
+    ) -> AuditResult:
+        """Write scores.csv, the verifier's stats and run info; return the result. `judges`: the verifiers
+        calibrated together (a grid's); default every verifier stored in the run."""
         self.store.require_writer()
         config = self.config
         probes = self.probes()
-        result, table, injection = self.audit_result(verifier, probes)
+        result, table, injection = self.audit_result(verifier, probes, judges)
         write_scores(table, self.table_path)
         result.adaptive = adaptive
         write_atomic(self.stats_path(verifier.label), json.dumps(result.to_json(), indent=2))

@@ -6,6 +6,7 @@ RunDir only reads: the stages that add to a directory are radar_local.run.Run's.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from pathlib import Path
 from typing import Self
 
@@ -246,10 +247,11 @@ class RunDir:
         return df
 
     def audit_result(
-        self, verifier: ModelSpec, probes: list[dict], **options
+        self, verifier: ModelSpec, probes: list[dict], judges: Collection[str] | None = None, **options
     ) -> tuple[AuditResult, pd.DataFrame, dict]:
         """The audit of these probes' stored verdicts (flagged probes left out where the config says so),
-        with the score table and the injection scan it was computed from."""
+        with the score table and the injection scan it was computed from. `judges`: the verifiers whose
+        verdicts count (a grid's own, for its calibration); default every verifier stored here."""
         config = self.config
         injection = {**flagged_probes(probes), "excluded": config.exclude_flagged_probes}
         used = (
@@ -259,7 +261,10 @@ class RunDir:
         rewrites = self.rewrites(probes) if specs else []
         kept, manipulation = manipulation_check(specs, rewrites)  # pairs the attribute did not move are left out
         scored = used + [r for r in rewrites if r["key"] in kept]
-        table = validate_scores(self.table(scored), self.table_path, both_directions=False)
+        table = self.table(scored)
+        if judges is not None:  # a judge an earlier configuration stored is no judge of this one
+            table = table[table["verifier"].isin({*judges, verifier.label})]
+        table = validate_scores(table, self.table_path, both_directions=False)
         result = stats_for_table(
             table,
             self.table_path,

@@ -60,6 +60,19 @@ def test_grid_over_stored_runs(tmp_path):
     assert "Table 9" in (out / "grid.md").read_text() and "<script" not in (out / "grid.html").read_text()
     res = CliRunner().invoke(cli, ["report", str(out / "gen"), "--verifier", "judge-b", "--out", str(tmp_path / "rb")])
     assert res.exit_code == 0 and "gen &rarr; judge-b" in (tmp_path / "rb" / "report.html").read_text()
+    # Issue 28, item 4: the grid run again without judge-b reports judge-a alone, though judge-b's
+    # verdicts stay stored in the run directory.
+    config.write_text(
+        yaml.safe_dump({**planted_settings(), "generators": [GENERATOR], "verifiers": [judge("judge-a")]})
+    )
+    res = CliRunner().invoke(cli, ["grid", str(config), "--out", str(out), "--quiet"])
+    assert res.exit_code == 0, res.output
+    again = json.loads((out / "grid.json").read_text())
+    assert (
+        set(again["calibration"]["gen"]["verifiers"]) == {"judge-a"} and again["calibration"]["gen"]["agreement"] == {}
+    )
+    assert "judge-b" not in (out / "grid.md").read_text() and "judge-b" not in json.dumps(again)
+    assert (out / "gen" / "stats.judge-b.json").is_file()  # nothing stored is lost
 
 
 def test_grid_with_only_self_pairs_is_an_input_error(tmp_path):
