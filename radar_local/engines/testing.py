@@ -33,13 +33,16 @@ from radar_local.engines.base import BatchStream, Completion, EngineCounters, Fi
 from radar_local.prompts import Messages
 from radar_local.scoring import SCORE_MAX, SCORE_MIN, SCORE_TOKENS, ScoreFormat
 
-STEER = re.compile(r"Steered ([+-]) on <([^>]+)>")
+# Labels and descriptions are any text, newlines and brackets included: a criterion is known by its
+# label's first line (the generator sees "Criterion: <label>\n<description>"), and patterns span lines.
+STEER = re.compile(r"Steered ([+-]) on <(.*?)>: reply \(seed")
 REWRITE = re.compile(r"^Change: (\S+) (up|down)$", re.MULTILINE)  # a nuisance rewrite prompt (prompts.py)
 REWRITTEN = re.compile(r"Rewritten (up|down) on <([^>]+)>")
-CRITERION_LINE = re.compile(r"^Criterion: (.+)$", re.MULTILINE)
-DESCRIPTION_LINE = re.compile(r"^Criterion: .+\n(.+)$", re.MULTILINE)
-RATED = re.compile(r"Rate the (.+?) of the")
-RATED_DESCRIPTION = re.compile(r"### Criterion\n[^\n]*?: ([^\n]+)|rating only the .+? \(\d to \d\)\. ([^\n]+)")
+CRITERION_BLOCK = re.compile(r"\nCriterion: ([\s\S]*)\nImportant:\n")
+RATED = re.compile(r"Rate the ([\s\S]+?) of the (?:following response|response above) on")
+RATED_DESCRIPTION = re.compile(
+    r"### Criterion\n[\s\S]*?: ([\s\S]+?)\nRate the |rating only the [\s\S]+? \(\d to \d\)\. ([\s\S]+?)\nRate the "
+)
 RESPONSE = re.compile(r"<<<RESPONSE-[0-9a-f]{16}>>>\n(.*?)\n<<<END RESPONSE-", re.DOTALL)
 CANDIDATE = re.compile(r"Candidate (\d+) of \d+")
 
@@ -47,6 +50,11 @@ CANDIDATE = re.compile(r"Candidate (\d+) of \d+")
 def words(text: str) -> set[str]:
     """The planted wording mechanism's vocabulary: lower-case words of four letters or more."""
     return set(re.findall(r"[a-z]{4,}", text.lower()))
+
+
+def first_line(label: str) -> str:
+    """How the planted engine knows a criterion: its label's first line."""
+    return label.split("\n", 1)[0]
 
 
 def found(pattern: re.Pattern[str], text: str) -> re.Match[str]:
@@ -124,22 +132,20 @@ class PlantedEngine(BatchStream):
             if (rewrite := REWRITE.search(user)) is not None:
                 out.append([self._rewritten(user, *rewrite.groups())])
                 continue
-            label = CRITERION_LINE.search(user)
+            block = CRITERION_BLOCK.search(user)
             # Sample v of a prompt under seed s is the sample of seed s + v, as in vLLM: a cell's variants
             # are the same whether they are asked for at once or in waves.
-            if label is None:
+            if block is None:
                 texts = [f"Unsteered reply (seed {seed + v})." for v in range(n)]
             else:
                 sign = "+" if "strongly satisfies" in user or "HIGH-word" in user else "-"
                 if self.options.wording:
-                    out.append([self._worded(user, sign, seed + v) for v in range(n)])
+                    out.append([self._worded(block.group(1), sign, seed + v, len(user.split())) for v in range(n)])
                     continue
-                extra = (
-                    f" {self.options.inject[label.group(1)]}"
-                    if sign == "+" and label.group(1) in self.options.inject
-                    else ""
-                )
-                texts = [f"Steered {sign} on <{label.group(1)}>: reply (seed {seed + v}).{extra}" for v in range(n)]
+                steered = first_line(block.group(1))
+                inject = {first_line(label): text for label, text in self.options.inject.items()}
+                extra = f" {inject[steered]}" if sign == "+" and steered in inject else ""
+                texts = [f"Steered {sign} on <{steered}>: reply (seed {seed + v}).{extra}" for v in range(n)]
             out.append([Completion(t, len(user.split()), len(t.split()), "stop") for t in texts])
         return out
 
@@ -147,16 +153,20 @@ class PlantedEngine(BatchStream):
         """The base response, marked with the rewrite; longer (up) or shorter (down) where it steers."""
         base = found(RESPONSE, user).group(1)
         if attribute in self.options.steers:
-            base = f"{base} {' '.join(['It says the same again, at length.'] * 8)}" if way == "up" else base.split()[-1]
+            base = (
+                f"{base} {' '.join(['It says the same again, at length.'] * 8)}"
+                if way == "up"
+                else " ".join(base.split()[-1:])
+            )
         text = f"Rewritten {way} on <{attribute}>: {base}"
         return Completion(text, len(user.split()), len(text.split()), "stop")
 
-    def _worded(self, user: str, sign: str, seed: int) -> Completion:
+    def _worded(self, block: str, sign: str, seed: int, prompt_tokens: int) -> Completion:
         """A + probe made of (a seeded 80% of) its target's description words; a - probe of none."""
-        vocab = sorted(words(found(DESCRIPTION_LINE, user).group(1)))
+        vocab = sorted(words(block.split("\n", 1)[-1]))  # the description follows the label's line
         rng = random.Random(seed)
         text = "Reply: " + " ".join(w for w in vocab if rng.random() < 0.8) if sign == "+" else "Ok."
-        return Completion(text, len(user.split()), len(text.split()), "stop")
+        return Completion(text, prompt_tokens, len(text.split()), "stop")
 
     def constrained(
         self, prompts: list[Messages], *, fmt, temperature: float = 0.0, seeds: list[int] | None = None
@@ -166,11 +176,9 @@ class PlantedEngine(BatchStream):
         for messages in prompts:
             text = "\n".join(m["content"] for m in messages)
             k = CANDIDATE.search(text)
-            if k is None or not self.options.edits:
-                raise ValueError(
-                    "the planted engine answers constrained requests only as a scripted editor (options.edits)"
-                )
-            answer = json.dumps(self.options.edits[(int(k.group(1)) - 1) % len(self.options.edits)])
+            # Without a script (or asked something else) it answers an empty object: no edit, as a model may.
+            script = self.options.edits
+            answer = json.dumps(script[(int(k.group(1)) - 1) % len(script)] if k is not None and script else {})
             out.append(Completion(answer, len(text.split()), len(answer.split()), "stop"))
         return out
 
@@ -203,10 +211,13 @@ class PlantedEngine(BatchStream):
         value = 2.0
         if self.options.wording:
             wanted = words(next(g for g in found(RATED_DESCRIPTION, text).groups() if g))
-            value = SCORE_MAX * len(wanted & words(found(RESPONSE, text).group(1))) / len(wanted)
+            seen = wanted & words(found(RESPONSE, text).group(1))
+            value = SCORE_MAX * len(seen) / len(wanted) if wanted else 2.0  # no word to find: the middle
         elif steer is not None:
             sign = 1 if steer.group(1) == "+" else -1
-            level = 1.0 if steer.group(2) == rated else self.options.coupling.get(steer.group(2), {}).get(rated, 0.0)
+            steered = steer.group(2)
+            row = next((row for label, row in self.options.coupling.items() if first_line(label) == steered), {})
+            level = 1.0 if first_line(rated) == steered else row.get(rated, 0.0)
             value = min(SCORE_MAX, max(SCORE_MIN, 2 + 2 * sign * level))
         elif (rewritten := REWRITTEN.search(text)) is not None:
             sign = 1 if rewritten.group(1) == "up" else -1
