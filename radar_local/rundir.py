@@ -302,17 +302,24 @@ class RunDir:
 def checked_inputs(config: AuditConfig, base: Path, source: object) -> tuple:
     """The rubric, tasks and reference a config names, and its `intended` pairs checked against the rubric."""
     rubric, tasks, reference = resolve_inputs(config, base)
+    problem = rubric_conflict(config, rubric)
+    if problem is not None:
+        raise InputError(source, problem)
+    return rubric, tasks, reference
+
+
+def rubric_conflict(config: AuditConfig, rubric: Rubric) -> str | None:
+    """What keeps `rubric` from being audited under `config`, in one line: a nuisance attribute sharing a
+    criterion's id, an intended pair naming what is neither criterion nor attribute; else None."""
     attributes = [s.id for s in config.nuisance_specs]
     clash = next((a for a in attributes if a in rubric.ids), None)
     if clash is not None:
-        raise InputError(source, f"nuisance attribute '{clash}' is also a criterion of the rubric; give it another id")
+        return f"nuisance attribute '{clash}' is also a criterion of the rubric; give it another id"
     for a, b in config.intended:
         unknown = [c for c in (a, b) if c not in rubric.ids + attributes]
         if unknown or (a in attributes and b in attributes):
             what = f"unknown criterion '{unknown[0]}'" if unknown else "two nuisance attributes"
-            raise InputError(
-                source,
-                f"intended pair [{a}, {b}]: {what}; the rubric has {', '.join(rubric.ids)}"
-                + (f" and the attributes {', '.join(attributes)}" if attributes else ""),
+            return f"intended pair [{a}, {b}]: {what}; the rubric has {', '.join(rubric.ids)}" + (
+                f" and the attributes {', '.join(attributes)}" if attributes else ""
             )
-    return rubric, tasks, reference
+    return None

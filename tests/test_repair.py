@@ -214,3 +214,14 @@ def test_a_second_round_starts_from_the_best(tmp_path):
     from radar_local.store import _HELD
 
     assert not [d for d in _HELD if tmp_path in d.parents]  # no candidate's (or the original's) lock is kept
+
+
+def test_an_edit_whose_criterion_id_is_a_nuisance_attribute_is_skipped_like_any_bad_edit(tmp_path):
+    """Issue 28, item 15: such a candidate ended the whole repair (exit 2) after the original audit."""
+    clash = {**REWRITE, "new": [{**REWRITE["new"][0], "id": "length"}]}
+    rep = repair(config(tmp_path, [clash, REWRITE], nuisance=["length"], unconditioned=2), candidates=2)
+    bad, good = rep.candidates
+    assert (
+        bad.error == "not an edit (nuisance attribute 'length' is also a criterion of the rubric; give it another id)"
+    )
+    assert bad.run_dir is None and good.error is None and good.run_dir is not None

@@ -24,7 +24,7 @@ from radar_local.repair.report import write_repair_report
 from radar_local.repair.selection import Candidate, Repair, candidate_config, judge, objectives, pareto, summarize
 from radar_local.rubric import Rubric
 from radar_local.run import EnginePool, Run, config_from
-from radar_local.rundir import RunDir
+from radar_local.rundir import RunDir, rubric_conflict
 from radar_local.stats.result import AuditResult
 from radar_local.store import make_folder, write_atomic
 
@@ -125,6 +125,9 @@ def _propose(
         try:
             cand.edit = Edit.model_validate_json(answer.text)
             cand.rubric = apply_edit(run.rubric, cand.edit)
+            problem = rubric_conflict(config, cand.rubric)  # its audit would be refused: skip it, as any bad edit
+            if problem is not None:
+                cand.error, cand.rubric = f"not an edit ({problem})", None
         except ValidationError as exc:
             cand.error = f"not an edit ({exc.errors()[0]['msg']})"
         except ValueError as exc:
