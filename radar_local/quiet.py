@@ -44,7 +44,14 @@ def engine_output_to(log: Path, verbose: bool = False) -> Iterator[None]:
     # (a notebook, click's test runner) put in its place, which keeps working as it is
     real = _fileno(sys.stderr) == 2
     _console = (
-        io.TextIOWrapper(os.fdopen(os.dup(saved[2]), "wb", buffering=0), line_buffering=True) if real else sys.stderr
+        io.TextIOWrapper(
+            os.fdopen(os.dup(saved[2]), "wb", buffering=0),
+            encoding=sys.stderr.encoding,
+            errors="backslashreplace",  # a model named "gén" on an ASCII console: shown escaped, never an error
+            line_buffering=True,
+        )
+        if real
+        else sys.stderr
     )
     handlers = [
         h

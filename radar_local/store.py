@@ -204,11 +204,18 @@ def cut_torn_tail(path: Path) -> None:
         torn = fh.read()
     side = path.with_name(f"{path.name}.torn-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
     with _signals_held():
-        fd = open_no_link(side, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         try:
-            _write_all(fd, torn)
-        finally:
-            os.close(fd)
+            fd = open_no_link(side, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            try:
+                _write_all(fd, torn)
+            finally:
+                os.close(fd)
+        except OSError as exc:  # a full disk: the file stays as it is, torn line and all
+            side.unlink(missing_ok=True)
+            raise RadarError(
+                f"{path}: cannot set its torn last line aside ({exc.strerror or exc}); nothing stored was changed: "
+                "free space on the disk and run the same command again"
+            ) from None
         fd = open_no_link(path, os.O_WRONLY)
         try:
             os.ftruncate(fd, keep)

@@ -401,3 +401,65 @@ def test_a_union_setting_is_answered_from_the_branch_it_was_meant_for(tmp_path, 
     cfg = tmp_path / "audit.yaml"
     cfg.write_text(yaml.safe_dump(planted_config(unconditioned=2, **extra)))
     one_line_exit_2(invoke("audit", cfg, "--out", tmp_path / "run", "--quiet"), cfg, needle)
+
+
+@pytest.mark.process
+def test_an_ascii_console_and_a_full_stdout_are_no_traceback(tmp_path):
+    """Issue 28, item 14: a model named "gén" under LC_ALL=POSIX stopped the audit after generating, and
+    `> /dev/full` ended it in a traceback."""
+    import os
+
+    from tests.conftest import radar_cli
+
+    config = tmp_path / "audit.yaml"
+    planted = {"engine": "testing", "model": "planted"}
+    config.write_text(
+        yaml.safe_dump(planted_config(generator={**planted, "name": "gén"}, verifier={**planted, "name": "vér"}))
+    )
+    ascii_env = {"LC_ALL": "POSIX", "LANG": "", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}
+    res = radar_cli("audit", config, "--out", tmp_path / "run", "--no-report", env=ascii_env, timeout=300)
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+    assert "g\\xe9n" in res.stderr and (tmp_path / "run" / "stats.json").is_file()
+    if not os.path.exists("/dev/full"):
+        return
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        args = [sys.executable, "-m", "radar_local.cli", "audit", str(config), "--out", str(tmp_path / "again")]
+        res = subprocess.run([*args, "--no-report"], stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert res.returncode == 2 and res.stderr.splitlines()[-1].startswith("error: No space left on device")
+    assert "Traceback" not in res.stderr and (tmp_path / "again" / "stats.json").is_file()
+
+
+def test_names_too_long_for_the_file_system_are_one_line(tmp_path):
+    """Issue 28, item 21: a 300-character --verifier label and a 6,000-character RADAR_MODELS_DIR ended
+    in ENAMETOOLONG tracebacks."""
+    from tests.report_fixtures import planted_run
+
+    run = planted_run(tmp_path / "run")
+    one_line_exit_2(invoke("report", run, "--verifier", "v" * 300), "File name too long")
+    res = CliRunner().invoke(cli, ["models", "fetch", "smollm2-135m"], env={"RADAR_MODELS_DIR": "/" + "m" * 6000})
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1 and "too long" in res.stderr, res.stderr
+
+
+def test_a_torn_line_that_cannot_be_set_aside_on_a_full_disk_changes_nothing(tmp_path, monkeypatch):
+    """Issue 28, item 21: resuming on a full disk ended in an OSError traceback."""
+    import errno
+
+    from radar_local import store
+    from radar_local.rundir import PROBES
+
+    config = tmp_path / "audit.yaml"
+    config.write_text(yaml.safe_dump(planted_config()))
+    assert invoke("audit", config, "--out", tmp_path / "run", "--no-report", "--quiet").exit_code == 0
+    probes = tmp_path / "run" / PROBES
+    probes.write_bytes(probes.read_bytes()[:-30])  # a kill mid-write
+    before = probes.read_bytes()
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(store, "_write_all", full)
+    one_line_exit_2(invoke("audit", config, "--out", tmp_path / "run", "--quiet"), probes, "No space left on device")
+    assert probes.read_bytes() == before and not list(probes.parent.glob("*.torn-*"))

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
+import os
 import signal
+import sys
 
 import click
 
@@ -47,6 +51,29 @@ class RadarGroup(click.Group):
         except Terminated:
             click.echo(f"terminated: {RESUME}", err=True)
             ctx.exit(143)
+        except OSError as exc:  # a full disk or stdout, a name too long: the system's words, one line
+            where = f" ({exc.filename})" if exc.filename else ""
+            _output_gone()
+            _last_word(
+                f"error: {_one_line(exc.strerror or str(exc))}{_one_line(where)[:300]}; every stored record is "
+                "whole: fix that and run the same command again"
+            )
+            ctx.exit(2)
+
+
+def _output_gone() -> None:
+    """Where stdout itself cannot be written (a full device, a closed pipe), point it at /dev/null so
+    that the interpreter's final flush does not fail a second time."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _last_word(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        click.echo(line, err=True)
 
 
 @click.group(
@@ -82,6 +109,9 @@ _register()
 
 
 def main() -> None:
+    for stream in (sys.stdout, sys.stderr):  # a character the console's encoding lacks is shown escaped
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     signal.signal(signal.SIGTERM, _on_sigterm)
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("note: %(message)s"))
