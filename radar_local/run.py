@@ -543,6 +543,14 @@ def _probe_record(req: GenerationRequest, variant: int, c, generator: str) -> di
     return rec
 
 
+# vLLM's finish reason for a request it failed itself (its answer constraint did not compile in time, say):
+# the engine's failure, never the model's.
+ENGINE_FAILED = (
+    "the engine failed the request before the model answered (finish reason 'error': its answer constraint "
+    "did not compile, or the engine erred; see engine.log)"
+)
+
+
 def _score_record(req, c, verifier: str) -> dict:
     rec = {"key": req.key, "probe_key": req.probe_key, "verifier": verifier, "criterion": req.criterion}
     if c.score_logprobs is not None:  # expected mode: the probability-weighted score and its distribution
@@ -553,6 +561,8 @@ def _score_record(req, c, verifier: str) -> dict:
     else:
         parsed = parse_score(c.text)
         rec.update(score=parsed.score, reasoning=parsed.reasoning, rationale=parsed.rationale)
+    if c.finish_reason == "error":
+        rec.update(score=None, unscored=ENGINE_FAILED)
     return {
         **rec,
         "raw": c.text,

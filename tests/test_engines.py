@@ -74,7 +74,14 @@ def test_vllm_generates_seeded_samples(vllm_engine):
 
 
 def test_vllm_constrained_scoring_always_parses(vllm_engine):
+    import os
+
+    from radar_local.engines.vllm import CONSTRAINT_COMPILE_S
+
     check_scoring(vllm_engine, score_prompts())
+    # Issue 28, item 22: radar's own constraints get more than vLLM's 5 s guard against hostile regexes
+    # (unless the user set it), which the editor's reached on a busy 2-core CPU.
+    assert os.environ.get("VLLM_REGEX_COMPILATION_TIMEOUT_S") == str(CONSTRAINT_COMPILE_S)
 
 
 def test_vllm_expected_score_reads_every_score_token(vllm_engine):

@@ -48,3 +48,14 @@ def test_an_editor_without_a_script_answers_no_edit():
     engine = PlantedEngine("planted")
     (answer,) = engine.constrained([[{"role": "user", "content": "Candidate 1 of 2: edit the rubric."}]], fmt=None)
     assert json.loads(answer.text) == {}
+
+
+def test_verdicts_the_engine_failed_are_unscored_with_the_engine_named(tmp_path):
+    """Issue 28, item 22: a verdict vLLM failed (finish reason 'error') is the engine's failure, stored as such."""
+    from radar_local.run import ENGINE_FAILED, load_run
+    from tests.conftest import planted_config
+
+    failing = {"engine": "testing", "model": "planted", "options": {"fail_constraints": True}}
+    run_audit(planted_config(verifier=failing, bootstrap=0), tmp_path / "run")
+    verdicts = list(load_run(tmp_path / "run").store.scores.values())
+    assert verdicts and all(v["score"] is None and v["unscored"] == ENGINE_FAILED for v in verdicts)

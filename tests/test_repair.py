@@ -225,3 +225,34 @@ def test_an_edit_whose_criterion_id_is_a_nuisance_attribute_is_skipped_like_any_
         bad.error == "not an edit (nuisance attribute 'length' is also a criterion of the rubric; give it another id)"
     )
     assert bad.run_dir is None and good.error is None and good.run_dir is not None
+
+
+def test_a_constraint_the_engine_failed_is_blamed_on_the_engine_not_the_editor(tmp_path):
+    """Issue 28, item 22: an editor request whose constraint vLLM could not compile (finish reason
+    'error', no text) was reported as the editor's 'not an edit (Invalid JSON: EOF ...)'."""
+    path = config(tmp_path, [REWRITE])
+    run_audit(path, base=REPO)
+    editor = {"engine": "testing", "model": "planted", "options": {"fail_constraints": True}}
+    data = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**data, "editor": editor}))
+    rep = repair(path, candidates=2)
+    assert [c.error for c in rep.candidates] == [
+        "not proposed: the engine failed the request before the model answered (finish reason 'error': its "
+        "answer constraint did not compile, or the engine erred; see engine.log)"
+    ] * 2
+
+
+@pytest.mark.process
+def test_radar_repair_sends_engine_output_to_the_log(tmp_path):
+    """Issue 28, item 22: `radar repair` let vLLM's own output reach the console."""
+    from tests.conftest import radar_cli
+
+    path = config(tmp_path, [REWRITE])
+    data = yaml.safe_load(path.read_text())
+    for role in ("generator", "verifier"):
+        data[role]["options"]["chatter"] = True
+    path.write_text(yaml.safe_dump(data))
+    res = radar_cli("repair", path, "--candidates", "1", timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "planted-engine-chatter" not in res.stderr + res.stdout
+    assert "planted-engine-chatter" in (tmp_path / "audit" / "engine.log").read_text()

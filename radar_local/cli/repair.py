@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from radar_local.cli.options import SymPolicy
+from radar_local.cli.options import SymPolicy, verbose_option
 
 
 @click.command()
@@ -22,15 +22,22 @@ from radar_local.cli.options import SymPolicy
     "--fail-on-sym", type=SymPolicy(), help="Exit 1 when a reliable non-intended pair keeps Sym at or above this."
 )
 @click.option("--quiet", is_flag=True, help="No progress output.")
+@verbose_option
 def repair(
-    target: Path, out: Path | None, rounds: int, candidates: int, fail_on_sym: float | None, quiet: bool
+    target: Path, out: Path | None, rounds: int, candidates: int, fail_on_sym: float | None, quiet: bool, verbose: bool
 ) -> None:
     """Propose rubric edits for an audit's findings, re-audit each on the same probes budget, keep what
     improves beyond the intervals (CONFIG_OR_RUN_DIR: a stored audit, or a config to audit first)."""
+    from radar_local.quiet import engine_output_to
     from radar_local.repair import repair as run_repair
     from radar_local.repair.report import outcome
+    from radar_local.run import config_from
+    from radar_local.rundir import ENGINE_LOG
 
-    rep = run_repair(target, out, rounds=rounds, candidates=candidates, fail_on_sym=fail_on_sym, progress=not quiet)
+    # The engines' own output goes to the audited run's engine.log, as in `radar audit`.
+    run_dir = target if target.is_dir() else config_from(target)[0].out
+    with engine_output_to(Path(run_dir or out or target.parent) / ENGINE_LOG, verbose):
+        rep = run_repair(target, out, rounds=rounds, candidates=candidates, fail_on_sym=fail_on_sym, progress=not quiet)
     click.echo(outcome(rep))
     for f in rep.findings:
         click.echo(f"- {f.kind}: {f.text}")

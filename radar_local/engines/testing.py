@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import random
 import re
 import time
@@ -71,7 +72,7 @@ class PlantedEngine(BatchStream):
     class Options(BaseModel):
         model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # an infinite timeout is no setting
         # left out of content keys
-        OPERATIONAL: ClassVar[frozenset[str]] = frozenset({"delay_s", "finish", "gpus", "start_s", "hang"})
+        OPERATIONAL: ClassVar[frozenset[str]] = frozenset({"delay_s", "finish", "gpus", "start_s", "hang", "chatter"})
         coupling: dict[str, dict[str, float]] = Field(
             default_factory=dict, description="coupling[target label][criterion label]; 0 where absent"
         )
@@ -100,6 +101,12 @@ class PlantedEngine(BatchStream):
         # For the cluster's placement and fault tests: it computes on nothing, but is placed as if it did.
         gpus: int = Field(0, ge=0, le=8, description="GPUs one engine takes where the cluster has GPUs")
         start_s: float = Field(0.0, ge=0, le=600, description="Seconds to start, as a model loads")
+        chatter: bool = Field(False, description="Write a line to descriptor 2 when built, as vLLM's engine does")
+        fail_constraints: bool = Field(
+            False,
+            description="Fail every constrained request as vLLM does one whose constraint did not compile: "
+            "no text, finish reason 'error'",
+        )
         hang: str | None = Field(
             None, description="A file: the engine that creates it first never answers its first score call"
         )
@@ -111,6 +118,8 @@ class PlantedEngine(BatchStream):
         self.model = model
         self.options = options or self.Options()
         time.sleep(self.options.start_s)
+        if self.options.chatter:
+            os.write(2, b"planted-engine-chatter: INFO loading weights\n")
 
     def score_stream(self, prompts: list[Messages], *, fmt: ScoreFormat, chunk: int) -> Iterator[Finished]:
         if self.options.finish == "batch":
@@ -175,6 +184,9 @@ class PlantedEngine(BatchStream):
         out = []
         for messages in prompts:
             text = "\n".join(m["content"] for m in messages)
+            if self.options.fail_constraints:
+                out.append(Completion("", len(text.split()), 0, "error"))
+                continue
             k = CANDIDATE.search(text)
             # Without a script (or asked something else) it answers an empty object: no edit, as a model may.
             script = self.options.edits
@@ -192,6 +204,9 @@ class PlantedEngine(BatchStream):
         out = []
         for messages in prompts:
             text = "\n".join(m["content"] for m in messages)
+            if self.options.fail_constraints and not fmt.expected:
+                out.append(Completion("", len(text.split()), 0, "error"))
+                continue
             belief = self._belief(text)
             if fmt.expected:
                 best = max(range(len(belief)), key=belief.__getitem__)

