@@ -12,12 +12,14 @@ import pandas as pd
 from radar_local.common import to_json
 from radar_local.errors import InputError
 from radar_local.nuisance import WAYS
+from radar_local.progress import say, stage_progress
 from radar_local.rubric import HumanPairs, Rubric, load_rubric, resolve_reference
 from radar_local.score_table import cells, check_criteria, read_scores, validate_scores
 from radar_local.scoring import SCALE
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.coupling import TAU, double_counted_share
 from radar_local.stats.flags import Thresholds
+from radar_local.stats.intervals import CHUNK as INTERVAL_CHUNK
 from radar_local.stats.nuisance import BIAS, nuisance_pairs, nuisance_table
 from radar_local.stats.probes import probe_matrix
 from radar_local.stats.result import AuditResult
@@ -35,6 +37,10 @@ def select_cell(df: pd.DataFrame, path: object, generator: str | None, verifier:
             f"holds {len(found)} generator -> verifier cells ({_names(found)}); pick one with --generator/--verifier",
         )
     return found[0]
+
+
+LARGE_TABLE = 200_000  # rows from which `radar stats` says what it works through, and shows the bootstrap's progress
+LARGE_FILE = 20 << 20  # bytes of a table file whose reading is announced
 
 
 def _names(cs: list[tuple[str, str]]) -> str:
@@ -75,16 +81,25 @@ def stats_for_table(
             f"{gen} -> {ver} has only unconditioned ('none') probes; coupling needs probes "
             "steered + and - on each criterion",
         )
-    result = audit_cell(
-        probe_matrix(df, criteria, gen, ver),
-        reference,
-        tau=tau,
-        n_bootstrap=n_bootstrap,
-        seed=seed,
-        thresholds=thresholds,
-        level=level,
-        budget=budget,
-    )
+    pm = probe_matrix(df, criteria, gen, ver)
+    large = len(df) >= LARGE_TABLE  # worth telling what the statistics work through, and for how long
+    if large:
+        say(
+            f"stats: {len(df):,} rows, {len(pm.scores):,} probes; the bootstrap's time grows with probes x "
+            f"resamples ({n_bootstrap}), its memory with probes x {INTERVAL_CHUNK} (one chunk of resamples)"
+        )
+    with stage_progress("stats: bootstrap resamples", n_bootstrap, enabled=large) as advance:
+        result = audit_cell(
+            pm,
+            reference,
+            tau=tau,
+            n_bootstrap=n_bootstrap,
+            seed=seed,
+            thresholds=thresholds,
+            level=level,
+            budget=budget,
+            advance=advance,
+        )
     result.rubric = rubric.id if rubric else None
     result.calibration = calibration(df[df["generator"] == gen], criteria)
     if len(rewrites) or manipulation:
@@ -145,6 +160,8 @@ def analyze(
         df = validate_scores(table, where, scale)
     else:
         where = table
+        if Path(table).is_file() and Path(table).stat().st_size >= LARGE_FILE:
+            say(f"stats: reading {table} ({Path(table).stat().st_size / 2**20:,.0f} MiB)")
         df = read_scores(table, scale)
     rubric_arg = None if isinstance(rubric, Rubric) or rubric is None else str(rubric)
     rubric_obj = rubric if isinstance(rubric, Rubric) else load_rubric(rubric_arg) if rubric_arg else None

@@ -181,3 +181,17 @@ def test_several_cells_must_be_chosen(tmp_path):
     res = run("stats", path)
     assert res.exit_code == 2 and "pick one with --generator/--verifier" in res.output
     assert run("stats", path, "--verifier", "other-judge", "--bootstrap", 0).exit_code == 0
+
+
+def test_a_large_table_says_what_it_works_through(monkeypatch):
+    """Issue 28, item 19: 10 million rows printed nothing for 600 s."""
+    from radar_local import analysis
+
+    monkeypatch.setattr(analysis, "LARGE_TABLE", 1000)  # the example's 1,500 rows count as large here
+    res = CliRunner().invoke(cli, ["stats", str(EXAMPLE), "--bootstrap", "200"])
+    assert res.exit_code == 0, res.output
+    assert "stats: 1,500 rows, 300 probes; the bootstrap's time grows with probes x resamples (200)" in res.stderr
+    assert "stats: bootstrap resamples: 200/200" in res.stderr
+    monkeypatch.undo()
+    quiet = CliRunner().invoke(cli, ["stats", str(EXAMPLE), "--bootstrap", "200"])
+    assert "stats:" not in quiet.stderr  # below the size, nothing is said

@@ -28,16 +28,18 @@ def repair(
 ) -> None:
     """Propose rubric edits for an audit's findings, re-audit each on the same probes budget, keep what
     improves beyond the intervals (CONFIG_OR_RUN_DIR: a stored audit, or a config to audit first)."""
-    from radar_local.quiet import engine_output_to
     from radar_local.repair import repair as run_repair
     from radar_local.repair.report import outcome
-    from radar_local.run import config_from
-    from radar_local.rundir import ENGINE_LOG
 
-    # The engines' own output goes to the audited run's engine.log, as in `radar audit`.
-    run_dir = target if target.is_dir() else config_from(target)[0].out
-    with engine_output_to(Path(run_dir or out or target.parent) / ENGINE_LOG, verbose):
-        rep = run_repair(target, out, rounds=rounds, candidates=candidates, fail_on_sym=fail_on_sym, progress=not quiet)
+    rep = run_repair(
+        target,
+        out,
+        rounds=rounds,
+        candidates=candidates,
+        fail_on_sym=fail_on_sym,
+        progress=not quiet,
+        engine_log=not verbose,
+    )
     click.echo(outcome(rep))
     for f in rep.findings:
         click.echo(f"- {f.kind}: {f.text}")

@@ -18,6 +18,7 @@ from radar_local.config import AuditConfig, ModelSpec
 from radar_local.errors import InputError
 from radar_local.inputs import yaml_text
 from radar_local.plan import cell_seed
+from radar_local.quiet import engine_output_to
 from radar_local.repair.edits import Edit, EditFormat, apply_edit, editor_messages, evidence_lines
 from radar_local.repair.findings import Finding, diagnose
 from radar_local.repair.report import write_repair_report
@@ -41,8 +42,10 @@ def repair(
     fail_on_sym: float | None = None,
     pool: EnginePool | None = None,
     progress: bool = False,
+    engine_log: bool = False,
 ) -> Repair:
-    """Repair the rubric of a stored audit (a run directory) or of a config (audited first)."""
+    """Repair the rubric of a stored audit (a run directory) or of a config (audited first). `engine_log`:
+    the engines' own output goes to the audited run's engine.log (as `radar audit` sends it), not the console."""
     if rounds < 1 or candidates < 1:
         raise InputError("repair", "--rounds and --candidates must be at least 1")
     target = Path(target)
@@ -59,46 +62,60 @@ def repair(
     own = pool is None
     pool = pool or EnginePool(original.config.cluster)
     try:
-        if isinstance(original, Run):
-            with original:  # read from here on: candidates adopt its records
-                original.audit(pool, progress)
-        config = original.config  # its intended pairs were checked against the rubric when the run was made
-        intended = {frozenset(p) for p in config.intended}
-        out = Path(out) if out else make_folder(original.repair_dir, own=True)
-        result = original.result()
-        base_summary = summarize(result, intended, original.reference)
-        findings, left_alone = diagnose(result, intended)
-        all_candidates: list[Candidate] = []
-        current, current_run, current_result, current_summary = None, original, result, base_summary
-        current_findings, current_left = findings, left_alone
-        for r in range(1, rounds + 1):
-            if not current_findings:
-                break
-            made = _propose(current_run, current_result, current_findings, current_left, config, pool, r, candidates)
-            for cand in made:
-                if cand.rubric is not None:
-                    cand.result = _reaudit(cand, cand.rubric, current_run, config, out, pool, progress)
-                    cand.summary = summarize(cand.result, intended, original.reference)
-                    cand.improved, cand.why = judge(current_summary, cand.summary)
-            all_candidates += made
-            front = pareto(made)
-            if not front:
-                break
-            best = max(front, key=lambda c: objectives(c.summary or {}))
-            assert best.result is not None and best.summary is not None and best.run_dir is not None  # audited
-            current, current_run, current_result, current_summary = (
-                best,
-                RunDir.open(best.run_dir),
-                best.result,
-                best.summary,
-            )
-            current_findings, current_left = diagnose(best.result, intended)
-        rep = Repair(out, original, result, findings, left_alone, all_candidates, current, base_summary, fail_on_sym)
-        _write(rep)
-        return rep
+        with engine_output_to(original.engine_log, verbose=not engine_log):
+            return _repair(original, out, rounds, candidates, fail_on_sym, pool, progress)
     finally:
         if own:
             pool.close()
+
+
+def _repair(
+    original: RunDir,
+    out: str | Path | None,
+    rounds: int,
+    candidates: int,
+    fail_on_sym: float | None,
+    pool: EnginePool,
+    progress: bool,
+) -> Repair:
+    """The repair itself, engines at hand."""
+    if isinstance(original, Run):
+        with original:  # read from here on: candidates adopt its records
+            original.audit(pool, progress)
+    config = original.config  # its intended pairs were checked against the rubric when the run was made
+    intended = {frozenset(p) for p in config.intended}
+    out = Path(out) if out else make_folder(original.repair_dir, own=True)
+    result = original.result()
+    base_summary = summarize(result, intended, original.reference)
+    findings, left_alone = diagnose(result, intended)
+    all_candidates: list[Candidate] = []
+    current, current_run, current_result, current_summary = None, original, result, base_summary
+    current_findings, current_left = findings, left_alone
+    for r in range(1, rounds + 1):
+        if not current_findings:
+            break
+        made = _propose(current_run, current_result, current_findings, current_left, config, pool, r, candidates)
+        for cand in made:
+            if cand.rubric is not None:
+                cand.result = _reaudit(cand, cand.rubric, current_run, config, out, pool, progress)
+                cand.summary = summarize(cand.result, intended, original.reference)
+                cand.improved, cand.why = judge(current_summary, cand.summary)
+        all_candidates += made
+        front = pareto(made)
+        if not front:
+            break
+        best = max(front, key=lambda c: objectives(c.summary or {}))
+        assert best.result is not None and best.summary is not None and best.run_dir is not None  # audited
+        current, current_run, current_result, current_summary = (
+            best,
+            RunDir.open(best.run_dir),
+            best.result,
+            best.summary,
+        )
+        current_findings, current_left = diagnose(best.result, intended)
+    rep = Repair(out, original, result, findings, left_alone, all_candidates, current, base_summary, fail_on_sym)
+    _write(rep)
+    return rep
 
 
 def _propose(

@@ -3,6 +3,7 @@ AuditResult (whose to_json() is the content of `radar stats --json` and a run's 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -33,7 +34,9 @@ def audit_cell(
     thresholds: Thresholds = Thresholds(),
     budget: bool = True,
     level: float = 0.95,
+    advance: Callable[[int], None] | None = None,
 ) -> AuditResult:
+    """`advance(k)`: told after each k bootstrap resamples (a progress bar's)."""
     crit = list(pm.criteria)
     k = len(crit)
     if not pm.directed.any():
@@ -41,7 +44,7 @@ def audit_cell(
     strata = Strata.from_probes(pm)
     exact = exact_point(strata)
     point = exact.coupling(tau)
-    iv = intervals(strata, exact, tau, n_bootstrap, seed, level) if n_bootstrap else None
+    iv = intervals(strata, exact, tau, n_bootstrap, seed, level, advance=advance) if n_bootstrap else None
     pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
     ref_vec = None if reference is None else np.array([reference[frozenset((crit[a], crit[b]))] for a, b in pairs])
 

@@ -23,6 +23,7 @@ cannot vary is the point itself.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,9 @@ from radar_local.stats.coupling import Coupling, coupling, global_summaries
 from radar_local.stats.exact import ExactPoint, resample_decisions, to_float
 
 METHOD = "stratified bootstrap of n_h - 1 draws (Rao-Wu), expanded percentiles at design df (Hesterberg)"
+
+
+CHUNK = 100  # resamples computed at once: memory grows with probes x CHUNK, not with all resamples
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,8 @@ def intervals(
     level: float = 0.95,
     *,
     small_sample: bool = True,
-    chunk: int = 100,
+    chunk: int = CHUNK,
+    advance: Callable[[int], None] | None = None,
 ) -> Intervals:
     """`small_sample=False` is the plain percentile bootstrap, for scripts/coverage.py to compare against."""
     if n_resamples < 1:
@@ -85,6 +90,8 @@ def intervals(
         means = strata.tensor(per_stratum)
         positive, reliable = resample_decisions(strata, w, tau, means)
         parts.append(coupling(means, tau, positive=positive, reliable=reliable))
+        if advance is not None:  # a long bootstrap's progress, told to whoever shows it
+            advance(len(w))
     reps = _concat(parts)
 
     df = _design_df(strata, counts) if small_sample else np.full(strata.shape[1], np.inf)
