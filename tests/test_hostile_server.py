@@ -26,18 +26,28 @@ def engine(url: str, **options: object) -> OpenAIEngine:
     return OpenAIEngine("m", OpenAIEngine.Options(base_url=url, retries=1, backoff_s=0.01, **options))
 
 
+def answer(url: str, fmt: ScoreFormat = ScoreFormat(), **options: object):
+    """One verdict asked of the server at `url`."""
+    e = engine(url, **options)
+    try:
+        return e.score(HI, fmt=fmt)[0]
+    finally:
+        e.close()
+
+
+def refusal(url: str, **options: object) -> str:
+    """The one line a verdict asked of the server at `url` ends in."""
+    with pytest.raises(RadarError) as err:
+        answer(url, **options)
+    return str(err.value)
+
+
 def test_a_redirect_is_refused_and_the_key_never_leaves_the_configured_host(monkeypatch):
     monkeypatch.setenv("RADAR_TEST_KEY", "sekrit")
     with FakeServer(lambda *_: completion("4")) as elsewhere:
         moved = http(302, b"", {"Location": elsewhere.url + "/chat/completions"})
         with FakeServer(lambda *_: moved) as server:
-            e = engine(server.url, api_key_env="RADAR_TEST_KEY")
-            try:
-                with pytest.raises(RadarError) as err:
-                    e.score(HI, fmt=ScoreFormat())
-            finally:
-                e.close()
-    msg = str(err.value)
+            msg = refusal(server.url, api_key_env="RADAR_TEST_KEY")
     assert "answered a redirect (HTTP 302) to http://127.0.0.1" in msg and "never follows" in msg
     assert "\n" not in msg and elsewhere.requests == []
     assert server.requests[0][1]["authorization"] == "Bearer sekrit"
@@ -48,11 +58,7 @@ def test_a_proxy_in_the_environment_is_not_used(monkeypatch):
     with FakeServer(lambda *_: completion(VERDICT)) as proxy, FakeServer(lambda *_: completion(VERDICT)) as server:
         monkeypatch.setenv("http_proxy", proxy.root)
         monkeypatch.setenv("no_proxy", "")
-        e = engine(server.url)
-        try:
-            assert e.score(HI, fmt=ScoreFormat())[0].text == VERDICT
-        finally:
-            e.close()
+        assert answer(server.url).text == VERDICT
     assert proxy.requests == [] and len(server.requests) == 1
 
 
@@ -96,13 +102,7 @@ BROKEN = {
 @pytest.mark.parametrize("case", sorted(BROKEN))
 def test_a_torn_or_foreign_answer_is_one_line_after_its_retries(case):
     with FakeServer(BROKEN[case]) as server:
-        e = engine(server.url)
-        try:
-            with pytest.raises(RadarError) as err:
-                e.score(HI, fmt=ScoreFormat())
-        finally:
-            e.close()
-    msg = str(err.value)
+        msg = refusal(server.url)
     assert server.url in msg and "\n" not in msg, msg
     assert len(server.requests) == (1 if case == "JSON nested too deep" else 2)  # retried once when torn
 
@@ -110,12 +110,7 @@ def test_a_torn_or_foreign_answer_is_one_line_after_its_retries(case):
 def test_an_answer_past_the_size_cap_is_refused(monkeypatch):
     monkeypatch.setattr(openai_engine, "MAX_BODY", 1000)
     with FakeServer(lambda *_: completion("x" * 5000)) as server:
-        e = engine(server.url)
-        try:
-            with pytest.raises(RadarError, match="answered more than 0 MiB"):
-                e.score(HI, fmt=ScoreFormat())
-        finally:
-            e.close()
+        assert "answered more than 0 MiB" in refusal(server.url)
 
 
 @pytest.mark.parametrize(
@@ -124,11 +119,7 @@ def test_an_answer_past_the_size_cap_is_refused(monkeypatch):
 )
 def test_content_that_is_not_a_string_is_kept_as_text(content, text):
     with FakeServer(lambda *_: completion(content)) as server:
-        e = engine(server.url)
-        try:
-            assert e.score(HI, fmt=ScoreFormat())[0].text == text
-        finally:
-            e.close()
+        assert answer(server.url).text == text
 
 
 @pytest.mark.parametrize(
@@ -143,11 +134,7 @@ def test_content_that_is_not_a_string_is_kept_as_text(content, text):
 )
 def test_usage_that_is_no_count_counts_zero(usage):
     with FakeServer(lambda *_: completion(VERDICT, usage=usage)) as server:
-        e = engine(server.url)
-        try:
-            (c,) = e.score(HI, fmt=ScoreFormat())
-        finally:
-            e.close()
+        c = answer(server.url)
     assert (c.prompt_tokens, c.output_tokens) == (0, 0) and c.text == VERDICT
 
 
@@ -172,11 +159,7 @@ def test_choices_in_index_order_or_as_sent_when_indices_are_mixed():
 def test_expected_mode_scores_nothing_from_a_logprob_that_is_no_logprob(bad):
     pairs = [("3", bad), ("2", -1.0)]
     with FakeServer(lambda *_: completion("3", logprobs=top_logprobs(pairs))) as server:
-        e = engine(server.url)
-        try:
-            (c,) = e.score(HI, fmt=ScoreFormat(mode="expected"))
-        finally:
-            e.close()
+        c = answer(server.url, ScoreFormat(mode="expected"))
     exp = expected_score(c.score_logprobs)
     assert exp.score is None and "is not a number <= 0" in exp.reason
 
