@@ -170,7 +170,9 @@ def test_a_resample_equal_to_the_data_makes_the_datas_decisions():
     r = stats_for_table(table(rows), "t.csv", n_bootstrap=200).to_json()
     assert r["self_effect"]["a"] == 0.4 and r["reliable"] == {"a": True, "b": True}
     assert r["self_effect_ci"] == {c: [v, v] for c, v in r["self_effect"].items()}
-    assert r["global"]["ci"] == {key: [r["global"][key]] * 2 for key in ("positive", "tension", "max_coupling")}
+    assert r["global"]["ci"] == {"positive": [r["global"]["positive"]] * 2}  # no interval for the others
+    assert set(r["bootstrap"]["no_interval"]) == {"tension", "max_coupling"}
+    assert r["bootstrap"]["undefined"] == {"self_effect": {}, "leakage": {}}
     assert r["global"]["positive"] == 0.875  # (1.25 + 0.5) / 2: a's row counts
     assert all(r["leakage_ci"][a][b] == [r["leakage"][a][b]] * 2 for a in "ab" for b in "ab")
     pair = r["pairs"][0]
@@ -215,3 +217,16 @@ def test_tiny_expected_scores_give_statistics_and_a_stats_json_that_reads_back()
     assert 0 < result.self_effect["a"] < 1e-300
     assert result.leakage.loc["a", "b"] > 1e300 and math.isfinite(result.leakage_sd.loc["a", "b"])
     assert AuditResult.from_json(json.loads(json.dumps(result.to_json()))) == result
+
+
+def test_resamples_where_a_leakage_is_undefined_are_counted_and_said():
+    """Issue 29: resamples in which a quantity was undefined were dropped without a count. One task, a
+    steered to 4 or 0 (+) against 0 and 0 (-): a Rao-Wu resample keeps one of the two + probes, so about
+    half of them have a self-effect of 0 and no leakage row for a."""
+    rows = probes("t", "a", "+", [{"a": 4, "b": 3}, {"a": 0, "b": 1}]) + probes("t", "a", "-", [{"a": 0, "b": 1}] * 2)
+    rows += probes("t", "b", "+", [{"a": 2, "b": 4}] * 2) + probes("t", "b", "-", [{"a": 2, "b": 0}] * 2)
+    r = stats_for_table(table(rows), "t.csv", n_bootstrap=400, seed=1).to_json()
+    undefined = r["bootstrap"]["undefined"]
+    assert undefined["self_effect"] == {} and set(undefined["leakage"]) == {"a->a", "a->b"}
+    assert 140 <= undefined["leakage"]["a->b"] <= 260  # binomial(400, 1/2): 200 +- 3 sd
+    assert any("rest on fewer resamples" in w and "a->" in w for w in r["warnings"])

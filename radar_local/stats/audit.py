@@ -19,7 +19,7 @@ from radar_local.stats.budget import probe_budget
 from radar_local.stats.coupling import TAU, global_summaries
 from radar_local.stats.exact import exact_point, to_float
 from radar_local.stats.flags import DIRECTIONAL, Thresholds, pair_flags, upstream
-from radar_local.stats.intervals import METHOD, intervals
+from radar_local.stats.intervals import METHOD, NO_INTERVAL, Intervals, intervals
 from radar_local.stats.probes import ProbeMatrix
 from radar_local.stats.result import PAIR_COLUMNS, AuditResult, Gate
 
@@ -103,6 +103,7 @@ def audit_cell(
             "level": level,
             "method": METHOD,
             "df": None if iv is None else dict(zip(crit, iv.df.tolist())),
+            **({} if iv is None else {"undefined": _undefined(iv, crit), "no_interval": NO_INTERVAL}),
         },
         probes={
             "directed": int(pm.directed.sum()),
@@ -112,7 +113,7 @@ def audit_cell(
             "score_values": "continuous" if continuous_scores(pm.scores) else "integer",
         },
         unscored=unscored,
-        warnings=_warnings(unscored, pm),
+        warnings=_warnings(unscored, pm) + ([] if iv is None else _thin(iv, crit, n_bootstrap)),
         self_effect=pd.Series(se, index=crit, dtype=float),
         self_effect_ci=pd.DataFrame(ci["self_effect"], index=crit, columns=["low", "high"]) if ci else None,
         reliable=pd.Series(point.reliable[0], index=crit, dtype=bool),
@@ -164,6 +165,32 @@ def _unscored(pm: ProbeMatrix, strata: Strata) -> dict[str, Any]:
         "strata_total": t_count * k * 2,
         "tasks": {t: n for t, n in per_task.items() if n},
     }
+
+
+def _undefined(iv: Intervals, crit: list[str]) -> dict[str, dict[str, int]]:
+    """The resamples in which a defined self-effect or leakage was undefined, by cell (none: left out)."""
+    se, lk = iv.undefined["self_effect"], iv.undefined["leakage"]
+    return {
+        "self_effect": {c: int(se[i]) for i, c in enumerate(crit) if se[i]},
+        "leakage": {f"{a}->{b}": int(lk[i, j]) for i, a in enumerate(crit) for j, b in enumerate(crit) if lk[i, j]},
+    }
+
+
+THIN = 0.05  # the share of resamples a value may be undefined in before its interval is said to rest on fewer
+
+
+def _thin(iv: Intervals, crit: list[str], n_bootstrap: int) -> list[str]:
+    counts = _undefined(iv, crit)
+    cells = {**counts["self_effect"], **counts["leakage"]}
+    thin = {cell: n for cell, n in cells.items() if n > THIN * n_bootstrap}
+    if not thin:
+        return []
+    worst, n = max(thin.items(), key=lambda kv: kv[1])
+    return [
+        f"{len(thin)} self-effect or leakage interval(s) rest on fewer resamples: the value was undefined in more "
+        f"than {THIN:.0%} of them (a source's self-effect not positive in every task), at worst {worst} in {n} of "
+        f"{n_bootstrap}"
+    ]
 
 
 def _warnings(unscored: dict[str, Any], pm: ProbeMatrix) -> list[str]:
