@@ -330,3 +330,44 @@ def test_expected_mode_scores_the_rewrites_as_distributions(tmp_path):
     assert cell["flag"] == "biased" and cell["ci"][0] <= 0.3 <= cell["ci"][1]
     verdicts = [json.loads(x) for x in (tmp_path / "expected" / "scores.jsonl").read_text().splitlines()]
     assert all(v["distribution"] is not None for v in verdicts)  # every verdict read as a distribution
+
+
+def test_a_task_with_one_pair_keeps_the_cell_its_interval_and_says_so():
+    """Issue 29: a task with a single passing pair left the whole cell with no interval and no flag (a
+    planted bias of 0.75 went unflagged). The task is held at its mean; the interval rests on the others."""
+    from radar_local.stats.nuisance import NuisancePairs
+
+    rng = np.random.default_rng(0)
+    # up - down on the 0-4 scale: 3 +- 1 (a sensitivity of 0.75) in t0 and t1, one pair in t2
+    diff = np.r_[np.clip(np.rint(3 + rng.normal(0, 1, 8)), -4, 4), 3.0][:, None]
+    task = np.r_[np.repeat([0, 1], 4), 2]
+    rows = nuisance_table(
+        [NuisancePairs("length", task, ("t0", "t1", "t2"), diff)], ["a"], [1.0], [True], n_bootstrap=400
+    )
+    (cell,) = rows
+    assert cell["ci_tasks"] == 2 and cell["pairs"] == 9 and cell["flag"] == "biased"
+    assert cell["ci"][0] < cell["sensitivity"] < cell["ci"][1] and cell["ci"][0] > 0.1
+    alone = nuisance_table([NuisancePairs("length", np.array([0]), ("t0",), np.array([[3.0]]))], ["a"], [1.0], [True])
+    assert alone[0]["ci"] is None and alone[0]["ci_tasks"] == 0 and alone[0]["flag"] is None
+
+
+def test_the_bias_interval_is_expanded_at_the_design_df_like_the_coupling_ones():
+    """Issue 29: the bias interval was the one in the report not computed with the design-df rule. Two
+    tasks of three pairs: df 4, so its ends sit at the bootstrap's Phi(-+t_4) quantiles, wider than 2.5/97.5%."""
+    from scipy import special
+
+    from radar_local.stats.nuisance import NuisancePairs
+
+    diff = np.array([[1.0], [2.0], [4.0], [0.0], [1.0], [3.0]])
+    task = np.repeat([0, 1], 3)
+    (cell,) = nuisance_table(
+        [NuisancePairs("length", task, ("t0", "t1"), diff)], ["a"], [1.0], [True], n_bootstrap=2000
+    )
+    rng = np.random.default_rng(0)  # the same draws, by hand, for the plain percentile interval
+    means = np.stack(
+        [diff[rows, 0][rng.integers(0, 3, (2000, 2))].mean(axis=1) / 4 for rows in (np.arange(3), np.arange(3, 6))]
+    ).mean(axis=0)
+    plain = np.quantile(means, [0.025, 0.975])
+    assert cell["ci"][0] < plain[0] and cell["ci"][1] > plain[1]
+    t = special.stdtrit(4, 0.975)
+    assert special.ndtr(-t) < 0.025  # the expanded tail

@@ -110,12 +110,12 @@ def intervals(
     sym_point, diff_point = _pair_points(exact)
     glob_point, glob_base, glob_reps = global_summaries(point), global_summaries(base), global_summaries(reps)
     return Intervals(
-        self_effect=_interval(point.self_effect[0], reps.self_effect - base.self_effect, df, level),
-        leakage=_interval(point.leakage[0], reps.leakage - base.leakage, df[:, None], level),
-        sym=_interval(sym_point, reps.sym - base.sym, pair_df, level),
-        asym=_absolute(_interval(diff_point, _swap_diff(reps) - _swap_diff(base), pair_df, level)),
+        self_effect=expanded_interval(point.self_effect[0], reps.self_effect - base.self_effect, df, level),
+        leakage=expanded_interval(point.leakage[0], reps.leakage - base.leakage, df[:, None], level),
+        sym=expanded_interval(sym_point, reps.sym - base.sym, pair_df, level),
+        asym=_absolute(expanded_interval(diff_point, _swap_diff(reps) - _swap_diff(base), pair_df, level)),
         global_={
-            key: _interval(glob_point[key][0], glob_reps[key] - glob_base[key], df.sum(), level)
+            key: expanded_interval(glob_point[key][0], glob_reps[key] - glob_base[key], df.sum(), level)
             for key in glob_point
             if key not in NO_INTERVAL
         },
@@ -180,8 +180,8 @@ def _concat(parts: list[Coupling]) -> Coupling:
     return Coupling(**{f: np.concatenate([getattr(p, f) for p in parts]) for f in Coupling.__dataclass_fields__})
 
 
-def _interval(point: np.ndarray, deltas: np.ndarray, df: np.ndarray | float, level: float) -> np.ndarray:
-    """point + the expanded quantiles of the replicates' deviations (axis 0); (..., 2)."""
+def expanded_interval(point: np.ndarray, deltas: np.ndarray, df: np.ndarray | float, level: float) -> np.ndarray:
+    """point + the expanded quantiles of the replicates' deviations (axis 0) at design df; (..., 2)."""
     point = np.asarray(point, float)
     df = np.broadcast_to(np.asarray(df, float), point.shape)
     with np.errstate(invalid="ignore", divide="ignore"):

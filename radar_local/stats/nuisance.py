@@ -8,8 +8,9 @@ share is the sensitivity over j's own self-effect: how much of a genuine improve
 also credits to a mere change in a. A cell is `biased` when its interval excludes zero and |sensitivity|
 reaches the threshold, compared exactly; a pair declared intended is listed, never flagged.
 
-Intervals: the stratified bootstrap of the audit (Rao & Wu, n_h - 1 draws from each task's pairs,
-seeded), percentile ends; a task with one pair cannot be resampled, so a cell with one has no interval.
+Intervals: the rule of the coupling intervals (stats/intervals.py): the stratified bootstrap (Rao & Wu,
+n_h - 1 draws from each task's pairs, seeded), expanded percentiles at the design df; a task with one pair
+cannot be resampled and is held at its mean, and each row says how many tasks its interval rests on.
 """
 
 from __future__ import annotations
@@ -80,21 +81,29 @@ def _sensitivity(diff: np.ndarray, task: np.ndarray, n_tasks: int) -> tuple[Q, l
 
 
 def _interval(
-    diff: np.ndarray, task: np.ndarray, n_tasks: int, n_bootstrap: int, level: float, seed: int
-) -> tuple[float, float] | None:
-    """Rao-Wu stratified bootstrap of the sensitivity: n_h - 1 draws from each task's pairs."""
-    strata = [np.flatnonzero((task == t) & ~np.isnan(diff)) for t in range(n_tasks)]
-    strata = [s for s in strata if len(s)]
-    if not n_bootstrap or not strata or any(len(s) < 2 for s in strata):
-        return None
+    point: Q, diff: np.ndarray, task: np.ndarray, n_tasks: int, n_bootstrap: int, level: float, seed: int
+) -> tuple[tuple[float, float] | None, int]:
+    """(interval, tasks it rests on), by the coupling intervals' rule (stats/intervals.py): Rao-Wu n_h - 1
+    draws from each task's pairs, the replicate's deviation from the data's mean, expanded percentiles at
+    the design df (pairs minus tasks). A task with one pair cannot be resampled: it keeps its mean in every
+    replicate and adds no df; with no task of two pairs there is no interval."""
+    from radar_local.stats.intervals import expanded_interval  # scipy: not at `radar --help`, which reads BIAS
+
+    strata = [rows for t in range(n_tasks) if len(rows := np.flatnonzero((task == t) & ~np.isnan(diff)))]
+    used = sum(len(rows) >= 2 for rows in strata)
+    if not n_bootstrap or point is None or not used:
+        return None, used
     rng = np.random.default_rng(seed)
-    means = np.empty((n_bootstrap, len(strata)))
+    task_means = np.array([diff[rows].mean() for rows in strata]) / SCORE_MAX
+    means = np.tile(task_means, (n_bootstrap, 1))
     for h, rows in enumerate(strata):
-        draws = rng.integers(0, len(rows), size=(n_bootstrap, len(rows) - 1))
-        means[:, h] = diff[rows][draws].mean(axis=1) / SCORE_MAX
-    replicates = means.mean(axis=1)
-    tail = (1 - level) / 2
-    return float(np.quantile(replicates, tail)), float(np.quantile(replicates, 1 - tail))
+        if len(rows) >= 2:
+            draws = rng.integers(0, len(rows), size=(n_bootstrap, len(rows) - 1))
+            means[:, h] = diff[rows][draws].mean(axis=1) / SCORE_MAX
+    deltas = means.mean(axis=1) - task_means.mean()
+    df = sum(len(rows) - 1 for rows in strata)
+    low, high = expanded_interval(np.array(float(point)), deltas, df, level)
+    return (float(low), float(high)), used
 
 
 def nuisance_table(
@@ -117,7 +126,7 @@ def nuisance_table(
         for j, criterion in enumerate(criteria):
             diff = p.diff[:, j]
             sens, per_task = _sensitivity(diff, p.task, len(p.tasks))
-            ci = _interval(diff, p.task, len(p.tasks), n_bootstrap, level, seed + 7919 * a + j)
+            ci, ci_tasks = _interval(sens, diff, p.task, len(p.tasks), n_bootstrap, level, seed + 7919 * a + j)
             excludes_zero = ci is not None and (ci[0] > 0 or ci[1] < 0)
             share = float(sens) / self_effect[j] if sens is not None and reliable[j] and self_effect[j] > 0 else None
             moved = (steered or {}).get(p.attribute)
@@ -136,6 +145,7 @@ def nuisance_table(
                     "pairs": int((~np.isnan(diff)).sum()),
                     "sensitivity": None if sens is None else float(sens),
                     "ci": ci,
+                    "ci_tasks": ci_tasks,  # tasks with two pairs or more: those the interval's spread rests on
                     "by_task": {t: None if v is None else float(v) for t, v in zip(p.tasks, per_task)},
                     "bias_share": None if share is None else float(share),
                     "flag": flag,
