@@ -277,16 +277,27 @@ def gpu_scenarios(cluster: TwoNodeCluster, out: Path) -> dict:
     interrupted: dict = {}
 
     def interrupt_while_loading():
-        while ray.available_resources().get("GPU", total) == total:
+        # The previous scenario's replicas may still be handing their GPUs back: wait until all are free,
+        # then until the judges take some, so the interrupt lands while they load. Ray leaves a resource
+        # with none available out of available_resources(): a missing GPU key means all are taken.
+        deadline = time.monotonic() + 60
+        while ray.available_resources().get("GPU", 0) < total and time.monotonic() < deadline:
+            time.sleep(0.2)
+        while ray.available_resources().get("GPU", 0) == total:
             time.sleep(0.2)
         time.sleep(2)
         interrupted["at"] = time.monotonic()
         os.kill(os.getpid(), signal.SIGINT)
 
     threading.Thread(target=interrupt_while_loading, daemon=True).start()
+    began = time.monotonic()
     try:
         run_grid(slow.model_copy(update={"cluster": spec}), out / "interrupted", REPO, progress=False)
-        results["interrupt"] = {"raised": False}
+        results["interrupt"] = {
+            "raised": False,
+            "grid_s": round(time.monotonic() - began, 1),
+            "sent_after_s": round(interrupted["at"] - began, 1) if "at" in interrupted else None,
+        }
     except KeyboardInterrupt:
         stopped_after = time.monotonic() - interrupted["at"]
         deadline = time.monotonic() + 30

@@ -100,5 +100,5 @@ def test_a_hung_replica_is_dropped_and_its_work_finished_by_another(scenarios):
 
 def test_ctrl_c_while_replicas_start_leaves_no_replica_and_scores_nothing(scenarios):
     interrupt = scenarios["gpu"]["interrupt"]
-    assert interrupt["raised"] and interrupt["stopped_after_s"] < 10  # not after the 20 s start
+    assert interrupt["raised"] and interrupt["stopped_after_s"] < 10, interrupt  # not after the 20 s start
     assert interrupt["gpus_free"] == interrupt["gpus"] and interrupt["scores"] == 0
