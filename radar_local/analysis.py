@@ -160,8 +160,9 @@ def analyze(
         df = validate_scores(table, where, scale)
     else:
         where = table
-        if Path(table).is_file() and Path(table).stat().st_size >= LARGE_FILE:
-            say(f"stats: reading {table} ({Path(table).stat().st_size / 2**20:,.0f} MiB)")
+        size = Path(table).stat().st_size if Path(table).is_file() else 0
+        if size >= LARGE_FILE:
+            say(f"stats: reading {table} ({size / 2**20:,.0f} MiB)")
         df = read_scores(table, scale)
     rubric_arg = None if isinstance(rubric, Rubric) or rubric is None else str(rubric)
     rubric_obj = rubric if isinstance(rubric, Rubric) else load_rubric(rubric_arg) if rubric_arg else None

@@ -36,6 +36,10 @@ def regular_file(path: Path, what: str = "file") -> None:
         raise InputError(path, f"{what} not found; check the path") from None
     except (OSError, ValueError) as exc:  # a name too long, a component that is a file, a NUL byte
         raise InputError(path, f"cannot read the {what} ({getattr(exc, 'strerror', None) or exc})") from None
+    _refuse_unless_regular(path, mode, what)
+
+
+def _refuse_unless_regular(path: Path, mode: int, what: str) -> None:
     if stat.S_ISDIR(mode):
         raise InputError(path, f"is a directory, not a {what}; check the path")
     if not stat.S_ISREG(mode):
@@ -48,8 +52,7 @@ def read_text(path: Path) -> str:
     try:
         # O_NONBLOCK: were the file swapped for a FIFO since the check, opening it does not wait for a writer
         with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                raise InputError(path, "is not a regular file (a FIFO, socket or device); give the file itself")
+            _refuse_unless_regular(path, os.fstat(fh.fileno()).st_mode, "file")
             data = fh.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise InputError(path, "file not found; check the path") from None

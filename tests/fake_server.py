@@ -61,7 +61,8 @@ class FakeServer:
         self._server.daemon_threads = True
         self.root = f"http://127.0.0.1:{self._server.server_address[1]}"
         self.url = self.root + "/v1"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # a short poll: shutdown() waits for it, once per server per test
+        threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True).start()
         self._timer = threading.Timer(lifetime_s, self.close)
         self._timer.daemon = True
         self._timer.start()

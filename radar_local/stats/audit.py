@@ -45,6 +45,7 @@ def audit_cell(
     exact = exact_point(strata)
     point = exact.coupling(tau)
     iv = intervals(strata, exact, tau, n_bootstrap, seed, level, advance=advance) if n_bootstrap else None
+    undefined = None if iv is None else _undefined(iv, crit)
     pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
     ref_vec = None if reference is None else np.array([reference[frozenset((crit[a], crit[b]))] for a, b in pairs])
 
@@ -103,7 +104,7 @@ def audit_cell(
             "level": level,
             "method": METHOD,
             "df": None if iv is None else dict(zip(crit, iv.df.tolist())),
-            **({} if iv is None else {"undefined": _undefined(iv, crit), "no_interval": NO_INTERVAL}),
+            **({} if undefined is None else {"undefined": undefined, "no_interval": NO_INTERVAL}),
         },
         probes={
             "directed": int(pm.directed.sum()),
@@ -113,7 +114,7 @@ def audit_cell(
             "score_values": "continuous" if continuous_scores(pm.scores) else "integer",
         },
         unscored=unscored,
-        warnings=_warnings(unscored, pm) + ([] if iv is None else _thin(iv, crit, n_bootstrap)),
+        warnings=_warnings(unscored, pm) + ([] if undefined is None else _thin(undefined, n_bootstrap)),
         self_effect=pd.Series(se, index=crit, dtype=float),
         self_effect_ci=pd.DataFrame(ci["self_effect"], index=crit, columns=["low", "high"]) if ci else None,
         reliable=pd.Series(point.reliable[0], index=crit, dtype=bool),
@@ -179,9 +180,8 @@ def _undefined(iv: Intervals, crit: list[str]) -> dict[str, dict[str, int]]:
 THIN = 0.05  # the share of resamples a value may be undefined in before its interval is said to rest on fewer
 
 
-def _thin(iv: Intervals, crit: list[str], n_bootstrap: int) -> list[str]:
-    counts = _undefined(iv, crit)
-    cells = {**counts["self_effect"], **counts["leakage"]}
+def _thin(undefined: dict[str, dict[str, int]], n_bootstrap: int) -> list[str]:
+    cells = {**undefined["self_effect"], **undefined["leakage"]}
     thin = {cell: n for cell, n in cells.items() if n > THIN * n_bootstrap}
     if not thin:
         return []

@@ -8,7 +8,7 @@ from functools import cached_property
 import numpy as np
 
 from radar_local.scoring import SCORE_MAX
-from radar_local.stats.probes import ProbeMatrix
+from radar_local.stats.probes import ProbeMatrix, new_rows
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,7 @@ class Strata:
         keep = np.flatnonzero(pm.directed)
         t, i, d = pm.task[keep], pm.target[keep], pm.direction[keep]
         order = keep[np.lexsort((d, i, t))]
-        label = np.column_stack([pm.task[order], pm.target[order], pm.direction[order]])
-        starts = np.flatnonzero(np.r_[True, (label[1:] != label[:-1]).any(axis=1)])  # a new stratum begins
+        starts = np.flatnonzero(new_rows(pm.task[order], pm.target[order], pm.direction[order]))
         sizes = np.diff(np.r_[starts, len(order)])
         first = order[starts]
         return cls(

@@ -80,8 +80,12 @@ def _codes(values: pd.Series, categories: Sequence[str]) -> np.ndarray:
 def _row_ids(*columns: np.ndarray) -> np.ndarray:
     """Dense ids of the distinct rows of `columns`, numbered in their lexicographic order."""
     order = np.lexsort(columns[::-1])
-    stacked = np.column_stack([c[order] for c in columns])
-    new = np.r_[True, (stacked[1:] != stacked[:-1]).any(axis=1)]
     ids = np.empty(len(order), dtype=np.int64)
-    ids[order] = np.cumsum(new) - 1
+    ids[order] = np.cumsum(new_rows(*(c[order] for c in columns))) - 1
     return ids
+
+
+def new_rows(*sorted_columns: np.ndarray) -> np.ndarray:
+    """True where a row of sorted columns differs from the row before it (and at the first row)."""
+    stacked = np.column_stack(sorted_columns)
+    return np.r_[True, (stacked[1:] != stacked[:-1]).any(axis=1)]
