@@ -3,11 +3,15 @@ crossed the reliability gate, and whether a policy ceiling on Sym is crossed."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
 from radar_local.common import json_number
 from radar_local.errors import InputError
 from radar_local.inputs import read_json
+from radar_local.stats.decisions import POLICY, decisions, settle_n
+from radar_local.stats.exact import decimal
+from radar_local.stats.flags import Thresholds
 from radar_local.stats.result import AuditResult
 
 
@@ -37,6 +41,9 @@ def compare(
     fail_on_sym: float | None = None,
     fail_on_bias: float | None = None,
     after_path: object = "the second audit",
+    *,
+    sym_confirmed: float | None = None,
+    bias_confirmed: float | None = None,
 ) -> dict:
     earlier = {frozenset((p["a"], p["b"])): p for p in before.pairs.to_dict("records")}
     rows = []
@@ -96,7 +103,13 @@ def compare(
             for r in measured
             if (r["ci"][0] > 0 or r["ci"][1] < 0) and abs(r["sensitivity"]) >= fail_on_bias
         ]
+    evidence = {
+        "sym": None if sym_confirmed is None else sym_evidence(after, sym_confirmed, after_path),
+        "bias": None if bias_confirmed is None else bias_evidence(after, bias_confirmed, after_path),
+    }
     return {
+        "evidence": evidence,
+        "outcome": outcome([v for v in evidence.values() if v is not None], bool(violations or bias_violations)),
         "pairs": rows,
         "moved": [r for r in rows if r["moved"]],
         "bias": bias,
@@ -109,6 +122,78 @@ def compare(
         "only_before": sorted(set(before.criteria) - set(after.criteria)),
         "only_after": sorted(set(after.criteria) - set(before.criteria)),
     }
+
+
+PASS, FAIL, OPEN = "pass", "fail", "open"
+EXIT = {PASS: 0, FAIL: 1, OPEN: 3}  # 2 is bad input, as for every command
+
+
+def outcome(policies: list[dict], point_failed: bool = False) -> str:
+    """fail when any policy (point or evidence) fails; open when none fails and an evidence policy is open."""
+    states = {p["outcome"] for p in policies}
+    return FAIL if point_failed or FAIL in states else OPEN if OPEN in states else PASS
+
+
+def sym_evidence(after: AuditResult, ceiling: float, where: object) -> dict:
+    """The Sym policy on evidence: each pair's Sym against `ceiling` over the family intervals (reliable and
+    Sym >= ceiling, stats/decisions.py): confirmed at or above fails; every pair settled below (or confirmed
+    gated) passes; anything else is open, with the probes per stratum that would settle it."""
+    if after.family is None:
+        raise InputError(
+            where,
+            "has no family intervals (bootstrap 0, or stats from before them); re-run `radar stats` with bootstrap",
+        )
+    found = [d for d in decisions(after, Thresholds(**after.thresholds), ceiling) if d.kind == POLICY]
+    rows = []
+    for d in found:
+        p = after.pair(*d.criteria)
+        row = {"a": p["a"], "b": p["b"], "sym": p["sym"], "family": after.family["sym"][p["a"]][p["b"]]}
+        if d.value is None:
+            row["settle_n"] = settle_n(after, [(POLICY, d.criteria)], ceiling)
+        rows.append({**row, "state": {True: FAIL, False: PASS, None: OPEN}[d.value]})
+    return _policy("sym", ceiling, rows, after.family["level"])
+
+
+def bias_evidence(after: AuditResult, threshold: float, where: object) -> dict:
+    """The bias policy on evidence: a cell whose family interval lies at or beyond +-threshold fails; one
+    wholly inside it passes; one that straddles it (or has no interval) is open."""
+    measured = [
+        r for r in (after.nuisance or {}).get("rows", []) if r["flag"] != "intended" and r["steered"] is not False
+    ]
+    if not any(r.get("family_ci") for r in measured):
+        raise InputError(
+            where,
+            "measured no judge bias with family intervals (no steered nuisance attribute, or stats from before them), "
+            "so a bias policy cannot hold; audit with `nuisance:` in the config, or drop the option",
+        )
+    limit, rows = decimal(threshold), []
+    for r in measured:
+        ci = r.get("family_ci")
+        low, high = (None, None) if not ci else (Fraction(ci[0]), Fraction(ci[1]))
+        if low is None or high is None:
+            state = OPEN
+        elif low >= limit or high <= -limit:
+            state = FAIL
+        elif -limit < low and high < limit:
+            state = PASS
+        else:
+            state = OPEN
+        rows.append(
+            {
+                "attribute": r["attribute"],
+                "criterion": r["criterion"],
+                "sensitivity": r["sensitivity"],
+                "family": ci,
+                "state": state,
+            }
+        )
+    return _policy("bias", threshold, rows, None)
+
+
+def _policy(kind: str, threshold: float, rows: list[dict], level: float | None) -> dict:
+    states = {r["state"] for r in rows}
+    state = FAIL if FAIL in states else OPEN if OPEN in states else PASS
+    return {"kind": kind, "threshold": threshold, "level": level, "outcome": state, "rows": rows}
 
 
 def bias_changes(before: AuditResult, after: AuditResult) -> list[dict]:

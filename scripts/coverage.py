@@ -47,7 +47,8 @@ QUANTITIES = ("self_effect", "leakage", "sym", "asym", "global_positive")
 
 class Truth:
     def __init__(self, tasks: int, leak: np.ndarray = LEAK, move: float = MOVE):
-        k = len(CRITERIA)
+        k = len(leak)
+        self.criteria = CRITERIA if k == len(CRITERIA) else tuple(f"c{j}" for j in range(k))
         offset = np.linspace(-0.3, 0.3, tasks)
         sign = np.array([1.0, -1.0])
         # latent[t, i, d, j]
@@ -63,20 +64,20 @@ class Truth:
 
     def sample(self, rng: np.random.Generator, n: int, mode: str) -> ProbeMatrix:
         """n probes per (task, target, direction)."""
-        t_count, k = self.tasks, len(CRITERIA)
+        t_count, k = self.tasks, len(self.criteria)
         t, i, d, v = (a.ravel() for a in np.meshgrid(range(t_count), range(k), range(2), range(n), indexing="ij"))
         x = self.latent[t, i, d] + rng.multivariate_normal(np.zeros(k), self.cov, len(t))
         if mode == "integer":
             scores = np.clip(np.rint(x), 0, 4)
         else:  # the judge's expected score: its belief N(x, BELIEF_SD) pushed through round-and-clip
             scores = stats.norm.cdf((x[..., None] - (np.arange(1, 5) - 0.5)) / BELIEF_SD).sum(-1)
-        return ProbeMatrix("g", "v", CRITERIA, tuple(f"t{j}" for j in range(t_count)), scores, t, i, d, v)
+        return ProbeMatrix("g", "v", self.criteria, tuple(f"t{j}" for j in range(t_count)), scores, t, i, d, v)
 
     def first(self, pm: ProbeMatrix, sizes: dict) -> ProbeMatrix:
         """The first sizes[cell] probes (variants) of each cell: what an adaptive audit has asked for."""
         keep = np.array(
             [
-                v < sizes[(pm.tasks[t], CRITERIA[i], "+-"[d])]
+                v < sizes[(pm.tasks[t], self.criteria[i], "+-"[d])]
                 for t, i, d, v in zip(pm.task, pm.target, pm.direction, pm.variant)
             ]
         )

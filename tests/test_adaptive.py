@@ -57,14 +57,18 @@ def fixed_and_adaptive(tmp_path_factory, worker_id):
     return root, load_run(root / "fixed").result(), load_run(root / "adaptive").result()
 
 
-def test_adaptive_reaches_the_fixed_decisions_with_at_most_half_the_verifier_calls(fixed_and_adaptive):
+def test_adaptive_reaches_the_fixed_decisions_with_fewer_verifier_calls(fixed_and_adaptive):
     root, fixed, adaptive = fixed_and_adaptive
     assert decided(adaptive) == decided(fixed)
     flags = decided(fixed)[1]
     assert flags[frozenset(("helpfulness", "correctness"))] == ["directional"]
+    for result in (fixed, adaptive):
+        assert result.pair("helpfulness", "correctness")["evidence"] == {"directional": "confirmed"}
     calls = {name: load_run(root / name).info()["stages"]["score"]["calls"] for name in ("fixed", "adaptive")}
     assert calls["fixed"] == 12 * 5 * 2 * 20 * 5
-    assert calls["adaptive"] <= calls["fixed"] / 2, calls
+    # Decisions settle over the family's simultaneous intervals, wider than one cell's 95%: 8,160 of the fixed
+    # audit's 12,000 calls (under per-cell intervals it was under half).
+    assert calls["adaptive"] <= 0.75 * calls["fixed"], calls
     record = adaptive.adaptive
     assert record["verifier_calls"] == calls["adaptive"] == sum(w["verifier_calls"] for w in record["waves"])
     assert record["verdicts"] == calls["adaptive"] == record["probes"] * 5

@@ -1,6 +1,7 @@
 """`radar compare`: pairs that moved beyond their CIs, gate crossings, and the CI policy exit code."""
 
 import json
+import math
 
 import pytest
 from click.testing import CliRunner
@@ -72,3 +73,93 @@ def test_a_sym_policy_that_can_never_fail_is_refused(runs, command, value):
     args = [str(before), str(after)] if command == "compare" else [str(before)]
     res = CliRunner().invoke(cli, [command, *args, "--fail-on-sym", value])
     assert res.exit_code == 2 and "not a finite Sym ceiling" in res.output and len(res.output.strip().splitlines()) == 1
+
+
+def evidence_case(runs, tmp_path, sym: list[float], bias: list[float] | None = None):
+    """RUN_B's stats with every gate settled, every pair's family Sym well below 0.5 but helpfulness /
+    correctness's at `sym`, and, with `bias`, one nuisance cell whose family interval is `bias`."""
+    _, after = runs
+    stats = json.loads((after / "stats.json").read_text())
+    fam = stats["family"]
+    for c in stats["criteria"]:
+        fam["self_effect"][c] = [0.6, 0.9]
+        for d in stats["criteria"]:
+            fam["sym"][c][d] = [-0.1, 0.1]
+    fam["sym"]["helpfulness"]["correctness"] = fam["sym"]["correctness"]["helpfulness"] = sym
+    for p in stats["pairs"]:
+        p["reliable"] = True
+    if bias is not None:
+        row = {
+            "attribute": "length",
+            "criterion": "verbosity",
+            "pairs": 20,
+            "sensitivity": 0.05,
+            "ci": [0.0, 0.1],
+            "family_ci": bias,
+            "ci_tasks": 2,
+            "by_task": {},
+            "bias_share": None,
+            "flag": None,
+            "evidence": None,
+            "steered": True,
+        }
+        stats["nuisance"] = {"threshold": 0.1, "rows": [row], "manipulation": None}
+    path = tmp_path / "case.json"
+    path.write_text(json.dumps(stats))
+    return path
+
+
+BELOW_HALF, BELOW_TENTH = math.nextafter(0.5, 0), math.nextafter(0.1, 0)
+
+
+@pytest.mark.parametrize(
+    "sym,code,says",
+    [
+        ([0.5, 0.8], 1, "Sym >= 0.5 confirmed"),  # the family's low end exactly at the ceiling: confirmed
+        ([BELOW_HALF, 0.8], 3, "open against 0.5"),  # the float just below: open
+        ([0.2, BELOW_HALF], 0, "(sym, 0.5): pass"),  # the whole interval below the ceiling: settled
+        ([0.2, 0.5], 3, "open against 0.5"),  # its high end at the ceiling: not below it
+    ],
+)
+def test_the_sym_evidence_policy_at_its_boundary_in_exact_arithmetic(runs, tmp_path, sym, code, says):
+    before, _ = runs
+    res = CliRunner().invoke(
+        cli, ["compare", str(before), str(evidence_case(runs, tmp_path, sym)), "--sym-confirmed", "0.5"]
+    )
+    assert res.exit_code == code, res.output
+    assert says in res.output
+
+
+@pytest.mark.parametrize(
+    "bias,code",
+    [
+        ([0.1, 0.3], 1),  # float 0.1 is above the decimal 1/10: confirmed beyond it
+        ([BELOW_TENTH, 0.3], 3),
+        ([-0.05, BELOW_TENTH], 0),
+        ([-0.1, 0.05], 3),  # the low end at -0.1: not within (-0.1, 0.1)
+        ([-0.3, -0.1], 1),  # beyond it on the other side
+    ],
+)
+def test_the_bias_evidence_policy_at_its_boundary_in_exact_arithmetic(runs, tmp_path, bias, code):
+    before, _ = runs
+    case = evidence_case(runs, tmp_path, [-0.1, 0.1], bias)
+    res = CliRunner().invoke(cli, ["compare", str(before), str(case), "--bias-confirmed", "0.1"])
+    assert res.exit_code == code, res.output
+
+
+def test_a_point_policy_failure_outranks_an_open_evidence_policy(runs, tmp_path):
+    before, _ = runs
+    case = evidence_case(runs, tmp_path, [BELOW_HALF, 0.8])
+    res = CliRunner().invoke(cli, ["compare", str(before), str(case), "--sym-confirmed", "0.5", "--fail-on-sym", "0.1"])
+    assert res.exit_code == 1 and "open against 0.5" in res.output
+
+
+def test_an_evidence_policy_without_family_intervals_is_one_line(runs, tmp_path):
+    before, after = runs
+    stats = json.loads((after / "stats.json").read_text())
+    del stats["family"]
+    (tmp_path / "old.json").write_text(json.dumps(stats))
+    res = CliRunner().invoke(cli, ["compare", str(before), str(tmp_path / "old.json"), "--sym-confirmed", "0.5"])
+    assert res.exit_code == 2 and "has no family intervals" in res.output and "Traceback" not in res.output
+    res = CliRunner().invoke(cli, ["compare", str(before), str(after), "--bias-confirmed", "0.1"])
+    assert res.exit_code == 2 and "measured no judge bias" in res.output

@@ -98,7 +98,8 @@ def test_a_rewrite_without_its_partner_is_left_out_and_one_pair_has_no_interval(
     (pairs,) = nuisance_pairs(df, ["a", "b"])
     assert len(pairs.diff) == 1
     (row, _) = nuisance_table([pairs], ["a", "b"], [0.5, 0.5], [True, True], n_bootstrap=200)
-    assert row["pairs"] == 1 and row["ci"] is None and row["flag"] is None  # no interval, no flag
+    assert row["pairs"] == 1 and row["ci"] is None and row["family_ci"] is None
+    assert row["flag"] == "biased" and row["evidence"] == "possible"  # the point crosses; nothing confirms it
 
 
 def test_a_nuisance_row_must_name_its_attribute():
@@ -347,8 +348,10 @@ def test_a_task_with_one_pair_keeps_the_cell_its_interval_and_says_so():
     (cell,) = rows
     assert cell["ci_tasks"] == 2 and cell["pairs"] == 9 and cell["flag"] == "biased"
     assert cell["ci"][0] < cell["sensitivity"] < cell["ci"][1] and cell["ci"][0] > 0.1
+    assert cell["evidence"] == "confirmed" and cell["family_ci"][0] >= 0.1  # beyond the threshold, not just 0
     alone = nuisance_table([NuisancePairs("length", np.array([0]), ("t0",), np.array([[3.0]]))], ["a"], [1.0], [True])
-    assert alone[0]["ci"] is None and alone[0]["ci_tasks"] == 0 and alone[0]["flag"] is None
+    assert alone[0]["ci"] is None and alone[0]["ci_tasks"] == 0
+    assert alone[0]["flag"] == "biased" and alone[0]["evidence"] == "possible"  # one pair: nothing confirms it
 
 
 def test_the_bias_interval_is_expanded_at_the_design_df_like_the_coupling_ones():

@@ -32,19 +32,46 @@ def report(run_dir: Path, out: Path | None, verifier: str | None) -> None:
     type=Unit(),
     help="Exit 1 when a criterion of RUN_B moves at least this much (0-1 scale) with a nuisance attribute.",
 )
+@click.option(
+    "--sym-confirmed",
+    type=SymPolicy(),
+    help="Evidence policy: exit 1 when a reliable pair's Sym in RUN_B is confirmed at or above this by the family "
+    "intervals, 0 when every pair is confirmed below it, 3 when some pair is still open.",
+)
+@click.option(
+    "--bias-confirmed",
+    type=Unit(),
+    help="Evidence policy: exit 1 when a cell's bias is confirmed at or beyond this (0-1 scale), 0 when every cell "
+    "is confirmed within it, 3 when some cell is still open.",
+)
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the diff as JSON.")
 def compare(
-    run_a: Path, run_b: Path, fail_on_sym: float | None, fail_on_bias: float | None, json_out: Path | None
+    run_a: Path,
+    run_b: Path,
+    fail_on_sym: float | None,
+    fail_on_bias: float | None,
+    sym_confirmed: float | None,
+    bias_confirmed: float | None,
+    json_out: Path | None,
 ) -> None:
-    """Diff two audits (before/after a rubric edit, or two judges)."""
+    """Diff two audits (before/after a rubric edit, or two judges). Exit 0: every policy passes; 1: one
+    fails; 2: bad input; 3: an evidence policy is open (no policy fails, but the intervals settle not all)."""
     from radar_local.cli.options import check_output
+    from radar_local.compare import EXIT, load_stats
     from radar_local.compare import compare as diff
-    from radar_local.compare import load_stats
     from radar_local.report.text import interval, num
     from radar_local.store import write_atomic
 
     check_output(json_out)
-    result = diff(load_stats(run_a), load_stats(run_b), fail_on_sym, fail_on_bias, run_b)
+    result = diff(
+        load_stats(run_a),
+        load_stats(run_b),
+        fail_on_sym,
+        fail_on_bias,
+        run_b,
+        sym_confirmed=sym_confirmed,
+        bias_confirmed=bias_confirmed,
+    )
     for r in result["moved"]:
         click.echo(
             f"moved: {r['a']} / {r['b']}: Sym {num(r['sym_before'])} {interval(r['ci_before'])} -> "
@@ -71,5 +98,32 @@ def compare(
             f"policy: {v['criterion']} moves {num(v['sensitivity'])} with {v['attribute']}, |bias| >= {fail_on_bias}",
             err=True,
         )
-    if result["violations"] or result["bias_violations"]:
-        raise SystemExit(1)
+    for policy in result["evidence"].values():
+        if policy is not None:
+            for line in evidence_lines(policy):
+                click.echo(line, err=True)
+    raise SystemExit(EXIT[result["outcome"]])
+
+
+def evidence_lines(policy: dict) -> list[str]:
+    """One line per pair or cell that fails or is open, then the policy's outcome."""
+    from radar_local.report.text import interval, num
+
+    kind, limit = policy["kind"], policy["threshold"]
+    out = []
+    for r in policy["rows"]:
+        if r["state"] == "pass":
+            continue
+        family = interval(r["family"]) or "n/a"
+        if kind == "sym":
+            what, size = f"{r['a']} / {r['b']}: Sym {num(r['sym'])} family {family}", "Sym"
+        else:
+            what, size = f"{r['criterion']} with {r['attribute']}: {num(r['sensitivity'])} family {family}", "|bias|"
+        if r["state"] == "fail":
+            out.append(f"evidence: {what}, {size} >= {limit} confirmed")
+            continue
+        settle = r.get("settle_n")
+        more = f"; about {settle} probes per stratum would settle it" if settle else ""
+        out.append(f"evidence: {what}, open against {limit}{more}")
+    out.append(f"evidence policy ({kind}, {limit}): {policy['outcome']}")
+    return out

@@ -20,13 +20,18 @@ def interval(ci: tuple | list | None) -> str:
     return f"[{ci[0]:+.2f}, {ci[1]:+.2f}]"
 
 
-def flag_text(pair: dict) -> str:
-    """Every flag of a pair, e.g. 'directional (a -> b), tradeoff'."""
+def flag_text(pair: dict, flags: list[str] | None = None) -> str:
+    """Every flag of a pair (or those named), each with its evidence where the audit has intervals, e.g.
+    'directional (a -> b) confirmed, tradeoff possible'."""
     named = {
         "directional": f"directional ({pair.get('upstream')} -> {pair.get('downstream')})",
         "gated": "gated (unreliable criterion)",
     }
-    return ", ".join(named.get(f, f) for f in pair["flags"])
+    evidence = pair.get("evidence") or {}
+    return ", ".join(
+        named.get(f, f) + (f" {evidence[f]}" if f in evidence else "")
+        for f in (pair["flags"] if flags is None else flags)
+    )
 
 
 def injection_line(run: dict) -> str:
@@ -53,19 +58,50 @@ def verdict(result: AuditResult) -> list[str]:
     """Plain sentences a reviewer reads first."""
     lines = [f"Warning: {w}." for w in result.warnings]
     if result.unreliable:
-        names = ", ".join(f"{g.criterion} ({g.reason})" for g in result.unreliable)
+        names = ", ".join(
+            f"{g.criterion} ({g.reason}{'' if g.evidence is None else '; ' + g.evidence})" for g in result.unreliable
+        )
         lines.append(
             f"{len(result.unreliable)} of {len(result.criteria)} criteria fail the reliability gate: {names}; "
             "no coupling is claimed for them."
         )
-    for p in pair_records(result):
-        if p["flags"] and p["flags"] != ["gated"]:
-            lines.append(
-                f"{p['a']} / {p['b']}: {flag_text(p)}, Sym {num(p['sym'])}, Asym {num(p['asym'], signed=False)}."
-            )
+    lines += findings(result)
     if not lines:
         lines.append("No pair crosses the flag thresholds.")
     return lines
+
+
+def findings(result: AuditResult) -> list[str]:
+    """Confirmed flags first, with the family level they hold at; possible ones apart, each with the probes
+    that would settle it; without intervals, the point estimate's flags, saying so."""
+    flagged = [p for p in pair_records(result) if p["flags"] and p["flags"] != ["gated"]]
+
+    def line(p: dict, flags: list[str]) -> str:
+        return f"{p['a']} / {p['b']}: {flag_text(p, flags)}, Sym {num(p['sym'])}, Asym {num(p['asym'], signed=False)}"
+
+    if result.family is None:
+        return [f"{line(p, p['flags'])} (point estimate: no intervals, bootstrap 0)." for p in flagged]
+    fam = result.family
+    out = []
+    confirmed = [(p, [f for f, e in p["evidence"].items() if e == "confirmed"]) for p in flagged]
+    for p, flags in confirmed:
+        if flags:
+            out.append(
+                f"{line(p, flags)}: confirmed by simultaneous {fam['level']:.0%} intervals over the cell's "
+                f"{fam['cells']} self-effects, leakages, Sym and Asym (family-wise)."
+            )
+    now = result.probes["min_per_stratum"]
+    for p in flagged:
+        flags = [f for f, e in p["evidence"].items() if e == "possible"]
+        if flags:
+            n = p.get("settle_n")
+            settle = (
+                f"about {n} probes per stratum would settle it if the estimates hold (now {now})"
+                if n == n and n is not None
+                else "no affordable N settles it: an estimate at or near its threshold"
+            )
+            out.append(f"Possible, not settled by the family intervals: {line(p, flags)}; {settle}.")
+    return out
 
 
 # ---- one row builder for the console, Markdown and HTML renderers ----
@@ -229,7 +265,7 @@ def nuisance_rows(result: AuditResult) -> list[list[str]]:
             num(r["sensitivity"]),
             interval(r["ci"]),
             num(r["bias_share"], signed=False),
-            r["flag"] or "",
+            " ".join(x for x in (r["flag"], r.get("evidence")) if x),
         ]
         for r in (result.nuisance or {}).get("rows", [])
     ]
@@ -240,15 +276,22 @@ def nuisance_line(result: AuditResult) -> str | None:
     n = result.nuisance
     if not n:
         return None
-    biased = [
-        f"{r['criterion']} with {r['attribute']} ({num(r['sensitivity'])})" for r in n["rows"] if r["flag"] == "biased"
-    ]
+
+    def cells(evidence: str) -> list[str]:
+        return [
+            f"{r['criterion']} with {r['attribute']} ({num(r['sensitivity'])})"
+            for r in n["rows"]
+            if r["flag"] == "biased" and (r.get("evidence") or "possible") == evidence
+        ]
+
+    confirmed, possible = cells("confirmed"), cells("possible")
     checked = n.get("manipulation") or {}
     attributes = sorted({r["attribute"] for r in n["rows"]} | set(checked))
-    found = "; ".join(biased) if biased else "none beyond their intervals"
+    found = f"confirmed: {'; '.join(confirmed) or 'none'}" + (f"; possible: {'; '.join(possible)}" if possible else "")
     unmoved = [f"{a} ({m['passed']} of {m['pairs']} pairs moved)" for a, m in checked.items() if not m["steered"]]
     gated = f" Not steered, so nothing is claimed: {', '.join(unmoved)}." if unmoved else ""
     return (
         f"Judge bias over {', '.join(attributes)} (up - down rewrites, 0-1 scale, flagged at |sensitivity| >= "
-        f"{n['threshold']} with an interval excluding 0): {found}.{gated}"
+        f"{n['threshold']}; confirmed where the simultaneous 95% interval over every attribute x criterion cell lies "
+        f"beyond it, possible where only the point does): {found}.{gated}"
     )

@@ -10,16 +10,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from radar_local.common import to_json
+from radar_local.common import json_number, to_json
 from radar_local.scoring import continuous_scores
 from radar_local.stats import baselines
 from radar_local.stats.agreement import agreement
 from radar_local.stats.bootstrap import Strata
 from radar_local.stats.budget import probe_budget
 from radar_local.stats.coupling import TAU, global_summaries
+from radar_local.stats.decisions import evidence
 from radar_local.stats.exact import exact_point, to_float
 from radar_local.stats.flags import DIRECTIONAL, Thresholds, pair_flags, upstream
-from radar_local.stats.intervals import METHOD, NO_INTERVAL, Intervals, intervals
+from radar_local.stats.intervals import FAMILY_METHOD, METHOD, NO_INTERVAL, Family, Intervals, intervals
 from radar_local.stats.probes import ProbeMatrix
 from radar_local.stats.result import PAIR_COLUMNS, AuditResult, Gate
 
@@ -83,6 +84,8 @@ def audit_cell(
                 "human_r": np.nan if ref_vec is None else ref_vec[idx],
                 "upstream": ups[0],
                 "downstream": ups[1],
+                "evidence": None,
+                "settle_n": None,
             }
         )
     pair_rows.sort(key=lambda r: (not r["reliable"], -np.nan_to_num(r["sym"], nan=-np.inf)))
@@ -134,9 +137,29 @@ def audit_cell(
         sym = {(r["a"], r["b"]): r["sym"] for r in pair_rows}
         gated_sym = np.array([sym[crit[a], crit[b]] if ok[a, b] else np.nan for a, b in pairs], float)
         result.agreement = to_json(agreement(gated_sym, ref_vec))
+    if iv is not None:
+        result.family = family_json(iv.family, crit)
+        evidence(result, thresholds)
     if budget:
         result.budget = to_json(probe_budget(strata, pairs, ref_vec, point, tau=tau, seed=seed))
     return result
+
+
+def family_json(f: Family, crit: list[str]) -> dict[str, Any]:
+    def ci(v: np.ndarray) -> list[float | None] | None:
+        return [float(v[0]), float(v[1])] if np.isfinite(v).all() else None  # none, or unbounded: open
+
+    return {
+        "level": f.level,
+        "method": FAMILY_METHOD,
+        "cells": f.cells,
+        "critical": json_number(f.critical),
+        "self_effect": {c: ci(f.self_effect[i]) for i, c in enumerate(crit)},
+        **{
+            key: {a: {b: ci(m[i, j]) for j, b in enumerate(crit)} for i, a in enumerate(crit)}
+            for key, m in (("leakage", f.leakage), ("sym", f.sym), ("asym", f.asym))
+        },
+    }
 
 
 def _gate(criterion: str, self_effect: Fraction | None, tau: float) -> Gate:

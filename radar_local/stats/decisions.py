@@ -8,16 +8,24 @@ conditions combine in Kleene's three-valued logic: `a and b` is settled false as
 them is. An open decision names the criteria whose probes move its open comparisons: a leakage
 l_ij rests on source i's probes, Sym and Asym of a pair on both sources', a gate on its own.
 Interval ends are compared with the thresholds as the user wrote them, exactly (stats/exact.py).
+
+The intervals are the family's (stats/intervals.Family): simultaneous over every quantity of the cell,
+so the chance that any settled decision is wrong stays within 1 - level however many pairs there are.
+A flag of the point estimate is `confirmed` when its decision is settled true, `possible` otherwise.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
+import pandas as pd
+from scipy import special
+
 from radar_local.stats.exact import decimal
-from radar_local.stats.flags import CLUSTER, DIRECTIONAL, TRADEOFF, Thresholds
+from radar_local.stats.flags import CLUSTER, CONFIRMED, DIRECTIONAL, GATED, POSSIBLE, TRADEOFF, Thresholds
 from radar_local.stats.result import AuditResult
 
 GATE, POLICY = "gate", "sym policy"
@@ -84,25 +92,32 @@ class Decision:
 
 
 def decisions(
-    result: AuditResult, thresholds: Thresholds = Thresholds(), fail_on_sym: float | None = None
+    result: AuditResult, thresholds: Thresholds = Thresholds(), fail_on_sym: float | None = None, more: float = 1.0
 ) -> list[Decision]:
-    """Every decision of the audit read over its intervals (which need bootstrap resamples)."""
-    if result.self_effect_ci is None or result.leakage_ci is None:
+    """Every decision of the audit read over its family intervals (stats/intervals.py, which need bootstrap
+    resamples). `more` > 1 asks what they would settle with `more` times the probes per stratum if every
+    estimate held: each half-width scaled by 1/sqrt(more) and by Student's t at the larger design df."""
+    if result.family is None:
         raise ValueError("deciding from intervals needs bootstrap resamples (bootstrap > 0)")
-    crit, th = result.criteria, thresholds
-    gate = {
-        c: at_least(
-            _ci(result.self_effect_ci.loc[c, "low"], result.self_effect_ci.loc[c, "high"]), result.tau, frozenset([c])
-        )
-        for c in crit
-    }
+    crit, th, fam = result.criteria, thresholds, result.family
+    narrow = _narrowing(result, more)
+
+    def ci(interval: list[float | None] | None, point: float, *sources: str) -> tuple[float, float] | None:
+        if interval is None or interval[0] is None or interval[1] is None:
+            return None
+        low, high = float(interval[0]), float(interval[1])
+        if more == 1:
+            return low, high
+        f = narrow(sources)
+        return point - (point - low) * f, point + (high - point) * f
+
+    gate = {c: at_least(ci(fam["self_effect"][c], result.self_effect[c], c), result.tau, frozenset([c])) for c in crit}
     out = [_decision(GATE, (c,), gate[c]) for c in crit]
-    low, high = result.leakage_ci
     for p in result.pairs.to_dict("records"):
         a, b = p["a"], p["b"]
         both, one, other = frozenset([a, b]), frozenset([a]), frozenset([b])
-        l_ab, l_ba = _ci(low.loc[a, b], high.loc[a, b]), _ci(low.loc[b, a], high.loc[b, a])
-        sym, asym = _ci(*(p["sym_ci"] or (None, None))), _ci(*(p["asym_ci"] or (None, None)))
+        l_ab, l_ba = ci(fam["leakage"][a][b], p["leak_ab"], a), ci(fam["leakage"][b][a], p["leak_ba"], b)
+        sym, asym = ci(fam["sym"][a][b], p["sym"], a, b), ci(fam["asym"][a][b], p["asym"], a, b)
         reliable = gate[a] & gate[b]
         steep = at_least(asym, th.directional_asym, both)
         flags = {
@@ -118,8 +133,69 @@ def decisions(
     return out
 
 
-def _ci(low: float | None, high: float | None) -> tuple[float, float] | None:
-    return None if low is None or high is None else (float(low), float(high))
+def _narrowing(result: AuditResult, more: float) -> Callable[[tuple[str, ...]], float]:
+    """The factor a half-width resting on `sources`' probes shrinks by at `more` times the probes per stratum:
+    1/sqrt(more), times the ratio of Student's t at the family's tail at the larger and the present design df."""
+    n, df, tail = result.probes["min_per_stratum"], result.bootstrap.get("df") or {}, result.family or {}
+    p = special.ndtr(tail.get("critical") or 0.0)
+
+    def factor(sources: tuple[str, ...]) -> float:
+        now = sum(df.get(c) or 0.0 for c in sources)
+        if now <= 0 or n < 2:
+            return more**-0.5
+        later = now * (n * more - 1) / (n - 1)
+        return float(more**-0.5 * special.stdtrit(later, p) / special.stdtrit(now, p))
+
+    return factor
+
+
+MOST = 1000  # the most probes per stratum a projection names
+
+
+def evidence(result: AuditResult, thresholds: Thresholds = Thresholds()) -> None:
+    """Mark every flag of the point estimate `confirmed` (its family intervals settle it) or `possible` (they
+    do not), in place: pairs' `evidence` and `settle_n` (the probes per stratum that would settle their
+    possible flags if the estimates held; None beyond MOST or at a threshold), and each gate's."""
+    settled = {(d.kind, d.criteria): d.value for d in decisions(result, thresholds)}
+    rows = []
+    for p in result.pairs.to_dict("records"):
+        pair = (p["a"], p["b"])
+        if GATED in p["flags"]:  # confirmed when either criterion's gate is settled false
+            failed = settled[GATE, (p["a"],)] is False or settled[GATE, (p["b"],)] is False
+            level = {GATED: CONFIRMED if failed else POSSIBLE}
+        else:
+            level = {f: CONFIRMED if settled[f, pair] else POSSIBLE for f in p["flags"]}
+        possible = [f for f, v in level.items() if v == POSSIBLE and f != GATED]
+        rows.append((level, settle_n(result, [(f, pair) for f in possible], None, thresholds) if possible else None))
+    result.pairs["evidence"] = [r[0] for r in rows]
+    result.pairs["settle_n"] = pd.Series([r[1] for r in rows], index=result.pairs.index, dtype=object)
+    result.unreliable = [
+        replace(g, evidence=CONFIRMED if settled[GATE, (g.criterion,)] is False else POSSIBLE)
+        for g in result.unreliable
+    ]
+
+
+def settle_n(
+    result: AuditResult,
+    keys: list[tuple[str, tuple[str, ...]]],
+    fail_on_sym: float | None = None,
+    thresholds: Thresholds = Thresholds(),
+) -> int | None:
+    """The fewest probes per stratum (at most MOST) at which the family would settle every decision in `keys`
+    ((kind, criteria)) if every estimate held; None beyond MOST (an estimate at or near its threshold)."""
+    n = result.probes["min_per_stratum"]
+
+    def settles(m: int) -> bool:
+        found = {(d.kind, d.criteria): d.value for d in decisions(result, thresholds, fail_on_sym, more=m / n)}
+        return all(found[k] is not None for k in keys)
+
+    if not settles(MOST):
+        return None
+    low, high = n, MOST  # settles(high); not settles(low)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if settles(mid) else (mid, high)
+    return high
 
 
 def _decision(kind: str, criteria: tuple[str, ...], t: Tri) -> Decision:

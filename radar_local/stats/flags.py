@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from radar_local.stats.exact import Q, at_least, at_most
 
 GATED, DIRECTIONAL, CLUSTER, TRADEOFF = "gated", "directional", "bidirectional cluster", "tradeoff"
+# A flag's evidence: its family intervals settle it (stats/decisions.py), or only its point estimate crosses.
+CONFIRMED, POSSIBLE = "confirmed", "possible"
+EVIDENCE = (CONFIRMED, POSSIBLE)
 
 
 @dataclass(frozen=True)

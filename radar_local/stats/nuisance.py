@@ -5,8 +5,10 @@ reward (length, formatting, hedging, flattery, self-praise) up and down, and kee
 criterion j and attribute a, the sensitivity is the mean over pairs of (score_j(up) - score_j(down))
 on the 0-1 scale of self-effects: per task, then the mean of the tasks (as a self-effect is). Its bias
 share is the sensitivity over j's own self-effect: how much of a genuine improvement in j the judge
-also credits to a mere change in a. A cell is `biased` when its interval excludes zero and |sensitivity|
-reaches the threshold, compared exactly; a pair declared intended is listed, never flagged.
+also credits to a mere change in a. A cell is `biased` when |sensitivity| reaches the threshold, compared
+exactly: `confirmed` when its family interval lies beyond the threshold (not merely beyond 0), simultaneous
+over every attribute x criterion cell that can be flagged (stats/intervals.simultaneous), `possible`
+otherwise; a pair declared intended is listed, never flagged.
 
 Intervals: the rule of the coupling intervals (stats/intervals.py): the stratified bootstrap (Rao & Wu,
 n_h - 1 draws from each task's pairs, seeded), expanded percentiles at the design df; a task with one pair
@@ -23,7 +25,8 @@ import numpy as np
 
 from radar_local.nuisance import DOWN, UP
 from radar_local.scoring import SCORE_MAX
-from radar_local.stats.exact import Q, at_least, exact_sum
+from radar_local.stats.exact import Q, at_least, decimal, exact_sum
+from radar_local.stats.flags import CONFIRMED, POSSIBLE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -80,19 +83,33 @@ def _sensitivity(diff: np.ndarray, task: np.ndarray, n_tasks: int) -> tuple[Q, l
     return (sum(defined, Fraction(0)) / len(defined) if defined else None), per_task
 
 
-def _interval(
-    point: Q, diff: np.ndarray, task: np.ndarray, n_tasks: int, n_bootstrap: int, level: float, seed: int
-) -> tuple[tuple[float, float] | None, int]:
-    """(interval, tasks it rests on), by the coupling intervals' rule (stats/intervals.py): Rao-Wu n_h - 1
-    draws from each task's pairs, the replicate's deviation from the data's mean, expanded percentiles at
-    the design df (pairs minus tasks). A task with one pair cannot be resampled: it keeps its mean in every
-    replicate and adds no df; with no task of two pairs there is no interval."""
-    from radar_local.stats.intervals import expanded_interval  # scipy: not at `radar --help`, which reads BIAS
+@dataclass(frozen=True)
+class _Replicates:
+    deltas: np.ndarray  # (B,) replicate minus data sensitivity
+    df: float  # design df: pairs minus tasks
+    used: int  # tasks with two pairs or more
 
+
+@dataclass(frozen=True)
+class _Cell:
+    pairs: NuisancePairs
+    j: int
+    criterion: str
+    diff: np.ndarray
+    sens: Q
+    per_task: list[Q]
+    reps: _Replicates | None
+
+
+def _replicates(diff: np.ndarray, task: np.ndarray, n_tasks: int, n_bootstrap: int, seed: int) -> _Replicates | None:
+    """The replicates' deviations from the data's sensitivity, by the coupling intervals' rule
+    (stats/intervals.py): Rao-Wu n_h - 1 draws from each task's pairs; df = pairs minus tasks. A task
+    with one pair cannot be resampled: it keeps its mean in every replicate and adds no df; with no task of
+    two pairs there is nothing to resample (None)."""
     strata = [rows for t in range(n_tasks) if len(rows := np.flatnonzero((task == t) & ~np.isnan(diff)))]
     used = sum(len(rows) >= 2 for rows in strata)
-    if not n_bootstrap or point is None or not used:
-        return None, used
+    if not n_bootstrap or not used:
+        return None
     rng = np.random.default_rng(seed)
     task_means = np.array([diff[rows].mean() for rows in strata]) / SCORE_MAX
     means = np.tile(task_means, (n_bootstrap, 1))
@@ -100,10 +117,7 @@ def _interval(
         if len(rows) >= 2:
             draws = rng.integers(0, len(rows), size=(n_bootstrap, len(rows) - 1))
             means[:, h] = diff[rows][draws].mean(axis=1) / SCORE_MAX
-    deltas = means.mean(axis=1) - task_means.mean()
-    df = sum(len(rows) - 1 for rows in strata)
-    low, high = expanded_interval(np.array(float(point)), deltas, df, level)
-    return (float(low), float(high)), used
+    return _Replicates(means.mean(axis=1) - task_means.mean(), float(sum(len(rows) - 1 for rows in strata)), used)
 
 
 def nuisance_table(
@@ -121,35 +135,67 @@ def nuisance_table(
 ) -> list[dict[str, Any]]:
     """One row per (attribute, criterion): pairs, sensitivity and its interval, per task, bias share, flag.
     `steered[attribute]` False (the manipulation check failed): no flag; absent: not checked (None)."""
-    rows = []
+    from radar_local.stats.intervals import expanded_interval, simultaneous  # scipy: not at `radar --help`
+
+    cells = []
     for a, p in enumerate(pairs):
         for j, criterion in enumerate(criteria):
             diff = p.diff[:, j]
             sens, per_task = _sensitivity(diff, p.task, len(p.tasks))
-            ci, ci_tasks = _interval(sens, diff, p.task, len(p.tasks), n_bootstrap, level, seed + 7919 * a + j)
-            excludes_zero = ci is not None and (ci[0] > 0 or ci[1] < 0)
-            share = float(sens) / self_effect[j] if sens is not None and reliable[j] and self_effect[j] > 0 else None
-            moved = (steered or {}).get(p.attribute)
-            if frozenset((p.attribute, criterion)) in (intended or set()):
-                flag = INTENDED
-            elif moved is False:
-                flag = None
-            elif excludes_zero and sens is not None and at_least(abs(sens), threshold):
-                flag = BIASED
-            else:
-                flag = None
-            rows.append(
-                {
-                    "attribute": p.attribute,
-                    "criterion": criterion,
-                    "pairs": int((~np.isnan(diff)).sum()),
-                    "sensitivity": None if sens is None else float(sens),
-                    "ci": ci,
-                    "ci_tasks": ci_tasks,  # tasks with two pairs or more: those the interval's spread rests on
-                    "by_task": {t: None if v is None else float(v) for t, v in zip(p.tasks, per_task)},
-                    "bias_share": None if share is None else float(share),
-                    "flag": flag,
-                    "steered": moved,
-                }
-            )
+            reps = None if sens is None else _replicates(diff, p.task, len(p.tasks), n_bootstrap, seed + 7919 * a + j)
+            cells.append(_Cell(p, j, criterion, diff, sens, per_task, reps))
+    # The family: every cell that can be flagged, one replicate index across them (their draws are independent,
+    # which only makes the band wider where cells move together), as stats/intervals.Family is for coupling.
+    flaggable = [
+        i
+        for i, c in enumerate(cells)
+        if c.reps is not None
+        and frozenset((c.pairs.attribute, c.criterion)) not in (intended or set())
+        and (steered or {}).get(c.pairs.attribute) is not False
+    ]
+    band = np.full((len(cells), 2), np.nan)
+    if flaggable:
+        chosen = [cells[i] for i in flaggable]
+        band[flaggable] = simultaneous(
+            np.array([float(c.sens) for c in chosen]),  # type: ignore[arg-type]
+            np.stack([c.reps.deltas for c in chosen], axis=1),  # type: ignore[union-attr]
+            np.array([c.reps.df for c in chosen]),  # type: ignore[union-attr]
+            level,
+        )[0]
+    rows = []
+    for c, family in zip(cells, band):
+        p, j, criterion, diff, sens, per_task, reps = c.pairs, c.j, c.criterion, c.diff, c.sens, c.per_task, c.reps
+        ci = None if reps is None else expanded_interval(np.array(float(sens)), reps.deltas, reps.df, level)  # type: ignore[arg-type]
+        share = float(sens) / self_effect[j] if sens is not None and reliable[j] and self_effect[j] > 0 else None
+        moved = (steered or {}).get(p.attribute)
+        if frozenset((p.attribute, criterion)) in (intended or set()):
+            flag, evidence = INTENDED, None
+        elif moved is False or sens is None or not at_least(abs(sens), threshold):
+            flag, evidence = None, None
+        else:
+            flag, evidence = BIASED, CONFIRMED if _beyond(family, threshold) else POSSIBLE
+        rows.append(
+            {
+                "attribute": p.attribute,
+                "criterion": criterion,
+                "pairs": int((~np.isnan(diff)).sum()),
+                "sensitivity": None if sens is None else float(sens),
+                "ci": None if ci is None else (float(ci[0]), float(ci[1])),
+                "ci_tasks": 0 if reps is None else reps.used,  # tasks with two pairs or more: the spread rests on them
+                "family_ci": None if np.isnan(family).any() else (float(family[0]), float(family[1])),
+                "by_task": {t: None if v is None else float(v) for t, v in zip(p.tasks, per_task)},
+                "bias_share": None if share is None else float(share),
+                "flag": flag,
+                "evidence": evidence,
+                "steered": moved,
+            }
+        )
     return rows
+
+
+def _beyond(interval: np.ndarray, threshold: float) -> bool:
+    """The whole family interval lies at or beyond +-threshold, compared exactly (stats/exact.py)."""
+    if np.isnan(interval).any() or not np.isfinite(interval).all():
+        return False
+    low, high = (Fraction(float(x)) for x in interval)
+    return low >= decimal(threshold) or high <= -decimal(threshold)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from radar_local.common import json_number
 from radar_local.errors import InputError
+from radar_local.stats.flags import EVIDENCE
 
 SCHEMA_VERSION = 2  # 2: pair 'flags' is a list; gating causes; unscored counts and warnings
 PAIR_COLUMNS = [
@@ -28,6 +29,8 @@ PAIR_COLUMNS = [
     "human_r",
     "upstream",
     "downstream",
+    "evidence",
+    "settle_n",
 ]
 
 
@@ -39,6 +42,7 @@ class Gate:
     self_effect: float | None
     cause: str  # below_tau, negative, unscored
     reason: str
+    evidence: str | None = None  # confirmed: the family interval lies below tau; possible: it does not
 
 
 @dataclass
@@ -73,6 +77,9 @@ class AuditResult:
     double_count: dict[str, Any] | None = None  # the rubric's weighted aggregate: weights, share, by_source
     adaptive: dict[str, Any] | None = None  # an adaptive audit's waves and the decisions that settled
     nuisance: dict[str, Any] | None = None  # judge bias: {threshold, rows} (stats/nuisance.py)
+    # the simultaneous intervals that confirm flags: {level, method, cells, critical, self_effect {c: [lo, hi]},
+    # leakage, sym, asym {a: {b: [lo, hi]}}} (stats/intervals.Family)
+    family: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     # ---- JSON -------------------------------------------------------------------------------
@@ -120,6 +127,8 @@ class AuditResult:
             out["double_count"] = self.double_count
         if self.nuisance is not None:
             out["nuisance"] = _nuisance(self.nuisance)
+        if self.family is not None:
+            out["family"] = self.family
         return out
 
     @classmethod
@@ -163,6 +172,8 @@ class AuditResult:
                     "human_r": _nan(p["human_r"]),
                     "upstream": p.get("upstream"),
                     "downstream": p.get("downstream"),
+                    "evidence": None if p.get("evidence") is None else _evidence(p["evidence"]),
+                    "settle_n": None if p.get("settle_n") is None else int(p["settle_n"]),
                 }
                 for p in d["pairs"]
             ],
@@ -203,7 +214,7 @@ class AuditResult:
             global_={k: _nan(g[k]) for k in ("positive", "tension", "max_coupling")},
             global_ci=None if g["ci"] is None else {k: _tuple(v) for k, v in g["ci"].items()},
             thresholds=d["flags"]["thresholds"],
-            unreliable=[Gate(**u) for u in d["flags"]["unreliable"]],
+            unreliable=[Gate(**u) for u in d["flags"]["unreliable"] if _evidence({"gate": u.get("evidence")})],
             baselines=d["baselines"],
             agreement=d.get("agreement"),
             budget=d.get("budget"),
@@ -212,6 +223,7 @@ class AuditResult:
             calibration=d.get("calibration"),
             double_count=d.get("double_count"),
             nuisance=None if d.get("nuisance") is None else _nuisance(d["nuisance"]),
+            family=None if d.get("family") is None else _family(d["family"], crit),
             schema_version=d["schema_version"],
         )
 
@@ -265,6 +277,8 @@ def _nuisance(n: dict[str, Any]) -> dict[str, Any]:
                 "pairs": int(r["pairs"]),
                 "sensitivity": number(r["sensitivity"]),
                 "ci": None if r["ci"] is None else list(_tuple(list(r["ci"])) or ()),
+                "family_ci": None if r.get("family_ci") is None else list(_tuple(list(r["family_ci"])) or ()),
+                "evidence": _evidence({"bias": r.get("evidence")})["bias"],
                 "by_task": {_name(t): number(v) for t, v in r["by_task"].items()},
                 "bias_share": number(r["bias_share"]),
                 "flag": r["flag"],
@@ -275,6 +289,29 @@ def _nuisance(n: dict[str, Any]) -> dict[str, Any]:
     if manipulation is not None and not all(isinstance(m, dict) for m in manipulation.values()):
         raise ValueError("the nuisance manipulation check must map each attribute to its counts")
     return {"threshold": _nan(n["threshold"]), "rows": rows, "manipulation": manipulation}
+
+
+def _evidence(e: object) -> dict[str, str | None]:
+    if not isinstance(e, dict) or any(v not in (*EVIDENCE, None) for v in e.values()):
+        raise ValueError(f"evidence must map a flag to one of {EVIDENCE}, not {e!r:.40}")
+    return {_name(k): v for k, v in e.items()}
+
+
+def _family(f: dict[str, Any], crit: list[str]) -> dict[str, Any]:
+    """The family section, checked: every interval a pair of numbers (or null), for every criterion."""
+
+    def ci(v: object) -> list[float | None] | None:
+        pair = _tuple(v)
+        return None if pair is None else _pair(*pair)
+
+    return {
+        "level": _nan(f["level"]),
+        "method": _name(f["method"]),
+        "cells": int(f["cells"]),
+        "critical": json_number(_nan(f["critical"])),
+        "self_effect": {c: ci(f["self_effect"][c]) for c in crit},
+        **{key: {a: {b: ci(f[key][a][b]) for b in crit} for a in crit} for key in ("leakage", "sym", "asym")},
+    }
 
 
 def _name(x: object) -> str:
@@ -306,4 +343,7 @@ def _pair_json(p: dict[str, Any]) -> dict[str, Any]:
     }
     if isinstance(p.get("upstream"), str):
         out["upstream"], out["downstream"] = p["upstream"], p["downstream"]
+    if isinstance(p.get("evidence"), dict):
+        out["evidence"] = p["evidence"]
+        out["settle_n"] = None if json_number(p.get("settle_n")) is None else int(p["settle_n"])
     return out

@@ -1,0 +1,152 @@
+"""Flags that hold: simultaneous (family-wise) intervals, confirmed and possible flags, and their error rate
+on a judge with no coupling at all (issue 29)."""
+
+import copy
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from radar_local.run import run_audit
+from radar_local.stats.audit import audit_cell
+from radar_local.stats.decisions import decisions
+from radar_local.stats.intervals import simultaneous
+from radar_local.stats.probes import probe_matrix
+from radar_local.synthetic import planted_table
+from tests.conftest import planted_config
+
+CRIT = ["a", "b", "c", "d"]
+
+
+def test_a_family_of_one_is_a_students_t_interval():
+    deltas = np.random.default_rng(0).normal(0, 0.1, (4000, 1))
+    band, critical = simultaneous(np.array([0.3]), deltas, np.array([10.0]), 0.95)
+    assert critical == pytest.approx(1.96, abs=0.08)
+    assert band[0] == pytest.approx([0.3 - stats.t.ppf(0.975, 10) * 0.1, 0.3 + stats.t.ppf(0.975, 10) * 0.1], abs=0.01)
+
+
+def test_a_larger_family_widens_every_interval_as_its_maximum_needs():
+    """50 independent normal quantities: Sidak's critical value, 3.29, not each one's 1.96."""
+    deltas = np.random.default_rng(1).normal(0, 1, (4000, 50))
+    band, critical = simultaneous(np.zeros(50), deltas, np.full(50, np.inf), 0.95)
+    assert critical == pytest.approx(stats.norm.ppf(1 - (1 - 0.95 ** (1 / 50)) / 2), abs=0.1)
+    assert (band[:, 1] > 3).all() and (band[:, 0] < -3).all()
+
+
+def test_a_quantity_that_cannot_vary_is_its_point_and_one_never_defined_has_no_interval():
+    deltas = np.random.default_rng(2).normal(0, 1, (500, 3))
+    deltas[:, 1] = 0.0
+    deltas[:, 2] = np.nan
+    band, _ = simultaneous(np.array([0.0, 0.7, 0.2]), deltas, np.full(3, 20.0), 0.95)
+    assert band[1].tolist() == [0.7, 0.7] and np.isnan(band[2]).all() and band[0, 0] < -2
+
+
+def audit(coupling: np.ndarray, n: int, seed: int = 1, noise: float = 1.0):
+    df = planted_table(CRIT, ["t1", "t2", "t3"], coupling, n=n, seed=seed, noise=noise)
+    return audit_cell(probe_matrix(df, CRIT, "sim-generator", "sim-verifier"), budget=False)
+
+
+@pytest.fixture(scope="module")
+def coupled():
+    """a -> b leaks 0.8 (directional), c -> d -0.5 (a tradeoff), b -> c 0.3 (no flag)."""
+    m = np.eye(4)
+    m[0, 1], m[2, 3], m[1, 2] = 0.8, -0.5, 0.3
+    return m
+
+
+def test_flags_are_confirmed_when_the_family_settles_them_and_possible_otherwise(coupled):
+    """At N = 10 the tradeoff is settled and the directional pair is not; every possible flag names the
+    probes per stratum that would settle it, and one fewer would not."""
+    r = audit(coupled, 10)
+    assert r.pair("c", "d")["evidence"] == {"tradeoff": "confirmed"}
+    ab = r.pair("a", "b")
+    assert ab["flags"] == ["directional"] and ab["evidence"] == {"directional": "possible"}
+    n = ab["settle_n"]
+    assert n > r.probes["min_per_stratum"]
+
+    def settled(m: int) -> bool | None:
+        return next(
+            d.value for d in decisions(r, more=m / 10) if d.kind == "directional" and set(d.criteria) == {"a", "b"}
+        )
+
+    assert settled(n) is True and settled(n - 1) is not True
+    assert not any(p["evidence"] for p in r.pairs.to_dict("records") if not p["flags"])  # no flag, no evidence
+    js = r.to_json()
+    assert js["family"]["cells"] == 4 + 12 + 6 + 6 and js["family"]["level"] == 0.95
+
+
+def test_a_family_interval_ending_exactly_at_a_threshold_settles_it(coupled):
+    """Ends compared with the thresholds as written: 0.5 is at_least 0.5; the float just below is not."""
+    r = audit(coupled, 20)
+    fam = r.family
+    for c in CRIT:
+        fam["self_effect"][c] = [0.6, 0.9]  # every gate settled
+    fam["leakage"]["a"]["b"], fam["asym"]["a"]["b"], fam["asym"]["b"]["a"] = [0.5, 0.9], [0.25, 0.9], [0.25, 0.9]
+
+    def directional(result) -> bool | None:
+        return next(d.value for d in decisions(result) if d.kind == "directional" and set(d.criteria) == {"a", "b"})
+
+    assert directional(r) is True
+    below = copy.deepcopy(r)
+    below.family["leakage"]["a"]["b"][0] = math.nextafter(0.5, 0)
+    below.family["leakage"]["b"]["a"] = [0.0, 0.1]
+    assert directional(below) is None
+    steep = copy.deepcopy(r)
+    steep.family["asym"]["a"]["b"][0] = steep.family["asym"]["b"]["a"][0] = math.nextafter(0.25, 0)
+    assert directional(steep) is None
+
+
+CLEAN_REPS = 40  # at a true rate of 5%, more than 5 of 40 happens 4.8% of the time (binomial)
+
+
+def test_a_judge_with_no_coupling_confirms_no_flag_though_its_point_estimates_raise_many(tmp_path):
+    """The planted engine with no coupling, at the paper's N = 3 (K = 5 criteria, 3 tasks): the point estimate
+    raises a flag in most audits (the issue measured 88-96%), confirmed flags stay within the family's 5%."""
+    tasks = [{"id": f"t{i}", "prompt": f"Customer request number {i}: reply to it."} for i in range(3)]
+    raised = confirmed = family_held = cell_held = 0
+    for seed in range(CLEAN_REPS):
+        cfg = planted_config(options={"noise": 1.0}, tasks=tasks, n=3, seed=seed, bootstrap=200)
+        r = run_audit(cfg, tmp_path / str(seed), progress=False)
+        evidence = [e for p in r.pairs.to_dict("records") for f, e in (p["evidence"] or {}).items() if f != "gated"]
+        raised += bool(evidence)
+        confirmed += "confirmed" in evidence or any(g.evidence == "confirmed" for g in r.unreliable)
+        family_held += holds_zero(r.family["leakage"], r.family["sym"], r.family["asym"])
+        js = r.to_json()
+        pairs = {p["a"]: {p["b"]: p["ci"]["sym"]} for p in js["pairs"]}
+        cell_held += holds_zero(js["leakage_ci"], pairs, {})
+    assert raised >= CLEAN_REPS / 2, raised  # point flags would fail the next line
+    assert confirmed <= 5, confirmed
+    # Every true leakage, Sym and Asym is 0: the family's intervals hold all 40 together as often as the
+    # level says; one cell's 95% intervals do so far less often (the test's teeth for the family itself).
+    assert family_held >= CLEAN_REPS - 5, family_held
+    assert cell_held <= CLEAN_REPS - 10, cell_held
+
+
+def holds_zero(*matrices: dict) -> bool:
+    """Every off-diagonal interval {a: {b: [low, high]}} holds 0 (an interval left out claims nothing)."""
+    return all(
+        ci is None or ci[0] <= 0 <= ci[1] for m in matrices for a, row in m.items() for b, ci in row.items() if a != b
+    )
+
+
+BIAS_REPS = 100  # at a true rate of 5%, more than 9 of 100 happens 2.8% of the time (binomial)
+
+
+def test_a_judge_with_no_bias_confirms_no_bias_across_the_attribute_by_criterion_family():
+    """Five attributes x five criteria, two tasks of five pairs, no bias anywhere: the old rule (a cell's own
+    interval excludes 0, the point reaches 0.1) flagged some cell in most audits (the issue: 20-28% with one
+    attribute, more with five); a confirmed bias needs the family interval beyond the threshold."""
+    from radar_local.stats.nuisance import NuisancePairs, nuisance_table
+
+    old = confirmed = 0
+    task = np.repeat([0, 1], 5)
+    for rep in range(BIAS_REPS):
+        rng = np.random.default_rng(rep)
+        up, down = (np.clip(np.rint(2 + rng.normal(0, 1, (5, 10, 5))), 0, 4) for _ in range(2))
+        pairs = [NuisancePairs(f"attr{a}", task, ("t0", "t1"), up[a] - down[a]) for a in range(5)]
+        rows = nuisance_table(pairs, CRIT + ["e"], [0.7] * 5, [True] * 5, n_bootstrap=200, seed=rep)
+        old += any(r["ci"] and (r["ci"][0] > 0 or r["ci"][1] < 0) and abs(r["sensitivity"]) >= 0.1 for r in rows)
+        confirmed += any(r["evidence"] == "confirmed" for r in rows)
+    assert old >= BIAS_REPS / 2, old  # the test's teeth: the old rule fails the next line
+    assert confirmed <= 9, confirmed
