@@ -134,7 +134,7 @@ def outcome(policies: list[dict], point_failed: bool = False) -> str:
     return FAIL if point_failed or FAIL in states else OPEN if OPEN in states else PASS
 
 
-def sym_evidence(after: AuditResult, ceiling: float, where: object) -> dict:
+def sym_evidence(after: AuditResult, ceiling: float, where: object, skip: set[frozenset[str]] | None = None) -> dict:
     """The Sym policy on evidence: each pair's Sym against `ceiling` over the family intervals (reliable and
     Sym >= ceiling, stats/decisions.py): confirmed at or above fails; every pair settled below (or confirmed
     gated) passes; anything else is open, with the probes per stratum that would settle it."""
@@ -143,7 +143,11 @@ def sym_evidence(after: AuditResult, ceiling: float, where: object) -> dict:
             where,
             "has no family intervals (bootstrap 0, or stats from before them); re-run `radar stats` with bootstrap",
         )
-    found = [d for d in decisions(after, Thresholds(**after.thresholds), ceiling) if d.kind == POLICY]
+    found = [
+        d
+        for d in decisions(after, Thresholds(**after.thresholds), ceiling)
+        if d.kind == POLICY and frozenset(d.criteria) not in (skip or set())
+    ]
     rows = []
     for d in found:
         p = after.pair(*d.criteria)

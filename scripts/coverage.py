@@ -9,6 +9,9 @@ mean, so every quantity, has a closed form (normal CDFs): the truth is exact, no
 For each N, R replications; each quantity's coverage (the share of replications and entries whose
 interval holds the truth) and median width. `--adaptive` adds audits that start at 3 probes per
 stratum and add probes where a decision is still open (radar_local/adaptive.py), up to 20.
+`--at-threshold` measures one leakage whose truth is exactly the directional threshold 0.5 after an
+adaptive audit and after a fixed N = 20 audit of the same probes: coverage at the threshold, where a
+stopping rule bites, not pooled over entries.
 
     .venv/bin/python scripts/coverage.py --reps 200
 """
@@ -107,7 +110,7 @@ def true_values(means: np.ndarray, tau: float) -> dict[str, np.ndarray]:
 
 def estimates(pm: ProbeMatrix, tau: float, resamples: int, seed: int, small_sample: bool) -> dict[str, np.ndarray]:
     strata = Strata.from_probes(pm)
-    iv = intervals(strata, exact_point(strata), tau, resamples, seed, small_sample=small_sample)
+    iv = intervals(strata, exact_point(strata, tau), tau, resamples, seed, small_sample=small_sample)
     return {
         "self_effect": iv.self_effect,
         "leakage": iv.leakage,
@@ -195,6 +198,45 @@ def run_adaptive(truth: Truth, mode: str, reps: int, resamples: int, tau: float,
     }
 
 
+def threshold_truth(tasks: int, target: float = 0.5) -> Truth:
+    """LEAK_MIXED with c -> a moved so that its true leakage is exactly `target`, the directional threshold:
+    the decision an adaptive audit finds hardest (its truth sits on the boundary)."""
+    from scipy.optimize import brentq
+
+    def gap(x: float) -> float:
+        leak = LEAK_MIXED.copy()
+        leak[2, 0] = x
+        t = Truth(tasks, leak, MOVE_MIXED)
+        return float(true_values(t.stratum_means("integer"), 0.4)["leakage"][2, 0] - target)
+
+    leak = LEAK_MIXED.copy()
+    leak[2, 0] = brentq(gap, 0.2, 0.9, xtol=1e-12)
+    return Truth(tasks, leak, MOVE_MIXED)
+
+
+def run_at_threshold(truth: Truth, reps: int, resamples: int, tau: float, spec: Adaptive) -> dict:
+    """The leakage at its threshold, after an adaptive audit and after a fixed N = max_n audit of the same
+    probes: how often its per-cell 95% interval and its family interval hold the truth, and how often the
+    directional decision of its pair is settled on the wrong side (false: the truth is exactly at 0.5,
+    which `>=` counts as directional)."""
+    rng = np.random.default_rng(7)
+    true = true_values(truth.stratum_means("integer"), tau)["leakage"][2, 0]
+    out = {kind: {"cell": 0, "family": 0, "wrong": 0} for kind in ("adaptive", "fixed")}
+    for r in range(reps):
+        full = truth.sample(rng, spec.max_n, "integer")
+        sizes, _ = adaptive_sizes(truth, full, tau, resamples, r, spec)
+        for kind, pm in (("adaptive", truth.first(full, sizes)), ("fixed", full)):
+            res = audit_cell(pm, tau=tau, n_bootstrap=resamples, seed=r, budget=False, level=spec.confidence)
+            low, high = res.leakage_ci[0].loc["c", "a"], res.leakage_ci[1].loc["c", "a"]
+            fam = res.family["leakage"]["c"]["a"]
+            out[kind]["cell"] += bool(low <= true <= high)
+            out[kind]["family"] += fam is None or fam[0] <= true <= fam[1]
+            out[kind]["wrong"] += any(
+                d.value is False for d in decisions(res) if d.kind == "directional" and set(d.criteria) == {"a", "c"}
+            )
+    return {kind: {k: round(v / reps, 3) for k, v in acc.items()} for kind, acc in out.items()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=200)
@@ -207,8 +249,15 @@ def main() -> int:
     ap.add_argument("--tau", type=float, default=0.4)
     ap.add_argument("--adaptive-tasks", type=int, default=6, help="tasks of the LEAK_MIXED truth")
     ap.add_argument("--confidence", type=float, default=0.95, help="the adaptive audit's decision confidence")
+    ap.add_argument("--at-threshold", action="store_true", help="only: a leakage exactly at 0.5, adaptive vs fixed")
     ap.add_argument("--json", type=Path, help="write the table here too")
     args = ap.parse_args()
+    if args.at_threshold:
+        spec = Adaptive(confidence=args.confidence)
+        start = time.perf_counter()
+        res = run_at_threshold(threshold_truth(args.adaptive_tasks), args.reps, args.resamples, args.tau, spec)
+        print(json.dumps({**res, "reps": args.reps, "seconds": round(time.perf_counter() - start, 1)}))
+        return 0
     truth = Truth(args.tasks)
     rows = []
     methods = [("small-sample", True)] + ([("plain percentile", False)] if args.plain else [])

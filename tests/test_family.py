@@ -150,3 +150,27 @@ def test_a_judge_with_no_bias_confirms_no_bias_across_the_attribute_by_criterion
         confirmed += any(r["evidence"] == "confirmed" for r in rows)
     assert old >= BIAS_REPS / 2, old  # the test's teeth: the old rule fails the next line
     assert confirmed <= 9, confirmed
+
+
+def test_one_weak_task_cannot_make_a_flag():
+    """Issue 29: a task whose own self-effect was 0.083 made that task's leakage -3.0, the pair's Sym point
+    lay outside its own interval and was flagged a tradeoff. A task's leakage row now needs that task's
+    self-effect to reach tau, as the source's does overall."""
+    from radar_local.analysis import stats_for_table
+    from tests.conftest import probes, table
+
+    rows = []
+    for t in ("t1", "t2"):
+        rows += probes(t, "a", "+", [{"a": 4, "b": 2}, {"a": 4, "b": 2}, {"a": 3, "b": 3}])
+        rows += probes(t, "a", "-", [{"a": 0, "b": 2}, {"a": 1, "b": 2}, {"a": 0, "b": 2}])
+    rows += probes("t3", "a", "+", [{"a": 2, "b": 1}, {"a": 2, "b": 1}, {"a": 3, "b": 1}])  # a barely moves
+    rows += probes("t3", "a", "-", [{"a": 2, "b": 2}, {"a": 2, "b": 2}, {"a": 2, "b": 2}])  # b drops 1 point
+    for t in ("t1", "t2", "t3"):
+        rows += probes(t, "b", "+", [{"a": 2, "b": 4}, {"a": 2, "b": 4}, {"a": 3, "b": 3}])
+        rows += probes(t, "b", "-", [{"a": 2, "b": 0}, {"a": 2, "b": 1}, {"a": 2, "b": 0}])
+    r = stats_for_table(table(rows), "t.csv", n_bootstrap=400, seed=0)
+    assert r.self_effect_by_task.loc["t3", "a"] == pytest.approx(1 / 12) and r.reliable["a"]
+    assert math.isnan(r.leakage_by_task["t3"].loc["a", "b"])  # was -3.0
+    assert r.leakage.loc["a", "b"] == pytest.approx(0.1)  # (1/12) / (10/12) in each legible task; was -0.93
+    pair = r.pair("a", "b")
+    assert "tradeoff" not in pair["flags"] and pair["sym_ci"][0] <= pair["sym"] <= pair["sym_ci"][1]

@@ -13,7 +13,7 @@ from radar_local.cli.main import cli
 from radar_local.errors import InputError
 from radar_local.repair import Edit, EditFormat, apply_edit, repair
 from radar_local.rubric import load_rubric
-from radar_local.run import run_audit
+from radar_local.run import load_run, run_audit
 from tests.conftest import PLANTED_TASKS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -124,6 +124,14 @@ def test_no_improvement_writes_no_repaired_rubric_and_fails_the_policy(tmp_path)
     assert not (tmp_path / "audit" / "repair" / "rubric.repaired.yaml").exists()
     ok = CliRunner().invoke(cli, ["repair", str(tmp_path / "audit"), "--candidates", "1", "--quiet"])
     assert ok.exit_code == 0
+    # The evidence policy reads the same pair over its family interval: confirmed above 0.4 fails (1), and a
+    # ceiling inside that interval leaves it open (3), naming the probes that would settle it.
+    family = load_run(tmp_path / "audit").result().family["sym"]["clarity"]["accuracy"]
+    assert 0.4 < family[0] < 0.5  # at N = 3: above 0.4 together with every other quantity, not above 0.5
+    evidence = ["repair", str(tmp_path / "audit"), "--candidates", "1", "--quiet", "--sym-confirmed"]
+    assert CliRunner().invoke(cli, [*evidence, "0.4"]).exit_code == 1
+    inside = CliRunner().invoke(cli, [*evidence, str(round(sum(family) / 2, 3))])
+    assert inside.exit_code == 3 and "open against" in inside.output, inside.output
 
 
 def test_intended_pairs_are_left_alone(tmp_path):

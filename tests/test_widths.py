@@ -76,7 +76,9 @@ def reference(df: pd.DataFrame, crit: list[str]) -> dict:
     se_t = {(t, i): shift(t, i, i) for t in tasks for i in crit}
     leak_t = {
         (t, i, j): (
-            None if se_t[t, i] is None or se_t[t, i] <= 0 or shift(t, i, j) is None else shift(t, i, j) / se_t[t, i]
+            None
+            if se_t[t, i] is None or se_t[t, i] <= 0 or se_t[t, i] < TAU or shift(t, i, j) is None
+            else shift(t, i, j) / se_t[t, i]
         )
         for t in tasks
         for i in crit

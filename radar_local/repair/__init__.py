@@ -40,6 +40,7 @@ def repair(
     rounds: int = 1,
     candidates: int = 3,
     fail_on_sym: float | None = None,
+    sym_confirmed: float | None = None,
     pool: EnginePool | None = None,
     progress: bool = False,
     engine_log: bool = False,
@@ -63,7 +64,7 @@ def repair(
     pool = pool or EnginePool(original.config.cluster)
     try:
         with engine_output_to(original.engine_log, verbose=not engine_log):
-            return _repair(original, out, rounds, candidates, fail_on_sym, pool, progress)
+            return _repair(original, out, rounds, candidates, fail_on_sym, pool, progress, sym_confirmed)
     finally:
         if own:
             pool.close()
@@ -77,6 +78,7 @@ def _repair(
     fail_on_sym: float | None,
     pool: EnginePool,
     progress: bool,
+    sym_confirmed: float | None = None,
 ) -> Repair:
     """The repair itself, engines at hand."""
     if isinstance(original, Run):
@@ -113,7 +115,9 @@ def _repair(
             best.summary,
         )
         current_findings, current_left = diagnose(best.result, intended)
-    rep = Repair(out, original, result, findings, left_alone, all_candidates, current, base_summary, fail_on_sym)
+    rep = Repair(
+        out, original, result, findings, left_alone, all_candidates, current, base_summary, fail_on_sym, sym_confirmed
+    )
     _write(rep)
     return rep
 

@@ -47,7 +47,8 @@ def diagnose(result: AuditResult, intended: set[frozenset]) -> tuple[list[Findin
                 "directional": f"{p['upstream']} drives {p['downstream']}",
                 "tradeoff": "raising one lowers the other",
             }[kind]
-            findings.append(Finding(kind, (p["a"], p["b"]), f"{pair}: {what} ({moves})"))
+            level = (p.get("evidence") or {}).get(flag)
+            findings.append(Finding(kind, (p["a"], p["b"]), f"{pair}: {what} ({moves}){f', {level}' if level else ''}"))
     for r in (result.nuisance or {}).get("rows", []):
         if r["flag"] == "intended":
             left_alone.append(f"{r['criterion']} with {r['attribute']}: intended, left alone")

@@ -173,6 +173,7 @@ class Repair:
     final: Candidate | None  # None: no candidate improved on the original
     summary: dict
     fail_on_sym: float | None = None
+    sym_confirmed: float | None = None  # the evidence policy (radar_local.compare.sym_evidence)
 
     @property
     def repaired_rubric(self) -> Path | None:
@@ -180,6 +181,17 @@ class Repair:
 
     def worst_sym(self) -> float | None:
         return ((self.final.summary if self.final else None) or self.summary)["worst_sym"]
+
+    def evidence(self) -> dict | None:
+        """The evidence policy on the repaired rubric's audit (the original's when nothing improved on it):
+        intended pairs are left out, as for --fail-on-sym."""
+        if self.sym_confirmed is None:
+            return None
+        from radar_local.compare import sym_evidence  # the compare module's policy, one rule for both commands
+
+        result = self.final.result if self.final is not None and self.final.result is not None else self.result
+        intended = {frozenset(p) for p in self.original.config.intended}
+        return sym_evidence(result, self.sym_confirmed, self.out, skip=intended)
 
     def fails(self) -> bool:
         """A reliable non-intended pair at or above --fail-on-sym remains (stored Sym is the exact value
@@ -221,4 +233,5 @@ def repair_json(rep: Repair) -> dict:
         "repaired_rubric": str(rep.repaired_rubric) if rep.repaired_rubric else None,
         "fail_on_sym": rep.fail_on_sym,
         "fails": rep.fails(),
+        "evidence": rep.evidence(),
     }

@@ -41,16 +41,18 @@ def self_effect(means: np.ndarray) -> np.ndarray:
     return np.diagonal(gen_coupling(means), axis1=-2, axis2=-1)
 
 
-def leakage(means: np.ndarray, positive: np.ndarray | None = None) -> np.ndarray:
+def leakage(means: np.ndarray, tau: float = TAU, legible: np.ndarray | None = None) -> np.ndarray:
     """Leakage(C_i -> C_j) = GenCoupling / SelfEffect per task (eq. 2, 9). Shape (..., T, K, K).
 
-    A row is undefined (NaN) in a task where the source's self-effect is not positive: zero
-    cannot be normalized against, and a negative one is a failed intervention (§3.4.3).
-    `positive` (..., T, K) is that decision made elsewhere, exactly; without it, the floats decide.
+    A row is undefined (NaN) in a task where the source's self-effect there is below tau (or not positive,
+    at tau = 0): the paper's gate (§3.4.3, App. C: leakage is "unstable for weak interventions") applied to
+    each task's own ratio, so one task whose intervention barely moved its criterion cannot make a
+    leakage of -3 and with it a flag (issue 29). `legible` (..., T, K) is that decision made elsewhere,
+    exactly; without it, the floats decide.
     """
     gc = gen_coupling(means)
     se = np.diagonal(gc, axis1=-2, axis2=-1)
-    ok = (se > 0 if positive is None else positive)[..., None]
+    ok = ((se > 0) & (se >= tau) if legible is None else legible)[..., None]
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(ok, gc / np.where(ok, se[..., None], 1.0), np.nan)
 
@@ -83,16 +85,16 @@ class Coupling:
 
 
 def coupling(
-    means: np.ndarray, tau: float = TAU, *, positive: np.ndarray | None = None, reliable: np.ndarray | None = None
+    means: np.ndarray, tau: float = TAU, *, legible: np.ndarray | None = None, reliable: np.ndarray | None = None
 ) -> Coupling:
     """All directional quantities from stratum means, aggregated over tasks (eq. 1-6).
 
-    The decisions against thresholds, `positive` (see leakage) and `reliable` (..., K), come from the
+    The decisions against thresholds, `legible` (see leakage) and `reliable` (..., K), come from the
     caller where they must be exact (stats/exact.py, stats/intervals.py); without them the floats decide.
     """
     if not 0 <= tau <= 1:
         raise ValueError(f"tau must lie in [0, 1], got {tau}")
-    by_task = leakage(means, positive)
+    by_task = leakage(means, tau, legible)
     se_t = self_effect(means)
     se = _nanmean(se_t, axis=-2)
     return Coupling(
