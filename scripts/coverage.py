@@ -198,20 +198,26 @@ def run_adaptive(truth: Truth, mode: str, reps: int, resamples: int, tau: float,
     }
 
 
-def threshold_truth(tasks: int, target: float = 0.5) -> Truth:
-    """LEAK_MIXED with c -> a moved so that its true leakage is exactly `target`, the directional threshold:
-    the decision an adaptive audit finds hardest (its truth sits on the boundary)."""
+def solved_truth(tasks: int, leak: np.ndarray, move: float, entry: tuple[int, int], target: float) -> Truth:
+    """`leak` with `entry` moved so that its true leakage (after rounding and clipping, in closed form) is
+    exactly `target`: a latent coupling is not the leakage an audit measures."""
     from scipy.optimize import brentq
 
-    def gap(x: float) -> float:
-        leak = LEAK_MIXED.copy()
-        leak[2, 0] = x
-        t = Truth(tasks, leak, MOVE_MIXED)
-        return float(true_values(t.stratum_means("integer"), 0.4)["leakage"][2, 0] - target)
+    def truth(x: float) -> Truth:
+        moved = leak.copy()
+        moved[entry] = x
+        return Truth(tasks, moved, move)
 
-    leak = LEAK_MIXED.copy()
-    leak[2, 0] = brentq(gap, 0.2, 0.9, xtol=1e-12)
-    return Truth(tasks, leak, MOVE_MIXED)
+    def gap(x: float) -> float:
+        return float(true_values(truth(x).stratum_means("integer"), 0.4)["leakage"][entry] - target)
+
+    return truth(brentq(gap, -3.0, 3.0, xtol=1e-12))
+
+
+def threshold_truth(tasks: int, target: float = 0.5) -> Truth:
+    """LEAK_MIXED with c -> a at exactly the directional threshold: the decision an adaptive audit finds
+    hardest (its truth sits on the boundary)."""
+    return solved_truth(tasks, LEAK_MIXED, MOVE_MIXED, (2, 0), target)
 
 
 def run_at_threshold(truth: Truth, reps: int, resamples: int, tau: float, spec: Adaptive) -> dict:

@@ -11,7 +11,8 @@ raising any flag, confirming any flag, and confirming a false one (with a 95% Wi
 median ratio of a leakage's family interval width to its per-cell 95% width (the cost of the family).
 
     .venv/bin/python scripts/flag_error.py --reps 200                  # zero coupling, K = 3-8, N = 3, 5, 20
-    .venv/bin/python scripts/flag_error.py --reps 200 --leak 0.5 0.7 --ns 20 --ks 4   # power
+    .venv/bin/python scripts/flag_error.py --reps 200 --leak 0.5 0.7 --ns 20 --ks 4   # power at true leakages
+    .venv/bin/python scripts/flag_error.py --reps 200 --plan-check --ns 5 20         # power at --plan's figure
     .venv/bin/python scripts/flag_error.py --reps 400 --bias 0 0.08 0.3               # judge bias, K = 5
 
 Judge-bias mode: 1 or 5 attributes x 5 criteria, T = 2 or 3 tasks of 5 pairs, every cell's true
@@ -23,6 +24,7 @@ lies beyond the threshold), and the same per cell.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -31,11 +33,12 @@ from multiprocessing import Pool
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from coverage import Truth
+from coverage import Truth, solved_truth, true_values
 
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.bootstrap import Strata
@@ -44,6 +47,7 @@ from radar_local.stats.exact import exact_point
 from radar_local.stats.flags import GATED, pair_flags
 from radar_local.stats.intervals import intervals
 from radar_local.stats.nuisance import BIAS, NuisancePairs, nuisance_table
+from radar_local.stats.power import minimum_confirmed
 
 MOVE = 1.6  # a self-effect of about 0.7: every gate passes in truth, as in the paper's audits (min 0.46)
 
@@ -74,13 +78,32 @@ def held(truth: Truth, pm, resamples: int, seed: int) -> bool:
     return all(((ci[m][:, 0] <= true[m]) & (true[m] <= ci[m][:, 1])).all() for ci, true, m in pairs)
 
 
+@functools.cache
+def planted_truth(k: int, tasks: int, leak: float) -> Truth:
+    """No coupling, or a true one-way leakage c0 -> c1 of exactly `leak` (solved for its latent value)."""
+    if not leak:
+        return Truth(tasks, leak=np.eye(k), move=MOVE)
+    return solved_truth(tasks, np.eye(k), MOVE, (0, 1), leak)
+
+
+def plan_inputs(truth: Truth) -> tuple[float, float]:
+    """(the truth's mean self-effect, its within-stratum sd of a score on its own criterion, Likert points):
+    what `radar audit --plan` is told, so that its power can be checked against the audits'."""
+    sd = 1.0  # the latent sd; the rounded and clipped score's, per stratum, in closed form:
+    levels = np.arange(1, 5) - 0.5
+    own = np.einsum("tidi->tid", truth.latent)  # (T, K, 2): each stratum's latent mean on its own criterion
+    above = stats.norm.cdf((own[..., None] - levels) / sd)  # P(score >= k), k = 1..4
+    p = -np.diff(np.concatenate([np.ones(own.shape + (1,)), above, np.zeros(own.shape + (1,))], axis=-1), axis=-1)
+    values = np.arange(5)
+    var = (p * values**2).sum(-1) - (p * values).sum(-1) ** 2
+    effect = true_values(truth.stratum_means("integer"), TAU)["self_effect"].mean()
+    return float(effect), float(np.sqrt(var.mean()))
+
+
 def one(args: tuple) -> dict:
     k, n, tasks, leak, rep, resamples = args
-    matrix = np.eye(k)
-    if leak:
-        matrix[0, 1] = leak
-    truth = Truth(tasks, leak=matrix, move=MOVE)
-    pm = truth.sample(np.random.default_rng([k, n, rep, int(leak * 100)]), n, "integer")
+    truth = planted_truth(k, tasks, leak)
+    pm = truth.sample(np.random.default_rng([k, n, rep, int(leak * 1000)]), n, "integer")
     r = audit_cell(pm, n_bootstrap=resamples, seed=rep, budget=False)
     truth_flags = true_flags(truth)
     raised = confirmed = false = planted = 0
@@ -177,7 +200,10 @@ def main() -> int:
     ap.add_argument("--tasks", type=int, default=3)
     ap.add_argument("--ks", type=int, nargs="+", default=[3, 4, 5, 6, 7, 8])
     ap.add_argument("--ns", type=int, nargs="+", default=[3, 5, 20])
-    ap.add_argument("--leak", type=float, nargs="+", default=[0.0], help="planted one-way leakage c0 -> c1")
+    ap.add_argument("--leak", type=float, nargs="+", default=[0.0], help="planted true one-way leakage c0 -> c1")
+    ap.add_argument(
+        "--plan-check", action="store_true", help="plant, for each K and N, the leakage `radar audit --plan` names"
+    )
     ap.add_argument("--bias", type=float, nargs="+", help="judge-bias mode: these true sensitivities, K = 5")
     ap.add_argument("--attributes", type=int, nargs="+", default=[1, 5])
     ap.add_argument("--pairs", type=int, default=5, help="judge-bias mode: pairs per task")
@@ -188,9 +214,13 @@ def main() -> int:
     with Pool(args.workers) as pool:
         if args.bias:
             rows = bias_rows(args, pool)
-        for leak in [] if args.bias else args.leak:
+        for leak in [] if args.bias else ([None] if args.plan_check else args.leak):
             for k in args.ks:
                 for n in args.ns:
+                    if leak is None:  # the plan's smallest confirmed directional leakage for this design
+                        effect, sd = plan_inputs(planted_truth(k, args.tasks, 0.0))
+                        mde = minimum_confirmed(k, args.tasks, n, sd=sd, self_effect=effect).directional
+                        leak = round(float(mde), 4)
                     start = time.perf_counter()
                     out = pool.map(one, [(k, n, args.tasks, leak, rep, args.resamples) for rep in range(args.reps)])
                     any_false = sum(o["false"] > 0 for o in out)
@@ -212,6 +242,8 @@ def main() -> int:
                     }
                     rows.append(row)
                     print(json.dumps(row), flush=True)
+                    if args.plan_check:
+                        leak = None
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     return 0

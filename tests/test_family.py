@@ -174,3 +174,31 @@ def test_one_weak_task_cannot_make_a_flag():
     assert r.leakage.loc["a", "b"] == pytest.approx(0.1)  # (1/12) / (10/12) in each legible task; was -0.93
     pair = r.pair("a", "b")
     assert "tradeoff" not in pair["flags"] and pair["sym_ci"][0] <= pair["sym"] <= pair["sym_ci"][1]
+
+
+def test_audit_plan_states_what_the_design_can_confirm_and_calls_nothing(tmp_path):
+    """`radar audit --plan`: the smallest truths confirmed with 80% probability, before any call; more probes
+    per stratum confirm smaller ones (scripts/flag_error.py --plan-check measures them against audits)."""
+    import yaml
+    from click.testing import CliRunner
+
+    from radar_local.cli.main import cli
+    from radar_local.stats.power import critical, minimum_confirmed
+
+    cfg = tmp_path / "c.yaml"
+    spec = {"engine": "testing", "model": "planted"}
+    out = tmp_path / "never"
+    base = {"rubric": "helpsteer2", "generator": spec, "verifier": spec, "out": str(out)}
+    cfg.write_text(yaml.safe_dump({**base, "n": 20, "unconditioned": 10, "nuisance": ["length"]}))
+    res = CliRunner().invoke(cli, ["audit", str(cfg), "--plan"])
+    assert res.exit_code == 0, res.output
+    assert "No call is made" in res.output and "a directional pair: leakage >=" in res.output
+    assert "a judge bias (5 attribute x criterion cells): |sensitivity| >=" in res.output
+    assert not out.exists()
+    few = minimum_confirmed(5, 5, 3)
+    many = minimum_confirmed(5, 5, 20)
+    assert many.directional < few.directional and many.self_effect < few.self_effect
+    assert critical(50, math.inf) == pytest.approx(3.29, abs=0.01)  # Sidak for 50, the band's bound above
+    cfg.write_text(yaml.safe_dump({**base, "n": 2}))
+    res = CliRunner().invoke(cli, ["audit", str(cfg), "--plan"])
+    assert "a directional pair: not at this N" in res.output

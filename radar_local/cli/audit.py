@@ -34,14 +34,37 @@ def _create(config_path: Path, out: Path | None, ray_address: str | None):
 @click.command()
 @run_options
 @click.option("--no-report", is_flag=True, help="Skip report.html / report.md.")
+@click.option(
+    "--plan",
+    is_flag=True,
+    help="Print the design and the smallest coupling or bias it would confirm with 80% probability; call nothing.",
+)
+@click.option(
+    "--plan-sd", type=click.FloatRange(0.01, 4), default=1.0, show_default=True, help="--plan: score sd, Likert points."
+)
+@click.option(
+    "--plan-self-effect", type=click.FloatRange(0.01, 1), default=0.6, show_default=True, help="--plan: self-effects."
+)
 def audit(
-    config_path: Path, out: Path | None, quiet: bool, verbose: bool, ray_address: str | None, no_report: bool
+    config_path: Path,
+    out: Path | None,
+    quiet: bool,
+    verbose: bool,
+    ray_address: str | None,
+    no_report: bool,
+    plan: bool,
+    plan_sd: float,
+    plan_self_effect: float,
 ) -> None:
     """Generate probes, score them, print the audit and write the report. Re-running resumes: stored
-    calls are skipped."""
+    calls are skipped. `--plan` only says what the design can confirm."""
     from radar_local.report.build import write_report
     from radar_local.report.console import print_audit, print_run
 
+    if plan:
+        for line in _plan(config_path, plan_sd, plan_self_effect):
+            click.echo(line)
+        return
     run = _create(config_path, out, ray_address)
     with engine_output_to(run.engine_log, verbose):
         result = run.audit(progress=not quiet)
@@ -49,6 +72,35 @@ def audit(
     print_run(run)
     if not no_report:
         click.echo(f"Report: {write_report(run) / 'report.html'}")
+
+
+def _plan(config_path: Path, sd: float, self_effect: float) -> list[str]:
+    """The power of the config's design (stats/power.py), from its rubric and tasks alone."""
+    from radar_local.config import load_config
+    from radar_local.rundir import checked_inputs
+    from radar_local.stats.flags import Thresholds
+    from radar_local.stats.power import minimum_confirmed, plan_lines
+
+    config = load_config(config_path)
+    rubric, tasks, _ = checked_inputs(config, config_path.parent, config_path)
+    k, n = len(rubric.criteria), config.adaptive.max_n if config.adaptive else config.n
+    level = config.adaptive.confidence if config.adaptive else 0.95
+    power = minimum_confirmed(
+        k,
+        len(tasks),
+        n,
+        sd=sd,
+        self_effect=self_effect,
+        tau=config.tau,
+        thresholds=Thresholds(),
+        level=level,
+        attributes=len(config.nuisance_specs),
+        pairs_per_task=config.unconditioned,
+        bias_threshold=config.bias_threshold,
+    )
+    return plan_lines(
+        k, len(tasks), n, power, sd=sd, self_effect=self_effect, level=level, adaptive=bool(config.adaptive)
+    )
 
 
 @click.command()

@@ -1,0 +1,134 @@
+"""What a planned audit can confirm: the smallest coupling or bias it would confirm with 80% probability,
+before any call (issue 29; `radar audit CONFIG --plan`).
+
+The variance model is the one the audit's intervals rest on, written out for a design instead of read
+from replicates: a stratum mean of N probes whose scores spread `sd` Likert points (sd/4 on the 0-1
+scale); a per-task difference of two strata (+ and -) has variance 2 (sd/4)^2 / N, and its mean over T
+tasks a T-th of that. A leakage l = shift / self-effect s has, to first order, variance
+(var(shift) + l^2 var(s)) / s^2 (the delta method; the shift and the self-effect are taken as
+uncorrelated, which overstates the variance where scores on two criteria move together). Sym averages
+two sources' leakages; Asym differs them. A flag is confirmed when the family interval (stats/intervals.py:
+max-|t| over the cell's K + 2K(K-1) quantities, at the design df 2T(N - 1) of a source) clears its
+threshold; the critical value here is Sidak's for that many independent quantities, an upper bound on the
+max-|t| quantile of correlated ones, so the figures are conservative. With 80% probability the estimate
+lies z_0.8 standard errors or less on the wrong side of its truth: a truth of threshold + (c + z_0.8) se
+is confirmed at least that often.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scipy import special
+
+from radar_local.stats.flags import Thresholds
+from radar_local.stats.nuisance import BIAS
+
+POWER = 0.8
+PLAN_SD = 1.0  # Likert points: a judge's spread over probes of one stratum before any verdict says otherwise
+PLAN_SELF_EFFECT = 0.6  # a legible intervention (the paper's minimum 0.46; its benchmarks' means 0.64-0.78)
+
+
+def critical(cells: int, df: float, level: float = 0.95) -> float:
+    """Sidak's two-sided critical value for `cells` quantities, carried to Student's t at df."""
+    tail = (1 - level ** (1 / cells)) / 2
+    return float(special.stdtrit(df, 1 - tail)) if df > 0 else math.inf
+
+
+@dataclass(frozen=True)
+class Power:
+    """The smallest truths confirmed with probability POWER; None: not at this design."""
+
+    cells: int
+    critical: float
+    self_effect: float  # the gate: a self-effect of at least this passes it, confirmed
+    directional: float | None  # a one-way leakage
+    cluster: float | None  # a two-way Sym (equal leakages)
+    tradeoff: float | None  # a negative leakage (its magnitude)
+    bias: float | None  # |sensitivity| of a judge-bias cell, where the plan has nuisance pairs
+    bias_cells: int
+
+
+def minimum_confirmed(
+    k: int,
+    tasks: int,
+    n: int,
+    *,
+    sd: float = PLAN_SD,
+    self_effect: float = PLAN_SELF_EFFECT,
+    tau: float = 0.4,
+    thresholds: Thresholds = Thresholds(),
+    level: float = 0.95,
+    attributes: int = 0,
+    pairs_per_task: int = 0,
+    bias_threshold: float = BIAS,
+) -> Power:
+    cells = k + 2 * k * (k - 1)
+    c = critical(cells, 2 * tasks * (n - 1), level)
+    margin = c + float(special.ndtri(POWER))
+    var_diff = 2 * (sd / 4) ** 2 / (n * tasks)  # a shift's or a self-effect's mean over tasks
+
+    def se_leak(leak: float) -> float:
+        return math.sqrt(var_diff * (1 + leak**2)) / self_effect
+
+    def solve(threshold: float, sign: int, scale: float = 1.0) -> float | None:
+        """The truth l with l - sign * margin * scale * se(l) = threshold, by fixed-point iteration."""
+        leak = threshold
+        for _ in range(100):
+            leak = threshold + sign * margin * scale * se_leak(leak)
+            if abs(leak) > 10:
+                return None
+        return leak
+
+    flat = math.sqrt(2) * se_leak(thresholds.cluster_sym)  # l_ab - l_ba at equal leakages
+    cluster = solve(thresholds.cluster_sym, 1, 1 / math.sqrt(2)) if c * flat < thresholds.directional_asym else None
+    tradeoff = solve(thresholds.tradeoff_leak, -1)
+    bias, bias_cells = None, attributes * k
+    if bias_cells and pairs_per_task >= 2:  # up - down of one base: a difference of two scores
+        c_bias = critical(bias_cells, tasks * (pairs_per_task - 1), level)
+        se_bias = math.sqrt(2 / (pairs_per_task * tasks)) * sd / 4
+        bias = bias_threshold + (c_bias + float(special.ndtri(POWER))) * se_bias
+    return Power(
+        cells=cells,
+        critical=c,
+        self_effect=tau + margin * math.sqrt(var_diff),
+        directional=solve(thresholds.directional_leak, 1),
+        cluster=cluster,
+        tradeoff=None if tradeoff is None else -tradeoff,
+        bias=bias,
+        bias_cells=bias_cells,
+    )
+
+
+LARGEST = 2.0  # a leakage or Sym beyond this (a shift twice the self-effect) is no finding a design should count on
+
+
+def plan_lines(
+    k: int, tasks: int, n: int, power: Power, *, sd: float, self_effect: float, level: float, adaptive: bool
+) -> list[str]:
+    """What `radar audit --plan` prints: the design, the assumptions, and the smallest confirmed truths."""
+
+    def at_least(x: float | None, what: str, most: float = LARGEST) -> str:
+        return f"{what} {x:.2f}" if x is not None and x <= most else "not at this N"
+
+    probes = k * tasks * 2 * n
+    lines = [
+        f"Plan: {k} criteria x {tasks} tasks x 2 directions x N = {n} probes{' (max_n)' if adaptive else ''}: "
+        f"{probes} directed probes, {probes * k} verdicts. No call is made.",
+        f"Assumed: scores spread {sd} Likert points within a stratum, self-effects of {self_effect} "
+        "(--plan-sd, --plan-self-effect; the variance model is stats/power.py's, conservative).",
+        f"With {POWER:.0%} probability this audit confirms (family-wise {level:.0%} over {power.cells} quantities, "
+        f"critical value {power.critical:.2f}):",
+        f"  a criterion passing the gate: {at_least(power.self_effect, 'self-effect >=', 1.0)}",
+        f"  a directional pair: {at_least(power.directional, 'leakage >=')}",
+        f"  a bidirectional cluster: {at_least(power.cluster, 'Sym >=')}"
+        + ("" if power.cluster is not None else " (Asym's interval would not clear its threshold)"),
+        f"  a tradeoff: {at_least(power.tradeoff, 'leakage <= -')}".replace("<= - ", "<= -"),
+    ]
+    if power.bias_cells:
+        lines.append(
+            f"  a judge bias ({power.bias_cells} attribute x criterion cells): "
+            f"{at_least(power.bias, '|sensitivity| >=')}"
+        )
+    return lines
