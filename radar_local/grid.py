@@ -233,6 +233,7 @@ def bias_by_cell(results: list[AuditResult]) -> list[dict]:
             "generator": r.generator,
             "verifier": r.verifier,
             **{k: row[k] for k in ("attribute", "criterion", "sensitivity", "ci", "flag")},
+            "evidence": row.get("evidence"),
         }
         for r in results
         for row in (r.nuisance or {}).get("rows", [])

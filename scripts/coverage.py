@@ -110,7 +110,7 @@ def true_values(means: np.ndarray, tau: float) -> dict[str, np.ndarray]:
 
 def estimates(pm: ProbeMatrix, tau: float, resamples: int, seed: int, small_sample: bool) -> dict[str, np.ndarray]:
     strata = Strata.from_probes(pm)
-    iv = intervals(strata, exact_point(strata, tau), tau, resamples, seed, small_sample=small_sample)
+    iv = intervals(strata, exact_point(strata), tau, resamples, seed, small_sample=small_sample)
     return {
         "self_effect": iv.self_effect,
         "leakage": iv.leakage,

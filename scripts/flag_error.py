@@ -66,7 +66,7 @@ def held(truth: Truth, pm, resamples: int, seed: int) -> bool:
     """Every interval of the family holds its truth (self-effects, off-diagonal leakages, Sym, Asym)."""
     c = coupling(truth.stratum_means("integer")[None], TAU)
     strata = Strata.from_probes(pm)
-    fam = intervals(strata, exact_point(strata, TAU), TAU, resamples, seed).family
+    fam = intervals(strata, exact_point(strata), TAU, resamples, seed).family
     k = len(truth.criteria)
     off = ~np.eye(k, dtype=bool)
     pairs = [

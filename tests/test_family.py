@@ -154,8 +154,8 @@ def test_a_judge_with_no_bias_confirms_no_bias_across_the_attribute_by_criterion
 
 def test_one_weak_task_cannot_make_a_flag():
     """Issue 29: a task whose own self-effect was 0.083 made that task's leakage -3.0, the pair's Sym point
-    lay outside its own interval and was flagged a tradeoff. A task's leakage row now needs that task's
-    self-effect to reach tau, as the source's does overall."""
+    lay outside its own interval and was flagged a tradeoff. The leakage is now the ratio of the mean shift
+    to the mean self-effect over tasks, in which each task enters linearly."""
     from radar_local.analysis import stats_for_table
     from tests.conftest import probes, table
 
@@ -170,8 +170,9 @@ def test_one_weak_task_cannot_make_a_flag():
         rows += probes(t, "b", "-", [{"a": 2, "b": 0}, {"a": 2, "b": 1}, {"a": 2, "b": 0}])
     r = stats_for_table(table(rows), "t.csv", n_bootstrap=400, seed=0)
     assert r.self_effect_by_task.loc["t3", "a"] == pytest.approx(1 / 12) and r.reliable["a"]
-    assert math.isnan(r.leakage_by_task["t3"].loc["a", "b"])  # was -3.0
-    assert r.leakage.loc["a", "b"] == pytest.approx(0.1)  # (1/12) / (10/12) in each legible task; was -0.93
+    assert r.leakage_by_task["t3"].loc["a", "b"] == pytest.approx(-3.0)  # eq. 2 in that task, as the table shows
+    # (1/12 + 1/12 - 1/4) / (10/12 + 10/12 + 1/12) = -1/21; the mean of the per-task ratios was -0.93
+    assert r.leakage.loc["a", "b"] == pytest.approx(-1 / 21)
     pair = r.pair("a", "b")
     assert "tradeoff" not in pair["flags"] and pair["sym_ci"][0] <= pair["sym"] <= pair["sym_ci"][1]
 

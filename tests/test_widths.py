@@ -76,9 +76,7 @@ def reference(df: pd.DataFrame, crit: list[str]) -> dict:
     se_t = {(t, i): shift(t, i, i) for t in tasks for i in crit}
     leak_t = {
         (t, i, j): (
-            None
-            if se_t[t, i] is None or se_t[t, i] <= 0 or se_t[t, i] < TAU or shift(t, i, j) is None
-            else shift(t, i, j) / se_t[t, i]
+            None if se_t[t, i] is None or se_t[t, i] <= 0 or shift(t, i, j) is None else shift(t, i, j) / se_t[t, i]
         )
         for t in tasks
         for i in crit
@@ -94,8 +92,10 @@ def reference(df: pd.DataFrame, crit: list[str]) -> dict:
     for i in crit:
         for j in crit:
             m, vals = over_tasks(leak_t[t, i, j] for t in tasks)
-            leak[i, j] = m
             sd[i, j] = None if len(vals) < 2 else math.sqrt(sum((x - m) ** 2 for x in vals) / len(vals))
+            both = [t for t in tasks if se_t[t, i] is not None and shift(t, i, j) is not None]
+            effect = sum((se_t[t, i] for t in both), Fraction(0))  # the ratio of means over those tasks
+            leak[i, j] = sum((shift(t, i, j) for t in both), Fraction(0)) / effect if both and effect > 0 else None
     reliable = {i: se[i] is not None and se[i] >= TAU for i in crit}
     kept = [leak[i, j] for i in crit for j in crit if i != j and reliable[i] and leak[i, j] is not None]
     return {

@@ -57,7 +57,7 @@ def _bias_rows(summary: dict) -> list[list[str]]:
             b["criterion"],
             num(b["sensitivity"]),
             interval(b["ci"]),
-            b["flag"] or "",
+            " ".join(x for x in (b["flag"], b.get("evidence")) if x),
         ]
         for b in summary["bias"]
     ]

@@ -90,14 +90,19 @@ def findings(result: AuditResult) -> list[str]:
                 f"{line(p, flags)}: confirmed by simultaneous {fam['level']:.0%} intervals over the cell's "
                 f"{fam['cells']} self-effects, leakages, Sym and Asym (family-wise)."
             )
+    if flagged and not out:
+        out.append(
+            f"No flag is confirmed by simultaneous {fam['level']:.0%} intervals over the cell's {fam['cells']} "
+            "self-effects, leakages, Sym and Asym (family-wise)."
+        )
     now = result.probes["min_per_stratum"]
     for p in flagged:
         flags = [f for f, e in p["evidence"].items() if e == "possible"]
         if flags:
             n = p.get("settle_n")
             settle = (
-                f"about {n} probes per stratum would settle it if the estimates hold (now {now})"
-                if n == n and n is not None
+                f"about {int(n)} probes per stratum would settle it if the estimates hold (now {now})"
+                if n is not None and n == n
                 else "no affordable N settles it: an estimate at or near its threshold"
             )
             out.append(f"Possible, not settled by the family intervals: {line(p, flags)}; {settle}.")

@@ -43,8 +43,8 @@ def audit_cell(
     if not pm.directed.any():
         raise ValueError("the cell has no + or - probes; coupling needs directed probes")
     strata = Strata.from_probes(pm)
-    exact = exact_point(strata, tau)
-    point = exact.coupling()
+    exact = exact_point(strata)
+    point = exact.coupling(tau)
     iv = intervals(strata, exact, tau, n_bootstrap, seed, level, advance=advance) if n_bootstrap else None
     undefined = None if iv is None else _undefined(iv, crit)
     pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]

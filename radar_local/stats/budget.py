@@ -38,8 +38,8 @@ def probe_budget(
     for n in [n for n in budgets if n < smallest]:
         weights = strata.subset_weights(rng, n_subsets, n)
         means = strata.means(weights)
-        legible, reliable = resample_decisions(strata, weights, tau, means)
-        subsets = coupling(means, tau, legible=legible, reliable=reliable)
+        positive, reliable = resample_decisions(strata, weights, tau, means)
+        subsets = coupling(means, tau, positive=positive, reliable=reliable)
         rows.append({"n": n, "subsets": n_subsets, **_summary(subsets, a, b, reference)})
     rows.append({"n": smallest, "subsets": 1, "all_probes": True, **_summary(full, a, b, reference)})
     return rows

@@ -41,20 +41,42 @@ def self_effect(means: np.ndarray) -> np.ndarray:
     return np.diagonal(gen_coupling(means), axis1=-2, axis2=-1)
 
 
-def leakage(means: np.ndarray, tau: float = TAU, legible: np.ndarray | None = None) -> np.ndarray:
+def leakage(means: np.ndarray, positive: np.ndarray | None = None) -> np.ndarray:
     """Leakage(C_i -> C_j) = GenCoupling / SelfEffect per task (eq. 2, 9). Shape (..., T, K, K).
 
-    A row is undefined (NaN) in a task where the source's self-effect there is below tau (or not positive,
-    at tau = 0): the paper's gate (§3.4.3, App. C: leakage is "unstable for weak interventions") applied to
-    each task's own ratio, so one task whose intervention barely moved its criterion cannot make a
-    leakage of -3 and with it a flag (issue 29). `legible` (..., T, K) is that decision made elsewhere,
-    exactly; without it, the floats decide.
+    A row is undefined (NaN) in a task where the source's self-effect is not positive: zero
+    cannot be normalized against, and a negative one is a failed intervention (§3.4.3).
+    `positive` (..., T, K) is that decision made elsewhere, exactly; without it, the floats decide.
     """
     gc = gen_coupling(means)
     se = np.diagonal(gc, axis1=-2, axis2=-1)
-    ok = ((se > 0) & (se >= tau) if legible is None else legible)[..., None]
+    ok = (se > 0 if positive is None else positive)[..., None]
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(ok, gc / np.where(ok, se[..., None], 1.0), np.nan)
+
+
+# A denominator this close to 0 (a sum of float stratum means, whose exact value may be 0) leaves a
+# resample's leakage undefined rather than huge: only sources far below any gate come near it.
+NEAR_ZERO = 1e-9
+
+
+def ratio_of_means(means: np.ndarray) -> np.ndarray:
+    """Leakage(C_i -> C_j) over tasks: the mean shift of C_j over the mean self-effect of C_i, over the tasks
+    where both are defined. Shape (..., K, K); undefined where that mean self-effect is not positive.
+
+    The paper's eq. 5 averages the per-task ratios (eq. 2) instead; a task whose intervention barely moved
+    its criterion then divides by nearly 0 (a self-effect of 0.083 made a per-task leakage of -3.0 and a
+    tradeoff flag whose Sym lay outside its own interval: issue 29). Here every task enters numerator and
+    denominator linearly, so no task can dominate, and the estimate is a smooth function of stratum means,
+    which the bootstrap's intervals need (docs/BENCHMARKS.md, "Flags that hold"). Per-task ratios (eq. 2)
+    stay in `leakage_by_task` and their spread (eq. 6) in `leakage_sd`.
+    """
+    gc = gen_coupling(means)
+    se = np.broadcast_to(np.diagonal(gc, axis1=-2, axis2=-1)[..., None], gc.shape)  # (..., T, K, K): source's
+    both = ~np.isnan(gc) & ~np.isnan(se)
+    shift, effect = (np.where(both, x, 0.0).sum(axis=-3) for x in (gc, se))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(both.any(axis=-3) & (effect > NEAR_ZERO), shift / effect, np.nan)
 
 
 @dataclass(frozen=True)
@@ -63,7 +85,7 @@ class Coupling:
 
     self_effect: np.ndarray  # (..., K) mean over tasks of the per-task self-effect
     self_effect_by_task: np.ndarray  # (..., T, K)
-    leakage: np.ndarray  # (..., K, K) mean over tasks, eq. 5
+    leakage: np.ndarray  # (..., K, K) ratio of means over tasks (ratio_of_means; the paper's eq. 5 is a mean of ratios)
     leakage_sd: np.ndarray  # (..., K, K) std over tasks, eq. 6; NaN with fewer than two tasks
     leakage_by_task: np.ndarray  # (..., T, K, K)
     reliable: np.ndarray  # (..., K) bool: self-effect >= tau
@@ -85,22 +107,22 @@ class Coupling:
 
 
 def coupling(
-    means: np.ndarray, tau: float = TAU, *, legible: np.ndarray | None = None, reliable: np.ndarray | None = None
+    means: np.ndarray, tau: float = TAU, *, positive: np.ndarray | None = None, reliable: np.ndarray | None = None
 ) -> Coupling:
     """All directional quantities from stratum means, aggregated over tasks (eq. 1-6).
 
-    The decisions against thresholds, `legible` (see leakage) and `reliable` (..., K), come from the
+    The decisions against thresholds, `positive` (see leakage) and `reliable` (..., K), come from the
     caller where they must be exact (stats/exact.py, stats/intervals.py); without them the floats decide.
     """
     if not 0 <= tau <= 1:
         raise ValueError(f"tau must lie in [0, 1], got {tau}")
-    by_task = leakage(means, tau, legible)
+    by_task = leakage(means, positive)
     se_t = self_effect(means)
     se = _nanmean(se_t, axis=-2)
     return Coupling(
         self_effect=se,
         self_effect_by_task=se_t,
-        leakage=_nanmean(by_task, axis=-3),
+        leakage=ratio_of_means(means),
         leakage_sd=_nanstd(by_task, axis=-3),
         leakage_by_task=by_task,
         reliable=np.nan_to_num(se, nan=-1.0) >= tau if reliable is None else reliable,

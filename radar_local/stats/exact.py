@@ -20,7 +20,7 @@ import numpy as np
 
 from radar_local.scoring import SCORE_MAX
 from radar_local.stats.bootstrap import Strata
-from radar_local.stats.coupling import TAU, Coupling, self_effect
+from radar_local.stats.coupling import Coupling, self_effect
 
 Q = Fraction | None  # an exact value, or None where it is undefined
 
@@ -73,14 +73,9 @@ def _diff(a: Q, b: Q) -> Q:
     return None if a is None or b is None else a - b
 
 
-def _legible(self_effect: Q, tau: float) -> bool:
-    """A task's self-effect a leakage can be normalized against: positive and at least tau (coupling.leakage)."""
-    return self_effect is not None and self_effect > 0 and self_effect >= decimal(tau)
-
-
-def _leak(shift: Q, self_effect: Q, tau: float) -> Q:
-    """Eq. 2: a shift over its source's self-effect in the task; undefined where that is not legible."""
-    return None if shift is None or not _legible(self_effect, tau) else shift / self_effect  # type: ignore[operator]
+def _leak(shift: Q, self_effect: Q) -> Q:
+    """Eq. 5: a shift over its source's self-effect; undefined without a positive self-effect."""
+    return None if shift is None or self_effect is None or self_effect <= 0 else shift / self_effect
 
 
 @dataclass(frozen=True)
@@ -88,21 +83,20 @@ class ExactPoint:
     """The point estimate of one cell; T tasks, K criteria, None = undefined."""
 
     self_effect_by_task: list[list[Q]]  # [t][i], eq. 1
-    leakage_by_task: list[list[list[Q]]]  # [t][i][j], eq. 2; row i undefined where SelfEffect_t(i) < tau
+    leakage_by_task: list[list[list[Q]]]  # [t][i][j], eq. 2; row i undefined where SelfEffect_t(i) <= 0
     self_effect: list[Q]  # [i], mean over the tasks where it is defined
-    leakage: list[list[Q]]  # [i][j], eq. 5
+    leakage: list[list[Q]]  # [i][j], mean shift over mean self-effect (coupling.ratio_of_means)
     leakage_sd: list[list[float | None]]  # [i][j], eq. 6
     means: list[list[list[list[Q]]]]  # [t][i][d][j], the normalized stratum means
-    tau: float  # the gate, overall (reliable) and per task (legible)
 
-    def reliable(self) -> list[bool]:
-        return [at_least(se, self.tau) for se in self.self_effect]
+    def reliable(self, tau: float) -> list[bool]:
+        return [at_least(se, tau) for se in self.self_effect]
 
-    def legible(self) -> np.ndarray:
-        """(T, K): the source's self-effect in the task reaches tau, so its leakage row there is defined."""
-        return np.array([[_legible(se, self.tau) for se in row] for row in self.self_effect_by_task])
+    def positive(self) -> np.ndarray:
+        """(T, K): the source's self-effect in the task is positive, so its leakage row is defined."""
+        return np.array([[se is not None and se > 0 for se in row] for row in self.self_effect_by_task])
 
-    def coupling(self) -> Coupling:
+    def coupling(self, tau: float) -> Coupling:
         """The same estimate as float arrays with a batch axis of 1, each value correctly rounded."""
         return Coupling(
             self_effect=_floats([self.self_effect]),
@@ -110,7 +104,7 @@ class ExactPoint:
             leakage=_floats([self.leakage]),
             leakage_sd=_floats([self.leakage_sd]),
             leakage_by_task=_floats([self.leakage_by_task]),
-            reliable=np.array([self.reliable()]),
+            reliable=np.array([self.reliable(tau)]),
         )
 
 
@@ -136,7 +130,7 @@ def exact_sum(values: np.ndarray) -> Fraction:
     return total
 
 
-def exact_point(strata: Strata, tau: float = TAU) -> ExactPoint:
+def exact_point(strata: Strata) -> ExactPoint:
     """Stratum means as Fractions of exact sums of the scores as read (integers, or the floats of
     expected-mode verdicts), normalized by SCORE_MAX, then eq. 1-6 in rational arithmetic."""
     t_count, k = strata.shape
@@ -152,18 +146,28 @@ def exact_point(strata: Strata, tau: float = TAU) -> ExactPoint:
 
     se_t = [[_diff(means[t][i][0][i], means[t][i][1][i]) for i in range(k)] for t in range(t_count)]
     leak_t = [
-        [[_leak(_diff(means[t][i][0][j], means[t][i][1][j]), se_t[t][i], tau) for j in range(k)] for i in range(k)]
+        [[_leak(_diff(means[t][i][0][j], means[t][i][1][j]), se_t[t][i]) for j in range(k)] for i in range(k)]
         for t in range(t_count)
     ]
     return ExactPoint(
         self_effect_by_task=se_t,
         leakage_by_task=leak_t,
         self_effect=[_mean([se_t[t][i] for t in range(t_count)]) for i in range(k)],
-        leakage=[[_mean([leak_t[t][i][j] for t in range(t_count)]) for j in range(k)] for i in range(k)],
+        leakage=[[_ratio_of_means(means, i, j) for j in range(k)] for i in range(k)],
         leakage_sd=[[_sd([leak_t[t][i][j] for t in range(t_count)]) for j in range(k)] for i in range(k)],
         means=means,
-        tau=tau,
     )
+
+
+def _ratio_of_means(means: list[list[list[list[Q]]]], i: int, j: int) -> Q:
+    """coupling.ratio_of_means, exactly: summed shifts of C_j over summed self-effects of C_i, over the tasks
+    where both are defined; undefined where the summed self-effect is not positive."""
+    shift, effect, seen = Fraction(0), Fraction(0), False
+    for task in means:
+        s, e = _diff(task[i][0][j], task[i][1][j]), _diff(task[i][0][i], task[i][1][i])
+        if s is not None and e is not None:
+            shift, effect, seen = shift + s, effect + e, True
+    return shift / effect if seen and effect > 0 else None
 
 
 # A float64 stratum mean of scores in [0, 1] is off by at most a few units of 2^-53, and the
@@ -174,21 +178,20 @@ FLOAT_MARGIN = 1e-9
 def resample_decisions(
     strata: Strata, weights: np.ndarray, tau: float, means: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(legible (B, T, K), reliable (B, K)) of the resamples or subsets that integer `weights` (B, P)
+    """(positive (B, T, K), reliable (B, K)) of the resamples or subsets that integer `weights` (B, P)
     select, from their float stratum `means` (default: computed here), exactly: floats decide where
-    they lie beyond FLOAT_MARGIN of a threshold (tau, and 0 for a task's sign), the resample's exact
-    point estimate where they do not. With integer scores a stratum mean is a correctly rounded ratio of
-    exact integer sums, so the sign of a self-effect in a task is already exact in floats."""
+    they lie beyond FLOAT_MARGIN of the threshold, the resample's exact point estimate where they do
+    not. With integer scores a stratum mean is a correctly rounded ratio of exact integer sums, so the
+    sign of a self-effect in a task is already exact in floats."""
     se_t = self_effect(strata.means(weights) if means is None else means)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         se = np.nanmean(se_t, axis=-2)
-    filled = np.nan_to_num(se_t)
-    legible, reliable = (filled > 0) & (filled >= tau), np.nan_to_num(se, nan=-1.0) >= tau
-    close = (np.abs(se - tau) <= FLOAT_MARGIN).any(axis=-1) | (np.abs(se_t - tau) <= FLOAT_MARGIN).any(axis=(-2, -1))
+    positive, reliable = np.nan_to_num(se_t) > 0, np.nan_to_num(se, nan=-1.0) >= tau
+    close = (np.abs(se - tau) <= FLOAT_MARGIN).any(axis=-1)
     if not strata.integral:
         close |= (np.abs(se_t) <= FLOAT_MARGIN).any(axis=(-2, -1))
     for b in np.flatnonzero(close):
-        point = exact_point(strata.resample(weights[b]), tau)
-        legible[b], reliable[b] = point.legible(), point.reliable()
-    return legible, reliable
+        point = exact_point(strata.resample(weights[b]))
+        positive[b], reliable[b] = point.positive(), point.reliable(tau)
+    return positive, reliable

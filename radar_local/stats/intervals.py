@@ -86,7 +86,7 @@ def intervals(
     deviations = strata.scores - np.repeat(center, strata.sizes, axis=0)  # 0 where a probe equals its mean
 
     base = coupling(
-        strata.tensor(center[None]), tau, legible=exact.legible()[None], reliable=np.array([exact.reliable()])
+        strata.tensor(center[None]), tau, positive=exact.positive()[None], reliable=np.array([exact.reliable(tau)])
     )
     rng = np.random.default_rng(seed)
     parts = []
@@ -100,15 +100,15 @@ def intervals(
             else center + strata.weighted_means(deviations, w)
         )
         means = strata.tensor(per_stratum)
-        legible, reliable = resample_decisions(strata, w, tau, means)
-        parts.append(coupling(means, tau, legible=legible, reliable=reliable))
+        positive, reliable = resample_decisions(strata, w, tau, means)
+        parts.append(coupling(means, tau, positive=positive, reliable=reliable))
         if advance is not None:  # a long bootstrap's progress, told to whoever shows it
             advance(len(w))
     reps = _concat(parts)
 
     df = _design_df(strata, counts) if small_sample else np.full(strata.shape[1], np.inf)
     pair_df = df[:, None] + df[None, :]
-    point = exact.coupling()
+    point = exact.coupling(tau)
     sym_point, diff_point = _pair_points(exact)
     glob_point, glob_base, glob_reps = global_summaries(point), global_summaries(base), global_summaries(reps)
     family = _family(
