@@ -214,7 +214,7 @@ class AuditResult:
             global_={k: _nan(g[k]) for k in ("positive", "tension", "max_coupling")},
             global_ci=None if g["ci"] is None else {k: _tuple(v) for k, v in g["ci"].items()},
             thresholds=d["flags"]["thresholds"],
-            unreliable=[Gate(**u) for u in d["flags"]["unreliable"] if _evidence({"gate": u.get("evidence")})],
+            unreliable=[_gate(u) for u in d["flags"]["unreliable"]],
             baselines=d["baselines"],
             agreement=d.get("agreement"),
             budget=d.get("budget"),
@@ -289,6 +289,11 @@ def _nuisance(n: dict[str, Any]) -> dict[str, Any]:
     if manipulation is not None and not all(isinstance(m, dict) for m in manipulation.values()):
         raise ValueError("the nuisance manipulation check must map each attribute to its counts")
     return {"threshold": _nan(n["threshold"]), "rows": rows, "manipulation": manipulation}
+
+
+def _gate(u: dict[str, Any]) -> Gate:
+    _evidence({"gate": u.get("evidence")})  # checked: a known level or none
+    return Gate(**u)
 
 
 def _evidence(e: object) -> dict[str, str | None]:
