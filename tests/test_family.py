@@ -74,6 +74,7 @@ def test_flags_are_confirmed_when_the_family_settles_them_and_possible_otherwise
     assert not any(p["evidence"] for p in r.pairs.to_dict("records") if not p["flags"])  # no flag, no evidence
     js = r.to_json()
     assert js["family"]["cells"] == 4 + 12 + 6 + 6 and js["family"]["level"] == 0.95
+    assert js["flags"]["gates"] == dict.fromkeys(CRIT, "confirmed")  # every gate passed, each settled
 
 
 def test_a_family_interval_ending_exactly_at_a_threshold_settles_it(coupled):

@@ -41,7 +41,10 @@ def print_audit(result: AuditResult, console: Console | None = None) -> None:
         console,
         "Self-effects (reliability gate)",
         SELF_EFFECT_HEAD,
-        [(row[:3] + [row[3] if row[3] == "yes" else "[red]no[/red]"]) for row in self_effect_rows(result)],
+        [
+            (row[:3] + [row[3] if row[3].startswith("yes") else f"[red]{row[3]}[/red]"])
+            for row in self_effect_rows(result)
+        ],
     )
     head, rows = leakage_rows(result)
     _table(console, "Leakage (row -> column)", [head[0]] + [c[:12] for c in head[1:]], rows, right=True)

@@ -122,7 +122,8 @@ def self_effect_rows(result: AuditResult) -> list[list[str]]:
             c,
             num(result.self_effect[c]),
             interval(None if ci is None else tuple(ci.loc[c])),
-            "yes" if result.reliable[c] else "no",
+            ("yes" if result.reliable[c] else "no")
+            + ("" if result.gate_evidence is None else f", {result.gate_evidence[c]}"),
         ]
         for c in result.criteria
     ]

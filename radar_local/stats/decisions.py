@@ -169,6 +169,9 @@ def evidence(result: AuditResult, thresholds: Thresholds = Thresholds()) -> None
         rows.append((level, settle_n(result, [(f, pair) for f in possible], None, thresholds) if possible else None))
     result.pairs["evidence"] = [r[0] for r in rows]
     result.pairs["settle_n"] = pd.Series([r[1] for r in rows], index=result.pairs.index, dtype=object)
+    result.gate_evidence = {  # a criterion's gate, passed or failed, settled by its family interval or not
+        c: CONFIRMED if settled[GATE, (c,)] is not None else POSSIBLE for c in result.criteria
+    }
     result.unreliable = [
         replace(g, evidence=CONFIRMED if settled[GATE, (g.criterion,)] is False else POSSIBLE)
         for g in result.unreliable

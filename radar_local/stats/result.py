@@ -80,6 +80,7 @@ class AuditResult:
     # the simultaneous intervals that confirm flags: {level, method, cells, critical, self_effect {c: [lo, hi]},
     # leakage, sym, asym {a: {b: [lo, hi]}}} (stats/intervals.Family)
     family: dict[str, Any] | None = None
+    gate_evidence: dict[str, str] | None = None  # criterion -> confirmed / possible: its gate decision, either way
     schema_version: int = SCHEMA_VERSION
 
     # ---- JSON -------------------------------------------------------------------------------
@@ -115,7 +116,11 @@ class AuditResult:
                 **{k: json_number(v) for k, v in self.global_.items()},
                 "ci": None if self.global_ci is None else {k: _pair(*v) for k, v in self.global_ci.items()},
             },
-            "flags": {"thresholds": self.thresholds, "unreliable": [vars(g) for g in self.unreliable]},
+            "flags": {
+                "thresholds": self.thresholds,
+                "unreliable": [vars(g) for g in self.unreliable],
+                **({} if self.gate_evidence is None else {"gates": self.gate_evidence}),
+            },
             "baselines": self.baselines,
         }
         for key in ("agreement", "budget", "adaptive"):
@@ -214,6 +219,9 @@ class AuditResult:
             global_={k: _nan(g[k]) for k in ("positive", "tension", "max_coupling")},
             global_ci=None if g["ci"] is None else {k: _tuple(v) for k, v in g["ci"].items()},
             thresholds=d["flags"]["thresholds"],
+            gate_evidence=None
+            if d["flags"].get("gates") is None
+            else {c: str(_evidence(d["flags"]["gates"])[c]) for c in crit},
             unreliable=[_gate(u) for u in d["flags"]["unreliable"]],
             baselines=d["baselines"],
             agreement=d.get("agreement"),
