@@ -13,6 +13,8 @@ median ratio of a leakage's family interval width to its per-cell 95% width (the
     .venv/bin/python scripts/flag_error.py --reps 200                  # zero coupling, K = 3-8, N = 3, 5, 20
     .venv/bin/python scripts/flag_error.py --reps 200 --leak 0.5 0.7 --ns 20 --ks 4   # power at true leakages
     .venv/bin/python scripts/flag_error.py --reps 200 --plan-check --ns 5 20         # power at --plan's figure
+      (where the plan names none, the design's gates alone fall short: it runs the clean truth and reports how
+      often both gates of c0 / c1 were confirmed, against the plan's probability)
     .venv/bin/python scripts/flag_error.py --reps 400 --bias 0 0.08 0.3               # judge bias, K = 5
 
 Judge-bias mode: 1 or 5 attributes x 5 criteria, T = 2 or 3 tasks of 5 pairs, every cell's true
@@ -119,6 +121,7 @@ def one(args: tuple) -> dict:
                 planted += flag in real
     for g in r.unreliable:  # a confirmed gate failure of a criterion that passes in truth is false too
         false += g.evidence == "confirmed"
+    gates = r.reliable["c0"] and r.reliable["c1"] and {r.gate_evidence["c0"], r.gate_evidence["c1"]} == {"confirmed"}
     fam, ci = r.family["leakage"], r.leakage_ci
     ratios = [
         (fam[a][b][1] - fam[a][b][0]) / (ci[1].loc[a, b] - ci[0].loc[a, b])
@@ -133,6 +136,7 @@ def one(args: tuple) -> dict:
         "planted": planted,
         "ratio": np.median(ratios),
         "held": held(truth, pm, resamples, rep),
+        "gates": bool(gates),
     }
 
 
@@ -217,10 +221,11 @@ def main() -> int:
         for leak in [] if args.bias else ([None] if args.plan_check else args.leak):
             for k in args.ks:
                 for n in args.ns:
+                    plan = None
                     if leak is None:  # the plan's smallest confirmed directional leakage for this design
                         effect, sd = plan_inputs(planted_truth(k, args.tasks, 0.0))
-                        mde = minimum_confirmed(k, args.tasks, n, sd=sd, self_effect=effect).directional
-                        leak = round(float(mde), 4)
+                        plan = minimum_confirmed(k, args.tasks, n, sd=sd, self_effect=effect)
+                        leak = 0.0 if plan.directional is None else round(plan.directional, 4)
                     start = time.perf_counter()
                     out = pool.map(one, [(k, n, args.tasks, leak, rep, args.resamples) for rep in range(args.reps)])
                     any_false = sum(o["false"] > 0 for o in out)
@@ -237,6 +242,8 @@ def main() -> int:
                         "false_95": [round(x, 3) for x in wilson(any_false, args.reps)],
                         "planted_confirmed": round(sum(o["planted"] > 0 for o in out) / args.reps, 3),
                         "family_held": round(sum(o["held"] for o in out) / args.reps, 3),
+                        "gates_confirmed": round(sum(o["gates"] for o in out) / args.reps, 3),
+                        **({} if plan is None else {"plan_gates": round(plan.gates, 3)}),
                         "family_width_ratio": round(float(np.nanmedian([o["ratio"] for o in out])), 2),
                         "seconds": round(time.perf_counter() - start, 1),
                     }

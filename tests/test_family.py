@@ -197,10 +197,12 @@ def test_audit_plan_states_what_the_design_can_confirm_and_calls_nothing(tmp_pat
     assert "No call is made" in res.output and "a directional pair: leakage >=" in res.output
     assert "a judge bias (5 attribute x criterion cells): |sensitivity| >=" in res.output
     assert not out.exists()
-    few = minimum_confirmed(5, 5, 3)
-    many = minimum_confirmed(5, 5, 20)
+    few = minimum_confirmed(5, 5, 15)
+    many = minimum_confirmed(5, 5, 30)
     assert many.directional < few.directional and many.self_effect < few.self_effect
     assert critical(50, math.inf) == pytest.approx(3.29, abs=0.01)  # Sidak for 50, the band's bound above
-    cfg.write_text(yaml.safe_dump({**base, "n": 2}))
+    cfg.write_text(yaml.safe_dump({**base, "n": 5}))
     res = CliRunner().invoke(cli, ["audit", str(cfg), "--plan"])
     assert "a directional pair: not at this N" in res.output
+    assert "both gates are confirmed in only" in res.output  # why: a flag needs its pair's gates confirmed too
+    assert minimum_confirmed(5, 5, 5).gates < 0.8 < minimum_confirmed(5, 5, 20).gates

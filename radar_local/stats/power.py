@@ -10,9 +10,13 @@ uncorrelated, which overstates the variance where scores on two criteria move to
 two sources' leakages; Asym differs them. A flag is confirmed when the family interval (stats/intervals.py:
 max-|t| over the cell's K + 2K(K-1) quantities, at the design df 2T(N - 1) of a source) clears its
 threshold; the critical value here is Sidak's for that many independent quantities, an upper bound on the
-max-|t| quantile of correlated ones, so the figures are conservative. With 80% probability the estimate
-lies z_0.8 standard errors or less on the wrong side of its truth: a truth of threshold + (c + z_0.8) se
-is confirmed at least that often.
+max-|t| quantile of correlated ones, so the figures are conservative. With probability p the estimate
+lies z_p standard errors or less on the wrong side of its truth: a truth of threshold + (c + z_p) se is
+confirmed at least that often. A pair's flag needs both its gates confirmed as well (the assumed
+self-effect's family interval above tau), so the leakage is asked for p = 0.8 / P(both gates); where the
+gates alone are confirmed in fewer than 80% of audits, no leakage is enough at that N (checked against
+audits by scripts/flag_error.py --plan-check: leaving the gates out made the plan promise 80% where
+audits confirmed 19-46% at N = 5).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ class Power:
     tradeoff: float | None  # a negative leakage (its magnitude)
     bias: float | None  # |sensitivity| of a judge-bias cell, where the plan has nuisance pairs
     bias_cells: int
+    gates: float  # the probability that a pair's two gates are both confirmed at the assumed self-effect
 
 
 def minimum_confirmed(
@@ -66,8 +71,11 @@ def minimum_confirmed(
 ) -> Power:
     cells = k + 2 * k * (k - 1)
     c = critical(cells, 2 * tasks * (n - 1), level)
-    margin = c + float(special.ndtri(POWER))
     var_diff = 2 * (sd / 4) ** 2 / (n * tasks)  # a shift's or a self-effect's mean over tasks
+    # A pair's flag is confirmed only with both its gates: the leakage itself must be confirmed with
+    # probability POWER / gates, and where the gates alone fall short of POWER no leakage is enough.
+    gates = float(special.ndtr((self_effect - tau) / math.sqrt(var_diff) - c)) ** 2
+    margin = c + float(special.ndtri(POWER / gates)) if gates > POWER else math.inf
 
     def se_leak(leak: float) -> float:
         return math.sqrt(var_diff * (1 + leak**2)) / self_effect
@@ -75,6 +83,8 @@ def minimum_confirmed(
     def solve(threshold: float, sign: int, scale: float = 1.0) -> float | None:
         """The truth l with l - sign * margin * scale * se(l) = threshold, by fixed-point iteration."""
         leak = threshold
+        if math.isinf(margin):
+            return None
         for _ in range(100):
             leak = threshold + sign * margin * scale * se_leak(leak)
             if abs(leak) > 10:
@@ -92,16 +102,16 @@ def minimum_confirmed(
     return Power(
         cells=cells,
         critical=c,
-        self_effect=tau + margin * math.sqrt(var_diff),
+        self_effect=tau + (c + float(special.ndtri(POWER))) * math.sqrt(var_diff),
         directional=solve(thresholds.directional_leak, 1),
         cluster=cluster,
         tradeoff=None if tradeoff is None else -tradeoff,
         bias=bias,
         bias_cells=bias_cells,
+        gates=gates,
     )
 
 
-SMALL_N = 10  # checked against audits (scripts/flag_error.py --plan-check): conservative at N = 20, not at N = 5
 LARGEST = 2.0  # a leakage or Sym beyond this (a shift twice the self-effect) is no finding a design should count on
 
 
@@ -127,10 +137,10 @@ def plan_lines(
         + ("" if power.cluster is not None else " (Asym's interval would not clear its threshold)"),
         f"  a tradeoff: {at_least(power.tradeoff, 'leakage <= -')}".replace("<= - ", "<= -"),
     ]
-    if n < SMALL_N:
+    if power.gates <= POWER:
         lines.append(
-            f"  Caution: below N = {SMALL_N} these figures are optimistic (a ratio's small-sample tails): at N = 5, "
-            "audits confirmed a directional leakage at the plan's figure in 19-46% of cases, not 80% (BENCHMARKS.md)."
+            f"  (pairs: both gates are confirmed in only {power.gates:.0%} of such audits at a self-effect of "
+            f"{self_effect}; more probes, or a judge that reads the criteria better, before any flag can be)"
         )
     if power.bias_cells:
         lines.append(
