@@ -204,7 +204,8 @@ def simultaneous(point: np.ndarray, deltas: np.ndarray, df: np.ndarray, level: f
     t_{df, 0.975} s). The scale s_m is quantity m's central 95% range of replicate deviations `deltas` (B, M)
     over 2 x 1.96: its sd where they are normal, wider where a ratio's tails are heavy (a resample's small
     self-effect), so one quantity's tails do not widen every other's (the interquartile range did: at K = 7
-    and N = 3 its band was 5.2 times a cell's 95% interval and held 100% of the time; this one 2.8, 98%).
+    and N = 3 its band was 5.2 times a cell's 95% interval and held 100% of the time, this one 2.8 and 98%,
+    both with the mean of per-task ratios; with the ratio of means this one is 2.4 and 95%).
     A quantity undefined in a replicate does not enter that replicate's maximum (bootstrap.undefined
     counts them); one that cannot vary is its point; one never defined has no interval (NaN)."""
     point, df = np.asarray(point, float), np.asarray(df, float)
