@@ -12,6 +12,7 @@ from radar_local.inputs import read_json
 from radar_local.stats.decisions import POLICY, decisions, settle_n
 from radar_local.stats.exact import decimal
 from radar_local.stats.flags import Thresholds
+from radar_local.stats.nuisance import beyond
 from radar_local.stats.result import AuditResult
 
 
@@ -130,8 +131,11 @@ EXIT = {PASS: 0, FAIL: 1, OPEN: 3}  # 2 is bad input, as for every command
 
 def outcome(policies: list[dict], point_failed: bool = False) -> str:
     """fail when any policy (point or evidence) fails; open when none fails and an evidence policy is open."""
-    states = {p["outcome"] for p in policies}
-    return FAIL if point_failed or FAIL in states else OPEN if OPEN in states else PASS
+    return _worst({p["outcome"] for p in policies} | ({FAIL} if point_failed else set()))
+
+
+def _worst(states: set[str]) -> str:
+    return FAIL if FAIL in states else OPEN if OPEN in states else PASS
 
 
 def sym_evidence(after: AuditResult, ceiling: float, where: object, skip: set[frozenset[str]] | None = None) -> dict:
@@ -173,12 +177,9 @@ def bias_evidence(after: AuditResult, threshold: float, where: object) -> dict:
     limit, rows = decimal(threshold), []
     for r in measured:
         ci = r.get("family_ci")
-        low, high = (None, None) if not ci else (Fraction(ci[0]), Fraction(ci[1]))
-        if low is None or high is None:
-            state = OPEN
-        elif low >= limit or high <= -limit:
+        if beyond(ci, threshold):
             state = FAIL
-        elif -limit < low and high < limit:
+        elif ci and -limit < Fraction(ci[0]) and Fraction(ci[1]) < limit:
             state = PASS
         else:
             state = OPEN
@@ -195,9 +196,13 @@ def bias_evidence(after: AuditResult, threshold: float, where: object) -> dict:
 
 
 def _policy(kind: str, threshold: float, rows: list[dict], level: float | None) -> dict:
-    states = {r["state"] for r in rows}
-    state = FAIL if FAIL in states else OPEN if OPEN in states else PASS
-    return {"kind": kind, "threshold": threshold, "level": level, "outcome": state, "rows": rows}
+    return {
+        "kind": kind,
+        "threshold": threshold,
+        "level": level,
+        "outcome": _worst({r["state"] for r in rows}),
+        "rows": rows,
+    }
 
 
 def bias_changes(before: AuditResult, after: AuditResult) -> list[dict]:

@@ -78,7 +78,6 @@ def _plan(config_path: Path, sd: float, self_effect: float) -> list[str]:
     """The power of the config's design (stats/power.py), from its rubric and tasks alone."""
     from radar_local.config import load_config
     from radar_local.rundir import checked_inputs
-    from radar_local.stats.flags import Thresholds
     from radar_local.stats.power import minimum_confirmed, plan_lines
 
     config = load_config(config_path)
@@ -92,7 +91,6 @@ def _plan(config_path: Path, sd: float, self_effect: float) -> list[str]:
         sd=sd,
         self_effect=self_effect,
         tau=config.tau,
-        thresholds=Thresholds(),
         level=level,
         attributes=len(config.nuisance_specs),
         pairs_per_task=config.unconditioned,

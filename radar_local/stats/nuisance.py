@@ -17,6 +17,7 @@ cannot be resampled and is held at its mean, and each row says how many tasks it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -173,7 +174,7 @@ def nuisance_table(
         elif moved is False or sens is None or not at_least(abs(sens), threshold):
             flag, evidence = None, None
         else:
-            flag, evidence = BIASED, CONFIRMED if _beyond(family, threshold) else POSSIBLE
+            flag, evidence = BIASED, CONFIRMED if beyond(family, threshold) else POSSIBLE
         rows.append(
             {
                 "attribute": p.attribute,
@@ -193,9 +194,9 @@ def nuisance_table(
     return rows
 
 
-def _beyond(interval: np.ndarray, threshold: float) -> bool:
-    """The whole family interval lies at or beyond +-threshold, compared exactly (stats/exact.py)."""
-    if np.isnan(interval).any() or not np.isfinite(interval).all():
+def beyond(interval: Sequence[float] | np.ndarray | None, threshold: float) -> bool:
+    """The whole interval lies at or beyond +-threshold, compared exactly (stats/exact.py); none: False."""
+    if interval is None or not np.isfinite(np.asarray(interval, float)).all():
         return False
     low, high = (Fraction(float(x)) for x in interval)
     return low >= decimal(threshold) or high <= -decimal(threshold)
