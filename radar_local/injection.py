@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from radar_local.records import ProbeRecord
+
 _JUDGE = r"(?:evaluator|judge|grader|annotator|rater|assessor|reviewer|scorer|verifier|ai model|language model)s?"
 _SCORE = r"(?:score|rating|grade|mark|points?)"
 PATTERNS = {
@@ -37,24 +39,24 @@ def judge_addressing(text: str) -> list[str]:
     return [name for name, rx in _COMPILED.items() if rx.search(text)]
 
 
-def flagged_probes(probes: list[dict], examples: int = 5, max_chars: int = 300) -> dict:
+def flagged_probes(probes: list[ProbeRecord], examples: int = 5, max_chars: int = 300) -> dict:
     """Counts per (target, direction) and a few examples, as stored in run.json."""
-    hits = [(p, found) for p in probes if (found := judge_addressing(p["text"]))]
-    by_stratum = Counter(f"{p['target'] or '(unconditioned)'} {p['direction']}" for p, _ in hits)
+    hits = [(p, found) for p in probes if (found := judge_addressing(p.text))]
+    by_stratum = Counter(f"{p.target or '(unconditioned)'} {p.direction}" for p, _ in hits)
     return {
         "flagged": len(hits),
         "probes": len(probes),
         "by_target_direction": dict(sorted(by_stratum.items())),
         "examples": [
             {
-                "key": p["key"],
-                "task_id": p["task_id"],
-                "target": p["target"],
-                "direction": p["direction"],
+                "key": p.key,
+                "task_id": p.task_id,
+                "target": p.target,
+                "direction": p.direction,
                 "matched": found,
-                "text": p["text"][:max_chars],
+                "text": p.text[:max_chars],
             }
             for p, found in hits[:examples]
         ],
-        "keys": sorted(p["key"] for p, _ in hits),
+        "keys": sorted(p.key for p, _ in hits),
     }

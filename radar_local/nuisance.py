@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from radar_local.common import Frozen
+from radar_local.records import ProbeRecord
 
 Measure = Literal["length", "formatting", "hedging", "flattery", "self_praise"]
 UP, DOWN = "up", "down"  # a rewrite's direction: its probe's, and its score-table row's
@@ -93,19 +94,25 @@ MEASURES: dict[str, Callable[[str], int]] = {
 }
 
 
-def manipulation_check(specs: list[NuisanceSpec], rewrites: list[dict[str, Any]]) -> tuple[set[str], dict[str, Any]]:
+def rewrite_pairs(rewrites: list[ProbeRecord]) -> dict[tuple[str, str, int], dict[str, ProbeRecord]]:
+    """Rewrites by pair, (attribute, task, variant) -> {up: ..., down: ...}; a pair may lack a partner."""
+    by_pair: dict[tuple[str, str, int], dict[str, ProbeRecord]] = {}
+    for r in rewrites:
+        by_pair.setdefault((r.target, r.task_id, r.variant), {})[r.direction] = r
+    return by_pair
+
+
+def manipulation_check(specs: list[NuisanceSpec], rewrites: list[ProbeRecord]) -> tuple[set[str], dict[str, Any]]:
     """The rewrite keys kept (pairs whose measure moved up > down, and every pair of an unmeasured
     attribute) and, per attribute, the pairs, those that passed, and whether it was steered."""
-    by_pair: dict[tuple[str, str, int], dict[str, dict[str, Any]]] = {}
-    for r in rewrites:
-        by_pair.setdefault((r["target"], r["task_id"], r["variant"]), {})[r["direction"]] = r
+    by_pair = rewrite_pairs(rewrites)
     kept: set[str] = set()
     summary: dict[str, Any] = {}
     for spec in specs:
         pairs = [p for (a, _, _), p in sorted(by_pair.items()) if a == spec.id and set(p) == set(WAYS)]
         measure = MEASURES[spec.measure] if spec.measure else None
-        passed = [p for p in pairs if measure is None or measure(p["up"]["text"]) > measure(p["down"]["text"])]
-        kept |= {r["key"] for p in passed for r in p.values()}
+        passed = [p for p in pairs if measure is None or measure(p[UP].text) > measure(p[DOWN].text)]
+        kept |= {r.key for p in passed for r in p.values()}
         summary[spec.id] = {
             "measure": spec.measure,
             "pairs": len(pairs),

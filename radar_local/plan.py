@@ -17,6 +17,7 @@ from radar_local.prompts import (
     rewrite_messages,
     verification_messages,
 )
+from radar_local.records import ProbeRecord
 from radar_local.rubric import Rubric, Task
 
 
@@ -146,7 +147,7 @@ class Plan:
             )
         return out
 
-    def rewrite_requests(self, bases: list[dict], specs: list[NuisanceSpec]) -> list[GenerationRequest]:
+    def rewrite_requests(self, bases: list[ProbeRecord], specs: list[NuisanceSpec]) -> list[GenerationRequest]:
         """Two rewrites (up, down) of each base probe per nuisance attribute, as one-variant requests under
         the base's variant: a pair is (task, attribute, variant), its rewrites keyed by the base's text."""
         config = self.config
@@ -158,16 +159,16 @@ class Plan:
         by_id = {t.id: t for t in self.tasks}
         out = []
         for probe in bases:
-            task = by_id[probe["task_id"]]
+            task = by_id[probe.task_id]
             for spec in specs:
                 for way in WAYS:
                     seed = cell_seed(config.seed, task.id, spec.id, way)  # the call's: seed + the base's variant
-                    key = digest({**base, "base": probe["key"], "attribute": spec.model_dump(), "way": way})
-                    messages = rewrite_messages(task, probe["text"], spec.id, way, getattr(spec, way))
-                    out.append(GenerationRequest(key, task, spec.id, way, 1, seed, messages, probe["variant"]))
+                    key = digest({**base, "base": probe.key, "attribute": spec.model_dump(), "way": way})
+                    messages = rewrite_messages(task, probe.text, spec.id, way, getattr(spec, way))
+                    out.append(GenerationRequest(key, task, spec.id, way, 1, seed, messages, probe.variant))
         return out
 
-    def score_requests(self, probes: list[dict], verifier: ModelSpec) -> list[ScoreRequest]:
+    def score_requests(self, probes: list[ProbeRecord], verifier: ModelSpec) -> list[ScoreRequest]:
         """One request per (probe, criterion), probe-major so a probe's K calls run together."""
         config, rubric = self.config, self.rubric
         by_id = {t.id: t for t in self.tasks}
@@ -181,17 +182,17 @@ class Plan:
         out: list[ScoreRequest] = []
         for probe in probes:
             # An adaptive audit asks for every stored probe's requests after each wave: built once.
-            if (cached := self._score_cache.get((scope, probe["key"]))) is None:
-                task = by_id[probe["task_id"]]
+            if (cached := self._score_cache.get((scope, probe.key))) is None:
+                task = by_id[probe.task_id]
                 cached = [
                     ScoreRequest(
-                        digest({**base, "probe": probe["key"], "criterion": crit.model_dump()}),  # its text
-                        probe["key"],
+                        digest({**base, "probe": probe.key, "criterion": crit.model_dump()}),  # its text
+                        probe.key,
                         crit.id,
-                        verification_messages(task, probe["text"], crit, config.layout, config.scoring.expected),
+                        verification_messages(task, probe.text, crit, config.layout, config.scoring.expected),
                     )
                     for crit in rubric.criteria
                 ]
-                self._score_cache[(scope, probe["key"])] = cached
+                self._score_cache[(scope, probe.key)] = cached
             out += cached
         return out

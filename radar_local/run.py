@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from radar_local.adaptive import adaptive_record, first_sizes, grow, merged_stages, wave_record, waves_record
+from radar_local.audited import audit, audited_set
 from radar_local.cluster import ClusterEngine, ClusterSpec, replica_delta
 from radar_local.common import parse_model, slug
 from radar_local.config import AuditConfig, ModelSpec, load_config, with_absolute_paths
@@ -26,6 +27,7 @@ from radar_local.models import weights_identity
 from radar_local.plan import GenerationRequest
 from radar_local.progress import say, stage_progress
 from radar_local.prompts import PROMPT_VERSION, strip_think
+from radar_local.records import ProbeRecord, VerdictRecord
 from radar_local.rundir import (
     CONFIG,
     INPUTS,
@@ -116,8 +118,12 @@ class Run(RunDir):
 
     @classmethod
     def open(cls, root: str | Path) -> Run:
-        """An existing run directory, to add to (`radar score`): its lock is taken."""
-        return cls._open(Path(root), writer=True)
+        """An existing run directory, to add to (`radar score`): its lock is taken. A run made before
+        inputs.json keeps from here on the inputs it was reopened with."""
+        run = cls._open(Path(root), writer=True)
+        if not (run.root / INPUTS).is_file():
+            run.store.write_json(INPUTS, run.snapshot.model_dump(mode="json"))
+        return run
 
     # ---- stages ----
     def generate(
@@ -181,7 +187,7 @@ class Run(RunDir):
         return self.generate(pool, progress, self.rewrite_requests(), stage="rewrite")
 
     def score(
-        self, verifier: ModelSpec, pool: EnginePool, progress: bool = True, probes: list[dict] | None = None
+        self, verifier: ModelSpec, pool: EnginePool, progress: bool = True, probes: list[ProbeRecord] | None = None
     ) -> dict:
         """Stage 2: every planned verdict (of `probes`, default the planned ones) not stored yet, fed and
         stored as `generate` does."""
@@ -206,7 +212,7 @@ class Run(RunDir):
                     meter.count([[c] for _, c in finished])
                     advance(len(finished))
         done = [store.scores[r.key] for r in requests if r.key in store.scores]
-        parsed = sum(r["score"] is not None for r in done)
+        parsed = sum(r.score is not None for r in done)
         meter.info.update(
             parsed=parsed, unscored=len(done) - parsed, parse_rate=round(parsed / len(done), 4) if done else None
         )
@@ -284,7 +290,8 @@ class Run(RunDir):
         self.store.require_writer()
         config = self.config
         probes = self.probes()
-        result, table, injection = self.audit_result(verifier, probes, judges)
+        records = audited_set(self, probes, None if judges is None else {*judges, verifier.label})
+        result, table = audit(self, verifier, records)
         write_scores(table, self.table_path)
         result.adaptive = adaptive
         write_atomic(self.stats_path(verifier.label), json.dumps(result.to_json(), indent=2))
@@ -297,7 +304,7 @@ class Run(RunDir):
             },
             "verifier": {"label": verifier.label, "engine": verifier.engine, "model": verifier.model},
             "probes": len(probes),
-            "injection": injection,
+            "injection": records.injection,
             "stages": stages,
             "libraries": library_versions(),
             "reproducibility": reproducibility(config, stages),
@@ -332,7 +339,7 @@ class Run(RunDir):
                 pool.close()  # free the generator before the verifier loads
             probes = self.stored_probes(self.plan.generation_requests({c: (0, n) for c, n in sizes.items()}))
             stages["score"].append(self.score(verifier, pool, progress, probes))
-            result, _, _ = self.audit_result(verifier, probes, level=spec.confidence, budget=False)
+            result, _ = audit(self, verifier, audited_set(self, probes), level=spec.confidence, budget=False)
             found = decisions(result, Thresholds(**result.thresholds), spec.fail_on_sym)
             still_open = [d for d in found if d.value is None]
             following = grow(sizes, {c for d in still_open for c in d.sources}, spec.step, spec.max_n)
@@ -523,24 +530,22 @@ def _delta(before: EngineCounters, after: EngineCounters, name: str) -> int | No
     return None if a is None or b is None else a - b
 
 
-def _probe_record(req: GenerationRequest, variant: int, c, generator: str) -> dict:
+def _probe_record(req: GenerationRequest, variant: int, c, generator: str) -> ProbeRecord:
     text = strip_think(c.text)
-    rec = {
-        "key": req.variant_key(variant),
-        "generator": generator,
-        "task_id": req.task.id,
-        "target": req.target,
-        "direction": req.direction,
-        "variant": variant,
-        "seed": req.seed,
-        "text": text,
-        "prompt_tokens": c.prompt_tokens,
-        "output_tokens": c.output_tokens,
-        "finish_reason": c.finish_reason,
-    }
-    if text != c.text:
-        rec["raw"] = c.text
-    return rec
+    return ProbeRecord(
+        key=req.variant_key(variant),
+        generator=generator,
+        task_id=req.task.id,
+        target=req.target,
+        direction=req.direction,
+        variant=variant,
+        seed=req.seed,
+        text=text,
+        **({"raw": c.text} if text != c.text else {}),
+        prompt_tokens=c.prompt_tokens,
+        output_tokens=c.output_tokens,
+        finish_reason=c.finish_reason,
+    )
 
 
 # vLLM's finish reason for a request it failed itself (its answer constraint did not compile in time, say):
@@ -551,8 +556,8 @@ ENGINE_FAILED = (
 )
 
 
-def _score_record(req, c, verifier: str) -> dict:
-    rec = {"key": req.key, "probe_key": req.probe_key, "verifier": verifier, "criterion": req.criterion}
+def _score_record(req, c, verifier: str) -> VerdictRecord:
+    rec: dict = {"key": req.key, "probe_key": req.probe_key, "verifier": verifier, "criterion": req.criterion}
     if c.score_logprobs is not None:  # expected mode: the probability-weighted score and its distribution
         exp = expected_score(c.score_logprobs)
         rec.update(score=exp.score, distribution=exp.distribution, score_mass=exp.mass, reasoning=None, rationale=None)
@@ -563,13 +568,13 @@ def _score_record(req, c, verifier: str) -> dict:
         rec.update(score=parsed.score, reasoning=parsed.reasoning, rationale=parsed.rationale)
     if c.finish_reason == "error":
         rec.update(score=None, unscored=ENGINE_FAILED)
-    return {
+    return VerdictRecord(
         **rec,
-        "raw": c.text,
-        "prompt_tokens": c.prompt_tokens,
-        "output_tokens": c.output_tokens,
-        "finish_reason": c.finish_reason,
-    }
+        raw=c.text,
+        prompt_tokens=c.prompt_tokens,
+        output_tokens=c.output_tokens,
+        finish_reason=c.finish_reason,
+    )
 
 
 MANIFEST = (
@@ -640,6 +645,6 @@ def run_audit(
 
 
 def load_run(path: str | Path) -> RunDir:
-    """A stored run, read-only: `.result()`, `.info()`, `.probes()`, `.table()` (its report:
+    """A stored run, read-only: `.result()`, `.info()`, `.probes()`, `audited_set(run).table()` (its report:
     `write_report(run)`); to add to it, `with Run.open(path) as run: ...` takes its lock for the block."""
     return RunDir.open(path)

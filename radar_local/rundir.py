@@ -10,21 +10,17 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Self
 
-import pandas as pd
 from pydantic import Field
 
 from radar_local.adaptive import recorded_sizes
-from radar_local.analysis import stats_for_table
 from radar_local.common import Loose, Strict, slug
 from radar_local.compare import load_stats
 from radar_local.config import AuditConfig, ModelSpec, load_config, resolve_inputs
 from radar_local.errors import InputError
-from radar_local.injection import flagged_probes
 from radar_local.inputs import read_model
-from radar_local.nuisance import manipulation_check
 from radar_local.plan import KEYS, GenerationRequest, Plan
+from radar_local.records import ProbeRecord, VerdictRecord
 from radar_local.rubric import ReferencePair, Rubric, Task
-from radar_local.score_table import COLUMNS, validate_scores
 from radar_local.stats.result import AuditResult
 from radar_local.store import Store
 
@@ -103,6 +99,7 @@ class RunDir:
 
     def __init__(self, root: Path, config: AuditConfig, store: Store, snapshot: InputsSnapshot):
         self.root, self.config, self.store = root, config, store
+        self.snapshot = snapshot
         self.rubric, self.tasks, self.reference = snapshot.inputs
         path = root / WEIGHTS
         self.weights: dict[str, str] = read_model(path, dict[str, str]) if path.is_file() else {}
@@ -138,10 +135,8 @@ class RunDir:
         if (root / INPUTS).is_file():
             return cls(root, config, store, read_model(root / INPUTS, InputsSnapshot))
         # A run made before inputs.json: its inputs once more from the paths its config names, and its
-        # records' keys by their old formula; kept from here on by the first open that may write.
+        # records' keys by their old formula (Run.open keeps them from here on).
         snapshot = InputsSnapshot.of(config, checked_inputs(config, root, root / CONFIG), 1, OLD_RUN_NOTE)
-        if writer:
-            store.write_json(INPUTS, snapshot.model_dump(mode="json"))
         return cls(root, config, store, snapshot)
 
     # ---- file names: the only place that names a file in a run directory ----
@@ -177,24 +172,24 @@ class RunDir:
     def table_path(self) -> Path:
         return self.root / TABLE
 
-    def probes(self) -> list[dict]:
+    def probes(self) -> list[ProbeRecord]:
         """The stored probes this config plans, in plan order (an adaptive audit's: up to its last wave)."""
         return self.stored_probes(self.plan.generation_requests(self.adaptive_sizes()))
 
-    def rewrite_requests(self, probes: list[dict] | None = None) -> list[GenerationRequest]:
+    def rewrite_requests(self, probes: list[ProbeRecord] | None = None) -> list[GenerationRequest]:
         """The nuisance rewrites this config plans: two per stored unconditioned probe (of `probes`, default
         the planned ones) and attribute."""
         specs = self.config.nuisance_specs
         if not specs:
             return []
-        bases = [p for p in (self.probes() if probes is None else probes) if p["direction"] == "none"]
+        bases = [p for p in (self.probes() if probes is None else probes) if p.direction == "none"]
         return self.plan.rewrite_requests(bases, specs)
 
-    def rewrites(self, probes: list[dict] | None = None) -> list[dict]:
+    def rewrites(self, probes: list[ProbeRecord] | None = None) -> list[ProbeRecord]:
         """The stored nuisance rewrites this config plans (of the bases among `probes`), in plan order."""
         return self.stored_probes(self.rewrite_requests(probes))
 
-    def stored_probes(self, requests: list[GenerationRequest]) -> list[dict]:
+    def stored_probes(self, requests: list[GenerationRequest]) -> list[ProbeRecord]:
         out = []
         for r in requests:
             for v in r.variants:
@@ -206,7 +201,7 @@ class RunDir:
                     ("direction", r.direction),
                     ("variant", v),
                 ):
-                    if p[field] != expected:
+                    if getattr(p, field) != expected:
                         raise self.store.mismatch("probes", p, field, expected)
                 out.append(p)
         return out
@@ -219,68 +214,22 @@ class RunDir:
         path = self.root / VERIFIERS
         return read_model(path, dict[str, ModelSpec]) if path.exists() else {}
 
-    def table(self, probes: list[dict]) -> pd.DataFrame:
-        """The long score table of these probes: every registered verifier's stored scores."""
-        by_key = {p["key"]: p for p in probes}
-        rows = []
+    def verdicts(
+        self, probes: list[ProbeRecord], verifiers: Collection[str] | None = None
+    ) -> list[tuple[str, VerdictRecord]]:
+        """The stored verdicts on these probes, as (verifier label, verdict), of every registered verifier
+        (or those named in `verifiers`), in plan order."""
+        out = []
         for label, spec in self.verifiers().items():
+            if verifiers is not None and label not in verifiers:
+                continue  # a judge an earlier configuration stored is no judge of this one
             for req in self.plan.score_requests(probes, spec):
                 if (s := self.store.scores.get(req.key)) is not None:
                     for field, expected in (("criterion", req.criterion), ("probe_key", req.probe_key)):
-                        if s[field] != expected:
+                        if getattr(s, field) != expected:
                             raise self.store.mismatch("scores", s, field, expected)
-                    p = by_key[req.probe_key]
-                    rows.append(
-                        (
-                            p["generator"],
-                            label,
-                            p["task_id"],
-                            p["target"],
-                            p["direction"],
-                            str(p["variant"]),
-                            s["criterion"],
-                            s["score"],
-                        )
-                    )
-        df = pd.DataFrame(rows, columns=list(COLUMNS))
-        df["score"] = df["score"].astype("float64")
-        return df
-
-    def audit_result(
-        self, verifier: ModelSpec, probes: list[dict], judges: Collection[str] | None = None, **options
-    ) -> tuple[AuditResult, pd.DataFrame, dict]:
-        """The audit of these probes' stored verdicts (flagged probes left out where the config says so),
-        with the score table and the injection scan it was computed from. `judges`: the verifiers whose
-        verdicts count (a grid's own, for its calibration); default every verifier stored here."""
-        config = self.config
-        injection = {**flagged_probes(probes), "excluded": config.exclude_flagged_probes}
-        used = (
-            [p for p in probes if p["key"] not in set(injection["keys"])] if config.exclude_flagged_probes else probes
-        )
-        specs = config.nuisance_specs
-        rewrites = self.rewrites(probes) if specs else []
-        kept, manipulation = manipulation_check(specs, rewrites)  # pairs the attribute did not move are left out
-        scored = used + [r for r in rewrites if r["key"] in kept]
-        table = self.table(scored)
-        if judges is not None:  # a judge an earlier configuration stored is no judge of this one
-            table = table[table["verifier"].isin({*judges, verifier.label})]
-        table = validate_scores(table, self.table_path, both_directions=False)
-        result = stats_for_table(
-            table,
-            self.table_path,
-            rubric=self.rubric,
-            reference=self.reference,
-            tau=config.tau,
-            n_bootstrap=config.bootstrap,
-            seed=config.seed,
-            generator=config.generator.label,
-            verifier=verifier.label,
-            bias_threshold=config.bias_threshold,
-            intended={frozenset(p) for p in config.intended},
-            manipulation=manipulation if specs else None,
-            **options,
-        )
-        return result, table, injection
+                    out.append((label, s))
+        return out
 
     # ---- stored outputs ----
     def result(self, verifier: str | None = None) -> AuditResult:

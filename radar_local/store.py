@@ -27,10 +27,12 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from radar_local.errors import InputError, RadarError
+from radar_local.records import RECORD_VERSION, ProbeRecord, Record, VerdictRecord, record_line
 from radar_local.scoring import SCORE_MAX
 
-RECORD_VERSION = 1
 log = logging.getLogger("radar_local")
 
 
@@ -250,12 +252,12 @@ class Store:
             for name in (probes, scores):
                 cut_torn_tail(self.root / name)
         self.lines: dict[str, dict[str, int]] = {probes: {}, scores: {}}  # each stored key's line, for errors
-        self.probes = self._load(probes)
-        self.scores = self._load(scores)
+        self.probes: dict[str, ProbeRecord] = self._load(probes, ProbeRecord)
+        self.scores: dict[str, VerdictRecord] = self._load(scores, VerdictRecord)
 
-    def _load(self, name: str) -> dict[str, dict]:
+    def _load(self, name: str, kind: type) -> dict:
         path = self.root / name
-        records: dict[str, dict] = {}
+        records: dict = {}
         if path.is_symlink():
             raise InputError(
                 path,
@@ -266,35 +268,33 @@ class Store:
             return records
         if path.is_dir():
             raise InputError(path, "is a folder, not radar's record file; move it aside, then run again")
-        fields = _RECORD_FIELDS["scores" if name == self.files["scores"] else "probes"]
         with path.open("rb") as fh:
             for number, line in enumerate(fh, 1):
                 if not line.endswith(b"\n"):
                     break  # unfinished: a writer is appending (only a reader can see this)
-                rec = _record(line, fields)
+                rec = _record(line, kind)
                 if isinstance(rec, str):
                     raise InputError(
                         path,
                         f"line {number} is damaged ({rec}); move the file aside or fix that line, "
                         "then run again (records on other lines are kept)",
                     )
-                if rec["v"] != RECORD_VERSION:
+                if rec.v != RECORD_VERSION:
                     raise InputError(
                         path,
-                        f"line {number}: record version {rec['v']} is not {RECORD_VERSION}; "
-                        "re-run into a new directory",
+                        f"line {number}: record version {rec.v} is not {RECORD_VERSION}; re-run into a new directory",
                     )
-                records[rec["key"]] = rec
-                self.lines[name][rec["key"]] = number
+                records[rec.key] = rec
+                self.lines[name][rec.key] = number
         return records
 
-    def mismatch(self, kind: str, rec: dict, field: str, expected: object) -> InputError:
+    def mismatch(self, kind: str, rec: Record, field: str, expected: object) -> InputError:
         """The error for a stored record whose `field` disagrees with the request its key hashes."""
         name = self.files[kind]
         return InputError(
             self.root / name,
-            f"line {self.lines[name].get(rec['key'], '?')}: '{field}' is "
-            f"{rec.get(field)!r}, which does not match its key ({expected!r}): the "
+            f"line {self.lines[name].get(rec.key, '?')}: '{field}' is "
+            f"{getattr(rec, field)!r}, which does not match its key ({expected!r}): the "
             "line was edited; restore it or move the file aside, then run again",
         )
 
@@ -311,13 +311,12 @@ class Store:
             self.writer = False
             unlock_run_dir(self.root)
 
-    def _append(self, name: str, records: list[dict], into: dict[str, dict]) -> None:
+    def _append(self, name: str, records: list, into: dict) -> None:
         if not records:
             return
         self.require_writer()
         path = self.root / name
-        stamped = [{"v": RECORD_VERSION, **r} for r in records]
-        blob = "".join(json.dumps(r) + "\n" for r in stamped).encode()
+        blob = "".join(record_line(r) for r in records).encode()
         with self._appending, _signals_held():
             fd = open_no_link(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             try:
@@ -329,13 +328,13 @@ class Store:
                     raise _write_failed(path, exc) from None
             finally:
                 os.close(fd)
-            for r in stamped:
-                into[r["key"]] = r
+            for r in records:
+                into[r.key] = r
 
-    def add_probes(self, records: list[dict]) -> None:
+    def add_probes(self, records: list[ProbeRecord]) -> None:
         self._append(self.files["probes"], records, self.probes)
 
-    def add_scores(self, records: list[dict]) -> None:
+    def add_scores(self, records: list[VerdictRecord]) -> None:
         self._append(self.files["scores"], records, self.scores)
 
     def write_json(self, name: str, obj: object) -> None:
@@ -343,41 +342,24 @@ class Store:
         write_atomic(self.root / name, json.dumps(obj, indent=2))
 
 
-_NUMBER = (int, float)
-# Each record's fields that radar reads back, with their types (a score is None where none parsed).
-_RECORD_FIELDS: dict[str, dict[str, object]] = {
-    "probes": {
-        "key": str,
-        "generator": str,
-        "task_id": str,
-        "target": str,
-        "direction": str,
-        "variant": int,
-        "text": str,
-    },
-    "scores": {"key": str, "probe_key": str, "verifier": str, "criterion": str, "score": (*_NUMBER, type(None))},
-}
-
-
-def _record(line: bytes, fields: dict) -> dict | str:
-    """The record on a line, or what is wrong with it."""
+def _record(line: bytes, kind: type[Record]) -> Record | str:
+    """The record on a line, or what is wrong with it (its first field that fails)."""
     try:
-        rec = json.loads(line)
-    except (ValueError, RecursionError):
+        return kind.model_validate_json(line)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+    if err["type"] == "json_invalid" or isinstance(err["input"], str) and not err["loc"]:
         return "not a whole JSON record"
-    if not isinstance(rec, dict):
+    if not err["loc"]:
         return "not a JSON object"
-    for field, kind in {"v": int, **fields}.items():
-        value = rec.get(field)
-        if field not in rec or not isinstance(value, kind) or isinstance(value, bool):
-            return f"'{field}' is missing or not {_KIND_NAMES.get(kind, 'a number or null')}"
-    score = rec.get("score")
-    if score is not None and not 0 <= score <= SCORE_MAX:  # NaN fails too
-        return f"score {score} is off the 0-{SCORE_MAX} scale"
-    return rec
+    field = str(err["loc"][0])
+    if err["type"] in ("less_than_equal", "greater_than_equal", "finite_number"):
+        return f"{field} {err['input']} is off the 0-{SCORE_MAX} scale"
+    annotation = kind.model_fields[field].annotation if field in kind.model_fields else None
+    return f"'{field}' is missing or not {_KIND_NAMES.get(annotation, 'a number or null')}"
 
 
-_KIND_NAMES = {str: "text", int: "an integer"}
+_KIND_NAMES: dict[object, str] = {str: "text", int: "an integer"}
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -43,13 +43,13 @@ def main() -> None:
     start = time.monotonic()
     result = run_audit(config, args.out, base=REPO)
     rewrites = load_run(args.out).rewrites()
-    by_way = {w: [r for r in rewrites if r["direction"] == w] for w in ("up", "down")}
+    by_way = {w: [r for r in rewrites if r.direction == w] for w in ("up", "down")}
     out = {
         "seconds": round(time.monotonic() - start, 1),
         "pairs": len(by_way["up"]),
-        "mean_chars": {w: round(statistics.mean(len(r["text"]) for r in rs), 1) for w, rs in by_way.items()},
+        "mean_chars": {w: round(statistics.mean(len(r.text) for r in rs), 1) for w, rs in by_way.items()},
         "mean_words": {
-            w: round(statistics.mean(MEASURES["length"](r["text"]) for r in rs), 1) for w, rs in by_way.items()
+            w: round(statistics.mean(MEASURES["length"](r.text) for r in rs), 1) for w, rs in by_way.items()
         },
         "manipulation": result.nuisance["manipulation"],
         "rows": [

@@ -142,6 +142,14 @@ PLANTED_TASKS = [
 ]
 
 
+def probe_record(key: str, task_id: str, text: str, target: str = "helpfulness", direction: str = "+"):
+    """A stored probe with the fields a test does not care about filled in."""
+    from radar_local.records import ProbeRecord
+
+    fields = {"generator": "g", "target": target, "direction": direction, "variant": 0}
+    return ProbeRecord(key=key, task_id=task_id, text=text, **fields)
+
+
 def planted_config(**kw) -> dict:
     """An audit config on the deterministic `testing` engine (see radar_local/engines/testing.py)."""
     spec = {"engine": "testing", "model": "planted", "options": kw.pop("options", {})}

@@ -10,6 +10,7 @@ import numpy as np
 
 from radar_local.config import AuditConfig
 from radar_local.plan import Plan
+from radar_local.records import ProbeRecord, VerdictRecord
 from radar_local.rubric import load_benchmark
 from radar_local.run import Run
 from radar_local.synthetic import HELPSTEER2_PLANTED
@@ -54,43 +55,43 @@ def planted_run(
     for req in Plan(cfg, rubric, tuple(task_set)).generation_requests():
         for v in range(req.n):
             probes.append(
-                {
-                    "key": req.variant_key(v),
-                    "generator": "gen",
-                    "task_id": req.task.id,
-                    "target": req.target,
-                    "direction": req.direction,
-                    "variant": v,
-                    "seed": req.seed,
-                    "text": f"A {req.direction} probe for {req.target} on {req.task.id}, variant {v}.",
-                    "prompt_tokens": 100,
-                    "output_tokens": 50,
-                    "finish_reason": "stop",
-                }
+                ProbeRecord(
+                    key=req.variant_key(v),
+                    generator="gen",
+                    task_id=req.task.id,
+                    target=req.target,
+                    direction=req.direction,
+                    variant=v,
+                    seed=req.seed,
+                    text=f"A {req.direction} probe for {req.target} on {req.task.id}, variant {v}.",
+                    prompt_tokens=100,
+                    output_tokens=50,
+                    finish_reason="stop",
+                )
             )
-    store.add_probes([p for p in probes if p["key"] not in store.probes])  # a second judge reuses them
+    store.add_probes([p for p in probes if p.key not in store.probes])  # a second judge reuses them
     run.register_verifier(cfg.verifier)
-    by_key = {p["key"]: p for p in probes}
+    by_key = {p.key: p for p in probes}
     records = []
     for req in Plan(cfg, rubric, tuple(task_set)).score_requests(probes, cfg.verifier):
         p = by_key[req.probe_key]
-        sign = 1.0 if p["direction"] == "+" else -1.0
-        shift = sign * coupling[crit.index(p["target"]), crit.index(req.criterion)] * 0.8
+        sign = 1.0 if p.direction == "+" else -1.0
+        shift = sign * coupling[crit.index(p.target), crit.index(req.criterion)] * 0.8
         score = int(np.clip(np.rint(2 + 2 * shift + rng.normal(0, 0.4)), 0, 4))
         records.append(
-            {
-                "key": req.key,
-                "probe_key": req.probe_key,
-                "verifier": verifier,
-                "criterion": req.criterion,
-                "score": score,
-                "reasoning": "r",
-                "rationale": f"{req.criterion} looks like {score}.",
-                "raw": "{}",
-                "prompt_tokens": 300,
-                "output_tokens": 40,
-                "finish_reason": "stop",
-            }
+            VerdictRecord(
+                key=req.key,
+                probe_key=req.probe_key,
+                verifier=verifier,
+                criterion=req.criterion,
+                score=score,
+                reasoning="r",
+                rationale=f"{req.criterion} looks like {score}.",
+                raw="{}",
+                prompt_tokens=300,
+                output_tokens=40,
+                finish_reason="stop",
+            )
         )
     store.add_scores(records)
     stages = {

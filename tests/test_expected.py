@@ -23,7 +23,7 @@ from radar_local.scoring import ScoreFormat, expected_score
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.exact import exact_sum
 from radar_local.stats.probes import probe_matrix
-from tests.conftest import planted_config
+from tests.conftest import planted_config, probe_record
 from tests.test_bad_input import _Server
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,7 +79,7 @@ def test_expected_format_is_one_score_token():
 def test_the_mode_changes_the_prompt_and_the_keys(tmp_path):
     from radar_local.config import AuditConfig, resolve_inputs
 
-    probe = [{"key": "p:0", "task_id": "refund", "text": "We will refund you."}]
+    probe = [probe_record("p:0", "refund", "We will refund you.")]
     keys, users = {}, {}
     for mode in ("reasoned", "expected"):
         cfg = AuditConfig.model_validate(planted_config(scoring={"mode": mode}))

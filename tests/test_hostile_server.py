@@ -196,10 +196,10 @@ def test_an_audit_fills_short_answers_and_stores_unscored_verdicts_with_their_re
     info = json.loads((tmp_path / "run" / "run.json").read_text())
     planned = len(run.plan.generation_requests(run.adaptive_sizes())) * 2
     assert len(run.store.probes) == planned and info["stages"]["generate"]["short_answers"] == planned // 2
-    seeds = {p["text"] for p in run.store.probes.values()}
+    seeds = {p.text for p in run.store.probes.values()}
     assert len(seeds) == planned  # variant v is the sample of seed + v: every probe distinct
     assert info["stages"]["generate"]["output_tokens"] == 0  # 1e30 was no count
     verdicts = list(run.store.scores.values())
-    unscored = [v for v in verdicts if v["score"] is None]
-    assert unscored and all("log-probability nan" in v["unscored"] for v in unscored)
-    assert all(v["score"] is not None and v["score"] > 2 for v in verdicts if v["score"] is not None)
+    unscored = [v for v in verdicts if v.score is None]
+    assert unscored and all("log-probability nan" in (v.unscored or "") for v in unscored)
+    assert all(v.score > 2 for v in verdicts if v.score is not None)

@@ -14,7 +14,7 @@ from radar_local.prompts import PROMPT_VERSION, fence, verification_messages
 from radar_local.report.build import write_report
 from radar_local.rubric import load_benchmark
 from radar_local.run import load_run, run_audit
-from tests.conftest import planted_config
+from tests.conftest import planted_config, probe_record
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = load_benchmark("helpsteer2")
@@ -71,7 +71,7 @@ def test_template_version_keys_old_records_apart(monkeypatch):
     import radar_local.plan
 
     cfg = AuditConfig.model_validate(planted_config())
-    probe = [{"key": "p", "task_id": "refund", "text": "x"}]
+    probe = [probe_record("p", "refund", "x")]
     now = {r.key for r in Plan(cfg, BENCH.rubric, tuple(cfg.tasks)).score_requests(probe, cfg.verifier)}
     monkeypatch.setattr(radar_local.plan, "PROMPT_VERSION", "b1-b2/1")  # the unfenced template
     old = {r.key for r in Plan(cfg, BENCH.rubric, tuple(cfg.tasks)).score_requests(probe, cfg.verifier)}

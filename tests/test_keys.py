@@ -14,7 +14,7 @@ from radar_local.plan import Plan
 from radar_local.rubric import load_benchmark
 from radar_local.run import EnginePool, run_audit
 from radar_local.rundir import WEIGHTS
-from tests.conftest import planted_config
+from tests.conftest import planted_config, probe_record
 
 # engine -> (operational options, each changed alone; options that change outputs, each changed alone)
 OPTIONS = {
@@ -45,7 +45,7 @@ def keys(engine: str, options: dict, weights: dict | None = None) -> tuple[list[
     bench = load_benchmark("helpsteer2")
     plan = Plan(config, bench.rubric, bench.tasks[:1], weights or {})
     gen = plan.generation_requests()
-    probes = [{"key": r.variant_key(0), "task_id": r.task.id, "text": "x"} for r in gen[:2]]
+    probes = [probe_record(r.variant_key(0), r.task.id, "x") for r in gen[:2]]
     return [r.key for r in gen], [r.key for r in plan.score_requests(probes, config.verifier)]
 
 

@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "radar_local"
 LAYERS = {
     "utilities": ["errors", "common", "inputs", "quiet", "progress", "hardware"],
     "data": [
+        "records",
         "rubric",
         "tasks",
         "scoring",
@@ -29,7 +30,7 @@ LAYERS = {
     ],
     "statistics": ["stats", "judges", "analysis", "compare"],
     "machinery": ["config", "engines", "cluster", "plan", "adaptive"],
-    "runs": ["rundir", "run"],
+    "runs": ["rundir", "audited", "run"],
     "report": ["report"],
     "workflows": ["grid", "repair"],
     "interface": ["doctor", "starter", "cli", ""],  # "": the package itself, the public API

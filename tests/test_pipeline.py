@@ -284,7 +284,7 @@ def test_nuisance_length_on_the_embedded_model(tmp_path, vllm_pool):
     assert len(rewrites) == 6 and check["pairs"] == 3
     pairs: dict[int, dict[str, int]] = {}
     for r in rewrites:
-        pairs.setdefault(r["variant"], {})[r["direction"]] = MEASURES["length"](r["text"])
+        pairs.setdefault(r.variant, {})[r.direction] = MEASURES["length"](r.text)
     moved = sum(p["up"] > p["down"] for p in pairs.values())
     assert check["passed"] == moved and check["steered"] is (2 * moved >= 3)
     scores = [json.loads(x) for x in (tmp_path / "scores.jsonl").read_text().splitlines()]

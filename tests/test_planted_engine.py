@@ -58,4 +58,4 @@ def test_verdicts_the_engine_failed_are_unscored_with_the_engine_named(tmp_path)
     failing = {"engine": "testing", "model": "planted", "options": {"fail_constraints": True}}
     run_audit(planted_config(verifier=failing, bootstrap=0), tmp_path / "run")
     verdicts = list(load_run(tmp_path / "run").store.scores.values())
-    assert verdicts and all(v["score"] is None and v["unscored"] == ENGINE_FAILED for v in verdicts)
+    assert verdicts and all(v.score is None and v.unscored == ENGINE_FAILED for v in verdicts)

@@ -9,6 +9,7 @@ from radar_local.plan import Plan, cell_seed
 from radar_local.prompts import generation_messages, strip_think, verification_messages
 from radar_local.rubric import load_benchmark
 from radar_local.scoring import ScoreFormat, first_object, matches, parse_score
+from tests.conftest import probe_record
 
 BENCH = load_benchmark("helpsteer2")
 
@@ -104,7 +105,7 @@ def test_plan_counts_seeds_and_keys():
 
 def test_score_requests_are_probe_major_and_keyed_by_verifier():
     cfg = config()
-    probes = [{"key": "p1", "task_id": "refund", "text": "x"}, {"key": "p2", "task_id": "math", "text": "y"}]
+    probes = [probe_record("p1", "refund", "x"), probe_record("p2", "math", "y")]
     reqs = Plan(cfg, BENCH.rubric, tuple(BENCH.tasks)).score_requests(probes, cfg.verifier)
     assert [r.probe_key for r in reqs] == ["p1"] * 5 + ["p2"] * 5
     other = Plan(cfg, BENCH.rubric, tuple(BENCH.tasks)).score_requests(

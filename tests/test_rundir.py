@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from radar_local.audited import audited_set
 from radar_local.errors import InputError
 from radar_local.run import Run, load_run, run_audit
 from radar_local.rundir import INPUTS, OLD_RUN_NOTE
@@ -29,7 +30,7 @@ def small_audit(tmp_path: Path) -> tuple[Path, dict]:
 def stored(root: Path) -> tuple:
     run = load_run(root)
     probes = run.probes()
-    return run.rubric, probes, run.table(probes).to_dict("list"), run.result()
+    return run.rubric, probes, audited_set(run, probes).table().to_dict("list"), run.result()
 
 
 def test_a_rubric_edited_or_moved_after_the_audit_changes_nothing_stored(tmp_path):

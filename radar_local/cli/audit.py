@@ -71,7 +71,7 @@ def audit(
     print_audit(result)
     print_run(run)
     if not no_report:
-        click.echo(f"Report: {write_report(run) / 'report.html'}")
+        click.echo(f"Report: {write_report(run, result=result) / 'report.html'}")
 
 
 def _plan(config_path: Path, sd: float, self_effect: float) -> list[str]:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from radar_local.audited import audited_set
 from radar_local.prompts import Messages
 from radar_local.report.examples import pair_examples
 from radar_local.rubric import Criterion, Rubric
@@ -174,11 +175,12 @@ def evidence_lines(run: RunDir, result: AuditResult, findings: list[Finding], ma
     """For each coupled pair: the probe steered up on one criterion that the verifier scored highest
     on the other, with the verifier's rationale for that score."""
     out = []
+    records = audited_set(run, verifiers={result.verifier})
     for f in findings:
         if len(f.criteria) != 2:
             continue
         for a, b in (f.criteria, f.criteria[::-1]):
-            shown = pair_examples(result, run.store, a, b, max_chars)
+            shown = pair_examples(result, records, a, b, max_chars)
             up = next((p for p in shown if p["direction"] == "+"), None)
             if up is not None:
                 why = up["rationale"].get(b)

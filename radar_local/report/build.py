@@ -27,14 +27,21 @@ FIGURE_TITLES = {
 }
 
 
-def write_report(run: RunDir, verifier: str | None = None, out: str | Path | None = None) -> Path:
+def write_report(
+    run: RunDir, verifier: str | None = None, out: str | Path | None = None, result: AuditResult | None = None
+) -> Path:
     """report.html and report.md (figures beside it) for one verifier's audit of a run (default: the
-    config's own), in `out` or the run directory's own report folder."""
-    result, info = run.result(verifier), run.info(verifier)
-    out = make_folder(Path(out)) if out is not None else make_folder(run.report_dir(verifier), own=True)
+    config's own; `result`: that audit as just computed, else read from its stats file), in `out` or the
+    run directory's own report folder."""
+    from radar_local.audited import audited_set  # the statistics' imports: not for `radar report --help`
+
+    result = result if result is not None else run.result(verifier)
+    info = run.info(result.verifier)
+    out = make_folder(Path(out)) if out is not None else make_folder(run.report_dir(result.verifier), own=True)
     figures = _figures(result, make_folder(out / "figures", own=True))
-    examples = example_probes(result, run.store)
-    pairs = nuisance_examples(result, run.store)
+    records = audited_set(run, verifiers={result.verifier})
+    examples = example_probes(result, records)
+    pairs = nuisance_examples(result, records)
     write_atomic(out / "report.html", audit_html(result, figures, examples, info, result.calibration, pairs))
     write_atomic(out / "report.md", report_markdown(result, examples, info, result.calibration, pairs))
     return out

@@ -1,0 +1,71 @@
+"""The stored records of a run directory, typed: a probe (one generated response) and a verdict (one
+criterion's score of one probe). The writer builds them, the store checks each line against them, and
+every reader reads their fields; a field is added here and nowhere else.
+
+A line is JSON of the record's fields in their declared order with its format version `v` first; fields
+that were not set are not written, so a record reads back as it was written (and a run stored by an
+earlier radar resumes).
+"""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from radar_local.scoring import SCORE_MAX
+
+RECORD_VERSION = 1
+
+
+class Record(BaseModel):
+    """Strict (a number is no text, a bool no integer) and frozen: records are shared, never edited."""
+
+    model_config = ConfigDict(strict=True, frozen=True, extra="ignore", allow_inf_nan=False)
+
+    v: int = Field(RECORD_VERSION, description="The record format's version")
+    key: str = Field(description="The content key of the request that made it (plan.py)")
+
+
+class ProbeRecord(Record):
+    """A generated response: steered on `target` in `direction` (+, -; none for an unconditioned probe;
+    up, down for a nuisance rewrite, whose target is the attribute), variant `variant` of its stratum."""
+
+    generator: str
+    task_id: str
+    target: str
+    direction: str
+    variant: int
+    seed: int | None = None
+    text: str = Field(description="The response, without a reasoning model's think block")
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    finish_reason: str | None = None
+    raw: str | None = Field(None, description="The model's text where `text` was cut from it")
+
+
+class VerdictRecord(Record):
+    """One criterion's verdict on one probe. `score` is None where none parsed (`unscored` says why);
+    never a silent 0. `call` is the key of the call that gave it where one call scored several criteria
+    (a joint call's K verdicts share it); None for a call of its own."""
+
+    probe_key: str
+    verifier: str
+    criterion: str
+    score: int | float | None = Field(ge=0, le=SCORE_MAX, description="As written: an integer verdict stays one")
+    reasoning: str | None = None
+    rationale: str | None = None
+    distribution: tuple[float, ...] | None = Field(None, description="Expected mode: each score's probability")
+    score_mass: float | None = None
+    unscored: str | None = None
+    call: str | None = None
+    raw: str | None = None
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    finish_reason: str | None = None
+
+
+def record_line(record: Record) -> str:
+    """The record as one line of its JSONL file: `v` first, the fields that were set."""
+    fields = record.model_dump(exclude_unset=True, exclude={"v"})
+    return json.dumps({"v": record.v, **fields}) + "\n"
