@@ -96,15 +96,8 @@ class Strata:
         return [slice(a, a + n) for a, n in zip(self.starts, self.sizes)]
 
     def bootstrap_weights(self, rng: np.random.Generator, n: int, small_sample: bool = True) -> np.ndarray:
-        """(n, P) resampling counts: each stratum's probes redrawn with replacement from that stratum,
-        n_h - 1 draws of its n_h probes (Rao & Wu 1988 with m_h = n_h - 1, so a resampled mean has the
-        unbiased variance s_h^2 / n_h, not the plug-in (n_h - 1)/n_h of it), or n_h with small_sample=False."""
-        w = np.zeros((n, len(self.scores)))
-        for rows, size in zip(self.slices(), self.sizes):
-            draws = max(size - 1, 1) if small_sample else size
-            picks = rng.integers(0, size, (n, draws)) + np.arange(n)[:, None] * size
-            w[:, rows] = np.bincount(picks.ravel(), minlength=n * size).reshape(n, size)
-        return w
+        """(n, P) resampling counts of the probes, stratum by stratum (stratified_counts)."""
+        return stratified_counts(rng, self.sizes, n, small_sample)
 
     def subset_weights(self, rng: np.random.Generator, n: int, per_stratum: int) -> np.ndarray:
         """(n, P) 0/1 weights selecting `per_stratum` distinct probes from every stratum."""
@@ -115,3 +108,20 @@ class Strata:
             chosen = np.argsort(rng.random((n, size)), axis=1)[:, :per_stratum]
             np.put_along_axis(w[:, rows], chosen, 1.0, axis=1)
         return w
+
+
+def stratified_counts(rng: np.random.Generator, sizes, n: int, small_sample: bool = True) -> np.ndarray:
+    """(n, sum(sizes)) resampling counts of rows laid out stratum after stratum: each stratum's rows redrawn
+    with replacement from that stratum, n_h - 1 draws of its n_h (Rao & Wu 1988 with m_h = n_h - 1, so a
+    resampled mean has the unbiased variance s_h^2 / n_h, not the plug-in (n_h - 1)/n_h of it), or n_h with
+    small_sample=False. A stratum of one row keeps it in every resample. Every interval radar reports
+    (coupling and judge bias) resamples with this one draw."""
+    w = np.zeros((n, int(np.sum(sizes))))
+    start = 0
+    for size in sizes:
+        size = int(size)
+        draws = max(size - 1, 1) if small_sample else size
+        picks = rng.integers(0, size, (n, draws)) + np.arange(n)[:, None] * size
+        w[:, start : start + size] = np.bincount(picks.ravel(), minlength=n * size).reshape(n, size)
+        start += size
+    return w

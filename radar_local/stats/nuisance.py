@@ -26,6 +26,7 @@ import numpy as np
 
 from radar_local.nuisance import DOWN, UP
 from radar_local.scoring import SCORE_MAX
+from radar_local.stats.bootstrap import stratified_counts
 from radar_local.stats.exact import Q, at_least, decimal, exact_sum
 from radar_local.stats.flags import CONFIRMED, POSSIBLE
 
@@ -103,22 +104,23 @@ class _Cell:
 
 
 def _replicates(diff: np.ndarray, task: np.ndarray, n_tasks: int, n_bootstrap: int, seed: int) -> _Replicates | None:
-    """The replicates' deviations from the data's sensitivity, by the coupling intervals' rule
-    (stats/intervals.py): Rao-Wu n_h - 1 draws from each task's pairs; df = pairs minus tasks. A task
-    with one pair cannot be resampled: it keeps its mean in every replicate and adds no df; with no task of
-    two pairs there is nothing to resample (None)."""
+    """The replicates' deviations from the data's sensitivity, by the coupling intervals' draw
+    (stats/bootstrap.stratified_counts, each task's pairs a stratum); df = pairs minus tasks. A task with one
+    pair cannot be resampled: it keeps its mean in every replicate and adds no df; with no task of two pairs
+    there is nothing to resample (None)."""
     strata = [rows for t in range(n_tasks) if len(rows := np.flatnonzero((task == t) & ~np.isnan(diff)))]
     used = sum(len(rows) >= 2 for rows in strata)
     if not n_bootstrap or not used:
         return None
-    rng = np.random.default_rng(seed)
-    task_means = np.array([diff[rows].mean() for rows in strata]) / SCORE_MAX
-    means = np.tile(task_means, (n_bootstrap, 1))
-    for h, rows in enumerate(strata):
-        if len(rows) >= 2:
-            draws = rng.integers(0, len(rows), size=(n_bootstrap, len(rows) - 1))
-            means[:, h] = diff[rows][draws].mean(axis=1) / SCORE_MAX
-    return _Replicates(means.mean(axis=1) - task_means.mean(), float(sum(len(rows) - 1 for rows in strata)), used)
+    sizes = [len(rows) for rows in strata]
+    values = diff[np.concatenate(strata)] / SCORE_MAX  # stratum after stratum, as the counts lay them out
+    counts = stratified_counts(np.random.default_rng(seed), sizes, n_bootstrap)
+    bounds = np.r_[0, np.cumsum(sizes)]
+    means = np.stack(
+        [counts[:, a:b] @ values[a:b] / counts[:, a:b].sum(axis=1) for a, b in zip(bounds[:-1], bounds[1:])], axis=1
+    )
+    task_means = np.array([values[a:b].mean() for a, b in zip(bounds[:-1], bounds[1:])])
+    return _Replicates(means.mean(axis=1) - task_means.mean(), float(sum(n - 1 for n in sizes)), used)
 
 
 def nuisance_table(
