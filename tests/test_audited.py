@@ -77,16 +77,14 @@ def test_the_report_shows_no_record_the_audit_did_not_use(tmp_path):
     assert records.injection["flagged"] == 4 and len(records.probes) == 40 + 4 - 4 and len(records.rewrites) == 8
 
     shown = [
-        p
-        for a in result.criteria
-        for b in result.criteria
-        if a != b
-        for p in pair_examples(result, records, a, b)
+        p for a in result.criteria for b in result.criteria if a != b for p in pair_examples(result, records, a, b)
     ]
     assert shown and not any(p["target"] == "helpfulness" and p["direction"] == "+" for p in shown)
     assert not any(OLD in p["text"] or p["text"] in beyond_n for p in shown)
     bias = nuisance_examples(result, records)
-    assert bias and not any(OLD in ex[way]["text"] or OLD == ex[way]["rationale"] for ex in bias for way in ("up", "down"))
+    assert bias and not any(
+        OLD in ex[way]["text"] or OLD == ex[way]["rationale"] for ex in bias for way in ("up", "down")
+    )
 
     report = (write_report(run) / "report.md").read_text()
     examples = report[: report.index("## Probes that address the judge")]  # that section shows them on purpose

@@ -59,7 +59,7 @@ def test_grid_over_stored_runs(tmp_path):
         assert (out / name).is_file(), name
     assert "Table 9" in (out / "grid.md").read_text() and "<script" not in (out / "grid.html").read_text()
     res = CliRunner().invoke(cli, ["report", str(out / "gen"), "--verifier", "judge-b", "--out", str(tmp_path / "rb")])
-    assert res.exit_code == 0 and "gen &rarr; judge-b" in (tmp_path / "rb" / "report.html").read_text()
+    assert res.exit_code == 0 and "gen -&gt; judge-b" in (tmp_path / "rb" / "report.html").read_text()
     # Issue 28, item 4: the grid run again without judge-b reports judge-a alone, though judge-b's
     # verdicts stay stored in the run directory.
     config.write_text(

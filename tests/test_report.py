@@ -209,5 +209,5 @@ def test_report_md_quotes_untrusted_text_as_inert(run_dir, tmp_path):
     live = re.findall(r'<(?:img|a)\s[^>]*(?:src|href)="([^"]*)"', html)
     assert live and all(link.startswith("figures/") for link in live), live  # ... and inert: only our figures
     headings = re.findall(r"<h2>(.*?)</h2>", html)
-    assert "Verdict" not in headings and "Self-effects" in headings
+    assert "Verdict" not in headings and "Self-effects (reliability gate)" in headings
     assert "<script" not in (out / "report.html").read_text().split("<body", 1)[1]

@@ -7,24 +7,15 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from radar_local.nuisance import WAYS
 from radar_local.report.examples import example_probes, nuisance_examples
 from radar_local.report.html import audit_html
-from radar_local.report.markdown import audit_markdown, fenced, inline
-from radar_local.report.text import cost_rows, injection_line, num
+from radar_local.report.markdown import render_markdown
+from radar_local.report.outline import report_sections, title
 from radar_local.store import make_folder, write_atomic
 
 if TYPE_CHECKING:
     from radar_local.rundir import RunDir
     from radar_local.stats.result import AuditResult
-
-FIGURE_TITLES = {
-    "leakage": "Leakage",
-    "self_effect": "Self-effects",
-    "sym_asym": "Sym against Asym",
-    "task_spread": "Per-task leakage spread",
-    "budget": "Probe budget",
-}
 
 
 def write_report(
@@ -43,7 +34,7 @@ def write_report(
     examples = example_probes(result, records)
     pairs = nuisance_examples(result, records)
     write_atomic(out / "report.html", audit_html(result, figures, examples, info, result.calibration, pairs))
-    write_atomic(out / "report.md", report_markdown(result, examples, info, result.calibration, pairs))
+    write_atomic(out / "report.md", report_markdown(result, examples, info, result.calibration, pairs, set(figures)))
     return out
 
 
@@ -67,48 +58,11 @@ def _figures(result: AuditResult, folder: Path) -> dict[str, bytes]:
 
 
 def report_markdown(
-    result: AuditResult, examples: list[dict], run: dict, cal: dict | None, pairs: list[dict] | None = None
+    result: AuditResult,
+    examples: list[dict],
+    info: dict,
+    calibration: dict | None,
+    bias: list[dict] | None = None,
+    drawn: set[str] | None = None,
 ) -> str:
-    md = [audit_markdown(result)]
-    md += [f"## {title}\n\n![{title}](figures/{name}.png)\n" for name, title in FIGURE_TITLES.items()]
-    if pairs is not None and (result.nuisance or {}).get("rows"):
-        md.append("## Judge bias\n\n![Judge bias](figures/nuisance.png)\n")
-        for ex in pairs:
-            md.append(
-                f"### {ex['criterion']} with {ex['attribute']} ({num(ex['sensitivity'])}, {ex['flag'] or 'no flag'})\n"
-            )
-            for way in WAYS:
-                md.append(f"{way} (scored {ex[way]['score']}, task {inline(ex['task_id'])}):\n")
-                md.append(fenced(ex[way]["text"]) + "\n")
-                md.append(f"- rationale: {inline(ex[way]['rationale'])}\n")
-    md.append("## Example probes\n")
-    for ex in examples:
-        md.append(f"### {ex['a']} / {ex['b']} (Sym {num(ex['sym'])}, {ex['flags'] or 'no flag'})\n")
-        for p in ex["probes"]:
-            scores = ", ".join(f"{c} {s}" for c, s in p["scores"].items())
-            md.append(f"Task {inline(p['task_id'])}, steered {p['target']} {p['direction']}; scores: {scores}\n")
-            md.append(fenced(p["text"]) + "\n")
-            md += [f"- {c}: {inline(t)}" for c, t in p["rationale"].items()] + [""]
-    md += ["## Probes that address the judge\n", injection_line(run), ""]
-    md += [
-        f"- {ex['target'] or 'unconditioned'} {ex['direction']} ({inline(', '.join(ex['matched']))}): "
-        + inline(ex["text"])
-        for ex in (run.get("injection") or {}).get("examples", [])
-    ] + [""]
-    if cal:
-        md += ["## Judge calibration\n", "| verifier | criterion | discrimination | stability |", "|---|---|---|---|"]
-        md += [
-            f"| {inline(v, in_table=True)} | {c} | {num(d['discrimination'], signed=False)} | "
-            f"{num(cal['stability'].get(c), signed=False)} |"
-            for v, per in cal["verifiers"].items()
-            for c, d in per.items()
-        ]
-    md += [
-        "",
-        "## Cost",
-        "",
-        "| stage | calls | prompt tokens | output tokens | seconds | tokens/s | parse rate "
-        "| prefix-cache hits (prompt tokens) |",
-        "|---|---|---|---|---|---|---|---|",
-    ] + ["| " + " | ".join(r) + " |" for r in cost_rows(run)]
-    return "\n".join(md) + "\n"
+    return render_markdown(title(result), report_sections(result, examples, bias or [], info, calibration), drawn)

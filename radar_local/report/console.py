@@ -1,75 +1,49 @@
-"""The audit printed to a terminal with rich."""
+"""The audit printed to a terminal with rich: the outline's audit sections (radar_local.report.outline)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
+from rich.table import Table as RichTable
 
-from radar_local.report.text import (
-    NUISANCE_HEAD,
-    PAIR_HEAD,
-    SELF_EFFECT_HEAD,
-    adaptive_line,
-    agreement_line,
-    cost_rows,
-    double_count_line,
-    global_line,
-    injection_line,
-    leakage_rows,
-    nuisance_line,
-    nuisance_rows,
-    pair_rows,
-    scores_line,
-    self_effect_rows,
-    verdict,
-)
+from radar_local.report.outline import Line, Table, Untrusted, audit_sections
+from radar_local.report.text import cost_rows, injection_line
 
 if TYPE_CHECKING:
     from radar_local.rundir import RunDir
     from radar_local.stats.result import AuditResult
 
 
+def _text(line: Line) -> str:
+    return escape("".join(p.text if isinstance(p, Untrusted) else p for p in line))
+
+
 def print_audit(result: AuditResult, console: Console | None = None) -> None:
     console = console or Console(width=max(Console().width, 150))
     console.print(
-        f"[bold]RADAR audit[/bold]  {result.generator} -> {result.verifier}"
+        f"[bold]RADAR audit[/bold]  {escape(result.generator)} -> {escape(result.verifier)}"
         f"  ({result.probes['directed']} probes, {len(result.tasks)} tasks, tau={result.tau})"
     )
-    _table(
-        console,
-        "Self-effects (reliability gate)",
-        SELF_EFFECT_HEAD,
-        [
-            (row[:3] + [row[3] if row[3].startswith("yes") else f"[red]{row[3]}[/red]"])
-            for row in self_effect_rows(result)
-        ],
-    )
-    head, rows = leakage_rows(result)
-    _table(console, "Leakage (row -> column)", [head[0]] + [c[:12] for c in head[1:]], rows, right=True)
-    _table(console, "Pairs ranked by symmetric coupling", PAIR_HEAD, [cells for cells, _ in pair_rows(result)])
-    console.print(global_line(result))
-    console.print(scores_line(result))
-    if (line := double_count_line(result)) is not None:
-        console.print(line)
-    if (line := agreement_line(result)) is not None:
-        console.print(line)
-    if (line := adaptive_line(result)) is not None:
-        console.print(line)
-    if (line := nuisance_line(result)) is not None:
-        _table(console, "Judge bias: sensitivity to nuisance attributes", NUISANCE_HEAD, nuisance_rows(result))
-        console.print(line)
-    for line in verdict(result):
-        console.print(f"- {line}")
+    sections = audit_sections(result)
+    for s in sections[1:] + sections[:1]:  # the findings last, where a terminal leaves them in view
+        titled = False
+        for b in s.blocks:
+            if isinstance(b, Table):
+                _table(console, None if titled else s.title, b)
+                titled = True
+            elif isinstance(b, tuple):
+                console.print(("- " if s.bullets else "") + _text(b))
 
 
-def _table(console: Console, title: str, head: list[str], rows: list[list[str]], right: bool = False) -> None:
-    t = Table(title=title)
-    for i, col in enumerate(head):
-        t.add_column(col, justify="right" if right and i else "left")
-    for row in rows:
-        t.add_row(*row)
+def _table(console: Console, title: str | None, table: Table) -> None:
+    t = RichTable(title=title)
+    for i, col in enumerate(table.head):
+        t.add_column(col[:12] if table.numeric and i else col, justify="right" if table.numeric and i else "left")
+    for i, row in enumerate(table.rows):
+        marked = table.marked is not None and table.marked[i]
+        t.add_row(*(escape(c.text if isinstance(c, Untrusted) else c) for c in row), style="red" if marked else None)
     console.print(t)
 
 

@@ -5,24 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from radar_local.report.text import (
-    ADAPTIVE_HEAD,
-    NUISANCE_HEAD,
-    PAIR_HEAD,
-    SELF_EFFECT_HEAD,
-    adaptive_line,
-    adaptive_rows,
-    agreement_line,
-    double_count_line,
-    global_line,
-    leakage_rows,
-    nuisance_line,
-    nuisance_rows,
-    pair_rows,
-    scores_line,
-    self_effect_rows,
-    verdict,
-)
+from radar_local.report.outline import Example, Figure, Line, Part, Section, Table, Untrusted, audit_sections, title
 
 if TYPE_CHECKING:
     from radar_local.stats.result import AuditResult
@@ -54,20 +37,35 @@ def md_table(head: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
 
 
+def _part(p: Part, in_table: bool = False) -> str:
+    return inline(p.text, in_table) if isinstance(p, Untrusted) else p
+
+
+def _line(line: Line) -> str:
+    return "".join(_part(p) for p in line)
+
+
+def render_markdown(heading: Line, sections: list[Section], drawn: set[str] | None = None) -> str:
+    """The outline (radar_local.report.outline) as Markdown; figures referenced as figures/<name>.png where
+    `drawn` names them (none without)."""
+    out = [f"# {_line(heading)}", ""]
+    for s in sections:
+        out += [f"## {s.title}", ""]
+        for b in s.blocks:
+            if isinstance(b, Table):
+                out += md_table(b.head, [[_part(c, in_table=True) for c in row] for row in b.rows]) + [""]
+            elif isinstance(b, Figure):
+                out += [f"![{b.title}](figures/{b.name}.png)", ""] if b.name in (drawn or ()) else []
+            elif isinstance(b, Example):
+                out += [f"### {b.heading}", ""] if b.heading else []
+                out += [_line(b.caption), "", fenced(b.text), ""] + [f"- {_line(n)}" for n in b.notes] + [""]
+            else:
+                out += [f"- {_line(b)}"] if s.bullets else [_line(b), ""]
+        if s.bullets:
+            out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
 def audit_markdown(result: AuditResult) -> str:
-    out = [f"# RADAR audit: {inline(result.generator)} -> {inline(result.verifier)}", ""]
-    out += [f"- {line}" for line in verdict(result)] + [""]
-    out += ["## Self-effects", ""] + md_table(SELF_EFFECT_HEAD, self_effect_rows(result))
-    head, rows = leakage_rows(result)
-    out += ["", f"## Leakage (row -> column; tau = {result.tau})", ""] + md_table(head, rows)
-    out += ["", "## Pairs", ""] + md_table(PAIR_HEAD, [cells for cells, _ in pair_rows(result)])
-    out += ["", global_line(result), scores_line(result)]
-    if (line := double_count_line(result)) is not None:
-        out.append(line)
-    if (line := agreement_line(result)) is not None:
-        out.append(line)
-    if (line := adaptive_line(result)) is not None:
-        out += ["", "## Adaptive audit", "", line, ""] + md_table(ADAPTIVE_HEAD, adaptive_rows(result))
-    if (line := nuisance_line(result)) is not None:
-        out += ["", "## Judge bias", "", line, ""] + md_table(NUISANCE_HEAD, nuisance_rows(result))
-    return "\n".join(out) + "\n"
+    """The audit's own sections (`radar stats --markdown`)."""
+    return render_markdown(title(result), audit_sections(result))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -110,7 +111,9 @@ class Strata:
         return w
 
 
-def stratified_counts(rng: np.random.Generator, sizes, n: int, small_sample: bool = True) -> np.ndarray:
+def stratified_counts(
+    rng: np.random.Generator, sizes: Sequence[int] | np.ndarray, n: int, small_sample: bool = True
+) -> np.ndarray:
     """(n, sum(sizes)) resampling counts of rows laid out stratum after stratum: each stratum's rows redrawn
     with replacement from that stratum, n_h - 1 draws of its n_h (Rao & Wu 1988 with m_h = n_h - 1, so a
     resampled mean has the unbiased variance s_h^2 / n_h, not the plug-in (n_h - 1)/n_h of it), or n_h with

@@ -1,0 +1,228 @@
+"""The report's outline: its sections in order, each a title and blocks (lines, tables, a figure, example
+texts). The console, the Markdown report and the HTML report render this one list, so what a report
+says, and in which order, is decided here alone. Text a model or a user wrote is marked Untrusted:
+each renderer makes it inert its own way (a Markdown code span or fence, HTML escaping, no rich markup)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from radar_local.nuisance import WAYS
+from radar_local.report.text import (
+    ADAPTIVE_HEAD,
+    NUISANCE_HEAD,
+    PAIR_HEAD,
+    SELF_EFFECT_HEAD,
+    adaptive_line,
+    adaptive_rows,
+    agreement_line,
+    cost_rows,
+    double_count_line,
+    global_line,
+    injection_line,
+    leakage_rows,
+    nuisance_line,
+    nuisance_rows,
+    num,
+    pair_rows,
+    scores_line,
+    self_effect_rows,
+    verdict,
+)
+
+if TYPE_CHECKING:
+    from radar_local.stats.result import AuditResult
+
+
+@dataclass(frozen=True)
+class Untrusted:
+    text: str
+
+
+Part = str | Untrusted
+Line = tuple[Part, ...]  # one paragraph, its parts joined
+
+
+@dataclass(frozen=True)
+class Table:
+    head: list[str]
+    rows: Sequence[Sequence[Part]]
+    marked: Sequence[bool] | None = None  # rows to draw attention to (an unreliable criterion, a gated pair)
+    numeric: bool = False  # columns after the first are numbers (right-aligned; short heads on a console)
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str  # the report's figures/<name>.png
+    title: str
+
+
+@dataclass(frozen=True)
+class Example:
+    """A text a model wrote, shown whole: its caption, the text, and notes (the verifier's rationales)."""
+
+    heading: str | None  # a group's heading, on its first example
+    caption: Line
+    text: str
+    notes: Sequence[Line] = ()
+
+
+Block = Line | Table | Figure | Example
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    blocks: list[Block]
+    bullets: bool = False  # lines as a list (the findings)
+
+
+COST_HEAD = [
+    "stage",
+    "calls",
+    "prompt tokens",
+    "output tokens",
+    "seconds",
+    "tokens/s",
+    "parse rate",
+    "prefix-cache hits (prompt tokens)",
+]
+
+
+def _lines(*lines: str | None) -> list[Block]:
+    return [(line,) for line in lines if line is not None]
+
+
+def audit_sections(r: AuditResult, figures: bool = False) -> list[Section]:
+    """The audit's own sections (findings, self-effects, leakage, pairs, adaptive waves, judge bias), with
+    their figures where `figures` (the written report)."""
+
+    def figure(name: str, title: str) -> list[Block]:
+        return [Figure(name, title)] if figures else []
+
+    head, rows = leakage_rows(r)
+    pairs = pair_rows(r)
+    base = r.baselines.get("agreement") or {}
+    baselines = [[k, num(v["pearson"]), num(v["spearman"]), num(v["mae"], signed=False)] for k, v in base.items()]
+    sections = [
+        Section("Findings", _lines(*verdict(r)), bullets=True),
+        Section(
+            "Self-effects (reliability gate)",
+            [
+                Table(SELF_EFFECT_HEAD, list(self_effect_rows(r)), [not ok for ok in r.reliable]),
+                *figure("self_effect", "Self-effects"),
+            ],
+        ),
+        Section(
+            f"Leakage (row -> column; tau = {r.tau})",
+            [Table(head, list(rows), numeric=True), *figure("leakage", "Leakage")],
+        ),
+        Section(
+            "Pairs ranked by symmetric coupling",
+            [
+                Table(PAIR_HEAD, [cells for cells, _ in pairs], [not ok for _, ok in pairs]),
+                *figure("sym_asym", "Sym against Asym"),
+                *_lines(global_line(r), scores_line(r), double_count_line(r), agreement_line(r)),
+                *([Table(["passive baseline", "Pearson", "Spearman", "MAE"], baselines, numeric=True)] if base else []),
+            ],
+        ),
+    ]
+    if (line := adaptive_line(r)) is not None:
+        sections.append(Section("Adaptive audit", [(line,), Table(ADAPTIVE_HEAD, adaptive_rows(r), numeric=True)]))
+    if (line := nuisance_line(r)) is not None:
+        sections.append(
+            Section(
+                "Judge bias",
+                [(line,), Table(NUISANCE_HEAD, nuisance_rows(r)), *figure("nuisance", "Judge bias")],
+            )
+        )
+    return sections
+
+
+def report_sections(
+    r: AuditResult, examples: list[dict], bias: list[dict], info: dict, calibration: dict | None
+) -> list[Section]:
+    """The written report: the audit's sections with figures, the example probes, the probes that address
+    the judge, the judges' calibration and the cost."""
+    sections = audit_sections(r, figures=True)
+    if bias and sections[-1].title == "Judge bias":
+        sections[-1].blocks.extend(_bias_examples(bias))
+    sections += [
+        Section("Per-task spread", [Figure("task_spread", "Per-task leakage spread")]),
+        Section("Probe budget", [Figure("budget", "Probe budget")]),
+        Section("Example probes", _pair_examples(examples)),
+        Section("Probes that address the judge", [(injection_line(info),), *_injected(info)]),
+    ]
+    if calibration:
+        sections.append(Section("Judge calibration", calibration_tables(calibration)))
+    sections.append(Section("Cost", [Table(COST_HEAD, list(cost_rows(info)), numeric=True)]))
+    return sections
+
+
+def _pair_examples(examples: list[dict]) -> list[Block]:
+    blocks: list[Block] = []
+    for ex in examples:
+        heading: str | None = f"{ex['a']} / {ex['b']} (Sym {num(ex['sym'])}, {ex['flags'] or 'no flag'})"
+        for p in ex["probes"]:
+            scores = ", ".join(f"{c} {s}" for c, s in p["scores"].items())
+            caption = ("Task ", Untrusted(p["task_id"]), f", steered {p['target']} {p['direction']}; scores: {scores}")
+            notes = [(f"{c}: ", Untrusted(str(t))) for c, t in p["rationale"].items()]
+            blocks.append(Example(heading, caption, p["text"], notes))
+            heading = None
+    return blocks
+
+
+def _bias_examples(bias: list[dict]) -> list[Block]:
+    blocks: list[Block] = []
+    for ex in bias:
+        heading: str | None = (
+            f"{ex['criterion']} with {ex['attribute']} ({num(ex['sensitivity'])}, {ex['flag'] or 'no flag'})"
+        )
+        for way in WAYS:
+            side = ex[way]
+            caption = (f"{way} (scored {side['score']}, task ", Untrusted(ex["task_id"]), "):")
+            blocks.append(Example(heading, caption, side["text"], [("rationale: ", Untrusted(str(side["rationale"])))]))
+            heading = None
+    return blocks
+
+
+def _injected(info: dict) -> list[Block]:
+    shown = (info.get("injection") or {}).get("examples", [])
+    rows: list[list[Part]] = [
+        [f"{ex['target'] or 'unconditioned'} {ex['direction']}", ", ".join(ex["matched"]), Untrusted(ex["text"])]
+        for ex in shown
+    ]
+    return [Table(["steered", "matched", "probe text"], rows)] if rows else []
+
+
+def calibration_tables(cal: dict) -> list[Block]:
+    """Discrimination and stability per verifier and criterion, and cross-judge agreement where there is one."""
+    rows: list[list[Part]] = [
+        [Untrusted(v), c, num(d["discrimination"], signed=False), num(cal["stability"].get(c), signed=False)]
+        for v, per in cal["verifiers"].items()
+        for c, d in per.items()
+    ]
+    out: list[Block] = [
+        Table(["verifier", "criterion", "discrimination (sd of scores)", "stability across judges"], rows)
+    ]
+    if cal.get("agreement"):
+        agreement: list[list[Part]] = [
+            [Untrusted(pair), c, num(v["agreement"], signed=False), str(v["n"])]
+            for pair, per in cal["agreement"].items()
+            for c, v in per.items()
+        ]
+        out.append(Table(["verifier pair", "criterion", "agreement (1 - mean |diff|)", "n"], agreement))
+    return out
+
+
+def title(r: AuditResult) -> Line:
+    return ("RADAR audit: ", Untrusted(r.generator), " -> ", Untrusted(r.verifier))
+
+
+def subtitle(r: AuditResult) -> str:
+    return (
+        f"Rubric {r.rubric}, {len(r.tasks)} tasks, {r.probes['directed']} steered probes, tau = {r.tau}, "
+        f"{r.bootstrap['resamples']} bootstrap resamples."
+    )
