@@ -71,13 +71,13 @@ def test_run_audit_and_load_run_on_the_planted_engine(tmp_path):
 
 
 def test_readme_notebook_example_runs(tmp_path, monkeypatch):
-    """The README's notebook-style example, executed as written."""
-    readme = (REPO / "README.md").read_text()
+    """The notebook-style example of docs/audits.md, executed as written."""
+    readme = (REPO / "docs/audits.md").read_text()
     block = readme.split("<!-- notebook-example -->", 1)[1].split("```python", 1)[1].split("```", 1)[0]
     monkeypatch.chdir(REPO)
     block = block.replace('"runs/notebook"', repr(str(tmp_path / "notebook")))
     namespace: dict = {}
-    exec(compile(block, "README.md", "exec"), namespace)
+    exec(compile(block, "docs/audits.md", "exec"), namespace)
     assert isinstance(namespace["result"], AuditResult)
 
 

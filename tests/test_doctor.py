@@ -54,7 +54,7 @@ def test_the_images_facts():
     assert re.search(r'^ENTRYPOINT \["radar"\]$', docker, re.M)
     runs = [
         line
-        for text in (docker, (REPO / "README.md").read_text())
+        for text in (docker, (REPO / "README.md").read_text(), (REPO / "docs/gpu-and-cluster.md").read_text())
         for line in text.splitlines()
         if "docker run" in line
     ]

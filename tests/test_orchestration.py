@@ -83,7 +83,7 @@ def test_resume_after_a_partial_store_makes_only_the_missing_calls(tmp_path):
 
 
 def test_raising_n_adds_only_the_new_variants_and_lowering_it_reuses_the_first(tmp_path):
-    """Issue 28, item 18: n 2 -> 3 made 36 generator calls (every probe again) instead of 12 (README:
+    """Issue 28, item 18: n 2 -> 3 made 36 generator calls (every probe again) instead of 12 (docs/audits.md:
     n "extends or re-analyses the same content-keyed records")."""
     from radar_local.rundir import INPUTS
 

@@ -181,9 +181,9 @@ def test_edit_format_admits_each_action_in_its_shape():
     assert fmt.max_tokens >= max(len(json.dumps(e)) for e in (REWRITE, DROP, BAD_MERGE))
 
 
-@pytest.mark.process  # the README's command, as a user runs it
+@pytest.mark.process  # docs/repair.md's command, as a user runs it
 def test_the_readme_example_from_its_config(tmp_path):
-    """configs/repair-example.yaml as the README runs it, from another folder (relative paths)."""
+    """configs/repair-example.yaml as docs/repair.md runs it, from another folder (relative paths)."""
     from tests.conftest import radar_cli
 
     res = radar_cli("repair", REPO / "configs" / "repair-example.yaml", "--candidates", "2", "--quiet", cwd=tmp_path)

@@ -1,1 +1,1 @@
-"""The RADAR statistics core: pure numpy, no engine imports. Equation numbers refer to the paper."""
+"""The RADAR statistics core: numpy, with scipy for Student's t; no engine imports. Equation numbers refer to the paper."""
