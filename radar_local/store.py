@@ -233,9 +233,9 @@ def cut_torn_tail(path: Path) -> None:
 
 
 class Store:
-    """Records of one run directory, in the files its owner (run.Run) names. `writer=True` takes the
-    directory's lock and repairs torn tails; a reader never changes a file and ignores an unfinished
-    last line (a writer may be mid-append)."""
+    """Records of one run directory (radar_local.records), in the files rundir.RunDir names. `writer=True`
+    takes the directory's lock and repairs torn tails; a reader never changes a file and ignores an
+    unfinished last line (a writer may be mid-append)."""
 
     def __init__(self, root: str | Path, *, probes: str, scores: str, lock: str, writer: bool = True):
         self.root = usable_path(Path(root))

@@ -1,4 +1,5 @@
-"""The `radar` command group. Commands are thin: they call library functions and print."""
+"""The `radar` command group: domain errors and interrupts as one line and an exit code. Each command is a
+thin module of its own (cli/*.py) that calls library functions and prints."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Small formatting helpers shared by the console and Markdown renderings."""
+"""The rows and lines the report outline is made of (outline.py): numbers, intervals, flags and findings as text."""
 
 from __future__ import annotations
 

@@ -1,1 +1,2 @@
-"""The RADAR statistics core: numpy, with scipy for Student's t; no engine imports. Equation numbers refer to the paper."""
+"""The RADAR statistics core: numpy, and scipy for Student's t; no engine imports. Equation numbers refer
+to the paper."""
