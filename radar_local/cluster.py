@@ -491,7 +491,6 @@ def _cause(exc: Exception) -> str:
 
 def _node_of(exc: Exception) -> str:
     """The node named in Ray's error text ("... (pid=123, ip=10.0.0.5, ...)")."""
-    import re
 
     found = re.search(r"\bip=([0-9A-Fa-f.:]+)", str(exc))
     return f"node {found.group(1)}" if found else "its node"

@@ -8,6 +8,7 @@ from /proc/cpuinfo, never assumed from the machine the code was written on.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -73,8 +74,6 @@ def cpu_dtype(requested: str, checkpoint: str | None, cpu: CpuInfo) -> tuple[str
 
 def checkpoint_config(path: Path) -> dict:
     """A local checkpoint's config.json, or {} where there is none to read."""
-    import json
-
     try:
         config = json.loads((Path(path) / "config.json").read_text())
     except (OSError, ValueError):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import yaml
+from pydantic import TypeAdapter, ValidationError
 
 from radar_local.errors import InputError
 
@@ -157,8 +158,6 @@ Schema = TypeVar("Schema")
 def read_model(path: Path, schema: type[Schema], remedy: str = "re-run the command that wrote it") -> Schema:
     """A JSON file a command wrote, validated as `schema` (a pydantic model or any type pydantic takes,
     such as dict[str, ModelSpec]); one line naming the key that is wrong."""
-    from pydantic import TypeAdapter, ValidationError
-
     data = read_json(path, remedy)
     try:
         return TypeAdapter(schema).validate_python(data)

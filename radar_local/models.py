@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -145,8 +146,6 @@ def fetch(name: str, log=print) -> Path:
     }
     (partial / "radar_fetch.json").write_text(json.dumps(record, indent=2))
     if target.exists():
-        import shutil
-
         shutil.rmtree(target)
     partial.rename(target)  # a fetch killed halfway leaves only the .partial directory
     log(f"{name} ready at {target} (sha256 {record['sha256']['model.safetensors'][:16]}...)")

@@ -18,8 +18,14 @@ def stage_progress(label: str, total: int, enabled: bool = True):
         yield lambda k: None
         return
     if out.isatty():
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.console import Console  # a bar only on a terminal: rich's layout loads then
+        from rich.progress import (  # the bar's columns, with the console above
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
 
         rate = TextColumn("{task.fields[rate]}")
         with Progress(

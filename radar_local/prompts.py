@@ -6,6 +6,7 @@ Messages are lists of {"role", "content"} dicts, the chat format every engine ac
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Literal
 
 from radar_local.rubric import Criterion, Task
@@ -152,7 +153,6 @@ def verification_messages(
 
 def strip_think(text: str) -> str:
     """Drop <think>...</think> blocks (and an unclosed trailing one) before a probe is stored (App. B)."""
-    import re
 
     text = re.sub(r"<think>.*?</think>", "", text, flags=re.DOTALL)
     text = re.sub(r"<think>.*\Z", "", text, flags=re.DOTALL)

@@ -8,6 +8,7 @@ answer could not be parsed.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -141,8 +142,6 @@ def check_criteria(df: pd.DataFrame, criteria: list[str], path: object) -> None:
 
 
 def write_scores(df: pd.DataFrame, path: str | Path) -> None:
-    import io
-
     path = Path(path)
     out = df.loc[:, list(COLUMNS)]
     if path.suffix == ".parquet":

@@ -109,6 +109,14 @@ def test_adaptive_in_expected_mode(tmp_path):
     )
     assert result.probes["score_values"] == "continuous" and result.adaptive["waves"]
     assert result.adaptive["probes"] <= 2 * 5 * 2 * 4
+    # Expected scores decide as reasoned ones do: every gate settled reliable, the planted coupling far
+    # above the thresholds settled directional, and the one near 0.5 (coherence -> verbosity) left open.
+    settled = {(d["kind"], tuple(d["criteria"])): d["value"] for d in result.adaptive["settled"]}
+    assert all(settled[("gate", (c,))] is True for c in result.criteria)
+    assert settled[("directional", ("helpfulness", "correctness"))] is True
+    assert ("directional", ["coherence", "verbosity"]) in [
+        (d["kind"], d["criteria"]) for d in result.adaptive["at_budget"]
+    ]
 
 
 def test_adaptive_needs_intervals(tmp_path):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from radar_local.run import load_run, run_audit
+from radar_local.run import run_audit
 from radar_local.rundir import CONFIG, PROBES, SCORES
 from tests.conftest import planted_config
 from tests.test_bad_input import _config, invoke, one_line_exit_2
@@ -263,11 +263,12 @@ def test_repair_out_that_is_a_file(tmp_path):
 
 
 def test_names_too_long_for_the_file_system(run_copy, tmp_path):
+    stored = {p: p.read_bytes() for p in run_copy.iterdir() if p.is_file() and p.name != ".radar.lock"}
     res = invoke("score", run_copy, "--verifier", "testing:planted", "--name", "v" * 300, "--quiet")
     one_line_exit_2(res, "too long")
     res = invoke("audit", run_copy / CONFIG, "--out", tmp_path / ("r" * 300), "--quiet")
     one_line_exit_2(res, "too long")
-    assert load_run(run_copy).result().criteria  # the stored run is intact
+    assert {p: p.read_bytes() for p in stored} == stored  # the stored run is intact, byte for byte
 
 
 def test_models_dir_too_long(tmp_path, monkeypatch):

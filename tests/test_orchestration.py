@@ -60,8 +60,19 @@ def test_prefix_order_submits_each_probe_once_before_its_other_criteria():
 
 
 def test_prefix_shared_layout_scores_every_probe_alike(tmp_path):
+    """The prefix-shared prompt (task and probe first, the criterion last) carries the same probe and
+    criterion as the paper's: verdict by verdict the planted judge, which reads both from the prompt, gives
+    the same score, under keys of their own (nothing was reused across layouts)."""
     paper = audit(tmp_path, "paper", batch_size=7, layout="paper")
     shared = audit(tmp_path, "shared", batch_size=7)
+
+    def verdicts(name: str) -> dict[tuple[str, str], tuple[str, float | None]]:
+        return {(v.probe_key, v.criterion): (v.key, v.score) for v in load_run(tmp_path / name).store.scores.values()}
+
+    a, b = verdicts("paper"), verdicts("shared")
+    assert a.keys() == b.keys() and len(a) == 200 and not {k for k, _ in a.values()} & {k for k, _ in b.values()}
+    assert {k: s for k, (_, s) in a.items()} == {k: s for k, (_, s) in b.items()}
+    assert len({s for _, s in a.values()}) == 5  # every score of the scale: probes are told apart
     assert shared.leakage.equals(paper.leakage) and shared.self_effect.equals(paper.self_effect)
 
 

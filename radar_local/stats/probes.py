@@ -72,7 +72,7 @@ def probe_matrix(df: pd.DataFrame, criteria: list[str], generator: str, verifier
 
 def _codes(values: pd.Series, categories: Sequence[str]) -> np.ndarray:
     """Each value's index in `categories` as int64 (-1 where absent), whatever width pandas chose."""
-    import pandas as pd
+    import pandas as pd  # the score table's library: the pure statistics load without it
 
     return np.asarray(pd.Categorical(values, categories=list(categories)).codes, dtype=np.int64)
 
