@@ -69,3 +69,72 @@ def record_line(record: Record) -> str:
     """The record as one line of its JSONL file: `v` first, the fields that were set."""
     fields = record.model_dump(exclude_unset=True, exclude={"v"})
     return json.dumps({"v": record.v, **fields}) + "\n"
+
+
+class Info(BaseModel):
+    """A part of run.json: a file radar wrote, read back checked (a hand-edited or damaged one is one line
+    naming the key, never a traceback in a renderer)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+
+class Stage(Info):
+    """One stage's counters (generate, rewrite, score); the engine's own settings and a cluster's replicas
+    are kept as the engine reported them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    requests: int | None = None
+    calls: int
+    prompt_tokens: int
+    output_tokens: int
+    seconds: float
+    layout: str | None = None
+    mode: str | None = Field(None, description="The scoring mode (reasoned, expected)")
+    prompt_tokens_cached: int | None = None
+    prompt_tokens_computed: int | None = None
+    prefix_cache_hit_rate: float | None = None
+    prompt_tokens_floor: int | None = Field(None, description="The prompt tokens no prefix cache could go below")
+    computed_over_floor: float | None = None
+    occupancy: float | None = Field(None, description="Mean running requests per engine step over max_num_seqs")
+    occupancy_fed: float | None = None
+    engine: dict | None = Field(None, description="The settings the engine resolved on this machine")
+    cluster: dict | None = Field(None, description="A cluster run: its nodes and each replica's share")
+    parsed: int | None = None
+    unscored: int | None = None
+    parse_rate: float | None = None
+    short_answers: int | None = Field(None, description="Samples a server left out, asked for one at a time")
+    waves: int | None = Field(None, description="An adaptive audit: the waves the counters sum over")
+
+
+class ModelRef(Info):
+    label: str
+    engine: str
+    model: str
+
+
+class Injection(Info):
+    """The scan of the planted probes for text that addresses the judge (radar_local.injection)."""
+
+    flagged: int
+    probes: int
+    by_target_direction: dict[str, int]
+    excluded: bool
+    examples: list[dict] = []
+    keys: list[str] = []
+
+
+class RunInfo(Info):
+    """run.json: what one verifier's audit of a run cost and ran on. Keys a run made by an earlier radar
+    lacks are None."""
+
+    radar_local_prompt_version: str | None = None
+    generator: ModelRef | None = None
+    verifier: ModelRef | None = None
+    probes: int | None = None
+    injection: Injection | None = None
+    stages: dict[str, Stage]
+    libraries: dict[str, str | None] = {}
+    reproducibility: dict = {}
+    adaptive: dict | None = None
+    previous_runs: list[dict] = Field([], description="The run.json of each earlier run of this audit")

@@ -27,7 +27,7 @@ from radar_local.models import weights_identity
 from radar_local.plan import GenerationRequest
 from radar_local.progress import say, stage_progress
 from radar_local.prompts import PROMPT_VERSION, strip_think
-from radar_local.records import ProbeRecord, VerdictRecord
+from radar_local.records import Injection, ModelRef, ProbeRecord, RunInfo, Stage, VerdictRecord
 from radar_local.rundir import (
     CONFIG,
     INPUTS,
@@ -295,27 +295,23 @@ class Run(RunDir):
         write_scores(table, self.table_path)
         result.adaptive = adaptive
         write_atomic(self.stats_path(verifier.label), json.dumps(result.to_json(), indent=2))
-        info = {
-            "radar_local_prompt_version": PROMPT_VERSION,
-            "generator": {
-                "label": config.generator.label,
-                "engine": config.generator.engine,
-                "model": config.generator.model,
-            },
-            "verifier": {"label": verifier.label, "engine": verifier.engine, "model": verifier.model},
-            "probes": len(probes),
-            "injection": records.injection,
-            "stages": stages,
-            "libraries": library_versions(),
-            "reproducibility": reproducibility(config, stages),
-        }
-        if adaptive is not None:
-            info["adaptive"] = adaptive
+        ref = lambda spec: ModelRef(label=spec.label, engine=spec.engine, model=spec.model)
+        info = RunInfo(
+            radar_local_prompt_version=PROMPT_VERSION,
+            generator=ref(config.generator),
+            verifier=ref(verifier),
+            probes=len(probes),
+            injection=Injection(**records.injection),
+            stages={name: Stage(**stage) for name, stage in stages.items()},
+            libraries=library_versions(),
+            reproducibility=reproducibility(config, stages),
+            **({} if adaptive is None else {"adaptive": adaptive}),
+        )
         path = self.info_path(verifier.label)
-        if path.exists():
+        if path.exists():  # the earlier runs of this audit, as they were written
             history = read_json(path)
-            info["previous_runs"] = history.pop("previous_runs", []) + [history]
-        write_atomic(path, json.dumps(info, indent=2))
+            info.previous_runs = history.pop("previous_runs", []) + [history]
+        write_atomic(path, json.dumps(info.model_dump(mode="json", exclude_unset=True), indent=2))
         return result
 
     def audit(self, pool: EnginePool | None = None, progress: bool = True) -> AuditResult:

@@ -13,13 +13,13 @@ from typing import Self
 from pydantic import Field
 
 from radar_local.adaptive import recorded_sizes
-from radar_local.common import Loose, Strict, slug
+from radar_local.common import Strict, slug
 from radar_local.compare import load_stats
 from radar_local.config import AuditConfig, ModelSpec, load_config, resolve_inputs
 from radar_local.errors import InputError
 from radar_local.inputs import read_model
 from radar_local.plan import KEYS, GenerationRequest, Plan
-from radar_local.records import ProbeRecord, VerdictRecord
+from radar_local.records import ProbeRecord, RunInfo, VerdictRecord
 from radar_local.rubric import ReferencePair, Rubric, Task
 from radar_local.stats.result import AuditResult
 from radar_local.store import Store
@@ -33,32 +33,6 @@ PROBES, SCORES, LOCK, ENGINE_LOG = "probes.jsonl", "scores.jsonl", ".radar.lock"
 
 def open_store(root: str | Path, writer: bool = True) -> Store:
     return Store(root, probes=PROBES, scores=SCORES, lock=LOCK, writer=writer)
-
-
-class StageInfo(Loose):
-    calls: int
-    prompt_tokens: int
-    output_tokens: int
-    seconds: float
-    parse_rate: float | None = None
-    prefix_cache_hit_rate: float | None = None
-    mode: str | None = None
-
-
-class Injection(Loose):
-    flagged: int
-    probes: int
-    by_target_direction: dict[str, int]
-    excluded: bool
-    examples: list[dict] = []
-
-
-class RunInfo(Loose):
-    """run.json, as far as radar reads it back (a report, compare): checked, so a hand-edited or
-    damaged file is one line naming the key, not a traceback in a renderer."""
-
-    stages: dict[str, StageInfo]
-    injection: Injection | None = None
 
 
 class InputsSnapshot(Strict):
@@ -238,14 +212,14 @@ class RunDir:
             raise InputError(self.root, f"not an audit run directory (no {path.name}); run `radar audit` first")
         return load_stats(path)
 
-    def info(self, verifier: str | None = None) -> dict:
+    def info(self, verifier: str | None = None) -> RunInfo:
         """run.json of that verifier's audit: its own costs, never another verifier's."""
         path = self.info_path(verifier)
         if not path.is_file():
             raise InputError(
                 self.root, f"no {path.name} here; run `radar audit` (or `radar score` for that verifier) first"
             )
-        return read_model(path, RunInfo).model_dump(exclude_unset=True)
+        return read_model(path, RunInfo)
 
 
 def checked_inputs(config: AuditConfig, base: Path, source: object) -> tuple:

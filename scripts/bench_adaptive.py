@@ -38,7 +38,7 @@ def main() -> int:
             result = run_audit(config(**kw), Path(tmp) / label, base=REPO)
             out[label] = (
                 result,
-                load_run(Path(tmp) / label).info()["stages"]["score"]["calls"],
+                load_run(Path(tmp) / label).info().stages["score"].calls,
                 time.perf_counter() - start,
             )
         (fixed, fixed_calls, fixed_s), (adaptive, calls, adaptive_s) = out["fixed"], out["adaptive"]

@@ -170,7 +170,7 @@ def main(out: Path) -> None:
                 name: compare(out / "single" / name, out / "cluster" / name)
                 for name in ("probes.jsonl", "scores.jsonl")
             }
-            results["same"]["cluster"] = load_run(out / "cluster").info()["stages"]["score"]["cluster"]
+            results["same"]["cluster"] = load_run(out / "cluster").info().stages["score"].cluster
 
             # The worker node killed (SIGKILL, its whole process tree) in the middle of the score stage.
             scores = out / "fault" / "scores.jsonl"
@@ -190,7 +190,7 @@ def main(out: Path) -> None:
                 "killed_after": killed.get("after"),
                 "scores": len(records(scores)),
                 "probes": len(records(out / "fault" / "probes.jsonl")),
-                "cluster": info["stages"]["score"]["cluster"],
+                "cluster": info.stages["score"].cluster,
             }
         finally:
             pool.close()
@@ -209,7 +209,7 @@ def main(out: Path) -> None:
         results["grid"] = {
             "same": json.dumps(in_process, sort_keys=True) == json.dumps(on_cluster, sort_keys=True),
             "scores": len(records(out / "grid-cluster" / "gen" / "scores.jsonl")),
-            "replicas": {v: len(run.info(v)["stages"]["score"]["cluster"]["replicas"]) for v in ("judge-a", "judge-b")},
+            "replicas": {v: len(run.info(v).stages["score"].cluster["replicas"]) for v in ("judge-a", "judge-b")},
         }
 
         # An adaptive audit (planted engine) on the cluster: the same waves and numbers as in one process.
@@ -223,7 +223,7 @@ def main(out: Path) -> None:
         results["adaptive"] = {
             "same": json.dumps(local.to_json(), sort_keys=True) == json.dumps(remote.to_json(), sort_keys=True),
             "waves": len(remote.adaptive["waves"]),
-            "cluster": "cluster" in load_run(out / "adaptive-cluster").info()["stages"]["score"],
+            "cluster": load_run(out / "adaptive-cluster").info().stages["score"].cluster is not None,
         }
     with TwoNodeCluster(out, gpus=2) as cluster:
         results["gpu"] = gpu_scenarios(cluster, out / "gpu")
@@ -239,7 +239,7 @@ def gpu_scenarios(cluster: TwoNodeCluster, out: Path) -> dict:
     spec = ClusterSpec(ray=cluster.address)
 
     def replicas(run_dir: Path, verifier: str | None = None) -> list[dict]:
-        return load_run(run_dir).info(verifier)["stages"]["score"]["cluster"]["replicas"]
+        return load_run(run_dir).info(verifier).stages["score"].cluster["replicas"]
 
     # One GPU per replica: as many replicas as GPUs, each seeing its own; a CPU model sees none.
     for name, options in (("one-gpu", {"gpus": 1}), ("cpu", {})):

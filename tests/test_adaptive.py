@@ -64,7 +64,7 @@ def test_adaptive_reaches_the_fixed_decisions_with_fewer_verifier_calls(fixed_an
     assert flags[frozenset(("helpfulness", "correctness"))] == ["directional"]
     for result in (fixed, adaptive):
         assert result.pair("helpfulness", "correctness")["evidence"] == {"directional": "confirmed"}
-    calls = {name: load_run(root / name).info()["stages"]["score"]["calls"] for name in ("fixed", "adaptive")}
+    calls = {name: load_run(root / name).info().stages["score"].calls for name in ("fixed", "adaptive")}
     assert calls["fixed"] == 12 * 5 * 2 * 20 * 5
     # Decisions settle over the family's simultaneous intervals, wider than one cell's 95%: 8,160 of the fixed
     # audit's 12,000 calls (under per-cell intervals it was under half).
@@ -76,7 +76,7 @@ def test_adaptive_reaches_the_fixed_decisions_with_fewer_verifier_calls(fixed_an
     # every decision is settled or sits at the budget, and the open ones of the last wave are those
     assert {d["kind"] for d in record["settled"]} >= {"gate", "directional", "tradeoff"}
     assert record["at_budget"] == record["waves"][-1]["open"]
-    assert load_run(root / "adaptive").info()["adaptive"] == record
+    assert load_run(root / "adaptive").info().adaptive == record
 
 
 def test_an_adaptive_run_resumes_where_it_stopped(fixed_and_adaptive, tmp_path):
@@ -96,8 +96,8 @@ def test_a_fixed_run_at_max_n_holds_every_probe_an_adaptive_run_needs(fixed_and_
     shutil.copytree(root / "fixed", tmp_path / "run")
     again = run_audit(config(adaptive={"max_n": 20}), tmp_path / "run", base=REPO)
     assert without_calls(again) == without_calls(adaptive)  # the same probes and verdicts
-    stages = load_run(tmp_path / "run").info()["stages"]
-    assert stages["generate"]["calls"] == 0 and stages["score"]["calls"] == 0
+    stages = load_run(tmp_path / "run").info().stages
+    assert stages["generate"].calls == 0 and stages["score"].calls == 0
     assert len(load_run(tmp_path / "run").probes()) == adaptive.adaptive["probes"]
 
 

@@ -66,7 +66,7 @@ def test_result_renders_in_a_notebook():
 def test_run_audit_and_load_run_on_the_planted_engine(tmp_path):
     result = radar_local.run_audit(planted_config(), tmp_path / "run")
     run = radar_local.load_run(tmp_path / "run")
-    assert run.result() == result and len(run.probes()) == 40 and run.info()["stages"]["score"]["calls"] == 200
+    assert run.result() == result and len(run.probes()) == 40 and run.info().stages["score"].calls == 200
     assert result.reliable.all()  # the planted judge reads every criterion it was steered on
 
 

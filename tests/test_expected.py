@@ -140,7 +140,7 @@ def test_planted_audit_in_expected_mode(tmp_path):
     # Without noise the planted belief is a point mass on the rounded value: 2 + 2 * 0.3 = 2.6 -> 3.
     assert result.leakage.loc["helpfulness", "correctness"] == 0.5 and result.probes["score_values"] == "integer"
     run = load_run(tmp_path / "run")
-    assert run.info()["stages"]["score"]["mode"] == "expected"
+    assert run.info().stages["score"].mode == "expected"
     report = write_report(run)
     assert "score (expected)" in (report / "report.md").read_text()
 

@@ -42,7 +42,7 @@ def test_chunk_and_batch_boundaries_change_nothing(tmp_path, batch_size):
         a, b = lines(tmp_path / "whole" / name), lines(tmp_path / "chunked" / name)
         assert sorted(r["key"] for r in a) == sorted(r["key"] for r in b) and len(b) == len({r["key"] for r in b})
     info = load_run(tmp_path / "chunked").info()
-    assert info["stages"]["generate"]["calls"] == 40 and info["stages"]["score"]["calls"] == 200
+    assert info.stages["generate"].calls == 40 and info.stages["score"].calls == 200
     # the planted coupling is found: helpfulness leaks into correctness, and back not at all
     assert (
         whole.leakage.loc["helpfulness", "correctness"] == 0.5 and whole.leakage.loc["correctness", "helpfulness"] == 0
@@ -88,8 +88,8 @@ def test_resume_after_a_partial_store_makes_only_the_missing_calls(tmp_path):
     (run / SCORES).write_text("".join(json.dumps(r) + "\n" for r in kept_scores))
     again = audit(tmp_path, "partial")
     info = load_run(run).info()
-    assert info["stages"]["generate"]["calls"] == len(probes) - len(kept_probes)  # only the lost variants
-    assert info["stages"]["score"]["calls"] == 200 - len(kept_scores)
+    assert info.stages["generate"].calls == len(probes) - len(kept_probes)  # only the lost variants
+    assert info.stages["score"].calls == 200 - len(kept_scores)
     assert again == whole and len(lines(run / PROBES)) == 40 and len(lines(run / SCORES)) == 200
 
 
@@ -102,14 +102,14 @@ def test_raising_n_adds_only_the_new_variants_and_lowering_it_reuses_the_first(t
     run_audit(planted_config(n=2), run)
     first = {p["key"]: p for p in lines(run / PROBES)}
     again = run_audit(planted_config(n=3), run)
-    stages = load_run(run).info()["stages"]
+    stages = load_run(run).info().stages
     cells = 5 * 2 * 2  # criteria x directions x tasks
-    assert stages["generate"]["calls"] == cells and stages["score"]["calls"] == cells * 5
+    assert stages["generate"].calls == cells and stages["score"].calls == cells * 5
     stored = {p["key"]: p for p in lines(run / PROBES)}
     assert len(stored) == 3 * cells and all(stored[k] == p for k, p in first.items())
     assert again.probes["directed"] == 3 * cells
     fewer = run_audit(planted_config(n=2), run)
-    assert load_run(run).info()["stages"]["generate"]["calls"] == 0 and fewer.probes["directed"] == 2 * cells
+    assert load_run(run).info().stages["generate"].calls == 0 and fewer.probes["directed"] == 2 * cells
     assert json.loads((run / INPUTS).read_text())["keys"] == 3
 
 
@@ -141,14 +141,14 @@ def test_grid_generates_each_generators_probes_once(tmp_path):
     assert res.exit_code == 0, res.output
     run = tmp_path / "g" / "gen"
     assert len(lines(run / PROBES)) == 40 and len(lines(run / SCORES)) == 2 * 200
-    assert load_run(run).info("judge-b")["stages"]["generate"]["calls"] == 40  # one generation, shared by both cells
+    assert load_run(run).info("judge-b").stages["generate"].calls == 40  # one generation, shared by both cells
     b = load_run(run).result("judge-b")
     assert (
         b.leakage.loc["helpfulness", "correctness"] == 0.5
         and load_run(run).result().leakage.loc["helpfulness", "correctness"] == 0
     )
     again = CliRunner().invoke(cli, ["grid", str(cfg), "--out", str(tmp_path / "g"), "--quiet"])
-    assert again.exit_code == 0 and load_run(run).info()["stages"]["score"]["calls"] == 0  # all stored
+    assert again.exit_code == 0 and load_run(run).info().stages["score"].calls == 0  # all stored
 
 
 def test_missing_model_names_the_path_and_the_fetch_command(tmp_path):

@@ -129,6 +129,7 @@ def test_report_renders_in_headless_chromium_without_network(report_dir, tmp_pat
 
 
 def test_cost_table_shows_the_mode_the_cache_and_each_replica():
+    from radar_local.records import RunInfo
     from radar_local.report.text import cost_rows
 
     replica = {
@@ -153,7 +154,7 @@ def test_cost_table_shows_the_mode_the_cache_and_each_replica():
         "prompt_tokens_computed": 1800,
         "cluster": {"address": "10.0.0.1:6379", "nodes": 2, "replicas": [replica]},
     }
-    head, row = cost_rows({"stages": {"score": stage}})
+    head, row = cost_rows(RunInfo.model_validate({"stages": {"score": stage}}))
     assert head[0] == "score (expected)" and head[7] == "50.0% (1800 cached, 1800 computed)"
     assert row[0] == "  replica 2 on 10.0.0.2 (lost)" and row[1:6] == ["4", "400", "40", "2.0", "20"]
 

@@ -14,6 +14,7 @@ from radar_local.report.outline import report_sections, title
 from radar_local.store import make_folder, write_atomic
 
 if TYPE_CHECKING:
+    from radar_local.records import RunInfo
     from radar_local.rundir import RunDir
     from radar_local.stats.result import AuditResult
 
@@ -60,7 +61,7 @@ def _figures(result: AuditResult, folder: Path) -> dict[str, bytes]:
 def report_markdown(
     result: AuditResult,
     examples: list[dict],
-    info: dict,
+    info: RunInfo,
     calibration: dict | None,
     bias: list[dict] | None = None,
     drawn: set[str] | None = None,

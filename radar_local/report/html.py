@@ -22,6 +22,7 @@ from radar_local.report.outline import (
 )
 
 if TYPE_CHECKING:
+    from radar_local.records import RunInfo
     from radar_local.stats.result import AuditResult
 
 CSS = """
@@ -93,7 +94,7 @@ def audit_html(
     r: AuditResult,
     figures: dict[str, bytes],
     examples: list[dict],
-    info: dict,
+    info: RunInfo,
     calibration: dict | None = None,
     bias: list[dict] | None = None,
 ) -> str:

@@ -33,6 +33,7 @@ from radar_local.report.text import (
 )
 
 if TYPE_CHECKING:
+    from radar_local.records import RunInfo
     from radar_local.stats.result import AuditResult
 
 
@@ -142,7 +143,7 @@ def audit_sections(r: AuditResult, figures: bool = False) -> list[Section]:
 
 
 def report_sections(
-    r: AuditResult, examples: list[dict], bias: list[dict], info: dict, calibration: dict | None
+    r: AuditResult, examples: list[dict], bias: list[dict], info: RunInfo, calibration: dict | None
 ) -> list[Section]:
     """The written report: the audit's sections with figures, the example probes, the probes that address
     the judge, the judges' calibration and the cost."""
@@ -188,8 +189,8 @@ def _bias_examples(bias: list[dict]) -> list[Block]:
     return blocks
 
 
-def _injected(info: dict) -> list[Block]:
-    shown = (info.get("injection") or {}).get("examples", [])
+def _injected(info: RunInfo) -> list[Block]:
+    shown = [] if info.injection is None else info.injection.examples
     rows: list[list[Part]] = [
         [f"{ex['target'] or 'unconditioned'} {ex['direction']}", ", ".join(ex["matched"]), Untrusted(ex["text"])]
         for ex in shown

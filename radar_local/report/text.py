@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from radar_local.records import RunInfo
     from radar_local.stats.result import AuditResult
 
 
@@ -34,20 +35,20 @@ def flag_text(pair: dict, flags: list[str] | None = None) -> str:
     )
 
 
-def injection_line(run: dict) -> str:
+def injection_line(info: RunInfo) -> str:
     """How many probes address the judge, where, and whether the statistics use them."""
-    inj = run.get("injection")
-    if not inj:
+    inj = info.injection
+    if inj is None:
         return "Probes addressing the judge: not checked (run stored before this check existed)."
-    if not inj["flagged"]:
-        return f"No probe of {inj['probes']} addresses the judge or asks for a score."
-    where = ", ".join(f"{k}: {n}" for k, n in inj["by_target_direction"].items())
+    if not inj.flagged:
+        return f"No probe of {inj.probes} addresses the judge or asks for a score."
+    where = ", ".join(f"{k}: {n}" for k, n in inj.by_target_direction.items())
     use = (
         "excluded from the statistics"
-        if inj["excluded"]
+        if inj.excluded
         else "kept in the statistics (set exclude_flagged_probes: true to leave them out)"
     )
-    return f"{inj['flagged']} of {inj['probes']} probes address the judge or ask for a score ({where}); {use}."
+    return f"{inj.flagged} of {inj.probes} probes address the judge or ask for a score ({where}); {use}."
 
 
 def pair_records(result: AuditResult) -> list[dict]:
@@ -220,29 +221,29 @@ def adaptive_line(result: AuditResult) -> str | None:
     )
 
 
-def cost_rows(run: dict) -> list[list[str]]:
+def cost_rows(info: RunInfo) -> list[list[str]]:
     """One row per stage; a score stage names its scoring mode, prefill says what the cache served."""
     rows = []
-    for stage, s in run["stages"].items():
-        tps = s["output_tokens"] / s["seconds"] if s.get("seconds") else None
-        rate = f"{s['parse_rate']:.1%}" if s.get("parse_rate") is not None else "-"
-        cache = f"{s['prefix_cache_hit_rate']:.1%}" if s.get("prefix_cache_hit_rate") is not None else "-"
-        if s.get("prompt_tokens_cached") is not None:
-            cache += f" ({s['prompt_tokens_cached']} cached, {s['prompt_tokens_computed']} computed)"
-        name = f"{stage} ({s['mode']})" if s.get("mode") else stage
+    for stage, s in info.stages.items():
+        tps = s.output_tokens / s.seconds if s.seconds else None
+        rate = f"{s.parse_rate:.1%}" if s.parse_rate is not None else "-"
+        cache = f"{s.prefix_cache_hit_rate:.1%}" if s.prefix_cache_hit_rate is not None else "-"
+        if s.prompt_tokens_cached is not None:
+            cache += f" ({s.prompt_tokens_cached} cached, {s.prompt_tokens_computed} computed)"
+        name = f"{stage} ({s.mode})" if s.mode else stage
         rows.append(
             [
                 name,
-                str(s["calls"]),
-                str(s["prompt_tokens"]),
-                str(s["output_tokens"]),
-                f"{s['seconds']:.1f}",
+                str(s.calls),
+                str(s.prompt_tokens),
+                str(s.output_tokens),
+                f"{s.seconds:.1f}",
                 num(tps, 0, signed=False),
                 rate,
                 cache,
             ]
         )
-        for r in (s.get("cluster") or {}).get("replicas", []):  # a cluster run: each replica's share
+        for r in (s.cluster or {}).get("replicas", []):  # a cluster run: each replica's share
             rtps = r["output_tokens"] / r["seconds"] if r["seconds"] else None
             rows.append(
                 [
