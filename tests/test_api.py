@@ -46,6 +46,12 @@ def test_reading_another_schema_version_is_one_line(version, needle):
         AuditResult.from_json({**data, "schema_version": version}, "stats.json")
 
 
+def test_a_stats_file_naming_a_criterion_it_does_not_fill_in_is_one_line():
+    data = radar_local.analyze(EXAMPLE, bootstrap=0).to_json()
+    with pytest.raises(InputError, match=r"is not a complete RADAR stats file \(no entry for 'extra'\)"):
+        AuditResult.from_json({**data, "criteria": [*data["criteria"], "extra"]}, "stats.json")
+
+
 def test_result_renders_in_a_notebook():
     from IPython.core.interactiveshell import InteractiveShell
 

@@ -58,7 +58,7 @@ def test_stats_output_into_a_missing_folder(tmp_path, option):
         ),
         (
             {"schema_version": 2, "pairs": [], "reliable": {}, "criteria": ["x"]},
-            "is not a complete RADAR stats file (KeyError",
+            "is not a complete RADAR stats file (key 'generator': Field required)",
         ),
     ],
 )

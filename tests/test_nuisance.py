@@ -49,7 +49,7 @@ def test_the_nuisance_section_round_trips_and_a_damaged_one_is_one_line(biased):
     data = biased.to_json()
     assert AuditResult.from_json(json.loads(json.dumps(data))) == biased
     data["nuisance"]["rows"][0]["flag"] = "very"
-    with pytest.raises(InputError, match="unknown nuisance flag"):
+    with pytest.raises(InputError, match="key 'nuisance.rows.0.flag': Input should be 'biased' or 'intended'"):
         AuditResult.from_json(data, "stats.json")
 
 

@@ -4,15 +4,16 @@ values for the rest; `to_json()` is the content of stats.json and `radar stats -
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from radar_local.common import json_number
+from radar_local.common import json_number, to_json
 from radar_local.errors import InputError
-from radar_local.stats.flags import EVIDENCE
 
 SCHEMA_VERSION = 2  # 2: pair 'flags' is a list; gating causes; unscored counts and warnings
 PAIR_COLUMNS = [
@@ -32,6 +33,128 @@ PAIR_COLUMNS = [
     "evidence",
     "settle_n",
 ]
+
+
+Num = float | None  # a stored number; null is undefined (NaN)
+Interval = tuple[float | None, float | None]
+Matrix = dict[str, dict[str, float | None]]
+Evidence = Literal["confirmed", "possible"]  # stats/flags.EVIDENCE
+NUMBERS = ("leak_ab", "leak_ba", "sym", "asym", "human_r")  # a pair's numbers (null: NaN in the frame)
+
+
+class _Stored(BaseModel):
+    """stats.json as read back: names are text, numbers numbers (never a string or a bool), intervals
+    [low, high]; a file that is not is one line naming the key."""
+
+    model_config = ConfigDict(strict=True, allow_inf_nan=False, extra="forbid")
+
+
+class PairCI(_Stored):
+    sym: Interval
+    asym: Interval
+
+
+class PairFile(_Stored):
+    a: str
+    b: str
+    leak_ab: Num
+    leak_ba: Num
+    sym: Num
+    asym: Num
+    reliable: bool
+    flags: list[str]
+    ci: PairCI | None
+    human_r: Num
+    upstream: str | None = None
+    downstream: str | None = None
+    evidence: dict[str, Evidence | None] | None = None
+    settle_n: int | None = None
+
+
+class GateFile(_Stored):
+    criterion: str
+    self_effect: Num
+    cause: str
+    reason: str
+    evidence: Evidence | None = None
+
+
+class FlagsFile(_Stored):
+    thresholds: dict[str, Any]
+    unreliable: list[GateFile]
+    gates: dict[str, Evidence] | None = None
+
+
+class GlobalFile(_Stored):
+    positive: Num
+    tension: Num
+    max_coupling: Num
+    ci: dict[str, Interval] | None
+
+
+class NuisanceRow(_Stored):
+    attribute: str
+    criterion: str
+    pairs: int
+    sensitivity: Num
+    ci: Interval | None
+    ci_tasks: int | None = None
+    family_ci: Interval | None = None
+    evidence: Evidence | None = None
+    by_task: dict[str, Num]
+    bias_share: Num
+    flag: Literal["biased", "intended"] | None
+    steered: bool | None = None
+
+
+class NuisanceFile(_Stored):
+    threshold: float
+    rows: list[NuisanceRow]
+    manipulation: dict[str, dict[str, Any]] | None = None
+
+
+class FamilyFile(_Stored):
+    level: float
+    method: str
+    cells: int
+    critical: Num
+    self_effect: dict[str, Interval | None]
+    leakage: dict[str, dict[str, Interval | None]]
+    sym: dict[str, dict[str, Interval | None]]
+    asym: dict[str, dict[str, Interval | None]]
+
+
+class StatsFile(_Stored):
+    schema_version: int
+    generator: str
+    verifier: str
+    criteria: list[str]
+    tasks: list[str]
+    tau: float
+    bootstrap: dict[str, Any]
+    probes: dict[str, Any]
+    unscored: dict[str, Any]
+    warnings: list[str]
+    self_effect: dict[str, Num]
+    self_effect_ci: dict[str, Interval] | None
+    reliable: dict[str, bool]
+    self_effect_by_task: Matrix
+    leakage: Matrix
+    leakage_ci: dict[str, dict[str, Interval]] | None
+    leakage_sd: Matrix
+    leakage_by_task: dict[str, Matrix]
+    pairs: list[PairFile]
+    global_: GlobalFile = Field(alias="global")
+    flags: FlagsFile
+    baselines: dict[str, Any]
+    agreement: dict[str, Any] | None = None
+    budget: list[dict[str, Any]] | None = None
+    adaptive: dict[str, Any] | None = None
+    rubric: str | None = None
+    calibration: dict[str, Any] | None = None
+    double_count: dict[str, Any] | None = None
+    nuisance: NuisanceFile | None = None
+    family: FamilyFile | None = None
 
 
 @dataclass(frozen=True)
@@ -131,7 +254,7 @@ class AuditResult:
         if self.double_count is not None:
             out["double_count"] = self.double_count
         if self.nuisance is not None:
-            out["nuisance"] = _nuisance(self.nuisance)
+            out["nuisance"] = _stored(NuisanceFile, self.nuisance)
         if self.family is not None:
             out["family"] = self.family
         return out
@@ -143,96 +266,79 @@ class AuditResult:
             newer = isinstance(version, int) and version > SCHEMA_VERSION
             fix = "upgrade radar_local" if newer else "re-run `radar audit` or `radar stats --json` to rewrite it"
             raise InputError(where, f"stats schema_version {version!r}, this radar_local reads {SCHEMA_VERSION}; {fix}")
+        rewrite = "re-run `radar audit` or `radar stats --json` to rewrite it"
         try:
-            return cls._from_json(data)
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
-            raise InputError(
-                where,
-                f"is not a complete RADAR stats file ({type(exc).__name__}: {exc}); "
-                "re-run `radar audit` or `radar stats --json` to rewrite it",
-            ) from None
+            stored = StatsFile.model_validate_json(json.dumps(data))
+        except (ValidationError, ValueError) as exc:  # ValueError: a number beyond JSON's (10**400)
+            why = _first_error(exc) if isinstance(exc, ValidationError) else str(exc)
+            raise InputError(where, f"is not a complete RADAR stats file ({why}); {rewrite}") from None
+        try:
+            return cls._from_stored(stored)
+        except KeyError as exc:  # a criterion or task the file names but does not fill in
+            raise InputError(where, f"is not a complete RADAR stats file (no entry for {exc}); {rewrite}") from None
 
     @classmethod
-    def _from_json(cls, d: dict[str, Any]) -> AuditResult:
-        crit = [_name(c) for c in d["criteria"]]
+    def _from_stored(cls, d: StatsFile) -> AuditResult:
+        crit = d.criteria
 
-        def frame(m: dict[str, Any]) -> pd.DataFrame:
+        def frame(m: Matrix) -> pd.DataFrame:
             return pd.DataFrame([[_nan(m[a][b]) for b in crit] for a in crit], index=crit, columns=crit, dtype=float)
 
-        ci = d["self_effect_ci"]
-        lci = d["leakage_ci"]
         pairs = pd.DataFrame(
             [
                 {
-                    "a": _name(p["a"]),
-                    "b": _name(p["b"]),
-                    "leak_ab": _nan(p["leak_ab"]),
-                    "leak_ba": _nan(p["leak_ba"]),
-                    "sym": _nan(p["sym"]),
-                    "asym": _nan(p["asym"]),
-                    "reliable": bool(p["reliable"]),
-                    "flags": list(p["flags"]),
-                    "sym_ci": _tuple(p["ci"]["sym"]) if p["ci"] else None,
-                    "asym_ci": _tuple(p["ci"]["asym"]) if p["ci"] else None,
-                    "human_r": _nan(p["human_r"]),
-                    "upstream": p.get("upstream"),
-                    "downstream": p.get("downstream"),
-                    "evidence": None if p.get("evidence") is None else _evidence(p["evidence"]),
-                    "settle_n": None if p.get("settle_n") is None else int(p["settle_n"]),
+                    **{k: _nan(v) if k in NUMBERS else v for k, v in p.model_dump(exclude={"ci"}).items()},
+                    "sym_ci": None if p.ci is None else _floats(p.ci.sym),
+                    "asym_ci": None if p.ci is None else _floats(p.ci.asym),
                 }
-                for p in d["pairs"]
+                for p in d.pairs
             ],
             columns=PAIR_COLUMNS,
         )
-        g = d["global"]
+        ci, lci = d.self_effect_ci, d.leakage_ci
         return cls(
-            generator=_name(d["generator"]),
-            verifier=_name(d["verifier"]),
+            generator=d.generator,
+            verifier=d.verifier,
             criteria=crit,
-            tasks=[_name(t) for t in d["tasks"]],
-            tau=_nan(d["tau"]),
-            bootstrap=d["bootstrap"],
-            probes=d["probes"],
-            unscored=d["unscored"],
-            warnings=[_name(w) for w in d["warnings"]],
-            self_effect=pd.Series({c: _nan(d["self_effect"][c]) for c in crit}, dtype=float),
+            tasks=d.tasks,
+            tau=d.tau,
+            bootstrap=d.bootstrap,
+            probes=d.probes,
+            unscored=d.unscored,
+            warnings=d.warnings,
+            self_effect=pd.Series({c: _nan(d.self_effect[c]) for c in crit}, dtype=float),
             self_effect_ci=None
             if ci is None
-            else pd.DataFrame([[_nan(ci[c][0]), _nan(ci[c][1])] for c in crit], index=crit, columns=["low", "high"]),
-            reliable=pd.Series({c: bool(d["reliable"][c]) for c in crit}, dtype=bool),
+            else pd.DataFrame([_floats(ci[c]) for c in crit], index=crit, columns=["low", "high"]),
+            reliable=pd.Series({c: d.reliable[c] for c in crit}, dtype=bool),
             self_effect_by_task=pd.DataFrame(
-                [[_nan(d["self_effect_by_task"][t][c]) for c in crit] for t in d["tasks"]],
-                index=list(d["tasks"]),
+                [[_nan(d.self_effect_by_task[t][c]) for c in crit] for t in d.tasks],
+                index=d.tasks,
                 columns=crit,
                 dtype=float,
             ),
-            leakage=frame(d["leakage"]),
+            leakage=frame(d.leakage),
             leakage_ci=None
             if lci is None
-            else (
-                frame({a: {b: lci[a][b][0] for b in crit} for a in crit}),
-                frame({a: {b: lci[a][b][1] for b in crit} for a in crit}),
-            ),
-            leakage_sd=frame(d["leakage_sd"]),
-            leakage_by_task={t: frame(m) for t, m in d["leakage_by_task"].items()},
+            else tuple(frame({a: {b: lci[a][b][end] for b in crit} for a in crit}) for end in (0, 1)),
+            leakage_sd=frame(d.leakage_sd),
+            leakage_by_task={t: frame(m) for t, m in d.leakage_by_task.items()},
             pairs=pairs,
-            global_={k: _nan(g[k]) for k in ("positive", "tension", "max_coupling")},
-            global_ci=None if g["ci"] is None else {k: _tuple(v) for k, v in g["ci"].items()},
-            thresholds=d["flags"]["thresholds"],
-            gate_evidence=None
-            if d["flags"].get("gates") is None
-            else {c: str(_evidence(d["flags"]["gates"])[c]) for c in crit},
-            unreliable=[_gate(u) for u in d["flags"]["unreliable"]],
-            baselines=d["baselines"],
-            agreement=d.get("agreement"),
-            budget=d.get("budget"),
-            adaptive=d.get("adaptive"),
-            rubric=d.get("rubric"),
-            calibration=d.get("calibration"),
-            double_count=d.get("double_count"),
-            nuisance=None if d.get("nuisance") is None else _nuisance(d["nuisance"]),
-            family=None if d.get("family") is None else _family(d["family"], crit),
-            schema_version=d["schema_version"],
+            global_={k: _nan(getattr(d.global_, k)) for k in ("positive", "tension", "max_coupling")},
+            global_ci=None if d.global_.ci is None else {k: _floats(v) for k, v in d.global_.ci.items()},
+            thresholds=d.flags.thresholds,
+            gate_evidence=None if d.flags.gates is None else {c: d.flags.gates[c] for c in crit},
+            unreliable=[Gate(**g.model_dump()) for g in d.flags.unreliable],
+            baselines=d.baselines,
+            agreement=d.agreement,
+            budget=d.budget,
+            adaptive=d.adaptive,
+            rubric=d.rubric,
+            calibration=d.calibration,
+            double_count=d.double_count,
+            nuisance=None if d.nuisance is None else d.nuisance.model_dump(mode="json"),
+            family=None if d.family is None else d.family.model_dump(mode="json"),
+            schema_version=d.schema_version,
         )
 
     # ---- views ------------------------------------------------------------------------------
@@ -247,90 +353,27 @@ class AuditResult:
         return isinstance(other, AuditResult) and self.to_json() == other.to_json()
 
 
-def _nan(x: object) -> float:
-    """A stored number: null is NaN; anything but a number (a string, a bool, a list) is refused."""
-    if x is None:
-        return np.nan
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        raise ValueError(f"{x!r:.40} is not a number")
-    return float(x)  # an integer beyond a float's range raises OverflowError
+def _nan(x: float | None) -> float:
+    """A stored number: null is NaN."""
+    return np.nan if x is None else float(x)
+
+
+def _floats(v: Interval) -> tuple[float, float]:
+    return (_nan(v[0]), _nan(v[1]))
 
 
 def _pair(lo: object, hi: object) -> list[float | None]:
     return [json_number(lo), json_number(hi)]
 
 
-def _tuple(v: object) -> tuple[float, float] | None:
-    if v is None:
-        return None
-    if not isinstance(v, list) or len(v) != 2:
-        raise ValueError(f"an interval must be [low, high], not {v!r:.40}")
-    return (_nan(v[0]), _nan(v[1]))
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    return f"key '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}"
 
 
-def _nuisance(n: dict[str, Any]) -> dict[str, Any]:
-    """The nuisance section as JSON, checked: names are text, numbers numbers, flags known."""
-
-    def number(x: object) -> float | None:
-        return None if x is None else _nan(x)
-
-    rows = []
-    for r in n["rows"]:
-        if r["flag"] not in (None, "biased", "intended"):
-            raise ValueError(f"unknown nuisance flag {r['flag']!r:.40}")
-        rows.append(
-            {
-                "attribute": _name(r["attribute"]),
-                "criterion": _name(r["criterion"]),
-                "pairs": int(r["pairs"]),
-                "sensitivity": number(r["sensitivity"]),
-                "ci": None if r["ci"] is None else list(_tuple(list(r["ci"])) or ()),
-                "family_ci": None if r.get("family_ci") is None else list(_tuple(list(r["family_ci"])) or ()),
-                "evidence": _evidence({"bias": r.get("evidence")})["bias"],
-                "by_task": {_name(t): number(v) for t, v in r["by_task"].items()},
-                "bias_share": number(r["bias_share"]),
-                "flag": r["flag"],
-                "steered": None if r.get("steered") is None else bool(r["steered"]),
-            }
-        )
-    manipulation = n.get("manipulation")
-    if manipulation is not None and not all(isinstance(m, dict) for m in manipulation.values()):
-        raise ValueError("the nuisance manipulation check must map each attribute to its counts")
-    return {"threshold": _nan(n["threshold"]), "rows": rows, "manipulation": manipulation}
-
-
-def _gate(u: dict[str, Any]) -> Gate:
-    _evidence({"gate": u.get("evidence")})  # checked: a known level or none
-    return Gate(**u)
-
-
-def _evidence(e: object) -> dict[str, str | None]:
-    if not isinstance(e, dict) or any(v not in (*EVIDENCE, None) for v in e.values()):
-        raise ValueError(f"evidence must map a flag to one of {EVIDENCE}, not {e!r:.40}")
-    return {_name(k): v for k, v in e.items()}
-
-
-def _family(f: dict[str, Any], crit: list[str]) -> dict[str, Any]:
-    """The family section, checked: every interval a pair of numbers (or null), for every criterion."""
-
-    def ci(v: object) -> list[float | None] | None:
-        pair = _tuple(v)
-        return None if pair is None else _pair(*pair)
-
-    return {
-        "level": _nan(f["level"]),
-        "method": _name(f["method"]),
-        "cells": int(f["cells"]),
-        "critical": json_number(_nan(f["critical"])),
-        "self_effect": {c: ci(f["self_effect"][c]) for c in crit},
-        **{key: {a: {b: ci(f[key][a][b]) for b in crit} for a in crit} for key in ("leakage", "sym", "asym")},
-    }
-
-
-def _name(x: object) -> str:
-    if not isinstance(x, str):
-        raise ValueError(f"a name must be text, not {x!r:.40}")  # a criterion, model, task or warning
-    return x
+def _stored(model: type[BaseModel], section: dict[str, Any]) -> dict[str, Any]:
+    """A section as stats.json holds it: checked and normalized by its model (tuples as lists)."""
+    return model.model_validate_json(json.dumps(to_json(section))).model_dump(mode="json")
 
 
 def _series(s: pd.Series) -> dict[str, Any]:
