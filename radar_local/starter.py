@@ -6,7 +6,11 @@ import json
 import re
 from pathlib import Path
 
+from pydantic import BaseModel
+
+from radar_local.config import AuditSettings
 from radar_local.errors import InputError
+from radar_local.inputs import yaml_text
 from radar_local.rubric import BUNDLED
 from radar_local.store import write_atomic
 
@@ -55,23 +59,40 @@ def starter_config(
             "tasks:                        # inline, or a file (see `radar init --tasks`)\n"
             '  - {id: example, prompt: "Replace with a prompt your users send."}\n'
         )
-    return f"""\
-# radar_local audit config (`radar audit THIS_FILE`). Every key is checked; an unknown key is an error.
-rubric: {rubric}
-{tasks_block}\
-generator: {{engine: {engine}, model: {generator}}}   # writes the probes
-verifier: {{engine: {engine}, model: {verifier}}}    # the judge under audit; prefer another family than the generator
-n: 5                          # probes per (task, criterion, direction); the paper recommends 3-5
-unconditioned: 0              # unsteered probes per task, for the synthetic-correlation baseline
-seed: 0
-layout: prefix-shared         # task and probe first, criterion last (prefix caching); `paper`: App. B.2's order
-generation: {{temperature: 0.9, max_new_tokens: 800}}
-scoring: {{mode: reasoned, max_reasoning_chars: 300, max_rationale_chars: 200}}   # mode expected: one-token judge
-exclude_flagged_probes: false # true: leave probes that address the judge out of the statistics
-tau: 0.4                      # the reliability gate on self-effects
-bootstrap: 500
-out: {out}
-"""
+    return (
+        "# radar_local audit config (`radar audit THIS_FILE`). Every key is checked; an unknown key is an error.\n"
+        f"rubric: {rubric}\n{tasks_block}"
+        f"generator: {{engine: {engine}, model: {generator}}}   # writes the probes\n"
+        f"verifier: {{engine: {engine}, model: {verifier}}}    # the judge under audit; prefer another family\n"
+        + "".join(_setting(key) for key in SETTINGS)
+        + f"out: {out}\n"
+    )
+
+
+# The settings a starter config spells out, each with its default and description from AuditSettings.
+SETTINGS = (
+    "n",
+    "unconditioned",
+    "seed",
+    "layout",
+    "generation",
+    "scoring",
+    "exclude_flagged_probes",
+    "tau",
+    "bootstrap",
+)
+
+
+def _setting(key: str) -> str:
+    field = AuditSettings.model_fields[key]
+    value = field.get_default(call_default_factory=True)
+    value = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    text = f"{key}: {yaml_text(value).strip()}" if not isinstance(value, dict) else f"{key}: {_flow(value)}"
+    return f"{text:<30}# {field.description}\n" if field.description else f"{text}\n"
+
+
+def _flow(mapping: dict) -> str:
+    return "{" + ", ".join(f"{k}: {yaml_text(v).strip()}" for k, v in mapping.items()) + "}"
 
 
 def write_starter(

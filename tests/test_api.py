@@ -1,6 +1,7 @@
 """The library API: analyze, run_audit, load_run and AuditResult (a typed result, exact JSON round trip)."""
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -96,3 +97,19 @@ def test_the_public_names_load_on_first_use():
         assert getattr(radar_local, name).__name__ == name
     with pytest.raises(AttributeError):
         radar_local.no_such_name  # noqa: B018
+
+
+def _yaml_blocks(path: Path) -> list[str]:
+    return re.findall(r"```yaml\n(.*?)```", path.read_text(), re.S)
+
+
+def test_the_documented_configs_are_configs_and_name_every_key():
+    """README's config and docs/audits.md's "Every key" parse as they are written, and the latter names every
+    key a config has: a key renamed or added in config.py shows up here, not in a user's error."""
+    from radar_local.config import AuditConfig
+    from radar_local.inputs import load_yaml
+
+    readme, every = _yaml_blocks(REPO / "README.md")[0], _yaml_blocks(REPO / "docs/audits.md")[0]
+    for block in (readme, every):
+        AuditConfig.model_validate(load_yaml(block, "docs"))
+    assert set(load_yaml(every, "docs")) == set(AuditConfig.model_fields)
