@@ -17,6 +17,7 @@ from radar_local.rubric import HumanPairs, Rubric, load_rubric, resolve_referenc
 from radar_local.score_table import cells, check_criteria, read_scores, validate_scores
 from radar_local.scoring import SCALE
 from radar_local.stats.audit import audit_cell
+from radar_local.stats.bootstrap import LEVEL, RESAMPLES
 from radar_local.stats.coupling import TAU, double_counted_share
 from radar_local.stats.flags import Thresholds
 from radar_local.stats.intervals import CHUNK as INTERVAL_CHUNK
@@ -54,12 +55,12 @@ def stats_for_table(
     rubric: Rubric | None = None,
     reference: HumanPairs | None = None,
     tau: float = TAU,
-    n_bootstrap: int = 500,
+    n_bootstrap: int = RESAMPLES,
     seed: int = 0,
     generator: str | None = None,
     verifier: str | None = None,
     thresholds: Thresholds = Thresholds(),
-    level: float = 0.95,
+    level: float = LEVEL,
     budget: bool = True,
     bias_threshold: float = BIAS,
     intended: set[frozenset[str]] | None = None,
@@ -144,7 +145,7 @@ def analyze(
     rubric: Rubric | str | Path | None = None,
     human: str | Path | None = None,
     tau: float = TAU,
-    bootstrap: int = 500,
+    bootstrap: int = RESAMPLES,
     seed: int = 0,
     scale: str = SCALE,
     generator: str | None = None,

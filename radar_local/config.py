@@ -15,6 +15,7 @@ from radar_local.nuisance import BUNDLED as NUISANCE
 from radar_local.nuisance import NuisanceSpec
 from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, resolve_reference, unique_ids
 from radar_local.scoring import ScoreFormat
+from radar_local.stats.bootstrap import LEVEL, RESAMPLES
 from radar_local.stats.nuisance import BIAS
 from radar_local.tasks import TaskSource, is_task_table, load_task_table
 
@@ -79,7 +80,7 @@ class Adaptive(Strict):
     start_n: int = Field(3, ge=2, le=1000, description="Probes per (task, criterion, direction) in the first wave")
     max_n: int = Field(20, ge=2, le=1000, description="The most probes a (task, criterion, direction) gets")
     step: int = Field(3, ge=1, le=1000, description="Probes added to each open (task, criterion, direction) per wave")
-    confidence: float = Field(0.95, gt=0.5, lt=1, description="Level of the intervals that settle a decision")
+    confidence: float = Field(LEVEL, gt=0.5, lt=1, description="Level of the intervals that settle a decision")
     fail_on_sym: float | None = Field(
         None, ge=-1, le=2, description="A Sym policy you will gate on (`radar compare --fail-on-sym`): settle it too"
     )
@@ -130,7 +131,7 @@ class AuditSettings(Strict):
         False, description="Leave probes whose text addresses the judge or asks for a score out of the statistics"
     )
     tau: float = Field(0.4, ge=0, le=1)
-    bootstrap: int = Field(500, ge=0, le=100_000, description="Bootstrap resamples (0 = no CIs)")
+    bootstrap: int = Field(RESAMPLES, ge=0, le=100_000, description="Bootstrap resamples (0 = no CIs)")
     out: str | None = Field(None, description="Run directory; `--out` overrides")
     cluster: ClusterSpec | None = Field(
         None, description="Run the models as replicas on a Ray cluster; `--ray` sets it"

@@ -78,12 +78,13 @@ def _plan(config_path: Path, sd: float, self_effect: float) -> list[str]:
     """The power of the config's design (stats/power.py), from its rubric and tasks alone."""
     from radar_local.config import load_config
     from radar_local.rundir import checked_inputs
+    from radar_local.stats.bootstrap import LEVEL
     from radar_local.stats.power import minimum_confirmed, plan_lines
 
     config = load_config(config_path)
     rubric, tasks, _ = checked_inputs(config, config_path.parent, config_path)
     k, n = len(rubric.criteria), config.adaptive.max_n if config.adaptive else config.n
-    level = config.adaptive.confidence if config.adaptive else 0.95
+    level = config.adaptive.confidence if config.adaptive else LEVEL
     power = minimum_confirmed(
         k,
         len(tasks),

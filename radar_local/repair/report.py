@@ -10,7 +10,7 @@ from radar_local.compare import compare
 from radar_local.repair.selection import Candidate, Repair, repair_json
 from radar_local.report.html import CSS, html_img, html_table
 from radar_local.report.markdown import md_table
-from radar_local.report.text import interval, num
+from radar_local.report.text import CI, interval, num
 from radar_local.store import make_folder, write_atomic
 
 CANDIDATE_HEAD = [
@@ -18,8 +18,8 @@ CANDIDATE_HEAD = [
     "edit",
     "audited",
     "reliable",
-    "worst pair (Sym, 95% CI)",
-    "GlobalPos (95% CI)",
+    f"worst pair (Sym, {CI})",
+    f"GlobalPos ({CI})",
     "probes reused",
     "verdicts reused",
     "improved",
@@ -104,7 +104,7 @@ def moved_rows(rep: Repair) -> list[list[str]]:
     ]
 
 
-MOVED_HEAD = ["pair", "Sym before", "95% CI", "Sym after", "95% CI"]
+MOVED_HEAD = ["pair", "Sym before", CI, "Sym after", CI]
 
 
 def repair_markdown(rep: Repair) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 
 from radar_local.report.html import CSS, calibration_table_html, html_table
-from radar_local.report.text import interval, num
+from radar_local.report.text import CI, interval, num
 
 
 def _cell_rows(summary: dict) -> list[list[str]]:
@@ -45,7 +45,7 @@ CELL_HEAD = ["generator", "verifier", "Pearson", "Spearman", "MAE", "pairs", "re
 PAIR_HEAD = ["pair", "mean Sym", "sd across cells", "cells", "stability"]
 
 
-BIAS_HEAD = ["generator", "verifier", "attribute", "criterion", "sensitivity", "95% CI", "flag"]
+BIAS_HEAD = ["generator", "verifier", "attribute", "criterion", "sensitivity", CI, "flag"]
 
 
 def _bias_rows(summary: dict) -> list[list[str]]:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from radar_local.report.text import flag_text, pair_records
+from radar_local.report.text import CI, flag_text, pair_records
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -31,7 +31,7 @@ def _figure(w: float, h: float) -> Figure:
 
 
 def leakage_heatmap(result: AuditResult) -> Figure:
-    """Leakage (row -> column) with 95% CI half-widths; gated (unreliable) rows hatched and labelled."""
+    """Leakage (row -> column) with CI half-widths; gated (unreliable) rows hatched and labelled."""
     crit = result.criteria
     k = len(crit)
     lk = result.leakage.to_numpy()
@@ -53,7 +53,7 @@ def leakage_heatmap(result: AuditResult) -> Figure:
     ax.set_yticks(range(k), [f"{c} (gated)" if not result.reliable[c] else c for c in crit])
     ax.set_xlabel("target criterion (scored)")
     ax.set_ylabel("source criterion (steered)")
-    ax.set_title("Leakage with 95% CI half-width")
+    ax.set_title(f"Leakage with {CI} half-width")
     return fig
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from radar_local.stats.bootstrap import LEVEL
+
 if TYPE_CHECKING:
     from radar_local.records import RunInfo
     from radar_local.stats.result import AuditResult
@@ -112,8 +114,9 @@ def findings(result: AuditResult) -> list[str]:
 
 # ---- one row builder for the console, Markdown and HTML renderers ----
 
-SELF_EFFECT_HEAD = ["criterion", "self-effect", "95% CI", "reliable"]
-PAIR_HEAD = ["pair", "l_ab", "l_ba", "Sym", "Sym 95% CI", "Asym", "human r", "flag"]
+CI = f"{LEVEL:.0%} CI"  # the level every interval of a report is at
+SELF_EFFECT_HEAD = ["criterion", "self-effect", CI, "reliable"]
+PAIR_HEAD = ["pair", "l_ab", "l_ba", "Sym", f"Sym {CI}", "Asym", "human r", "flag"]
 
 
 def self_effect_rows(result: AuditResult) -> list[list[str]]:
@@ -260,7 +263,7 @@ def cost_rows(info: RunInfo) -> list[list[str]]:
     return rows
 
 
-NUISANCE_HEAD = ["attribute", "criterion", "pairs", "sensitivity", "95% CI", "bias share", "flag"]
+NUISANCE_HEAD = ["attribute", "criterion", "pairs", "sensitivity", CI, "bias share", "flag"]
 
 
 def nuisance_rows(result: AuditResult) -> list[list[str]]:
@@ -299,6 +302,6 @@ def nuisance_line(result: AuditResult) -> str | None:
     gated = f" Not steered, so nothing is claimed: {', '.join(unmoved)}." if unmoved else ""
     return (
         f"Judge bias over {', '.join(attributes)} (up - down rewrites, 0-1 scale, flagged at |sensitivity| >= "
-        f"{n['threshold']}; confirmed where the simultaneous 95% interval over every attribute x criterion cell lies "
-        f"beyond it, possible where only the point does): {found}.{gated}"
+        f"{n['threshold']}; confirmed where the simultaneous {LEVEL:.0%} interval over every attribute x criterion "
+        f"cell lies beyond it, possible where only the point does): {found}.{gated}"
     )

@@ -14,7 +14,7 @@ from radar_local.common import json_number, to_json
 from radar_local.scoring import continuous_scores
 from radar_local.stats import baselines
 from radar_local.stats.agreement import agreement
-from radar_local.stats.bootstrap import Strata
+from radar_local.stats.bootstrap import LEVEL, RESAMPLES, Strata
 from radar_local.stats.budget import probe_budget
 from radar_local.stats.coupling import TAU, global_summaries
 from radar_local.stats.decisions import evidence
@@ -30,11 +30,11 @@ def audit_cell(
     reference: dict[frozenset[str], float] | None = None,
     *,
     tau: float = TAU,
-    n_bootstrap: int = 500,
+    n_bootstrap: int = RESAMPLES,
     seed: int = 0,
     thresholds: Thresholds = Thresholds(),
     budget: bool = True,
-    level: float = 0.95,
+    level: float = LEVEL,
     advance: Callable[[int], None] | None = None,
 ) -> AuditResult:
     """`advance(k)`: told after each k bootstrap resamples (a progress bar's)."""

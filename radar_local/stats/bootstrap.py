@@ -11,6 +11,9 @@ import numpy as np
 from radar_local.scoring import SCORE_MAX
 from radar_local.stats.probes import ProbeMatrix, new_rows
 
+RESAMPLES = 500  # bootstrap resamples unless a config or caller says otherwise
+LEVEL = 0.95  # the level of every interval a report shows, and of the family that confirms flags
+
 
 @dataclass(frozen=True)
 class Strata:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from radar_local.stats.bootstrap import Strata
+from radar_local.stats.bootstrap import LEVEL, Strata
 from radar_local.stats.coupling import Coupling, coupling, global_summaries
 from radar_local.stats.exact import ExactPoint, resample_decisions, to_float
 
@@ -69,7 +69,7 @@ def intervals(
     tau: float,
     n_resamples: int,
     seed: int,
-    level: float = 0.95,
+    level: float = LEVEL,
     *,
     small_sample: bool = True,
     chunk: int = CHUNK,

@@ -26,7 +26,7 @@ import numpy as np
 
 from radar_local.nuisance import DOWN, UP
 from radar_local.scoring import SCORE_MAX
-from radar_local.stats.bootstrap import stratified_counts
+from radar_local.stats.bootstrap import LEVEL, RESAMPLES, stratified_counts
 from radar_local.stats.exact import Q, at_least, decimal, exact_sum
 from radar_local.stats.flags import CONFIRMED, POSSIBLE
 
@@ -131,8 +131,8 @@ def nuisance_table(
     *,
     threshold: float = BIAS,
     intended: set[frozenset[str]] | None = None,
-    n_bootstrap: int = 500,
-    level: float = 0.95,
+    n_bootstrap: int = RESAMPLES,
+    level: float = LEVEL,
     seed: int = 0,
     steered: dict[str, bool] | None = None,
 ) -> list[dict[str, Any]]:

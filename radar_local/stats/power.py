@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from scipy import special
 
+from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.flags import Thresholds
 from radar_local.stats.nuisance import BIAS
 
@@ -34,7 +35,7 @@ PLAN_SD = 1.0  # Likert points: a judge's spread over probes of one stratum befo
 PLAN_SELF_EFFECT = 0.6  # a legible intervention (the paper's minimum 0.46; its benchmarks' means 0.64-0.78)
 
 
-def critical(cells: int, df: float, level: float = 0.95) -> float:
+def critical(cells: int, df: float, level: float = LEVEL) -> float:
     """Sidak's two-sided critical value for `cells` quantities, carried to Student's t at df."""
     tail = (1 - level ** (1 / cells)) / 2
     return float(special.stdtrit(df, 1 - tail)) if df > 0 else math.inf
@@ -64,7 +65,7 @@ def minimum_confirmed(
     self_effect: float = PLAN_SELF_EFFECT,
     tau: float = 0.4,
     thresholds: Thresholds = Thresholds(),
-    level: float = 0.95,
+    level: float = LEVEL,
     attributes: int = 0,
     pairs_per_task: int = 0,
     bias_threshold: float = BIAS,
