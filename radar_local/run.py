@@ -20,7 +20,7 @@ from radar_local.cluster import ClusterEngine, ClusterSpec, replica_delta
 from radar_local.common import parse_model, slug
 from radar_local.config import AuditConfig, ModelSpec, load_config, with_absolute_paths
 from radar_local.engines.base import Engine, EngineCounters
-from radar_local.engines.registry import build_engine, parse_options
+from radar_local.engines.registry import build_engine
 from radar_local.errors import InputError, RadarError
 from radar_local.inputs import load_yaml, read_json, read_model, yaml_text
 from radar_local.models import weights_identity
@@ -66,10 +66,9 @@ class EnginePool:
             return self.engine
         self.close()
         if self.cluster is None:
-            self.engine = build_engine(spec.engine, spec.model, spec.options, where)
+            self.engine = build_engine(spec.engine, spec.model, spec.parsed, where)
         else:
-            parse_options(spec.engine, spec.options)  # checked here, before any replica starts
-            self.engine = ClusterEngine(spec.engine, spec.model, spec.options, self.cluster, self.stop)
+            self.engine = ClusterEngine(spec.engine, spec.model, spec.parsed, self.cluster, self.stop)
         self.spec = spec
         return self.engine
 

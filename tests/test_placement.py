@@ -8,7 +8,7 @@ import time
 import pytest
 
 from radar_local.cluster import Stopped, forwarded_env, wait_for_gpu_memory
-from radar_local.engines.registry import engine_gpus, parse_options
+from radar_local.engines.registry import parse_options
 from radar_local.engines.vllm import cpu_bind_list
 from radar_local.errors import RadarError
 from radar_local.grid import Room, replica_counts
@@ -25,6 +25,9 @@ def test_data_parallel_size_is_refused_when_the_config_is_read_naming_what_to_us
 
 
 def test_a_replica_takes_the_gpus_its_engines_options_name():
+    def engine_gpus(engine: str, options: dict) -> int:
+        return parse_options(engine, options).engine_gpus()
+
     assert engine_gpus("vllm", {}) == 1
     assert engine_gpus("vllm", {"tensor_parallel_size": 2, "pipeline_parallel_size": 2}) == 4
     assert engine_gpus("transformers", {}) == 1 and engine_gpus("transformers", {"device": "cpu"}) == 0

@@ -56,5 +56,6 @@ def _smoke_spec(config_path: Path | None, engine: str | None, model: str) -> tup
         import importlib.util
 
         engine = "vllm" if importlib.util.find_spec("vllm") else "transformers"
-    options = {"enforce_eager": True, "max_model_len": 2048} if engine == "vllm" else {}
-    return engine, model, options
+    from radar_local.engines.registry import engine_class
+
+    return engine, model, dict(engine_class(engine).SMOKE_OPTIONS)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict
 
 from radar_local.errors import RadarError
 from radar_local.prompts import Messages
@@ -103,7 +105,47 @@ def single_token_ids(tokenizer, model: str) -> list[int]:
     return [i[0] for i in ids]
 
 
-class BatchStream:
+class EngineOptions(BaseModel):
+    """An engine's options, checked when a config is read (an unknown key or a bad value is one line) and
+    carried parsed from there on (config.ModelSpec.parsed)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # an infinite timeout is no setting
+    # The options that change where and how fast the engine runs, not what it writes: left out of keys.
+    OPERATIONAL: ClassVar[frozenset[str]] = frozenset()
+    # Options the engine's library has that radar refuses when the config is read, each with what instead.
+    REFUSED: ClassVar[dict[str, str]] = {}
+
+    def engine_gpus(self) -> int:
+        """GPUs one engine of these options takes where there are GPUs (0: it runs on CPUs, or elsewhere)."""
+        return 0
+
+    def gpu_memory_share(self) -> float | None:
+        """The share of its GPUs' memory the engine needs free to start (None: it does not check)."""
+        return None
+
+
+class EngineKind:
+    """What every engine class declares (docs/ARCHITECTURE.md, "Adding an engine")."""
+
+    name: str  # its name in a config (engines/registry.ENGINES)
+    Options: ClassVar[type[EngineOptions]]
+    LOCAL_WEIGHTS: ClassVar[bool]  # weights on this machine, whose identity a content key includes
+    SMOKE_OPTIONS: ClassVar[dict[str, Any]] = {}  # `radar doctor --smoke`: a quick start on a small model
+    # (module, package, extras) it needs installed, checked before it is built: a missing one is one line
+    REQUIRES: ClassVar[tuple[tuple[str, str, tuple[str, ...]], ...]] = ()
+
+    @classmethod
+    def load(cls, model: str, options: Any) -> Any:
+        """The engine with its model loaded (after registry.build_engine's checks)."""
+        return cls(model, options)  # type: ignore[call-arg]
+
+    @staticmethod
+    def replica_env(env: dict[str, str]) -> dict[str, str]:
+        """The environment of a CPU replica on a node other replicas may share (cluster.py)."""
+        return env
+
+
+class BatchStream(EngineKind):
     """The streams of an engine that answers a batch at a time: its batches, in order, `chunk` each."""
 
     # The engine's batch calls, which its streams cut `chunk` at a time.
@@ -136,7 +178,7 @@ class BatchStream:
         return {}
 
 
-class StreamBatch:
+class StreamBatch(EngineKind):
     """The batch calls of an engine that streams (vLLM, a server, a cluster): its streams collected in
     request order, the inverse of BatchStream."""
 

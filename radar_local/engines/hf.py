@@ -5,9 +5,16 @@ from __future__ import annotations
 import gc
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from radar_local.engines.base import BatchStream, Completion, EngineCounters, JsonFormat, single_token_ids
+from radar_local.engines.base import (
+    BatchStream,
+    Completion,
+    EngineCounters,
+    EngineOptions,
+    JsonFormat,
+    single_token_ids,
+)
 from radar_local.errors import MissingDependencyError
 from radar_local.models import resolve
 from radar_local.prompts import Messages
@@ -19,9 +26,10 @@ if TYPE_CHECKING:
 
 class TransformersEngine(BatchStream):
     name = "transformers"
+    LOCAL_WEIGHTS = True
+    REQUIRES = (("transformers", "transformers", ("hf",)),)  # outlines: at its first constrained answer
 
-    class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # an infinite timeout is no setting
+    class Options(EngineOptions):
         OPERATIONAL: ClassVar[frozenset[str]] = frozenset({"device", "batch_size"})  # left out of content keys
         device: str = Field("auto", description="auto, cpu, cuda, cuda:1, ...")
         dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(

@@ -19,11 +19,12 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from radar_local.engines.base import (
     Completion,
     EngineCounters,
+    EngineOptions,
     Finished,
     FinishedSamples,
     JsonFormat,
@@ -46,9 +47,9 @@ class ServerError(RadarError):
 
 class OpenAIEngine(StreamBatch):
     name = "openai"
+    LOCAL_WEIGHTS = False
 
-    class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # an infinite timeout is no setting
+    class Options(EngineOptions):
         # The server's address and how radar talks to it; `constraint` changes what it writes, and stays in keys.
         OPERATIONAL: ClassVar[frozenset[str]] = frozenset(
             {"base_url", "remote", "api_key_env", "concurrency", "retries", "backoff_s", "timeout_s"}

