@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, overload
 
@@ -11,6 +12,7 @@ from radar_local.cluster import ClusterSpec
 from radar_local.common import Strict, parse_model, slug
 from radar_local.engines.base import EngineOptions
 from radar_local.engines.registry import EngineName, engine_class, output_options, parse_options
+from radar_local.errors import InputError
 from radar_local.inputs import read_mapping
 from radar_local.nuisance import BUNDLED as NUISANCE
 from radar_local.nuisance import NuisanceSpec
@@ -273,9 +275,31 @@ def with_absolute_paths(config: Settings, base: Path) -> Settings:
     return config.model_copy(update={"rubric": rel(config.rubric), "tasks": tasks, "human": rel(config.human)})
 
 
-def resolve_inputs(config: AuditSettings, base: Path) -> tuple[Rubric, tuple[Task, ...], dict | None]:
-    """Rubric, tasks and human reference, with relative paths taken from the config file's folder."""
+@dataclass(frozen=True)
+class Resolved:
+    """A config resolved once: its file references absolute (taken from the folder of its file), its
+    rubric, tasks and human reference read and checked against it, and what names it in errors. A run is
+    created from one (run.Run.create) and keeps these inputs as data (inputs.json)."""
+
+    config: AuditConfig
+    rubric: Rubric
+    tasks: tuple[Task, ...]
+    reference: dict | None
+    source: object = "config"
+
+
+def resolve(config: AuditConfig, base: Path, source: object = "config") -> Resolved:
+    """`config` with relative paths taken from `base`, and its inputs read and checked."""
     config = with_absolute_paths(config, base)
+    rubric, tasks, reference = resolve_inputs(config)
+    problem = rubric_conflict(config, rubric)
+    if problem is not None:
+        raise InputError(source, problem)
+    return Resolved(config, rubric, tasks, reference, source)
+
+
+def resolve_inputs(config: AuditSettings) -> tuple[Rubric, tuple[Task, ...], dict | None]:
+    """Rubric, tasks and human reference of a config whose paths are absolute (`resolve`)."""
     rubric = load_rubric(config.rubric)
     source = config.tasks
     if isinstance(source, str) and is_task_table(Path(source)):
@@ -285,3 +309,20 @@ def resolve_inputs(config: AuditSettings, base: Path) -> tuple[Rubric, tuple[Tas
     else:
         tasks = tuple(source) if isinstance(source, list) else load_tasks(source or config.rubric)
     return rubric, tasks, resolve_reference(rubric, config.rubric, config.human)
+
+
+def rubric_conflict(config: AuditSettings, rubric: Rubric) -> str | None:
+    """What keeps `rubric` from being audited under `config`, in one line: a nuisance attribute sharing a
+    criterion's id, an intended pair naming what is neither criterion nor attribute; else None."""
+    attributes = [s.id for s in config.nuisance_specs]
+    clash = next((a for a in attributes if a in rubric.ids), None)
+    if clash is not None:
+        return f"nuisance attribute '{clash}' is also a criterion of the rubric; give it another id"
+    for a, b in getattr(config, "intended", []):
+        unknown = [c for c in (a, b) if c not in rubric.ids + attributes]
+        if unknown or (a in attributes and b in attributes):
+            what = f"unknown criterion '{unknown[0]}'" if unknown else "two nuisance attributes"
+            return f"intended pair [{a}, {b}]: {what}; the rubric has {', '.join(rubric.ids)}" + (
+                f" and the attributes {', '.join(attributes)}" if attributes else ""
+            )
+    return None

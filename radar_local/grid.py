@@ -17,7 +17,7 @@ import numpy as np
 
 from radar_local.cluster import POLL_S, Stopped, connect, ray_module, replica_unit
 from radar_local.common import slug, to_json
-from radar_local.config import GridConfig, with_absolute_paths
+from radar_local.config import GridConfig, resolve, with_absolute_paths
 from radar_local.errors import RadarError
 from radar_local.report.build import write_report
 from radar_local.report.grid import grid_html, grid_markdown
@@ -36,7 +36,7 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
     # One run directory per generator; its config names the generator's first verifier, whose
     # files are stats.json / report/, the others' stats.<label>.json / report-<label>/.
     runs = {
-        g.label: Run.create(grid.cell(g, next(v for gg, v in todo if gg is g)), out / slug(g.label), base)
+        g.label: Run.create(resolve(grid.cell(g, next(v for gg, v in todo if gg is g)), base), out / slug(g.label))
         for g in grid.generators
         if any(gg is g for gg, _ in todo)
     }

@@ -18,7 +18,7 @@ from radar_local.adaptive import adaptive_record, first_sizes, grow, merged_stag
 from radar_local.audited import audit, audited_set
 from radar_local.cluster import ClusterEngine, ClusterSpec, replica_delta
 from radar_local.common import parse_model, slug
-from radar_local.config import AuditConfig, ModelSpec, load_config, with_absolute_paths
+from radar_local.config import AuditConfig, ModelSpec, Resolved, load_config, resolve
 from radar_local.engines.base import Engine, EngineCounters
 from radar_local.engines.registry import build_engine
 from radar_local.errors import InputError, RadarError
@@ -38,7 +38,6 @@ from radar_local.rundir import (
     WEIGHTS,
     InputsSnapshot,
     RunDir,
-    checked_inputs,
     open_store,
 )
 from radar_local.score_table import write_scores
@@ -88,11 +87,11 @@ class Run(RunDir):
     end of a `with` block), and its methods are the stages."""
 
     @classmethod
-    def create(cls, config: AuditConfig, out: str | Path, base: Path, source: object = "config") -> Run:
-        """A run directory for `config` (relative paths taken from `base`; `source` names the config in
-        errors), its snapshot written. Every input is read and checked before the directory exists."""
-        config = with_absolute_paths(config, base)
-        snapshot = InputsSnapshot.of(config, checked_inputs(config, base, source))
+    def create(cls, resolved: Resolved, out: str | Path) -> Run:
+        """A run directory for a resolved config (config.resolve: every input read and checked before the
+        directory exists), its snapshot written."""
+        config, source = resolved.config, resolved.source
+        snapshot = InputsSnapshot.of(resolved)
         store = open_store(out)
         if (Path(out) / CONFIG).is_file():  # a run directory belongs to one config: never overwrite another's
             changed = config.differences(load_config(Path(out) / CONFIG))
@@ -635,7 +634,7 @@ def run_audit(
     out = out or config.out
     if out is None:
         raise InputError("config", "no run directory: set 'out' in the config or pass out=")
-    with Run.create(config, out, base or folder) as run:  # the lock is let go when the audit ends
+    with Run.create(resolve(config, base or folder), out) as run:  # the lock is let go when the audit ends
         return run.audit(pool, progress)
 
 

@@ -15,7 +15,7 @@ from pydantic import Field
 from radar_local.adaptive import recorded_sizes
 from radar_local.common import Strict, slug
 from radar_local.compare import load_stats
-from radar_local.config import AuditConfig, ModelSpec, load_config, resolve_inputs
+from radar_local.config import AuditConfig, ModelSpec, Resolved, load_config, resolve
 from radar_local.errors import InputError
 from radar_local.inputs import read_model
 from radar_local.plan import KEYS, GenerationRequest, Plan
@@ -48,13 +48,13 @@ class InputsSnapshot(Strict):
     note: str | None = None
 
     @classmethod
-    def of(cls, config: AuditConfig, inputs: tuple, keys: int = KEYS, note: str | None = None) -> InputsSnapshot:
-        rubric, tasks, reference = inputs
+    def of(cls, resolved: Resolved, keys: int = KEYS, note: str | None = None) -> InputsSnapshot:
+        reference = resolved.reference
         pairs = (
             None if reference is None else tuple(ReferencePair(a=min(k), b=max(k), r=r) for k, r in reference.items())
         )
-        sources = config.model_dump(mode="json", include={"rubric", "tasks", "human"})
-        return cls(sources=sources, rubric=rubric, tasks=tasks, reference=pairs, keys=keys, note=note)
+        sources = resolved.config.model_dump(mode="json", include={"rubric", "tasks", "human"})
+        return cls(sources=sources, rubric=resolved.rubric, tasks=resolved.tasks, reference=pairs, keys=keys, note=note)
 
     @property
     def inputs(self) -> tuple:
@@ -110,7 +110,7 @@ class RunDir:
             return cls(root, config, store, read_model(root / INPUTS, InputsSnapshot))
         # A run made before inputs.json: its inputs once more from the paths its config names, and its
         # records' keys by their old formula (Run.open keeps them from here on).
-        snapshot = InputsSnapshot.of(config, checked_inputs(config, root, root / CONFIG), 1, OLD_RUN_NOTE)
+        snapshot = InputsSnapshot.of(resolve(config, root, root / CONFIG), 1, OLD_RUN_NOTE)
         return cls(root, config, store, snapshot)
 
     # ---- file names: the only place that names a file in a run directory ----
@@ -220,29 +220,3 @@ class RunDir:
                 self.root, f"no {path.name} here; run `radar audit` (or `radar score` for that verifier) first"
             )
         return read_model(path, RunInfo)
-
-
-def checked_inputs(config: AuditConfig, base: Path, source: object) -> tuple:
-    """The rubric, tasks and reference a config names, and its `intended` pairs checked against the rubric."""
-    rubric, tasks, reference = resolve_inputs(config, base)
-    problem = rubric_conflict(config, rubric)
-    if problem is not None:
-        raise InputError(source, problem)
-    return rubric, tasks, reference
-
-
-def rubric_conflict(config: AuditConfig, rubric: Rubric) -> str | None:
-    """What keeps `rubric` from being audited under `config`, in one line: a nuisance attribute sharing a
-    criterion's id, an intended pair naming what is neither criterion nor attribute; else None."""
-    attributes = [s.id for s in config.nuisance_specs]
-    clash = next((a for a in attributes if a in rubric.ids), None)
-    if clash is not None:
-        return f"nuisance attribute '{clash}' is also a criterion of the rubric; give it another id"
-    for a, b in config.intended:
-        unknown = [c for c in (a, b) if c not in rubric.ids + attributes]
-        if unknown or (a in attributes and b in attributes):
-            what = f"unknown criterion '{unknown[0]}'" if unknown else "two nuisance attributes"
-            return f"intended pair [{a}, {b}]: {what}; the rubric has {', '.join(rubric.ids)}" + (
-                f" and the attributes {', '.join(attributes)}" if attributes else ""
-            )
-    return None

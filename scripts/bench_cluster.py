@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from radar_local.cluster import ClusterSpec
-from radar_local.config import load_config, resolve_inputs
+from radar_local.config import load_config, resolve
 from radar_local.run import EnginePool, Run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,7 +27,7 @@ def run_variant(cfg, base: Path, out: Path, cluster: ClusterSpec | None) -> dict
         start = time.monotonic()
         pool.get(cfg.generator)  # replicas start here: not part of the stage times
         started = time.monotonic() - start
-        run = Run.create(cfg, out, base)
+        run = Run.create(resolve(cfg, base), out)
         gen = run.generate(pool, progress=False)
         score = run.score(cfg.verifier, pool, progress=False)
     finally:
@@ -44,7 +44,7 @@ def main() -> int:
     args = ap.parse_args()
     base = args.config.parent
     cfg = load_config(args.config)
-    cfg = cfg.model_copy(update={"tasks": list(resolve_inputs(cfg, base)[1][: args.tasks]), "bootstrap": 0})
+    cfg = cfg.model_copy(update={"tasks": list(resolve(cfg, base).tasks[: args.tasks]), "bootstrap": 0})
     import ray
 
     ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)

@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from radar_local.config import load_config, resolve_inputs, with_absolute_paths
+from radar_local.config import load_config, resolve, with_absolute_paths
 from radar_local.hardware import cpu_info
 from radar_local.run import EnginePool, Run, admitted_per_step, prefix_order
 
@@ -53,7 +53,7 @@ def dtype_ratio(cfg, pool: EnginePool) -> dict:
     """bf16 against float32 on this CPU, on the same prompts and tokens."""
     from vllm import SamplingParams
 
-    plan = Run.create(cfg, Path(tempfile.mkdtemp()) / "dtype", REPO).plan
+    plan = Run.create(resolve(cfg, REPO), Path(tempfile.mkdtemp()) / "dtype").plan
     prompts = [r.messages for r in plan.generation_requests()][:48]
     params = SamplingParams(temperature=0.0, max_tokens=64, ignore_eos=True)
     out = {}
@@ -71,7 +71,7 @@ def stage_rows(cfg, tmp: Path, pool: EnginePool) -> dict:
     from vllm import SamplingParams
     from vllm.sampling_params import StructuredOutputsParams
 
-    run = Run.create(cfg, tmp / "run", REPO)
+    run = Run.create(resolve(cfg, REPO), tmp / "run")
     requests = run.plan.generation_requests()
     engine = pool.get(cfg.generator)
     warm = [r.messages for r in requests][: 2 * engine.max_num_seqs]  # a fresh engine's first batches are slow
@@ -105,7 +105,7 @@ def stage_rows(cfg, tmp: Path, pool: EnginePool) -> dict:
 
 def long_generation(cfg, pool: EnginePool, count: int, chunk: int) -> dict:
     """The continuous feed against the old chunked loop on long, varied generations."""
-    plan = Run.create(cfg, Path(tempfile.mkdtemp()) / "long", REPO).plan
+    plan = Run.create(resolve(cfg, REPO), Path(tempfile.mkdtemp()) / "long").plan
     base = [r.messages for r in plan.generation_requests()]
     prompts = [base[i % len(base)] for i in range(count)]
     seeds = list(range(1000, 1000 + count))
@@ -140,7 +140,7 @@ def main() -> int:
     if cfg.verifier.engine != "vllm" or cfg.generator.engine != "vllm":
         sys.exit("bench_engine.py measures vLLM; the config's generator and verifier must use engine vllm")
     if args.tasks:
-        cfg = cfg.model_copy(update={"tasks": list(resolve_inputs(cfg, REPO)[1][: args.tasks])})
+        cfg = cfg.model_copy(update={"tasks": list(resolve(cfg, REPO).tasks[: args.tasks])})
     cfg = cfg.model_copy(
         update={
             "generator": with_options(cfg.generator, max_num_seqs=args.seqs),

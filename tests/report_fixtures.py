@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from radar_local.config import AuditConfig
+from radar_local.config import AuditConfig, resolve
 from radar_local.plan import Plan
 from radar_local.records import ProbeRecord, VerdictRecord
 from radar_local.rubric import load_benchmark
@@ -48,7 +48,7 @@ def planted_run(
         {**planted_settings(n, tasks), "generator": GENERATOR, "verifier": judge(verifier)}
     )
     rubric, task_set, crit = bench.rubric, bench.tasks[:tasks], bench.rubric.ids
-    run = Run.create(cfg, root, Path.cwd())
+    run = Run.create(resolve(cfg, Path.cwd()), root)
     store = run.store
     rng = np.random.default_rng(seed)
     probes = []

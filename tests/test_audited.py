@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from radar_local.audited import audited_set
-from radar_local.config import AuditConfig
+from radar_local.config import AuditConfig, resolve
 from radar_local.records import ProbeRecord, VerdictRecord
 from radar_local.report.build import write_report
 from radar_local.report.examples import nuisance_examples, pair_examples
@@ -60,7 +60,7 @@ def test_the_report_shows_no_record_the_audit_did_not_use(tmp_path):
     root = tmp_path / "run"
     settings = {"options": {"inject": {"Helpfulness / Understanding": INJECTION}}, "nuisance": ["length"]}
     config = AuditConfig.model_validate(planted_config(n=3, unconditioned=2, **settings))
-    with Run.create(config, root, REPO) as run:
+    with Run.create(resolve(config, REPO), root) as run:
         probes, verdicts = _old_weights_records(run.config, run.rubric.ids)
         run.store.add_probes(probes)
         run.store.add_scores(verdicts)

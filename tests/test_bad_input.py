@@ -193,11 +193,11 @@ def test_out_that_is_a_file(tmp_path):
 
 
 def test_verifier_labels_that_share_a_file_name(tmp_path):
-    from radar_local.config import AuditConfig, ModelSpec
+    from radar_local.config import AuditConfig, ModelSpec, resolve
     from radar_local.errors import InputError
     from radar_local.run import Run
 
-    run = Run.create(AuditConfig.model_validate(planted_config()), tmp_path / "run", tmp_path)
+    run = Run.create(resolve(AuditConfig.model_validate(planted_config()), tmp_path), tmp_path / "run")
     run.register_verifier(ModelSpec(engine="testing", model="one", name="judge/a"))
     with pytest.raises(InputError, match="share a file name"):
         run.register_verifier(ModelSpec(engine="testing", model="two", name="judge_a"))

@@ -77,13 +77,13 @@ def test_expected_format_is_one_score_token():
 
 
 def test_the_mode_changes_the_prompt_and_the_keys(tmp_path):
-    from radar_local.config import AuditConfig, resolve_inputs
+    from radar_local.config import AuditConfig, resolve
 
     probe = [probe_record("p:0", "refund", "We will refund you.")]
     keys, users = {}, {}
     for mode in ("reasoned", "expected"):
         cfg = AuditConfig.model_validate(planted_config(scoring={"mode": mode}))
-        plan = Plan(cfg, *resolve_inputs(cfg, REPO)[:2])
+        plan = Plan(cfg, resolve(cfg, REPO).rubric, resolve(cfg, REPO).tasks)
         reqs = plan.score_requests(probe, cfg.verifier)
         keys[mode], users[mode] = {r.key for r in reqs}, reqs[0].messages[-1]["content"]
     assert not keys["reasoned"] & keys["expected"]  # a verdict of one mode never stands in for the other

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from radar_local.config import AuditConfig
+from radar_local.config import AuditConfig, resolve
 from radar_local.errors import InputError
 from radar_local.run import EnginePool, Run
 from radar_local.rundir import PROBES, SCORES, open_store
@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def generate(cfg: dict, run: Path) -> dict:
-    return Run.create(AuditConfig.model_validate(cfg), run, REPO).generate(EnginePool(), progress=False)
+    return Run.create(resolve(AuditConfig.model_validate(cfg), REPO), run).generate(EnginePool(), progress=False)
 
 
 def records(path: Path) -> list[dict]:

@@ -9,7 +9,7 @@ import yaml
 from click.testing import CliRunner
 
 from radar_local.cli.main import cli
-from radar_local.config import AuditConfig, load_config, resolve_inputs
+from radar_local.config import AuditConfig, load_config, resolve
 from tests.conftest import planted_config
 
 ROWS = [
@@ -34,7 +34,7 @@ def write(path: Path, kind: str) -> Path:
 
 def tasks_of(tmp_path: Path, tasks) -> tuple:
     cfg = AuditConfig.model_validate(planted_config(tasks=tasks))
-    return resolve_inputs(cfg, tmp_path)[1]
+    return resolve(cfg, tmp_path).tasks
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "csv", "parquet", "dataset"])
@@ -52,9 +52,7 @@ def test_summary_tasks_and_a_seeded_sample(tmp_path):
     assert len(first) == 3 and first == again  # the run seed draws the same sample
     assert all(t.format == "summary" and t.prompt.endswith(".") and "Article text" in t.prompt for t in first)
     draws = {
-        tuple(
-            t.id for t in resolve_inputs(AuditConfig.model_validate(planted_config(tasks=source, seed=s)), tmp_path)[1]
-        )
+        tuple(t.id for t in resolve(AuditConfig.model_validate(planted_config(tasks=source, seed=s)), tmp_path).tasks)
         for s in range(6)
     }
     assert len(draws) > 1  # another run seed, another sample
@@ -102,8 +100,6 @@ def test_radar_init_writes_a_config_that_parses(tmp_path, args):
     assert config.generator.model == "smollm2-135m" and config.out == "runs/my"
     if "skeleton" in args:
         assert config.rubric == "my.rubric.yaml" and (tmp_path / "my.rubric.yaml").is_file()
-        resolve_inputs(
-            config.model_copy(update={"tasks": [{"id": "t", "prompt": "p"}]}), tmp_path
-        )  # the skeleton parses
+        resolve(config.model_copy(update={"tasks": [{"id": "t", "prompt": "p"}]}), tmp_path)  # the skeleton parses
     again = CliRunner().invoke(cli, ["init", str(target), *args])
     assert again.exit_code == 2 and "already exists" in again.stderr and target.read_text() == text

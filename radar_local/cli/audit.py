@@ -19,7 +19,7 @@ def run_options(fn):
 
 
 def _create(config_path: Path, out: Path | None, ray_address: str | None):
-    from radar_local.config import load_config
+    from radar_local.config import load_config, resolve
     from radar_local.errors import InputError
     from radar_local.run import Run
 
@@ -28,7 +28,7 @@ def _create(config_path: Path, out: Path | None, ray_address: str | None):
     run_dir = out or (Path(config.out) if config.out else None)
     if run_dir is None:
         raise InputError(config_path, "no run directory: set 'out' in the config or pass --out")
-    return Run.create(config, run_dir, config_path.parent, config_path)
+    return Run.create(resolve(config, config_path.parent, config_path), run_dir)
 
 
 @click.command()
@@ -76,13 +76,12 @@ def audit(
 
 def _plan(config_path: Path, sd: float, self_effect: float) -> list[str]:
     """The power of the config's design (stats/power.py), from its rubric and tasks alone."""
-    from radar_local.config import load_config
-    from radar_local.rundir import checked_inputs
+    from radar_local.config import load_config, resolve
     from radar_local.stats.bootstrap import LEVEL
     from radar_local.stats.power import minimum_confirmed, plan_lines
 
-    config = load_config(config_path)
-    rubric, tasks, _ = checked_inputs(config, config_path.parent, config_path)
+    resolved = resolve(load_config(config_path), config_path.parent, config_path)
+    config, rubric, tasks = resolved.config, resolved.rubric, resolved.tasks
     k, n = len(rubric.criteria), config.adaptive.max_n if config.adaptive else config.n
     level = config.adaptive.confidence if config.adaptive else LEVEL
     power = minimum_confirmed(

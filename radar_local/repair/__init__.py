@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from radar_local.config import AuditConfig, ModelSpec
+from radar_local.config import AuditConfig, ModelSpec, resolve, rubric_conflict
 from radar_local.errors import InputError
 from radar_local.inputs import yaml_text
 from radar_local.plan import cell_seed
@@ -25,7 +25,7 @@ from radar_local.repair.report import write_repair_report
 from radar_local.repair.selection import Candidate, Repair, candidate_config, judge, objectives, pareto, summarize
 from radar_local.rubric import Rubric
 from radar_local.run import ENGINE_FAILED, EnginePool, Run, config_from
-from radar_local.rundir import RunDir, rubric_conflict
+from radar_local.rundir import RunDir
 from radar_local.stats.result import AuditResult
 from radar_local.store import make_folder, write_atomic
 
@@ -59,7 +59,7 @@ def repair(
         config, folder = config_from(target)
         if config.out is None:
             raise InputError(target, "no run directory: set 'out' in the config")
-        original = Run.create(config, config.out, folder, target)
+        original = Run.create(resolve(config, folder, target), config.out)
     own = pool is None
     pool = pool or EnginePool(original.config.cluster)
     try:
@@ -169,7 +169,7 @@ def _reaudit(
     make_folder(folder)
     write_atomic(rubric_path, yaml_text(rubric.model_dump(mode="json", exclude_none=True)))
     cand.run_dir = folder / f"candidate-{cand.index}"
-    with Run.create(candidate_config(config, rubric_path, parent.tasks), cand.run_dir, folder) as run:
+    with Run.create(resolve(candidate_config(config, rubric_path, parent.tasks), folder), cand.run_dir) as run:
         cand.reuse = run.adopt(parent, config.verifier)
         return run.audit(pool, progress)
 
