@@ -17,11 +17,11 @@ from radar_local.rubric import HumanPairs, Rubric, load_rubric, resolve_referenc
 from radar_local.score_table import cells, check_criteria, read_scores, validate_scores
 from radar_local.scoring import SCALE
 from radar_local.stats.audit import audit_cell
+from radar_local.stats.bias import BIAS, nuisance_pairs, nuisance_table
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES
 from radar_local.stats.coupling import TAU, double_counted_share
 from radar_local.stats.flags import Thresholds
 from radar_local.stats.intervals import CHUNK as INTERVAL_CHUNK
-from radar_local.stats.nuisance import BIAS, nuisance_pairs, nuisance_table
 from radar_local.stats.probes import probe_matrix
 from radar_local.stats.result import AuditResult
 
@@ -55,7 +55,7 @@ def stats_for_table(
     rubric: Rubric | None = None,
     reference: HumanPairs | None = None,
     tau: float = TAU,
-    n_bootstrap: int = RESAMPLES,
+    resamples: int = RESAMPLES,
     seed: int = 0,
     generator: str | None = None,
     verifier: str | None = None,
@@ -87,14 +87,14 @@ def stats_for_table(
     if large:
         say(
             f"stats: {len(df):,} rows, {len(pm.scores):,} probes; the bootstrap's time grows with probes x "
-            f"resamples ({n_bootstrap}), its memory with probes x {INTERVAL_CHUNK} (one chunk of resamples)"
+            f"resamples ({resamples}), its memory with probes x {INTERVAL_CHUNK} (one chunk of resamples)"
         )
-    with stage_progress("stats: bootstrap resamples", n_bootstrap, enabled=large) as advance:
+    with stage_progress("stats: bootstrap resamples", resamples, enabled=large) as advance:
         result = audit_cell(
             pm,
             reference,
             tau=tau,
-            n_bootstrap=n_bootstrap,
+            resamples=resamples,
             seed=seed,
             thresholds=thresholds,
             level=level,
@@ -112,7 +112,7 @@ def stats_for_table(
             [bool(result.reliable[c]) for c in criteria],
             threshold=bias_threshold,
             intended=intended,
-            n_bootstrap=n_bootstrap,
+            resamples=resamples,
             level=level,
             seed=seed,
             steered=steered,
@@ -175,7 +175,7 @@ def analyze(
         rubric=rubric_obj,
         reference=resolve_reference(rubric_obj, rubric_arg, str(human) if human else None),
         tau=tau,
-        n_bootstrap=bootstrap,
+        resamples=bootstrap,
         seed=seed,
         generator=generator,
         verifier=verifier,

@@ -83,7 +83,7 @@ def audit(run: RunDir, verifier: ModelSpec, records: AuditedSet, **options) -> t
         rubric=run.rubric,
         reference=run.reference,
         tau=config.tau,
-        n_bootstrap=config.bootstrap,
+        resamples=config.bootstrap,
         seed=config.seed,
         generator=config.generator.label,
         verifier=verifier.label,

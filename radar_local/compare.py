@@ -9,10 +9,10 @@ from pathlib import Path
 from radar_local.common import json_number
 from radar_local.errors import InputError
 from radar_local.inputs import read_json
+from radar_local.stats.bias import beyond
 from radar_local.stats.decisions import POLICY, decisions, settle_n
 from radar_local.stats.exact import decimal
 from radar_local.stats.flags import Thresholds
-from radar_local.stats.nuisance import beyond
 from radar_local.stats.result import AuditResult
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, TypeVar, overload
+from typing import Annotated, Any, ClassVar, TypeVar, overload
 
 from pydantic import Field, PrivateAttr, model_validator
 
@@ -14,12 +14,12 @@ from radar_local.engines.base import EngineOptions
 from radar_local.engines.registry import EngineName, engine_class, output_options, parse_options
 from radar_local.errors import InputError
 from radar_local.inputs import read_mapping
-from radar_local.nuisance import BUNDLED as NUISANCE
-from radar_local.nuisance import NuisanceSpec
+from radar_local.nuisance import ATTRIBUTES, Measure, NuisanceSpec
+from radar_local.prompts import Layout
 from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, resolve_reference, unique_ids
 from radar_local.scoring import ScoreFormat
+from radar_local.stats.bias import BIAS
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES
-from radar_local.stats.nuisance import BIAS
 from radar_local.tasks import TaskSource, is_task_table, load_task_table
 
 MAX_LABEL = 100  # characters of a model label: it becomes part of file names
@@ -123,14 +123,14 @@ class AuditSettings(Strict):
     unconditioned: int = Field(
         0, ge=0, le=1000, description="Unconditioned probes per task (synthetic-correlation baseline)"
     )
-    nuisance: list[Literal["length", "formatting", "hedging", "flattery", "self_praise"] | NuisanceSpec] = Field(
+    nuisance: list[Measure | NuisanceSpec] = Field(
         default_factory=list,
         description="Attributes no criterion should reward: each unconditioned probe is rewritten up and down on "
         "each, and every rewrite scored (a bundled name, or {id, up, down, measure})",
     )
     bias_threshold: float = Field(BIAS, ge=0, le=1, description="Flag a criterion moving this much with an attribute")
     seed: int = Field(0, ge=0, le=2**32 - 1, description="Run seed: sampling seeds and resamples derive from it")
-    layout: Literal["paper", "prefix-shared"] = Field(
+    layout: Layout = Field(
         "prefix-shared",
         description="Verifier prompt: task and probe first, criterion last (prefix caching); "
         "`paper` keeps Appendix B.2's order (docs/BENCHMARKS.md compares them)",
@@ -150,7 +150,7 @@ class AuditSettings(Strict):
 
     @property
     def nuisance_specs(self) -> list[NuisanceSpec]:
-        return [NUISANCE[n] if isinstance(n, str) else n for n in self.nuisance]
+        return [ATTRIBUTES[n] if isinstance(n, str) else n for n in self.nuisance]
 
     @property
     def planned_n(self) -> int:

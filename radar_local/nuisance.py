@@ -3,7 +3,7 @@ a response up and down on one, and the measures that check, without a model, tha
 
 A pair is two rewrites of one unconditioned probe (its base), `up` and `down`, stored as probes whose
 target is the attribute and whose direction is up or down (the score table's nuisance rows, and
-radar_local.stats.nuisance's input). A pair whose measured attribute did not move the intended way is
+radar_local.stats.bias's input). A pair whose measured attribute did not move the intended way is
 left out of the statistics and counted; an attribute most of whose pairs fail is `not steered`, and
 nothing is claimed for it, as the reliability gate does for a criterion.
 """
@@ -34,7 +34,7 @@ class NuisanceSpec(Frozen):
 
 
 _KEEP = " Keep every fact, claim and recommendation of the original; add no new information."
-BUNDLED = {
+ATTRIBUTES = {  # the bundled attributes, each named after its measure
     spec.id: spec
     for spec in (
         NuisanceSpec(

@@ -129,7 +129,7 @@ def adaptive_sizes(
     while True:
         waves += 1
         result = audit_cell(
-            truth.first(pm, sizes), tau=tau, n_bootstrap=resamples, seed=seed, budget=False, level=spec.confidence
+            truth.first(pm, sizes), tau=tau, resamples=resamples, seed=seed, budget=False, level=spec.confidence
         )
         sources = {c for d in decisions(result) if d.value is None for c in d.sources}
         following = grow(sizes, sources, spec.step, spec.max_n)
@@ -232,7 +232,7 @@ def run_at_threshold(truth: Truth, reps: int, resamples: int, tau: float, spec: 
         full = truth.sample(rng, spec.max_n, "integer")
         sizes, _ = adaptive_sizes(truth, full, tau, resamples, r, spec)
         for kind, pm in (("adaptive", truth.first(full, sizes)), ("fixed", full)):
-            res = audit_cell(pm, tau=tau, n_bootstrap=resamples, seed=r, budget=False, level=spec.confidence)
+            res = audit_cell(pm, tau=tau, resamples=resamples, seed=r, budget=False, level=spec.confidence)
             low, high = res.leakage_ci[0].loc["c", "a"], res.leakage_ci[1].loc["c", "a"]
             fam = res.family["leakage"]["c"]["a"]
             out[kind]["cell"] += bool(low <= true <= high)

@@ -43,12 +43,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from coverage import Truth, solved_truth, true_values
 
 from radar_local.stats.audit import audit_cell
+from radar_local.stats.bias import BIAS, NuisancePairs, nuisance_table
 from radar_local.stats.bootstrap import Strata
 from radar_local.stats.coupling import TAU, coupling
 from radar_local.stats.exact import exact_point
 from radar_local.stats.flags import GATED, pair_flags
 from radar_local.stats.intervals import intervals
-from radar_local.stats.nuisance import BIAS, NuisancePairs, nuisance_table
 from radar_local.stats.power import minimum_confirmed
 
 MOVE = 1.6  # a self-effect of about 0.7: every gate passes in truth, as in the paper's audits (min 0.46)
@@ -106,7 +106,7 @@ def one(args: tuple) -> dict:
     k, n, tasks, leak, rep, resamples = args
     truth = planted_truth(k, tasks, leak)
     pm = truth.sample(np.random.default_rng([k, n, rep, int(leak * 1000)]), n, "integer")
-    r = audit_cell(pm, n_bootstrap=resamples, seed=rep, budget=False)
+    r = audit_cell(pm, resamples=resamples, seed=rep, budget=False)
     truth_flags = true_flags(truth)
     raised = confirmed = false = planted = 0
     for p in r.pairs.to_dict("records"):
@@ -153,7 +153,7 @@ def bias_one(args: tuple) -> dict:
         return np.clip(np.rint(2 + sign * 2 * bias + rng.normal(0, 1, (len(task), k))), 0, 4)
 
     table = [NuisancePairs(f"attr{a}", task, names, scores(1.0) - scores(-1.0)) for a in range(attributes)]
-    rows = nuisance_table(table, [f"c{j}" for j in range(k)], [0.7] * k, [True] * k, n_bootstrap=resamples, seed=rep)
+    rows = nuisance_table(table, [f"c{j}" for j in range(k)], [0.7] * k, [True] * k, resamples=resamples, seed=rep)
     old = [  # issue 19's rule: the cell's own 95% interval excludes 0 and the point reaches the threshold
         r["ci"] is not None and (r["ci"][0] > 0 or r["ci"][1] < 0) and abs(r["sensitivity"]) >= BIAS for r in rows
     ]

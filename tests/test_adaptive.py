@@ -13,7 +13,7 @@ from radar_local.errors import InputError
 from radar_local.report.build import write_report
 from radar_local.run import load_run, run_audit
 from radar_local.rundir import PROBES, SCORES
-from radar_local.stats.decisions import Tri, at_least, at_most
+from radar_local.stats.decisions import Tri, interval_at_least, interval_at_most
 from tests.conftest import planted_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -126,11 +126,14 @@ def test_adaptive_needs_intervals(tmp_path):
 
 def test_interval_ends_settle_exactly_at_the_threshold():
     src = frozenset({"a"})
-    assert at_least((0.4, 0.9), 0.4, src).value is True  # the low end is exactly tau: settled
-    assert at_least((0.39999999999999997, 0.9), 0.4, src).value is None  # one float below: open
-    assert at_least((0.1, 0.39999999999999997), 0.4, src).value is False
-    assert at_most((-0.5, -0.2), -0.2, src).value is True and at_most((-0.2, 0.1), -0.2, src).value is None
-    assert at_least(None, 0.4, src) == Tri(None, src)
+    assert interval_at_least((0.4, 0.9), 0.4, src).value is True  # the low end is exactly tau: settled
+    assert interval_at_least((0.39999999999999997, 0.9), 0.4, src).value is None  # one float below: open
+    assert interval_at_least((0.1, 0.39999999999999997), 0.4, src).value is False
+    assert (
+        interval_at_most((-0.5, -0.2), -0.2, src).value is True
+        and interval_at_most((-0.2, 0.1), -0.2, src).value is None
+    )
+    assert interval_at_least(None, 0.4, src) == Tri(None, src)
     assert Fraction(0.39999999999999997) < Fraction(2, 5)
 
 

@@ -27,7 +27,7 @@ def test_known_answer_two_criteria(two_criteria_table):
     # Sym = (1/3 + 2/3)/2 = 0.5;  Asym = |1/3 - 2/3| = 1/3
     # GlobalPos = mean(1/3, 2/3) = 0.5; GlobalTension = 0; MaxCoupling = 2/3
     pm = probe_matrix(two_criteria_table, ["a", "b"], "g", "v")
-    r = audit_cell(pm, n_bootstrap=0, budget=False).to_json()
+    r = audit_cell(pm, resamples=0, budget=False).to_json()
     assert r["self_effect"] == pytest.approx({"a": 0.75, "b": 0.75})
     assert r["leakage"]["a"]["b"] == pytest.approx(1 / 3)
     assert r["leakage"]["b"]["a"] == pytest.approx(2 / 3)
@@ -48,7 +48,7 @@ def test_task_aggregation_mean_and_sd():
     for task, b_hi in (("t1", 4), ("t2", 3)):
         rows += probes(task, "a", "+", [{"a": 4, "b": b_hi}]) + probes(task, "a", "-", [{"a": 0, "b": 2}])
         rows += probes(task, "b", "+", [{"a": 2, "b": 4}]) + probes(task, "b", "-", [{"a": 2, "b": 0}])
-    r = audit_cell(probe_matrix(table(rows), ["a", "b"], "g", "v"), n_bootstrap=0, budget=False).to_json()
+    r = audit_cell(probe_matrix(table(rows), ["a", "b"], "g", "v"), resamples=0, budget=False).to_json()
     assert r["leakage"]["a"]["b"] == pytest.approx(0.375)
     assert r["leakage_sd"]["a"]["b"] == pytest.approx(0.125)
     assert r["leakage_by_task"]["t1"]["a"]["b"] == pytest.approx(0.5)
@@ -68,7 +68,7 @@ def test_gate_flags_weak_and_negative_self_effects():
         + probes("t", "c", "+", [{"a": 3, "b": 2, "c": 4}])
         + probes("t", "c", "-", [{"a": 1, "b": 2, "c": 0}])
     )
-    r = audit_cell(probe_matrix(table(rows), crit, "g", "v"), n_bootstrap=0, budget=False).to_json()
+    r = audit_cell(probe_matrix(table(rows), crit, "g", "v"), resamples=0, budget=False).to_json()
     assert r["reliable"] == {"a": False, "b": False, "c": True}
     reasons = {u["criterion"]: u["reason"] for u in r["flags"]["unreliable"]}
     assert reasons == {"a": "self-effect below tau=0.4", "b": "negative self-effect (failed intervention)"}

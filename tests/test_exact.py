@@ -68,7 +68,7 @@ def test_gate_passes_at_exactly_tau_and_fails_just_below(scale, offset):
     df = validate_scores(pd.DataFrame(rows, columns=list(COLUMNS)), "planted", scale)
     for gen, cell in df.groupby("generator", sort=False):  # one cell per case
         pm = probe_matrix(cell, ["a", "b"], gen, "v")
-        r = audit_cell(pm, n_bootstrap=0, budget=False).to_json()
+        r = audit_cell(pm, resamples=0, budget=False).to_json()
         at = gen.startswith("at")
         assert r["reliable"]["a"] is at, (gen, r["self_effect"]["a"])
         assert (r["pairs"][0]["flags"] == ["gated"]) is not at
@@ -84,7 +84,7 @@ def test_issue_example_keeps_its_pairs_and_globals():
         "t", "a", "-", [{"a": s, "b": 1} for s in (0, 1, 1, 1, 1)]
     )
     rows += probes("t", "b", "+", [{"a": 2, "b": 4}] * 5) + probes("t", "b", "-", [{"a": 2, "b": 0}] * 5)
-    r = stats_for_table(table(rows), "t.csv", n_bootstrap=50).to_json()
+    r = stats_for_table(table(rows), "t.csv", resamples=50).to_json()
     assert r["self_effect"]["a"] == 0.4 and r["reliable"] == {"a": True, "b": True}
     # leakage a->b = (2/4 - 1/4) / (2/5) = 5/8
     assert r["leakage"]["a"]["b"] == 0.625 and r["global"]["positive"] is not None
@@ -116,13 +116,13 @@ def test_fail_on_sym_is_exact_at_the_boundary(tmp_path):
 def test_one_task_has_no_spread():
     rows = probes("t", "a", "+", [{"a": 4, "b": 3}]) + probes("t", "a", "-", [{"a": 0, "b": 1}])
     rows += probes("t", "b", "+", [{"a": 3, "b": 4}]) + probes("t", "b", "-", [{"a": 1, "b": 0}])
-    r = audit_cell(probe_matrix(table(rows), ["a", "b"], "g", "v"), n_bootstrap=20, budget=False).to_json()
+    r = audit_cell(probe_matrix(table(rows), ["a", "b"], "g", "v"), resamples=20, budget=False).to_json()
     assert r["leakage_sd"]["a"]["b"] is None and r["leakage_sd"]["b"]["a"] is None  # undefined, not a stable 0.0
 
 
 def test_budget_always_ends_with_the_full_sample(two_criteria_table):
     # N = 2 per stratum: one subset row (N = 1), then all probes once, equal to the point estimate.
-    r = audit_cell(probe_matrix(two_criteria_table, ["a", "b"], "g", "v"), n_bootstrap=0).to_json()
+    r = audit_cell(probe_matrix(two_criteria_table, ["a", "b"], "g", "v"), resamples=0).to_json()
     assert [(row["n"], row["subsets"], row.get("all_probes", False)) for row in r["budget"]] == [
         (1, 30, False),
         (2, 1, True),
@@ -142,7 +142,7 @@ def test_budget_full_row_when_n_is_not_a_standard_budget():
                 d,
                 [{"a": int(rng.integers(0, 5)), "b": int(rng.integers(0, 5)), target: hi} for _ in range(7)],
             )
-    r = audit_cell(probe_matrix(table(rows), ["a", "b"], "g", "v"), n_bootstrap=0).to_json()
+    r = audit_cell(probe_matrix(table(rows), ["a", "b"], "g", "v"), resamples=0).to_json()
     assert [row["n"] for row in r["budget"]] == [1, 2, 3, 4, 5, 7] and r["budget"][-1]["all_probes"]
 
 
@@ -151,7 +151,7 @@ def test_gating_reasons_and_unscored_warnings():
     rows = probes("t1", "a", "+", [{"a": 4, "b": 2, "c": 2}]) + probes("t1", "a", "-", [{"a": 0, "b": 2, "c": 2}])
     rows += probes("t1", "b", "+", [{"a": 2, "b": 0, "c": 2}]) + probes("t1", "b", "-", [{"a": 2, "b": 4, "c": 2}])
     rows += probes("t1", "c", "+", [{"a": 2, "b": 2, "c": nan}]) + probes("t1", "c", "-", [{"a": 2, "b": 2, "c": 0}])
-    r = audit_cell(probe_matrix(table(rows), ["a", "b", "c"], "g", "v"), n_bootstrap=0, budget=False).to_json()
+    r = audit_cell(probe_matrix(table(rows), ["a", "b", "c"], "g", "v"), resamples=0, budget=False).to_json()
     causes = {u["criterion"]: (u["cause"], u["reason"]) for u in r["flags"]["unreliable"]}
     assert causes == {
         "b": ("negative", "negative self-effect (failed intervention)"),
@@ -167,7 +167,7 @@ def test_a_resample_equal_to_the_data_makes_the_datas_decisions():
     the point and GlobalPos keeps a's row (float32 resampling gated a out: [0.39999998, ...])."""
     rows = probes("t", "a", "+", [{"a": 2.37, "b": 3}] * 2) + probes("t", "a", "-", [{"a": 0.77, "b": 1}] * 2)
     rows += probes("t", "b", "+", [{"a": 3, "b": 4}] * 2) + probes("t", "b", "-", [{"a": 1, "b": 0}] * 2)
-    r = stats_for_table(table(rows), "t.csv", n_bootstrap=200).to_json()
+    r = stats_for_table(table(rows), "t.csv", resamples=200).to_json()
     assert r["self_effect"]["a"] == 0.4 and r["reliable"] == {"a": True, "b": True}
     assert r["self_effect_ci"] == {c: [v, v] for c, v in r["self_effect"].items()}
     assert r["global"]["ci"] == {"positive": [r["global"]["positive"]] * 2}  # no interval for the others
@@ -185,7 +185,7 @@ def test_the_budgets_subsets_gate_at_exactly_tau(minus, reliable):
     float step below tau, where float arithmetic of the subset means cannot tell."""
     rows = probes("t", "a", "+", [{"a": 2.37, "b": 3}] * 3) + probes("t", "a", "-", [{"a": minus, "b": 1}] * 3)
     rows += probes("t", "b", "+", [{"a": 3, "b": 4}] * 3) + probes("t", "b", "-", [{"a": 1, "b": 0}] * 3)
-    r = stats_for_table(table(rows), "t.csv", n_bootstrap=0).to_json()
+    r = stats_for_table(table(rows), "t.csv", resamples=0).to_json()
     assert r["reliable"]["a"] is reliable
     gated = [row for row in r["budget"] if row["n"] < 3]
     assert gated and all((row["sym"][0]["defined"] == row["subsets"]) is reliable for row in gated)
@@ -212,7 +212,7 @@ def test_tiny_expected_scores_give_statistics_and_a_stats_json_that_reads_back()
         rows += probes(t, "a", "-", [{"a": 0.0, "b": 0.0}, {"a": 0.0, "b": 1.0}])
         rows += probes(t, "b", "+", [{"a": 2.0, "b": 4.0}, {"a": 2.5, "b": 4.0}])
         rows += probes(t, "b", "-", [{"a": 2.0, "b": 0.0}, {"a": 1.0, "b": 1.0}])
-    result = stats_for_table(table(rows), "t.csv", n_bootstrap=200, seed=3)
+    result = stats_for_table(table(rows), "t.csv", resamples=200, seed=3)
     assert not result.reliable["a"] and result.reliable["b"]
     assert 0 < result.self_effect["a"] < 1e-300
     assert result.leakage.loc["a", "b"] > 1e300 and math.isfinite(result.leakage_sd.loc["a", "b"])
@@ -225,7 +225,7 @@ def test_resamples_where_a_leakage_is_undefined_are_counted_and_said():
     half of them have a self-effect of 0 and no leakage row for a."""
     rows = probes("t", "a", "+", [{"a": 4, "b": 3}, {"a": 0, "b": 1}]) + probes("t", "a", "-", [{"a": 0, "b": 1}] * 2)
     rows += probes("t", "b", "+", [{"a": 2, "b": 4}] * 2) + probes("t", "b", "-", [{"a": 2, "b": 0}] * 2)
-    r = stats_for_table(table(rows), "t.csv", n_bootstrap=400, seed=1).to_json()
+    r = stats_for_table(table(rows), "t.csv", resamples=400, seed=1).to_json()
     undefined = r["bootstrap"]["undefined"]
     assert undefined["self_effect"] == {} and set(undefined["leakage"]) == {"a->a", "a->b"}
     assert 140 <= undefined["leakage"]["a->b"] <= 260  # binomial(400, 1/2): 200 +- 3 sd

@@ -126,7 +126,7 @@ def test_gate_on_continuous_scores_is_exact(tiny, reliable):
         ("t", "b", "-", "0", "b", 0.0),
     ]
     df = validate_scores(pd.DataFrame([("g", "v", *r) for r in rows], columns=list(COLUMNS)), "t")
-    result = audit_cell(probe_matrix(df, ["a", "b"], "g", "v"), tau=0.375, n_bootstrap=0, budget=False)
+    result = audit_cell(probe_matrix(df, ["a", "b"], "g", "v"), tau=0.375, resamples=0, budget=False)
     assert bool(result.reliable["a"]) is reliable and result.probes["score_values"] == "continuous"
 
 

@@ -138,7 +138,7 @@ def test_a_judge_with_no_bias_confirms_no_bias_across_the_attribute_by_criterion
     """Five attributes x five criteria, two tasks of five pairs, no bias anywhere: the old rule (a cell's own
     interval excludes 0, the point reaches 0.1) flagged some cell in most audits (the issue: 20-28% with one
     attribute, more with five); a confirmed bias needs the family interval beyond the threshold."""
-    from radar_local.stats.nuisance import NuisancePairs, nuisance_table
+    from radar_local.stats.bias import NuisancePairs, nuisance_table
 
     old = confirmed = 0
     task = np.repeat([0, 1], 5)
@@ -146,7 +146,7 @@ def test_a_judge_with_no_bias_confirms_no_bias_across_the_attribute_by_criterion
         rng = np.random.default_rng(rep)
         up, down = (np.clip(np.rint(2 + rng.normal(0, 1, (5, 10, 5))), 0, 4) for _ in range(2))
         pairs = [NuisancePairs(f"attr{a}", task, ("t0", "t1"), up[a] - down[a]) for a in range(5)]
-        rows = nuisance_table(pairs, CRIT + ["e"], [0.7] * 5, [True] * 5, n_bootstrap=200, seed=rep)
+        rows = nuisance_table(pairs, CRIT + ["e"], [0.7] * 5, [True] * 5, resamples=200, seed=rep)
         old += any(r["ci"] and (r["ci"][0] > 0 or r["ci"][1] < 0) and abs(r["sensitivity"]) >= 0.1 for r in rows)
         confirmed += any(r["evidence"] == "confirmed" for r in rows)
     assert old >= BIAS_REPS / 2, old  # the test's teeth: the old rule fails the next line
@@ -169,7 +169,7 @@ def test_one_weak_task_cannot_make_a_flag():
     for t in ("t1", "t2", "t3"):
         rows += probes(t, "b", "+", [{"a": 2, "b": 4}, {"a": 2, "b": 4}, {"a": 3, "b": 3}])
         rows += probes(t, "b", "-", [{"a": 2, "b": 0}, {"a": 2, "b": 1}, {"a": 2, "b": 0}])
-    r = stats_for_table(table(rows), "t.csv", n_bootstrap=400, seed=0)
+    r = stats_for_table(table(rows), "t.csv", resamples=400, seed=0)
     assert r.self_effect_by_task.loc["t3", "a"] == pytest.approx(1 / 12) and r.reliable["a"]
     assert r.leakage_by_task["t3"].loc["a", "b"] == pytest.approx(-3.0)  # eq. 2 in that task, as the table shows
     # (1/12 + 1/12 - 1/4) / (10/12 + 10/12 + 1/12) = -1/21; the mean of the per-task ratios was -0.93

@@ -115,7 +115,7 @@ def _audit_with_unconditioned(rows: list[list[int]], reference: list[float]) -> 
     pm = probe_matrix(table(directed + unconditioned), crit, "g", "v")
     pairs = [(a, b) for a in range(len(crit)) for b in range(a + 1, len(crit))]
     ref = {frozenset((crit[a], crit[b])): v for (a, b), v in zip(pairs, reference)}
-    return audit_cell(pm, ref, n_bootstrap=0, budget=False).to_json()["baselines"]
+    return audit_cell(pm, ref, resamples=0, budget=False).to_json()["baselines"]
 
 
 @pytest.mark.parametrize("reference", [[0.0, 1.0, 4.0], [0.0, 2.0, 3.0]])

@@ -378,8 +378,8 @@ def test_no_library_warning_reaches_the_user(tmp_path):
     one += probes("t", "b", "+", [{"a": 2, "b": 4}]) + probes("t", "b", "-", [{"a": 2, "b": 0}])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        stats_for_table(table(one), "t.csv", n_bootstrap=30)  # one probe per cell: no spread, no correlation
-        gated = stats_for_table(table(rows), "t.csv", n_bootstrap=30)  # a flat judge: every criterion gated
+        stats_for_table(table(one), "t.csv", resamples=30)  # one probe per cell: no spread, no correlation
+        gated = stats_for_table(table(rows), "t.csv", resamples=30)  # a flat judge: every criterion gated
         for make in FIGURES.values():
             png(make(gated))
         run = tmp_path / "run"

@@ -1,4 +1,4 @@
-"""Judge bias from nuisance pairs (stats/nuisance.py): a planted bias recovered within its interval and
+"""Judge bias from nuisance pairs (stats/bias.py): a planted bias recovered within its interval and
 flagged alone, the coupling untouched, exact comparisons at the threshold, and the score table's rows."""
 
 import json
@@ -11,7 +11,7 @@ import pytest
 import radar_local
 from radar_local.errors import InputError
 from radar_local.score_table import COLUMNS, validate_scores
-from radar_local.stats.nuisance import nuisance_pairs, nuisance_table
+from radar_local.stats.bias import nuisance_pairs, nuisance_table
 from radar_local.stats.result import AuditResult
 from radar_local.synthetic import HELPSTEER2_PLANTED, planted_table
 
@@ -73,7 +73,7 @@ def pairs_table(diffs: list[int]) -> pd.DataFrame:
 )
 def test_the_flag_compares_exactly_at_the_threshold(diffs, threshold, flag):
     pairs = nuisance_pairs(pairs_table(diffs), ["a", "b"])
-    rows = nuisance_table(pairs, ["a", "b"], [0.5, 0.5], [True, True], threshold=threshold, n_bootstrap=200)
+    rows = nuisance_table(pairs, ["a", "b"], [0.5, 0.5], [True, True], threshold=threshold, resamples=200)
     assert rows[0]["flag"] == flag and rows[1]["flag"] is None  # b never moved
     assert rows[0]["sensitivity"] == sum(diffs) / 40
 
@@ -87,7 +87,7 @@ def test_an_intended_pair_is_listed_not_flagged():
         [True, True],
         threshold=0.1,
         intended={frozenset(("length", "a"))},
-        n_bootstrap=200,
+        resamples=200,
     )
     assert rows[0]["flag"] == "intended" and rows[0]["bias_share"] == 0.5
 
@@ -97,7 +97,7 @@ def test_a_rewrite_without_its_partner_is_left_out_and_one_pair_has_no_interval(
     df = df[~((df["variant"] == "1") & (df["direction"] == "down"))]  # the second pair lost its down rewrite
     (pairs,) = nuisance_pairs(df, ["a", "b"])
     assert len(pairs.diff) == 1
-    (row, _) = nuisance_table([pairs], ["a", "b"], [0.5, 0.5], [True, True], n_bootstrap=200)
+    (row, _) = nuisance_table([pairs], ["a", "b"], [0.5, 0.5], [True, True], resamples=200)
     assert row["pairs"] == 1 and row["ci"] is None and row["family_ci"] is None
     assert row["flag"] == "biased" and row["evidence"] == "possible"  # the point crosses; nothing confirms it
 
@@ -110,7 +110,7 @@ def test_a_nuisance_row_must_name_its_attribute():
 
 def test_an_unreliable_criterion_has_no_bias_share():
     pairs = nuisance_pairs(pairs_table([1] * 10), ["a", "b"])
-    rows = nuisance_table(pairs, ["a", "b"], [0.5, 0.0], [True, False], n_bootstrap=0)
+    rows = nuisance_table(pairs, ["a", "b"], [0.5, 0.0], [True, False], resamples=0)
     assert rows[0]["ci"] is None and rows[1]["bias_share"] is None and np.isclose(rows[0]["bias_share"], 0.5)
 
 
@@ -336,14 +336,14 @@ def test_expected_mode_scores_the_rewrites_as_distributions(tmp_path):
 def test_a_task_with_one_pair_keeps_the_cell_its_interval_and_says_so():
     """Issue 29: a task with a single passing pair left the whole cell with no interval and no flag (a
     planted bias of 0.75 went unflagged). The task is held at its mean; the interval rests on the others."""
-    from radar_local.stats.nuisance import NuisancePairs
+    from radar_local.stats.bias import NuisancePairs
 
     rng = np.random.default_rng(0)
     # up - down on the 0-4 scale: 3 +- 1 (a sensitivity of 0.75) in t0 and t1, one pair in t2
     diff = np.r_[np.clip(np.rint(3 + rng.normal(0, 1, 8)), -4, 4), 3.0][:, None]
     task = np.r_[np.repeat([0, 1], 4), 2]
     rows = nuisance_table(
-        [NuisancePairs("length", task, ("t0", "t1", "t2"), diff)], ["a"], [1.0], [True], n_bootstrap=400
+        [NuisancePairs("length", task, ("t0", "t1", "t2"), diff)], ["a"], [1.0], [True], resamples=400
     )
     (cell,) = rows
     assert cell["ci_tasks"] == 2 and cell["pairs"] == 9 and cell["flag"] == "biased"
@@ -359,13 +359,11 @@ def test_the_bias_interval_is_expanded_at_the_design_df_like_the_coupling_ones()
     tasks of three pairs: df 4, so its ends sit at the bootstrap's Phi(-+t_4) quantiles, wider than 2.5/97.5%."""
     from scipy import special
 
-    from radar_local.stats.nuisance import NuisancePairs
+    from radar_local.stats.bias import NuisancePairs
 
     diff = np.array([[1.0], [2.0], [4.0], [0.0], [1.0], [3.0]])
     task = np.repeat([0, 1], 3)
-    (cell,) = nuisance_table(
-        [NuisancePairs("length", task, ("t0", "t1"), diff)], ["a"], [1.0], [True], n_bootstrap=2000
-    )
+    (cell,) = nuisance_table([NuisancePairs("length", task, ("t0", "t1"), diff)], ["a"], [1.0], [True], resamples=2000)
     rng = np.random.default_rng(0)  # the same draws, by hand, for the plain percentile interval
     means = np.stack(
         [diff[rows, 0][rng.integers(0, 3, (2000, 2))].mean(axis=1) / 4 for rows in (np.arange(3), np.arange(3, 6))]

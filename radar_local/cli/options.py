@@ -55,7 +55,7 @@ def stats_options(fn):
             click.option("--tau", type=Unit(), default=TAU, show_default=True, help="Reliability gate on self-effect."),
             click.option(
                 "--bootstrap",
-                "n_bootstrap",
+                "resamples",
                 type=click.IntRange(0, 100_000),
                 default=500,
                 show_default=True,

@@ -9,7 +9,7 @@ import click
 
 from radar_local.cli.options import Unit, check_output, stats_options
 from radar_local.scoring import SCALE, SCALES
-from radar_local.stats.nuisance import BIAS
+from radar_local.stats.bias import BIAS
 
 
 @click.command()
@@ -38,7 +38,7 @@ def stats(scores: Path, json_out: Path | None, md_out: Path | None, **kwargs) ->
 
     check_output(json_out)
     check_output(md_out)
-    result = analyze(scores, rubric=kwargs.pop("rubric_arg"), bootstrap=kwargs.pop("n_bootstrap"), **kwargs)
+    result = analyze(scores, rubric=kwargs.pop("rubric_arg"), bootstrap=kwargs.pop("resamples"), **kwargs)
     print_audit(result)
     if json_out:
         write_atomic(json_out, json.dumps(result.to_json(), indent=2))

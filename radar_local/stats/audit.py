@@ -30,7 +30,7 @@ def audit_cell(
     reference: dict[frozenset[str], float] | None = None,
     *,
     tau: float = TAU,
-    n_bootstrap: int = RESAMPLES,
+    resamples: int = RESAMPLES,
     seed: int = 0,
     thresholds: Thresholds = Thresholds(),
     budget: bool = True,
@@ -45,7 +45,7 @@ def audit_cell(
     strata = Strata.from_probes(pm)
     exact = exact_point(strata)
     point = exact.coupling(tau)
-    iv = intervals(strata, exact, tau, n_bootstrap, seed, level, advance=advance) if n_bootstrap else None
+    iv = intervals(strata, exact, tau, resamples, seed, level, advance=advance) if resamples else None
     undefined = None if iv is None else _undefined(iv, crit)
     pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
     ref_vec = None if reference is None else np.array([reference[frozenset((crit[a], crit[b]))] for a, b in pairs])
@@ -102,7 +102,7 @@ def audit_cell(
         tasks=tasks,
         tau=tau,
         bootstrap={
-            "resamples": n_bootstrap,
+            "resamples": resamples,
             "seed": seed,
             "level": level,
             "method": METHOD,
@@ -117,7 +117,7 @@ def audit_cell(
             "score_values": "continuous" if continuous_scores(pm.scores) else "integer",
         },
         unscored=unscored,
-        warnings=_warnings(unscored, pm) + ([] if undefined is None else _thin(undefined, n_bootstrap)),
+        warnings=_warnings(unscored, pm) + ([] if undefined is None else _thin(undefined, resamples)),
         self_effect=pd.Series(se, index=crit, dtype=float),
         self_effect_ci=pd.DataFrame(ci["self_effect"], index=crit, columns=["low", "high"]) if ci else None,
         reliable=pd.Series(point.reliable[0], index=crit, dtype=bool),
@@ -203,16 +203,16 @@ def _undefined(iv: Intervals, crit: list[str]) -> dict[str, dict[str, int]]:
 THIN = 0.05  # the share of resamples a value may be undefined in before its interval is said to rest on fewer
 
 
-def _thin(undefined: dict[str, dict[str, int]], n_bootstrap: int) -> list[str]:
+def _thin(undefined: dict[str, dict[str, int]], resamples: int) -> list[str]:
     cells = {**undefined["self_effect"], **undefined["leakage"]}
-    thin = {cell: n for cell, n in cells.items() if n > THIN * n_bootstrap}
+    thin = {cell: n for cell, n in cells.items() if n > THIN * resamples}
     if not thin:
         return []
     worst, n = max(thin.items(), key=lambda kv: kv[1])
     return [
         f"{len(thin)} self-effect or leakage interval(s) rest on fewer resamples: the value was undefined in more "
         f"than {THIN:.0%} of them (a source's self-effect not positive in every task), at worst {worst} in {n} of "
-        f"{n_bootstrap}"
+        f"{resamples}"
     ]
 
 

@@ -56,7 +56,7 @@ class Tri:
         return Tri(None if self.value is None else not self.value, self.sources)
 
 
-def at_least(interval: tuple[float, float] | None, threshold: float, sources: frozenset[str]) -> Tri:
+def interval_at_least(interval: tuple[float, float] | None, threshold: float, sources: frozenset[str]) -> Tri:
     """value >= threshold over the interval; open where it straddles or is undefined."""
     if interval is None or any(x is None or x != x for x in interval):
         return Tri(None, sources)
@@ -68,7 +68,7 @@ def at_least(interval: tuple[float, float] | None, threshold: float, sources: fr
     return Tri(None, sources)
 
 
-def at_most(interval: tuple[float, float] | None, threshold: float, sources: frozenset[str]) -> Tri:
+def interval_at_most(interval: tuple[float, float] | None, threshold: float, sources: frozenset[str]) -> Tri:
     """value <= threshold over the interval; open where it straddles or is undefined."""
     if interval is None or any(x is None or x != x for x in interval):
         return Tri(None, sources)
@@ -111,7 +111,10 @@ def decisions(
         f = narrow(sources)
         return point - (point - low) * f, point + (high - point) * f
 
-    gate = {c: at_least(ci(fam["self_effect"][c], result.self_effect[c], c), result.tau, frozenset([c])) for c in crit}
+    gate = {
+        c: interval_at_least(ci(fam["self_effect"][c], result.self_effect[c], c), result.tau, frozenset([c]))
+        for c in crit
+    }
     out = [_decision(GATE, (c,), gate[c]) for c in crit]
     for p in result.pairs.to_dict("records"):
         a, b = p["a"], p["b"]
@@ -119,15 +122,15 @@ def decisions(
         l_ab, l_ba = ci(fam["leakage"][a][b], p["leak_ab"], a), ci(fam["leakage"][b][a], p["leak_ba"], b)
         sym, asym = ci(fam["sym"][a][b], p["sym"], a, b), ci(fam["asym"][a][b], p["asym"], a, b)
         reliable = gate[a] & gate[b]
-        steep = at_least(asym, th.directional_asym, both)
+        steep = interval_at_least(asym, th.directional_asym, both)
         flags = {
             DIRECTIONAL: steep
-            & (at_least(l_ab, th.directional_leak, one) | at_least(l_ba, th.directional_leak, other)),
-            CLUSTER: at_least(sym, th.cluster_sym, both) & ~steep,
-            TRADEOFF: at_most(l_ab, th.tradeoff_leak, one) | at_most(l_ba, th.tradeoff_leak, other),
+            & (interval_at_least(l_ab, th.directional_leak, one) | interval_at_least(l_ba, th.directional_leak, other)),
+            CLUSTER: interval_at_least(sym, th.cluster_sym, both) & ~steep,
+            TRADEOFF: interval_at_most(l_ab, th.tradeoff_leak, one) | interval_at_most(l_ba, th.tradeoff_leak, other),
         }
         if fail_on_sym is not None:
-            flags[POLICY] = at_least(sym, fail_on_sym, both)
+            flags[POLICY] = interval_at_least(sym, fail_on_sym, both)
         for kind, flag in flags.items():  # a gated pair carries no flag: `reliable` false settles it
             out.append(_decision(kind, (a, b), reliable & flag))
     return out

@@ -67,7 +67,7 @@ def intervals(
     strata: Strata,
     exact: ExactPoint,
     tau: float,
-    n_resamples: int,
+    resamples: int,
     seed: int,
     level: float = LEVEL,
     *,
@@ -76,8 +76,8 @@ def intervals(
     advance: Callable[[int], None] | None = None,
 ) -> Intervals:
     """`small_sample=False` is the plain percentile bootstrap, for scripts/coverage.py to compare against."""
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be positive, got {n_resamples}")
+    if resamples < 1:
+        raise ValueError(f"resamples must be positive, got {resamples}")
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level}")
     center = _exact_means(strata, exact)  # (S, K) floats, correctly rounded
@@ -90,8 +90,8 @@ def intervals(
     )
     rng = np.random.default_rng(seed)
     parts = []
-    for start in range(0, n_resamples, chunk):
-        w = strata.bootstrap_weights(rng, min(chunk, n_resamples - start), small_sample)
+    for start in range(0, resamples, chunk):
+        w = strata.bootstrap_weights(rng, min(chunk, resamples - start), small_sample)
         # Integer scores: a resampled mean is a correctly rounded ratio of exact sums, equal to the data's
         # where every probe is. Other floats: the data's mean plus the mean deviation, exactly 0 there.
         per_stratum = (

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 from scipy import special
 
+from radar_local.stats.bias import BIAS
 from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.flags import Thresholds
-from radar_local.stats.nuisance import BIAS
 
 POWER = 0.8
 PLAN_SD = 1.0  # Likert points: a judge's spread over probes of one stratum before any verdict says otherwise
@@ -121,7 +121,7 @@ def plan_lines(
 ) -> list[str]:
     """What `radar audit --plan` prints: the design, the assumptions, and the smallest confirmed truths."""
 
-    def at_least(x: float | None, what: str, most: float = LARGEST) -> str:
+    def smallest(x: float | None, what: str, most: float = LARGEST) -> str:
         return f"{what} {x:.2f}" if x is not None and x <= most else "not at this N"
 
     probes = k * tasks * 2 * n
@@ -132,11 +132,11 @@ def plan_lines(
         "(--plan-sd, --plan-self-effect; the variance model is stats/power.py's, conservative).",
         f"With {POWER:.0%} probability this audit confirms (family-wise {level:.0%} over {power.cells} quantities, "
         f"critical value {power.critical:.2f}):",
-        f"  a criterion passing the gate: {at_least(power.self_effect, 'self-effect >=', 1.0)}",
-        f"  a directional pair: {at_least(power.directional, 'leakage >=')}",
-        f"  a bidirectional cluster: {at_least(power.cluster, 'Sym >=')}"
+        f"  a criterion passing the gate: {smallest(power.self_effect, 'self-effect >=', 1.0)}",
+        f"  a directional pair: {smallest(power.directional, 'leakage >=')}",
+        f"  a bidirectional cluster: {smallest(power.cluster, 'Sym >=')}"
         + ("" if power.cluster is not None else " (Asym's interval would not clear its threshold)"),
-        f"  a tradeoff: {at_least(power.tradeoff, 'leakage <= -')}".replace("<= - ", "<= -"),
+        f"  a tradeoff: {smallest(power.tradeoff, 'leakage <= -')}".replace("<= - ", "<= -"),
     ]
     if power.gates <= POWER:
         lines.append(
@@ -146,6 +146,6 @@ def plan_lines(
     if power.bias_cells:
         lines.append(
             f"  a judge bias ({power.bias_cells} attribute x criterion cells): "
-            f"{at_least(power.bias, '|sensitivity| >=')}"
+            f"{smallest(power.bias, '|sensitivity| >=')}"
         )
     return lines

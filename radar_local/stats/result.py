@@ -199,7 +199,7 @@ class AuditResult:
     calibration: dict[str, Any] | None = None
     double_count: dict[str, Any] | None = None  # the rubric's weighted aggregate: weights, share, by_source
     adaptive: dict[str, Any] | None = None  # an adaptive audit's waves and the decisions that settled
-    nuisance: dict[str, Any] | None = None  # judge bias: {threshold, rows} (stats/nuisance.py)
+    nuisance: dict[str, Any] | None = None  # judge bias: {threshold, rows} (stats/bias.py)
     # the simultaneous intervals that confirm flags: {level, method, cells, critical, self_effect {c: [lo, hi]},
     # leakage, sym, asym {a: {b: [lo, hi]}}} (stats/intervals.Family)
     family: dict[str, Any] | None = None

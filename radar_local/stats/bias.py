@@ -103,18 +103,18 @@ class _Cell:
     reps: _Replicates | None
 
 
-def _replicates(diff: np.ndarray, task: np.ndarray, n_tasks: int, n_bootstrap: int, seed: int) -> _Replicates | None:
+def _replicates(diff: np.ndarray, task: np.ndarray, n_tasks: int, resamples: int, seed: int) -> _Replicates | None:
     """The replicates' deviations from the data's sensitivity, by the coupling intervals' draw
     (stats/bootstrap.stratified_counts, each task's pairs a stratum); df = pairs minus tasks. A task with one
     pair cannot be resampled: it keeps its mean in every replicate and adds no df; with no task of two pairs
     there is nothing to resample (None)."""
     strata = [rows for t in range(n_tasks) if len(rows := np.flatnonzero((task == t) & ~np.isnan(diff)))]
     used = sum(len(rows) >= 2 for rows in strata)
-    if not n_bootstrap or not used:
+    if not resamples or not used:
         return None
     sizes = [len(rows) for rows in strata]
     values = diff[np.concatenate(strata)] / SCORE_MAX  # stratum after stratum, as the counts lay them out
-    counts = stratified_counts(np.random.default_rng(seed), sizes, n_bootstrap)
+    counts = stratified_counts(np.random.default_rng(seed), sizes, resamples)
     bounds = np.r_[0, np.cumsum(sizes)]
     means = np.stack(
         [counts[:, a:b] @ values[a:b] / counts[:, a:b].sum(axis=1) for a, b in zip(bounds[:-1], bounds[1:])], axis=1
@@ -131,7 +131,7 @@ def nuisance_table(
     *,
     threshold: float = BIAS,
     intended: set[frozenset[str]] | None = None,
-    n_bootstrap: int = RESAMPLES,
+    resamples: int = RESAMPLES,
     level: float = LEVEL,
     seed: int = 0,
     steered: dict[str, bool] | None = None,
@@ -145,7 +145,7 @@ def nuisance_table(
         for j, criterion in enumerate(criteria):
             diff = p.diff[:, j]
             sens, per_task = _sensitivity(diff, p.task, len(p.tasks))
-            reps = None if sens is None else _replicates(diff, p.task, len(p.tasks), n_bootstrap, seed + 7919 * a + j)
+            reps = None if sens is None else _replicates(diff, p.task, len(p.tasks), resamples, seed + 7919 * a + j)
             cells.append(_Cell(p, j, criterion, diff, sens, per_task, reps))
     # The family: every cell that can be flagged, one replicate index across them (their draws are independent,
     # which only makes the band wider where cells move together), as stats/intervals.Family is for coupling.
