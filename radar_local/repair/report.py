@@ -4,12 +4,12 @@ re-audit and reuse, the selection, before/after heatmaps and the pairs that move
 from __future__ import annotations
 
 import json
-from html import escape
 
 from radar_local.compare import compare
 from radar_local.repair.selection import Candidate, Repair, repair_json
-from radar_local.report.html import CSS, html_img, html_table
-from radar_local.report.markdown import md_table
+from radar_local.report.html import page, render_html
+from radar_local.report.markdown import render_markdown
+from radar_local.report.outline import Block, Example, Figure, Line, Section, Table, Untrusted
 from radar_local.report.text import CI, interval, num
 from radar_local.store import make_folder, write_atomic
 
@@ -107,51 +107,29 @@ def moved_rows(rep: Repair) -> list[list[str]]:
 MOVED_HEAD = ["pair", "Sym before", CI, "Sym after", CI]
 
 
-def repair_markdown(rep: Repair) -> str:
-    md = [f"# Rubric repair: {rep.original.rubric.name}", "", outcome(rep), "", "## Findings on the original", ""]
-    md += [f"- {f.kind}: {f.text}" for f in rep.findings] or ["- none"]
-    md += [f"- {x}" for x in rep.left_alone]
-    md += ["", "## Candidates", ""] + md_table(CANDIDATE_HEAD, candidate_rows(rep))
+def repair_sections(rep: Repair) -> list[Section]:
+    """The repair report's outline: the outcome, the findings, every candidate (its edit's rationale and
+    new criteria are the editor model's text: shown inert), and the leakage before and after."""
+    findings: list[Block] = [(f"{f.kind}: {f.text}",) for f in rep.findings] or [("none",)]
+    candidates: list[Block] = [Table(CANDIDATE_HEAD, candidate_rows(rep))]
     for c in rep.candidates:
         if c.edit is not None:
-            md += ["", f"### {c.name}: {_edit_text(c)}", "", f"Rationale: {c.edit.rationale}"]
-            md += [f"Keeps: {c.edit.keeps}"] if c.edit.keeps else []
-            md += [f"- new {n.id} ({n.label}): {n.description}" for n in c.edit.new]
-    md += ["", "## Before and after", "", "![leakage before](figures/before.png)"]
+            keeps: list[Line] = [("Keeps: ", Untrusted(c.edit.keeps))] if c.edit.keeps else []
+            new: list[Line] = [
+                ("new ", Untrusted(n.id), " (", Untrusted(n.label), "): ", Untrusted(n.description)) for n in c.edit.new
+            ]
+            candidates.append(Example(f"{c.name}: {_edit_text(c)}", ("Rationale:",), c.edit.rationale, keeps + new))
+    after: list[Block] = [Figure("before", "leakage before")]
     if rep.final is not None:
-        md += ["![leakage after](figures/after.png)", "", "Pairs that moved beyond their intervals:", ""]
-        md += md_table(MOVED_HEAD, moved_rows(rep)) if moved_rows(rep) else ["none of the shared pairs"]
-    return "\n".join(md) + "\n"
-
-
-def repair_html(rep: Repair, figures: dict[str, bytes]) -> str:
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>Rubric repair</title>"
-        f"<style>{CSS}</style></head><body>",
-        f"<h1>Rubric repair: {escape(rep.original.rubric.name)}</h1>",
-        f"<p>{escape(outcome(rep))}</p>",
-        "<h2>Findings on the original</h2><ul>"
-        + "".join(f"<li>{escape(f.kind)}: {escape(f.text)}</li>" for f in rep.findings)
-        + "".join(f"<li>{escape(x)}</li>" for x in rep.left_alone)
-        + "</ul>",
-        "<h2>Candidates</h2>",
-        html_table(CANDIDATE_HEAD, candidate_rows(rep)),
+        moved = moved_rows(rep)
+        after += [Figure("after", "leakage after"), ("Pairs that moved beyond their intervals:",)]
+        after += [Table(MOVED_HEAD, moved)] if moved else [("none of the shared pairs",)]
+    return [
+        Section("Outcome", [(outcome(rep),)]),
+        Section("Findings on the original", findings + [(x,) for x in rep.left_alone], bullets=True),
+        Section("Candidates", candidates),
+        Section("Before and after", after),
     ]
-    for c in rep.candidates:
-        if c.edit is not None:
-            parts.append(
-                f"<h3>{escape(c.name)}: {escape(_edit_text(c))}</h3><p>Rationale: {escape(c.edit.rationale)}</p>"
-                + (f"<p>Keeps: {escape(c.edit.keeps)}</p>" if c.edit.keeps else "")
-                + "<ul>"
-                + "".join(
-                    f"<li>new {escape(n.id)} ({escape(n.label)}): {escape(n.description)}</li>" for n in c.edit.new
-                )
-                + "</ul>"
-            )
-    parts += ["<h2>Before and after</h2>"] + [html_img(name, data, f"leakage {name}") for name, data in figures.items()]
-    if rep.final is not None:
-        parts.append(html_table(MOVED_HEAD, moved_rows(rep)))
-    return "\n".join(parts + ["</body></html>"])
 
 
 def write_repair_report(rep: Repair) -> None:
@@ -164,5 +142,6 @@ def write_repair_report(rep: Repair) -> None:
     for name, data in figures.items():
         write_atomic(rep.out / "figures" / f"{name}.png", data)
     write_atomic(rep.out / "repair.json", json.dumps(repair_json(rep), indent=2, default=str))
-    write_atomic(rep.out / "repair.md", repair_markdown(rep))
-    write_atomic(rep.out / "repair.html", repair_html(rep, figures))
+    heading, sections = ("Rubric repair: ", Untrusted(rep.original.rubric.name)), repair_sections(rep)
+    write_atomic(rep.out / "repair.md", render_markdown(heading, sections, set(figures)))
+    write_atomic(rep.out / "repair.html", page(heading, render_html(sections, figures)))

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from radar_local.stats.result import AuditResult
 
 
-def _text(line: Line) -> str:
-    return escape("".join(p.text if isinstance(p, Untrusted) else p for p in line))
+def _text(line: str | Line) -> str:
+    return escape(line if isinstance(line, str) else "".join(p.text if isinstance(p, Untrusted) else p for p in line))
 
 
 def print_audit(result: AuditResult, console: Console | None = None) -> None:
@@ -31,7 +31,7 @@ def print_audit(result: AuditResult, console: Console | None = None) -> None:
         titled = False
         for b in s.blocks:
             if isinstance(b, Table):
-                _table(console, None if titled else s.title, b)
+                _table(console, None if titled else _text(s.title), b)
                 titled = True
             elif isinstance(b, tuple):
                 console.print(("- " if s.bullets else "") + _text(b))

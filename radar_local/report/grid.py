@@ -1,18 +1,22 @@
-"""The grid summary as Markdown and as a self-contained HTML page (same tables as the audit report)."""
+"""The grid summary (grid.md, grid.html, `radar grid`'s output): an outline rendered as the audit report is."""
 
 from __future__ import annotations
 
-from html import escape
-
-from radar_local.report.html import CSS, calibration_table_html, html_table
+from radar_local.report.html import page, render_html
+from radar_local.report.markdown import render_markdown
+from radar_local.report.outline import Part, Section, Table, Untrusted, calibration_tables
 from radar_local.report.text import CI, interval, num
 
+CELL_HEAD = ["generator", "verifier", "Pearson", "Spearman", "MAE", "pairs", "reliable criteria"]
+PAIR_HEAD = ["pair", "mean Sym", "sd across cells", "cells", "stability"]
+BIAS_HEAD = ["generator", "verifier", "attribute", "criterion", "sensitivity", CI, "flag"]
 
-def _cell_rows(summary: dict) -> list[list[str]]:
-    return [
+
+def grid_sections(summary: dict) -> list[Section]:
+    cells: list[list[Part]] = [
         [
-            c["generator"],
-            c["verifier"],
+            Untrusted(c["generator"]),
+            Untrusted(c["verifier"]),
             num(c.get("pearson")),
             num(c.get("spearman")),
             num(c.get("mae"), signed=False),
@@ -21,15 +25,9 @@ def _cell_rows(summary: dict) -> list[list[str]]:
         ]
         for c in summary["cells"]
     ]
-
-
-def _distance_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
-    vs = list(summary["verifier_distance"])
-    return [""] + vs, [[v] + [num(summary["verifier_distance"][v][w], signed=False) for w in vs] for v in vs]
-
-
-def _pair_rows(summary: dict) -> list[list[str]]:
-    return [
+    dist = summary["verifier_distance"]
+    distances = [[Untrusted(v)] + [num(dist[v][w], signed=False) for w in dist] for v in dist]
+    pairs = [
         [
             f"{p['a']} / {p['b']}",
             num(p["sym_mean"]),
@@ -39,77 +37,40 @@ def _pair_rows(summary: dict) -> list[list[str]]:
         ]
         for p in summary["pairs"]
     ]
-
-
-CELL_HEAD = ["generator", "verifier", "Pearson", "Spearman", "MAE", "pairs", "reliable criteria"]
-PAIR_HEAD = ["pair", "mean Sym", "sd across cells", "cells", "stability"]
-
-
-BIAS_HEAD = ["generator", "verifier", "attribute", "criterion", "sensitivity", CI, "flag"]
-
-
-def _bias_rows(summary: dict) -> list[list[str]]:
-    return [
+    bias: list[list[Part]] = [
         [
-            b["generator"],
-            b["verifier"],
+            Untrusted(b["generator"]),
+            Untrusted(b["verifier"]),
             b["attribute"],
             b["criterion"],
             num(b["sensitivity"]),
             interval(b["ci"]),
             " ".join(x for x in (b["flag"], b.get("evidence")) if x),
         ]
-        for b in summary["bias"]
+        for b in summary.get("bias") or []
     ]
+    sections = [
+        Section("Agreement with the human reference per cell (Table 9)", [Table(CELL_HEAD, cells)]),
+        Section(
+            "Distance between verifiers' leakage matrices (RMS over reliable off-diagonal cells)",
+            [Table(["", *dist], distances, numeric=True)],
+        ),
+        Section("Pair coupling across cells", [Table(PAIR_HEAD, pairs)]),
+    ]
+    if bias:
+        sections.append(
+            Section("Judge bias per cell (sensitivity to nuisance attributes, 0-1 scale)", [Table(BIAS_HEAD, bias)])
+        )
+    sections += [
+        Section(("Judge calibration on ", Untrusted(gen), "'s probes"), calibration_tables(cal))
+        for gen, cal in summary.get("calibration", {}).items()
+    ]
+    return sections
 
 
 def grid_markdown(summary: dict) -> str:
-    def table(head, rows):
-        return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
-
-    md = ["# RADAR grid", "", "## Agreement with the human reference per cell (Table 9)", ""]
-    md += table(CELL_HEAD, _cell_rows(summary))
-    head, rows = _distance_rows(summary)
-    md += ["", "## Distance between verifiers' leakage matrices (RMS over reliable off-diagonal cells)", ""]
-    md += table(head, rows)
-    md += ["", "## Pair coupling across cells", ""] + table(PAIR_HEAD, _pair_rows(summary))
-    if summary.get("bias"):
-        md += ["", "## Judge bias per cell (sensitivity to nuisance attributes, 0-1 scale)", ""]
-        md += table(BIAS_HEAD, _bias_rows(summary))
-    for gen, cal in summary.get("calibration", {}).items():
-        md += ["", f"## Judge calibration on {gen}'s probes", ""]
-        md += table(
-            ["verifier", "criterion", "discrimination", "stability"],
-            [
-                [v, c, num(d["discrimination"], signed=False), num(cal["stability"].get(c), signed=False)]
-                for v, per in cal["verifiers"].items()
-                for c, d in per.items()
-            ],
-        )
-        md += [""] + table(
-            ["verifier pair", "criterion", "agreement"],
-            [[p, c, num(x["agreement"], signed=False)] for p, per in cal["agreement"].items() for c, x in per.items()],
-        )
-    return "\n".join(md) + "\n"
+    return render_markdown(("RADAR grid",), grid_sections(summary))
 
 
 def grid_html(summary: dict) -> str:
-    head, rows = _distance_rows(summary)
-    parts = [
-        f"<!doctype html><html><head><meta charset='utf-8'><title>RADAR grid</title><style>{CSS}</style></head><body>",
-        "<h1>RADAR grid</h1>",
-        "<h2>Agreement with the human reference per cell (Table 9)</h2>",
-        html_table(CELL_HEAD, _cell_rows(summary)),
-        "<h2>Distance between verifiers' leakage matrices</h2>",
-        html_table(head, rows),
-        "<h2>Pair coupling across cells</h2>",
-        html_table(PAIR_HEAD, _pair_rows(summary)),
-    ]
-    if summary.get("bias"):
-        parts += [
-            "<h2>Judge bias per cell (sensitivity to nuisance attributes)</h2>",
-            html_table(BIAS_HEAD, _bias_rows(summary)),
-        ]
-    for gen, cal in summary.get("calibration", {}).items():
-        parts += [f"<h2>Judge calibration on {escape(gen)}'s probes</h2>", calibration_table_html(cal)]
-    return "\n".join(parts + ["</body></html>"])
+    return page(("RADAR grid",), render_html(grid_sections(summary)))

@@ -15,7 +15,6 @@ from radar_local.report.outline import (
     Table,
     Untrusted,
     audit_sections,
-    calibration_tables,
     report_sections,
     subtitle,
     title,
@@ -49,14 +48,18 @@ def html_table(head: list[str], rows: list[list[str]], classes: list[str] | None
     return "".join(out) + "</table>"
 
 
-def _line(line: Line) -> str:
-    return "".join(escape(p.text if isinstance(p, Untrusted) else p) for p in line)
+def _line(line: str | Line) -> str:
+    return (
+        escape(line)
+        if isinstance(line, str)
+        else "".join(escape(p.text if isinstance(p, Untrusted) else p) for p in line)
+    )
 
 
 def render_html(sections: list[Section], figures: dict[str, bytes] | None = None, level: int = 2) -> str:
     """The outline (radar_local.report.outline) as HTML: every text escaped, figures as data URIs."""
     return "\n".join(
-        f"<h{level}>{escape(s.title)}</h{level}>\n" + blocks_html(s.blocks, figures, level, s.bullets) for s in sections
+        f"<h{level}>{_line(s.title)}</h{level}>\n" + blocks_html(s.blocks, figures, level, s.bullets) for s in sections
     )
 
 
@@ -90,6 +93,14 @@ def result_tables_html(r: AuditResult) -> str:
     return render_html(audit_sections(r), level=3)
 
 
+def page(heading: Line, body: str, subtitle: str | None = None) -> str:
+    """A self-contained HTML page: inline CSS, figures as data URIs, no script."""
+    title = _line(heading)
+    head = f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title><style>{CSS}</style></head>"
+    intro = f"<p>{escape(subtitle)}</p>" if subtitle else ""
+    return f"{head}<body>\n<h1>{title}</h1>{intro}\n{body}\n</body></html>"
+
+
 def audit_html(
     r: AuditResult,
     figures: dict[str, bytes],
@@ -98,18 +109,6 @@ def audit_html(
     calibration: dict | None = None,
     bias: list[dict] | None = None,
 ) -> str:
-    heading = _line(title(r))
-    return "\n".join(
-        [
-            f"<!doctype html><html><head><meta charset='utf-8'><title>{heading}</title>",
-            f"<style>{CSS}</style></head><body>",
-            f"<h1>{heading}</h1>",
-            f"<p>{escape(subtitle(r))}</p>",
-            render_html(report_sections(r, examples, bias or [], info, calibration), figures),
-            "</body></html>",
-        ]
+    return page(
+        title(r), render_html(report_sections(r, examples, bias or [], info, calibration), figures), subtitle(r)
     )
-
-
-def calibration_table_html(cal: dict) -> str:
-    return blocks_html(calibration_tables(cal))

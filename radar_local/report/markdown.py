@@ -41,8 +41,8 @@ def _part(p: Part, in_table: bool = False) -> str:
     return inline(p.text, in_table) if isinstance(p, Untrusted) else p
 
 
-def _line(line: Line) -> str:
-    return "".join(_part(p) for p in line)
+def _line(line: str | Line) -> str:
+    return line if isinstance(line, str) else "".join(_part(p) for p in line)
 
 
 def render_markdown(heading: Line, sections: list[Section], drawn: set[str] | None = None) -> str:
@@ -50,7 +50,7 @@ def render_markdown(heading: Line, sections: list[Section], drawn: set[str] | No
     `drawn` names them (none without)."""
     out = [f"# {_line(heading)}", ""]
     for s in sections:
-        out += [f"## {s.title}", ""]
+        out += [f"## {_line(s.title)}", ""]
         for b in s.blocks:
             if isinstance(b, Table):
                 out += md_table(b.head, [[_part(c, in_table=True) for c in row] for row in b.rows]) + [""]

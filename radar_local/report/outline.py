@@ -75,7 +75,7 @@ Block = Line | Table | Figure | Example
 
 @dataclass(frozen=True)
 class Section:
-    title: str
+    title: str | Line
     blocks: list[Block]
     bullets: bool = False  # lines as a list (the findings)
 
