@@ -24,15 +24,9 @@ from radar_local.inputs import read_model
 from radar_local.plan import Cell, Plan
 from radar_local.stats.decisions import Decision
 
-COUNTERS = (
-    "calls",
-    "prompt_tokens",
-    "output_tokens",
-    "seconds",
-    "prompt_tokens_cached",
-    "prompt_tokens_computed",
-    "prompt_tokens_floor",
-)
+COUNTERS = (  # a stage's counters that add up over waves
+    "calls prompt_tokens output_tokens seconds prompt_tokens_cached prompt_tokens_computed prompt_tokens_floor"
+).split()
 
 
 class Waves(Loose):

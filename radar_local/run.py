@@ -484,17 +484,8 @@ def efficiency(before: EngineCounters, after: EngineCounters, settings: dict) ->
     """Prompt tokens of a stage served from the prefix cache and computed, computed against the floor no
     cache could go below, and the mean running requests per engine step against `max_num_seqs`, where
     the engine counts them."""
-    out: dict = dict.fromkeys(
-        (
-            "prompt_tokens_cached",
-            "prompt_tokens_computed",
-            "prefix_cache_hit_rate",
-            "prompt_tokens_floor",
-            "computed_over_floor",
-            "occupancy",
-            "occupancy_fed",
-        )
-    )
+    keys = "prompt_tokens_cached prompt_tokens_computed prefix_cache_hit_rate prompt_tokens_floor"
+    out: dict = dict.fromkeys((keys + " computed_over_floor occupancy occupancy_fed").split())
     if after.prefix_cache_queries is not None and before.prefix_cache_queries is not None:
         queries = after.prefix_cache_queries - before.prefix_cache_queries
         hits = after.prefix_cache_hits - before.prefix_cache_hits  # type: ignore[operator]
@@ -571,17 +562,7 @@ def _score_record(req, c, verifier: str) -> VerdictRecord:
     )
 
 
-MANIFEST = (
-    "vllm",
-    "model_runner",
-    "device",
-    "devices",
-    "driver",
-    "compute_capability",
-    "dtype",
-    "batch_invariant",
-    "seed",
-)
+MANIFEST = "vllm model_runner device devices driver compute_capability dtype batch_invariant seed".split()
 
 
 def reproducibility(config: AuditConfig, stages: dict) -> dict:

@@ -70,17 +70,7 @@ def starter_config(
 
 
 # The settings a starter config spells out, each with its default and description from AuditSettings.
-SETTINGS = (
-    "n",
-    "unconditioned",
-    "seed",
-    "layout",
-    "generation",
-    "scoring",
-    "exclude_flagged_probes",
-    "tau",
-    "bootstrap",
-)
+SETTINGS = "n unconditioned seed layout generation scoring exclude_flagged_probes tau bootstrap".split()
 
 
 def _setting(key: str) -> str:

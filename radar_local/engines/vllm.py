@@ -148,18 +148,8 @@ class VLLMEngine(StreamBatch):
         """Passed through to `vllm.LLM`."""
 
         OPERATIONAL: ClassVar[frozenset[str]] = frozenset(
-            {
-                "tensor_parallel_size",
-                "pipeline_parallel_size",
-                "gpu_memory_utilization",
-                "kv_cache_memory_bytes",
-                "enforce_eager",
-                "max_num_seqs",
-                "enable_prefix_caching",
-                "block_size",
-                "enable_chunked_prefill",
-                "max_num_batched_tokens",
-            }
+            "tensor_parallel_size pipeline_parallel_size gpu_memory_utilization kv_cache_memory_bytes enforce_eager "
+            "max_num_seqs enable_prefix_caching block_size enable_chunked_prefill max_num_batched_tokens".split()
         )
         tensor_parallel_size: int = Field(1, ge=1)
         pipeline_parallel_size: int = Field(1, ge=1)

@@ -16,23 +16,6 @@ from radar_local.common import json_number, to_json
 from radar_local.errors import InputError
 
 SCHEMA_VERSION = 2  # 2: pair 'flags' is a list; gating causes; unscored counts and warnings
-PAIR_COLUMNS = [
-    "a",
-    "b",
-    "leak_ab",
-    "leak_ba",
-    "sym",
-    "asym",
-    "reliable",
-    "flags",
-    "sym_ci",
-    "asym_ci",
-    "human_r",
-    "upstream",
-    "downstream",
-    "evidence",
-    "settle_n",
-]
 
 
 Num = float | None  # a stored number; null is undefined (NaN)
@@ -69,6 +52,10 @@ class PairFile(_Stored):
     downstream: str | None = None
     evidence: dict[str, Evidence | None] | None = None
     settle_n: int | None = None
+
+
+# A pair's columns in AuditResult.pairs: its stored fields, the interval pair split in two.
+PAIR_COLUMNS = [c for f in PairFile.model_fields for c in (("sym_ci", "asym_ci") if f == "ci" else (f,))]
 
 
 class GateFile(_Stored):
