@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from radar_local.config import AuditConfig, resolve
-from radar_local.run import EnginePool, Run, run_audit
+from radar_local.run import EnginePool, Run, load_run, run_audit
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
@@ -108,10 +108,11 @@ def test_another_layout_or_mode_rescores_without_regenerating(tmp_path, vllm_poo
     run = copy_run(small_run, tmp_path)
     cfg = AuditConfig.model_validate(tiny_config("vllm", rubric=str(SMALL_RUBRIC), **change))
     result = run_audit(cfg, run, base=REPO, pool=vllm_pool)
-    stages = json.loads((run / "run.json").read_text())["stages"]
+    stages = load_run(run).info().stages
     assert stages["generate"].calls == 0 and stages["score"].calls == 12 * 3
     assert stages["score"].layout == cfg.layout and stages["score"].mode == mode
-    assert stages["score"].parse_rate == 1.0 and stages["score"].prompt_tokens_computed > 0
+    score = stages["score"]
+    assert score.parse_rate == 1.0 and score.prompt_tokens_computed is not None and score.prompt_tokens_computed > 0
     table = pd.read_csv(run / "scores.csv")
     assert table["score"].between(0, 4).all() and len(table) == 12 * 3
     if mode == "expected":  # a continuous score from every verdict's distribution over 0-4
