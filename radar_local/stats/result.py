@@ -54,6 +54,11 @@ class PairFile(_Stored):
     settle_n: int | None = None
 
 
+# The fields an AuditResult holds as stats.json does.
+AS_STORED = (
+    "generator verifier tasks tau bootstrap probes unscored warnings baselines agreement budget adaptive rubric "
+    "calibration double_count schema_version"
+).split()
 # A pair's columns in AuditResult.pairs: its stored fields, the interval pair split in two.
 PAIR_COLUMNS = [c for f in PairFile.model_fields for c in (("sym_ci", "asym_ci") if f == "ci" else (f,))]
 
@@ -284,15 +289,8 @@ class AuditResult:
         )
         ci, lci = d.self_effect_ci, d.leakage_ci
         return cls(
-            generator=d.generator,
-            verifier=d.verifier,
+            **{key: getattr(d, key) for key in AS_STORED},
             criteria=crit,
-            tasks=d.tasks,
-            tau=d.tau,
-            bootstrap=d.bootstrap,
-            probes=d.probes,
-            unscored=d.unscored,
-            warnings=d.warnings,
             self_effect=pd.Series({c: _nan(d.self_effect[c]) for c in crit}, dtype=float),
             self_effect_ci=None
             if ci is None
@@ -316,16 +314,8 @@ class AuditResult:
             thresholds=d.flags.thresholds,
             gate_evidence=None if d.flags.gates is None else {c: d.flags.gates[c] for c in crit},
             unreliable=[Gate(**g.model_dump()) for g in d.flags.unreliable],
-            baselines=d.baselines,
-            agreement=d.agreement,
-            budget=d.budget,
-            adaptive=d.adaptive,
-            rubric=d.rubric,
-            calibration=d.calibration,
-            double_count=d.double_count,
             nuisance=None if d.nuisance is None else d.nuisance.model_dump(mode="json"),
             family=None if d.family is None else d.family.model_dump(mode="json"),
-            schema_version=d.schema_version,
         )
 
     # ---- views ------------------------------------------------------------------------------
