@@ -4,9 +4,9 @@ Wave 1 gives every (task, criterion, direction) `start_n` probes, and the uncond
 they get. After each wave the audit is computed with intervals at `confidence`; the decisions those
 intervals leave open (stats/decisions.py: gates, flags, a Sym policy) name the criteria whose probes
 would settle them, and the next wave adds `step` probes to every (task, direction) of those criteria,
-up to `max_n`. The audit stops when every decision is settled or every open one's cells are full.
+up to `max_n`. The audit stops when every decision is settled or every open one's strata are full.
 
-A probe is variant v of its cell under the same key as in a fixed audit with n = max_n, so a fixed
+A probe is variant v of its stratum under the same key as in a fixed audit with n = max_n, so a fixed
 run at that n and an adaptive run share every probe they both have (plan.GenerationRequest). Waves
 are a deterministic function of the stored verdicts (the bootstrap is seeded), so a re-run replays
 the stored waves without a call and goes on where it stopped; Run.waves_path records each wave for
@@ -21,7 +21,7 @@ from radar_local.common import Loose
 from radar_local.config import Adaptive, AuditConfig
 from radar_local.errors import InputError
 from radar_local.inputs import read_model
-from radar_local.plan import Cell, Plan
+from radar_local.plan import Plan, Stratum
 from radar_local.stats.decisions import Decision
 
 COUNTERS = (  # a stage's counters that add up over waves
@@ -35,44 +35,48 @@ class Waves(Loose):
     sizes: dict[str, int]
 
 
-def first_sizes(config: AuditConfig, plan: Plan) -> dict[Cell, int]:
+def first_sizes(config: AuditConfig, plan: Plan) -> dict[Stratum, int]:
     start = config.adaptive.start_n  # type: ignore[union-attr]
-    return {cell: (plan.planned_size(cell) if cell[2] == "none" else start) for cell in plan.cells()}
+    return {stratum: (plan.planned_size(stratum) if stratum[2] == "none" else start) for stratum in plan.strata()}
 
 
-def recorded_sizes(config: AuditConfig, plan: Plan, path: Path) -> dict[Cell, tuple[int, int]]:
-    """Variants (0, n) per cell up to the last wave recorded in `path` (the first wave's before any)."""
+def recorded_sizes(config: AuditConfig, plan: Plan, path: Path) -> dict[Stratum, tuple[int, int]]:
+    """Variants (0, n) per stratum up to the last wave recorded in `path` (the first wave's before any)."""
     sizes = first_sizes(config, plan)
     if path.is_file():
         recorded = read_model(path, Waves).sizes
-        cells = {_key(c): c for c in sizes}
-        unknown = next((key for key in recorded if key not in cells), None)
+        strata = {_key(c): c for c in sizes}
+        unknown = next((key for key in recorded if key not in strata), None)
         if unknown is not None:
             raise InputError(
-                path, f"names a cell {unknown!r} that this config does not plan; re-run the audit into a new directory"
+                path,
+                f"names a stratum {unknown!r} that this config does not plan; re-run the audit into a new directory",
             )
         for key, n in recorded.items():  # a hand-edited size would plan that many probes: never past the plan's
-            cell = cells[key]
-            most = sizes[cell] if cell[2] == "none" else config.adaptive.max_n  # type: ignore[union-attr]
+            stratum = strata[key]
+            most = sizes[stratum] if stratum[2] == "none" else config.adaptive.max_n  # type: ignore[union-attr]
             if not 1 <= n <= most:
                 raise InputError(
                     path,
-                    f"gives cell {key!r} {n} probes, outside 1..{most} of this config; "
+                    f"gives stratum {key!r} {n} probes, outside 1..{most} of this config; "
                     "re-run the audit into a new directory",
                 )
-            sizes[cell] = n
-    return {cell: (0, n) for cell, n in sizes.items()}
+            sizes[stratum] = n
+    return {stratum: (0, n) for stratum, n in sizes.items()}
 
 
-def grow(sizes: dict[Cell, int], sources: set[str], step: int, max_n: int) -> dict[Cell, int]:
-    """The next wave's sizes: `step` more probes for each directed cell of a source, up to max_n."""
-    return {cell: min(max_n, n + step) if cell[2] != "none" and cell[1] in sources else n for cell, n in sizes.items()}
+def grow(sizes: dict[Stratum, int], sources: set[str], step: int, max_n: int) -> dict[Stratum, int]:
+    """The next wave's sizes: `step` more probes for each directed stratum of a source, up to max_n."""
+    return {
+        stratum: min(max_n, n + step) if stratum[2] != "none" and stratum[1] in sources else n
+        for stratum, n in sizes.items()
+    }
 
 
 def wave_record(
     wave: int,
-    have: dict[Cell, int],
-    sizes: dict[Cell, int],
+    have: dict[Stratum, int],
+    sizes: dict[Stratum, int],
     score: dict,
     waves: list[dict],
     still_open: list[Decision],
@@ -92,13 +96,13 @@ def wave_record(
     }
 
 
-def waves_record(sizes: dict[Cell, int], waves: list[dict]) -> dict:
-    """adaptive.json: the cells' sizes after the last wave, and every wave."""
+def waves_record(sizes: dict[Stratum, int], waves: list[dict]) -> dict:
+    """adaptive.json: the sizes of the strata after the last wave, and every wave."""
     return {"sizes": {_key(c): n for c, n in sizes.items()}, "waves": waves}
 
 
 def adaptive_record(
-    spec: Adaptive, waves: list[dict], found: list[Decision], sizes: dict[Cell, int], scores: list[dict]
+    spec: Adaptive, waves: list[dict], found: list[Decision], sizes: dict[Stratum, int], scores: list[dict]
 ) -> dict:
     """run.json's and stats.json's `adaptive`: the settings, the waves, what settled and what stayed open."""
     return {
@@ -109,7 +113,7 @@ def adaptive_record(
         "fail_on_sym": spec.fail_on_sym,
         "waves": waves,
         "settled": [d.to_json() for d in found if d.value is not None],
-        "at_budget": [d.to_json() for d in found if d.value is None],  # open, with every cell at max_n
+        "at_budget": [d.to_json() for d in found if d.value is None],  # open, with every stratum at max_n
         "probes": sum(sizes.values()),
         "verdicts": waves[-1]["verdicts_total"],
         "verifier_calls": sum(s["calls"] for s in scores),
@@ -138,7 +142,7 @@ def merged(infos: list[dict]) -> dict:
     return out
 
 
-def _by_criterion(sizes: dict[Cell, int]) -> dict[str, int]:
+def _by_criterion(sizes: dict[Stratum, int]) -> dict[str, int]:
     out: dict[str, int] = {}
     for (_, target, direction), n in sizes.items():
         if direction != "none":
@@ -146,5 +150,5 @@ def _by_criterion(sizes: dict[Cell, int]) -> dict[str, int]:
     return out
 
 
-def _key(cell: Cell) -> str:
-    return "\t".join(cell)
+def _key(stratum: Stratum) -> str:
+    return "\t".join(stratum)

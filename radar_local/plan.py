@@ -45,13 +45,13 @@ def model_identity(spec: ModelSpec, weights: Mapping[str, str], keys: int = KEYS
     return {**spec.output_identity(), "weights": weights.get(spec.model)}
 
 
-Cell = tuple[str, str, str]  # (task id, target criterion id or "", direction)
+Stratum = tuple[str, str, str]  # (task id, target criterion id or "", direction)
 
 
 @dataclass(frozen=True)
 class GenerationRequest:
-    """Variants first .. first + n - 1 of one cell's prompt. Variant v is the sample of seed
-    `seed + v` (vLLM's rule for n samples of one seed), so a cell's variants are the same probes
+    """Variants first .. first + n - 1 of one stratum's prompt. Variant v is the sample of seed
+    `seed + v` (vLLM's rule for n samples of one seed), so a stratum's variants are the same probes
     whether they are asked for at once or in an adaptive audit's waves."""
 
     key: str  # content key of the prompt; variant v is stored as f"{key}:{v}"
@@ -59,12 +59,12 @@ class GenerationRequest:
     target: str  # criterion id, "" when unconditioned
     direction: str
     n: int
-    seed: int  # the cell's seed: variant v is sampled under seed + v
+    seed: int  # the stratum's seed: variant v is sampled under seed + v
     messages: Messages
     first: int = 0
 
     @property
-    def cell(self) -> Cell:
+    def stratum(self) -> Stratum:
         return (self.task.id, self.target, self.direction)
 
     @property
@@ -99,17 +99,17 @@ class Plan:
     keys: int = KEYS
     _score_cache: dict = field(default_factory=dict, compare=False, repr=False)
 
-    def cells(self) -> list[Cell]:
+    def strata(self) -> list[Stratum]:
         """Every (task, target, direction) the audit probes: directed first, then unconditioned."""
-        cells = [(t.id, c.id, d) for t in self.tasks for c in self.rubric.criteria for d in ("+", "-")]
-        return cells + ([(t.id, "", "none") for t in self.tasks] if self.config.unconditioned else [])
+        strata = [(t.id, c.id, d) for t in self.tasks for c in self.rubric.criteria for d in ("+", "-")]
+        return strata + ([(t.id, "", "none") for t in self.tasks] if self.config.unconditioned else [])
 
-    def planned_size(self, cell: Cell) -> int:
-        """Variants a cell may have: n, the adaptive audit's max_n, or the unconditioned count."""
-        return self.config.unconditioned if cell[2] == "none" else self.config.planned_n
+    def planned_size(self, stratum: Stratum) -> int:
+        """Variants a stratum may have: n, the adaptive audit's max_n, or the unconditioned count."""
+        return self.config.unconditioned if stratum[2] == "none" else self.config.planned_n
 
-    def generation_requests(self, sizes: Mapping[Cell, tuple[int, int]] | None = None) -> list[GenerationRequest]:
-        """One request per cell for its variants [first, first + n), `sizes[cell] = (first, n)`;
+    def generation_requests(self, sizes: Mapping[Stratum, tuple[int, int]] | None = None) -> list[GenerationRequest]:
+        """One request per stratum for its variants [first, first + n), `sizes[stratum] = (first, n)`;
         by default every planned variant. Cells with no variant asked for are left out."""
         config, rubric = self.config, self.rubric
         # Keyed by the target criterion's own text, not the rubric's digest: a rubric edit re-generates
@@ -121,12 +121,12 @@ class Plan:
         }
         by_id = {t.id: t for t in self.tasks}
         out = []
-        for cell in self.cells():
-            task_id, target, direction = cell
-            first, count = sizes[cell] if sizes is not None else (0, self.planned_size(cell))
+        for stratum in self.strata():
+            task_id, target, direction = stratum
+            first, count = sizes[stratum] if sizes is not None else (0, self.planned_size(stratum))
             if count <= 0:
                 continue
-            task, n = by_id[task_id], self.planned_size(cell)
+            task, n = by_id[task_id], self.planned_size(stratum)
             seed = cell_seed(config.seed, task_id, target, direction)
             crit = rubric.criterion(target) if target else None
             key = digest(

@@ -323,7 +323,7 @@ class Run(RunDir):
         assert spec is not None
         if not self.config.bootstrap:
             raise InputError(self.root / "config.yaml", "an adaptive audit decides from intervals: set bootstrap > 0")
-        sizes, have = first_sizes(self.config, self.plan), {cell: 0 for cell in self.plan.cells()}
+        sizes, have = first_sizes(self.config, self.plan), {stratum: 0 for stratum in self.plan.strata()}
         waves: list[dict] = []
         stages: dict[str, list[dict]] = {"generate": [], "score": []}
         while True:

@@ -202,5 +202,5 @@ def test_a_hand_edited_wave_size_outside_the_plan_is_one_line(fixed_and_adaptive
 
     res = radar_run("score", tmp_path / "run", "--verifier", "testing:planted", "--quiet")
     assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
-    assert f"{waves}: gives cell" in res.stderr and f"{size} probes, outside 1..20" in res.stderr
+    assert f"{waves}: gives stratum" in res.stderr and f"{size} probes, outside 1..20" in res.stderr
     assert (tmp_path / "run" / SCORES).read_bytes() == stored
