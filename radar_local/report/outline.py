@@ -96,9 +96,9 @@ def _lines(*lines: str | None) -> list[Block]:
     return [(line,) for line in lines if line is not None]
 
 
-def audit_sections(r: AuditResult, figures: bool = False) -> list[Section]:
+def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] = ()) -> list[Section]:
     """The audit's own sections (findings, self-effects, leakage, pairs, adaptive waves, judge bias), with
-    their figures where `figures` (the written report)."""
+    their figures where `figures` and the judge-bias examples `bias` (the written report)."""
 
     def figure(name: str, title: str) -> list[Block]:
         return [Figure(name, title)] if figures else []
@@ -136,7 +136,12 @@ def audit_sections(r: AuditResult, figures: bool = False) -> list[Section]:
         sections.append(
             Section(
                 "Judge bias",
-                [(line,), Table(NUISANCE_HEAD, nuisance_rows(r)), *figure("nuisance", "Judge bias")],
+                [
+                    (line,),
+                    Table(NUISANCE_HEAD, nuisance_rows(r)),
+                    *figure("nuisance", "Judge bias"),
+                    *_bias_examples(bias),
+                ],
             )
         )
     return sections
@@ -147,9 +152,7 @@ def report_sections(
 ) -> list[Section]:
     """The written report: the audit's sections with figures, the example probes, the probes that address
     the judge, the judges' calibration and the cost."""
-    sections = audit_sections(r, figures=True)
-    if bias and sections[-1].title == "Judge bias":
-        sections[-1].blocks.extend(_bias_examples(bias))
+    sections = audit_sections(r, figures=True, bias=bias)
     sections += [
         Section("Per-task spread", [Figure("task_spread", "Per-task leakage spread")]),
         Section("Probe budget", [Figure("budget", "Probe budget")]),
@@ -175,7 +178,7 @@ def _pair_examples(examples: list[dict]) -> list[Block]:
     return blocks
 
 
-def _bias_examples(bias: list[dict]) -> list[Block]:
+def _bias_examples(bias: Sequence[dict]) -> list[Block]:
     blocks: list[Block] = []
     for ex in bias:
         heading: str | None = (
