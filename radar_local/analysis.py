@@ -14,8 +14,8 @@ from radar_local.errors import InputError
 from radar_local.nuisance import WAYS
 from radar_local.progress import say, stage_progress
 from radar_local.rubric import HumanPairs, Rubric, load_rubric, resolve_reference
+from radar_local.scale import LIKERT, Scale, range_scale
 from radar_local.score_table import cells, check_criteria, read_scores, validate_scores
-from radar_local.scoring import SCALE
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.bias import BIAS, nuisance_pairs, nuisance_table
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES
@@ -24,6 +24,8 @@ from radar_local.stats.flags import Thresholds
 from radar_local.stats.intervals import CHUNK as INTERVAL_CHUNK
 from radar_local.stats.probes import probe_matrix
 from radar_local.stats.result import AuditResult
+
+FOOTING = "each criterion's 0-1 range: a difference of mean scores over its scale's span (highest minus lowest level)"
 
 
 def select_cell(df: pd.DataFrame, path: object, generator: str | None, verifier: str | None) -> tuple[str, str]:
@@ -65,9 +67,11 @@ def stats_for_table(
     bias_threshold: float = BIAS,
     intended: set[frozenset[str]] | None = None,
     manipulation: dict[str, Any] | None = None,
+    scale: Scale = LIKERT,
 ) -> AuditResult:
     """`manipulation`: the nuisance attributes' manipulation check (radar_local.nuisance), where the
-    rewrites' texts were at hand; an attribute it found not steered gets no flag."""
+    rewrites' texts were at hand; an attribute it found not steered gets no flag. Each criterion is on the
+    rubric's scale for it, or on `scale` without a rubric."""
     from radar_local.judges import calibration  # scipy: imported when statistics are computed, not at `radar --help`
 
     criteria = rubric.ids if rubric else list(pd.unique(df["criterion"]))
@@ -82,7 +86,8 @@ def stats_for_table(
             f"{gen} -> {ver} has only unconditioned ('none') probes; coupling needs probes "
             "steered + and - on each criterion",
         )
-    pm = probe_matrix(df, criteria, gen, ver)
+    scales = rubric.scales if rubric else dict.fromkeys(criteria, scale)
+    pm = probe_matrix(df, criteria, gen, ver, [scales[c].span for c in criteria])
     large = len(df) >= LARGE_TABLE  # worth telling what the statistics work through, and for how long
     if large:
         say(
@@ -102,7 +107,8 @@ def stats_for_table(
             advance=advance,
         )
     result.rubric = rubric.id if rubric else None
-    result.calibration = calibration(df[df["generator"] == gen], criteria)
+    result.scales = {"footing": FOOTING, "criteria": {c: scales[c].name for c in criteria}}
+    result.calibration = calibration(df[df["generator"] == gen], criteria, scales)
     if len(rewrites) or manipulation:
         steered = {a: m["steered"] for a, m in (manipulation or {}).items()}
         rows = nuisance_table(
@@ -116,6 +122,7 @@ def stats_for_table(
             level=level,
             seed=seed,
             steered=steered,
+            spans=[scales[c].span for c in criteria],
         )
         result.nuisance = {"threshold": bias_threshold, "rows": rows, "manipulation": manipulation}
     if rubric is not None:
@@ -147,7 +154,7 @@ def analyze(
     tau: float = TAU,
     bootstrap: int = RESAMPLES,
     seed: int = 0,
-    scale: str = SCALE,
+    scale: str | Scale = LIKERT,
     generator: str | None = None,
     verifier: str | None = None,
     bias_threshold: float = BIAS,
@@ -155,18 +162,23 @@ def analyze(
     """The RADAR audit of a score table: a DataFrame in the long format, or a CSV / Parquet file.
 
     `rubric`: a Rubric, a bundled name or a rubric file (default: the table's criteria, in order);
-    a bundled rubric brings its human reference unless `human` names another."""
+    a bundled rubric brings its human reference unless `human` names another. `scale`: the table's scale
+    ('1-10', or a Scale) where no rubric declares one; a rubric's own scales win."""
+    rubric_arg = None if isinstance(rubric, Rubric) or rubric is None else str(rubric)
+    rubric_obj = rubric if isinstance(rubric, Rubric) else load_rubric(rubric_arg) if rubric_arg else None
+    where: object = "table" if isinstance(table, pd.DataFrame) else table
+    try:
+        scale = range_scale(scale) if isinstance(scale, str) else scale
+    except ValueError as exc:
+        raise InputError(where, str(exc)) from None
+    scales = rubric_obj.scales if rubric_obj is not None else scale
     if isinstance(table, pd.DataFrame):
-        where: object = "table"
-        df = validate_scores(table, where, scale)
+        df = validate_scores(table, where, scales)
     else:
-        where = table
         size = Path(table).stat().st_size if Path(table).is_file() else 0
         if size >= LARGE_FILE:
             say(f"stats: reading {table} ({size / 2**20:,.0f} MiB)")
-        df = read_scores(table, scale)
-    rubric_arg = None if isinstance(rubric, Rubric) or rubric is None else str(rubric)
-    rubric_obj = rubric if isinstance(rubric, Rubric) else load_rubric(rubric_arg) if rubric_arg else None
+        df = read_scores(table, scales)
     if human and rubric_obj is None:
         raise InputError(human, "a human reference needs a rubric (--rubric) so its pairs can be checked")
     return stats_for_table(
@@ -180,4 +192,5 @@ def analyze(
         generator=generator,
         verifier=verifier,
         bias_threshold=bias_threshold,
+        scale=scale,
     )

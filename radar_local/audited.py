@@ -76,7 +76,7 @@ def audited_set(
 def audit(run: RunDir, verifier: ModelSpec, records: AuditedSet, **options) -> tuple[AuditResult, pd.DataFrame]:
     """The statistics of the audited set's verdicts, and the validated score table they were computed from."""
     config = run.config
-    table = validate_scores(records.table(), run.table_path, both_directions=False)
+    table = validate_scores(records.table(), run.table_path, run.rubric.scales, both_directions=False)
     result = stats_for_table(
         table,
         run.table_path,

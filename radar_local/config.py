@@ -8,12 +8,14 @@ from typing import Annotated, Any, ClassVar, TypeVar, overload
 
 from pydantic import Field, PrivateAttr, model_validator
 
+from radar_local.answer import GradeShape
 from radar_local.cluster import ClusterSpec
 from radar_local.common import Strict, parse_model, slug
 from radar_local.engines.base import EngineOptions
 from radar_local.engines.registry import EngineName, engine_class, output_options, parse_options
 from radar_local.errors import InputError
-from radar_local.inputs import read_mapping
+from radar_local.inputs import read_mapping, regular_file
+from radar_local.judge import Judge, render, template_problem
 from radar_local.nuisance import ATTRIBUTES, Measure, NuisanceSpec
 from radar_local.prompts import Layout
 from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, resolve_reference, unique_ids
@@ -34,6 +36,9 @@ class ModelSpec(Strict):
     )
     name: str | None = Field(None, description="Label in the score table; defaults to `model`")
     options: dict[str, Any] = Field(default_factory=dict, description="Engine options, passed through")
+    judge: Judge | None = Field(
+        None, description="A verifier's judge: its prompt template, answer shape and calls (radar_local.judge)"
+    )
 
     @property
     def label(self) -> str:
@@ -72,7 +77,25 @@ class ModelSpec(Strict):
         """What a content key holds of this model: its engine, name or path, and the options that change
         what it writes (each engine's Options.OPERATIONAL ones, memory, concurrency, timeouts, batch sizes,
         left out; the weights' own identity is the run directory's record, rundir.WEIGHTS)."""
-        return {"engine": self.engine, "model": self.model, "options": output_options(self.engine, self.options)}
+        identity = {"engine": self.engine, "model": self.model, "options": output_options(self.engine, self.options)}
+        if self.judge is not None:  # what it is asked and how it answers change its verdicts
+            identity["judge"] = self.judge.model_dump(mode="json", exclude={"template_file"})
+        return identity
+
+    def per_mode(self) -> list[ModelSpec]:
+        """This verifier once per call mode its judge names: `calls: [per-criterion, joint]` is two verifiers
+        on the same probes, the joint one labelled '<label>-joint'."""
+        if self.judge is None or not isinstance(self.judge.calls, list):
+            return [self]
+        return [
+            self.model_copy(
+                update={
+                    "judge": self.judge.model_copy(update={"calls": mode}),
+                    "name": self.label if mode == "per-criterion" else f"{self.label}-joint",
+                }
+            )
+            for mode in self.judge.calls
+        ]
 
     @property
     def local_weights(self) -> bool:
@@ -203,6 +226,19 @@ class AuditConfig(AuditSettings):
     # re-analyse; the stored records, content-keyed, stay valid for both.
     IDENTITY: ClassVar[tuple[str, ...]] = ("rubric", "tasks", "generator", "generation", "seed")
 
+    @model_validator(mode="after")
+    def _judge_on_the_verifier(self) -> AuditConfig:
+        for role in ("generator", "editor"):
+            spec = getattr(self, role)
+            if spec is not None and spec.judge is not None:
+                raise ValueError(f"'judge' is a verifier's: the {role} writes text, it judges nothing")
+        return self
+
+    @property
+    def verifiers(self) -> list[ModelSpec]:
+        """The verifier once per call mode (ModelSpec.per_mode)."""
+        return self.verifier.per_mode()
+
     def differences(self, other: AuditConfig) -> list[str]:
         """The IDENTITY settings in which two configs differ (the generator's operational options aside)."""
         mine, theirs = self.model_dump(mode="json"), other.model_dump(mode="json")
@@ -289,13 +325,62 @@ class Resolved:
 
 
 def resolve(config: AuditConfig, base: Path, source: object = "config") -> Resolved:
-    """`config` with relative paths taken from `base`, and its inputs read and checked."""
+    """`config` with relative paths taken from `base`, its judge's template file read into the config (a
+    run keeps the text it was audited with), and its inputs read and checked."""
     config = with_absolute_paths(config, base)
+    config = config.model_copy(update={"verifier": with_template(config.verifier, base)})
     rubric, tasks, reference = resolve_inputs(config)
-    problem = rubric_conflict(config, rubric)
+    problem = rubric_conflict(config, rubric) or judge_conflict(config, config.verifier, rubric, tasks[0])
     if problem is not None:
         raise InputError(source, problem)
     return Resolved(config, rubric, tasks, reference, source)
+
+
+def with_template(spec: ModelSpec, base: Path) -> ModelSpec:
+    """A verifier whose judge names a template file, with the file's text as its template."""
+    judge = spec.judge
+    if judge is None or judge.template_file is None:
+        return spec
+    path = Path(judge.template_file)
+    path = path if path.is_absolute() else base / path
+    regular_file(path, "judge template")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"cannot read the judge template ({exc}); give a UTF-8 text file") from None
+    if not text.strip():
+        raise InputError(path, "the judge template is empty; write the prompt the judge is given")
+    return spec.model_copy(update={"judge": judge.model_copy(update={"template": text, "template_file": None})})
+
+
+def judge_conflict(config: AuditSettings, spec: ModelSpec, rubric: Rubric, task: Task) -> str | None:
+    """What keeps `spec`'s judge from auditing `rubric` under `config`, in one line; else None. Its templates
+    are rendered once on the first task, so a construct the sandbox refuses is found before any model loads."""
+    judge = spec.judge
+    if judge is None:
+        return None
+    where = f"verifier '{spec.label}' judge: "
+    if judge.template is None and judge.answer != Judge().answer:
+        return where + "radar's own prompts ask for the paper's JSON answer; give a template for another answer shape"
+    if config.scoring.expected and (judge.answer.kind != "bare" or "joint" in judge.modes):
+        return where + "scoring mode 'expected' reads one bare score token per call: use answer kind bare"
+    if isinstance(judge.answer, GradeShape):
+        if "joint" in judge.modes:
+            return where + "a grade pattern answers one criterion; a joint call needs answer kind json or bare"
+        for scale in {s.name: s for s in rubric.scales.values()}.values():
+            if (problem := judge.answer.check(scale)) is not None:
+                return where + problem
+    if judge.template is None:
+        return None
+    if (problem := template_problem(judge)) is not None:
+        return where + problem
+    shown = [(c, rubric.scale_of(c.id)) for c in rubric.criteria]
+    try:
+        for mode in judge.modes:
+            render(judge, task, "A response.", shown if mode == "joint" else shown[:1])
+    except InputError as exc:
+        return where + str(exc).removeprefix("judge template: ")
+    return None
 
 
 def resolve_inputs(config: AuditSettings) -> tuple[Rubric, tuple[Task, ...], dict | None]:

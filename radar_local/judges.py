@@ -9,15 +9,16 @@ import numpy as np
 import pandas as pd
 
 from radar_local.common import to_json
+from radar_local.scale import LIKERT, Scale
 from radar_local.score_table import PROBE_KEY
-from radar_local.scoring import SCORE_MAX
 from radar_local.stats.baselines import score_profile_redundancy
 
 MAX_SD = 0.5  # the largest standard deviation of scores on [0, 1]
 
 
-def calibration(df: pd.DataFrame, criteria: list[str]) -> dict:
-    """Per verifier and criterion, from a score table (scores on 0-4, NaN = unscored).
+def calibration(df: pd.DataFrame, criteria: list[str], scales: dict[str, Scale] | None = None) -> dict:
+    """Per verifier and criterion, from a score table (each criterion on its scale, default 0-4; NaN =
+    unscored), its scores put on 0-1 (minus the scale's low end, over its span).
 
     discrimination: sd of a judge's normalized scores across probes (a judge that gives every probe
         the same score cannot discriminate);
@@ -26,7 +27,10 @@ def calibration(df: pd.DataFrame, criteria: list[str]) -> dict:
     redundancy: Spearman correlation of two criteria's score profiles under one judge.
     """
     probe = [c for c in PROBE_KEY if c != "verifier"]
-    wide = df.assign(p=df["score"] / SCORE_MAX).pivot_table(
+    scale = (scales or {}).get
+    low = df["criterion"].map(lambda c: float(scale(c, LIKERT).low))
+    span = df["criterion"].map(lambda c: float(scale(c, LIKERT).span))
+    wide = df.assign(p=(df["score"] - low) / span).pivot_table(
         index=probe, columns=["verifier", "criterion"], values="p", aggfunc="first", dropna=False
     )
     verifiers = sorted(df["verifier"].unique())

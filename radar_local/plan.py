@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from radar_local.answer import Answer
 from radar_local.config import AuditConfig, ModelSpec
+from radar_local.judge import render
 from radar_local.nuisance import WAYS, NuisanceSpec
 from radar_local.prompts import (
     PROMPT_VERSION,
     REWRITE_VERSION,
     Messages,
+    Prompt,
     generation_messages,
+    joint_messages,
     rewrite_messages,
     verification_messages,
 )
 from radar_local.records import ProbeRecord
-from radar_local.rubric import Rubric, Task
+from radar_local.rubric import Criterion, Rubric, Task
+from radar_local.scale import LIKERT
 
 
 def digest(obj: object) -> str:
@@ -80,12 +86,33 @@ class GenerationRequest:
         return f"{self.key}:{v}"
 
 
+def criterion_text(criterion: Criterion) -> dict:
+    """A criterion as a content key holds it: its words (its scale enters a verdict's key apart, and never
+    a probe's: the generator is not shown it)."""
+    return criterion.model_dump(exclude={"scale"})
+
+
 @dataclass(frozen=True)
 class ScoreRequest:
-    key: str
+    """One verifier call on one probe: one criterion, or every criterion at once (a joint call)."""
+
+    key: str  # the call's content key; a per-criterion call's verdict is stored under it
     probe_key: str
-    criterion: str
+    criteria: tuple[str, ...]  # the criteria it scores, in the order its prompt shows them
     messages: Messages
+    answer: Answer
+
+    @property
+    def criterion(self) -> str:
+        return self.criteria[0]
+
+    def verdict_key(self, criterion: str) -> str:
+        """A joint call's verdicts share the call's key, each under its criterion."""
+        return f"{self.key}:{criterion}" if self.answer.joint else self.key
+
+    @property
+    def verdict_keys(self) -> list[str]:
+        return [self.verdict_key(c) for c in self.criteria]
 
 
 @dataclass(frozen=True)
@@ -137,14 +164,14 @@ class Plan:
                     "direction": direction,
                     **({"n": n} if self.keys < 3 else {}),
                     "seed": seed,
-                    "criterion": crit.model_dump() if crit else None,
+                    "criterion": criterion_text(crit) if crit else None,
                 }
             )
-            out.append(
-                GenerationRequest(
-                    key, task, target, direction, count, seed, generation_messages(task, crit, direction), first
-                )
+            fields = {"target": crit.label, "description": crit.description} if crit else {}
+            messages = Prompt(
+                generation_messages(task, crit, direction), kind="generate", direction=direction, **fields
             )
+            out.append(GenerationRequest(key, task, target, direction, count, seed, messages, first))
         return out
 
     def rewrite_requests(self, bases: list[ProbeRecord], specs: list[NuisanceSpec]) -> list[GenerationRequest]:
@@ -164,35 +191,75 @@ class Plan:
                 for way in WAYS:
                     seed = cell_seed(config.seed, task.id, spec.id, way)  # the call's: seed + the base's variant
                     key = digest({**base, "base": probe.key, "attribute": spec.model_dump(), "way": way})
-                    messages = rewrite_messages(task, probe.text, spec.id, way, getattr(spec, way))
+                    messages = Prompt(
+                        rewrite_messages(task, probe.text, spec.id, way, getattr(spec, way)),
+                        kind="rewrite",
+                        attribute=spec.id,
+                        way=way,
+                        response=probe.text,
+                    )
                     out.append(GenerationRequest(key, task, spec.id, way, 1, seed, messages, probe.variant))
         return out
 
     def score_requests(self, probes: list[ProbeRecord], verifier: ModelSpec) -> list[ScoreRequest]:
-        """One request per (probe, criterion), probe-major so a probe's K calls run together."""
+        """Per probe, one request per criterion (probe-major, so a probe's K calls run together), or one
+        joint request for all of them where the verifier's judge says `calls: joint`."""
         config, rubric = self.config, self.rubric
         by_id = {t.id: t for t in self.tasks}
         base = {
-            "verifier": model_identity(verifier, self.weights, self.keys),
+            "verifier": model_identity(verifier, self.weights, self.keys),  # its judge, where it has one
             "template": PROMPT_VERSION,
             "layout": config.layout,
             "format": config.scoring.model_dump(),
         }
+        scales = {cid: scale for cid, scale in rubric.scales.items() if scale != LIKERT}
+        if scales:  # the paper's 0-4 everywhere keeps the keys it always had
+            base["scales"] = {cid: scale.model_dump(mode="json") for cid, scale in scales.items()}
         scope = digest(base)
         out: list[ScoreRequest] = []
         for probe in probes:
             # An adaptive audit asks for every stored probe's requests after each wave: built once.
             if (cached := self._score_cache.get((scope, probe.key))) is None:
-                task = by_id[probe.task_id]
-                cached = [
-                    ScoreRequest(
-                        digest({**base, "probe": probe.key, "criterion": crit.model_dump()}),  # its text
-                        probe.key,
-                        crit.id,
-                        verification_messages(task, probe.text, crit, config.layout, config.scoring.expected),
-                    )
-                    for crit in rubric.criteria
-                ]
+                cached = self._probe_requests(probe, by_id[probe.task_id], verifier, base)
                 self._score_cache[(scope, probe.key)] = cached
             out += cached
+        return out
+
+    def _probe_requests(self, probe: ProbeRecord, task: Task, verifier: ModelSpec, base: dict) -> list[ScoreRequest]:
+        config, judge = self.config, verifier.judge
+        shown = [(c, self.rubric.scale_of(c.id)) for c in self.rubric.criteria]
+        fields = {"kind": "score", "response": probe.text}
+        if judge is not None and judge.joint:
+            if judge.order == "shuffled":  # a seeded order per probe, recorded with each verdict
+                random.Random(digest([config.seed, probe.key])).shuffle(shown)
+            criteria = [c for c, _ in shown]
+            key = digest({**base, "probe": probe.key, "criteria": [criterion_text(c) for c in criteria]})
+            messages = (
+                render(judge, task, probe.text, shown) if judge.template else joint_messages(task, probe.text, shown)
+            )
+            answer = Answer(judge.answer, tuple((c.id, scale) for c, scale in shown), joint=True)
+            labels = [{"label": c.label, "description": c.description} for c in criteria]
+            return [
+                ScoreRequest(
+                    key, probe.key, tuple(c.id for c in criteria), Prompt(messages, **fields, criteria=labels), answer
+                )
+            ]
+        out = []
+        for crit, scale in shown:
+            if judge is None or judge.template is None:
+                messages = verification_messages(task, probe.text, crit, config.layout, config.scoring.expected, scale)
+                answer = config.scoring.answer(crit.id, scale)
+            else:
+                messages = render(judge, task, probe.text, [(crit, scale)])
+                answer = Answer(judge.answer, ((crit.id, scale),), expected=config.scoring.expected)
+            labels = [{"label": crit.label, "description": crit.description}]
+            out.append(
+                ScoreRequest(
+                    digest({**base, "probe": probe.key, "criterion": criterion_text(crit)}),  # its text
+                    probe.key,
+                    (crit.id,),
+                    Prompt(messages, **fields, criteria=labels),
+                    answer,
+                )
+            )
         return out

@@ -10,12 +10,22 @@ import re
 from typing import Literal
 
 from radar_local.rubric import Criterion, Task
-from radar_local.scoring import LIKERT, SCORE_MAX, SCORE_MIN
-
-INTEGER = f"integer {SCORE_MIN}-{SCORE_MAX}"
+from radar_local.scale import LIKERT, Scale
 
 PROMPT_VERSION = "b1-b2/2"  # bump when any template changes: stored records are keyed by it (2: fenced text)
 Messages = list[dict[str, str]]
+
+
+class Prompt(list):
+    """Chat messages (a list, as every engine takes them) that also carry what radar asked in them as
+    fields (the target and direction of a probe, the response and criteria a verdict rates): the planted
+    engine answers from these, never from the wording. Real engines see the messages alone."""
+
+    def __init__(self, messages: Messages, **fields: object) -> None:
+        super().__init__(messages)
+        self.fields = fields
+
+
 Layout = Literal["paper", "prefix-shared"]
 
 GENERATOR_SYSTEM = (
@@ -101,28 +111,54 @@ def _shared(task: Task, response: str) -> str:
     )
 
 
-SCHEMA_TEXT = (
-    "### Output schema\n"
-    "Return exactly this JSON object, with no surrounding text. Fill the `reasoning` field first with a short "
-    "step-by-step analysis (3-6 brief steps), then choose the integer `score`, then write a 1-2 sentence `rationale`.\n"
-    '{\n"reasoning": "Step 1: ... Step 2: ...",\n"score": 0,\n"rationale": "1-2 sentences explaining the score."\n}'
-)
+def scale_words(scale: Scale) -> str:
+    """'a 5-point Likert scale (0 to 4)' for the paper's; the same form for another range; levels by name."""
+    if scale == LIKERT:
+        return f"a {len(scale.tokens)}-point Likert scale ({scale.min} to {scale.max})"
+    if scale.is_range:
+        return f"a {len(scale.tokens)}-point scale ({scale.min} to {scale.max})"
+    return f"the scale {scale.name} ({scale.describe()})"
 
 
-EXPECTED_TEXT = (  # expected mode: the answer is the score token alone, read as a distribution
-    f"### Output\nAnswer with the score alone: one integer from {SCORE_MIN} to {SCORE_MAX}, with no other text."
-)
+def _answer_words(scale: Scale) -> str:
+    """What the score is, in the ask's parentheses: 'integer 0-4' on the paper's scale."""
+    return f"integer {scale.min}-{scale.max}" if scale.is_range else scale.describe()
 
 
-def verifier_system(criterion: Criterion) -> str:
+def _anchors(scale: Scale) -> str:
+    """What each level means, where the scale says (nothing on the paper's scale: its prompts are unchanged)."""
+    return "".join(f"{level}: {text}\n" for level, text in (scale.anchors or {}).items())
+
+
+def _example(scale: Scale) -> str:
+    return str(scale.min) if scale.is_range else f'"{scale.tokens[0]}"'
+
+
+def schema_text(scale: Scale) -> str:
+    what = "integer `score`" if scale.is_range else "`score`"
     return (
-        f"You are an expert annotator rating only the {criterion.label} of a response on {LIKERT} "
-        f"({SCORE_MIN} to {SCORE_MAX}). {criterion.description}"
+        "### Output schema\n"
+        "Return exactly this JSON object, with no surrounding text. Fill the `reasoning` field first with a short "
+        f"step-by-step analysis (3-6 brief steps), then choose the {what}, then write a 1-2 sentence `rationale`.\n"
+        f'{{\n"reasoning": "Step 1: ... Step 2: ...",\n"score": {_example(scale)},\n"rationale": "1-2 sentences '
+        'explaining the score."\n}'
+    )
+
+
+def expected_text(scale: Scale) -> str:
+    """Expected mode: the answer is the score token alone, read as a distribution."""
+    what = f"one integer from {scale.min} to {scale.max}" if scale.is_range else f"one of {', '.join(scale.tokens)}"
+    return f"### Output\nAnswer with the score alone: {what}, with no other text."
+
+
+def verifier_system(criterion: Criterion, scale: Scale = LIKERT) -> str:
+    return f"You are an expert annotator rating only the {criterion.label} of a response on {scale_words(scale)}. " + (
+        criterion.description
     )
 
 
 def verification_messages(
-    task: Task, response: str, criterion: Criterion, layout: Layout = "paper", expected: bool = False
+    task: Task, response: str, criterion: Criterion, layout: Layout = "paper", expected: bool = False, scale=LIKERT
 ) -> Messages:
     """B.2 per-criterion scoring prompt.
 
@@ -130,25 +166,50 @@ def verification_messages(
     `prefix-shared`: a criterion-free system message and the task and response first, the criterion
     last, so the K calls for one probe share a token prefix under automatic prefix caching.
     `expected`: the answer is the score alone (scoring mode 'expected') instead of the JSON object.
+    On a scale other than the paper's 0-4 the same prompts name that scale (and its anchors, where given).
     """
     shared = _shared(task, response)
-    schema = EXPECTED_TEXT if expected else SCHEMA_TEXT
-    ask = f"Rate the {criterion.label} of the following response on {LIKERT} ({INTEGER}) for this criterion.\n"
+    schema = expected_text(scale) if expected else schema_text(scale)
+    words = scale_words(scale)
+    on = f"{words.rsplit(' (', 1)[0]} ({_answer_words(scale)})"  # 'a 5-point Likert scale (integer 0-4)'
+    ask = f"Rate the {criterion.label} of the following response on {on}"
     if layout == "paper":
         return [
-            {"role": "system", "content": verifier_system(criterion)},
-            {"role": "user", "content": ask + shared + schema},
+            {"role": "system", "content": verifier_system(criterion, scale)},
+            {"role": "user", "content": f"{ask} for this criterion.\n{_anchors(scale)}" + shared + schema},
         ]
     if layout == "prefix-shared":
-        system = (
-            f"You are an expert annotator rating one criterion of a response on {LIKERT} ({SCORE_MIN} to {SCORE_MAX})."
-        )
+        system = f"You are an expert annotator rating one criterion of a response on {words}."
         user = (
-            f"{shared}### Criterion\n{criterion.label}: {criterion.description}\n"
-            f"Rate the {criterion.label} of the response above on {LIKERT} ({INTEGER}).\n{schema}"
+            f"{shared}### Criterion\n{criterion.label}: {criterion.description}\n{_anchors(scale)}"
+            f"Rate the {criterion.label} of the response above on {on}.\n{schema}"
         )
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
     raise ValueError(f"unknown layout {layout!r}")
+
+
+JOINT_SYSTEM = "You are an expert annotator rating every criterion of a rubric for one response, each on its own scale."
+
+
+def joint_messages(task: Task, response: str, criteria: list[tuple[Criterion, Scale]]) -> Messages:
+    """radar's own joint prompt (`calls: joint` without a template): the task and response first (fenced,
+    as data), then every criterion in the order given, then the answer: one object per criterion id."""
+    lines = "".join(
+        f"- {c.id}: {c.label}: {c.description} Score: {_answer_words(scale)}.\n{_anchors(scale)}"
+        for c, scale in criteria
+    )
+    example = ", ".join(
+        f'"{c.id}": {{"reasoning": "Step 1: ...", "score": {_example(scale)}, "rationale": "..."}}'
+        for c, scale in criteria
+    )
+    user = (
+        f"{_shared(task, response)}### Criteria\n{lines}"
+        "Rate the response above on each criterion separately, on its own merits.\n### Output schema\n"
+        "Return exactly this JSON object, with no surrounding text: one entry per criterion id, in the order above, "
+        "each with a short step-by-step `reasoning`, then the `score`, then a 1-2 sentence `rationale`.\n"
+        f"{{{example}}}"
+    )
+    return [{"role": "system", "content": JOINT_SYSTEM}, {"role": "user", "content": user}]
 
 
 def strip_think(text: str) -> str:

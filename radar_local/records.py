@@ -13,8 +13,6 @@ import json
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from radar_local.scoring import SCORE_MAX
-
 RECORD_VERSION = 1
 
 
@@ -47,18 +45,20 @@ class ProbeRecord(Record):
 class VerdictRecord(Record):
     """One criterion's verdict on one probe. `score` is None where none parsed (`unscored` says why);
     never a silent 0. `call` is the key of the call that gave it where one call scored several criteria
-    (a joint call's K verdicts share it); None for a call of its own."""
+    (a joint call's K verdicts share it, `position` says where the prompt showed this criterion, and the
+    call's text is kept once, in `raw` of its first verdict); None for a call of its own."""
 
     probe_key: str
     verifier: str
     criterion: str
-    score: int | float | None = Field(ge=0, le=SCORE_MAX, description="As written: an integer verdict stays one")
+    score: int | float | None = Field(description="On the criterion's scale, as written: an integer stays one")
     reasoning: str | None = None
     rationale: str | None = None
     distribution: tuple[float, ...] | None = Field(None, description="Expected mode: each score's probability")
     score_mass: float | None = None
     unscored: str | None = None
     call: str | None = None
+    position: int | None = None
     raw: str | None = None
     prompt_tokens: int | None = None
     output_tokens: int | None = None
@@ -91,6 +91,7 @@ class Stage(Info):
     seconds: float
     layout: str | None = None
     mode: str | None = Field(None, description="The scoring mode (reasoned, expected)")
+    call_mode: str | None = Field(None, description="per-criterion, or joint: one call for all criteria")
     prompt_tokens_cached: int | None = None
     prompt_tokens_computed: int | None = None
     prefix_cache_hit_rate: float | None = None

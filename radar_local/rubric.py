@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 from radar_local.common import Frozen, parse_model
 from radar_local.errors import InputError
 from radar_local.inputs import read_mapping
+from radar_local.scale import LIKERT, Scale
 
 BUNDLED = ("helpsteer2", "summeval", "sumpubmed")
 _ID = r"^[a-z][a-z0-9_]*$"
@@ -25,6 +26,7 @@ class Criterion(Frozen):
     kind: Literal["evaluative", "descriptive"] = "evaluative"
     low: str | None = Field(None, description="Word for the low end of a descriptive axis")
     high: str | None = Field(None, description="Word for the high end of a descriptive axis")
+    scale: Scale | None = Field(None, description="This criterion's scale, where it is not the rubric's")
 
     @model_validator(mode="after")
     def _ends_for_descriptive(self) -> Criterion:
@@ -40,6 +42,7 @@ class Rubric(Frozen):
     weights: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] | None = Field(
         None, description="The aggregate a team gates on: finite, non-negative weights per criterion"
     )
+    scale: Scale = Field(LIKERT, description="The scale every criterion is scored on, unless it names its own")
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Rubric:
@@ -59,6 +62,13 @@ class Rubric(Frozen):
 
     def criterion(self, cid: str) -> Criterion:
         return next(c for c in self.criteria if c.id == cid)
+
+    def scale_of(self, cid: str) -> Scale:
+        return self.criterion(cid).scale or self.scale
+
+    @property
+    def scales(self) -> dict[str, Scale]:
+        return {c.id: c.scale or self.scale for c in self.criteria}
 
 
 class Task(Frozen):

@@ -24,7 +24,7 @@ from radar_local.engines.registry import build_engine
 from radar_local.errors import InputError, RadarError
 from radar_local.inputs import load_yaml, read_json, read_model, yaml_text
 from radar_local.models import weights_identity
-from radar_local.plan import GenerationRequest
+from radar_local.plan import GenerationRequest, ScoreRequest
 from radar_local.progress import say, stage_progress
 from radar_local.prompts import PROMPT_VERSION, strip_think
 from radar_local.records import Injection, ModelRef, ProbeRecord, RunInfo, Stage, VerdictRecord
@@ -41,7 +41,7 @@ from radar_local.rundir import (
     open_store,
 )
 from radar_local.score_table import write_scores
-from radar_local.scoring import expected_score, parse_score
+from radar_local.scoring import expected_score
 from radar_local.stats.decisions import decisions
 from radar_local.stats.flags import Thresholds
 from radar_local.stats.result import AuditResult
@@ -197,19 +197,21 @@ class Run(RunDir):
             probes += self.rewrites(probes)
         requests = self.plan.score_requests(probes, verifier)
         self.register_verifier(verifier)
-        todo = [r for r in requests if r.key not in store.scores]
-        meter = StageMeter(requests=len(requests), layout=config.layout, mode=config.scoring.mode)
+        todo = [r for r in requests if any(k not in store.scores for k in r.verdict_keys)]
+        call_mode = verifier.judge.calls if verifier.judge is not None else "per-criterion"
+        meter = StageMeter(requests=len(requests), layout=config.layout, mode=config.scoring.mode, call_mode=call_mode)
         if todo:
             engine, label = pool.get(verifier), verifier.label
             todo = prefix_order(todo, config.layout, admitted_per_step(engine.settings()))
             with meter.running(engine), stage_progress(f"score ({label})", len(todo), progress) as advance:
-                for finished in engine.score_stream(
-                    [r.messages for r in todo], fmt=config.scoring, chunk=config.batch_size
-                ):
-                    store.add_scores([_score_record(todo[i], c, label) for i, c in finished])
-                    meter.count([[c] for _, c in finished])
-                    advance(len(finished))
-        done = [store.scores[r.key] for r in requests if r.key in store.scores]
+                for group in constraint_groups(todo):  # one group unless criteria differ in scale
+                    for finished in engine.score_stream(
+                        [r.messages for r in group], fmt=group[0].answer, chunk=config.batch_size
+                    ):
+                        store.add_scores([v for i, c in finished for v in verdict_records(group[i], c, label)])
+                        meter.count([[c] for _, c in finished])
+                        advance(len(finished))
+        done = [store.scores[k] for r in requests for k in r.verdict_keys if k in store.scores]
         parsed = sum(r.score is not None for r in done)
         meter.info.update(
             parsed=parsed, unscored=len(done) - parsed, parse_rate=round(parsed / len(done), 4) if done else None
@@ -230,19 +232,15 @@ class Run(RunDir):
         self.store.add_probes(
             [other.store.probes[k] for k in rewrites if k in other.store.probes and k not in self.store.probes]
         )
-        requests = self.plan.score_requests(mine + self.rewrites(mine), verifier)
+        keys = [k for r in self.plan.score_requests(mine + self.rewrites(mine), verifier) for k in r.verdict_keys]
         self.store.add_scores(
-            [
-                other.store.scores[r.key]
-                for r in requests
-                if r.key in other.store.scores and r.key not in self.store.scores
-            ]
+            [other.store.scores[k] for k in keys if k in other.store.scores and k not in self.store.scores]
         )
         reuse = {
             "probes": len(wanted),
             "probes_reused": sum(k in other.store.probes for k in wanted),
             "scores": (len(wanted) + len(rewrites)) * len(self.rubric.criteria),  # every planned verdict
-            "scores_reused": sum(r.key in other.store.scores for r in requests),
+            "scores_reused": sum(k in other.store.scores for k in keys),
         }
         if rewrites:
             reuse.update(rewrites=len(rewrites), rewrites_reused=sum(k in other.store.probes for k in rewrites))
@@ -541,25 +539,57 @@ ENGINE_FAILED = (
 )
 
 
-def _score_record(req, c, verifier: str) -> VerdictRecord:
-    rec: dict = {"key": req.key, "probe_key": req.probe_key, "verifier": verifier, "criterion": req.criterion}
+def constraint_groups(requests: list[ScoreRequest]) -> list[list[ScoreRequest]]:
+    """Requests by the constraint their answers share, each group in the order given (an engine call takes
+    one constraint)."""
+    groups: dict[tuple[str, bool], list[ScoreRequest]] = {}
+    for r in requests:
+        groups.setdefault((r.answer.regex, r.answer.expected), []).append(r)
+    return list(groups.values())
+
+
+def verdict_records(req: ScoreRequest, c, verifier: str) -> list[VerdictRecord]:
+    """A call's verdicts: one per criterion it scored, unscored (with why) where its score does not read."""
+    joint = req.answer.joint
+    common: dict = {"probe_key": req.probe_key, "verifier": verifier}
     if c.score_logprobs is not None:  # expected mode: the probability-weighted score and its distribution
-        exp = expected_score(c.score_logprobs)
-        rec.update(score=exp.score, distribution=exp.distribution, score_mass=exp.mass, reasoning=None, rationale=None)
+        exp = expected_score(c.score_logprobs, req.answer.scales[0][1])
+        fields: list[dict] = [
+            {
+                "score": exp.score,
+                "distribution": exp.distribution,
+                "score_mass": exp.mass,
+                "reasoning": None,
+                "rationale": None,
+            }
+        ]
         if exp.reason:
-            rec["unscored"] = exp.reason
+            fields[0]["unscored"] = exp.reason
     else:
-        parsed = parse_score(c.text)
-        rec.update(score=parsed.score, reasoning=parsed.reasoning, rationale=parsed.rationale)
-    if c.finish_reason == "error":
-        rec.update(score=None, unscored=ENGINE_FAILED)
-    return VerdictRecord(
-        **rec,
-        raw=c.text,
-        prompt_tokens=c.prompt_tokens,
-        output_tokens=c.output_tokens,
-        finish_reason=c.finish_reason,
-    )
+        parsed = req.answer.parse(c.text)
+        fields = [
+            {"score": parsed[cid].score, "reasoning": parsed[cid].reasoning, "rationale": parsed[cid].rationale}
+            for cid in req.criteria
+        ]
+    out = []
+    for position, (cid, rec) in enumerate(zip(req.criteria, fields)):
+        if c.finish_reason == "error":
+            rec.update(score=None, unscored=ENGINE_FAILED)
+        if joint:
+            rec.update(call=req.key, position=position)
+        out.append(
+            VerdictRecord(
+                key=req.verdict_key(cid),
+                criterion=cid,
+                **common,
+                **rec,
+                **({"raw": c.text} if position == 0 else {}),
+                prompt_tokens=c.prompt_tokens if position == 0 else 0,
+                output_tokens=c.output_tokens if position == 0 else 0,
+                finish_reason=c.finish_reason,
+            )
+        )
+    return out
 
 
 MANIFEST = "vllm model_runner device devices driver compute_capability dtype batch_invariant seed".split()

@@ -198,11 +198,15 @@ class RunDir:
             if verifiers is not None and label not in verifiers:
                 continue  # a judge an earlier configuration stored is no judge of this one
             for req in self.plan.score_requests(probes, spec):
-                if (s := self.store.scores.get(req.key)) is not None:
-                    for field, expected in (("criterion", req.criterion), ("probe_key", req.probe_key)):
-                        if getattr(s, field) != expected:
-                            raise self.store.mismatch("scores", s, field, expected)
-                    out.append((label, s))
+                for criterion in req.criteria:
+                    if (s := self.store.scores.get(req.verdict_key(criterion))) is not None:
+                        for field, expected in (("criterion", criterion), ("probe_key", req.probe_key)):
+                            if getattr(s, field) != expected:
+                                raise self.store.mismatch("scores", s, field, expected)
+                        scale = self.rubric.scale_of(criterion)
+                        if s.score is not None and not scale.contains(s.score):
+                            raise self.store.edited("scores", s, f"score {s.score} is off the {scale.name} scale")
+                        out.append((label, s))
         return out
 
     # ---- stored outputs ----

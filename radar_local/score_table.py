@@ -1,14 +1,16 @@
 """The score table: the contract between the model half and the statistics half.
 
 Long format, one row per (probe, scored criterion). A probe is identified by
-(generator, verifier, task_id, target, direction, variant). `score` is on the 0-4 scale: an integer
-(a reasoned verdict), a number in [0, 4] (an expected-score verdict), or empty where the verifier's
-answer could not be parsed.
+(generator, verifier, task_id, target, direction, variant). `score` is on the criterion's scale (the
+paper's 0-4 unless the rubric or `--scale` says otherwise), as the judge gave it: a level's value (a
+reasoned verdict), a number between the scale's ends (an expected-score verdict), or empty where the
+verifier's answer could not be parsed.
 """
 
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +19,8 @@ import pandas as pd
 from radar_local.errors import InputError
 from radar_local.inputs import regular_file
 from radar_local.nuisance import WAYS
-from radar_local.scoring import SCALE, SCALES, SCORE_MAX, SCORE_MIN, continuous_scores
+from radar_local.scale import LIKERT, Scale, range_scale
+from radar_local.scoring import continuous_scores
 from radar_local.store import write_atomic
 
 COLUMNS = ("generator", "verifier", "task_id", "target", "direction", "variant", "criterion", "score")
@@ -30,11 +33,12 @@ def _csv_row(index: int) -> int:
     return index + 2  # 1-based, after the header line
 
 
-def read_scores(path: str | Path, scale: str = SCALE) -> pd.DataFrame:
-    """Read a CSV or Parquet score table and validate its shape (not yet its criteria)."""
+Scales = Scale | str | Mapping[str, Scale]  # one scale for every criterion ('1-10' names one), or each criterion's
+
+
+def read_scores(path: str | Path, scales: Scales = LIKERT) -> pd.DataFrame:
+    """Read a CSV or Parquet score table and validate its shape and scores (not yet its criteria)."""
     path = Path(path)
-    if scale not in SCALES:
-        raise InputError(path, f"unknown scale '{scale}'; use one of {', '.join(SCALES)}")
     regular_file(path, "score file")
     try:
         if path.suffix == ".parquet":
@@ -48,10 +52,12 @@ def read_scores(path: str | Path, scale: str = SCALE) -> pd.DataFrame:
         raise InputError(path, "the score file is empty; expected a header and score rows") from None
     except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
         raise InputError(path, f"cannot parse the score table ({str(exc).splitlines()[0]})") from None
-    return validate_scores(df, path, scale)
+    return validate_scores(df, path, scales)
 
 
-def validate_scores(df: pd.DataFrame, path: object, scale: str = SCALE, both_directions: bool = True) -> pd.DataFrame:
+def validate_scores(
+    df: pd.DataFrame, path: object, scales: Scales = LIKERT, both_directions: bool = True
+) -> pd.DataFrame:
     """Check a table's shape and values. `both_directions=False` lets a target lack + or - probes
     (an audit that excluded flagged probes); the statistics then gate it and say why."""
     missing = [c for c in COLUMNS if c not in df.columns]
@@ -66,16 +72,29 @@ def validate_scores(df: pd.DataFrame, path: object, scale: str = SCALE, both_dir
     raw = df["score"]
     numeric = pd.to_numeric(raw.replace("", np.nan), errors="coerce")
     bad = numeric.isna() & raw.notna() & (raw.astype(str) != "") & (raw.astype(str) != "nan")
-    lo = SCALES[scale]
-    bad |= numeric.notna() & ((numeric < lo + SCORE_MIN) | (numeric > lo + SCORE_MAX))
+
+    if isinstance(scales, str):
+        try:
+            scales = range_scale(scales)
+        except ValueError as exc:
+            raise InputError(path, str(exc)) from None
+
+    def scale_of(criterion: str) -> Scale:
+        return scales if isinstance(scales, Scale) else scales.get(criterion, LIKERT)
+
+    low = df["criterion"].map(lambda c: scale_of(c).low).astype(float)
+    high = df["criterion"].map(lambda c: scale_of(c).high).astype(float)
+    bad |= numeric.notna() & ((numeric < low) | (numeric > high))
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
+        scale = scale_of(df["criterion"].iloc[i])
+        whose = "" if isinstance(scales, Scale) else f" of criterion '{df['criterion'].iloc[i]}'"
         raise InputError(
             path,
-            f"row {_csv_row(i)}: score '{raw.iloc[i]}' is off the {scale} scale; use a number from {lo + SCORE_MIN} "
-            f"to {lo + SCORE_MAX} or leave it empty",
+            f"row {_csv_row(i)}: score '{raw.iloc[i]}' is off the {scale.name} scale{whose}; use a number from "
+            f"{scale.low:g} to {scale.high:g} or leave it empty",
         )
-    df["score"] = (numeric - lo).astype("float64")
+    df["score"] = numeric.astype("float64")
 
     bad_dir = ~df["direction"].isin(DIRECTIONS)
     if bad_dir.any():

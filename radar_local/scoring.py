@@ -13,7 +13,6 @@ token and `max_tokens` can be set to the longest admissible answer: the object a
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -23,14 +22,16 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-# The Likert scale, in one place: a verifier answers an integer SCORE_MIN..SCORE_MAX (the paper's
-# 5-point 0-4); the statistics normalize by SCORE_MAX; a table on a shifted scale (1-5) is mapped here.
-SCORE_MIN, SCORE_MAX = 0, 4
-SCALE = f"{SCORE_MIN}-{SCORE_MAX}"
-SCALES = {SCALE: 0, f"{SCORE_MIN + 1}-{SCORE_MAX + 1}": 1}  # table scale -> offset subtracted to land on SCALE
-LIKERT = f"a {SCORE_MAX - SCORE_MIN + 1}-point Likert scale"
-SCORE_TOKENS = tuple(str(k) for k in range(SCORE_MIN, SCORE_MAX + 1))  # what an expected-mode verdict reads
-SAFE_CHAR = r"[ !#-\[\]-~]"  # printable ASCII without " and \
+from radar_local.answer import Answer, BareShape, JsonShape, Parsed, first_object
+from radar_local.scale import LIKERT, Scale
+
+__all__ = ["first_object", "Parsed"]
+
+# The default judge's scale (the paper's 5-point 0-4); a rubric may declare another (radar_local.scale).
+SCORE_MIN, SCORE_MAX = LIKERT.min, LIKERT.max
+SCALE = LIKERT.name
+LIKERT_WORDS = f"a {len(LIKERT.tokens)}-point Likert scale"
+SCORE_TOKENS = LIKERT.tokens  # what an expected-mode verdict reads on the default scale
 
 
 class ScoreFormat(BaseModel):
@@ -48,90 +49,35 @@ class ScoreFormat(BaseModel):
         return self.mode == "expected"
 
     @property
-    def regex(self) -> str:
+    def shape(self) -> JsonShape | BareShape:
+        """The default judge's answer shape: the paper's JSON object, or the bare score token."""
         if self.expected:
-            return f"[{SCORE_MIN}-{SCORE_MAX}]"
-        return (
-            r'\{"reasoning": "'
-            + SAFE_CHAR
-            + "{1,%d}" % self.max_reasoning_chars
-            + r'", "score": [%d-%d], "rationale": "' % (SCORE_MIN, SCORE_MAX)
-            + SAFE_CHAR
-            + "{1,%d}" % self.max_rationale_chars
-            + r'"\}'
-        )
+            return BareShape(kind="bare")
+        return JsonShape(before={"reasoning": self.max_reasoning_chars}, after={"rationale": self.max_rationale_chars})
+
+    def answer(self, criterion: str = "score", scale: Scale = LIKERT) -> Answer:
+        return Answer(self.shape, ((criterion, scale),), expected=self.expected)
+
+    # the default answer on the default scale, as engines and benchmarks take it
+    @property
+    def regex(self) -> str:
+        return self.answer().regex
 
     @property
     def max_tokens(self) -> int:
-        """The longest admissible answer in characters, hence an upper bound in tokens."""
-        if self.expected:
-            return 1
-        fixed = len('{"reasoning": "", "score": 0, "rationale": ""}')
-        return fixed + self.max_reasoning_chars + self.max_rationale_chars
+        return self.answer().max_tokens
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return SCORE_TOKENS
 
     def json_schema(self) -> dict:
-        """The same answer as a JSON schema, for servers that take only `response_format`."""
-        if self.expected:
-            return {"type": "integer", "minimum": SCORE_MIN, "maximum": SCORE_MAX}
-        return {
-            "type": "object",
-            "properties": {
-                "reasoning": {"type": "string", "minLength": 1, "maxLength": self.max_reasoning_chars},
-                "score": {"type": "integer", "minimum": SCORE_MIN, "maximum": SCORE_MAX},
-                "rationale": {"type": "string", "minLength": 1, "maxLength": self.max_rationale_chars},
-            },
-            "required": ["reasoning", "score", "rationale"],
-            "additionalProperties": False,
-        }
+        return self.answer().json_schema()
 
 
-@dataclass(frozen=True)
-class ParsedScore:
-    score: int | None  # None: unscored, the raw text is kept
-    reasoning: str | None
-    rationale: str | None
-
-
-def first_object(text: str) -> str | None:
-    """The first balanced {...} in `text`, respecting strings (App. D: 'parse the first balanced {...}')."""
-    start = text.find("{")
-    if start < 0:
-        return None
-    depth, in_str, escape = 0, False, False
-    for i, ch in enumerate(text[start:], start):
-        if in_str:
-            if escape:
-                escape = False
-            elif ch == "\\":
-                escape = True
-            elif ch == '"':
-                in_str = False
-            continue
-        if ch == '"':
-            in_str = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start : i + 1]
-    return None
-
-
-def parse_score(text: str) -> ParsedScore:
-    """Read the integer score on the scale from the first balanced object; anything else is unscored."""
-    blob = first_object(text)
-    try:
-        obj = json.loads(blob) if blob else None
-    except json.JSONDecodeError:
-        obj = None
-    if not isinstance(obj, dict):
-        return ParsedScore(None, None, None)
-    score = obj.get("score")
-    if isinstance(score, bool) or not isinstance(score, int) or not SCORE_MIN <= score <= SCORE_MAX:
-        score = None
-    as_text = lambda v: v if isinstance(v, str) else None
-    return ParsedScore(score, as_text(obj.get("reasoning")), as_text(obj.get("rationale")))
+def parse_score(text: str) -> Parsed:
+    """The default answer's score on 0-4 (the paper's JSON object); anything else is unscored."""
+    return ScoreFormat().answer().parse(text)["score"]
 
 
 @dataclass(frozen=True)
@@ -146,7 +92,9 @@ class ExpectedScore:
 LOGPROB_SLACK = 1e-6
 
 
-def expected_score(logprobs: Mapping[str, object] | Sequence[tuple[object, object]]) -> ExpectedScore:
+def expected_score(
+    logprobs: Mapping[str, object] | Sequence[tuple[object, object]], scale: Scale = LIKERT
+) -> ExpectedScore:
     """G-Eval's score from the log-probabilities of the score tokens at the answer's one position.
     A token the engine did not report (outside a server's top-k) counts as probability 0. What is not
     a distribution (a NaN, a positive log-probability, a non-number, probabilities summing past 1) is
@@ -158,7 +106,7 @@ def expected_score(logprobs: Mapping[str, object] | Sequence[tuple[object, objec
     if len(set(tokens)) < len(tokens):
         twice = next(t for t in tokens if tokens.count(t) > 1)
         return _unscored(f"token {twice!r:.20} is listed {tokens.count(twice)} times")
-    probs = dict.fromkeys(SCORE_TOKENS, 0.0)
+    probs = dict.fromkeys(scale.tokens, 0.0)
     total = 0.0
     for token, logprob in pairs:  # "3" and " 3" are the same answer
         if isinstance(logprob, bool) or not isinstance(logprob, (int, float)) or not logprob <= LOGPROB_SLACK:
@@ -172,16 +120,16 @@ def expected_score(logprobs: Mapping[str, object] | Sequence[tuple[object, objec
     mass = math.fsum(probs.values())
     if mass == 0.0:
         return _unscored("no score token has any probability")
-    dist = tuple(probs[t] / mass for t in SCORE_TOKENS)
-    mean = math.fsum(p * k for p, k in zip(dist, range(SCORE_MIN, SCORE_MAX + 1)))
-    return ExpectedScore(min(float(SCORE_MAX), max(float(SCORE_MIN), mean)), dist, mass)
+    dist = tuple(probs[t] / mass for t in scale.tokens)
+    mean = math.fsum(p * v for p, v in zip(dist, scale.values))
+    return ExpectedScore(min(float(scale.high), max(float(scale.low), mean)), dist, mass)
 
 
 def _unscored(reason: str) -> ExpectedScore:
     return ExpectedScore(None, None, None, reason)
 
 
-def matches(fmt: ScoreFormat, text: str) -> bool:
+def matches(fmt: ScoreFormat | Answer, text: str) -> bool:
     return re.fullmatch(fmt.regex, text) is not None
 
 

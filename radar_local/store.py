@@ -31,7 +31,6 @@ from pydantic import ValidationError
 
 from radar_local.errors import InputError, RadarError
 from radar_local.records import RECORD_VERSION, ProbeRecord, Record, VerdictRecord, record_line
-from radar_local.scoring import SCORE_MAX
 
 log = logging.getLogger("radar_local")
 
@@ -290,12 +289,17 @@ class Store:
 
     def mismatch(self, kind: str, rec: Record, field: str, expected: object) -> InputError:
         """The error for a stored record whose `field` disagrees with the request its key hashes."""
+        return self.edited(
+            kind, rec, f"'{field}' is {getattr(rec, field)!r}, which does not match its key ({expected!r})"
+        )
+
+    def edited(self, kind: str, rec: Record, what: str) -> InputError:
+        """The error for a stored record radar cannot have written (`what` is wrong with it)."""
         name = self.files[kind]
         return InputError(
             self.root / name,
-            f"line {self.lines[name].get(rec.key, '?')}: '{field}' is "
-            f"{getattr(rec, field)!r}, which does not match its key ({expected!r}): the "
-            "line was edited; restore it or move the file aside, then run again",
+            f"line {self.lines[name].get(rec.key, '?')}: {what}: the line was edited; restore it or move the file "
+            "aside, then run again",
         )
 
     def require_writer(self) -> None:
@@ -353,8 +357,8 @@ def _record(line: bytes, kind: type[Record]) -> Record | str:
     if not err["loc"]:
         return "not a JSON object"
     field = str(err["loc"][0])
-    if err["type"] in ("less_than_equal", "greater_than_equal", "finite_number"):
-        return f"{field} {err['input']} is off the 0-{SCORE_MAX} scale"
+    if err["type"] == "finite_number":
+        return f"{field} {err['input']} is not a finite number"
     annotation = kind.model_fields[field].annotation if field in kind.model_fields else None
     return f"'{field}' is missing or not {_KIND_NAMES.get(annotation, 'a number or null')}"
 

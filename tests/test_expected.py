@@ -14,7 +14,8 @@ import pytest
 from radar_local.engines.openai import OpenAIEngine
 from radar_local.errors import InputError, RadarError
 from radar_local.plan import Plan
-from radar_local.prompts import EXPECTED_TEXT, SCHEMA_TEXT
+from radar_local.prompts import expected_text, schema_text
+from radar_local.scale import LIKERT
 from radar_local.report.build import write_report
 from radar_local.run import load_run, run_audit
 from radar_local.rundir import SCORES
@@ -87,8 +88,8 @@ def test_the_mode_changes_the_prompt_and_the_keys(tmp_path):
         reqs = plan.score_requests(probe, cfg.verifier)
         keys[mode], users[mode] = {r.key for r in reqs}, reqs[0].messages[-1]["content"]
     assert not keys["reasoned"] & keys["expected"]  # a verdict of one mode never stands in for the other
-    assert users["expected"].endswith(EXPECTED_TEXT) and SCHEMA_TEXT not in users["expected"]
-    assert users["reasoned"].endswith(SCHEMA_TEXT)
+    assert users["expected"].endswith(expected_text(LIKERT)) and schema_text(LIKERT) not in users["expected"]
+    assert users["reasoned"].endswith(schema_text(LIKERT))
 
 
 def test_score_table_takes_continuous_scores_and_keeps_them_exactly(tmp_path):
@@ -101,7 +102,7 @@ def test_score_table_takes_continuous_scores_and_keeps_them_exactly(tmp_path):
     on_1_5 = validate_scores(
         pd.DataFrame(rows, columns=list(COLUMNS)).assign(score=lambda d: d["score"] + 1), "t", "1-5"
     )
-    assert on_1_5["score"].tolist() == df["score"].tolist()
+    assert on_1_5["score"].tolist() == [s + 1 for s in df["score"]]  # its own scale: the statistics divide by its span
     for bad in (4.5, -0.25, float("inf")):
         with pytest.raises(InputError, match="off the 0-4 scale; use a number from 0 to 4"):
             validate_scores(pd.DataFrame([rows[0][:-1] + (bad,)], columns=list(COLUMNS)), "t")

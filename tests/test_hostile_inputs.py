@@ -153,7 +153,6 @@ def _edit_line(path: Path, number: int, edit) -> None:
             "'score' is missing or not a number",
         ),
         (SCORES, lambda r: json.dumps({**r, "score": "4"}), "'score' is missing or not a number"),
-        (SCORES, lambda r: json.dumps({**r, "score": 9}), "score 9 is off the 0-4 scale"),
         (SCORES, lambda r: json.dumps({**r, "score": True}), "'score' is missing or not a number"),
     ],
 )
@@ -172,6 +171,17 @@ def test_a_probe_whose_fields_disagree_with_its_key_is_refused(run_copy, field, 
     """The key is the hash of what was asked; a record saying otherwise was edited."""
     _edit_line(run_copy / PROBES, 2, lambda r: json.dumps({**r, field: value}))
     one_line_exit_2(_audit_again(run_copy), run_copy / PROBES, "line 2", f"'{field}'", "does not match its key")
+
+
+def test_a_verdict_off_its_criterion_scale_is_refused(run_copy):
+    """A line is checked against the scale of the criterion it scores (the rubric's), when it is read for an audit."""
+    stored = [p for p in run_copy.iterdir() if p.is_file() and p.name != ".radar.lock"]
+    before = {p: p.read_bytes() for p in stored}
+    _edit_line(run_copy / SCORES, 3, lambda r: json.dumps({**r, "score": 9}))
+    one_line_exit_2(_audit_again(run_copy), run_copy / SCORES, "line 3", "score 9 is off the 0-4 scale", "edited")
+    assert {p: p.read_bytes() for p in stored if p.name != SCORES} == {
+        p: b for p, b in before.items() if p.name != SCORES
+    }
 
 
 def test_a_verdict_whose_criterion_disagrees_with_its_key_is_refused(run_copy):

@@ -51,8 +51,10 @@ def test_chunk_and_batch_boundaries_change_nothing(tmp_path, batch_size):
 
 def test_prefix_order_submits_each_probe_once_before_its_other_criteria():
     from radar_local.plan import ScoreRequest
+    from radar_local.scoring import ScoreFormat
 
-    reqs = [ScoreRequest(f"{p}{c}", p, c, []) for p in ("p1", "p2", "p3") for c in ("a", "b")][:5]
+    fmt = ScoreFormat()
+    reqs = [ScoreRequest(f"{p}{c}", p, (c,), [], fmt.answer(c)) for p in ("p1", "p2", "p3") for c in ("a", "b")][:5]
     assert [r.key for r in prefix_order(reqs, "prefix-shared", stagger=8)] == ["p1a", "p2a", "p3a", "p1b", "p2b"]
     # one probe apart: p1's other verdicts follow p2's first, p2's follow p3's first
     assert [r.key for r in prefix_order(reqs, "prefix-shared", stagger=1)] == ["p1a", "p2a", "p1b", "p3a", "p2b"]

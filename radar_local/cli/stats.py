@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from radar_local.cli.options import Unit, check_output, stats_options
-from radar_local.scoring import SCALE, SCALES
+from radar_local.scoring import SCALE
 from radar_local.stats.bias import BIAS
 
 
@@ -16,7 +16,10 @@ from radar_local.stats.bias import BIAS
 @click.argument("scores", type=click.Path(path_type=Path))
 @stats_options
 @click.option(
-    "--scale", type=click.Choice(list(SCALES)), default=SCALE, show_default=True, help="Score scale of the table."
+    "--scale",
+    default=SCALE,
+    show_default=True,
+    help="Score scale of the table, an integer range (1-5, 1-10); a rubric's own scales win.",
 )
 @click.option("--generator", help="Pick one generator when the table holds several.")
 @click.option("--verifier", help="Pick one verifier when the table holds several.")

@@ -10,7 +10,6 @@ from pydantic import BaseModel, ConfigDict
 
 from radar_local.errors import RadarError
 from radar_local.prompts import Messages
-from radar_local.scoring import SCORE_TOKENS, ScoreFormat
 
 
 class JsonFormat(Protocol):
@@ -23,6 +22,17 @@ class JsonFormat(Protocol):
     def max_tokens(self) -> int: ...
 
     def json_schema(self) -> dict: ...
+
+
+class ScoreFormat(JsonFormat, Protocol):
+    """A verdict's constraint (radar_local.answer.Answer, scoring.ScoreFormat): in expected mode the answer
+    is one token, read as the distribution over `tokens` (the scale's levels as written)."""
+
+    @property
+    def expected(self) -> bool: ...
+
+    @property
+    def tokens(self) -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -72,7 +82,7 @@ class Engine(Protocol):
 
     def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
         """One greedy answer per prompt, constrained to `fmt`; in expected mode (`fmt.expected`) one
-        token, with the log-probability of every score token (SCORE_TOKENS) at that position."""
+        token, with the log-probability of every level (`fmt.tokens`) at that position."""
 
     def generate_stream(
         self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int], chunk: int
@@ -93,14 +103,14 @@ class Engine(Protocol):
         """Free the model's memory."""
 
 
-def single_token_ids(tokenizer, model: str) -> list[int]:
-    """The token id of each score; expected mode reads one position, so each score must be one token."""
-    ids = [tokenizer.encode(t, add_special_tokens=False) for t in SCORE_TOKENS]
-    split = [t for t, i in zip(SCORE_TOKENS, ids) if len(i) != 1]
+def single_token_ids(tokenizer, model: str, tokens: tuple[str, ...]) -> list[int]:
+    """The token id of each level; expected mode reads one position, so each level must be one token."""
+    ids = [tokenizer.encode(t, add_special_tokens=False) for t in tokens]
+    split = [t for t, i in zip(tokens, ids) if len(i) != 1]
     if split:
         raise RadarError(
-            f"{model}'s tokenizer splits the score(s) {', '.join(split)} into several tokens; "
-            "expected mode needs one token per score: use scoring mode 'reasoned'"
+            f"{model}'s tokenizer splits the level(s) {', '.join(split)} into several tokens; "
+            "expected mode needs one token per level: use scoring mode 'reasoned'"
         )
     return [i[0] for i in ids]
 

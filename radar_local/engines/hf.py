@@ -13,12 +13,12 @@ from radar_local.engines.base import (
     EngineCounters,
     EngineOptions,
     JsonFormat,
+    ScoreFormat,
     single_token_ids,
 )
 from radar_local.errors import MissingDependencyError
 from radar_local.models import resolve
 from radar_local.prompts import Messages
-from radar_local.scoring import SCORE_TOKENS, ScoreFormat
 
 if TYPE_CHECKING:
     import torch
@@ -155,17 +155,17 @@ class TransformersEngine(BatchStream):
         # the template adds the same text to every prompt, so content length orders them as tokens do
         order = sorted(range(len(prompts)), key=lambda i: sum(len(m["content"]) for m in prompts[i]))
         ranked = [prompts[i] for i in order]
-        answers = self._expected_scores(ranked) if fmt.expected else self.constrained(ranked, fmt=fmt)
+        answers = self._expected_scores(ranked, fmt.tokens) if fmt.expected else self.constrained(ranked, fmt=fmt)
         out: list[Completion] = [None] * len(prompts)  # type: ignore[list-item]
         for i, answer in zip(order, answers):
             out[i] = answer
         return out
 
-    def _expected_scores(self, prompts: list[Messages]) -> list[Completion]:
+    def _expected_scores(self, prompts: list[Messages], tokens: tuple[str, ...]) -> list[Completion]:
         """One forward pass per batch: the log-probabilities of the score tokens at the answer's first position."""
         import torch
 
-        ids = single_token_ids(self.tokenizer, self.model)
+        ids = single_token_ids(self.tokenizer, self.model, tokens)
         out: list[Completion] = []
         for start in range(0, len(prompts), self.options.batch_size):
             inputs = self._encode(prompts[start : start + self.options.batch_size])
@@ -175,9 +175,7 @@ class TransformersEngine(BatchStream):
             logprobs = torch.log_softmax(logits.float(), dim=-1)[:, ids].tolist()
             for row, lps in enumerate(logprobs):
                 best = max(range(len(ids)), key=lps.__getitem__)
-                out.append(
-                    Completion(SCORE_TOKENS[best], int(mask[row].sum()), 1, "length", dict(zip(SCORE_TOKENS, lps)))
-                )
+                out.append(Completion(tokens[best], int(mask[row].sum()), 1, "length", dict(zip(tokens, lps))))
         return out
 
     def counters(self) -> EngineCounters:

@@ -28,12 +28,12 @@ from radar_local.engines.base import (
     Finished,
     FinishedSamples,
     JsonFormat,
+    ScoreFormat,
     StreamBatch,
     in_order,
 )
 from radar_local.errors import RadarError
 from radar_local.prompts import Messages
-from radar_local.scoring import ScoreFormat
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 TOP_LOGPROBS = 20  # the most the OpenAI API returns; score tokens outside them count as probability 0

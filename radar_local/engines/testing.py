@@ -1,10 +1,15 @@
 """A deterministic engine with a planted coupling, for testing the orchestration in seconds.
 
 Never a stand-in for a model in an end-to-end test: it exists so that chunking, waves, resume,
-locks and signals are tested without loading weights. Its generator writes which criterion a probe
-was steered on and in which direction; its verifier reads that back and answers with a score from
-the planted coupling: 4 / 0 on the steered criterion, 2 + 2 * sign * coupling[target][criterion]
-(rounded, clipped to 0-4) on the others. With `noise`, the planted judge's belief is spread around
+locks and signals are tested without loading weights. It answers from the fields radar's requests
+carry (prompts.Prompt: a probe's target and direction, the response and criteria a verdict rates),
+never from their wording, so any judge template and answer shape serve. Its generator writes which
+criterion a probe was steered on and in which direction; its verifier reads that back from the
+response and answers with a score from the planted coupling: 4 / 0 on the steered criterion,
+2 + 2 * sign * coupling[target][criterion] (rounded, clipped to 0-4) on the others, put on the
+criterion's scale (the nearest level to the same share of its span). In a joint call (all criteria in
+one answer) it adds 2 * sign * `halo` to every other criterion: the halo a joint judge adds.
+With `noise`, the planted judge's belief is spread around
 that value (a discretized normal, sd `noise` Likert points) whose centre also moves with the verdict
 (uniform within +-noise/2: each probe is a different response): a reasoned verdict is one seeded
 draw from the belief, an expected-mode verdict reads the whole distribution.
@@ -30,22 +35,16 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from radar_local.engines.base import BatchStream, Completion, EngineCounters, EngineOptions, Finished
+from radar_local.answer import Answer, GradeShape, JsonShape
+from radar_local.engines.base import BatchStream, Completion, EngineCounters, EngineOptions, Finished, ScoreFormat
 from radar_local.prompts import Messages
-from radar_local.scoring import SCORE_MAX, SCORE_MIN, SCORE_TOKENS, ScoreFormat
+from radar_local.scale import Scale
 
-# Labels and descriptions are any text, newlines and brackets included: a criterion is known by its
-# label's first line (the generator sees "Criterion: <label>\n<description>"), and patterns span lines.
+# What the planted generator writes, read back from a response (its own text, as a judge reads it). Labels
+# are any text, newlines and brackets included: a criterion is known by its label's first line.
 STEER = re.compile(r"Steered ([+-]) on <(.*?)>: reply \(seed")
-REWRITE = re.compile(r"^Change: (\S+) (up|down)$", re.MULTILINE)  # a nuisance rewrite prompt (prompts.py)
 REWRITTEN = re.compile(r"Rewritten (up|down) on <([^>]+)>")
-CRITERION_BLOCK = re.compile(r"\nCriterion: ([\s\S]*)\nImportant:\n")
-RATED = re.compile(r"Rate the ([\s\S]+?) of the (?:following response|response above) on")
-RATED_DESCRIPTION = re.compile(
-    r"### Criterion\n[\s\S]*?: ([\s\S]+?)\nRate the |rating only the [\s\S]+? \(\d to \d\)\. ([\s\S]+?)\nRate the "
-)
-RESPONSE = re.compile(r"<<<RESPONSE-[0-9a-f]{16}>>>\n(.*?)\n<<<END RESPONSE-", re.DOTALL)
-CANDIDATE = re.compile(r"Candidate (\d+) of \d+")
+CANDIDATE = re.compile(r"Candidate (\d+) of \d+")  # the scripted rubric editor's prompt
 
 
 def words(text: str) -> set[str]:
@@ -58,12 +57,12 @@ def first_line(label: str) -> str:
     return label.split("\n", 1)[0]
 
 
-def found(pattern: re.Pattern[str], text: str) -> re.Match[str]:
-    """The match in one of radar's own prompts, which always holds it."""
-    match = pattern.search(text)
-    if match is None:
-        raise ValueError(f"the planted engine found no {pattern.pattern!r} in its prompt")
-    return match
+def fields(messages: Messages) -> dict:
+    """What radar asked in a request (prompts.Prompt), which the planted engine answers from."""
+    found = getattr(messages, "fields", None)
+    if found is None:
+        raise ValueError("the planted engine answers radar's own requests (plan.py), which carry their fields")
+    return found
 
 
 class PlantedEngine(BatchStream):
@@ -76,6 +75,7 @@ class PlantedEngine(BatchStream):
         coupling: dict[str, dict[str, float]] = Field(
             default_factory=dict, description="coupling[target label][criterion label]; 0 where absent"
         )
+        halo: float = Field(0.0, ge=-1, le=1, description="Joint calls: coupling added into every other criterion")
         delay_s: float = Field(0.0, ge=0, le=60, description="Sleep per generate call, for interrupting a stage")
         inject: dict[str, str] = Field(
             default_factory=dict, description="Text appended to + probes of a criterion label"
@@ -137,30 +137,29 @@ class PlantedEngine(BatchStream):
         time.sleep(self.options.delay_s)
         out = []
         for messages, seed in zip(prompts, seeds):
-            user = messages[-1]["content"]
-            if (rewrite := REWRITE.search(user)) is not None:
-                out.append([self._rewritten(user, *rewrite.groups())])
+            asked, size = fields(messages), len(messages[-1]["content"].split())
+            if asked["kind"] == "rewrite":
+                out.append([self._rewritten(asked, size)])
                 continue
-            block = CRITERION_BLOCK.search(user)
             # Sample v of a prompt under seed s is the sample of seed s + v, as in vLLM: a cell's variants
             # are the same whether they are asked for at once or in waves.
-            if block is None:
+            if "target" not in asked:
                 texts = [f"Unsteered reply (seed {seed + v})." for v in range(n)]
             else:
-                sign = "+" if "strongly satisfies" in user or "HIGH-word" in user else "-"
+                sign = asked["direction"]
                 if self.options.wording:
-                    out.append([self._worded(block.group(1), sign, seed + v, len(user.split())) for v in range(n)])
+                    out.append([self._worded(asked["description"], sign, seed + v, size) for v in range(n)])
                     continue
-                steered = first_line(block.group(1))
+                steered = first_line(asked["target"])
                 inject = {first_line(label): text for label, text in self.options.inject.items()}
                 extra = f" {inject[steered]}" if sign == "+" and steered in inject else ""
                 texts = [f"Steered {sign} on <{steered}>: reply (seed {seed + v}).{extra}" for v in range(n)]
-            out.append([Completion(t, len(user.split()), len(t.split()), "stop") for t in texts])
+            out.append([Completion(t, size, len(t.split()), "stop") for t in texts])
         return out
 
-    def _rewritten(self, user: str, attribute: str, way: str) -> Completion:
+    def _rewritten(self, asked: dict, prompt_tokens: int) -> Completion:
         """The base response, marked with the rewrite; longer (up) or shorter (down) where it steers."""
-        base = found(RESPONSE, user).group(1)
+        base, attribute, way = asked["response"], asked["attribute"], asked["way"]
         if attribute in self.options.steers:
             base = (
                 f"{base} {' '.join(['It says the same again, at length.'] * 8)}"
@@ -168,11 +167,11 @@ class PlantedEngine(BatchStream):
                 else " ".join(base.split()[-1:])
             )
         text = f"Rewritten {way} on <{attribute}>: {base}"
-        return Completion(text, len(user.split()), len(text.split()), "stop")
+        return Completion(text, prompt_tokens, len(text.split()), "stop")
 
-    def _worded(self, block: str, sign: str, seed: int, prompt_tokens: int) -> Completion:
+    def _worded(self, description: str, sign: str, seed: int, prompt_tokens: int) -> Completion:
         """A + probe made of (a seeded 80% of) its target's description words; a - probe of none."""
-        vocab = sorted(words(block.split("\n", 1)[-1]))  # the description follows the label's line
+        vocab = sorted(words(description))
         rng = random.Random(seed)
         text = "Reply: " + " ".join(w for w in vocab if rng.random() < 0.8) if sign == "+" else "Ok."
         return Completion(text, prompt_tokens, len(text.split()), "stop")
@@ -201,47 +200,63 @@ class PlantedEngine(BatchStream):
                 time.sleep(3600)
             except FileExistsError:
                 pass
+        answer = fmt if isinstance(fmt, Answer) else fmt.answer()  # type: ignore[attr-defined]
         out = []
         for messages in prompts:
+            asked = fields(messages)
             text = "\n".join(m["content"] for m in messages)
-            if self.options.fail_constraints and not fmt.expected:
-                out.append(Completion("", len(text.split()), 0, "error"))
+            size = len(text.split())
+            if self.options.fail_constraints and not answer.expected:
+                out.append(Completion("", size, 0, "error"))
                 continue
-            belief = self._belief(text)
-            if fmt.expected:
+            scales = dict(answer.scales)
+            beliefs = {
+                cid: self._belief(asked, c["label"], c["description"], text, scales[cid], answer.joint)
+                for (cid, _), c in zip(answer.scales, asked["criteria"])
+            }
+            if answer.expected:
+                (cid, belief), scale = next(iter(beliefs.items())), answer.scales[0][1]
                 best = max(range(len(belief)), key=belief.__getitem__)
-                logprobs = {t: math.log(p) for t, p in zip(SCORE_TOKENS, belief) if p > 0}
-                out.append(Completion(SCORE_TOKENS[best], len(text.split()), 1, "length", logprobs))
+                logprobs = {t: math.log(p) for t, p in zip(scale.tokens, belief) if p > 0}
+                out.append(Completion(scale.tokens[best], size, 1, "length", logprobs))
                 continue
-            rng = random.Random(hashlib.sha256(b"draw" + text.encode()).digest())  # the same prompt, the same verdict
-            score = rng.choices(range(SCORE_MIN, SCORE_MAX + 1), weights=belief)[0]
-            answer = json.dumps({"reasoning": "planted", "score": score, "rationale": "planted"})
-            out.append(Completion(answer, len(text.split()), len(answer.split()), "stop"))
+            levels = {}
+            for cid, belief in beliefs.items():
+                # the same prompt, the same verdict; a joint call's criteria draw apart
+                rng = random.Random(
+                    hashlib.sha256(b"draw" + text.encode() + (cid.encode() if answer.joint else b"")).digest()
+                )
+                levels[cid] = rng.choices(scales[cid].tokens, weights=belief)[0]
+            reply = written(answer, levels)
+            out.append(Completion(reply, size, len(reply.split()), "stop"))
         return out
 
-    def _belief(self, text: str) -> list[float]:
-        """P(score) for this prompt: all mass on the rounded planted value without noise."""
-        rated = found(RATED, text).group(1)
-        steer = STEER.search(text)
+    def _belief(self, asked: dict, rated: str, description: str, text: str, scale: Scale, joint: bool) -> list[float]:
+        """P(level) for this criterion: all mass on the level nearest the planted value without noise. The
+        value is on the 0-4 footing, each level at its share of the scale's span times 4."""
+        rated = first_line(rated)
+        response = asked["response"]
+        steer = STEER.search(response)
         value = 2.0
         if self.options.wording:
-            wanted = words(next(g for g in found(RATED_DESCRIPTION, text).groups() if g))
-            seen = wanted & words(found(RESPONSE, text).group(1))
-            value = SCORE_MAX * len(seen) / len(wanted) if wanted else 2.0  # no word to find: the middle
+            wanted = words(description)
+            seen = wanted & words(response)
+            value = 4 * len(seen) / len(wanted) if wanted else 2.0  # no word to find: the middle
         elif steer is not None:
             sign = 1 if steer.group(1) == "+" else -1
             steered = steer.group(2)
             row = next((row for label, row in self.options.coupling.items() if first_line(label) == steered), {})
-            level = 1.0 if first_line(rated) == steered else row.get(rated, 0.0)
-            value = min(SCORE_MAX, max(SCORE_MIN, 2 + 2 * sign * level))
-        elif (rewritten := REWRITTEN.search(text)) is not None:
+            level = 1.0 if rated == steered else row.get(rated, 0.0) + (self.options.halo if joint else 0.0)
+            value = min(4.0, max(0.0, 2 + 2 * sign * level))
+        elif (rewritten := REWRITTEN.search(response)) is not None:
             sign = 1 if rewritten.group(1) == "up" else -1
             value = 2 + 2 * sign * self.options.bias.get(rewritten.group(2), {}).get(rated, 0.0)
-        scores = range(SCORE_MIN, SCORE_MAX + 1)
+        at = [4 * float((v - scale.low) / scale.span) for v in scale.values]
         if self.options.noise == 0:
-            return [float(k == round(value)) for k in scores]
+            nearest = min(range(len(at)), key=lambda i: (abs(at[i] - value), at[i] != round(value)))  # as round()
+            return [float(i == nearest) for i in range(len(at))]
         value += self.options.noise * (random.Random(hashlib.sha256(text.encode()).digest()).random() - 0.5)
-        weights = [math.exp(-((k - value) ** 2) / (2 * self.options.noise**2)) for k in scores]
+        weights = [math.exp(-((x - value) ** 2) / (2 * self.options.noise**2)) for x in at]
         total = math.fsum(weights)
         return [w / total for w in weights]
 
@@ -250,3 +265,30 @@ class PlantedEngine(BatchStream):
 
     def close(self) -> None:
         pass
+
+
+def written(answer: Answer, levels: dict[str, str]) -> str:
+    """The planted verdicts as the answer's shape writes them (a level as written; a JSON value as a number
+    on a range, as a string for named levels)."""
+    scales = dict(answer.scales)
+    shape = answer.shape
+
+    def value(cid: str) -> object:
+        return int(levels[cid]) if scales[cid].is_range else levels[cid]
+
+    def one(cid: str) -> object:
+        if isinstance(shape, JsonShape):
+            return {
+                **dict.fromkeys(shape.before, "planted"),
+                shape.score: value(cid),
+                **dict.fromkeys(shape.after, "planted"),
+            }
+        return value(cid)
+
+    if answer.joint:
+        return json.dumps({cid: one(cid) for cid in levels})
+    (cid,) = levels
+    if isinstance(shape, GradeShape):
+        prefix, _, suffix = shape.parts
+        return ("planted\n" if shape.reasoning else "") + prefix + levels[cid] + suffix
+    return json.dumps(one(cid)) if isinstance(shape, JsonShape) else levels[cid]

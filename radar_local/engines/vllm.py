@@ -24,6 +24,7 @@ from radar_local.engines.base import (
     Finished,
     FinishedSamples,
     JsonFormat,
+    ScoreFormat,
     StreamBatch,
     in_order,
     prompt_floor,
@@ -41,7 +42,6 @@ from radar_local.hardware import (
 )
 from radar_local.models import resolve
 from radar_local.prompts import Messages
-from radar_local.scoring import SCORE_TOKENS, ScoreFormat
 
 if TYPE_CHECKING:
     from vllm import LLM, RequestOutput, SamplingParams
@@ -352,7 +352,7 @@ class VLLMEngine(StreamBatch):
         if not fmt.expected:
             yield from self.constrained_stream(prompts, fmt=fmt)
             return
-        ids = self.score_token_ids()
+        ids = self.score_token_ids(fmt.tokens)
         params = [
             SamplingParams(temperature=0.0, max_tokens=1, allowed_token_ids=ids, logprob_token_ids=ids) for _ in prompts
         ]
@@ -361,7 +361,7 @@ class VLLMEngine(StreamBatch):
             for i, o in finished:
                 got = o.outputs[0].logprobs[0] if o.outputs[0].logprobs else {}
                 # raw log-probabilities of the score tokens, before the allowed-token mask
-                logprobs = {t: got[k].logprob for t, k in zip(SCORE_TOKENS, ids) if k in got}
+                logprobs = {t: got[k].logprob for t, k in zip(fmt.tokens, ids) if k in got}
                 out.append((i, replace(_sample(o, o.outputs[0]), score_logprobs=logprobs)))
             yield out
 
@@ -370,8 +370,8 @@ class VLLMEngine(StreamBatch):
     ) -> list[Completion]:
         return in_order(self.constrained_stream(prompts, fmt=fmt, temperature=temperature, seeds=seeds), len(prompts))
 
-    def score_token_ids(self) -> list[int]:
-        return single_token_ids(self.llm.get_tokenizer(), self.model)
+    def score_token_ids(self, tokens: tuple[str, ...]) -> list[int]:
+        return single_token_ids(self.llm.get_tokenizer(), self.model, tokens)
 
     def counters(self) -> EngineCounters:
         values = {m.name: getattr(m, "value", None) for m in self.llm.get_metrics()}

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from radar_local.answer import SAFE_CHAR
 from radar_local.audited import audited_set
 from radar_local.prompts import Messages
 from radar_local.report.examples import pair_examples
 from radar_local.rubric import Criterion, Rubric
-from radar_local.scoring import SAFE_CHAR
 
 if TYPE_CHECKING:
     from radar_local.repair.findings import Finding

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from radar_local.nuisance import DOWN, UP
-from radar_local.scoring import SCORE_MAX
+from radar_local.scale import LIKERT
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES, stratified_counts
 from radar_local.stats.exact import Q, at_least, decimal, exact_sum
 from radar_local.stats.flags import CONFIRMED, POSSIBLE
@@ -75,12 +75,12 @@ def nuisance_pairs(df: pd.DataFrame, criteria: list[str]) -> list[NuisancePairs]
     return out
 
 
-def _sensitivity(diff: np.ndarray, task: np.ndarray, n_tasks: int) -> tuple[Q, list[Q]]:
-    """Exact mean over tasks of each task's mean difference, on the 0-1 scale."""
+def _sensitivity(diff: np.ndarray, task: np.ndarray, n_tasks: int, span: Fraction) -> tuple[Q, list[Q]]:
+    """Exact mean over tasks of each task's mean difference, on the 0-1 footing (divided by the scale's span)."""
     per_task: list[Q] = []
     for t in range(n_tasks):
         col = diff[(task == t) & ~np.isnan(diff)]
-        per_task.append(exact_sum(col) / (len(col) * SCORE_MAX) if len(col) else None)
+        per_task.append(exact_sum(col) / (len(col) * span) if len(col) else None)
     defined = [v for v in per_task if v is not None]
     return (sum(defined, Fraction(0)) / len(defined) if defined else None), per_task
 
@@ -103,7 +103,9 @@ class _Cell:
     reps: _Replicates | None
 
 
-def _replicates(diff: np.ndarray, task: np.ndarray, n_tasks: int, resamples: int, seed: int) -> _Replicates | None:
+def _replicates(
+    diff: np.ndarray, task: np.ndarray, n_tasks: int, resamples: int, seed: int, span: Fraction
+) -> _Replicates | None:
     """The replicates' deviations from the data's sensitivity, by the coupling intervals' draw
     (stats/bootstrap.stratified_counts, each task's pairs a stratum); df = pairs minus tasks. A task with one
     pair cannot be resampled: it keeps its mean in every replicate and adds no df; with no task of two pairs
@@ -113,7 +115,7 @@ def _replicates(diff: np.ndarray, task: np.ndarray, n_tasks: int, resamples: int
     if not resamples or not used:
         return None
     sizes = [len(rows) for rows in strata]
-    values = diff[np.concatenate(strata)] / SCORE_MAX  # stratum after stratum, as the counts lay them out
+    values = diff[np.concatenate(strata)] / float(span)  # stratum after stratum, as the counts lay them out
     counts = stratified_counts(np.random.default_rng(seed), sizes, resamples)
     bounds = np.r_[0, np.cumsum(sizes)]
     means = np.stack(
@@ -135,17 +137,22 @@ def nuisance_table(
     level: float = LEVEL,
     seed: int = 0,
     steered: dict[str, bool] | None = None,
+    spans: Sequence[Fraction] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per (attribute, criterion): pairs, sensitivity and its interval, per task, bias share, flag.
-    `steered[attribute]` False (the manipulation check failed): no flag; absent: not checked (None)."""
+    `steered[attribute]` False (the manipulation check failed): no flag; absent: not checked (None).
+    `spans`: each criterion's scale span (default the paper's 0-4)."""
     from radar_local.stats.intervals import expanded_interval, simultaneous  # scipy: not at `radar --help`
 
     cells = []
     for a, p in enumerate(pairs):
         for j, criterion in enumerate(criteria):
             diff = p.diff[:, j]
-            sens, per_task = _sensitivity(diff, p.task, len(p.tasks))
-            reps = None if sens is None else _replicates(diff, p.task, len(p.tasks), resamples, seed + 7919 * a + j)
+            span = LIKERT.span if spans is None else spans[j]
+            sens, per_task = _sensitivity(diff, p.task, len(p.tasks), span)
+            reps = (
+                None if sens is None else _replicates(diff, p.task, len(p.tasks), resamples, seed + 7919 * a + j, span)
+            )
             cells.append(_Cell(p, j, criterion, diff, sens, per_task, reps))
     # The family: every cell that can be flagged, one replicate index across them (their draws are independent,
     # which only makes the band wider where cells move together), as stats/intervals.Family is for coupling.

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cached_property
 
 import numpy as np
 
-from radar_local.scoring import SCORE_MAX
 from radar_local.stats.probes import ProbeMatrix, new_rows
 
 RESAMPLES = 500  # bootstrap resamples unless a config or caller says otherwise
@@ -20,13 +20,14 @@ class Strata:
     """The directed probes of a cell grouped by (task, target, direction), as sorted arrays."""
 
     scores: np.ndarray  # (P, K) normalized to [0, 1], float64, rows sorted by stratum
-    likert: np.ndarray  # (P, K) the same scores as read, float64 on the 0-4 scale, for the exact point estimate
+    likert: np.ndarray  # (P, K) the same scores as read, on each criterion's scale, for the exact point estimate
     starts: np.ndarray  # (S,) first row of each stratum
     sizes: np.ndarray  # (S,)
     task: np.ndarray  # (S,) stratum labels
     target: np.ndarray
     direction: np.ndarray
     shape: tuple[int, int]  # (T, K)
+    spans: tuple[Fraction, ...]  # (K,) each criterion's scale span (likert / span is the 0-1 footing)
 
     @classmethod
     def from_probes(cls, pm: ProbeMatrix) -> Strata:
@@ -37,7 +38,7 @@ class Strata:
         sizes = np.diff(np.r_[starts, len(order)])
         first = order[starts]
         return cls(
-            scores=pm.scores[order] / SCORE_MAX,
+            scores=pm.scores[order] / np.array([float(s) for s in pm.spans]),
             likert=pm.scores[order],
             starts=starts,
             sizes=sizes,
@@ -45,6 +46,7 @@ class Strata:
             target=pm.target[first],
             direction=pm.direction[first],
             shape=(len(pm.tasks), len(pm.criteria)),
+            spans=pm.spans,
         )
 
     @cached_property
@@ -94,6 +96,7 @@ class Strata:
             target=self.target,
             direction=self.direction,
             shape=self.shape,
+            spans=self.spans,
         )
 
     def slices(self) -> list[slice]:

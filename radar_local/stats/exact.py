@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from radar_local.scoring import SCORE_MAX
 from radar_local.stats.bootstrap import Strata
 from radar_local.stats.coupling import Coupling, self_effect
 
@@ -132,7 +131,8 @@ def exact_sum(values: np.ndarray) -> Fraction:
 
 def exact_point(strata: Strata) -> ExactPoint:
     """Stratum means as Fractions of exact sums of the scores as read (integers, or the floats of
-    expected-mode verdicts), normalized by SCORE_MAX, then eq. 1-6 in rational arithmetic."""
+    expected-mode verdicts), divided by each criterion's scale span (the 0-1 footing), then eq. 1-6 in rational
+    arithmetic."""
     t_count, k = strata.shape
     means: list[list[list[list[Q]]]] = [[[[None] * k for _ in range(2)] for _ in range(k)] for _ in range(t_count)]
     for s, rows in enumerate(strata.slices()):
@@ -141,7 +141,7 @@ def exact_point(strata: Strata) -> ExactPoint:
             col = block[:, j][~np.isnan(block[:, j])]
             if len(col):
                 means[strata.task[s]][strata.target[s]][strata.direction[s]][j] = exact_sum(col) / (
-                    len(col) * SCORE_MAX
+                    len(col) * strata.spans[j]
                 )
 
     se_t = [[_diff(means[t][i][0][i], means[t][i][1][i]) for i in range(k)] for t in range(t_count)]

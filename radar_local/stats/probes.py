@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,19 +24,23 @@ class ProbeMatrix:
     verifier: str
     criteria: tuple[str, ...]
     tasks: tuple[str, ...]
-    scores: np.ndarray  # (P, K) float, NaN = unscored or not scored; 0-4 scale
+    scores: np.ndarray  # (P, K) float, NaN = unscored or not scored; each criterion on its own scale
     task: np.ndarray  # (P,) task index
     target: np.ndarray  # (P,) criterion index, -1 for unconditioned probes
     direction: np.ndarray  # (P,) 0 for +, 1 for -, 2 for none
     variant: np.ndarray  # (P,) variant label, for showing example probes
+    spans: tuple[Fraction, ...]  # (K,) each criterion's scale span: its 0-1 footing's divisor (scale.Scale.span)
 
     @property
     def directed(self) -> np.ndarray:
         return self.direction < 2
 
 
-def probe_matrix(df: pd.DataFrame, criteria: list[str], generator: str, verifier: str) -> ProbeMatrix:
-    """Pivot one cell of a validated long table into a probe matrix, sorted by (task, target, direction)."""
+def probe_matrix(
+    df: pd.DataFrame, criteria: list[str], generator: str, verifier: str, spans: Sequence[Fraction] | None = None
+) -> ProbeMatrix:
+    """Pivot one cell of a validated long table into a probe matrix, sorted by (task, target, direction).
+    `spans`: each criterion's scale span (default the paper's 0-4, span 4)."""
     import pandas as pd  # the score table's library: loaded when a table is pivoted, not by the statistics
 
     cell = df[(df["generator"] == generator) & (df["verifier"] == verifier) & df["direction"].isin(PROBE_DIRECTIONS)]
@@ -67,6 +72,7 @@ def probe_matrix(df: pd.DataFrame, criteria: list[str], generator: str, verifier
         target=target_code[first],
         direction=dir_code[first],
         variant=variant[first],
+        spans=tuple(spans) if spans is not None else (Fraction(4),) * len(criteria),
     )
 
 

@@ -57,7 +57,7 @@ class PairFile(_Stored):
 # The fields an AuditResult holds as stats.json does.
 AS_STORED = (
     "generator verifier tasks tau bootstrap probes unscored warnings baselines agreement budget adaptive rubric "
-    "calibration double_count schema_version"
+    "calibration double_count scales halo schema_version"
 ).split()
 # A pair's columns in AuditResult.pairs: its stored fields, the interval pair split in two.
 PAIR_COLUMNS = [c for f in PairFile.model_fields for c in (("sym_ci", "asym_ci") if f == "ci" else (f,))]
@@ -147,6 +147,8 @@ class StatsFile(_Stored):
     double_count: dict[str, Any] | None = None
     nuisance: NuisanceFile | None = None
     family: FamilyFile | None = None
+    scales: dict[str, Any] | None = None
+    halo: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -196,6 +198,10 @@ class AuditResult:
     # leakage, sym, asym {a: {b: [lo, hi]}}} (stats/intervals.Family)
     family: dict[str, Any] | None = None
     gate_evidence: dict[str, str] | None = None  # criterion -> confirmed / possible: its gate decision, either way
+    # each criterion's scale and the footing the effects are on: {footing, criteria {c: '0-4'}}
+    scales: dict[str, Any] | None = None
+    # joint calls' added coupling over per-criterion calls on the same probes (stats/halo.py)
+    halo: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     # ---- JSON -------------------------------------------------------------------------------
@@ -247,8 +253,9 @@ class AuditResult:
             out["double_count"] = self.double_count
         if self.nuisance is not None:
             out["nuisance"] = _stored(NuisanceFile, self.nuisance)
-        if self.family is not None:
-            out["family"] = self.family
+        for key in ("family", "scales", "halo"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         return out
 
     @classmethod

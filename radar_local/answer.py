@@ -1,0 +1,312 @@
+"""The verifier's answer under any judge: its shape (a JSON object with named fields, a grade pattern, or the
+bare score), the strict constraint every engine enforces derived from that shape, and parsing back to one
+score per criterion.
+
+The constraint keeps scoring.py's guarantees for every shape: no free whitespace, every string bounded and
+made of printable ASCII without quotes or backslashes (each character costs at least one token), so
+`max_tokens` is the longest admissible answer and the answer always closes. A joint call (all criteria in
+one answer) is a JSON object keyed by criterion id, each value the per-criterion answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from radar_local.common import Frozen
+from radar_local.scale import Scale
+
+SAFE_CHAR = r"[ !#-\[\]-~]"  # printable ASCII without " and \
+FIELD_NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,39}$"
+FieldName = Annotated[str, Field(pattern=FIELD_NAME)]
+Bound = Annotated[int, Field(ge=1, le=4000)]
+_META = set(".^$*+?{}[]|()")
+
+
+class JsonShape(Frozen):
+    """`{"<before>": "...", "<score>": N, "<after>": "..."}` in that order: the paper's answer is
+    before {reasoning: 300}, score `score`, after {rationale: 200}. A level's name is written as a string."""
+
+    kind: Literal["json"] = "json"
+    before: dict[FieldName, Bound] = Field(default_factory=lambda: {"reasoning": 300}, description="Text fields first")
+    score: FieldName = Field("score", description="The score field's name")
+    after: dict[FieldName, Bound] = Field(default_factory=lambda: {"rationale": 200}, description="Text fields last")
+
+    @model_validator(mode="after")
+    def _distinct_fields(self) -> JsonShape:
+        names = [*self.before, self.score, *self.after]
+        twice = next((n for n in names if names.count(n) > 1), None)
+        if twice is not None:
+            raise ValueError(f"the answer names the field '{twice}' twice")
+        return self
+
+
+class GradeShape(Frozen):
+    """Reasoning on one line (up to `reasoning` characters, 0 for none), then the grade: `pattern` is a
+    regex with one group, the level (inspect_ai's `GRADE: ([CPI])`); the text around the group is literal."""
+
+    kind: Literal["grade"]
+    pattern: str = Field(min_length=3, max_length=200)
+    reasoning: int = Field(0, ge=0, le=4000, description="Longest reasoning line before the grade (0: none)")
+
+    @model_validator(mode="after")
+    def _one_group_in_literal_text(self) -> GradeShape:
+        _ = self.parts  # raises on a pattern radar cannot bound
+        return self
+
+    @property
+    def parts(self) -> tuple[str, str, str]:
+        """(literal text before the group, the group's regex, literal text after it)."""
+        try:
+            compiled = re.compile(self.pattern)
+        except re.error as exc:
+            raise ValueError(f"the grade pattern does not compile ({exc})") from None
+        if compiled.groups != 1:
+            raise ValueError(f"the grade pattern needs exactly one group, the level; it has {compiled.groups}")
+        start = _group_start(self.pattern)
+        end = _matching_paren(self.pattern, start)
+        prefix, group, suffix = self.pattern[:start], self.pattern[start + 1 : end], self.pattern[end + 1 :]
+        for side in (prefix, suffix):
+            literal = _literal(side)
+            if literal is None:
+                raise ValueError(
+                    f"the grade pattern's text around its group ('{side}') must be literal text; radar bounds "
+                    "the answer from it"
+                )
+        return _literal(prefix) or "", group, _literal(suffix) or ""
+
+    def check(self, scale: Scale) -> str | None:
+        """What keeps this pattern from reading `scale`, in one line; None where every level matches."""
+        group = re.compile(self.parts[1])
+        missed = [t for t in scale.tokens if not group.fullmatch(t)]
+        if len(missed) == len(scale.tokens):
+            return f"the grade pattern's group ({self.parts[1]}) matches no level of the scale ({scale.name})"
+        if missed:
+            return f"the grade pattern's group ({self.parts[1]}) does not match the level '{missed[0]}'"
+        return None
+
+
+class BareShape(Frozen):
+    """The score alone (a range's integer, a level's name); expected-score mode reads its distribution."""
+
+    kind: Literal["bare"]
+
+
+Shape = Annotated[JsonShape | GradeShape | BareShape, Field(discriminator="kind")]
+
+
+def _group_start(pattern: str) -> int:
+    escaped = False
+    for i, ch in enumerate(pattern):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == "(":
+            return i
+    raise ValueError("the grade pattern has no group")
+
+
+def _matching_paren(pattern: str, start: int) -> int:
+    depth, escaped, in_class = 0, False, False
+    for i in range(start, len(pattern)):
+        ch = pattern[i]
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    raise ValueError("the grade pattern's group does not close")
+
+
+def _literal(regex: str) -> str | None:
+    """The text a regex of literal characters (escapes allowed) matches, None where it is not literal."""
+    out, escaped = [], False
+    for ch in regex:
+        if escaped:
+            if ch.isalnum():
+                return None  # \d, \w, \s: classes, not literal text
+            out.append(ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch in _META:
+            return None
+        else:
+            out.append(ch)
+    text = "".join(out)
+    return text if not escaped and all(" " <= c <= "~" for c in text) else None
+
+
+@dataclass(frozen=True)
+class Parsed:
+    score: int | float | None  # None: unscored, the raw text is kept
+    reasoning: str | None = None
+    rationale: str | None = None
+
+
+def _text(fields: Sequence[str], obj: dict) -> str | None:
+    parts = [obj[f] for f in fields if isinstance(obj.get(f), str)]
+    return "\n".join(parts) if parts else None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The constrained answer of one call: its shape, the criteria it scores in the prompt's order with
+    their scales, and whether it is one call for all of them. Engines read `regex`, `max_tokens`,
+    `json_schema()`, `expected` and `tokens`; the run reads `parse`."""
+
+    shape: JsonShape | GradeShape | BareShape
+    scales: tuple[tuple[str, Scale], ...]
+    joint: bool = False
+    expected: bool = False  # the score token's distribution (one bare per-criterion answer)
+
+    def __post_init__(self) -> None:
+        if self.joint and isinstance(self.shape, GradeShape):
+            raise ValueError("a grade pattern answers one criterion; a joint call needs answer kind json or bare")
+        if self.expected and (self.joint or not isinstance(self.shape, BareShape)):
+            raise ValueError("expected-score mode reads one bare score token per call")
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        """Expected mode: the scale's levels as written, each one token of the verifier's tokenizer."""
+        return self.scales[0][1].tokens
+
+    def _value(self, scale: Scale, in_json: bool) -> str:
+        return f'"{scale.regex}"' if in_json and not scale.is_range else scale.regex
+
+    def _one(self, scale: Scale) -> str:
+        shape = self.shape
+        if isinstance(shape, JsonShape):
+            parts = [f'"{n}": "{SAFE_CHAR}{{1,{b}}}"' for n, b in shape.before.items()]
+            parts.append(f'"{shape.score}": {self._value(scale, True)}')
+            parts += [f'"{n}": "{SAFE_CHAR}{{1,{b}}}"' for n, b in shape.after.items()]
+            return r"\{" + ", ".join(parts) + r"\}"
+        if isinstance(shape, GradeShape):
+            prefix, _, suffix = shape.parts
+            reasoning = f"{SAFE_CHAR}{{1,{shape.reasoning}}}\\n" if shape.reasoning else ""
+            return reasoning + re.escape(prefix) + scale.regex + re.escape(suffix)
+        return self._value(scale, self.joint)
+
+    @property
+    def regex(self) -> str:
+        if not self.joint:
+            return self._one(self.scales[0][1])
+        return r"\{" + ", ".join(f'"{cid}": {self._one(scale)}' for cid, scale in self.scales) + r"\}"
+
+    def _longest(self, scale: Scale) -> int:
+        shape = self.shape
+        value = scale.longest + (2 if not scale.is_range and (self.joint or isinstance(shape, JsonShape)) else 0)
+        if isinstance(shape, JsonShape):
+            texts = {**shape.before, **shape.after}
+            names = [*texts, shape.score]
+            # {"name": "", ...}: quotes, colon, space per field, ", " between, braces
+            return (
+                2 + sum(len(n) + 4 for n in names) + 2 * len(texts) + 2 * (len(names) - 1) + sum(texts.values()) + value
+            )
+        if isinstance(shape, GradeShape):
+            prefix, _, suffix = shape.parts
+            return (shape.reasoning + 1 if shape.reasoning else 0) + len(prefix) + value + len(suffix)
+        return value
+
+    @property
+    def max_tokens(self) -> int:
+        """The longest admissible answer in characters, hence an upper bound in tokens."""
+        if self.expected:
+            return 1
+        if not self.joint:
+            return self._longest(self.scales[0][1])
+        return 2 + sum(len(cid) + 4 + self._longest(scale) for cid, scale in self.scales) + 2 * (len(self.scales) - 1)
+
+    def _schema_one(self, scale: Scale) -> dict:
+        shape = self.shape
+        if not isinstance(shape, JsonShape):
+            return scale.json_schema()
+        text = lambda b: {"type": "string", "minLength": 1, "maxLength": b}
+        props = {**{n: text(b) for n, b in shape.before.items()}, shape.score: scale.json_schema()}
+        props |= {n: text(b) for n, b in shape.after.items()}
+        return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+    def json_schema(self) -> dict:
+        """The same answer as a JSON schema, for servers that take only `response_format` (a grade
+        pattern is no JSON: such a server needs `constraint: regex`)."""
+        if not self.joint:
+            return self._schema_one(self.scales[0][1])
+        props = {cid: self._schema_one(scale) for cid, scale in self.scales}
+        return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+    def parse(self, text: str) -> dict[str, Parsed]:
+        """Every criterion's score from the answer; a criterion whose score does not read is unscored."""
+        if isinstance(self.shape, GradeShape):
+            ((cid, scale),) = self.scales
+            match = re.search(self.shape.pattern, text)
+            value = scale.value(match.group(1)) if match else None
+            reasoning = text[: match.start()].strip() or None if match else None
+            return {cid: Parsed(value, reasoning)}
+        if not self.joint and isinstance(self.shape, BareShape):
+            ((cid, scale),) = self.scales
+            return {cid: Parsed(scale.value(text.strip()))}
+        obj = _first_json_object(text)
+        if self.joint:
+            return {cid: self._read(obj.get(cid) if obj else None, scale) for cid, scale in self.scales}
+        ((cid, scale),) = self.scales
+        return {cid: self._read(obj, scale)}
+
+    def _read(self, answer: object, scale: Scale) -> Parsed:
+        shape = self.shape
+        if isinstance(shape, BareShape):
+            return Parsed(scale.read(answer))
+        if not isinstance(answer, dict) or not isinstance(shape, JsonShape):
+            return Parsed(None)
+        return Parsed(
+            scale.read(answer.get(shape.score)), _text(list(shape.before), answer), _text(list(shape.after), answer)
+        )
+
+
+def first_object(text: str) -> str | None:
+    """The first balanced {...} in `text`, respecting strings (App. D: 'parse the first balanced {...}')."""
+    start = text.find("{")
+    if start < 0:
+        return None
+    depth, in_str, escape = 0, False, False
+    for i, ch in enumerate(text[start:], start):
+        if in_str:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch == '"':
+            in_str = True
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start : i + 1]
+    return None
+
+
+def _first_json_object(text: str) -> dict | None:
+    blob = first_object(text)
+    try:
+        obj = json.loads(blob) if blob else None
+    except json.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None

@@ -1,0 +1,137 @@
+"""The judge a team runs: its prompt template, its answer's shape, and one call per criterion or one for all.
+
+A template is user input: it renders in Jinja2's immutable sandbox with strict undefined variables. Its
+variables are `prompt` (the task), `document` (a summary task's source article; empty otherwise),
+`response`, `format` (response or summary), `criterion` (id, label, description, scale) for a
+per-criterion call, `criteria` (the same, every criterion in the order shown) for a joint call, and
+`scale` (the criterion's scale; a joint call's where all share one): name, min, max, levels (name,
+value, anchor) and `describe`. Without a template, radar's own prompts run (prompts.py).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Literal
+
+from jinja2 import StrictUndefined, TemplateError, TemplateSyntaxError, meta
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from pydantic import Field, model_validator
+
+from radar_local.answer import JsonShape, Shape
+from radar_local.common import Frozen
+from radar_local.errors import InputError
+from radar_local.prompts import Messages
+from radar_local.rubric import Criterion, Task
+from radar_local.scale import Scale
+
+CallMode = Literal["per-criterion", "joint"]
+CALL_MODES: tuple[CallMode, ...] = ("per-criterion", "joint")
+VARIABLES = ("prompt", "document", "response", "format", "criterion", "criteria", "scale")
+
+
+class Judge(Frozen):
+    """`judge:` on a verifier: what it is asked and how it answers."""
+
+    template: str | None = Field(None, min_length=1, description="Jinja2 text of the user message")
+    template_file: str | None = Field(None, min_length=1, description="A file holding the template (read once)")
+    system: str | None = Field(None, min_length=1, description="Jinja2 text of a system message, if any")
+    answer: Shape = Field(default_factory=JsonShape, description="json (named fields), grade (a pattern) or bare")
+    calls: CallMode | list[CallMode] = Field(
+        "per-criterion",
+        description="per-criterion, joint (one call for all criteria), or both: [per-criterion, joint] "
+        "audits the verifier both ways on the same probes and reports the halo joint calls add",
+    )
+    order: Literal["rubric", "shuffled"] = Field(
+        "rubric", description="Joint calls: the criteria in the rubric's order, or a seeded order per probe"
+    )
+
+    @model_validator(mode="after")
+    def _one_template(self) -> Judge:
+        if self.template is not None and self.template_file is not None:
+            raise ValueError("give 'template' or 'template_file', not both")
+        if isinstance(self.calls, list) and (not self.calls or len(set(self.calls)) < len(self.calls)):
+            raise ValueError("calls: name each mode once (per-criterion, joint)")
+        if self.system is not None and self.template is None and self.template_file is None:
+            raise ValueError("a 'system' template goes with a 'template'")
+        return self
+
+    @property
+    def modes(self) -> list[CallMode]:
+        return list(self.calls) if isinstance(self.calls, list) else [self.calls]
+
+    @property
+    def joint(self) -> bool:
+        return self.calls == "joint"
+
+
+@functools.cache
+def _environment():
+    return ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+
+
+@functools.cache
+def _compiled(text: str):
+    return _environment().from_string(text)
+
+
+def template_problem(judge: Judge) -> str | None:
+    """What is wrong with a judge's templates before anything renders, in one line; None where nothing is."""
+    for what, text in (("template", judge.template), ("system template", judge.system)):
+        if text is None:
+            continue
+        try:
+            used = meta.find_undeclared_variables(_environment().parse(text))
+        except TemplateSyntaxError as exc:
+            return f"the {what} does not parse (line {exc.lineno}: {exc.message})"
+        unknown = sorted(used - set(VARIABLES))
+        if unknown:
+            return f"the {what} uses '{unknown[0]}', which radar does not define; it defines {', '.join(VARIABLES)}"
+    text = (judge.template or "") + (judge.system or "")
+    used = meta.find_undeclared_variables(_environment().parse(text))
+    if "response" not in used:
+        return "the template never shows the response ({{ response }}): its judge would rate nothing"
+    for mode in judge.modes:
+        needs = "criteria" if mode == "joint" else "criterion"
+        if needs not in used:
+            return f"calls: {mode} needs the template to name {{{{ {needs} }}}}: without it every verdict is alike"
+    return None
+
+
+def _scale_data(scale: Scale) -> dict:
+    anchors = scale.anchors or {}
+    levels = [{"name": t, "value": v, "anchor": anchors.get(t)} for t, v in zip(scale.tokens, scale.values)]
+    return {"name": scale.name, "min": scale.low, "max": scale.high, "levels": levels, "describe": scale.describe()}
+
+
+def _criterion_data(criterion: Criterion, scale: Scale) -> dict:
+    return {
+        "id": criterion.id,
+        "label": criterion.label,
+        "description": criterion.description,
+        "scale": _scale_data(scale),
+    }
+
+
+def render(judge: Judge, task: Task, response: str, criteria: list[tuple[Criterion, Scale]]) -> Messages:
+    """The judge's messages for one call: one criterion (a per-criterion call) or all of them (joint).
+    A template the sandbox refuses at render time raises InputError naming the judge."""
+    scales = [scale for _, scale in criteria]
+    shared = all(scale == scales[0] for scale in scales)
+    shown = [_criterion_data(c, s) for c, s in criteria]
+    values = {
+        "prompt": task.prompt,
+        "document": task.prompt if task.format == "summary" else "",
+        "response": response,
+        "format": task.format,
+        "criterion": shown[0] if len(shown) == 1 else None,
+        "criteria": shown,
+        "scale": _scale_data(scales[0]) if shared else None,
+    }
+    assert judge.template is not None, "a judge file is read into `template` when its config is resolved"
+    try:
+        messages = [{"role": "user", "content": _compiled(judge.template).render(**values)}]
+        if judge.system is not None:
+            messages.insert(0, {"role": "system", "content": _compiled(judge.system).render(**values)})
+    except TemplateError as exc:
+        raise InputError("judge template", f"does not render ({type(exc).__name__}: {exc}); fix the template") from None
+    return messages

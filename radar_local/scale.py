@@ -1,0 +1,141 @@
+"""A criterion's scale: an integer range or named levels with values, and optional anchors per level.
+
+The statistics put every scale on one footing, its 0-1 range: a self-effect or a leakage is a
+difference of mean scores divided by the scale's span (largest value minus smallest), so `tau` and the
+flag thresholds mean the same on 0-4, 1-10, pass/fail or C/P/I. The span is kept as an exact Fraction.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from radar_local.common import Frozen
+
+MAX_LEVELS = 101  # a bounded answer: an integer range of at most this many values
+# A level's name is what the judge writes: printable ASCII without quotes, backslashes or spaces.
+LEVEL_NAME = r"^[!#-\[\]-~]{1,16}$"
+
+
+class Scale(Frozen):
+    """`{min: 1, max: 10}` (binary: `{min: 0, max: 1}`) or `{levels: {C: 1, P: 0.5, I: 0}}`; `anchors` say
+    what a level means (Prometheus' score descriptions), keyed by the level as the judge writes it."""
+
+    min: int | None = Field(None, ge=-1000, le=1000, description="Smallest integer of a range")
+    max: int | None = Field(None, ge=-1000, le=1000, description="Largest integer of a range")
+    levels: dict[Annotated[str, Field(pattern=LEVEL_NAME)], Annotated[float, Field(allow_inf_nan=False)]] | None = (
+        Field(None, description="Named levels and their values, as the judge writes them")
+    )
+    anchors: dict[str, Annotated[str, Field(min_length=1)]] | None = Field(
+        None, description="What each level means, keyed by the level ('3', or 'C')"
+    )
+
+    @model_validator(mode="after")
+    def _one_kind_of_scale(self) -> Scale:
+        if self.levels is not None:
+            if self.min is not None or self.max is not None:
+                raise ValueError("a scale is a range (min, max) or named levels, not both")
+            if len(self.levels) < 2:
+                raise ValueError("a scale needs at least two levels")
+            values = list(self.levels.values())
+            twice = next((v for v in values if values.count(v) > 1), None)
+            if twice is not None:
+                raise ValueError(f"two levels have the value {twice:g}; give each level its own value")
+        elif self.min is None or self.max is None:
+            raise ValueError("a scale needs both 'min' and 'max' (or 'levels')")
+        elif self.max <= self.min:
+            raise ValueError(f"max ({self.max}) must be above min ({self.min}): a scale needs at least two levels")
+        elif self.max - self.min + 1 > MAX_LEVELS:
+            raise ValueError(
+                f"a range of {self.max - self.min + 1} integers; at most {MAX_LEVELS} keep the answer bounded"
+            )
+        unknown = [a for a in self.anchors or {} if a not in self.tokens]
+        if unknown:
+            raise ValueError(f"anchor '{unknown[0]}' names no level of the scale ({', '.join(self.tokens)})")
+        return self
+
+    @property
+    def is_range(self) -> bool:
+        return self.levels is None
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        """Each level as the judge writes it, in the scale's order (a range: lowest first)."""
+        if self.levels is not None:
+            return tuple(self.levels)
+        assert self.min is not None and self.max is not None
+        return tuple(str(k) for k in range(self.min, self.max + 1))
+
+    @property
+    def values(self) -> tuple[int | float, ...]:
+        return tuple(self.levels.values()) if self.levels is not None else tuple(int(t) for t in self.tokens)
+
+    def value(self, token: str) -> int | float | None:
+        """The value of a level as written, None where it names none."""
+        return dict(zip(self.tokens, self.values)).get(token)
+
+    @property
+    def low(self) -> int | float:
+        return min(self.values)
+
+    @property
+    def high(self) -> int | float:
+        return max(self.values)
+
+    @property
+    def span(self) -> Fraction:
+        """The 0-1 footing's divisor, exact."""
+        return Fraction(self.high) - Fraction(self.low)
+
+    def contains(self, score: float) -> bool:
+        """A score on the scale: a level's value, or (an expected score) any number between the ends."""
+        return self.low <= score <= self.high
+
+    @property
+    def name(self) -> str:
+        """'0-4', '1-10', or 'C/P/I'."""
+        return f"{self.min}-{self.max}" if self.is_range else "/".join(self.tokens)
+
+    def describe(self) -> str:
+        """The scale in words, as a prompt states it."""
+        if self.is_range:
+            return f"an integer from {self.min} to {self.max}"
+        return "one of " + ", ".join(f"{t} ({v:g})" for t, v in zip(self.tokens, self.values))
+
+    @property
+    def regex(self) -> str:
+        """One level as written: a character class for a range of single digits (0-4: `[0-4]`), else the
+        levels as alternatives, longest first so none stops at another's prefix."""
+        if self.is_range and self.min is not None and self.max is not None and 0 <= self.min and self.max <= 9:
+            return f"[{self.min}-{self.max}]"
+        return "(?:" + "|".join(re.escape(t) for t in sorted(self.tokens, key=len, reverse=True)) + ")"
+
+    @property
+    def longest(self) -> int:
+        return max(len(t) for t in self.tokens)
+
+    def json_schema(self) -> dict:
+        if self.is_range:
+            return {"type": "integer", "minimum": self.min, "maximum": self.max}
+        return {"type": "string", "enum": list(self.tokens)}
+
+    def read(self, answer: object) -> int | float | None:
+        """A JSON answer's value on the scale (an integer of a range, a level's name), None otherwise."""
+        if self.is_range:
+            ok = isinstance(answer, int) and not isinstance(answer, bool) and self.low <= answer <= self.high
+            return answer if ok else None  # type: ignore[return-value]
+        return self.value(answer) if isinstance(answer, str) else None
+
+
+LIKERT = Scale(min=0, max=4)  # the paper's 5-point scale, every bundled rubric's
+
+
+def range_scale(name: str) -> Scale:
+    """'1-10' (as `radar stats --scale` takes it) as a Scale; ValueError saying what a name is otherwise."""
+    match = re.fullmatch(r"(-?\d{1,4})-(-?\d{1,4})", name.strip())
+    if match is None:
+        raise ValueError(f"'{name}' is no scale; name an integer range such as 0-4, 1-5 or 1-10")
+    return Scale(min=int(match.group(1)), max=int(match.group(2)))
