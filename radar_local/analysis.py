@@ -68,10 +68,12 @@ def stats_for_table(
     intended: set[frozenset[str]] | None = None,
     manipulation: dict[str, Any] | None = None,
     scale: Scale = LIKERT,
+    halo_against: str | None = None,
 ) -> AuditResult:
-    """`manipulation`: the nuisance attributes' manipulation check (radar_local.nuisance), where the
-    rewrites' texts were at hand; an attribute it found not steered gets no flag. Each criterion is on the
-    rubric's scale for it, or on `scale` without a rubric."""
+    """`halo_against`: the same judge's per-criterion verifier label, where this one is its joint calls on
+    the same probes (stats/halo.py). `manipulation`: the nuisance attributes' manipulation check
+    (radar_local.nuisance), where the rewrites' texts were at hand; an attribute it found not steered gets
+    no flag. Each criterion is on the rubric's scale for it, or on `scale` without a rubric."""
     from radar_local.judges import calibration  # scipy: imported when statistics are computed, not at `radar --help`
 
     criteria = rubric.ids if rubric else list(pd.unique(df["criterion"]))
@@ -127,6 +129,12 @@ def stats_for_table(
         result.nuisance = {"threshold": bias_threshold, "rows": rows, "manipulation": manipulation}
     if rubric is not None:
         result.double_count = double_count(result, rubric)
+    if halo_against is not None:
+        from radar_local.stats.halo import halo  # scipy: imported when statistics are computed
+
+        spans = [scales[c].span for c in criteria]
+        per = probe_matrix(df, criteria, gen, halo_against, spans)
+        result.halo = halo(per, pm, resamples=resamples, seed=seed, level=level)
     return result
 
 

@@ -15,7 +15,7 @@ from radar_local.engines.base import EngineOptions
 from radar_local.engines.registry import EngineName, engine_class, output_options, parse_options
 from radar_local.errors import InputError
 from radar_local.inputs import read_mapping, regular_file
-from radar_local.judge import Judge, render, template_problem
+from radar_local.judge import CALL_MODES, Judge, render, template_problem
 from radar_local.nuisance import ATTRIBUTES, Measure, NuisanceSpec
 from radar_local.prompts import Layout
 from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, resolve_reference, unique_ids
@@ -94,7 +94,7 @@ class ModelSpec(Strict):
                     "name": self.label if mode == "per-criterion" else f"{self.label}-joint",
                 }
             )
-            for mode in self.judge.calls
+            for mode in sorted(self.judge.calls, key=CALL_MODES.index)  # per-criterion first: the halo's base
         ]
 
     @property

@@ -263,6 +263,12 @@ class Run(RunDir):
             if known[spec.label] == spec:
                 return  # already registered: nothing to write (a grid's cells may score at once)
             if known[spec.label].output_identity() != spec.output_identity():  # operational options may change
+                if {**known[spec.label].output_identity(), "judge": None} == {**spec.output_identity(), "judge": None}:
+                    raise InputError(
+                        self.root,
+                        f"verifier '{spec.label}' was audited here with another judge (template, answer or calls); "
+                        "restore it, or give this judge its own name (--name)",
+                    )
                 raise InputError(
                     self.root,
                     f"verifier label '{spec.label}' already holds scores from another "
@@ -279,15 +285,21 @@ class Run(RunDir):
         self.store.write_json(VERIFIERS, {label: s.model_dump(mode="json") for label, s in known.items()})
 
     def finish(
-        self, verifier: ModelSpec, stages: dict, adaptive: dict | None = None, judges: Collection[str] | None = None
+        self,
+        verifier: ModelSpec,
+        stages: dict,
+        adaptive: dict | None = None,
+        judges: Collection[str] | None = None,
+        halo_against: str | None = None,
     ) -> AuditResult:
         """Write scores.csv, the verifier's stats and run info; return the result. `judges`: the verifiers
-        calibrated together (a grid's); default every verifier stored in the run."""
+        calibrated together (a grid's); default every verifier stored in the run. `halo_against`: the
+        per-criterion verifier this joint one is compared with (stats/halo.py)."""
         self.store.require_writer()
         config = self.config
         probes = self.probes()
         records = audited_set(self, probes, None if judges is None else {*judges, verifier.label})
-        result, table = audit(self, verifier, records)
+        result, table = audit(self, verifier, records, halo_against=halo_against)
         write_scores(table, self.table_path)
         result.adaptive = adaptive
         write_atomic(self.stats_path(verifier.label), json.dumps(result.to_json(), indent=2))
@@ -311,8 +323,20 @@ class Run(RunDir):
         return result
 
     def audit(self, pool: EnginePool | None = None, progress: bool = True) -> AuditResult:
-        """Generate, score with the config's verifier, and finish."""
-        return self.rescore(self.config.verifier, pool, progress, generate=True)
+        """Generate, score with the config's verifier, and finish; a judge audited both ways (`calls:
+        [per-criterion, joint]`) scores the same probes per criterion, then jointly, and the joint result
+        carries the halo between them."""
+        first, *others = self.config.verifiers
+        own = pool is None
+        pool = pool or EnginePool(self.config.cluster)
+        try:
+            result = self.rescore(first, pool, progress, generate=True)
+            for spec in others:
+                result = self.rescore(spec, pool, progress, halo_against=first.label)
+        finally:
+            if own:
+                pool.close()
+        return result
 
     def waves(self, verifier: ModelSpec, pool: EnginePool, progress: bool) -> tuple[dict, dict]:
         """An adaptive audit (radar_local.adaptive): generate and score wave after wave; (stages for
@@ -344,7 +368,12 @@ class Run(RunDir):
         return merged_stages(stages), record
 
     def rescore(
-        self, verifier: ModelSpec, pool: EnginePool | None = None, progress: bool = True, generate: bool = False
+        self,
+        verifier: ModelSpec,
+        pool: EnginePool | None = None,
+        progress: bool = True,
+        generate: bool = False,
+        halo_against: str | None = None,
     ) -> AuditResult:
         """Score the stored probes with `verifier` (another judge: `radar score`) and finish."""
         self.store.require_writer()  # before any engine loads
@@ -366,7 +395,7 @@ class Run(RunDir):
         finally:
             if own:
                 pool.close()
-        return self.finish(verifier, stages, adaptive)
+        return self.finish(verifier, stages, adaptive, halo_against=halo_against)
 
 
 def _kept(root: Path, snapshot: InputsSnapshot) -> InputsSnapshot:
