@@ -82,6 +82,15 @@ class ModelSpec(Strict):
             identity["judge"] = self.judge.model_dump(mode="json", exclude={"template_file"})
         return identity
 
+    def joint_twin_of(self, other: ModelSpec) -> bool:
+        """This verifier is `other`'s judge in one call for all criteria: the same model and options, the same
+        template and answer, joint where `other` calls per criterion (their halo is measurable)."""
+        mine, theirs = self.judge, other.judge or Judge()
+        if mine is None or mine.calls != "joint" or theirs.calls != "per-criterion" or not self.same_engine(other):
+            return False
+        skip = {"calls", "order"}
+        return mine.model_dump(exclude=skip) == theirs.model_dump(exclude=skip)
+
     def per_mode(self) -> list[ModelSpec]:
         """This verifier once per call mode its judge names: `calls: [per-criterion, joint]` is two verifiers
         on the same probes, the joint one labelled '<label>-joint'."""
@@ -253,6 +262,7 @@ class GridConfig(AuditSettings):
 
     @model_validator(mode="after")
     def _distinct_labels_and_some_cell(self) -> GridConfig:
+        self.verifiers = [m for v in self.verifiers for m in v.per_mode()]  # a judge audited both ways is two
         if self.adaptive is not None:  # its waves follow one judge's intervals; a grid scores with several
             raise ValueError(
                 "adaptive audits run per (generator, verifier) cell: use `radar audit` on each cell's config"
@@ -275,6 +285,10 @@ class GridConfig(AuditSettings):
             for v in self.verifiers
             if not (self.exclude_self_pairs and g.model == v.model)
         ]
+
+    def halo_base(self, verifier: ModelSpec) -> str | None:
+        """The per-criterion verifier of this grid that `verifier` scores jointly (stats/halo.py), if any."""
+        return next((v.label for v in self.verifiers if verifier.joint_twin_of(v)), None)
 
     def cell(self, generator: ModelSpec, verifier: ModelSpec) -> AuditConfig:
         settings = self.model_dump(exclude={"generators", "verifiers", "exclude_self_pairs"})
@@ -360,8 +374,11 @@ def judge_conflict(config: AuditSettings, spec: ModelSpec, rubric: Rubric, task:
     if judge is None:
         return None
     where = f"verifier '{spec.label}' judge: "
-    if judge.template is None and judge.answer != Judge().answer:
-        return where + "radar's own prompts ask for the paper's JSON answer; give a template for another answer shape"
+    if judge.template is None and "answer" in judge.model_fields_set:
+        return (
+            where
+            + "radar's own prompts ask for the paper's JSON answer (`scoring` bounds it); other shapes need a template"
+        )
     if config.scoring.expected and (judge.answer.kind != "bare" or "joint" in judge.modes):
         return where + "scoring mode 'expected' reads one bare score token per call: use answer kind bare"
     if isinstance(judge.answer, GradeShape):

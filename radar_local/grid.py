@@ -70,7 +70,10 @@ def _audit_cells(grid: GridConfig, runs: dict[str, Run], todo: list, progress: b
     if grid.cluster is not None:
         score_cells_on_cluster(grid, runs, todo, stages)
     judges = {g.label: [v.label for gg, v in todo if gg is g] for g in grid.generators}  # this grid's, no others
-    results = [runs[g.label].finish(v, stages[(g.label, v.label)], judges=judges[g.label]) for g, v in todo]
+    results = [
+        runs[g.label].finish(v, stages[(g.label, v.label)], judges=judges[g.label], halo_against=grid.halo_base(v))
+        for g, v in todo
+    ]
     for (g, _), result in zip(todo, results):  # every cell is an ordinary audit with its own report
         write_report(runs[g.label], result=result)
     return results

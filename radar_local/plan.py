@@ -237,7 +237,8 @@ class Plan:
             messages = (
                 render(judge, task, probe.text, shown) if judge.template else joint_messages(task, probe.text, shown)
             )
-            answer = Answer(judge.answer, tuple((c.id, scale) for c, scale in shown), joint=True)
+            shape = judge.answer if judge.template else config.scoring.shape  # radar's prompt: the paper's answer
+            answer = Answer(shape, tuple((c.id, scale) for c, scale in shown), joint=True)
             labels = [{"label": c.label, "description": c.description} for c in criteria]
             return [
                 ScoreRequest(

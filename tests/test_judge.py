@@ -293,7 +293,7 @@ def test_a_planted_halo_is_flagged_and_its_value_is_inside_the_interval(tmp_path
             {"template": "{{ response }} {{ criterion.id }}", "answer": {"kind": "grade", "pattern": "GRADE: [CPI]"}},
             "exactly one group",
         ),
-        ({"calls": "joint", "answer": {"kind": "bare"}}, "give a template for another answer shape"),
+        ({"calls": "joint", "answer": {"kind": "bare"}}, "other shapes need a template"),
         ({"template_file": "missing.j2"}, "missing.j2"),
     ],
 )
@@ -342,3 +342,25 @@ def test_expected_mode_needs_every_level_to_be_one_token():
     with pytest.raises(RadarError, match="splits the level\\(s\\) 10 into several tokens"):
         single_token_ids(tokenizer, "m", Scale(min=1, max=10).tokens)
     assert math.isfinite(len(single_token_ids(tokenizer, "m", ("C", "P", "I"))))
+
+
+def test_a_grid_measures_the_halo_between_a_judge_and_its_joint_twin(tmp_path):
+    from radar_local.config import GridConfig
+    from radar_local.grid import run_grid
+
+    cfg = config(tmp_path, options={"noise": 0.5, "halo": 0.25}, tasks=HALO_TASKS, n=3, bootstrap=100)
+    spec = cfg.pop("verifier")
+    cfg.pop("generator")
+    grid = GridConfig.model_validate(
+        {
+            **cfg,
+            "generators": [{**spec, "name": "writer"}],
+            "verifiers": [spec, {**spec, "name": "planted-joint", "judge": {"calls": "joint"}}],
+            "exclude_self_pairs": False,
+        }
+    )
+    summary = run_grid(grid, tmp_path / "grid", tmp_path, progress=False)
+    joint = load_run(tmp_path / "grid" / "writer").result("planted-joint")
+    assert joint.halo["per_criterion"] == "planted" and joint.halo["index"] > 0.15
+    assert load_run(tmp_path / "grid" / "writer").result("planted").halo is None
+    assert {c["verifier"] for c in summary["cells"]} == {"planted", "planted-joint"}

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from radar_local.nuisance import WAYS
 from radar_local.report.text import (
     ADAPTIVE_HEAD,
+    HALO_HEAD,
     NUISANCE_HEAD,
     PAIR_HEAD,
     SELF_EFFECT_HEAD,
@@ -21,6 +22,8 @@ from radar_local.report.text import (
     cost_rows,
     double_count_line,
     global_line,
+    halo_line,
+    halo_rows,
     injection_line,
     leakage_rows,
     nuisance_line,
@@ -97,7 +100,8 @@ def _lines(*lines: str | None) -> list[Block]:
 
 
 def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] = ()) -> list[Section]:
-    """The audit's own sections (findings, self-effects, leakage, pairs, adaptive waves, judge bias), with
+    """The audit's own sections (findings, self-effects, leakage, pairs, the halo of joint calls, adaptive
+    waves, judge bias), with
     their figures where `figures` and the judge-bias examples `bias` (the written report)."""
 
     def figure(name: str, title: str) -> list[Block]:
@@ -130,6 +134,8 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
             ],
         ),
     ]
+    if (line := halo_line(r)) is not None:
+        sections.append(Section("Halo of joint calls", [(line,), Table(HALO_HEAD, halo_rows(r))]))
     if (line := adaptive_line(r)) is not None:
         sections.append(Section("Adaptive audit", [(line,), Table(ADAPTIVE_HEAD, adaptive_rows(r), numeric=True)]))
     if (line := nuisance_line(r)) is not None:

@@ -173,7 +173,50 @@ def scores_line(result: AuditResult) -> str:
             "Scores: continuous expected scores (scoring mode 'expected': the probability-weighted mean of the "
             "verifier's score tokens)."
         )
+    named = (result.scales or {}).get("criteria") or {}
+    if any(name != "0-4" for name in named.values()):
+        scales = ", ".join(f"{c} {name}" for c, name in named.items())
+        return (
+            f"Scores: verdicts on each criterion's own scale ({scales}), each put on its 0-1 range (a difference "
+            "of mean scores over the scale's span), so tau and the flag thresholds mean what they mean on 0-4."
+        )
     return "Scores: integer verdicts on the 0-4 scale (scoring mode 'reasoned', the paper's protocol, or a score file)."
+
+
+HALO_HEAD = ["source -> target", "per-criterion", "joint", "joint - per-criterion", CI, "flag"]
+
+
+def halo_rows(result: AuditResult) -> list[list[str]]:
+    return [
+        [
+            f"{p['source']} -> {p['target']}",
+            num(p["per_criterion"]),
+            num(p["joint"]),
+            num(p["difference"]),
+            interval(p["ci"]),
+            {"adds": "joint adds coupling", "removes": "joint removes coupling"}.get(p["flag"] or "", ""),
+        ]
+        for p in (result.halo or {}).get("pairs", [])
+    ]
+
+
+def halo_line(result: AuditResult) -> str | None:
+    """What scoring every criterion in one call adds to the coupling of the same judge's per-criterion calls."""
+    h = result.halo
+    if not h:
+        return None
+    adds = [f"{p['source']} -> {p['target']}" for p in h["pairs"] if p["flag"] == "adds"]
+    index = f"halo index {num(h['index'])} {interval(h['index_ci'])}".rstrip()
+    found = (
+        f"joint calls add coupling beyond the {h['level']:.0%} simultaneous band on {', '.join(adds)}"
+        if adds
+        else "no pair's coupling rises beyond its simultaneous band under joint calls"
+    )
+    return (
+        f"The same {h['probes']} probes scored by '{h['per_criterion']}' (one call per criterion) and "
+        f"'{h['joint']}' (one call for all criteria): {index} (the mean joint-minus-per-criterion leakage over "
+        f"ordered pairs); {found}."
+    )
 
 
 def double_count_line(result: AuditResult) -> str | None:
