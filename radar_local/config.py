@@ -384,6 +384,8 @@ def judge_conflict(config: AuditSettings, spec: ModelSpec, rubric: Rubric, task:
     if isinstance(judge.answer, GradeShape):
         if "joint" in judge.modes:
             return where + "a grade pattern answers one criterion; a joint call needs answer kind json or bare"
+        if getattr(spec.parsed, "constraint", "regex") != "regex":  # a server taking only a JSON schema
+            return where + "a grade pattern is no JSON: set the openai engine's option `constraint: regex`"
         for scale in {s.name: s for s in rubric.scales.values()}.values():
             if (problem := judge.answer.check(scale)) is not None:
                 return where + problem

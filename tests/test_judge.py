@@ -304,6 +304,15 @@ def test_a_judge_radar_cannot_run_is_one_line(tmp_path, judge, needle):
     assert not (tmp_path / "run").exists()
 
 
+def test_a_grade_pattern_needs_a_server_that_takes_a_regex(tmp_path):
+    cfg = config(tmp_path, {"template": GRADE_TEMPLATE, "answer": {"kind": "grade", "pattern": "GRADE: ([CPI])"}})
+    cfg["verifier"] = {**cfg["verifier"], "engine": "openai", "options": {"base_url": "http://127.0.0.1:9/v1"}}
+    cfg["rubric"] = str(rubric_file(tmp_path, scale={"levels": {"C": 1, "P": 0.5, "I": 0}}))
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    one_line_exit_2(invoke("audit", path, "--out", tmp_path / "run", "--quiet"), "constraint: regex")
+
+
 def test_a_changed_template_is_refused_on_resume(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config(tmp_path, {"template": JSON_TEMPLATE})))
@@ -364,3 +373,51 @@ def test_a_grid_measures_the_halo_between_a_judge_and_its_joint_twin(tmp_path):
     assert joint.halo["per_criterion"] == "planted" and joint.halo["index"] > 0.15
     assert load_run(tmp_path / "grid" / "writer").result("planted").halo is None
     assert {c["verifier"] for c in summary["cells"]} == {"planted", "planted-joint"}
+
+
+# ---- joint calls through the other workflows ---------------------------------------------------
+
+
+def joint_calls(run) -> dict[str, list]:
+    calls: dict[str, list] = {}
+    for v in run.store.scores.values():
+        calls.setdefault(v.call, []).append(v)
+    return calls
+
+
+def test_adaptive_waves_in_joint_mode(tmp_path):
+    cfg = config(tmp_path, {"calls": "joint"}, options={"noise": 0.5, **COUPLED}, n=2, bootstrap=100)
+    cfg["adaptive"] = {"start_n": 2, "max_n": 4, "step": 1}
+    result = run_audit(cfg, tmp_path / "run")
+    run = load_run(tmp_path / "run")
+    calls = joint_calls(run)
+    assert None not in calls and all(len(vs) == 3 for vs in calls.values())
+    assert result.adaptive["waves"] and len(calls) == len(run.probes())
+
+
+def test_nuisance_rewrites_are_scored_jointly_too(tmp_path):
+    options = {"noise": 0.5, "bias": {"length": {"Clarity": 0.3}}}
+    cfg = config(tmp_path, {"calls": "joint"}, options=options, unconditioned=4, nuisance=["length"], bootstrap=100)
+    result = run_audit(cfg, tmp_path / "run")
+    run = load_run(tmp_path / "run")
+    rewrites = {p.key for p in run.store.probes.values() if p.direction in ("up", "down")}
+    scored = {v.probe_key for v in run.store.scores.values() if v.call is not None}
+    assert rewrites and rewrites <= scored
+    row = next(r for r in result.nuisance["rows"] if (r["attribute"], r["criterion"]) == ("length", "clarity"))
+    assert row["sensitivity"] > 0.1
+
+
+def test_repair_reaudits_a_joint_judge(tmp_path):
+    from radar_local.repair import repair
+    from tests.test_repair import REWRITE
+    from tests.test_repair import config as repair_config
+
+    path = repair_config(tmp_path, [REWRITE])
+    data = yaml.safe_load(path.read_text())
+    data["verifier"] = {**data["verifier"], "judge": {"calls": "joint"}}
+    path.write_text(yaml.safe_dump(data))
+    rep = repair(path, candidates=1)
+    (candidate,) = rep.candidates
+    assert candidate.improved and candidate.run_dir is not None
+    run = load_run(candidate.run_dir)
+    assert all(len(vs) == len(run.rubric.criteria) for vs in joint_calls(run).values())
