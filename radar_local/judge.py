@@ -3,7 +3,8 @@
 A template is user input: it renders in Jinja2's immutable sandbox with strict undefined variables. Its
 variables are `prompt` (the task), `document` (a summary task's source article; empty otherwise),
 `response`, `format` (response or summary), `criterion` (id, label, description, scale) for a
-per-criterion call, `criteria` (the same, every criterion in the order shown) for a joint call, and
+per-criterion call, `criteria` (the same for every criterion the call scores, in the order shown: all of
+them in a joint call, the one in a per-criterion call, so one template can serve both), and
 `scale` (the criterion's scale; a joint call's where all share one): name, min, max, levels (name,
 value, anchor) and `describe`. Without a template, radar's own prompts run (prompts.py).
 """
@@ -90,10 +91,12 @@ def template_problem(judge: Judge) -> str | None:
     used = meta.find_undeclared_variables(_environment().parse(text))
     if "response" not in used:
         return "the template never shows the response ({{ response }}): its judge would rate nothing"
-    for mode in judge.modes:
-        needs = "criteria" if mode == "joint" else "criterion"
-        if needs not in used:
-            return f"calls: {mode} needs the template to name {{{{ {needs} }}}}: without it every verdict is alike"
+    if "joint" in judge.modes and "criteria" not in used:
+        return "calls: joint needs the template to show {{ criteria }}: the criteria it scores at once"
+    if "criterion" not in used and "criteria" not in used:
+        return (
+            "the template never shows the criterion ({{ criterion }} or {{ criteria }}): every verdict would be alike"
+        )
     return None
 
 

@@ -284,7 +284,11 @@ def test_a_planted_halo_is_flagged_and_its_value_is_inside_the_interval(tmp_path
         ({"template": "{{ response }} {{ criterion.label }} {{ verdict }}"}, "uses 'verdict'"),
         ({"template": "{{ response }} {{ criterion.label }} {{ ''.__class__.__mro__ }}"}, "does not render"),
         ({"template": "{{ response }} {% for %}"}, "does not parse"),
-        ({"template": "{{ response }}"}, "needs the template to name {{ criterion }}"),
+        ({"template": "{{ response }}"}, "never shows the criterion"),
+        (
+            {"template": "{{ response }} {{ criterion.id }}", "calls": "joint"},
+            "needs the template to show {{ criteria }}",
+        ),
         (
             {"template": "{{ response }} {{ criterion.id }}", "answer": {"kind": "grade", "pattern": "GRADE: ([XYZ])"}},
             "matches no level",
@@ -421,3 +425,18 @@ def test_repair_reaudits_a_joint_judge(tmp_path):
     assert candidate.improved and candidate.run_dir is not None
     run = load_run(candidate.run_dir)
     assert all(len(vs) == len(run.rubric.criteria) for vs in joint_calls(run).values())
+
+
+def test_the_readme_judge_example_from_its_config(tmp_path):
+    """README's "Audit the judge you run" rows are what configs/judge-example.yaml writes."""
+    from pathlib import Path
+
+    from radar_local.report.build import write_report
+
+    repo = Path(__file__).resolve().parents[1]
+    result = run_audit(repo / "configs" / "judge-example.yaml", tmp_path / "run")
+    report = (write_report(load_run(tmp_path / "run"), result=result) / "report.md").read_text()
+    readme = (repo / "README.md").read_text()
+    rows = [line for line in readme.splitlines() if line.startswith("| ") and "->" in line and "(three" not in line]
+    assert len(rows) == 4 and all(row in report for row in rows)  # the head and three pairs
+    assert "halo index +0.34 [+0.28, +0.40]" in report
