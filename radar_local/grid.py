@@ -17,8 +17,8 @@ import numpy as np
 
 from radar_local.cluster import POLL_S, Stopped, connect, ray_module, replica_unit
 from radar_local.common import slug, to_json
-from radar_local.config import GridConfig, resolve, with_absolute_paths
-from radar_local.errors import RadarError
+from radar_local.config import GridConfig, judge_conflict, resolve, with_absolute_paths, with_template
+from radar_local.errors import InputError, RadarError
 from radar_local.report.build import write_report
 from radar_local.report.grid import grid_html, grid_markdown
 from radar_local.run import EnginePool, Run
@@ -31,6 +31,7 @@ STABLE_SD = 0.15  # a pair whose Sym varies less than this across cells couples 
 def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = True) -> dict:
     """Every cell's audit and report, then grid.json, grid.md and grid.html in `out`."""
     grid = with_absolute_paths(grid, base)
+    grid = grid.model_copy(update={"verifiers": [with_template(v, base) for v in grid.verifiers]})
     out = Path(out)
     todo = grid.cells()
     # One run directory per generator; its config names the generator's first verifier, whose
@@ -41,6 +42,10 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
         if any(gg is g for gg, _ in todo)
     }
     try:
+        for run in runs.values():  # each judge checked against the rubric before any model loads
+            for v in grid.verifiers:
+                if (problem := judge_conflict(grid, v, run.rubric, run.tasks[0])) is not None:
+                    raise InputError(base, problem)
         results = _audit_cells(grid, runs, todo, progress)
     finally:
         for run in runs.values():

@@ -24,7 +24,7 @@ from radar_local.prompts import (
 )
 from radar_local.records import ProbeRecord
 from radar_local.rubric import Criterion, Rubric, Task
-from radar_local.scale import LIKERT
+from radar_local.scale import LIKERT, Scale
 
 
 def digest(obj: object) -> str:
@@ -90,6 +90,12 @@ def criterion_text(criterion: Criterion) -> dict:
     """A criterion as a content key holds it: its words (its scale enters a verdict's key apart, and never
     a probe's: the generator is not shown it)."""
     return criterion.model_dump(exclude={"scale"})
+
+
+def scored_text(criterion: Criterion, scale: Scale) -> dict:
+    """A criterion as a verdict's key holds it: its words, and its scale where it is not the paper's 0-4 (so
+    a rubric that says nothing of scales keeps the keys it always had)."""
+    return {**criterion_text(criterion), **({"scale": scale.model_dump(mode="json")} if scale != LIKERT else {})}
 
 
 @dataclass(frozen=True)
@@ -212,10 +218,7 @@ class Plan:
             "layout": config.layout,
             "format": config.scoring.model_dump(),
         }
-        scales = {cid: scale for cid, scale in rubric.scales.items() if scale != LIKERT}
-        if scales:  # the paper's 0-4 everywhere keeps the keys it always had
-            base["scales"] = {cid: scale.model_dump(mode="json") for cid, scale in scales.items()}
-        scope = digest(base)
+        scope = digest({**base, "scales": {cid: s.model_dump(mode="json") for cid, s in rubric.scales.items()}})
         out: list[ScoreRequest] = []
         for probe in probes:
             # An adaptive audit asks for every stored probe's requests after each wave: built once.
@@ -233,7 +236,7 @@ class Plan:
             if judge.order == "shuffled":  # a seeded order per probe, recorded with each verdict
                 random.Random(digest([config.seed, probe.key])).shuffle(shown)
             criteria = [c for c, _ in shown]
-            key = digest({**base, "probe": probe.key, "criteria": [criterion_text(c) for c in criteria]})
+            key = digest({**base, "probe": probe.key, "criteria": [scored_text(c, s) for c, s in shown]})
             messages = (
                 render(judge, task, probe.text, shown) if judge.template else joint_messages(task, probe.text, shown)
             )
@@ -256,7 +259,7 @@ class Plan:
             labels = [{"label": crit.label, "description": crit.description}]
             out.append(
                 ScoreRequest(
-                    digest({**base, "probe": probe.key, "criterion": criterion_text(crit)}),  # its text
+                    digest({**base, "probe": probe.key, "criterion": scored_text(crit, scale)}),
                     probe.key,
                     (crit.id,),
                     Prompt(messages, **fields, criteria=labels),

@@ -440,3 +440,36 @@ def test_the_readme_judge_example_from_its_config(tmp_path):
     rows = [line for line in readme.splitlines() if line.startswith("| ") and "->" in line and "(three" not in line]
     assert len(rows) == 4 and all(row in report for row in rows)  # the head and three pairs
     assert "halo index +0.34 [+0.28, +0.40]" in report
+
+
+def test_expected_scores_on_named_levels(tmp_path):
+    """Expected mode reads the distribution over the scale's levels: a value between its ends."""
+    judge = {"template": GRADE_TEMPLATE, "answer": {"kind": "bare"}}
+    scale = {"levels": {"C": 1, "P": 0.5, "I": 0}}
+    cfg = config(tmp_path, judge, scale=scale, options={"noise": 0.5, **COUPLED}, scoring={"mode": "expected"})
+    result = run_audit(cfg, tmp_path / "run")
+    scores = [v.score for v in load_run(tmp_path / "run").store.scores.values()]
+    assert all(0 <= s <= 1 for s in scores) and any(s not in (0, 0.5, 1) for s in scores)
+    assert result.probes["score_values"] == "continuous" and result.leakage.loc["clarity", "accuracy"] > 0.5
+
+
+def test_a_grid_reads_each_judges_template_file_and_checks_it(tmp_path):
+    from radar_local.config import GridConfig
+    from radar_local.errors import InputError
+    from radar_local.grid import run_grid
+
+    (tmp_path / "judge.j2").write_text(JSON_TEMPLATE)
+    cfg = config(tmp_path, scale={"min": 1, "max": 10}, options=COUPLED)
+    spec = cfg.pop("verifier")
+    cfg.pop("generator")
+    answer = {"kind": "json", "before": {"thinking": 40}, "score": "rating", "after": {}}
+    judged = {**spec, "name": "templated", "judge": {"template_file": "judge.j2", "answer": answer}}
+    grid = {**cfg, "generators": [{**spec, "name": "writer"}], "verifiers": [judged], "exclude_self_pairs": False}
+    run_grid(GridConfig.model_validate(grid), tmp_path / "grid", tmp_path, progress=False)
+    result = load_run(tmp_path / "grid" / "writer").result("templated")
+    assert result.leakage.loc["clarity", "accuracy"] == 1.0
+    broken = {**judged, "judge": {"template": "{{ response }} {{ criterion.id }} {{ nope }}"}}
+    with pytest.raises(InputError, match="uses 'nope'"):
+        run_grid(
+            GridConfig.model_validate({**grid, "verifiers": [broken]}), tmp_path / "grid2", tmp_path, progress=False
+        )
