@@ -170,7 +170,7 @@ def _reaudit(
     write_atomic(rubric_path, yaml_text(rubric.model_dump(mode="json", exclude_none=True)))
     cand.run_dir = folder / f"candidate-{cand.index}"
     with Run.create(resolve(candidate_config(config, rubric_path, parent.tasks), folder), cand.run_dir) as run:
-        cand.reuse = run.adopt(parent, config.verifier)
+        cand.reuse, *_ = [run.adopt(parent, spec) for spec in config.verifiers]  # a judge audited both ways: both
         return run.audit(pool, progress)
 
 
