@@ -6,6 +6,7 @@ import yaml
 
 from radar_local.config import AuditConfig
 from radar_local.run import load_run, run_audit
+from radar_local.scale import LIKERT, Scale
 from tests.test_judge import GRADE_TEMPLATE, JOINT_TEMPLATE, JSON_TEMPLATE
 from tests.test_pipeline import REPO, SMALL_RUBRIC, SharedPool, tiny_config, vllm_pool  # noqa: F401 (a fixture)
 
@@ -63,3 +64,17 @@ def test_the_teams_judge_on_the_embedded_model(tmp_path, request, engine, name):
         "/".join(levels) if "levels" in scale else f"{scale['min']}-{scale['max']}"
     }
     assert set(result.self_effect.index) == {"helpfulness", "politeness", "verbosity"}
+
+
+def test_expected_mode_needs_every_level_to_be_one_token():
+    from transformers import AutoTokenizer
+
+    from radar_local.engines.base import single_token_ids
+    from radar_local.errors import RadarError
+    from radar_local.models import resolve
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve("smollm2-135m")[0])
+    assert len(single_token_ids(tokenizer, "m", LIKERT.tokens)) == 5
+    with pytest.raises(RadarError, match="splits the level\\(s\\) 10 into several tokens"):
+        single_token_ids(tokenizer, "m", Scale(min=1, max=10).tokens)
+    assert len(single_token_ids(tokenizer, "m", ("C", "P", "I"))) == 3
