@@ -21,7 +21,7 @@ from radar_local.engines.vllm import VLLM_LINE, installed_vllm
 from radar_local.errors import InputError, ModelNotFoundError, RadarError
 from radar_local.hardware import checkpoint_dtype, cpu_dtype, cpu_info
 from radar_local.models import OFFLINE_ENV, models_dir, models_dirs, registry, resolve, verify
-from radar_local.prompts import generation_messages, verification_messages
+from radar_local.prompts import Messages, generation_prompt, score_prompt, verification_messages
 from radar_local.rubric import load_benchmark
 from radar_local.scoring import ScoreFormat, parse_score
 
@@ -235,7 +235,7 @@ def smoke(engine: str, model: str, options: dict, problems: list[str]) -> dict:
         out["start_s"] = round(time.monotonic() - start, 1)
         t0 = time.monotonic()
         probes = built.generate(
-            [generation_messages(task, target, d) for d in ("+", "-")],
+            [generation_prompt(task, target, d) for d in ("+", "-")],
             n=1,
             temperature=0.9,
             max_tokens=48,
@@ -243,7 +243,11 @@ def smoke(engine: str, model: str, options: dict, problems: list[str]) -> dict:
         )
         gen_s = time.monotonic() - t0
         fmt = ScoreFormat(max_reasoning_chars=60, max_rationale_chars=40)
-        prompts = [verification_messages(task, cs[0].text, c) for cs in probes for c in bench.rubric.criteria]
+        prompts: list[Messages] = [
+            score_prompt(verification_messages(task, cs[0].text, c), cs[0].text, [c])
+            for cs in probes
+            for c in bench.rubric.criteria
+        ]
         t0 = time.monotonic()
         verdicts = built.score(prompts, fmt=fmt)
         score_s = time.monotonic() - t0

@@ -17,9 +17,10 @@ from radar_local.prompts import (
     REWRITE_VERSION,
     Messages,
     Prompt,
-    generation_messages,
+    generation_prompt,
     joint_messages,
     rewrite_messages,
+    score_prompt,
     verification_messages,
 )
 from radar_local.records import ProbeRecord
@@ -173,10 +174,7 @@ class Plan:
                     "criterion": criterion_text(crit) if crit else None,
                 }
             )
-            fields = {"target": crit.label, "description": crit.description} if crit else {}
-            messages = Prompt(
-                generation_messages(task, crit, direction), kind="generate", direction=direction, **fields
-            )
+            messages = generation_prompt(task, crit, direction)
             out.append(GenerationRequest(key, task, target, direction, count, seed, messages, first))
         return out
 
@@ -231,7 +229,6 @@ class Plan:
     def _probe_requests(self, probe: ProbeRecord, task: Task, verifier: ModelSpec, base: dict) -> list[ScoreRequest]:
         config, judge = self.config, verifier.judge
         shown = [(c, self.rubric.scale_of(c.id)) for c in self.rubric.criteria]
-        fields = {"kind": "score", "response": probe.text}
         if judge is not None and judge.joint:
             if judge.order == "shuffled":  # a seeded order per probe, recorded with each verdict
                 random.Random(digest([config.seed, probe.key])).shuffle(shown)
@@ -242,12 +239,8 @@ class Plan:
             )
             shape = judge.answer if judge.template else config.scoring.shape  # radar's prompt: the paper's answer
             answer = Answer(shape, tuple((c.id, scale) for c, scale in shown), joint=True)
-            labels = [{"label": c.label, "description": c.description} for c in criteria]
-            return [
-                ScoreRequest(
-                    key, probe.key, tuple(c.id for c in criteria), Prompt(messages, **fields, criteria=labels), answer
-                )
-            ]
+            prompt = score_prompt(messages, probe.text, criteria)
+            return [ScoreRequest(key, probe.key, tuple(c.id for c in criteria), prompt, answer)]
         out = []
         for crit, scale in shown:
             if judge is None or judge.template is None:
@@ -256,13 +249,12 @@ class Plan:
             else:
                 messages = render(judge, task, probe.text, [(crit, scale)])
                 answer = Answer(judge.answer, ((crit.id, scale),), expected=config.scoring.expected)
-            labels = [{"label": crit.label, "description": crit.description}]
             out.append(
                 ScoreRequest(
                     digest({**base, "probe": probe.key, "criterion": scored_text(crit, scale)}),
                     probe.key,
                     (crit.id,),
-                    Prompt(messages, **fields, criteria=labels),
+                    score_prompt(messages, probe.text, [crit]),
                     answer,
                 )
             )

@@ -62,6 +62,18 @@ def generation_messages(task: Task, criterion: Criterion | None, direction: str)
     return [{"role": "system", "content": GENERATOR_SYSTEM}, {"role": "user", "content": user}]
 
 
+def generation_prompt(task: Task, criterion: Criterion | None, direction: str) -> Prompt:
+    """generation_messages with what they ask as fields (Prompt)."""
+    fields = {"target": criterion.label, "description": criterion.description} if criterion else {}
+    return Prompt(generation_messages(task, criterion, direction), kind="generate", direction=direction, **fields)
+
+
+def score_prompt(messages: Messages, response: str, criteria: list[Criterion]) -> Prompt:
+    """A verdict's messages with what they ask as fields (Prompt): the response, and the criteria in the order shown."""
+    shown = [{"label": c.label, "description": c.description} for c in criteria]
+    return Prompt(messages, kind="score", response=response, criteria=shown)
+
+
 REWRITE_VERSION = "rewrite/1"  # the nuisance rewrite template's own version: rewrite records are keyed by it
 REWRITER_SYSTEM = (
     "You rewrite responses. Change only what the instruction asks for: the rewrite must say what the original "

@@ -110,6 +110,9 @@ class Run(RunDir):
         if not same:
             raise InputError(source, "a setting does not survive being written down as YAML; use plain values")
         run = cls(Path(out), config, store, snapshot)
+        for spec in config.verifiers:  # a label that holds another model's or judge's verdicts: before any model loads
+            if (problem := run.verifier_conflict(spec)) is not None:
+                raise InputError(run.root, problem)
         store.write_json(INPUTS, snapshot.model_dump(mode="json"))
         write_atomic(run.root / CONFIG, text)
         return run
@@ -259,30 +262,35 @@ class Run(RunDir):
     def register_verifier(self, spec: ModelSpec) -> None:
         """Remember which model each verifier label stands for; one label never mixes two models."""
         known = self.verifiers()
-        if spec.label in known:
-            if known[spec.label] == spec:
-                return  # already registered: nothing to write (a grid's cells may score at once)
-            if known[spec.label].output_identity() != spec.output_identity():  # operational options may change
-                if {**known[spec.label].output_identity(), "judge": None} == {**spec.output_identity(), "judge": None}:
-                    raise InputError(
-                        self.root,
-                        f"verifier '{spec.label}' was audited here with another judge (template, answer or calls); "
-                        "restore it, or give this judge its own name (--name)",
-                    )
-                raise InputError(
-                    self.root,
-                    f"verifier label '{spec.label}' already holds scores from another "
-                    "model; give this verifier its own name (--name)",
-                )
-        clash = next((label for label in known if label != spec.label and slug(label) == slug(spec.label)), None)
-        if clash is not None:  # both would write stats.<slug>.json
-            raise InputError(
-                self.root,
-                f"verifier labels '{clash}' and '{spec.label}' share a file name; "
-                "give this verifier another name (--name)",
-            )
+        if known.get(spec.label) == spec:
+            return  # already registered: nothing to write (a grid's cells may score at once)
+        if (problem := self.verifier_conflict(spec)) is not None:
+            raise InputError(self.root, problem)
         known[spec.label] = spec
         self.store.write_json(VERIFIERS, {label: s.model_dump(mode="json") for label, s in known.items()})
+
+    def verifier_conflict(self, spec: ModelSpec) -> str | None:
+        """Why `spec` cannot score under its label in this run, in one line: the label holds another model's
+        or another judge's verdicts, or shares a file name with another label; else None."""
+        known = self.verifiers()
+        stored = known.get(spec.label)
+        if stored is not None and stored.output_identity() != spec.output_identity():  # operational options may change
+            if {**stored.output_identity(), "judge": None} == {**spec.output_identity(), "judge": None}:
+                return (
+                    f"verifier '{spec.label}' was audited here with another judge (template, answer or calls); "
+                    "restore it, or give this judge its own name (--name)"
+                )
+            return (
+                f"verifier label '{spec.label}' already holds scores from another model; give this verifier its own "
+                "name (--name)"
+            )
+        clash = next((label for label in known if label != spec.label and slug(label) == slug(spec.label)), None)
+        if clash is not None:  # both would write stats.<slug>.json
+            return (
+                f"verifier labels '{clash}' and '{spec.label}' share a file name; give this verifier another name "
+                "(--name)"
+            )
+        return None
 
     def finish(
         self,

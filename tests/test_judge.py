@@ -321,9 +321,11 @@ def test_a_changed_template_is_refused_on_resume(tmp_path):
     path.write_text(yaml.safe_dump(config(tmp_path, {"template": JSON_TEMPLATE})))
     assert invoke("audit", path, "--out", tmp_path / "run", "--quiet", "--no-report").exit_code == 0
     stored = (tmp_path / "run" / "scores.jsonl").read_bytes()
-    path.write_text(yaml.safe_dump(config(tmp_path, {"template": JSON_TEMPLATE + " Be strict."})))
+    probes = (tmp_path / "run" / "probes.jsonl").read_bytes()
+    path.write_text(yaml.safe_dump(config(tmp_path, {"template": JSON_TEMPLATE + " Be strict."}, n=3)))
     one_line_exit_2(invoke("audit", path, "--out", tmp_path / "run", "--quiet"), "another judge")
-    assert (tmp_path / "run" / "scores.jsonl").read_bytes() == stored
+    assert (tmp_path / "run" / "scores.jsonl").read_bytes() == stored  # refused before any model loads:
+    assert (tmp_path / "run" / "probes.jsonl").read_bytes() == probes  # not one probe more at n = 3
 
 
 def test_a_score_file_off_its_declared_scale_is_one_line(tmp_path):
