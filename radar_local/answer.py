@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -202,7 +203,7 @@ class Answer:
             return reasoning + re.escape(prefix) + scale.regex + re.escape(suffix)
         return self._value(scale, self.joint)
 
-    @property
+    @cached_property  # asked per request by engines and the run: built once per answer
     def regex(self) -> str:
         if not self.joint:
             return self._one(self.scales[0][1])
@@ -223,7 +224,7 @@ class Answer:
             return (shape.reasoning + 1 if shape.reasoning else 0) + len(prefix) + value + len(suffix)
         return value
 
-    @property
+    @cached_property
     def max_tokens(self) -> int:
         """The longest admissible answer in characters, hence an upper bound in tokens."""
         if self.expected:

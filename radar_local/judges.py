@@ -27,9 +27,9 @@ def calibration(df: pd.DataFrame, criteria: list[str], scales: dict[str, Scale] 
     redundancy: Spearman correlation of two criteria's score profiles under one judge.
     """
     probe = [c for c in PROBE_KEY if c != "verifier"]
-    scale = (scales or {}).get
-    low = df["criterion"].map(lambda c: float(scale(c, LIKERT).low))
-    span = df["criterion"].map(lambda c: float(scale(c, LIKERT).span))
+    of = {c: (scales or {}).get(c, LIKERT) for c in df["criterion"].unique()}  # once per criterion, not per row
+    low = df["criterion"].map({c: float(sc.low) for c, sc in of.items()})
+    span = df["criterion"].map({c: float(sc.span) for c, sc in of.items()})
     wide = df.assign(p=(df["score"] - low) / span).pivot_table(
         index=probe, columns=["verifier", "criterion"], values="p", aggfunc="first", dropna=False
     )

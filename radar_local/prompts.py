@@ -170,7 +170,12 @@ def verifier_system(criterion: Criterion, scale: Scale = LIKERT) -> str:
 
 
 def verification_messages(
-    task: Task, response: str, criterion: Criterion, layout: Layout = "paper", expected: bool = False, scale=LIKERT
+    task: Task,
+    response: str,
+    criterion: Criterion,
+    layout: Layout = "paper",
+    expected: bool = False,
+    scale: Scale = LIKERT,
 ) -> Messages:
     """B.2 per-criterion scoring prompt.
 

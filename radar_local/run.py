@@ -620,9 +620,12 @@ def verdict_records(req: ScoreRequest, c, verifier: str) -> list[VerdictRecord]:
                 criterion=cid,
                 **common,
                 **rec,
-                **({"raw": c.text} if position == 0 else {}),
-                prompt_tokens=c.prompt_tokens if position == 0 else 0,
-                output_tokens=c.output_tokens if position == 0 else 0,
+                # the call's text and tokens once, on its first verdict (a joint call's others leave them unset)
+                **(
+                    {"raw": c.text, "prompt_tokens": c.prompt_tokens, "output_tokens": c.output_tokens}
+                    if position == 0
+                    else {}
+                ),
                 finish_reason=c.finish_reason,
             )
         )

@@ -82,8 +82,9 @@ def validate_scores(
     def scale_of(criterion: str) -> Scale:
         return scales if isinstance(scales, Scale) else scales.get(criterion, LIKERT)
 
-    low = df["criterion"].map(lambda c: scale_of(c).low).astype(float)
-    high = df["criterion"].map(lambda c: scale_of(c).high).astype(float)
+    of = {c: scale_of(c) for c in df["criterion"].unique()}  # once per criterion, not per row
+    low = df["criterion"].map({c: sc.low for c, sc in of.items()}).astype(float)
+    high = df["criterion"].map({c: sc.high for c, sc in of.items()}).astype(float)
     bad |= numeric.notna() & ((numeric < low) | (numeric > high))
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
