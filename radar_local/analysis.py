@@ -180,13 +180,14 @@ def analyze(
     except ValueError as exc:
         raise InputError(where, str(exc)) from None
     scales = rubric_obj.scales if rubric_obj is not None else scale
+    declared_by = None if rubric_obj is None else rubric_arg or f"the rubric '{rubric_obj.id}'"  # a row off it names it
     if isinstance(table, pd.DataFrame):
-        df = validate_scores(table, where, scales)
+        df = validate_scores(table, where, scales, declared_by=declared_by)
     else:
         size = Path(table).stat().st_size if Path(table).is_file() else 0
         if size >= LARGE_FILE:
             say(f"stats: reading {table} ({size / 2**20:,.0f} MiB)")
-        df = read_scores(table, scales)
+        df = read_scores(table, scales, declared_by)
     if human and rubric_obj is None:
         raise InputError(human, "a human reference needs a rubric (--rubric) so its pairs can be checked")
     return stats_for_table(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, TypeVar, overload
@@ -344,7 +346,7 @@ def resolve(config: AuditConfig, base: Path, source: object = "config") -> Resol
     config = with_absolute_paths(config, base)
     config = config.model_copy(update={"verifier": with_template(config.verifier, base)})
     rubric, tasks, reference = resolve_inputs(config)
-    problem = rubric_conflict(config, rubric) or judge_conflict(config, config.verifier, rubric, tasks[0])
+    problem = rubric_conflict(config, rubric) or judge_conflict(config, config.verifier, rubric, tasks)
     if problem is not None:
         raise InputError(source, problem)
     return Resolved(config, rubric, tasks, reference, source)
@@ -367,9 +369,10 @@ def with_template(spec: ModelSpec, base: Path) -> ModelSpec:
     return spec.model_copy(update={"judge": judge.model_copy(update={"template": text, "template_file": None})})
 
 
-def judge_conflict(config: AuditSettings, spec: ModelSpec, rubric: Rubric, task: Task) -> str | None:
+def judge_conflict(config: AuditSettings, spec: ModelSpec, rubric: Rubric, tasks: Sequence[Task]) -> str | None:
     """What keeps `spec`'s judge from auditing `rubric` under `config`, in one line; else None. Its templates
-    are rendered once on the first task, so a construct the sandbox refuses is found before any model loads."""
+    are rendered once on the first task, so a construct the sandbox refuses is found before any model loads
+    (with no task there is nothing to render, and nothing will be)."""
     judge = spec.judge
     if judge is None:
         return None
@@ -395,7 +398,7 @@ def judge_conflict(config: AuditSettings, spec: ModelSpec, rubric: Rubric, task:
         return where + problem
     shown = [(c, rubric.scale_of(c.id)) for c in rubric.criteria]
     try:
-        for mode in judge.modes:
+        for mode, task in itertools.product(judge.modes, tasks[:1]):
             render(judge, task, "A response.", shown if mode == "joint" else shown[:1])
     except InputError as exc:
         return where + str(exc).removeprefix("judge template: ")

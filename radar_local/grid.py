@@ -44,7 +44,7 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
     try:
         for run in runs.values():  # each judge checked against the rubric before any model loads
             for v in grid.verifiers:
-                if (problem := judge_conflict(grid, v, run.rubric, run.tasks[0])) is not None:
+                if (problem := judge_conflict(grid, v, run.rubric, run.tasks)) is not None:
                     raise InputError(base, problem)
         results = _audit_cells(grid, runs, todo, progress)
     finally:

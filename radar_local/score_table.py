@@ -36,7 +36,7 @@ def _csv_row(index: int) -> int:
 Scales = Scale | str | Mapping[str, Scale]  # one scale for every criterion ('1-10' names one), or each criterion's
 
 
-def read_scores(path: str | Path, scales: Scales = LIKERT) -> pd.DataFrame:
+def read_scores(path: str | Path, scales: Scales = LIKERT, declared_by: object = None) -> pd.DataFrame:
     """Read a CSV or Parquet score table and validate its shape and scores (not yet its criteria)."""
     path = Path(path)
     regular_file(path, "score file")
@@ -52,14 +52,15 @@ def read_scores(path: str | Path, scales: Scales = LIKERT) -> pd.DataFrame:
         raise InputError(path, "the score file is empty; expected a header and score rows") from None
     except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
         raise InputError(path, f"cannot parse the score table ({str(exc).splitlines()[0]})") from None
-    return validate_scores(df, path, scales)
+    return validate_scores(df, path, scales, declared_by=declared_by)
 
 
 def validate_scores(
-    df: pd.DataFrame, path: object, scales: Scales = LIKERT, both_directions: bool = True
+    df: pd.DataFrame, path: object, scales: Scales = LIKERT, both_directions: bool = True, declared_by: object = None
 ) -> pd.DataFrame:
     """Check a table's shape and values. `both_directions=False` lets a target lack + or - probes
-    (an audit that excluded flagged probes); the statistics then gate it and say why."""
+    (an audit that excluded flagged probes); the statistics then gate it and say why. `declared_by` names
+    where per-criterion scales come from (a rubric file), so a score off them names both files."""
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise InputError(path, f"missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}")
@@ -90,6 +91,7 @@ def validate_scores(
         i = int(np.flatnonzero(bad.to_numpy())[0])
         scale = scale_of(df["criterion"].iloc[i])
         whose = "" if isinstance(scales, Scale) else f" of criterion '{df['criterion'].iloc[i]}'"
+        whose += f", as {declared_by} declares it" if declared_by is not None else ""
         raise InputError(
             path,
             f"row {_csv_row(i)}: score '{raw.iloc[i]}' is off the {scale.name} scale{whose}; use a number from "

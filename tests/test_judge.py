@@ -460,3 +460,10 @@ def test_a_grid_reads_each_judges_template_file_and_checks_it(tmp_path):
         run_grid(
             GridConfig.model_validate({**grid, "verifiers": [broken]}), tmp_path / "grid2", tmp_path, progress=False
         )
+
+
+def test_a_judge_with_no_task_to_render_on_is_checked_without_one(tmp_path):
+    """With `tasks: []` there is nothing to render the template on: the audit fails as any empty audit does."""
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump({**config(tmp_path, {"template": JSON_TEMPLATE}), "tasks": []}))
+    one_line_exit_2(invoke("audit", path, "--out", tmp_path / "run", "--quiet"), "no rows")
