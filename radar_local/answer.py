@@ -188,7 +188,7 @@ class Answer:
         return self.scales[0][1].tokens
 
     def _value(self, scale: Scale, in_json: bool) -> str:
-        return f'"{scale.regex}"' if in_json and not scale.is_range else scale.regex
+        return f'"{scale.regex}"' if in_json and not scale.numeric else scale.regex
 
     def _one(self, scale: Scale) -> str:
         shape = self.shape
@@ -211,7 +211,7 @@ class Answer:
 
     def _longest(self, scale: Scale) -> int:
         shape = self.shape
-        value = scale.longest + (2 if not scale.is_range and (self.joint or isinstance(shape, JsonShape)) else 0)
+        value = scale.longest + (2 if not scale.numeric and (self.joint or isinstance(shape, JsonShape)) else 0)
         if isinstance(shape, JsonShape):
             texts = {**shape.before, **shape.after}
             names = [*texts, shape.score]
@@ -254,7 +254,9 @@ class Answer:
         """Every criterion's score from the answer; a criterion whose score does not read is unscored."""
         if isinstance(self.shape, GradeShape):
             ((cid, scale),) = self.scales
-            match = re.search(self.shape.pattern, text)
+            # after a reasoning line the grade is on the next: a level the reasoning mentions is no grade
+            start = text.find("\n") + 1 if self.shape.reasoning else 0
+            match = re.compile(self.shape.pattern).search(text, start)
             value = scale.value(match.group(1)) if match else None
             reasoning = text[: match.start()].strip() or None if match else None
             return {cid: Parsed(value, reasoning)}

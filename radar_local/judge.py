@@ -75,6 +75,11 @@ def _compiled(text: str):
     return _environment().from_string(text)
 
 
+def render_text(text: str, **values: object) -> str:
+    """Any template text rendered in the judge's sandbox (an imported prompt with its variables)."""
+    return _compiled(text).render(**values)
+
+
 def template_problem(judge: Judge) -> str | None:
     """What is wrong with a judge's templates before anything renders, in one line; None where nothing is."""
     for what, text in (("template", judge.template), ("system template", judge.system)):

@@ -143,7 +143,7 @@ def _anchors(scale: Scale) -> str:
 
 
 def _example(scale: Scale) -> str:
-    return str(scale.min) if scale.is_range else f'"{scale.tokens[0]}"'
+    return scale.tokens[0] if scale.numeric else f'"{scale.tokens[0]}"'
 
 
 def schema_text(scale: Scale) -> str:

@@ -18,6 +18,7 @@ from radar_local.common import Frozen
 MAX_LEVELS = 101  # a bounded answer: an integer range of at most this many values
 # A level's name is what the judge writes: printable ASCII without quotes, backslashes or spaces.
 LEVEL_NAME = r"^[!#-\[\]-~]{1,16}$"
+JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")
 
 
 class Scale(Frozen):
@@ -60,6 +61,14 @@ class Scale(Frozen):
     @property
     def is_range(self) -> bool:
         return self.levels is None
+
+    @property
+    def numeric(self) -> bool:
+        """Written as a JSON number: a range, or levels each named by its own value (promptfoo's 0.0-1.0
+        score as `{levels: {"0": 0, "0.1": 0.1, ...}}`); other named levels are JSON strings."""
+        return self.levels is None or all(
+            JSON_NUMBER.fullmatch(t) is not None and float(t) == v for t, v in self.levels.items()
+        )
 
     @property
     def tokens(self) -> tuple[str, ...]:
@@ -120,13 +129,19 @@ class Scale(Frozen):
     def json_schema(self) -> dict:
         if self.is_range:
             return {"type": "integer", "minimum": self.min, "maximum": self.max}
+        if self.numeric:
+            return {"type": "number", "enum": list(self.values)}
         return {"type": "string", "enum": list(self.tokens)}
 
     def read(self, answer: object) -> int | float | None:
-        """A JSON answer's value on the scale (an integer of a range, a level's name), None otherwise."""
+        """A JSON answer's value on the scale (an integer of a range, a numeric level's number, a level's
+        name), None otherwise."""
         if self.is_range:
             ok = isinstance(answer, int) and not isinstance(answer, bool) and self.low <= answer <= self.high
             return answer if ok else None  # type: ignore[return-value]
+        if self.numeric:
+            number = isinstance(answer, int | float) and not isinstance(answer, bool)
+            return next((v for v in self.values if number and v == answer), None)
         return self.value(answer) if isinstance(answer, str) else None
 
 

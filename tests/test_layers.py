@@ -26,6 +26,7 @@ LAYERS = {
         "score_table",
         "prompts",
         "judge",
+        "formats",
         "models",
         "injection",
         "synthetic",

@@ -88,7 +88,7 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from radar_local.cli import audit, doctor, grid, init, models, repair, report, score, stats
+    from radar_local.cli import audit, doctor, formats, grid, init, models, repair, report, score, stats
 
     for command in (
         init.init,
@@ -100,6 +100,8 @@ def _register() -> None:
         report.compare,
         grid.grid,
         repair.repair,
+        formats.import_rubric,
+        formats.export,
         models.models,
         doctor.doctor,
     ):

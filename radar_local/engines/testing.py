@@ -269,12 +269,13 @@ class PlantedEngine(BatchStream):
 
 def written(answer: Answer, levels: dict[str, str]) -> str:
     """The planted verdicts as the answer's shape writes them (a level as written; a JSON value as a number
-    on a range, as a string for named levels)."""
+    on a range or a numeric level, as a string for named levels)."""
     scales = dict(answer.scales)
     shape = answer.shape
 
     def value(cid: str) -> object:
-        return int(levels[cid]) if scales[cid].is_range else levels[cid]
+        scale = scales[cid]
+        return scale.value(levels[cid]) if scale.numeric else levels[cid]
 
     def one(cid: str) -> object:
         if isinstance(shape, JsonShape):

@@ -215,7 +215,9 @@ def apply_edit(rubric: Rubric, edit: Edit) -> Rubric:
             n.id: sum(removed) / max(len(new), 1) for n in new
         }
     try:
-        candidate = Rubric(id=rubric.id, name=rubric.name, criteria=tuple(criteria), weights=weights)
+        candidate = Rubric(
+            id=rubric.id, name=rubric.name, criteria=tuple(criteria), weights=weights, scale=rubric.scale
+        )
     except ValidationError as exc:
         raise ValueError(exc.errors()[0]["msg"].removeprefix("Value error, ")) from None
     if candidate == rubric:

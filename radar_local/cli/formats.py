@@ -1,0 +1,54 @@
+"""`radar import` and `radar export`: rubrics from the tools teams evaluate with, and back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from radar_local.formats import FORMATS
+
+ENGINES = ["vllm", "transformers", "openai", "testing"]
+
+
+@click.command(name="import")
+@click.argument("fmt", type=click.Choice(FORMATS), metavar="FORMAT")
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), help="Folder for rubric.yaml, config.yaml, import.md.")
+@click.option("--engine", type=click.Choice(ENGINES), default="vllm", show_default=True)
+@click.option("--generator", default="smollm2-135m", show_default=True, help="Generator model (registry name or path).")
+@click.option("--verifier", default="smollm2-135m", show_default=True, help="The judge's model.")
+def import_rubric(fmt: str, source: Path, out: Path | None, engine: str, generator: str, verifier: str) -> None:
+    """Read SOURCE, a FORMAT file (promptfoo, openai-evals, mlflow, prometheus, inspect, helpsteer), into a
+    radar rubric, judge and tasks, with an account of what mapped."""
+    from radar_local.formats import read, write_import
+
+    imported = read(fmt, source)
+    out = out or source.with_name(f"{source.stem}.radar")
+    if engine == "testing":
+        generator, verifier = "planted", "planted"
+    for line in imported.account:
+        click.echo(f"- {line}")
+    for written in write_import(imported, out, engine, generator, verifier):
+        click.echo(f"wrote {written}")
+    click.echo(f"next: radar audit {out / 'config.yaml'}")
+
+
+@click.command()
+@click.argument("fmt", type=click.Choice(FORMATS), metavar="FORMAT")
+@click.argument("original", type=click.Path(path_type=Path))
+@click.argument("rubric", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), help="The new file (default: ORIGINAL with .repaired).")
+def export(fmt: str, original: Path, rubric: Path, out: Path | None) -> None:
+    """Write RUBRIC (a repaired one, say) back into ORIGINAL's FORMAT: the criteria that changed are
+    rewritten, everything else of ORIGINAL is kept."""
+    from radar_local.formats import export as export_rubric
+    from radar_local.rubric import load_rubric
+    from radar_local.store import write_atomic
+
+    text, account = export_rubric(fmt, original, load_rubric(rubric))
+    out = out or original.with_name(f"{original.stem}.repaired{original.suffix}")
+    write_atomic(out, text)
+    for line in account:
+        click.echo(f"- {line}")
+    click.echo(f"wrote {out}")

@@ -1,0 +1,176 @@
+"""What every format shares: the imported rubric and judge with their account, criterion ids made from a
+source's names, template variables bound to radar's, and YAML read and written keeping comments."""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+from ruamel.yaml.scalarstring import LiteralScalarString
+
+from radar_local.errors import InputError
+from radar_local.inputs import read_text
+from radar_local.judge import Judge
+from radar_local.rubric import Criterion, Rubric, Task
+from radar_local.scale import Scale
+
+
+@dataclass
+class Imported:
+    """A source file as radar reads it. `thresholds`: a criterion's pass mark on its own scale, where the
+    source gates on one (the audit keeps the underlying scores; the threshold is recorded, not applied)."""
+
+    format: str
+    source: Path
+    rubric: Rubric
+    judge: Judge | None = None
+    tasks: tuple[Task, ...] = ()
+    thresholds: dict[str, float] = field(default_factory=dict)
+    account: list[str] = field(default_factory=list)
+
+
+def slug(text: str, taken: set[str]) -> str:
+    """A criterion id from a source's name or text: the name itself where it is an id already, else its
+    first words, lowercase; unique among `taken`."""
+    if re.fullmatch(r"[a-z][a-z0-9_]{0,39}", text) and text not in taken:
+        taken.add(text)
+        return text
+    words = re.findall(r"[a-z0-9]+", text.lower())[:4] or ["criterion"]
+    base = "_".join(words)[:40].strip("_")
+    base = base if base[0].isalpha() else f"c_{base}"
+    cid, k = base, 2
+    while cid in taken:
+        cid, k = f"{base}_{k}", k + 1
+    taken.add(cid)
+    return cid
+
+
+def label_of(cid: str) -> str:
+    return cid.replace("_", " ").capitalize()
+
+
+def criterion(path: Path, where: str, **fields: Any) -> Criterion:
+    try:
+        return Criterion(**fields)
+    except ValidationError as exc:
+        raise InputError(path, f"{where}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
+
+
+def rubric(path: Path, rid: str, name: str, criteria: list[Criterion], scale: Scale) -> Rubric:
+    if len(criteria) < 2:
+        raise InputError(path, f"holds {len(criteria)} criterion; a coupling audit needs at least two")
+    try:
+        return Rubric(id=slug(rid, set()), name=name, criteria=tuple(criteria), scale=scale)
+    except ValidationError as exc:
+        raise InputError(path, exc.errors()[0]["msg"].removeprefix("Value error, ")) from None
+
+
+def judge(path: Path, **fields: Any) -> Judge:
+    try:
+        return Judge(**fields)
+    except ValidationError as exc:
+        raise InputError(path, f"the judge does not map: {exc.errors()[0]['msg']}") from None
+
+
+_JINJA_VAR = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
+_FORMAT_VAR = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
+
+
+def _literal(text: str) -> str:
+    """Source text as Jinja that renders to itself."""
+    return "{% raw %}" + text + "{% endraw %}" if re.search(r"\{[{%#]", text) else text
+
+
+def bind(text: str, names: dict[str, str], path: Path, where: str, style: str = "jinja") -> str:
+    """A source template as radar's Jinja: each variable (`{{ output }}`; `{completion}` in Python's format
+    style) becomes the radar expression `names` maps it to; any other variable, filter or block is refused
+    in one line naming it (a template radar cannot bind would score with a hole in the prompt)."""
+    out, at = [], 0
+    pattern = _JINJA_VAR if style == "jinja" else _FORMAT_VAR
+    for m in pattern.finditer(text):
+        out.append(_literal(text[at : m.start()]))
+        at = m.end()
+        token = m.group(0)
+        if style == "format" and token in ("{{", "}}"):
+            out.append(_literal(token[0]))
+            continue
+        var = (m.group(1) or "").strip() if m.group(1) is not None else None
+        if var is None or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var):
+            raise InputError(
+                path, f"{where}: '{token[:60]}' is not a plain variable; radar binds {', '.join(names)} only"
+            )
+        if var not in names:
+            raise InputError(path, f"{where}: the variable '{var}' has no counterpart in radar ({', '.join(names)})")
+        out.append("{{ " + names[var] + " }}")
+    out.append(_literal(text[at:]))
+    return "".join(out)
+
+
+def variables(text: str, style: str = "jinja") -> set[str]:
+    pattern = _JINJA_VAR if style == "jinja" else _FORMAT_VAR
+    return {m.group(1).strip() for m in pattern.finditer(text) if m.group(1)}
+
+
+def changes(old: Rubric, new: Rubric) -> list[str]:
+    """The account of an export: which criteria keep their entry, which are rewritten, added, dropped."""
+    before = {c.id: c for c in old.criteria}
+    kept = [c.id for c in new.criteria if before.get(c.id) == c and old.scale_of(c.id) == new.scale_of(c.id)]
+    rewritten = [c.id for c in new.criteria if c.id in before and c.id not in kept]
+    added = [c.id for c in new.criteria if c.id not in before]
+    dropped = [cid for cid in before if cid not in new.ids]
+    lines = [f"{what}: {', '.join(ids)}" for what, ids in (("kept", kept), ("rewritten", rewritten)) if ids]
+    lines += [f"{what}: {', '.join(ids)}" for what, ids in (("added", added), ("dropped", dropped)) if ids]
+    return lines
+
+
+def unchanged(old: Rubric, new: Rubric, cid: str) -> bool:
+    return cid in old.ids and old.criterion(cid) == new.criterion(cid) and old.scale_of(cid) == new.scale_of(cid)
+
+
+def carried(rub: Rubric) -> dict[str, tuple[str, tuple[str, ...], tuple[float, ...]]]:
+    """What every format carries of a rubric: each criterion's id, description and scale levels (labels,
+    kinds, anchors and weights only where a format has a place for them)."""
+    return {c.id: (c.description, rub.scale_of(c.id).tokens, rub.scale_of(c.id).values) for c in rub.criteria}
+
+
+# ---- YAML that keeps a file's comments and layout (ruamel.yaml's round trip) ------------------------
+def load_yaml(path: Path) -> Any:
+    yaml = YAML()
+    yaml.preserve_quotes = True
+    try:
+        return yaml.load(read_text(path))
+    except YAMLError as exc:
+        raise InputError(path, f"is not valid YAML ({str(exc).splitlines()[0][:120]})") from None
+
+
+def dump_yaml(data: Any) -> str:
+    yaml = YAML()
+    yaml.width = 4096  # keep long lines as the team wrote them
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    buf = io.StringIO()
+    yaml.dump(data, buf)
+    return buf.getvalue()
+
+
+def block(text: str) -> Any:
+    """A text as YAML writes it legibly: a literal block where it has line breaks."""
+    return LiteralScalarString(text) if "\n" in text else text
+
+
+def mapping(path: Path, data: Any, what: str) -> dict:
+    if not isinstance(data, dict):
+        raise InputError(path, f"expected {what} (a mapping at the top level); is this the right format?")
+    return data
+
+
+def text_field(path: Path, obj: dict, key: str, where: str) -> str:
+    value = obj.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(path, f"{where}: '{key}' must be non-empty text")
+    return value

@@ -1,0 +1,152 @@
+"""MLflow's judges from `make_judge`, serialized (`judge.model_dump()`, JSON): a list of them, one per
+criterion, each `{name, serialization_version: 1, instructions_judge_pydantic_data: {instructions, model,
+feedback_value_type}}`; instructions refer to `{{ inputs }}` and `{{ outputs }}`.
+
+The shapes follow MLflow's sources (mlflow/genai/judges/instructions_judge: the serialized scorer and its
+template variables; the judge answers `result` and `rationale`). `feedback_value_type` is the JSON schema
+of the result: a boolean, a yes/no-style pair, or integers put on a scale; a free string, a float or an
+object is refused (no scale to audit on).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from radar_local.answer import JsonShape
+from radar_local.errors import InputError
+from radar_local.formats import common
+from radar_local.formats.common import Imported
+from radar_local.inputs import read_text
+from radar_local.rubric import Rubric
+from radar_local.scale import Scale
+
+VERSIONS = (1,)
+BINARY = {("yes", "no"), ("pass", "fail"), ("true", "false"), ("correct", "incorrect"), ("good", "bad")}
+SUFFIX = "\n\nInputs: {{ inputs }}\nOutputs: {{ outputs }}"  # what export adds to instructions that name neither
+VARIABLES = ("inputs", "outputs")
+SYSTEM = (
+    "{{ criterion.description }}\n\nAnswer with a JSON object: `result`, the assessment on {{ scale.describe }}, "
+    "and a brief `rationale`."
+)
+USER = "inputs: {{ prompt }}\noutputs: {{ response }}"
+
+
+def _judges(path: Path) -> list[dict]:
+    try:
+        data = json.loads(read_text(path))
+    except json.JSONDecodeError:
+        raise InputError(
+            path, "is not JSON; export MLflow judges with json.dumps([j.model_dump() for j in judges])"
+        ) from None
+    judges = data if isinstance(data, list) else [data]
+    for k, j in enumerate(judges):
+        where = f"judge {k + 1}"
+        if not isinstance(j, dict) or not isinstance(j.get("instructions_judge_pydantic_data"), dict):
+            raise InputError(path, f"{where} is no serialized make_judge judge (no instructions_judge_pydantic_data)")
+        if j.get("serialization_version") not in VERSIONS:
+            raise InputError(
+                path,
+                f"{where}: serialization_version {j.get('serialization_version')!r} is not one radar knows "
+                f"({', '.join(map(str, VERSIONS))})",
+            )
+        common.text_field(path, j, "name", where)
+        common.text_field(path, j["instructions_judge_pydantic_data"], "instructions", f"{where} ({j['name']})")
+    return judges
+
+
+def _scale(path: Path, name: str, schema: object) -> Scale:
+    where = f"judge '{name}': feedback_value_type"
+    if not isinstance(schema, dict):
+        raise InputError(path, f"{where} is missing; radar needs the result's type to put it on a scale")
+    enum = schema.get("enum")
+    if schema.get("type") == "boolean":
+        return Scale(levels={"true": 1, "false": 0})
+    if isinstance(enum, list) and all(isinstance(v, str) for v in enum):
+        pair = tuple(v.lower() for v in enum)
+        if pair in BINARY or pair[::-1] in BINARY:
+            good = enum[0] if pair in BINARY else enum[1]
+            return Scale(levels={v: int(v == good) for v in enum})
+        raise InputError(
+            path, f"{where} is the labels {enum}: they have no values, so radar cannot put them on a scale"
+        )
+    if isinstance(enum, list) and enum and all(isinstance(v, int) and not isinstance(v, bool) for v in enum):
+        return Scale(levels={str(v): v for v in sorted(enum)})
+    if (
+        schema.get("type") == "integer"
+        and isinstance(schema.get("minimum"), int)
+        and isinstance(schema.get("maximum"), int)
+    ):
+        return Scale(min=schema["minimum"], max=schema["maximum"])
+    raise InputError(
+        path,
+        f"{where} is {json.dumps(schema)[:80]}: radar puts a boolean, a yes/no pair or bounded integers on a "
+        "scale, not a free string, a float or an object",
+    )
+
+
+def read(path: Path) -> Imported:
+    judges = _judges(path)
+    taken: set[str] = set()
+    criteria, scales = [], []
+    rationale_first = set()
+    for j in judges:
+        data = j["instructions_judge_pydantic_data"]
+        instructions = data["instructions"].removesuffix(SUFFIX)
+        unknown = sorted(common.variables(data["instructions"]) - set(VARIABLES))
+        if unknown:
+            raise InputError(
+                path, f"judge '{j['name']}' uses {{{{ {unknown[0]} }}}}; radar binds inputs (the task) and outputs only"
+            )
+        scale = _scale(path, j["name"], data.get("feedback_value_type"))
+        scales.append(scale)
+        rationale_first.add(bool(data.get("generate_rationale_first")))
+        cid = common.slug(j["name"], taken)
+        criteria.append(
+            common.criterion(path, f"judge '{j['name']}'", id=cid, label=j["name"], description=instructions)
+        )
+    if len(rationale_first) > 1:
+        raise InputError(path, "some judges give the rationale first and some last; radar audits one answer shape")
+    criteria = [c if s == scales[0] else c.model_copy(update={"scale": s}) for c, s in zip(criteria, scales)]
+    rub = common.rubric(path, path.stem, path.stem, criteria, scales[0])
+    if rationale_first.pop():
+        answer = JsonShape(before={"rationale": 300}, score="result", after={})
+    else:
+        answer = JsonShape(before={}, score="result", after={"rationale": 300})
+    jud = common.judge(path, template=USER, system=SYSTEM, answer=answer)
+    account = [
+        f"{len(criteria)} judges, one criterion each: the instructions are the criterion, {{{{ inputs }}}} and "
+        "{{ outputs }} bound to the task and the response (shown on every call)",
+        "answer: {result, rationale} as MLflow's judge writes them; scales: "
+        + ", ".join(f"{c.id} {rub.scale_of(c.id).name}" for c in rub.criteria),
+        "tasks: judges carry none: the config uses the bundled helpsteer2 tasks",
+    ]
+    return Imported("mlflow", path, rub, jud, (), {}, account)
+
+
+def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:
+    judges = _judges(path)
+    taken: set[str] = set()
+    ids = [common.slug(j["name"], taken) for j in judges]
+    out = []
+    for j, cid in zip(judges, ids):
+        if cid not in rub.ids:
+            continue
+        if not common.unchanged(imported.rubric, rub, cid):
+            j = copy.deepcopy(j)
+            j["instructions_judge_pydantic_data"]["instructions"] = _instructions(rub.criterion(cid).description)
+        out.append(j)
+    for c in rub.criteria:
+        if c.id not in imported.rubric.ids:
+            j = copy.deepcopy(judges[0])
+            j["name"] = c.id
+            j["instructions_judge_pydantic_data"]["instructions"] = _instructions(c.description)
+            out.append(j)
+            account.append(f"{c.id}: a new judge, model and feedback type as '{judges[0]['name']}'")
+    return json.dumps(out, indent=2, ensure_ascii=False) + "\n"
+
+
+def _instructions(description: str) -> str:
+    """MLflow needs a template variable in instructions: one that names neither gets radar's suffix."""
+    return description if common.variables(description) & set(VARIABLES) else description + SUFFIX

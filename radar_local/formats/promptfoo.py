@@ -1,0 +1,267 @@
+"""promptfoo's `promptfooconfig.yaml`: its `llm-rubric` or `g-eval` assertions are the criteria, its
+`rubricPrompt` the judge's template, `tests[].vars` rendered into the first prompt the tasks.
+
+The shapes follow promptfoo's documentation (promptfoo.dev/docs/configuration/expected-outputs/model-graded/
+llm-rubric and .../g-eval) and its sources (src/prompts/grading.ts: DEFAULT_GRADING_PROMPT answers
+{reason, pass, score} with a score of 0.0-1.0; GEVAL_PROMPT_EVALUATE answers {score, reason} with a score
+of 0-maxScore, 10, which promptfoo divides by 10). An assertion passes at `threshold` on promptfoo's 0-1
+score (g-eval's default 0.7); without one, llm-rubric passes on the judge's own `pass`. The import keeps
+the scores the judge writes (0.0-1.0 in steps of 0.1; g-eval's integer 0-10) and records the threshold.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from jinja2 import TemplateError
+
+from radar_local.answer import JsonShape
+from radar_local.errors import InputError
+from radar_local.formats import common
+from radar_local.formats.common import Imported
+from radar_local.inputs import read_text
+from radar_local.judge import render_text
+from radar_local.rubric import Criterion, Rubric, Task
+from radar_local.scale import Scale
+
+TYPES = ("llm-rubric", "g-eval")
+ZERO_ONE = Scale(levels={"0": 0, **{f"0.{k}": k / 10 for k in range(1, 10)}, "1": 1})  # llm-rubric's score
+G_EVAL = Scale(min=0, max=10)  # G-Eval's maxScore
+G_EVAL_THRESHOLD = 0.7
+
+# radar's words after promptfoo's default grading prompts (not a copy); the criterion is the rubric text.
+LLM_RUBRIC_SYSTEM = (
+    "You grade an output against a rubric written by a user. The output passes when what the rubric states "
+    "is true of it. Answer with a JSON object: a short reason, then a score from 0.0 (the rubric is not met "
+    "at all) to 1.0 (fully met)."
+)
+LLM_RUBRIC_USER = "<Output>\n{{ output }}\n</Output>\n<Rubric>\n{{ rubric }}\n</Rubric>"
+G_EVAL_USER = (
+    "Rate the reply to the prompt below on one metric.\n\nEvaluation criteria:\n{{ criteria }}\n\n"
+    'Return a JSON object with a "score" from 0 to {{ maxScore }} ({{ maxScore }}: the reply follows the '
+    'criteria fully; 0: it does not), then a brief "reason" that does not quote the score.\n\n'
+    "Prompt:\n{{ input }}\n\nReply:\n{{ output }}"
+)
+NAMES = {
+    "llm-rubric": {"output": "response", "rubric": "criterion.description", "prompt": "prompt"},
+    "g-eval": {
+        "output": "response",
+        "criteria": "criterion.description",
+        "input": "prompt",
+        "maxScore": "criterion.scale.max",
+    },
+}
+
+
+def _entries(path: Path, data: dict) -> list[tuple[list, int, int | None, str, dict]]:
+    """Every llm-rubric/g-eval criterion in the file: (its assert list, the assertion's index, the index
+    in a g-eval list value or None, its text, the assertion)."""
+    lists = []
+    default = data.get("defaultTest")
+    if isinstance(default, dict) and isinstance(default.get("assert"), list):
+        lists.append(default["assert"])
+    tests = data.get("tests", [])
+    if not isinstance(tests, list):
+        raise InputError(path, "'tests' is not a list of tests in this file; inline the tests to import them")
+    lists += [t["assert"] for t in tests if isinstance(t, dict) and isinstance(t.get("assert"), list)]
+    found = []
+    for asserts in lists:
+        for i, a in enumerate(asserts):
+            if not isinstance(a, dict) or a.get("type") not in TYPES:
+                continue
+            value = a.get("value")
+            texts = list(enumerate(value)) if a["type"] == "g-eval" and isinstance(value, list) else [(None, value)]
+            for sub, text in texts:
+                if not isinstance(text, str) or not text.strip():
+                    raise InputError(path, f"a {a['type']} assertion's 'value' must be the rubric text")
+                if common.variables(text):
+                    var = sorted(common.variables(text))[0]
+                    raise InputError(
+                        path,
+                        f"the {a['type']} value '{text[:40]}' uses the test variable '{var}'; radar scores one "
+                        "criterion text on every task: write it without variables",
+                    )
+                found.append((asserts, i, sub, text, a))
+    return found
+
+
+def _ids(found: list) -> dict[str, str]:
+    """text -> criterion id: an assertion's `metric` (the name promptfoo reports), else the text's first words."""
+    taken: set[str] = set()
+    ids: dict[str, str] = {}
+    for _, _, sub, text, a in found:
+        if text not in ids:
+            metric = a.get("metric") if sub is None else None
+            ids[text] = common.slug(metric if isinstance(metric, str) and metric else text, taken)
+    return ids
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _rubric_prompt(path: Path, data: dict, found: list) -> Any:
+    default = _dict(data.get("defaultTest"))
+    options = _dict(default.get("options"))
+    prompts = {json.dumps(a["rubricPrompt"], default=str) for *_, a in found if "rubricPrompt" in a}
+    if len(prompts) > 1:
+        raise InputError(path, "assertions carry different rubricPrompts; radar audits one judge prompt at a time")
+    return json.loads(prompts.pop()) if prompts else options.get("rubricPrompt")
+
+
+def _messages(path: Path, prompt: Any) -> list[dict]:
+    if isinstance(prompt, str) and prompt.startswith("file://"):
+        prompt = read_text(path.parent / prompt.removeprefix("file://"))
+    if isinstance(prompt, str) and prompt.lstrip().startswith("["):
+        try:
+            prompt = json.loads(prompt)
+        except json.JSONDecodeError:
+            raise InputError(path, "rubricPrompt looks like a JSON chat but does not parse") from None
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    roles = (
+        [m.get("role") for m in prompt] if isinstance(prompt, list) and all(isinstance(m, dict) for m in prompt) else []
+    )
+    if roles not in (["user"], ["system", "user"]) or not all(isinstance(m.get("content"), str) for m in prompt):
+        raise InputError(path, "rubricPrompt: radar maps a user message, optionally after one system message")
+    return prompt
+
+
+def _tasks(path: Path, data: dict) -> tuple[Task, ...]:
+    prompts = data.get("prompts")
+    first = prompts[0] if isinstance(prompts, list) and prompts else prompts
+    if isinstance(first, dict):
+        first = first.get("raw") or first.get("id")
+    if isinstance(first, str) and first.startswith("file://"):
+        first = read_text(path.parent / first.removeprefix("file://"))
+    taken: set[str] = set()
+    tasks = []
+    for k, test in enumerate(data.get("tests") or [], 1):
+        if not isinstance(test, dict) or not isinstance(test.get("vars"), dict) or not test["vars"]:
+            continue
+        values = {key: str(v) for key, v in test["vars"].items()}
+        if isinstance(first, str):
+            try:
+                prompt = render_text(first, **values)
+            except TemplateError as exc:
+                raise InputError(path, f"prompts[0] does not render with test {k}'s vars ({exc})") from None
+        elif len(values) == 1:
+            prompt = next(iter(values.values()))
+        else:
+            raise InputError(path, "tests have several vars and no prompt to put them in; add 'prompts'")
+        name = str(test.get("description") or f"test {k}")
+        tasks.append(Task(id=common.slug(name, taken), prompt=prompt))
+    return tuple(tasks)
+
+
+def read(path: Path) -> Imported:
+    data = common.mapping(path, common.load_yaml(path), "a promptfooconfig")
+    found = _entries(path, data)
+    kinds = {a["type"] for *_, a in found}
+    if not kinds:
+        raise InputError(path, "has no llm-rubric or g-eval assertion: nothing a judge scores on a rubric")
+    if len(kinds) > 1:
+        raise InputError(path, "mixes llm-rubric and g-eval assertions; radar audits one judge at a time")
+    (kind,) = kinds
+    ids = _ids(found)
+    scale = ZERO_ONE if kind == "llm-rubric" else G_EVAL
+    criteria: list[Criterion] = []
+    thresholds: dict[str, float] = {}
+    account: list[str] = []
+    for _, _, _, text, a in found:
+        cid = ids[text]
+        if cid in thresholds or any(c.id == cid for c in criteria):
+            continue
+        criteria.append(
+            common.criterion(path, f"criterion {cid}", id=cid, label=common.label_of(cid), description=text)
+        )
+        threshold = a.get("threshold", G_EVAL_THRESHOLD if kind == "g-eval" else None)
+        if threshold is not None:
+            thresholds[cid] = float(threshold) * float(scale.high)
+    rub = common.rubric(
+        path, str(data.get("description") or path.stem), str(data.get("description") or path.stem), criteria, scale
+    )
+    prompt = _rubric_prompt(path, data, found)
+    if prompt is None:
+        messages = [{"role": "user", "content": LLM_RUBRIC_USER if kind == "llm-rubric" else G_EVAL_USER}]
+        if kind == "llm-rubric":
+            messages.insert(0, {"role": "system", "content": LLM_RUBRIC_SYSTEM})
+        account.append(f"judge prompt: radar's words after promptfoo's default {kind} prompt (no rubricPrompt)")
+    else:
+        messages = _messages(path, prompt)
+        account.append("judge prompt: the config's rubricPrompt, its variables bound to radar's")
+    bound = [common.bind(m["content"], NAMES[kind], path, "rubricPrompt") for m in messages]
+    if kind == "llm-rubric":
+        answer = JsonShape(before={"reason": 300}, score="score", after={})
+        account.append(
+            "answer: {reason, score}; promptfoo's `pass` (the threshold's or the judge's verdict) is not asked"
+        )
+    else:
+        answer = JsonShape(before={}, score="score", after={"reason": 300})
+        account.append(
+            "g-eval's evaluation steps (a first call per criterion) are not made: the judge sees the criteria alone"
+        )
+    jud = common.judge(path, template=bound[-1], system=bound[0] if len(bound) == 2 else None, answer=answer)
+    for cid, t in thresholds.items():
+        account.append(
+            f"threshold: {cid} passes at {t:g} on the judge's {scale.name} scale (recorded; the audit reads the scores)"
+        )
+    others = sum(
+        1
+        for t in [data.get("defaultTest") or {}, *(data.get("tests") or [])]
+        if isinstance(t, dict)
+        for a in t.get("assert") or []
+        if isinstance(a, dict) and a.get("type") not in TYPES
+    )
+    if others:
+        account.append(f"left to promptfoo: {others} assertion(s) of other types (not judged on a rubric)")
+    tasks = _tasks(path, data)
+    account.append(
+        f"tasks: {len(tasks)} from tests[].vars" + (" rendered into prompts[0]" if data.get("prompts") else "")
+    )
+    return Imported("promptfoo", path, rub, jud, tasks, thresholds, account)
+
+
+def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:
+    """The config with `rub`'s criteria: unchanged assertions untouched, rewritten ones given their new
+    text (and `metric: <id>` so the criterion keeps its id), dropped ones removed, new ones appended to
+    defaultTest.assert with the first criterion's assertion as their model."""
+    data = common.load_yaml(path)
+    found = _entries(path, data)
+    ids = _ids(found)
+    old = imported.rubric
+    model = {k: v for k, v in found[0][4].items() if k in ("type", "threshold", "weight", "provider")}
+    for asserts, i, sub, text, a in reversed(found):  # from the end, so indices stay valid
+        cid = ids[text]
+        if cid in rub.ids and common.unchanged(old, rub, cid):
+            continue
+        if cid in rub.ids:
+            description = rub.criterion(cid).description
+            if sub is None:
+                a["value"] = common.block(description)
+                a["metric"] = cid
+                continue
+            asserts.insert(
+                i + 1,
+                {
+                    **{k: v for k, v in a.items() if k not in ("value", "metric")},
+                    "metric": cid,
+                    "value": common.block(description),
+                },
+            )
+        if sub is None:
+            del asserts[i]
+        else:
+            del a["value"][sub]
+            if not a["value"]:
+                del asserts[i]
+    for c in rub.criteria:
+        if c.id not in old.ids:
+            default = data.setdefault("defaultTest", {})
+            default.setdefault("assert", []).append({**model, "metric": c.id, "value": common.block(c.description)})
+            account.append(
+                f"{c.id}: a new {model['type']} assertion in defaultTest.assert, its other keys as {ids[found[0][3]]}'s"
+            )
+    return common.dump_yaml(data)
