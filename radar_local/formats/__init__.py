@@ -54,6 +54,15 @@ def export(fmt: str, original: str | Path, rubric: Rubric) -> tuple[str, list[st
     """The original file's new text with `rubric`'s criteria, and the account of what changed. The
     original is read again as on import: criteria it has unchanged keep their entries byte for byte."""
     imported = read(fmt, original)
+    for c in rubric.criteria:
+        theirs = imported.rubric.scale_of(c.id) if c.id in imported.rubric.ids else imported.rubric.scale
+        ours = rubric.scale_of(c.id)
+        if (ours.tokens, ours.values) != (theirs.tokens, theirs.values):
+            raise InputError(
+                original,
+                f"the rubric scores {c.id} on {ours.name}, the file's judge on {theirs.name}; export a rubric "
+                "on the scale it was imported with",
+            )
     account = changes(imported.rubric, rubric)
     return _module(fmt).write(Path(original), imported, rubric, account), account
 

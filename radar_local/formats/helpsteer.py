@@ -49,8 +49,12 @@ def read(path: Path) -> Imported:
 def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:
     data = common.load_yaml(path)
     old = data["attributes"]
-    if isinstance(old, list):  # names alone cannot carry a rewritten definition: write the mapping
-        data["attributes"] = {c.id: common.block(c.description) for c in rub.criteria}
+    if isinstance(old, list):  # names alone carry HelpSteer2's definitions; any other needs the mapping
+        bundled = load_benchmark("helpsteer2").rubric
+        if all(c.id in bundled.ids and bundled.criterion(c.id).description == c.description for c in rub.criteria):
+            data["attributes"] = [c.id for c in rub.criteria]
+        else:
+            data["attributes"] = {c.id: common.block(c.description) for c in rub.criteria}
         return common.dump_yaml(data)
     taken: set[str] = set()
     for key in list(old):

@@ -73,6 +73,8 @@ def _entries(path: Path, data: dict) -> list[tuple[list, int, int | None, str, d
                 continue
             value = a.get("value")
             texts = list(enumerate(value)) if a["type"] == "g-eval" and isinstance(value, list) else [(None, value)]
+            if not texts:
+                raise InputError(path, "a g-eval assertion lists no criteria in its 'value'; name what it scores")
             for sub, text in texts:
                 if not isinstance(text, str) or not text.strip():
                     raise InputError(path, f"a {a['type']} assertion's 'value' must be the rubric text")

@@ -1,0 +1,305 @@
+"""Rubrics from where they live (issue 33): each format's sample (tests/data/formats, written from the
+formats' documentation) imported, audited on the planted engine, repaired, exported, and read again; the
+round trips; and every refusal as one line naming the file."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from radar_local import formats
+from radar_local.answer import Answer, GradeShape, JsonShape
+from radar_local.cli.main import cli
+from radar_local.errors import InputError
+from radar_local.formats import carried
+from radar_local.repair import repair
+from radar_local.rubric import Criterion, load_rubric
+from radar_local.scale import Scale
+from tests.conftest import PLANTED_TASKS
+
+DATA = Path(__file__).parent / "data" / "formats"
+SAMPLES = {
+    "promptfoo": DATA / "promptfooconfig.yaml",
+    "openai-evals": DATA / "closedqa.yaml",
+    "mlflow": DATA / "mlflow_judges.json",
+    "prometheus": DATA / "prometheus_rubrics.json",
+    "inspect": DATA / "inspect_scorer.yaml",
+    "helpsteer": DATA / "helpsteer_attributes.yaml",
+}
+MERGED = {"id": "merged", "label": "Merged", "description": "One criterion for both.", "kind": "evaluative"}
+
+
+def parsed(path: Path):
+    text = path.read_text()
+    if path.suffix == ".json":
+        return json.loads(text)
+    return [json.loads(line) for line in text.splitlines()] if path.suffix == ".jsonl" else yaml.safe_load(text)
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+@pytest.mark.parametrize("fmt", formats.FORMATS)
+def test_import_audit_repair_export_and_import_again(fmt, tmp_path):
+    """The loop a team runs: its file in, an audit on the planted engine that couples the first two
+    criteria, a repair that merges them, the repaired rubric back in its file, and that file read again
+    gives the repaired rubric (every criterion's id, text and scale levels)."""
+    out = tmp_path / "imported"
+    result = run("import", fmt, SAMPLES[fmt], "--out", out, "--engine", "testing")
+    assert result.exit_code == 0, result.output
+    assert (out / "import.md").read_text().count("\n- ") >= 2
+    rubric = load_rubric(out / "rubric.yaml")
+    first, second = rubric.criteria[:2]
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    edit = {
+        "action": "merge",
+        "criteria": [first.id, second.id],
+        "keeps": "both",
+        "new": [{**MERGED, "low": "", "high": ""}],
+        "rationale": "coupled",
+    }
+    coupling = {first.label: {second.label: 0.9}, second.label: {first.label: 0.9}}
+    options = {"noise": 0.3, "coupling": coupling, "edits": [edit]}
+    config["generator"]["options"] = options
+    config["verifier"]["options"] = options
+    config |= {"tasks": PLANTED_TASKS, "n": 3, "bootstrap": 200, "out": str(tmp_path / "audit")}
+    config.pop("human", None)  # a merged criterion has no human reference
+    (out / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    rep = repair(out / "config.yaml", tmp_path / "repair")
+    assert rep.final is not None, [c.why or c.error for c in rep.candidates]
+    repaired_path = rep.out / "rubric.repaired.yaml"
+    repaired = load_rubric(repaired_path)
+    assert repaired.ids == ["merged", *rubric.ids[2:]] and repaired.scale == rubric.scale
+    exported = tmp_path / f"exported{SAMPLES[fmt].suffix}"
+    result = run("export", fmt, SAMPLES[fmt], repaired_path, "--out", exported)
+    assert result.exit_code == 0, result.output
+    assert f"dropped: {first.id}, {second.id}" in result.output and "added: merged" in result.output
+    assert carried(formats.read(fmt, exported).rubric) == carried(repaired)
+
+
+@pytest.mark.parametrize("fmt", formats.FORMATS)
+def test_an_unchanged_rubric_exports_to_the_same_file(fmt):
+    imported = formats.read(fmt, SAMPLES[fmt])
+    text, account = formats.export(fmt, SAMPLES[fmt], imported.rubric)
+    assert account == [f"kept: {', '.join(imported.rubric.ids)}"]
+    suffix = SAMPLES[fmt].suffix
+    again = json.loads(text) if suffix == ".json" else yaml.safe_load(text)
+    assert again == parsed(SAMPLES[fmt])
+
+
+@pytest.mark.parametrize("fmt", formats.FORMATS)
+def test_a_rewritten_criterion_keeps_its_id_and_the_others_their_entries(fmt, tmp_path):
+    imported = formats.read(fmt, SAMPLES[fmt])
+    rubric = imported.rubric
+    first = rubric.criteria[0]
+    rewritten = first.model_copy(update={"description": "Names the customer's problem in its first sentence."})
+    new = rubric.model_copy(update={"criteria": (rewritten, *rubric.criteria[1:])})
+    text, account = formats.export(fmt, SAMPLES[fmt], new)
+    assert f"rewritten: {first.id}" in account
+    path = tmp_path / f"out{SAMPLES[fmt].suffix}"
+    path.write_text(text)
+    assert carried(formats.read(fmt, path).rubric) == carried(new)
+    if SAMPLES[fmt].suffix == ".yaml":  # the file's comments and other entries survive
+        original = SAMPLES[fmt].read_text()
+        kept = [line for line in original.splitlines() if line.lstrip().startswith("#")]
+        assert all(line in text for line in kept)
+
+
+def test_promptfoo_maps_its_scale_threshold_prompt_and_tests():
+    imported = formats.read("promptfoo", SAMPLES["promptfoo"])
+    rubric = imported.rubric
+    assert rubric.ids == ["clarity", "accuracy", "the_reply_acknowledges_how"]
+    assert rubric.scale.values == tuple(k / 10 for k in range(11)) and rubric.scale.numeric
+    # the threshold on promptfoo's 0-1 score is recorded on the judge's scale, not applied
+    assert imported.thresholds == {"clarity": 0.7, "accuracy": 0.8}
+    assert [t.id for t in imported.tasks] == ["refund", "late_parcel", "password"]
+    assert (
+        imported.tasks[0].prompt == "You are a support agent. Reply to the customer: I want a refund for a cracked jug."
+    )
+    judge = imported.judge
+    assert judge is not None and judge.template == (
+        "Customer message: {{ prompt }}\nReply: {{ response }}\nRubric: {{ criterion.description }}"
+    )
+    assert any("left to promptfoo: 2 assertion" in line for line in imported.account)
+
+
+def test_a_score_named_by_its_value_is_a_json_number():
+    """promptfoo's judge writes `"score": 0.7`: a level named by its own value is constrained and read as
+    a JSON number, other named levels as strings."""
+    scale = formats.read("promptfoo", SAMPLES["promptfoo"]).rubric.scale
+    answer = Answer(JsonShape(before={"reason": 20}, score="score", after={}), (("c", scale),))
+    import re
+
+    assert re.fullmatch(answer.regex, '{"reason": "fine", "score": 0.7}')
+    assert not re.fullmatch(answer.regex, '{"reason": "fine", "score": "0.7"}')
+    assert answer.parse('{"reason": "fine", "score": 0.7}')["c"].score == 0.7
+    assert answer.parse('{"reason": "fine", "score": 0.75}')["c"].score is None
+    assert answer.json_schema()["properties"]["score"] == {"type": "number", "enum": list(scale.values)}
+    assert not Scale(levels={"C": 1, "I": 0}).numeric and not Scale(levels={"1": 0, "2": 1}).numeric
+
+
+def test_a_grade_after_reasoning_is_read_from_the_line_after_it():
+    """OpenAI evals' cot_classify: a Y in the reasoning is no grade; the choice on the next line is."""
+    answer = Answer(GradeShape(kind="grade", pattern="(Y|N)", reasoning=40), (("c", Scale(levels={"Y": 1, "N": 0})),))
+    assert answer.parse("Yes, it is short but it never says No\nN")["c"].score == 0
+
+
+def test_each_format_maps_its_answer_and_scale():
+    evals = formats.read("openai-evals", SAMPLES["openai-evals"])
+    assert evals.rubric.scale.levels == {"Y": 1.0, "N": 0.0}
+    assert evals.judge is not None and "{{ criterion.description }}" in evals.judge.template
+    mlflow = formats.read("mlflow", SAMPLES["mlflow"])
+    assert mlflow.rubric.scale.levels == {"yes": 1, "no": 0}
+    assert mlflow.rubric.criterion("answers_question").description.endswith("in {{ inputs }}.")
+    prometheus = formats.read("prometheus", SAMPLES["prometheus"])
+    first = prometheus.rubric.criteria[0]
+    assert first.scale is not None and first.scale.anchors is not None
+    assert first.scale.anchors["1"] == "The reply ignores how the customer feels."
+    inspect = formats.read("inspect", SAMPLES["inspect"])
+    assert inspect.rubric.scale.levels == {"C": 1, "P": 0.5, "I": 0}
+    assert inspect.judge is not None and inspect.judge.answer == GradeShape(
+        kind="grade", pattern="GRADE: ([CPI])", reasoning=600
+    )
+    helpsteer = formats.read("helpsteer", SAMPLES["helpsteer"])
+    assert helpsteer.judge is None and helpsteer.rubric.ids == ["helpfulness", "correctness", "coherence", "verbosity"]
+
+
+def test_the_imported_config_names_the_judge_and_its_reference(tmp_path):
+    run("import", "helpsteer", SAMPLES["helpsteer"], "--out", tmp_path / "h", "--engine", "testing")
+    config = yaml.safe_load((tmp_path / "h" / "config.yaml").read_text())
+    assert config["human"] == "helpsteer2" and config["tasks"] == "helpsteer2"
+    run("import", "mlflow", SAMPLES["mlflow"], "--out", tmp_path / "m")
+    config = yaml.safe_load((tmp_path / "m" / "config.yaml").read_text())
+    assert config["verifier"]["judge"]["answer"]["score"] == "result"
+    assert load_rubric(tmp_path / "m" / "rubric.yaml").scale.tokens == ("yes", "no")  # not YAML 1.1 booleans
+
+
+def bad(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+PROMPTFOO = "defaultTest:\n  assert:\n" + "".join(
+    f"    - {{type: llm-rubric, value: 'criterion {k}'}}\n" for k in (1, 2)
+)
+MLFLOW_JUDGE = {
+    "name": "tone",
+    "serialization_version": 1,
+    "instructions_judge_pydantic_data": {
+        "instructions": "Judge the {{ outputs }}.",
+        "feedback_value_type": {"type": "string", "enum": ["yes", "no"]},
+    },
+}
+
+
+def mlflow(**data) -> str:
+    second = {**MLFLOW_JUDGE, "name": "other"}
+    return json.dumps([{**MLFLOW_JUDGE, **data}, second])
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name", "text", "says"),
+    [
+        ("mlflow", "p.yaml", PROMPTFOO, "is not JSON"),
+        ("promptfoo", "m.json", mlflow(), "is this the right format?"),
+        (
+            "promptfoo",
+            "c.yaml",
+            "defaultTest:\n  assert:\n    - {type: contains, value: x}\n",
+            "no llm-rubric or g-eval",
+        ),
+        ("mlflow", "v.json", mlflow(serialization_version=2), "serialization_version 2 is not one radar knows"),
+        (
+            "mlflow",
+            "f.json",
+            mlflow(
+                instructions_judge_pydantic_data={
+                    **MLFLOW_JUDGE["instructions_judge_pydantic_data"],
+                    "feedback_value_type": {"type": "string"},
+                }
+            ),
+            "not a free string, a float or an object",
+        ),
+        (
+            "mlflow",
+            "t.json",
+            mlflow(
+                instructions_judge_pydantic_data={
+                    "instructions": "Check {{ trace }}.",
+                    "feedback_value_type": {"type": "boolean"},
+                }
+            ),
+            "uses {{ trace }}",
+        ),
+        (
+            "promptfoo",
+            "r.yaml",
+            PROMPTFOO + "  options:\n    rubricPrompt: 'Context: {{ context }} Output: {{ output }}'\n",
+            "the variable 'context' has no counterpart in radar",
+        ),
+        ("promptfoo", "g.yaml", "tests:\n  - assert:\n      - {type: g-eval, value: []}\n", "lists no criteria"),
+        ("promptfoo", "e.yaml", "tests:\n  - assert:\n      - {type: g-eval, value: ''}\n", "must be the rubric text"),
+        (
+            "promptfoo",
+            "v.yaml",
+            PROMPTFOO + "    - {type: llm-rubric, value: 'Answers {{question}}'}\n",
+            "uses the test variable 'question'",
+        ),
+        ("openai-evals", "o.yaml", "fact:\n  prompt: '{input} {completion}'\n  choice_strings: AB\n", "args.criteria"),
+        (
+            "openai-evals",
+            "s.yaml",
+            "q:\n  prompt: '{input} {completion} {criteria}'\n  choice_strings: ABC\n  args: {criteria: {a: x, b: y}}\n",
+            "must give every choice a score",
+        ),
+        (
+            "openai-evals",
+            "i.yaml",
+            "q:\n  prompt: '{input} {ideal} {criteria}'\n  choice_strings: YN\n  choice_scores: {Y: 1, N: 0}\n"
+            "  args: {criteria: {a: x, b: y}}\n",
+            "the variable 'ideal' has no counterpart",
+        ),
+        ("inspect", "x.yaml", "grade_pattern: 'GRADE\\s*([CI])'\ncriteria: {a: x, b: y}\n", "grade_pattern:"),
+        ("prometheus", "n.json", json.dumps([{"criteria": "x", "score1_description": "y"}]), "score2_description"),
+        ("helpsteer", "h.yaml", "attributes: [helpfulness, charm]\n", "attribute 'charm' is none of HelpSteer2's"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_file(tmp_path, fmt, name, text, says):
+    path = bad(tmp_path, name, text)
+    result = run("import", fmt, path, "--out", tmp_path / "out")
+    assert result.exit_code == 2, result.output
+    line = result.output.strip()
+    assert "\n" not in line and "Traceback" not in line and str(path) in line and says in line, line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_file_and_an_unknown_format_are_refused():
+    with pytest.raises(InputError, match="not found"):
+        formats.read("promptfoo", "nowhere.yaml")
+    result = run("import", "langsmith", SAMPLES["promptfoo"])
+    assert result.exit_code == 2 and "langsmith" in result.output
+
+
+def test_export_refuses_a_rubric_on_another_scale_nothing_written(tmp_path):
+    """An export keeps the file's judge: a rubric whose scale is not the judge's cannot go back into it."""
+    imported = formats.read("openai-evals", SAMPLES["openai-evals"])
+    other = imported.rubric.model_copy(update={"scale": Scale(min=0, max=4)})
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(other.model_dump(mode="json", exclude_none=True)))
+    result = run("export", "openai-evals", SAMPLES["openai-evals"], path, "--out", tmp_path / "o.yaml")
+    assert result.exit_code == 2 and "scale" in result.output and not (tmp_path / "o.yaml").exists()
+
+
+def test_labels_made_from_ids_and_ids_from_text():
+    from radar_local.formats.common import slug
+
+    taken: set[str] = set()
+    assert slug("Is the reply concise?", taken) == "is_the_reply_concise"
+    assert slug("Is the reply concise, really?", taken) == "is_the_reply_concise_2"
+    assert slug("clarity", taken) == "clarity" and slug("clarity", taken) == "clarity_2"
+    assert slug("3 things", taken) == "c_3_things"
+    assert Criterion  # the import's criteria are radar's own model
