@@ -253,7 +253,8 @@ def mlflow(**data) -> str:
         (
             "openai-evals",
             "s.yaml",
-            "q:\n  prompt: '{input} {completion} {criteria}'\n  choice_strings: ABC\n  args: {criteria: {a: x, b: y}}\n",
+            "q:\n  prompt: '{input} {completion} {criteria}'\n  choice_strings: ABC\n"
+            "  args: {criteria: {a: x, b: y}}\n",
             "must give every choice a score",
         ),
         (
@@ -303,3 +304,48 @@ def test_labels_made_from_ids_and_ids_from_text():
     assert slug("clarity", taken) == "clarity" and slug("clarity", taken) == "clarity_2"
     assert slug("3 things", taken) == "c_3_things"
     assert Criterion  # the import's criteria are radar's own model
+
+
+G_EVAL = """\
+description: Summaries
+prompts: [file://prompt.txt]
+tests: file://tests.csv
+defaultTest:
+  assert:
+    - type: g-eval
+      value:
+        - Covers the article's main finding.   # the finding
+        - Adds nothing the article does not say.
+    - type: g-eval
+      metric: fluency
+      value: Reads fluently.
+      threshold: 0.8
+"""
+
+
+def test_g_eval_lists_its_criteria_scores_0_10_and_reads_tests_from_a_file(tmp_path):
+    (tmp_path / "prompt.txt").write_text("Summarize: {{article}}")
+    (tmp_path / "tests.csv").write_text("article,__description\nA cat sat.,cat\nRain fell.,rain\n")
+    path = bad(tmp_path, "promptfooconfig.yaml", G_EVAL)
+    imported = formats.read("promptfoo", path)
+    rubric = imported.rubric
+    assert rubric.ids == ["covers_the_article_s", "adds_nothing_the_article", "fluency"]
+    assert rubric.scale == Scale(min=0, max=10)
+    # promptfoo divides G-Eval's 0-10 score by 10: its 0.7 default and 0.8 are 7 and 8 on the judge's scale
+    assert imported.thresholds == {"covers_the_article_s": 7, "adds_nothing_the_article": 7, "fluency": 8}
+    assert [(t.id, t.prompt) for t in imported.tasks] == [
+        ("cat", "Summarize: A cat sat."),
+        ("rain", "Summarize: Rain fell."),
+    ]
+    assert imported.judge is not None and imported.judge.answer == JsonShape(
+        before={}, score="score", after={"reason": 300}
+    )
+    # a rewritten list element leaves the list as its own assertion, named so it keeps its id
+    first = rubric.criteria[0].model_copy(update={"description": "States the main finding."})
+    new = rubric.model_copy(update={"criteria": (first, *rubric.criteria[1:])})
+    text, _ = formats.export("promptfoo", path, new)
+    asserts = yaml.safe_load(text)["defaultTest"]["assert"]
+    assert asserts[0]["value"] == ["Adds nothing the article does not say."]
+    assert asserts[1] == {"type": "g-eval", "metric": "covers_the_article_s", "value": "States the main finding."}
+    out = bad(tmp_path, "again.yaml", text)
+    assert carried(formats.read("promptfoo", out).rubric) == carried(new)

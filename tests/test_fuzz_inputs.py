@@ -347,3 +347,36 @@ def test_unusual_output_paths(stored_run, tmp_path_factory, kind, command):
     if not (kind == "file" and command == "stats"):  # --json FILE writes that file, as asked
         assert (tmp / "f").read_text() == "mine"
     assert not (tmp / "nowhere").exists()
+
+
+def _sample(fmt: str) -> object:
+    from tests.test_formats import SAMPLES, parsed
+
+    return parsed(SAMPLES[fmt])
+
+
+@SETTINGS
+@given(
+    data=st.data(), fmt=st.sampled_from(["promptfoo", "openai-evals", "mlflow", "prometheus", "inspect", "helpsteer"])
+)
+def test_malformed_files_to_import(tmp_path_factory, data, fmt):
+    """Issue 33: a team's file, one to three keys replaced, dropped or added, imports or is one line."""
+    from tests.test_formats import SAMPLES
+
+    source = data.draw(mutated(_sample(fmt)))
+    tmp = tmp_path_factory.mktemp("i")
+    path = tmp / SAMPLES[fmt].name
+    path.write_text(json.dumps(source) if path.suffix == ".json" else yaml.safe_dump(source))
+    out = tmp / "imported"
+    res = run("import", fmt, path, "--out", out, "--engine", "testing")
+    check(res, path, [])
+    if res.exit_code == 2:
+        assert not out.exists()
+        return
+    from radar_local import formats  # what imports also exports, unchanged, and reads back the same
+
+    imported = formats.read(fmt, path)
+    text, _ = formats.export(fmt, path, imported.rubric)
+    again = tmp / f"again{path.suffix}"
+    again.write_text(text)
+    assert formats.carried(formats.read(fmt, again).rubric) == formats.carried(imported.rubric)

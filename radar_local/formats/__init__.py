@@ -47,7 +47,10 @@ def read(fmt: str, path: str | Path) -> Imported:
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "not found; name the file to import")
-    return _module(fmt).read(path)
+    try:
+        return _module(fmt).read(path)
+    except (TypeError, AttributeError, KeyError, ValueError) as exc:  # a value of a type the format never has
+        raise InputError(path, f"does not have the shape of a {fmt} file ({type(exc).__name__}: {exc})") from None
 
 
 def export(fmt: str, original: str | Path, rubric: Rubric) -> tuple[str, list[str]]:

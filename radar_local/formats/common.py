@@ -14,6 +14,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import LiteralScalarString
 
+from radar_local import inputs
 from radar_local.errors import InputError
 from radar_local.inputs import read_text
 from radar_local.judge import Judge
@@ -141,10 +142,14 @@ def carried(rub: Rubric) -> dict[str, tuple[str, tuple[str, ...], tuple[float, .
 
 # ---- YAML that keeps a file's comments and layout (ruamel.yaml's round trip) ------------------------
 def load_yaml(path: Path) -> Any:
+    """A YAML file in ruamel's round trip (its comments kept for export), once radar's one reader has
+    checked it (size, depth, an alias bomb: inputs.py)."""
+    text = read_text(path)
+    inputs.load_yaml(text, path)
     yaml = YAML()
     yaml.preserve_quotes = True
     try:
-        return yaml.load(read_text(path))
+        return yaml.load(text)
     except YAMLError as exc:
         raise InputError(path, f"is not valid YAML ({str(exc).splitlines()[0][:120]})") from None
 

@@ -18,7 +18,7 @@ def _attributes(path: Path, data: dict) -> dict[str, str]:
     bundled = {c.id: c.description for c in load_benchmark("helpsteer2").rubric.criteria}
     attrs = data.get("attributes")
     if isinstance(attrs, list):
-        unknown = [a for a in attrs if a not in bundled]
+        unknown = [a for a in attrs if not isinstance(a, str) or a not in bundled]
         if unknown:
             raise InputError(
                 path, f"attribute '{unknown[0]}' is none of HelpSteer2's; give its definition (name: text)"

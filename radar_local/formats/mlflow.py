@@ -36,7 +36,7 @@ USER = "inputs: {{ prompt }}\noutputs: {{ response }}"
 def _judges(path: Path) -> list[dict]:
     try:
         data = json.loads(read_text(path))
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # RecursionError: nested past the parser
         raise InputError(
             path, "is not JSON; export MLflow judges with json.dumps([j.model_dump() for j in judges])"
         ) from None

@@ -51,7 +51,7 @@ def _ids(criteria: dict) -> dict[str, str]:
 def _scale(path: Path, spec: dict) -> Scale:
     choices = spec.get("choice_strings")
     choices = list(choices) if isinstance(choices, str) else choices
-    if not isinstance(choices, list) or len(choices) < 2:
+    if not isinstance(choices, list) or len(choices) < 2 or not all(isinstance(c, str | int) for c in choices):
         raise InputError(path, "'choice_strings' must list the judge's choices (e.g. 'YN' or [A, B, C])")
     scores = spec.get("choice_scores")
     if scores == "from_strings":
@@ -72,20 +72,24 @@ def read(path: Path) -> Imported:
     name, spec, criteria = _spec(path)
     scale = _scale(path, spec)
     eval_type = spec.get("eval_type", "classify")
-    if eval_type not in ANSWER_WORDS:
+    if not isinstance(eval_type, str) or eval_type not in ANSWER_WORDS:
         raise InputError(
             path,
             f"eval_type '{eval_type}': radar maps cot_classify (reasoning, then the choice) and classify; "
             "a choice before its reasoning is not an answer shape radar constrains",
         )
     io = spec.get("input_outputs") or {"input": "completion"}
-    if not isinstance(io, dict) or len(io) != 1:
+    if not isinstance(io, dict) or len(io) != 1 or not all(isinstance(v, str) for v in (*io, *io.values())):
         raise InputError(path, "input_outputs: radar maps one input and its completion")
     ((inp, out),) = io.items()
     names = {str(inp): "prompt", str(out): "response", "criteria": "criterion.description"}
     prompt = spec.get("prompt")
     messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
-    if not isinstance(messages, list) or [m.get("role") for m in messages] not in (["user"], ["system", "user"]):
+    if (
+        not isinstance(messages, list)
+        or not all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages)
+        or [m.get("role") for m in messages] not in (["user"], ["system", "user"])
+    ):
         raise InputError(path, "prompt: radar maps text, or a user message after an optional system message")
     bound = [common.bind(str(m.get("content", "")), names, path, "prompt", style="format") for m in messages]
     choices = ", ".join(scale.tokens)

@@ -60,7 +60,7 @@ def _objects(path: Path) -> list[dict]:
             if path.suffix == ".jsonl"
             else json.loads(text)
         )
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # RecursionError: nested past the parser
         raise InputError(path, "is not JSON (a list of score rubrics) or JSONL (one per line)") from None
     if not isinstance(data, list) or not all(isinstance(o, dict) for o in data):
         raise InputError(path, "expected a list of score rubrics ({criteria, score1_description, ...})")

@@ -11,6 +11,7 @@ the scores the judge writes (0.0-1.0 in steps of 0.1; g-eval's integer 0-10) and
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -62,9 +63,7 @@ def _entries(path: Path, data: dict) -> list[tuple[list, int, int | None, str, d
     default = data.get("defaultTest")
     if isinstance(default, dict) and isinstance(default.get("assert"), list):
         lists.append(default["assert"])
-    tests = data.get("tests", [])
-    if not isinstance(tests, list):
-        raise InputError(path, "'tests' is not a list of tests in this file; inline the tests to import them")
+    tests = _tests_inline(data)  # a tests file gives tasks only
     lists += [t["assert"] for t in tests if isinstance(t, dict) and isinstance(t.get("assert"), list)]
     found = []
     for asserts in lists:
@@ -131,6 +130,27 @@ def _messages(path: Path, prompt: Any) -> list[dict]:
     return prompt
 
 
+def _tests_inline(data: dict) -> list:
+    tests = data.get("tests")
+    return tests if isinstance(tests, list) else []
+
+
+def _tests(path: Path, data: dict) -> list:
+    """The tests inline, or from `tests: file://...` (YAML or JSON list, or CSV whose columns are the vars;
+    promptfoo's `__`-prefixed columns are its own, `__description` names the test)."""
+    tests = data.get("tests")
+    if not isinstance(tests, str):
+        return _tests_inline(data)
+    where = path.parent / tests.removeprefix("file://")
+    if where.suffix == ".csv":
+        rows = list(csv.DictReader(read_text(where).splitlines()))
+        return [
+            {"description": r.get("__description"), "vars": {k: v for k, v in r.items() if not k.startswith("__")}}
+            for r in rows
+        ]
+    return common.load_yaml(where) if where.suffix in (".yaml", ".yml", ".json") else []
+
+
 def _tasks(path: Path, data: dict) -> tuple[Task, ...]:
     prompts = data.get("prompts")
     first = prompts[0] if isinstance(prompts, list) and prompts else prompts
@@ -140,7 +160,7 @@ def _tasks(path: Path, data: dict) -> tuple[Task, ...]:
         first = read_text(path.parent / first.removeprefix("file://"))
     taken: set[str] = set()
     tasks = []
-    for k, test in enumerate(data.get("tests") or [], 1):
+    for k, test in enumerate(_tests(path, data), 1):
         if not isinstance(test, dict) or not isinstance(test.get("vars"), dict) or not test["vars"]:
             continue
         values = {key: str(v) for key, v in test["vars"].items()}
@@ -212,17 +232,21 @@ def read(path: Path) -> Imported:
         )
     others = sum(
         1
-        for t in [data.get("defaultTest") or {}, *(data.get("tests") or [])]
-        if isinstance(t, dict)
-        for a in t.get("assert") or []
+        for t in [_dict(data.get("defaultTest")), *_tests_inline(data)]
+        if isinstance(t, dict) and isinstance(t.get("assert"), list)
+        for a in t["assert"]
         if isinstance(a, dict) and a.get("type") not in TYPES
     )
     if others:
         account.append(f"left to promptfoo: {others} assertion(s) of other types (not judged on a rubric)")
     tasks = _tasks(path, data)
-    account.append(
-        f"tasks: {len(tasks)} from tests[].vars" + (" rendered into prompts[0]" if data.get("prompts") else "")
-    )
+    if isinstance(data.get("tests"), str):
+        account.append(f"tests from {data['tests']}: their vars are the tasks; assertions there are not read")
+    if tasks:
+        rendered = " rendered into prompts[0]" if data.get("prompts") else ""
+        account.append(f"tasks: {len(tasks)} from tests[].vars{rendered}")
+    else:
+        account.append("tasks: no test has vars: the config uses the bundled helpsteer2 tasks")
     return Imported("promptfoo", path, rub, jud, tasks, thresholds, account)
 
 
