@@ -241,6 +241,21 @@ def mlflow(**data) -> str:
             PROMPTFOO + "  options:\n    rubricPrompt: 'Context: {{ context }} Output: {{ output }}'\n",
             "the variable 'context' has no counterpart in radar",
         ),
+        (
+            "promptfoo",
+            "x.yaml",
+            PROMPTFOO + "    - {type: g-eval, value: 'criterion 3'}\n",
+            "mixes llm-rubric and g-eval assertions",
+        ),
+        (
+            "promptfoo",
+            "d.yaml",
+            "tests:\n  - assert:\n"
+            + "".join(
+                f"      - {{type: llm-rubric, value: c{k}, rubricPrompt: 'p{k} {{{{ output }}}}'}}\n" for k in (1, 2)
+            ),
+            "different rubricPrompts",
+        ),
         ("promptfoo", "g.yaml", "tests:\n  - assert:\n      - {type: g-eval, value: []}\n", "lists no criteria"),
         ("promptfoo", "e.yaml", "tests:\n  - assert:\n      - {type: g-eval, value: ''}\n", "must be the rubric text"),
         (
@@ -349,3 +364,51 @@ def test_g_eval_lists_its_criteria_scores_0_10_and_reads_tests_from_a_file(tmp_p
     assert asserts[1] == {"type": "g-eval", "metric": "covers_the_article_s", "value": "States the main finding."}
     out = bad(tmp_path, "again.yaml", text)
     assert carried(formats.read("promptfoo", out).rubric) == carried(new)
+
+
+def test_the_readme_diff_is_what_export_writes(tmp_path):
+    """README's "Bring your rubric": the planted judge couples clarity and accuracy, repair merges them, and
+    the export's diff against the team's file is the README's, line for line."""
+    import difflib
+
+    out = tmp_path / "support"
+    assert run("import", "promptfoo", SAMPLES["promptfoo"], "--out", out, "--engine", "testing").exit_code == 0
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    merged = {
+        "id": "clear_and_correct",
+        "label": "Clear and correct",
+        "description": "The reply is easy to follow and every fact in it is right.",
+        "kind": "evaluative",
+        "low": "",
+        "high": "",
+    }
+    edit = {"action": "merge", "criteria": ["clarity", "accuracy"], "keeps": "both", "new": [merged], "rationale": "-"}
+    options = {"noise": 0.3, "coupling": {"Clarity": {"Accuracy": 0.9}, "Accuracy": {"Clarity": 0.9}}, "edits": [edit]}
+    config["generator"]["options"] = config["verifier"]["options"] = options
+    config |= {"n": 3, "out": str(out / "run")}
+    (out / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    rep = repair(out / "config.yaml")
+    exported = tmp_path / "promptfooconfig.repaired.yaml"
+    result = run("export", "promptfoo", SAMPLES["promptfoo"], rep.out / "rubric.repaired.yaml", "--out", exported)
+    assert result.exit_code == 0, result.output
+    diff = list(difflib.unified_diff(SAMPLES["promptfoo"].read_text().splitlines(), exported.read_text().splitlines()))
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme.split("```diff\n", 1)[1].split("```", 1)[0].splitlines()
+    changed = [line for line in diff if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    assert changed == [line for line in block if line[:1] in "+-"]
+
+
+def test_each_assertion_runs_with_its_own_tests_rubric_prompt(tmp_path):
+    """promptfoo's rubricPrompt: the assertion's own, else its test's options', else defaultTest's. A test
+    that sets its own is a second judge prompt: refused, never silently read as the default one."""
+    text = (
+        "defaultTest:\n  options: {rubricPrompt: 'A {{ output }} {{ rubric }}'}\n"
+        "  assert:\n    - {type: llm-rubric, value: one}\n"
+        "tests:\n  - options: {rubricPrompt: 'B {{ output }} {{ rubric }}'}\n"
+        "    assert:\n      - {type: llm-rubric, value: two}\n"
+    )
+    result = run("import", "promptfoo", bad(tmp_path, "p.yaml", text), "--out", tmp_path / "o")
+    assert result.exit_code == 2 and "different rubricPrompts" in result.output
+    same = text.replace("'B {{", "'A {{")
+    imported = formats.read("promptfoo", bad(tmp_path, "q.yaml", same))
+    assert imported.judge is not None and imported.judge.template == "A {{ response }} {{ criterion.description }}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,17 +57,32 @@ NAMES = {
 }
 
 
-def _entries(path: Path, data: dict) -> list[tuple[list, int, int | None, str, dict]]:
-    """Every llm-rubric/g-eval criterion in the file: (its assert list, the assertion's index, the index
-    in a g-eval list value or None, its text, the assertion)."""
-    lists = []
-    default = data.get("defaultTest")
-    if isinstance(default, dict) and isinstance(default.get("assert"), list):
-        lists.append(default["assert"])
-    tests = _tests_inline(data)  # a tests file gives tasks only
-    lists += [t["assert"] for t in tests if isinstance(t, dict) and isinstance(t.get("assert"), list)]
+@dataclass
+class Entry:
+    """One criterion's place in the file: its assert list, the assertion's index there, the index in a
+    g-eval list value (None for a single text), its text, the assertion, and the rubricPrompt it runs with
+    (its own, else its test's options', else defaultTest's; None: promptfoo's default)."""
+
+    asserts: list
+    index: int
+    sub: int | None
+    text: str
+    assertion: dict
+    rubric_prompt: Any
+
+
+def _entries(path: Path, data: dict) -> list[Entry]:
+    default = _dict(data.get("defaultTest"))
+    fallback = _dict(default.get("options")).get("rubricPrompt")
+    owners = [(default, fallback)]
+    owners += [
+        (t, _dict(t.get("options")).get("rubricPrompt", fallback)) for t in _tests_inline(data) if isinstance(t, dict)
+    ]
     found = []
-    for asserts in lists:
+    for owner, owner_prompt in owners:  # a tests file gives tasks only
+        asserts = owner.get("assert")
+        if not isinstance(asserts, list):
+            continue
         for i, a in enumerate(asserts):
             if not isinstance(a, dict) or a.get("type") not in TYPES:
                 continue
@@ -84,18 +100,18 @@ def _entries(path: Path, data: dict) -> list[tuple[list, int, int | None, str, d
                         f"the {a['type']} value '{text[:40]}' uses the test variable '{var}'; radar scores one "
                         "criterion text on every task: write it without variables",
                     )
-                found.append((asserts, i, sub, text, a))
+                found.append(Entry(asserts, i, sub, text, a, a.get("rubricPrompt", owner_prompt)))
     return found
 
 
-def _ids(found: list) -> dict[str, str]:
+def _ids(found: list[Entry]) -> dict[str, str]:
     """text -> criterion id: an assertion's `metric` (the name promptfoo reports), else the text's first words."""
     taken: set[str] = set()
     ids: dict[str, str] = {}
-    for _, _, sub, text, a in found:
-        if text not in ids:
-            metric = a.get("metric") if sub is None else None
-            ids[text] = common.slug(metric if isinstance(metric, str) and metric else text, taken)
+    for e in found:
+        if e.text not in ids:
+            metric = e.assertion.get("metric") if e.sub is None else None
+            ids[e.text] = common.slug(metric if isinstance(metric, str) and metric else e.text, taken)
     return ids
 
 
@@ -103,13 +119,11 @@ def _dict(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _rubric_prompt(path: Path, data: dict, found: list) -> Any:
-    default = _dict(data.get("defaultTest"))
-    options = _dict(default.get("options"))
-    prompts = {json.dumps(a["rubricPrompt"], default=str) for *_, a in found if "rubricPrompt" in a}
+def _rubric_prompt(path: Path, found: list[Entry]) -> Any:
+    prompts = {json.dumps(e.rubric_prompt, default=str) for e in found}
     if len(prompts) > 1:
-        raise InputError(path, "assertions carry different rubricPrompts; radar audits one judge prompt at a time")
-    return json.loads(prompts.pop()) if prompts else options.get("rubricPrompt")
+        raise InputError(path, "assertions run with different rubricPrompts; radar audits one judge prompt at a time")
+    return json.loads(prompts.pop())
 
 
 def _messages(path: Path, prompt: Any) -> list[dict]:
@@ -181,7 +195,7 @@ def _tasks(path: Path, data: dict) -> tuple[Task, ...]:
 def read(path: Path) -> Imported:
     data = common.mapping(path, common.load_yaml(path), "a promptfooconfig")
     found = _entries(path, data)
-    kinds = {a["type"] for *_, a in found}
+    kinds = {e.assertion["type"] for e in found}
     if not kinds:
         raise InputError(path, "has no llm-rubric or g-eval assertion: nothing a judge scores on a rubric")
     if len(kinds) > 1:
@@ -192,7 +206,8 @@ def read(path: Path) -> Imported:
     criteria: list[Criterion] = []
     thresholds: dict[str, float] = {}
     account: list[str] = []
-    for _, _, _, text, a in found:
+    for e in found:
+        text, a = e.text, e.assertion
         cid = ids[text]
         if cid in thresholds or any(c.id == cid for c in criteria):
             continue
@@ -205,7 +220,7 @@ def read(path: Path) -> Imported:
     rub = common.rubric(
         path, str(data.get("description") or path.stem), str(data.get("description") or path.stem), criteria, scale
     )
-    prompt = _rubric_prompt(path, data, found)
+    prompt = _rubric_prompt(path, found)
     if prompt is None:
         messages = [{"role": "user", "content": LLM_RUBRIC_USER if kind == "llm-rubric" else G_EVAL_USER}]
         if kind == "llm-rubric":
@@ -258,8 +273,9 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
     found = _entries(path, data)
     ids = _ids(found)
     old = imported.rubric
-    model = {k: v for k, v in found[0][4].items() if k in ("type", "threshold", "weight", "provider")}
-    for asserts, i, sub, text, a in reversed(found):  # from the end, so indices stay valid
+    model = {k: v for k, v in found[0].assertion.items() if k in ("type", "threshold", "weight", "provider")}
+    for e in reversed(found):  # from the end, so indices stay valid
+        asserts, i, sub, text, a = e.asserts, e.index, e.sub, e.text, e.assertion
         cid = ids[text]
         if cid in rub.ids and common.unchanged(old, rub, cid):
             continue
@@ -287,7 +303,6 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
         if c.id not in old.ids:
             default = data.setdefault("defaultTest", {})
             default.setdefault("assert", []).append({**model, "metric": c.id, "value": common.block(c.description)})
-            account.append(
-                f"{c.id}: a new {model['type']} assertion in defaultTest.assert, its other keys as {ids[found[0][3]]}'s"
-            )
+            like = ids[found[0].text]
+            account.append(f"{c.id}: a new {model['type']} assertion in defaultTest.assert, its other keys as {like}'s")
     return common.dump_yaml(data)
