@@ -134,6 +134,25 @@ def unchanged(old: Rubric, new: Rubric, cid: str) -> bool:
     return cid in old.ids and old.criterion(cid) == new.criterion(cid) and old.scale_of(cid) == new.scale_of(cid)
 
 
+def named_ids(names: Any) -> dict[str, str]:
+    """name -> criterion id for a source that names its criteria (a mapping's keys)."""
+    taken: set[str] = set()
+    return {str(name): slug(str(name), taken) for name in names}
+
+
+def write_named(criteria: dict, old: Rubric, new: Rubric) -> None:
+    """A source's `name: text` criteria made `new`'s in place: unchanged entries untouched, rewritten ones
+    given their new text under their name, dropped ones removed, new ones added under their id."""
+    for key, cid in named_ids(list(criteria)).items():
+        if cid not in new.ids:
+            del criteria[key]
+        elif not unchanged(old, new, cid):
+            criteria[key] = block(new.criterion(cid).description)
+    for c in new.criteria:
+        if c.id not in old.ids:
+            criteria[c.id] = block(c.description)
+
+
 def carried(rub: Rubric) -> dict[str, tuple[str, tuple[str, ...], tuple[float, ...]]]:
     """What every format carries of a rubric: each criterion's id, description and scale levels (labels,
     kinds, anchors and weights only where a format has a place for them)."""

@@ -56,14 +56,5 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
         else:
             data["attributes"] = {c.id: common.block(c.description) for c in rub.criteria}
         return common.dump_yaml(data)
-    taken: set[str] = set()
-    for key in list(old):
-        cid = common.slug(str(key), taken)
-        if cid not in rub.ids:
-            del old[key]
-        elif not common.unchanged(imported.rubric, rub, cid):
-            old[key] = common.block(rub.criterion(cid).description)
-    for c in rub.criteria:
-        if c.id not in imported.rubric.ids:
-            old[c.id] = common.block(c.description)
+    common.write_named(old, imported.rubric, rub)
     return common.dump_yaml(data)

@@ -63,11 +63,6 @@ def _criteria(path: Path, data: dict) -> dict:
     return criteria
 
 
-def _ids(criteria: dict) -> dict[str, str]:
-    taken: set[str] = set()
-    return {str(k): common.slug(str(k), taken) for k in criteria}
-
-
 def read(path: Path) -> Imported:
     data = common.mapping(path, common.load_yaml(path), "inspect scorer arguments")
     scorer = data.get("scorer", "model_graded_qa")
@@ -94,7 +89,7 @@ def read(path: Path) -> Imported:
     template = template.replace("{{ _instructions }}", _raw(str(instructions)))
     jud = common.judge(path, template=template, answer=answer)
     criteria = _criteria(path, data)
-    ids = _ids(criteria)
+    ids = common.named_ids(criteria)
     crit = [
         common.criterion(path, f"criteria.{k}", id=ids[str(k)], label=common.label_of(ids[str(k)]), description=str(v))
         for k, v in criteria.items()
@@ -119,12 +114,5 @@ def _raw(text: str) -> str:
 def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:
     data = common.load_yaml(path)
     criteria = data["criteria"]
-    for key, cid in _ids(criteria).items():
-        if cid not in rub.ids:
-            del criteria[key]
-        elif not common.unchanged(imported.rubric, rub, cid):
-            criteria[key] = common.block(rub.criterion(cid).description)
-    for c in rub.criteria:
-        if c.id not in imported.rubric.ids:
-            criteria[c.id] = common.block(c.description)
+    common.write_named(criteria, imported.rubric, rub)
     return common.dump_yaml(data)

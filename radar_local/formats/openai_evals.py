@@ -43,11 +43,6 @@ def _spec(path: Path) -> tuple[str, dict, dict]:
     return str(name), spec, criteria
 
 
-def _ids(criteria: dict) -> dict[str, str]:
-    taken: set[str] = set()
-    return {str(key): common.slug(str(key), taken) for key in criteria}
-
-
 def _scale(path: Path, spec: dict) -> Scale:
     choices = spec.get("choice_strings")
     choices = list(choices) if isinstance(choices, str) else choices
@@ -101,7 +96,7 @@ def read(path: Path) -> Imported:
         else BareShape(kind="bare")
     )
     jud = common.judge(path, template=bound[-1], system=bound[0] if len(bound) == 2 else None, answer=answer)
-    ids = _ids(criteria)
+    ids = common.named_ids(criteria)
     crit = [
         common.criterion(
             path, f"args.criteria.{key}", id=ids[str(key)], label=common.label_of(ids[str(key)]), description=str(text)
@@ -123,13 +118,5 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
     data = common.load_yaml(path)
     ((_, spec),) = data.items()
     criteria = spec["args"]["criteria"]
-    ids = _ids(criteria)
-    for key, cid in ids.items():
-        if cid not in rub.ids:
-            del criteria[key]
-        elif not common.unchanged(imported.rubric, rub, cid):
-            criteria[key] = common.block(rub.criterion(cid).description)
-    for c in rub.criteria:
-        if c.id not in imported.rubric.ids:
-            criteria[c.id] = common.block(c.description)
+    common.write_named(criteria, imported.rubric, rub)
     return common.dump_yaml(data)
