@@ -29,6 +29,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator
+from fractions import Fraction
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -137,10 +138,29 @@ def replica_unit(options: EngineOptions, spec: ClusterSpec) -> tuple[str, float]
     """The resource a replica of this model reserves, and how much of it, from the cluster's resources
     (connected already) and the engine's options; `gpus_per_replica` overrides."""
     gpus = spec.gpus_per_replica
+    share = options.gpu_memory_share()
+    if gpus is not None and 0 < gpus < 1 and share is not None and Fraction(str(share)) > Fraction(str(gpus)):
+        raise RadarError(
+            f"cluster.gpus_per_replica {gpus:g} puts up to {int(1 // gpus)} replicas on a GPU, each asking vLLM "
+            f"for {share:g} of its memory: set the engine's gpu_memory_utilization to {gpus:g} or lower"
+        )
     if gpus is None:
         wanted = options.engine_gpus()
         gpus = wanted if wanted and ray_module().cluster_resources().get("GPU", 0) > 0 else 0
     return ("GPU", gpus) if gpus else ("CPU", spec.cpus_per_replica)
+
+
+def node_problem(kind: str, each: float, nodes: list[float]) -> str | None:
+    """Why no node can hold one replica, in words; None where one can. A GPU replica's engine runs on one
+    node (vLLM's tensor x pipeline parallel workers share it): a cluster of 1-GPU nodes has 2 GPUs in all
+    but no room for a replica of 2, and Ray would wait for one forever."""
+    largest = max(nodes, default=0)
+    if kind != "GPU" or each <= largest:
+        return None
+    return (
+        f"needs {each:g} GPUs on one node (its engine's tensor x pipeline parallel workers); the largest node "
+        f"has {largest:g}: lower tensor_parallel_size, or add a node with {each:g} GPUs"
+    )
 
 
 def forwarded_env(environ: dict[str, str] | os._Environ) -> dict[str, str]:
@@ -254,10 +274,21 @@ class ClusterEngine(StreamBatch):
                 f"a replica of {self.model} needs {each:g} {kind}; the Ray cluster at {self.address} has "
                 f"{total:g} in all (set cluster.gpus_per_replica, or the engine's parallel sizes)"
             )
+        nodes = [n.get("Resources", {}).get(kind, 0) for n in ray.nodes() if n.get("Alive")]
+        if (problem := node_problem(kind, each, nodes)) is not None:
+            raise RadarError(f"a replica of {self.model} {problem} (the Ray cluster at {self.address})")
+        fits = sum(int(n // each) for n in nodes) if kind == "GPU" else None  # whole replicas, node by node
+        if fits is not None and self.spec.replicas != "auto" and self.spec.replicas > fits:
+            raise RadarError(
+                f"{self.spec.replicas} replicas of {self.model} at {each:g} GPUs each do not fit the nodes of the "
+                f"Ray cluster at {self.address} ({fits} do): set cluster.replicas to {fits} or lower"
+            )
         deadline = time.monotonic() + FREE_WAIT_S
         while True:
             free = ray.available_resources().get(kind, 0)
             count = int(free // each) if self.spec.replicas == "auto" else self.spec.replicas
+            if fits is not None and self.spec.replicas == "auto":
+                count = min(count, fits)
             if count >= 1 and free >= count * each:
                 return count
             if time.monotonic() > deadline:

@@ -17,9 +17,18 @@ import time
 from pathlib import Path
 
 from radar_local.engines.registry import build_engine
-from radar_local.engines.vllm import VLLM_LINE, installed_vllm
+from radar_local.engines.vllm import CPU_BLOCK_SIZE, VLLM_LINE, VLLMEngine, installed_vllm
 from radar_local.errors import InputError, ModelNotFoundError, RadarError
-from radar_local.hardware import checkpoint_dtype, cpu_dtype, cpu_info
+from radar_local.hardware import (
+    checkpoint_config,
+    checkpoint_dtype,
+    cpu_dtype,
+    cpu_info,
+    kv_bytes_per_token,
+    kv_cache_plan,
+    memory_available,
+    weights_bytes,
+)
 from radar_local.models import OFFLINE_ENV, models_dir, models_dirs, registry, resolve, verify
 from radar_local.prompts import Messages, generation_prompt, score_prompt, verification_messages
 from radar_local.rubric import load_benchmark
@@ -273,9 +282,21 @@ def smoke(engine: str, model: str, options: dict, problems: list[str]) -> dict:
 def check_cpu(models: list[dict], default: str = "smollm2-135m") -> dict:
     """This CPU's instruction sets and the dtype a CPU build of vLLM runs the default model in, and why."""
     cpu = cpu_info()
-    checkpoint = next((m.get("dtype") or m.get("expected_dtype") for m in models if m["name"] == default), None)
+    model = next((m for m in models if m["name"] == default), {})
+    checkpoint = model.get("dtype") or model.get("expected_dtype")
     dtype, why = cpu_dtype("auto", checkpoint, cpu)
-    return {**cpu.as_dict(), "vllm_cpu_dtype": dtype, "vllm_cpu_dtype_reason": why, "checkpoint_dtype": checkpoint}
+    kv = None  # the KV cache a CPU engine of the default model would take now (engines/vllm.py llm_arguments)
+    per_token = kv_bytes_per_token(checkpoint_config(Path(model["path"])), dtype) if model.get("path") else None
+    if per_token is not None and (available := memory_available()) is not None:
+        weights, length = weights_bytes(Path(model["path"])), VLLMEngine.SMOKE_OPTIONS["max_model_len"]
+        kv = kv_cache_plan(per_token, available, weights, CPU_BLOCK_SIZE, length, None).reason
+    return {
+        **cpu.as_dict(),
+        "vllm_cpu_dtype": dtype,
+        "vllm_cpu_dtype_reason": why,
+        "checkpoint_dtype": checkpoint,
+        "vllm_cpu_kv_cache": kv,
+    }
 
 
 def examine(runs: Path = Path("runs"), ray: str | None = None, smoke_spec: tuple[str, str, dict] | None = None) -> dict:
@@ -325,6 +346,8 @@ def render(report: dict) -> list[str]:
         f"vLLM on this CPU runs a {cpu['checkpoint_dtype'] or '?'} checkpoint in {cpu['vllm_cpu_dtype']} "
         f"({cpu['vllm_cpu_dtype_reason']})"
     )
+    if cpu.get("vllm_cpu_kv_cache"):
+        lines.append(f"vLLM's KV cache for the embedded model here: {cpu['vllm_cpu_kv_cache']}")
     for m in report["models"]:
         if m["on_disk"]:
             check = {True: "checksum ok", False: "CHECKSUM MISMATCH", None: "no checksum recorded"}[m["checksum"]]

@@ -13,6 +13,7 @@ import os
 import platform
 import subprocess
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 from pathlib import Path
 
 BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # either gives the CPU bf16 arithmetic (dot products, tiles)
@@ -72,6 +73,30 @@ def cpu_dtype(requested: str, checkpoint: str | None, cpu: CpuInfo) -> tuple[str
     return "float32", "the CPU has no bf16 arithmetic (no AVX512_BF16 or AMX): bf16 would run 4-8x slower"
 
 
+BF16_CAPABILITY = (8, 0)  # NVIDIA GPUs with bf16 arithmetic (Ampere and newer)
+
+
+def gpu_dtype(requested: str, checkpoint: str | None, capability: tuple[int, int] | None) -> tuple[str | None, str]:
+    """The dtype to hand a CUDA engine (None: vLLM's own `auto`) and why, as vLLM 0.32 resolves it
+    (config/model.py `_resolve_auto_dtype`): a float32 checkpoint is cast down to the GPU's first half
+    precision, a bfloat16 one falls back to float16 where the GPU lacks bf16. An explicit bfloat16 there is
+    refused (ValueError) before vLLM's worker would refuse it in a traceback."""
+    old = capability is not None and capability < BF16_CAPABILITY
+    found = "" if capability is None else f"compute capability {capability[0]}.{capability[1]}"
+    if requested == "bfloat16" and old:
+        raise ValueError(
+            f"dtype bfloat16 needs compute capability 8.0 or newer; this GPU has {found}: set dtype float16"
+        )
+    if requested != "auto":
+        return requested, "set in the config"
+    half = "float16" if old else "bfloat16" if capability is not None else "half precision"
+    if checkpoint == "float32":
+        return None, f"vLLM's auto casts a float32 checkpoint down to {half}" + (f" ({found})" if found else "")
+    if checkpoint == "bfloat16" and old:
+        return None, f"vLLM's auto runs a bfloat16 checkpoint in float16 on a GPU without bf16 ({found})"
+    return None, "the checkpoint's dtype (a GPU build)"
+
+
 def checkpoint_config(path: Path) -> dict:
     """A local checkpoint's config.json, or {} where there is none to read."""
     try:
@@ -86,6 +111,85 @@ def checkpoint_dtype(path: Path) -> str | None:
     config = checkpoint_config(path)
     value = config.get("torch_dtype") or config.get("dtype")
     return value if isinstance(value, str) else None
+
+
+# ---- the KV cache of a CPU engine, sized from the model and the machine ---------------------------------
+KV_MEMORY_SHARE = Fraction(1, 4)  # of the memory available when an engine starts, less its weights
+SEQUENCE_TOKENS = 1024  # a sequence the cache holds whole: a verdict of radar's default prompt with its
+# answer is about 650 tokens (the quickstart's), a probe's generation 200-400
+DEFAULT_MAX_NUM_SEQS = 256  # vLLM's own default
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+MEMINFO = Path("/proc/meminfo")
+
+
+def kv_bytes_per_token(config: dict, dtype: str) -> int | None:
+    """Bytes one token's keys and values take in every layer, from the checkpoint's config.json and the
+    dtype the engine runs (SmolLM2-135M in bfloat16: 30 layers x 2 x 3 KV heads x 64 x 2 = 23,040)."""
+    config = config["text_config"] if isinstance(config.get("text_config"), dict) else config
+    layers, heads = config.get("num_hidden_layers"), config.get("num_attention_heads")
+    kv_heads = config.get("num_key_value_heads") or heads
+    head_dim = config.get("head_dim") or (
+        config["hidden_size"] // heads if isinstance(config.get("hidden_size"), int) and heads else None
+    )
+    numbers = (layers, kv_heads, head_dim)
+    if dtype not in DTYPE_BYTES or not all(isinstance(x, int) and x > 0 for x in numbers):
+        return None
+    return layers * 2 * kv_heads * head_dim * DTYPE_BYTES[dtype]  # type: ignore[operator]
+
+
+def memory_available(meminfo: str | None = None) -> int | None:
+    """The bytes the kernel says a new process can take without swapping (MemAvailable), or None."""
+    try:
+        text = MEMINFO.read_text() if meminfo is None else meminfo
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key == "MemAvailable" and value.split() and value.split()[0].isdigit():
+            return int(value.split()[0]) * 1024
+    return None
+
+
+def weights_bytes(path: Path) -> int:
+    """A local checkpoint's weight files, in bytes (what loading it takes, about)."""
+    return sum(f.stat().st_size for f in Path(path).glob("*") if f.suffix in (".safetensors", ".bin", ".gguf"))
+
+
+@dataclass(frozen=True)
+class KvPlan:
+    bytes: int
+    tokens: int
+    max_num_seqs: int
+    reason: str
+
+
+def kv_cache_plan(
+    per_token: int, available: int, weights: int, block_size: int, max_model_len: int, max_num_seqs: int | None
+) -> KvPlan:
+    """The CPU engine's KV cache: enough tokens for `max_num_seqs` sequences of SEQUENCE_TOKENS each (the
+    running verdicts and the prefixes the stagger keeps for their probes' next verdicts), within a quarter
+    of the memory available after the weights (the rest stays for the engine's workers and everything
+    else the machine runs), never below one whole sequence of max_model_len; and, unless the config sets
+    it, `max_num_seqs` no larger than those tokens hold."""
+    wanted = max_num_seqs or DEFAULT_MAX_NUM_SEQS
+    budget = int(KV_MEMORY_SHARE * max(0, available - weights))
+    target = wanted * SEQUENCE_TOKENS
+    tokens = min(target, budget // per_token)
+    tokens = max(tokens, max_model_len)
+    tokens -= tokens % block_size
+    tokens = max(tokens, block_size)
+    seqs = max_num_seqs or max(1, min(DEFAULT_MAX_NUM_SEQS, tokens // SEQUENCE_TOKENS))
+    gib = 1 << 30
+    reason = (
+        f"{tokens:,} tokens at {per_token:,} bytes each ({tokens * per_token / gib:.2f} GiB): "
+        + (
+            f"{wanted} sequences of {SEQUENCE_TOKENS} tokens"
+            if tokens >= target - block_size
+            else f"a quarter of the {available / gib:.1f} GiB available less the weights' {weights / gib:.2f} GiB"
+        )
+        + (f"; max_num_seqs {seqs}: the sequences of {SEQUENCE_TOKENS} tokens it holds" if not max_num_seqs else "")
+    )
+    return KvPlan(tokens * per_token, tokens, seqs, reason)
 
 
 GPU_FIELDS = ("name", "driver_version", "compute_cap", "memory.free", "memory.total")

@@ -10,6 +10,7 @@ earlier radar resumes).
 from __future__ import annotations
 
 import json
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -97,8 +98,16 @@ class Stage(Info):
     prefix_cache_hit_rate: float | None = None
     prompt_tokens_floor: int | None = Field(None, description="The prompt tokens no prefix cache could go below")
     computed_over_floor: float | None = None
-    occupancy: float | None = Field(None, description="Mean running requests per engine step over max_num_seqs")
-    occupancy_fed: float | None = None
+    occupancy: float | None = Field(
+        None,
+        description="How full the scheduler's binding limit was: the larger of mean running requests over "
+        "max_num_seqs and the mean share of KV-cache blocks in use, per engine step",
+    )
+    occupancy_fed: float | None = Field(None, description="The same over the steps with a full queue behind them")
+    capped_by: Literal["sequences", "kv_blocks"] | None = Field(
+        None, description="Which limit bound the fed steps: max_num_seqs, or the KV cache's blocks"
+    )
+    occupancy_parts: dict[str, float] | None = Field(None, description="The fed steps' fill of each limit")
     engine: dict | None = Field(None, description="The settings the engine resolved on this machine")
     cluster: dict | None = Field(None, description="A cluster run: its nodes and each replica's share")
     parsed: int | None = None

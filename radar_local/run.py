@@ -517,10 +517,10 @@ class StageMeter:
 
 def efficiency(before: EngineCounters, after: EngineCounters, settings: dict) -> dict:
     """Prompt tokens of a stage served from the prefix cache and computed, computed against the floor no
-    cache could go below, and the mean running requests per engine step against `max_num_seqs`, where
-    the engine counts them."""
+    cache could go below, and how full the scheduler's binding limit was per engine step (running
+    requests against `max_num_seqs`, KV-cache blocks in use against the cache), where the engine counts them."""
     keys = "prompt_tokens_cached prompt_tokens_computed prefix_cache_hit_rate prompt_tokens_floor"
-    out: dict = dict.fromkeys((keys + " computed_over_floor occupancy occupancy_fed").split())
+    out: dict = dict.fromkeys((keys + " computed_over_floor occupancy occupancy_fed capped_by occupancy_parts").split())
     if after.prefix_cache_queries is not None and before.prefix_cache_queries is not None:
         queries = after.prefix_cache_queries - before.prefix_cache_queries
         hits = after.prefix_cache_hits - before.prefix_cache_hits  # type: ignore[operator]
@@ -535,17 +535,23 @@ def efficiency(before: EngineCounters, after: EngineCounters, settings: dict) ->
         if floor and out["prompt_tokens_computed"] is not None:
             out["computed_over_floor"] = round(out["prompt_tokens_computed"] / floor, 4)
     limit = settings.get("max_num_seqs")
-    for key, steps, running in (
-        ("occupancy", "steps", "running_sum"),
-        ("occupancy_fed", "fed_steps", "fed_running_sum"),
+    for key, steps, running, kv in (
+        ("occupancy", "steps", "running_sum", "kv_sum"),
+        ("occupancy_fed", "fed_steps", "fed_running_sum", "fed_kv_sum"),
     ):
         n = _delta(before, after, steps)
-        if limit and n:
-            out[key] = round(_delta(before, after, running) / n / limit, 4)  # type: ignore[operator]
+        if not (limit and n):
+            continue
+        parts = {"sequences": round(_delta(before, after, running) / n / limit, 4)}  # type: ignore[operator]
+        if (used := _delta(before, after, kv)) is not None:
+            parts["kv_blocks"] = round(used / n, 4)
+        out[key] = max(parts.values())
+        # which limit bound: the fed steps' parts (set second) where there are any, else every step's
+        out["occupancy_parts"], out["capped_by"] = parts, max(parts, key=parts.__getitem__)
     return out
 
 
-def _delta(before: EngineCounters, after: EngineCounters, name: str) -> int | None:
+def _delta(before: EngineCounters, after: EngineCounters, name: str) -> float | None:
     a, b = getattr(after, name), getattr(before, name)
     return None if a is None or b is None else a - b
 

@@ -7,12 +7,13 @@
    all of the stage's requests at once (same token ids, sampling parameters and constraint, same engine,
    cold prefix cache). Exits 1 when either stage falls below MIN_RATIO of it.
 3. Prompt tokens the engine computed against the floor no prefix cache could go below, and scheduler
-   occupancy (mean running requests per step / max_num_seqs, from vLLM's gauge) while the queue is full;
-   `--seqs` sets max_num_seqs small enough that the limit binds on a CPU.
+   occupancy while the queue is full: the fill of the limit that binds, running requests over max_num_seqs
+   or KV-cache blocks in use (vLLM's gauges), and which one it was. The engine's own settings by default
+   (the KV cache and max_num_seqs sized by kv_cache_plan); `--seqs` sets max_num_seqs.
 4. A long-generation workload (max_new_tokens 800, temperature 0.9, varied lengths): the continuous feed
    against the chunked loop radar used before (one call per chunk, each waiting for its longest request).
 
-Usage: .venv/bin/python scripts/bench_engine.py [--config configs/quickstart.yaml] [--seqs 64]
+Usage: .venv/bin/python scripts/bench_engine.py [--config configs/quickstart.yaml] [--seqs N]
        [--long 96] [--tasks N] [--skip-dtype] [--json out.json]
 Prints Markdown tables; --json writes every figure with the CPU it ran on.
 """
@@ -130,7 +131,9 @@ def long_generation(cfg, pool: EnginePool, count: int, chunk: int) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", type=Path, default=REPO / "configs" / "quickstart.yaml")
-    ap.add_argument("--seqs", type=int, default=32, help="max_num_seqs for the stage measurements (the limit binds)")
+    ap.add_argument(
+        "--seqs", type=int, default=None, help="max_num_seqs for the stage measurements (default: the engine's own)"
+    )
     ap.add_argument("--long", type=int, default=96, help="requests in the long-generation workload (0: skip)")
     ap.add_argument("--tasks", type=int, default=None, help="Only the first N tasks (a quick check)")
     ap.add_argument("--skip-dtype", action="store_true")
@@ -141,14 +144,15 @@ def main() -> int:
         sys.exit("bench_engine.py measures vLLM; the config's generator and verifier must use engine vllm")
     if args.tasks:
         cfg = cfg.model_copy(update={"tasks": list(resolve(cfg, REPO).tasks[: args.tasks])})
+    seqs = {"max_num_seqs": args.seqs} if args.seqs else {}  # default: sized with the KV cache (kv_cache_plan)
     cfg = cfg.model_copy(
         update={
-            "generator": with_options(cfg.generator, max_num_seqs=args.seqs),
-            "verifier": with_options(cfg.verifier, max_num_seqs=args.seqs),
+            "generator": with_options(cfg.generator, **seqs),
+            "verifier": with_options(cfg.verifier, **seqs),
             "bootstrap": 0,
         }
     )
-    results: dict = {"config": str(args.config), "cpu": cpu_info().as_dict(), "max_num_seqs": args.seqs}
+    results: dict = {"config": str(args.config), "cpu": cpu_info().as_dict()}
     print(f"CPU: {results['cpu']['model']}, {results['cpu']['cores']} cores, {', '.join(results['cpu']['flags'])}")
     pool = EnginePool()
     tmp = Path(tempfile.mkdtemp())
@@ -161,11 +165,13 @@ def main() -> int:
             )
         results["stages"] = stage_rows(cfg, tmp, pool)
         engine = pool.get(cfg.generator)
-        results["engine"] = engine.settings()
-        print(f"\nauto dtype here: {results['engine']['dtype']} ({results['engine']['dtype_reason']})\n")
+        results["engine"] = settings = engine.settings()
+        results["max_num_seqs"] = settings.get("max_num_seqs")
+        print(f"\nauto dtype here: {settings['dtype']} ({settings['dtype_reason']})")
+        print(f"KV cache: {settings.get('kv_cache_reason')}; max_num_seqs {settings.get('max_num_seqs')}\n")
         print(
             "| stage | calls | seconds | one-call ceiling s | ratio | computed / floor prompt tokens "
-            "| occupancy (fed) |"
+            "| occupancy (fed), capped by |"
         )
         print("|---|---|---|---|---|---|---|")
         for name, s in results["stages"].items():
@@ -173,10 +179,10 @@ def main() -> int:
                 f"| {name} | {s['calls']} | {s['seconds']:.1f} | {s['ceiling_seconds']:.1f} | "
                 f"{s['ratio_to_ceiling']:.3f} | "
                 f"{s['prompt_tokens_computed']} / {s['prompt_tokens_floor']} = {s['computed_over_floor']} | "
-                f"{s['occupancy']} ({s['occupancy_fed']}) |"
+                f"{s['occupancy']} ({s['occupancy_fed']}), {s['capped_by']} |"
             )
         if args.long:
-            results["long_generation"] = lg = long_generation(cfg, pool, args.long, args.seqs)
+            results["long_generation"] = lg = long_generation(cfg, pool, args.long, engine.max_num_seqs)
             print(
                 f"\nlong generation ({lg['requests']} requests, max 800 tokens, "
                 f"lengths {lg['output_tokens_min_mean_max']}): "

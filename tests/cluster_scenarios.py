@@ -5,7 +5,8 @@ Usage (as tests/test_cluster.py runs it): unshare -n sh -c 'ip link set lo up &&
 Starts a two-node Ray cluster (`ray start --head` and a second `ray start --address`, one CPU each,
 their own ports and temp dirs), runs the scenarios against it, then the placement scenarios on a
 second two-node cluster whose nodes declare two GPUs each that they do not have (`--num-gpus 2`; the
-planted engine computes on none, and reports the devices Ray gave it); writes OUT/results.json, and
+planted engine computes on none, and reports the devices Ray gave it), then a third whose nodes declare
+one GPU each (a replica that needs two on one node); writes OUT/results.json, and
 stops every process it started, by PID.
 """
 
@@ -227,6 +228,17 @@ def main(out: Path) -> None:
         }
     with TwoNodeCluster(out, gpus=2) as cluster:
         results["gpu"] = gpu_scenarios(cluster, out / "gpu")
+    with TwoNodeCluster(out, gpus=1) as cluster:
+        # Issue 34: 2 GPUs in all, 1 per node, and a replica that needs 2 on one node: one line at once.
+        start = time.monotonic()
+        pool = EnginePool(ClusterSpec(ray=cluster.address))
+        try:
+            pool.get(ModelSpec(engine="testing", model="planted", options={"gpus": 2}))
+            results["one_gpu_nodes"] = {"error": None}
+        except RadarError as exc:
+            results["one_gpu_nodes"] = {"error": str(exc), "seconds": round(time.monotonic() - start, 1)}
+        finally:
+            pool.close()
     (out / "results.json").write_text(json.dumps(results, indent=2))
 
 

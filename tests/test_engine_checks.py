@@ -81,3 +81,61 @@ def test_prompt_floor_counts_each_full_block_once():
     assert prompt_floor([1, 2, 3, 4, 7, 7, 7, 7, 7], 4, seen) == 5  # block 1 shared: 1 new block + 1
     assert prompt_floor(list(range(1, 10)), 4, seen) == 1  # both blocks cached: the last token
     assert prompt_floor([1, 2, 3, 4], 4, seen) == 4  # block-aligned: its only block holds the last token
+    # issue 34: two samples run as two sequences that share full blocks; each computes the 1-token tail
+    assert prompt_floor(list(range(1, 10)), 4, set(), sequences=2) == 8 + 2 * 1
+
+
+SMOLLM2 = {"num_hidden_layers": 30, "num_attention_heads": 9, "num_key_value_heads": 3, "hidden_size": 576}
+GIB = 1 << 30
+
+
+def test_a_tokens_kv_bytes_come_from_the_checkpoint_and_the_dtype():
+    """SmolLM2-135M: 30 layers x 2 (keys, values) x 3 KV heads x 64 (576 / 9) x 2 bytes = 23,040 in bf16,
+    twice that in float32 (the AVX2 machine's dtype)."""
+    from radar_local.hardware import kv_bytes_per_token, memory_available
+
+    assert kv_bytes_per_token(SMOLLM2, "bfloat16") == 23_040 and kv_bytes_per_token(SMOLLM2, "float32") == 46_080
+    qwen = {
+        "text_config": {"num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4, "head_dim": 128}
+    }
+    assert kv_bytes_per_token(qwen, "float16") == 28 * 2 * 4 * 128 * 2
+    assert kv_bytes_per_token({}, "bfloat16") is None and kv_bytes_per_token(SMOLLM2, "int8") is None
+    assert memory_available("MemTotal: 24000000 kB\nMemAvailable:   20650500 kB\n") == 20_650_500 * 1024
+    assert memory_available("MemTotal: 1 kB\n") is None
+
+
+def test_the_kv_cache_holds_the_working_set_within_a_quarter_of_the_memory():
+    from radar_local.hardware import SEQUENCE_TOKENS, kv_cache_plan
+
+    # a roomy machine: 256 sequences of 1024 tokens (the target), max_num_seqs stays vLLM's 256
+    roomy = kv_cache_plan(23_040, 40 * GIB, 0, 32, 2048, None)
+    assert (roomy.tokens, roomy.max_num_seqs) == (256 * SEQUENCE_TOKENS, 256) and "256 sequences" in roomy.reason
+    # 20 GiB available, 0.25 GiB of weights, float32: a quarter of 19.75 GiB, floored to 32-token blocks
+    plan = kv_cache_plan(46_080, 20 * GIB, GIB // 4, 32, 2048, None)
+    tokens = (19.75 * GIB / 4) // 46_080 // 32 * 32
+    assert plan.tokens == tokens and plan.bytes == tokens * 46_080 and plan.bytes <= (20 * GIB - GIB // 4) / 4
+    assert plan.max_num_seqs == tokens // SEQUENCE_TOKENS and "a quarter of the 20.0 GiB" in plan.reason
+    # a config's max_num_seqs is kept, and sizes the target
+    assert kv_cache_plan(23_040, 40 * GIB, 0, 32, 2048, 64).max_num_seqs == 64
+    assert kv_cache_plan(23_040, 40 * GIB, 0, 32, 2048, 64).tokens == 64 * SEQUENCE_TOKENS
+    # a machine with no room still gets one whole sequence (vLLM refuses less), and one sequence at a time
+    tiny = kv_cache_plan(46_080, GIB // 8, GIB, 32, 2048, None)
+    assert (tiny.tokens, tiny.max_num_seqs) == (2048, 2)
+
+
+def test_the_cpu_engines_arguments_carry_the_plan_and_its_reason():
+    from radar_local.engines.vllm import VLLMEngine, llm_arguments
+
+    avx2 = cpu_info(CPU_AVX2)
+    kwargs, settings = llm_arguments(
+        VLLMEngine.Options(max_model_len=2048), None, "bfloat16", avx2, None, SMOLLM2, (20 * GIB, 0)
+    )
+    assert kwargs["dtype"] == "float32" and kwargs["kv_cache_memory_bytes"] == settings["kv_cache_memory_bytes"]
+    assert settings["kv_cache_tokens"] == kwargs["kv_cache_memory_bytes"] // 46_080 and kwargs["max_num_seqs"] < 256
+    assert settings["kv_cache_reason"].startswith(f"{settings['kv_cache_tokens']:,} tokens at 46,080 bytes each")
+    told = VLLMEngine.Options(kv_cache_memory_bytes=GIB)
+    kwargs, settings = llm_arguments(told, None, "bfloat16", avx2, None, SMOLLM2, (20 * GIB, 0))
+    assert kwargs["kv_cache_memory_bytes"] == GIB and "max_num_seqs" not in kwargs
+    assert settings["kv_cache_reason"] == "set in the config"
+    kwargs, settings = llm_arguments(VLLMEngine.Options(), None, "bfloat16", avx2)  # nothing to size it from
+    assert kwargs["kv_cache_memory_bytes"] == GIB and settings["kv_cache_reason"].startswith("1 GiB")

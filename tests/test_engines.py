@@ -60,6 +60,7 @@ def check_expected(engine, prompts) -> list:
     return out
 
 
+@pytest.mark.cpu_build
 def test_batch_invariant_mode_on_a_cpu_build_is_one_line_before_any_model_loads():
     from radar_local.engines.registry import build_engine
     from radar_local.errors import RadarError
@@ -88,6 +89,7 @@ def test_vllm_expected_score_reads_every_score_token(vllm_engine):
     check_expected(vllm_engine, score_prompts(expected=True))
 
 
+@pytest.mark.cpu_build
 def test_vllm_cpu_uses_the_smallest_kv_block(vllm_engine):
     assert vllm_engine.llm.llm_engine.vllm_config.cache_config.block_size == 32
 

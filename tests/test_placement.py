@@ -157,8 +157,8 @@ def test_gpus_are_described_from_nvidia_smi_and_batch_invariance_needs_sm80():
     run, calls = nvidia_smi("NVIDIA H200, 570.86, 9.0, 140000, 143771\nNVIDIA H200, 570.86, 9.0, 141000, 143771")
     gpus = gpu_inventory("0,1", run)
     assert calls[0][1] == "--query-gpu=name,driver_version,compute_cap,memory.free,memory.total"
-    assert gpu_manifest(gpus) == {"devices": ["NVIDIA H200"] * 2, "driver": "570.86", "compute_capability": ["9.0"]}
-    assert gpu_inventory(None, nvidia_smi("", returncode=9)[0]) is None and gpu_manifest(None) == {}
+    assert gpu_manifest(gpus, 2) == {"devices": ["NVIDIA H200"] * 2, "driver": "570.86", "compute_capability": ["9.0"]}
+    assert gpu_inventory(None, nvidia_smi("", returncode=9)[0]) is None and gpu_manifest(None, 1) == {}
     assert batch_invariance_problem("cuda", (8, 0)) is None and batch_invariance_problem("rocm", None) is None
     assert "this GPU has 7.5" in batch_invariance_problem("cuda", (7, 5))
     assert "this is a cpu build" in batch_invariance_problem("cpu", None)

@@ -61,4 +61,16 @@ def test_efficiency_against_the_floor_and_the_scheduler_limit():
         and out["computed_over_floor"] == 1.25
     )
     assert out["occupancy"] == 0.6 and out["occupancy_fed"] == 0.875
+    assert out["capped_by"] == "sequences" and out["occupancy_parts"] == {"sequences": 0.875}
     assert efficiency(EngineCounters(), EngineCounters(), {})["occupancy"] is None  # an engine that cannot count
+
+
+def test_occupancy_is_the_binding_limits_fill():
+    """Issue 34: 10 steps running 48 requests in all against max_num_seqs 256 fill its sequences to
+    48 / 10 / 256 = 0.01875, while the KV cache's blocks were 9.5 / 10 = 0.95 in use: the cache bound the
+    scheduler, and occupancy is 0.95, not the 0.02 the sequences alone would say (the fed steps: 3.8 / 4)."""
+    before = EngineCounters(0, 0, 0, 0, 0, 0, 0, 0.0, 0.0)
+    after = EngineCounters(0, 0, 0, 10, 48, 4, 20, 9.5, 3.8)
+    out = efficiency(before, after, {"max_num_seqs": 256})
+    assert out["occupancy"] == 0.95 and out["occupancy_fed"] == 0.95 and out["capped_by"] == "kv_blocks"
+    assert out["occupancy_parts"] == {"sequences": round(20 / 4 / 256, 4), "kv_blocks": 0.95}

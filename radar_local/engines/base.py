@@ -58,6 +58,8 @@ class EngineCounters:
     running_sum: int | None = None
     fed_steps: int | None = None  # the same over steps with a full queue behind them (before the drain)
     fed_running_sum: int | None = None
+    kv_sum: float | None = None  # the share of KV-cache blocks in use, summed over the steps and the fed ones
+    fed_kv_sum: float | None = None
 
 
 # A stream's items: the answers that finished together, each with its index in the request list.
@@ -210,9 +212,11 @@ class StreamBatch(EngineKind):
         return in_order(self.score_stream(prompts, fmt=fmt), len(prompts))
 
 
-def prompt_floor(token_ids: list[int], block: int, seen: set[int]) -> int:
+def prompt_floor(token_ids: list[int], block: int, seen: set[int], sequences: int = 1) -> int:
     """The tokens of one prompt that no prefix cache could serve, given the full blocks in `seen`
-    (updated): a block is cacheable when a later token follows it (vLLM computes at least the last one)."""
+    (updated): a block is cacheable when a later token follows it (vLLM computes at least the last one).
+    A request for n samples runs as n sequences that share full blocks only: each computes the tail
+    after the last cacheable block itself."""
     cacheable = (len(token_ids) - 1) // block if token_ids else 0
     new, prefix = 0, None
     for b in range(cacheable):
@@ -220,7 +224,7 @@ def prompt_floor(token_ids: list[int], block: int, seen: set[int]) -> int:
         if prefix not in seen:
             seen.add(prefix)
             new += 1
-    return new * block + len(token_ids) - cacheable * block
+    return new * block + sequences * (len(token_ids) - cacheable * block)
 
 
 Answer = TypeVar("Answer")

