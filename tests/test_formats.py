@@ -282,6 +282,12 @@ def mlflow(**data) -> str:
         ("inspect", "x.yaml", "grade_pattern: 'GRADE\\s*([CI])'\ncriteria: {a: x, b: y}\n", "grade_pattern:"),
         ("prometheus", "n.json", json.dumps([{"criteria": "x", "score1_description": "y"}]), "score2_description"),
         ("helpsteer", "h.yaml", "attributes: [helpfulness, charm]\n", "attribute 'charm' is none of HelpSteer2's"),
+        (
+            "inspect",
+            "n.yaml",
+            "criteria: {a: 8.1e-153, b: y}\n",
+            "criteria.a: a criterion's text must be non-empty text",
+        ),
     ],
 )
 def test_bad_input_is_one_line_naming_the_file(tmp_path, fmt, name, text, says):

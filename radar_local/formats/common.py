@@ -134,6 +134,16 @@ def unchanged(old: Rubric, new: Rubric, cid: str) -> bool:
     return cid in old.ids and old.criterion(cid) == new.criterion(cid) and old.scale_of(cid) == new.scale_of(cid)
 
 
+def named_texts(path: Path, criteria: Any, where: str) -> dict:
+    """A source's `name: text` criteria, each text non-empty text (a number or a list is no criterion)."""
+    if not isinstance(criteria, dict) or not criteria:
+        raise InputError(path, f"'{where}' (name -> text, one per criterion) is missing or empty")
+    for name, text in criteria.items():
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(path, f"{where}.{name}: a criterion's text must be non-empty text")
+    return criteria
+
+
 def named_ids(names: Any) -> dict[str, str]:
     """name -> criterion id for a source that names its criteria (a mapping's keys)."""
     taken: set[str] = set()

@@ -26,7 +26,7 @@ def _attributes(path: Path, data: dict) -> dict[str, str]:
         return {a: bundled[a] for a in attrs}
     if not isinstance(attrs, dict) or not attrs:
         raise InputError(path, "'attributes' must map each attribute to its definition (or list HelpSteer2's names)")
-    return {str(k): str(v) for k, v in attrs.items()}
+    return {str(k): v for k, v in common.named_texts(path, attrs, "attributes").items()}
 
 
 def read(path: Path) -> Imported:

@@ -57,10 +57,7 @@ NAMES = {
 
 
 def _criteria(path: Path, data: dict) -> dict:
-    criteria = data.get("criteria")
-    if not isinstance(criteria, dict) or not criteria:
-        raise InputError(path, "'criteria' (name -> text, the criterion each grade is against) is missing")
-    return criteria
+    return common.named_texts(path, data.get("criteria"), "criteria")  # each text: what a grade is against
 
 
 def read(path: Path) -> Imported:

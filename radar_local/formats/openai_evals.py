@@ -40,7 +40,7 @@ def _spec(path: Path) -> tuple[str, dict, dict]:
         raise InputError(
             path, f"spec '{name}': args.criteria (name -> text) is missing; it names what the judge scores"
         )
-    return str(name), spec, criteria
+    return str(name), spec, common.named_texts(path, criteria, "args.criteria")
 
 
 def _scale(path: Path, spec: dict) -> Scale:
