@@ -10,100 +10,19 @@ in the import's account, printed and written beside the rubric.
 
 from __future__ import annotations
 
-import importlib
-from pathlib import Path
-from types import ModuleType
+from typing import Any
 
-import yaml
+from radar_local.formats.names import FORMATS, MODULES
 
-from radar_local.errors import InputError
-from radar_local.formats.common import Imported, carried, changes
-from radar_local.rubric import Rubric, load_benchmark
-from radar_local.store import make_folder, write_atomic
-
-__all__ = ["FORMATS", "Imported", "carried", "export", "read", "write_import"]
+__all__ = ["FORMATS", "MODULES", "Imported", "carried", "export", "read", "write_import"]
+LAZY = ("Imported", "carried", "export", "read", "write_import")  # radar_local.formats.files
 
 
-# format name -> its module
-MODULES = {
-    "promptfoo": "promptfoo",
-    "openai-evals": "openai_evals",
-    "mlflow": "mlflow",
-    "prometheus": "prometheus",
-    "inspect": "inspect_ai",
-    "helpsteer": "helpsteer",
-}
-FORMATS = tuple(MODULES)
+def __getattr__(name: str) -> Any:
+    """The package's functions, loaded when first used: they need ruamel.yaml and the judge's Jinja2, which
+    `radar`'s start-up (the CLI's choice of FORMAT names) should not import."""
+    if name in LAZY:
+        from radar_local.formats import files  # ruamel.yaml and jinja2: not on the CLI's start-up path
 
-
-def _module(fmt: str) -> ModuleType:
-    return importlib.import_module(f"radar_local.formats.{MODULES[fmt]}")
-
-
-def read(fmt: str, path: str | Path) -> Imported:
-    """The source file as radar's rubric, judge and tasks, with the account of what mapped."""
-    if fmt not in FORMATS:
-        raise InputError(fmt, f"unknown format; radar imports {', '.join(FORMATS)}")
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(path, "not found; name the file to import")
-    try:
-        return _module(fmt).read(path)
-    except (TypeError, AttributeError, KeyError, ValueError) as exc:  # a value of a type the format never has
-        raise InputError(path, f"does not have the shape of a {fmt} file ({type(exc).__name__}: {exc})") from None
-
-
-def export(fmt: str, original: str | Path, rubric: Rubric) -> tuple[str, list[str]]:
-    """The original file's new text with `rubric`'s criteria, and the account of what changed. The
-    original is read again as on import: criteria it has unchanged keep their entries byte for byte."""
-    imported = read(fmt, original)
-    for c in rubric.criteria:
-        theirs = imported.rubric.scale_of(c.id) if c.id in imported.rubric.ids else imported.rubric.scale
-        ours = rubric.scale_of(c.id)
-        if (ours.tokens, ours.values) != (theirs.tokens, theirs.values):
-            raise InputError(
-                original,
-                f"the rubric scores {c.id} on {ours.name}, the file's judge on {theirs.name}; export a rubric "
-                "on the scale it was imported with",
-            )
-    account = changes(imported.rubric, rubric)
-    return _module(fmt).write(Path(original), imported, rubric, account), account
-
-
-def _legible(data: object) -> str:
-    """YAML radar reads back as `data` (PyYAML's reading: `yes` stays a string), texts with line breaks as
-    literal blocks so a judge template stays readable."""
-
-    class Dumper(yaml.SafeDumper):
-        pass
-
-    def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-        style = "|" if "\n" in value and all(line == line.rstrip() for line in value.splitlines()) else None
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-    Dumper.add_representer(str, text)
-    return yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=4096)
-
-
-def write_import(imported: Imported, out: Path, engine: str, generator: str, verifier: str) -> list[Path]:
-    """rubric.yaml, config.yaml (ready for `radar audit`) and import.md (the account) in `out`."""
-    make_folder(out)
-    spec = {"engine": engine, "model": generator}
-    judge: dict = {"engine": engine, "model": verifier, "name": f"{imported.format}-judge"}
-    if imported.judge is not None:
-        judge["judge"] = imported.judge.model_dump(mode="json", exclude_none=True)
-    config: dict = {"rubric": "rubric.yaml"}
-    config["tasks"] = [t.model_dump(exclude_defaults=True) for t in imported.tasks] or "helpsteer2"
-    if set(imported.rubric.ids) <= set(load_benchmark("helpsteer2").rubric.ids):
-        config["human"] = "helpsteer2"
-    config |= {"generator": spec, "verifier": judge, "n": 4, "seed": 0, "out": str(out / "run")}
-    lines = [f"# Imported from {imported.source} ({imported.format})", ""]
-    lines += [f"- {line}" for line in imported.account] + [""]
-    files = {
-        "rubric.yaml": _legible(imported.rubric.model_dump(mode="json", exclude_none=True)),
-        "config.yaml": _legible(config),
-        "import.md": "\n".join(lines),
-    }
-    for name, text in files.items():
-        write_atomic(out / name, text)
-    return [out / name for name in files]
+        return getattr(files, name)
+    raise AttributeError(f"module 'radar_local.formats' has no attribute {name!r}")

@@ -1,0 +1,12 @@
+"""The formats radar imports and exports, and the module of each (light: the CLI names them at start-up)."""
+
+# format name -> its module
+MODULES = {
+    "promptfoo": "promptfoo",
+    "openai-evals": "openai_evals",
+    "mlflow": "mlflow",
+    "prometheus": "prometheus",
+    "inspect": "inspect_ai",
+    "helpsteer": "helpsteer",
+}
+FORMATS = tuple(MODULES)
