@@ -3,6 +3,7 @@ reference, pick the cell, add calibration and the rubric's weighted double-count
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,8 @@ from radar_local.stats.bootstrap import LEVEL, RESAMPLES
 from radar_local.stats.coupling import TAU, double_counted_share
 from radar_local.stats.flags import Thresholds
 from radar_local.stats.intervals import CHUNK as INTERVAL_CHUNK
-from radar_local.stats.probes import probe_matrix
+from radar_local.stats.probes import ProbeMatrix, probe_matrix
+from radar_local.stats.raters import Level
 from radar_local.stats.result import AuditResult
 
 FOOTING = "each criterion's 0-1 range: a difference of mean scores over its scale's span (highest minus lowest level)"
@@ -69,11 +71,17 @@ def stats_for_table(
     manipulation: dict[str, Any] | None = None,
     scale: Scale = LIKERT,
     halo_against: str | None = None,
+    jurors: Sequence[str] = (),
+    levels: dict[str, Level] | None = None,
+    juror_errors: dict[str, np.ndarray] | None = None,
 ) -> AuditResult:
     """`halo_against`: the same judge's per-criterion verifier label, where this one is its joint calls on
     the same probes (stats/halo.py). `manipulation`: the nuisance attributes' manipulation check
     (radar_local.nuisance), where the rewrites' texts were at hand; an attribute it found not steered gets
-    no flag. Each criterion is on the rubric's scale for it, or on `scale` without a rubric."""
+    no flag. Each criterion is on the rubric's scale for it, or on `scale` without a rubric. `jurors`: where
+    this verifier is a jury, its jurors' labels in the table: the jury against each, and their agreement at each
+    criterion's level of measurement (`levels`, default ordinal), Kish's effective jurors from `juror_errors`
+    (criterion -> jurors x labelled responses) where human labels give errors (stats/jury.py)."""
     from radar_local.judges import calibration  # scipy: imported when statistics are computed, not at `radar --help`
 
     criteria = rubric.ids if rubric else list(pd.unique(df["criterion"]))
@@ -135,7 +143,58 @@ def stats_for_table(
         spans = [scales[c].span for c in criteria]
         per = probe_matrix(df, criteria, gen, halo_against, spans)
         result.halo = halo(per, pm, resamples=resamples, seed=seed, level=level)
+    if jurors:
+        result.jury = jury_block(
+            df, pm, list(jurors), scales, levels, juror_errors, tau=tau, resamples=resamples, seed=seed, level=level
+        )
     return result
+
+
+def jury_block(
+    df: pd.DataFrame,
+    jury: ProbeMatrix,
+    jurors: list[str],
+    scales: dict[str, Scale],
+    levels: dict[str, Level] | None,
+    errors: dict[str, np.ndarray] | None,
+    *,
+    tau: float,
+    resamples: int,
+    seed: int,
+    level: float,
+) -> dict[str, Any]:
+    """stats.json's `jury` block: the jury's worst coupling against each juror's, and the jurors' agreement."""
+    from radar_local.stats.jury import against_jurors, among_jurors  # scipy: imported when statistics are computed
+
+    criteria = list(jury.criteria)
+    spans = [scales[c].span for c in criteria]
+    mats = {j: probe_matrix(df, criteria, jury.generator, j, spans) for j in jurors}
+    cell = df[(df["generator"] == jury.generator) & df["verifier"].isin(jurors)]
+    wide = cell.pivot_table(
+        index=["task_id", "target", "direction", "variant"],
+        columns=["criterion", "verifier"],
+        values="score",
+        aggfunc="first",
+        dropna=False,
+    )
+    missing = np.full(len(wide), np.nan)  # a juror with no score of a criterion
+    scores = {
+        c: np.vstack([wide[(c, j)].to_numpy(float) if (c, j) in wide.columns else missing for j in jurors])
+        for c in criteria
+    }
+    return {
+        "jurors": jurors,
+        "coupling": against_jurors(jury, mats, tau=tau, resamples=resamples, seed=seed, level=level),
+        "agreement": among_jurors(
+            scores,
+            jurors,
+            levels or dict.fromkeys(criteria, "ordinal"),
+            errors=errors,
+            resamples=resamples,
+            seed=seed,
+            level=level,
+        ),
+    }
 
 
 def double_count(result: AuditResult, rubric: Rubric) -> dict[str, Any]:

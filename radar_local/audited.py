@@ -17,7 +17,7 @@ from functools import cached_property
 import pandas as pd
 
 from radar_local.analysis import stats_for_table
-from radar_local.config import ModelSpec
+from radar_local.config import Jury, ModelSpec
 from radar_local.injection import flagged_probes
 from radar_local.nuisance import manipulation_check
 from radar_local.records import ProbeRecord, VerdictRecord
@@ -73,7 +73,7 @@ def audited_set(
     return AuditedSet(tuple(used), tuple(rewrites), tuple(verdicts), injection, manipulation if specs else None)
 
 
-def audit(run: RunDir, verifier: ModelSpec, records: AuditedSet, **options) -> tuple[AuditResult, pd.DataFrame]:
+def audit(run: RunDir, verifier: ModelSpec | Jury, records: AuditedSet, **options) -> tuple[AuditResult, pd.DataFrame]:
     """The statistics of the audited set's verdicts, and the validated score table they were computed from."""
     config = run.config
     table = validate_scores(records.table(), run.table_path, run.rubric.scales, both_directions=False)

@@ -3,6 +3,8 @@ parts. It imports nothing of radar_local but its errors."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 from typing import Any, TypeVar
@@ -11,6 +13,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from radar_local.errors import InputError
+
+
+def digest(obj: object) -> str:
+    """A content key: the first 24 hex digits of the SHA-256 of `obj` as sorted JSON."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
 class Strict(BaseModel):

@@ -6,9 +6,9 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, TypeVar, overload
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar, overload
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Discriminator, Field, PrivateAttr, Tag, model_validator
 
 from radar_local.answer import GradeShape
 from radar_local.cluster import ClusterSpec
@@ -26,7 +26,21 @@ from radar_local.stats.bias import BIAS
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES
 from radar_local.tasks import TaskSource, is_task_table, load_task_table
 
+if TYPE_CHECKING:
+    from radar_local.labels import LabelSet
+
 MAX_LABEL = 100  # characters of a model label: it becomes part of file names
+
+
+def label_problem(label: str) -> None:
+    """A label names a grid cell's folder and a stats file: '.' or '..' would be another folder."""
+    if slug(label) in ("", ".", ".."):
+        raise ValueError(f"the label '{label}' cannot name a folder; give this model a `name`")
+    if len(slug(label)) > MAX_LABEL:  # it becomes part of file names (stats.<label>.json)
+        raise ValueError(
+            f"the label '{label[:40]}...' is longer than {MAX_LABEL} characters, too long for "
+            "a file name; give this model a shorter `name`"
+        )
 
 
 class ModelSpec(Strict):
@@ -48,14 +62,7 @@ class ModelSpec(Strict):
 
     @model_validator(mode="after")
     def _label_names_a_folder(self) -> ModelSpec:
-        """A label names a grid cell's folder and a stats file: '.' or '..' would be another folder."""
-        if slug(self.label) in ("", ".", ".."):
-            raise ValueError(f"the label '{self.label}' cannot name a folder; give this model a `name`")
-        if len(slug(self.label)) > MAX_LABEL:  # it becomes part of file names (stats.<label>.json)
-            raise ValueError(
-                f"the label '{self.label[:40]}...' is longer than {MAX_LABEL} characters, too long for "
-                "a file name; give this model a shorter `name`"
-            )
+        label_problem(self.label)
         return self
 
     _parsed: EngineOptions | None = PrivateAttr(None)
@@ -114,6 +121,58 @@ class ModelSpec(Strict):
         return engine_class(self.engine).LOCAL_WEIGHTS
 
 
+Aggregate = Literal["mean", "median", "majority", "trimmed_mean"]
+
+
+class Jury(Strict):
+    """`verifier: {jury: [spec, ...]}`: several judges score every probe, each under its own label and keys, and
+    the jury's verdict on a (probe, criterion) aggregates theirs (radar_local/jury.py)."""
+
+    jury: list[ModelSpec] = Field(min_length=1, description="The jurors: verifiers, each with its own engine and judge")
+    aggregate: Aggregate = Field(
+        "mean",
+        description="mean, median, majority (the level most jurors gave; a tie is unscored) or trimmed_mean (the "
+        "mean without the lowest and highest score, from three scores on)",
+    )
+    min_jurors: int | None = Field(
+        None, ge=1, description="Scores a verdict needs, else it is unscored; default: a majority of the jury"
+    )
+    name: str = Field("jury", min_length=1, description="The jury's label in the score table and its files")
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+    @property
+    def quorum(self) -> int:
+        return self.min_jurors or len(self.jury) // 2 + 1
+
+    @model_validator(mode="after")
+    def _a_jury(self) -> Jury:
+        label_problem(self.name)
+        if len(self.jury) < 2:
+            raise ValueError("a jury needs two jurors or more; a single judge is the verifier itself")
+        labels = [slug(j.label) for j in self.jury]
+        dup = next((j.label for j, s in zip(self.jury, labels) if labels.count(s) > 1), None)
+        if dup is not None:
+            raise ValueError(f"two jurors share the label '{dup}'; give each its own `name`")
+        if slug(self.name) in labels:
+            raise ValueError(f"the jury and a juror share the label '{self.name}'; give the jury another `name`")
+        if self.quorum > len(self.jury):
+            raise ValueError(f"min_jurors ({self.quorum}) is more than the jury's {len(self.jury)} jurors")
+        both = next((j.label for j in self.jury if j.judge is not None and isinstance(j.judge.calls, list)), None)
+        if both is not None:
+            raise ValueError(f"juror '{both}' names two call modes; a juror calls one way (per-criterion or joint)")
+        return self
+
+
+def _verifier_kind(value: object) -> str:
+    return "jury" if isinstance(value, Jury) or (isinstance(value, dict) and "jury" in value) else "model"
+
+
+Verifier = Annotated[Annotated[ModelSpec, Tag("model")] | Annotated[Jury, Tag("jury")], Discriminator(_verifier_kind)]
+
+
 class Generation(Strict):
     temperature: float = Field(0.9, ge=0, le=2, description="Paper App. D: 0.9")
     max_new_tokens: int = Field(800, ge=1, le=32768)
@@ -148,6 +207,12 @@ class AuditSettings(Strict):
     )
     human: str | None = Field(
         None, min_length=1, description="Human reference (name or path); default: a bundled rubric's own"
+    )
+    labels: str | None = Field(
+        None,
+        min_length=1,
+        description="Your human labels (JSONL/CSV/Parquet: task_id or prompt, response, criterion, score, rater): "
+        "every judge scores them too, and the audit reports its agreement with them (radar_local/labels.py)",
     )
     n: int = Field(5, ge=1, le=1000, description="Probes per (task, criterion, direction); paper recommends 3-5")
     adaptive: Adaptive | None = Field(
@@ -195,7 +260,8 @@ class AuditSettings(Strict):
     def _paths_without_nul(self) -> AuditSettings:
         """A NUL byte cannot be in a file name: say so here, not as the OS's ValueError later."""
         tasks = self.tasks.path if isinstance(self.tasks, TaskSource) else self.tasks
-        for key, value in (("rubric", self.rubric), ("tasks", tasks), ("human", self.human), ("out", self.out)):
+        paths = (("rubric", self.rubric), ("tasks", tasks), ("human", self.human), ("labels", self.labels))
+        for key, value in (*paths, ("out", self.out)):
             if isinstance(value, str) and "\0" in value:
                 raise ValueError(f"'{key}' contains a NUL byte; give a bundled name or a file path")
         return self
@@ -223,7 +289,7 @@ class AuditSettings(Strict):
 
 class AuditConfig(AuditSettings):
     generator: ModelSpec
-    verifier: ModelSpec
+    verifier: Verifier
     editor: ModelSpec | None = Field(None, description="`radar repair`'s rubric editor; default: the generator")
     intended: list[tuple[str, str]] = Field(
         default_factory=list,
@@ -245,10 +311,27 @@ class AuditConfig(AuditSettings):
                 raise ValueError(f"'judge' is a verifier's: the {role} writes text, it judges nothing")
         return self
 
+    @model_validator(mode="after")
+    def _a_jury_audit(self) -> AuditConfig:
+        if self.jury is None:
+            return self
+        if self.jury.aggregate == "majority" and self.scoring.expected:
+            raise ValueError(
+                "a majority counts levels, and scoring mode 'expected' gives scores between them: use aggregate "
+                "mean or median"
+            )
+        if self.adaptive is not None:
+            raise ValueError("adaptive waves follow one judge's intervals: audit a jury at a fixed n")
+        return self
+
+    @property
+    def jury(self) -> Jury | None:
+        return self.verifier if isinstance(self.verifier, Jury) else None
+
     @property
     def verifiers(self) -> list[ModelSpec]:
-        """The verifier once per call mode (ModelSpec.per_mode)."""
-        return self.verifier.per_mode()
+        """The verifiers that score: the jurors of a jury, else the verifier once per call mode (ModelSpec.per_mode)."""
+        return list(self.verifier.jury) if isinstance(self.verifier, Jury) else self.verifier.per_mode()
 
     def differences(self, other: AuditConfig) -> list[str]:
         """The IDENTITY settings in which two configs differ (the generator's operational options aside)."""
@@ -324,7 +407,8 @@ def with_absolute_paths(config: Settings, base: Path) -> Settings:
         tasks = rel(tasks)
     elif isinstance(tasks, TaskSource):
         tasks = tasks.model_copy(update={"path": rel(tasks.path)})
-    return config.model_copy(update={"rubric": rel(config.rubric), "tasks": tasks, "human": rel(config.human)})
+    update = {"rubric": rel(config.rubric), "tasks": tasks, "human": rel(config.human), "labels": rel(config.labels)}
+    return config.model_copy(update=update)
 
 
 @dataclass(frozen=True)
@@ -338,18 +422,32 @@ class Resolved:
     tasks: tuple[Task, ...]
     reference: dict | None
     source: object = "config"
+    labels: LabelSet | None = None
 
 
 def resolve(config: AuditConfig, base: Path, source: object = "config") -> Resolved:
     """`config` with relative paths taken from `base`, its judge's template file read into the config (a
     run keeps the text it was audited with), and its inputs read and checked."""
     config = with_absolute_paths(config, base)
-    config = config.model_copy(update={"verifier": with_template(config.verifier, base)})
+    verifier = config.verifier
+    if isinstance(verifier, Jury):
+        verifier = verifier.model_copy(update={"jury": [with_template(j, base) for j in verifier.jury]})
+    else:
+        verifier = with_template(verifier, base)
+    config = config.model_copy(update={"verifier": verifier})
     rubric, tasks, reference = resolve_inputs(config)
-    problem = rubric_conflict(config, rubric) or judge_conflict(config, config.verifier, rubric, tasks)
+    judges = list(verifier.jury) if isinstance(verifier, Jury) else [verifier]
+    problem = rubric_conflict(config, rubric) or next(
+        (p for spec in judges if (p := judge_conflict(config, spec, rubric, tasks)) is not None), None
+    )
     if problem is not None:
         raise InputError(source, problem)
-    return Resolved(config, rubric, tasks, reference, source)
+    labels = None
+    if config.labels is not None:
+        from radar_local.labels import load_labels  # labels -> plan -> config: imported once a config names labels
+
+        labels = load_labels(Path(config.labels), rubric, tasks)
+    return Resolved(config, rubric, tasks, reference, source, labels)
 
 
 def with_template(spec: ModelSpec, base: Path) -> ModelSpec:

@@ -12,6 +12,7 @@ import json
 import os
 import platform
 import subprocess
+import sys
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -148,6 +149,18 @@ def memory_available(meminfo: str | None = None) -> int | None:
         if key == "MemAvailable" and value.split() and value.split()[0].isdigit():
             return int(value.split()[0]) * 1024
     return None
+
+
+def memory_free() -> dict[str, int]:
+    """Memory free now: the host's MemAvailable and, where this process has CUDA up, the GPU's free bytes
+    (torch is asked only when already imported and initialized: a check never starts CUDA)."""
+    out = {}
+    if (host := memory_available()) is not None:
+        out["host"] = host
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        out["gpu"] = int(torch.cuda.mem_get_info()[0])
+    return out
 
 
 def weights_bytes(path: Path) -> int:

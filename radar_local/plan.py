@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from radar_local.answer import Answer
+from radar_local.common import digest
 from radar_local.config import AuditConfig, ModelSpec
 from radar_local.judge import render
 from radar_local.nuisance import WAYS, NuisanceSpec
@@ -26,10 +25,6 @@ from radar_local.prompts import (
 from radar_local.records import ProbeRecord
 from radar_local.rubric import Criterion, Rubric, Task
 from radar_local.scale import LIKERT, Scale
-
-
-def digest(obj: object) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
 def cell_seed(run_seed: int, task: str, target: str, direction: str) -> int:
@@ -131,6 +126,7 @@ class Plan:
     tasks: tuple[Task, ...]
     weights: Mapping[str, str] = field(default_factory=dict)  # model -> identity of its weights (rundir.WEIGHTS)
     keys: int = KEYS
+    label_tasks: tuple[Task, ...] = ()  # tasks that human labels name by prompt alone (radar_local/labels.py)
     _score_cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def strata(self) -> list[Stratum]:
@@ -209,7 +205,7 @@ class Plan:
         """Per probe, one request per criterion (probe-major, so a probe's K calls run together), or one
         joint request for all of them where the verifier's judge says `calls: joint`."""
         config, rubric = self.config, self.rubric
-        by_id = {t.id: t for t in self.tasks}
+        by_id = {t.id: t for t in (*self.tasks, *self.label_tasks)}
         base = {
             "verifier": model_identity(verifier, self.weights, self.keys),  # its judge, where it has one
             "template": PROMPT_VERSION,

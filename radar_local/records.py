@@ -147,4 +147,9 @@ class RunInfo(Info):
     libraries: dict[str, str | None] = {}
     reproducibility: dict = {}
     adaptive: dict | None = None
+    jurors: dict | None = Field(
+        None,
+        description="A jury's audit: each juror's engine (seconds to start and close, memory free before it loaded, "
+        "while held and after it closed) and the jurors that failed, with why",
+    )
     previous_runs: list[dict] = Field([], description="The run.json of each earlier run of this audit")

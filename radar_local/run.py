@@ -18,11 +18,15 @@ from radar_local.adaptive import adaptive_record, first_sizes, grow, merged_stag
 from radar_local.audited import audit, audited_set
 from radar_local.cluster import ClusterEngine, ClusterSpec, replica_delta
 from radar_local.common import parse_model, slug
-from radar_local.config import AuditConfig, ModelSpec, Resolved, load_config, resolve
+from radar_local.config import AuditConfig, Jury, ModelSpec, Resolved, load_config, resolve
 from radar_local.engines.base import Engine, EngineCounters
 from radar_local.engines.registry import build_engine
 from radar_local.errors import InputError, RadarError
+from radar_local.hardware import memory_free
 from radar_local.inputs import load_yaml, read_json, read_model, yaml_text
+from radar_local.jury import measurement, side_by_side
+from radar_local.labels import agreement as label_agreement
+from radar_local.labels import errors as label_errors
 from radar_local.models import weights_identity
 from radar_local.plan import GenerationRequest, ScoreRequest
 from radar_local.progress import say, stage_progress
@@ -31,6 +35,7 @@ from radar_local.records import Injection, ModelRef, ProbeRecord, RunInfo, Stage
 from radar_local.rundir import (
     CONFIG,
     INPUTS,
+    LABELS,
     OLD_RUN_NOTE,
     PROBES,
     VERIFIERS,
@@ -42,6 +47,7 @@ from radar_local.rundir import (
 )
 from radar_local.score_table import write_scores
 from radar_local.scoring import expected_score
+from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.decisions import decisions
 from radar_local.stats.flags import Thresholds
 from radar_local.stats.result import AuditResult
@@ -51,35 +57,58 @@ log = logging.getLogger("radar_local")
 
 
 class EnginePool:
-    """Holds one engine at a time: loading other weights frees the previous model's memory first,
-    and a generator that is also the verifier is loaded once."""
+    """Holds one engine at a time: loading other weights frees the previous model's memory first (checked:
+    `closed` records what each engine took and gave back), and a generator that is also the verifier is
+    loaded once."""
 
     def __init__(self, cluster: ClusterSpec | None = None, stop: threading.Event | None = None) -> None:
         self.spec: ModelSpec | None = None
         self.engine: Engine | None = None
         self.cluster = cluster  # None: the engine runs in this process
         self.stop = stop  # on a cluster: set by another thread, the replicas give up (grid.py)
+        self.loaded: dict = {}  # the engine held now: its label, seconds to start, memory free before it
+        self.closed: list[dict] = []  # every engine closed: load and close record (close())
 
     def get(self, spec: ModelSpec, where: object = "config") -> Engine:
         if self.engine is not None and self.spec is not None and self.spec.same_engine(spec):
             return self.engine
         self.close()
+        before, start = memory_free(), time.monotonic()
         if self.cluster is None:
             self.engine = build_engine(spec.engine, spec.model, spec.parsed, where)
         else:
             self.engine = ClusterEngine(spec.engine, spec.model, spec.parsed, self.cluster, self.stop)
         self.spec = spec
+        self.loaded = {"model": spec.label, "start_seconds": round(time.monotonic() - start, 3), "free_before": before}
         return self.engine
 
     def close(self) -> None:
-        """Free the engine. A shutdown that fails (its worker already gone after Ctrl-C) is a note,
-        never an error that would hide the one being raised."""
+        """Free the engine, and check that its memory came back (a warning where less than half of what it
+        held did). A shutdown that fails (its worker already gone after Ctrl-C) is a note, never an error that
+        would hide the one being raised."""
         engine, self.engine, self.spec = self.engine, None, None
-        if engine is not None:
-            try:
-                engine.close()
-            except Exception as exc:
-                log.warning("engine %s did not shut down cleanly (%s: %s)", engine.name, type(exc).__name__, exc)
+        if engine is None:
+            return
+        held, start = memory_free(), time.monotonic()
+        try:
+            engine.close()
+        except Exception as exc:
+            log.warning("engine %s did not shut down cleanly (%s: %s)", engine.name, type(exc).__name__, exc)
+        after = memory_free()
+        seconds = round(time.monotonic() - start, 3)
+        record = {**self.loaded, "free_held": held, "close_seconds": seconds, "free_after": after}
+        for kind in sorted(held.keys() & after.keys() & record.get("free_before", {}).keys()):
+            taken, freed = record["free_before"][kind] - held[kind], after[kind] - held[kind]
+            if taken > MEMORY_NOISE and freed < taken / 2:
+                say(
+                    f"engine {record['model']} gave back {freed / 2**30:.2f} of the {taken / 2**30:.2f} GiB of "
+                    f"{kind} memory it took; the next model may not fit"
+                )
+        self.closed.append(record)
+        self.loaded = {}
+
+
+MEMORY_NOISE = 512 << 20  # bytes other processes may take or give back while an engine runs
 
 
 class Run(RunDir):
@@ -114,6 +143,9 @@ class Run(RunDir):
             if (problem := run.verifier_conflict(spec)) is not None:
                 raise InputError(run.root, problem)
         store.write_json(INPUTS, snapshot.model_dump(mode="json"))
+        if resolved.labels is not None:
+            store.write_json(LABELS, resolved.labels.model_dump(mode="json"))
+            run.use_labels(resolved.labels)
         write_atomic(run.root / CONFIG, text)
         return run
 
@@ -188,10 +220,16 @@ class Run(RunDir):
         return self.generate(pool, progress, self.rewrite_requests(), stage="rewrite")
 
     def score(
-        self, verifier: ModelSpec, pool: EnginePool, progress: bool = True, probes: list[ProbeRecord] | None = None
+        self,
+        verifier: ModelSpec,
+        pool: EnginePool,
+        progress: bool = True,
+        probes: list[ProbeRecord] | None = None,
+        criteria: Container[str] | None = None,
+        stage: str = "score",
     ) -> dict:
-        """Stage 2: every planned verdict (of `probes`, default the planned ones) not stored yet, fed and
-        stored as `generate` does."""
+        """Stage 2: every planned verdict (of `probes`, default the planned ones; of the calls that score one of
+        `criteria`, default all) not stored yet, fed and stored as `generate` does."""
         self.store.require_writer()
         config, store = self.config, self.store
         self.note_weights(verifier)
@@ -199,6 +237,8 @@ class Run(RunDir):
             probes = self.probes()
             probes += self.rewrites(probes)
         requests = self.plan.score_requests(probes, verifier)
+        if criteria is not None:
+            requests = [r for r in requests if any(c in criteria for c in r.criteria)]
         self.register_verifier(verifier)
         todo = [r for r in requests if any(k not in store.scores for k in r.verdict_keys)]
         call_mode = verifier.judge.calls if verifier.judge is not None else "per-criterion"
@@ -206,7 +246,7 @@ class Run(RunDir):
         if todo:
             engine, label = pool.get(verifier), verifier.label
             todo = prefix_order(todo, config.layout, admitted_per_step(engine.settings()))
-            with meter.running(engine), stage_progress(f"score ({label})", len(todo), progress) as advance:
+            with meter.running(engine), stage_progress(f"{stage} ({label})", len(todo), progress) as advance:
                 for group in constraint_groups(todo):  # one group unless criteria differ in scale
                     for finished in engine.score_stream(
                         [r.messages for r in group], fmt=group[0].answer, chunk=config.batch_size
@@ -220,6 +260,13 @@ class Run(RunDir):
             parsed=parsed, unscored=len(done) - parsed, parse_rate=round(parsed / len(done), 4) if done else None
         )
         return meter.info
+
+    def score_labels(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict | None:
+        """The labelled responses (radar_local/labels.py) scored by `verifier` on their labelled criteria, with
+        the template and scale it audits with; None without labels."""
+        if self.labels is None:
+            return None
+        return self.score(verifier, pool, progress, self.labels.probes(), self.labels.criteria, stage="labels")
 
     def adopt(self, other: RunDir, verifier: ModelSpec) -> dict:
         """Copy from another run the probes and scores this run's plan asks for (equal keys: the same
@@ -294,34 +341,61 @@ class Run(RunDir):
 
     def finish(
         self,
-        verifier: ModelSpec,
+        verifier: ModelSpec | Jury,
         stages: dict,
         adaptive: dict | None = None,
         judges: Collection[str] | None = None,
         halo_against: str | None = None,
+        jurors: dict | None = None,
+        juror_results: dict[str, AuditResult] | None = None,
     ) -> AuditResult:
         """Write scores.csv, the verifier's stats and run info; return the result. `judges`: the verifiers
         calibrated together (a grid's); default every verifier stored in the run. `halo_against`: the
-        per-criterion verifier this joint one is compared with (stats/halo.py)."""
+        per-criterion verifier this joint one is compared with (stats/halo.py). `jurors`: a jury's engines and
+        failed jurors (audit_jury); `juror_results`: its jurors' audits, shown beside the jury's."""
         self.store.require_writer()
         config = self.config
         probes = self.probes()
         records = audited_set(self, probes, None if judges is None else {*judges, verifier.label})
-        result, table = audit(self, verifier, records, halo_against=halo_against)
+        levels = {c: measurement(self.rubric.scale_of(c), config.scoring.expected) for c in self.rubric.ids}
+        labels = self.labels
+        labelled = None if labels is None else self.verdicts(labels.probes())
+        failed = (jurors or {}).get("failed", {})
+        jury = [j.label for j in verifier.jury if j.label not in failed] if isinstance(verifier, Jury) else []
+        options: dict = {}
+        if jury:
+            found = None if labels is None or labelled is None else label_errors(labels, labelled, jury)
+            options = {"jurors": jury, "levels": levels, "juror_errors": found}
+        result, table = audit(self, verifier, records, halo_against=halo_against, **options)
+        if isinstance(verifier, Jury) and result.jury is not None:
+            result.jury.update(aggregate=verifier.aggregate, min_jurors=verifier.quorum, failed=failed)
+            result.jury["side_by_side"] = side_by_side({verifier.label: result, **(juror_results or {})})
+        if labels is not None and labelled is not None:
+            result.labels = label_agreement(
+                labels,
+                labelled,
+                [verifier.label, *jury],
+                self.rubric.ids,
+                levels,
+                self.rubric.scales,
+                resamples=config.bootstrap,
+                seed=config.seed,
+                confidence=LEVEL,
+            )
         write_scores(table, self.table_path)
         result.adaptive = adaptive
         write_atomic(self.stats_path(verifier.label), json.dumps(result.to_json(), indent=2))
-        ref = lambda spec: ModelRef(label=spec.label, engine=spec.engine, model=spec.model)
         info = RunInfo(
             radar_local_prompt_version=PROMPT_VERSION,
-            generator=ref(config.generator),
-            verifier=ref(verifier),
+            generator=model_ref(config.generator),
+            verifier=model_ref(verifier),
             probes=len(probes),
             injection=Injection(**records.injection),
             stages={name: Stage(**stage) for name, stage in stages.items()},
             libraries=library_versions(),
             reproducibility=reproducibility(config, stages),
             **({} if adaptive is None else {"adaptive": adaptive}),
+            **({} if jurors is None else {"jurors": jurors}),
         )
         path = self.info_path(verifier.label)
         if path.exists():  # the earlier runs of this audit, as they were written
@@ -333,11 +407,13 @@ class Run(RunDir):
     def audit(self, pool: EnginePool | None = None, progress: bool = True) -> AuditResult:
         """Generate, score with the config's verifier, and finish; a judge audited both ways (`calls:
         [per-criterion, joint]`) scores the same probes per criterion, then jointly, and the joint result
-        carries the halo between them."""
+        carries the halo between them; a jury is audited juror by juror, then as a jury (audit_jury)."""
         first, *others = self.config.verifiers
         own = pool is None
         pool = pool or EnginePool(self.config.cluster)
         try:
+            if self.config.jury is not None:
+                return self.audit_jury(self.config.jury, pool, progress)
             result = self.rescore(first, pool, progress, generate=True)
             for spec in others:
                 result = self.rescore(spec, pool, progress, halo_against=first.label)
@@ -345,6 +421,47 @@ class Run(RunDir):
             if own:
                 pool.close()
         return result
+
+    def audit_jury(self, jury: Jury, pool: EnginePool, progress: bool = True) -> AuditResult:
+        """Generate once; then each juror in turn scores the probes and the labelled responses in one visit, its
+        engine closed (and its memory checked) before the next loads; then each juror's audit and the jury's,
+        from the jurors' verdicts. A juror that fails is left out, and said so, while min_jurors can still be
+        met; its verdicts stored so far are kept."""
+        self.store.require_writer()
+        shared = {"generate": self.generate(pool, progress)}
+        if self.config.nuisance:
+            shared["rewrite"] = self.rewrite(pool, progress)
+        own: dict[str, dict] = {}
+        failed: dict[str, str] = {}
+        engines: dict[str, dict] = {}
+        for juror in jury.jury:
+            try:
+                own[juror.label] = {"score": self.score(juror, pool, progress)}
+                if (labelled := self.score_labels(juror, pool, progress)) is not None:
+                    own[juror.label]["labels"] = labelled
+            except RadarError as exc:
+                failed[juror.label] = str(exc)
+                own.pop(juror.label, None)
+                left = len(jury.jury) - len(failed)
+                if left < jury.quorum:
+                    raise RadarError(
+                        f"juror '{juror.label}' failed ({exc}); with {left} juror(s) left the jury cannot reach "
+                        f"min_jurors ({jury.quorum}); the verdicts stored are kept: fix it and run the audit again"
+                    ) from exc
+                say(f"juror '{juror.label}' failed ({exc}); the jury goes on with {left} (min_jurors {jury.quorum})")
+            finally:
+                pool.close()  # the next juror loads into freed memory
+                if pool.closed and pool.closed[-1]["model"] == juror.label:
+                    engines[juror.label] = pool.closed[-1]
+        labels = {j.label for j in jury.jury} | {jury.label}
+        results = {
+            juror.label: self.finish(juror, {**shared, **own[juror.label]}, judges=labels)
+            for juror in jury.jury
+            if juror.label in own
+        }
+        each = {f"{name} ({label})": stage for label, mine in own.items() for name, stage in mine.items()}
+        record = {"engines": engines, "failed": failed}
+        return self.finish(jury, {**shared, **each}, judges=labels, jurors=record, juror_results=results)
 
     def waves(self, verifier: ModelSpec, pool: EnginePool, progress: bool) -> tuple[dict, dict]:
         """An adaptive audit (radar_local.adaptive): generate and score wave after wave; (stages for
@@ -400,10 +517,18 @@ class Run(RunDir):
                     if not verifier.same_engine(self.config.generator):
                         pool.close()  # free the generator before the verifier loads
                 stages["score"] = self.score(verifier, pool, progress)
+            if (labelled := self.score_labels(verifier, pool, progress)) is not None:
+                stages["labels"] = labelled
         finally:
             if own:
                 pool.close()
         return self.finish(verifier, stages, adaptive, halo_against=halo_against)
+
+
+def model_ref(spec: ModelSpec | Jury) -> ModelRef:
+    if isinstance(spec, Jury):
+        return ModelRef(label=spec.label, engine="jury", model=", ".join(j.label for j in spec.jury))
+    return ModelRef(label=spec.label, engine=spec.engine, model=spec.model)
 
 
 def _kept(root: Path, snapshot: InputsSnapshot) -> InputsSnapshot:

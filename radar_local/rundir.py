@@ -18,6 +18,8 @@ from radar_local.compare import load_stats
 from radar_local.config import AuditConfig, ModelSpec, Resolved, load_config, resolve
 from radar_local.errors import InputError
 from radar_local.inputs import read_model
+from radar_local.jury import jury_verdicts
+from radar_local.labels import LabelSet
 from radar_local.plan import KEYS, GenerationRequest, Plan
 from radar_local.records import ProbeRecord, RunInfo, VerdictRecord
 from radar_local.rubric import ReferencePair, Rubric, Task
@@ -26,6 +28,7 @@ from radar_local.store import Store
 
 # Every file name in a run directory (reports go to report/ and report-<verifier>/, see report_dir).
 CONFIG, INPUTS, TABLE, VERIFIERS, WAVES = "config.yaml", "inputs.json", "scores.csv", "verifiers.json", "adaptive.json"
+LABELS = "labels.json"  # the human labels the config names, as read (radar_local/labels.py)
 WEIGHTS = "weights.json"  # model -> the identity of its weights when it last ran here (models.weights_identity)
 log = logging.getLogger("radar_local")
 PROBES, SCORES, LOCK, ENGINE_LOG = "probes.jsonl", "scores.jsonl", ".radar.lock", "engine.log"
@@ -77,7 +80,14 @@ class RunDir:
         self.rubric, self.tasks, self.reference = snapshot.inputs
         path = root / WEIGHTS
         self.weights: dict[str, str] = read_model(path, dict[str, str]) if path.is_file() else {}
-        self.plan = Plan(config, self.rubric, self.tasks, self.weights, snapshot.keys)
+        labels = root / LABELS
+        self.use_labels(read_model(labels, LabelSet) if config.labels is not None and labels.is_file() else None)
+
+    def use_labels(self, labels: LabelSet | None) -> None:
+        """The human labels this run scores (labels.json), and the plan that keys their verdicts."""
+        self.labels = labels
+        label_tasks = () if labels is None else labels.tasks
+        self.plan = Plan(self.config, self.rubric, self.tasks, self.weights, self.snapshot.keys, label_tasks)
 
     def close(self) -> None:
         """Let go of the directory's lock (a writer's); reading goes on working."""
@@ -192,7 +202,18 @@ class RunDir:
         self, probes: list[ProbeRecord], verifiers: Collection[str] | None = None
     ) -> list[tuple[str, VerdictRecord]]:
         """The stored verdicts on these probes, as (verifier label, verdict), of every registered verifier
-        (or those named in `verifiers`), in plan order."""
+        (or those named in `verifiers`), in plan order; a jury's (radar_local/jury.py) after its jurors'."""
+        jury = self.config.jury
+        if jury is None or (verifiers is not None and jury.label not in verifiers):
+            return self._stored_verdicts(probes, verifiers)
+        jurors = {j.label for j in jury.jury}
+        out = self._stored_verdicts(probes, None if verifiers is None else {*verifiers, *jurors})
+        out += jury_verdicts(jury, out)
+        return out if verifiers is None else [(label, v) for label, v in out if label in verifiers]
+
+    def _stored_verdicts(
+        self, probes: list[ProbeRecord], verifiers: Collection[str] | None
+    ) -> list[tuple[str, VerdictRecord]]:
         out = []
         for label, spec in self.verifiers().items():
             if verifiers is not None and label not in verifiers:

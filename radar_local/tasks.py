@@ -37,11 +37,12 @@ def is_task_table(path: Path) -> bool:
     return path.suffix in TABLE_SUFFIXES or (path.is_dir() and (path / "dataset_info.json").is_file())
 
 
-def _read(path: Path) -> pd.DataFrame:
-    import pandas as pd  # only a task table needs it: a config loads (and a bad one is refused) without it
+def read_table(path: Path, what: str = "task file") -> pd.DataFrame:
+    """A JSONL, CSV or Parquet file (or a saved dataset) as a DataFrame; CSV cells as text."""
+    import pandas as pd  # only a table needs it: a config loads (and a bad one is refused) without it
 
     if not path.is_dir():
-        regular_file(path, "task file")
+        regular_file(path, what)
     try:
         if path.is_dir():
             try:
@@ -55,14 +56,14 @@ def _read(path: Path) -> pd.DataFrame:
             return pd.read_csv(path, dtype=str, keep_default_na=False)
         return pd.read_parquet(path)
     except FileNotFoundError:
-        raise InputError(path, "task file not found; check the path") from None
+        raise InputError(path, f"{what} not found; check the path") from None
     except (ValueError, OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"cannot read the tasks ({str(exc).splitlines()[0][:120]})") from None
+        raise InputError(path, f"cannot read the {what} ({str(exc).splitlines()[0][:120]})") from None
 
 
 def load_task_table(source: TaskSource, seed: int) -> tuple[Task, ...]:
     path = Path(source.path)
-    df = _read(path)
+    df = read_table(path)
     names = {key: source.columns.get(key, key) for key in ("id", "prompt", "document")}
     for key in ("id", "prompt"):
         if names[key] not in df.columns:

@@ -34,7 +34,7 @@ LAYERS = {
         "nuisance",
     ],
     "statistics": ["stats", "judges", "analysis", "compare"],
-    "machinery": ["config", "engines", "cluster", "plan", "adaptive"],
+    "machinery": ["labels", "config", "engines", "cluster", "plan", "jury", "adaptive"],
     "runs": ["rundir", "audited", "run"],
     "report": ["report"],
     "workflows": ["grid", "repair"],

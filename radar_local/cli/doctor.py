@@ -50,7 +50,7 @@ def _smoke_spec(config_path: Path | None, engine: str | None, model: str) -> tup
     if config_path is not None:
         from radar_local.config import load_config
 
-        verifier = load_config(config_path).verifier
+        verifier = load_config(config_path).verifiers[0]  # a jury's first juror
         return verifier.engine, verifier.model, verifier.options
     if engine is None:
         import importlib.util

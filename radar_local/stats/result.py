@@ -57,7 +57,7 @@ class PairFile(_Stored):
 # The fields an AuditResult holds as stats.json does.
 AS_STORED = (
     "generator verifier tasks tau bootstrap probes unscored warnings baselines agreement budget adaptive rubric "
-    "calibration double_count scales halo schema_version"
+    "calibration double_count scales halo jury labels schema_version"
 ).split()
 # A pair's columns in AuditResult.pairs: its stored fields, the interval pair split in two.
 PAIR_COLUMNS = [c for f in PairFile.model_fields for c in (("sym_ci", "asym_ci") if f == "ci" else (f,))]
@@ -149,6 +149,8 @@ class StatsFile(_Stored):
     family: FamilyFile | None = None
     scales: dict[str, Any] | None = None
     halo: dict[str, Any] | None = None
+    jury: dict[str, Any] | None = None
+    labels: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -202,6 +204,10 @@ class AuditResult:
     scales: dict[str, Any] | None = None
     # joint calls' added coupling over per-criterion calls on the same probes (stats/halo.py)
     halo: dict[str, Any] | None = None
+    # a jury against its jurors, and their agreement (stats/jury.py); aggregate, min_jurors, failed jurors
+    jury: dict[str, Any] | None = None
+    # agreement with the team's human labels, per judge and criterion (stats/raters.against_humans)
+    labels: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     # ---- JSON -------------------------------------------------------------------------------
@@ -253,7 +259,7 @@ class AuditResult:
             out["double_count"] = self.double_count
         if self.nuisance is not None:
             out["nuisance"] = _stored(NuisanceFile, self.nuisance)
-        for key in ("family", "scales", "halo"):
+        for key in ("family", "scales", "halo", "jury", "labels"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
         return out

@@ -1,0 +1,237 @@
+"""The team's own human labels: responses people scored on the rubric's criteria, which every judge (and jury)
+scores too, with the template and scale it audits with, so its agreement with the people is measured beside its
+coupling.
+
+A labels file is JSONL, CSV or Parquet, a row per (response, criterion, rater): `response`, `criterion`, `score`
+(a level's value, or its name on a scale of named levels), the task as `task_id` (one of the audit's) or `prompt`,
+and optionally `rater` (several raters per response are allowed; without the column, a response's ratings of a
+criterion are raters 1, 2, ... in file order). A run keeps the labels it read in labels.json, as data.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+
+from radar_local.common import Frozen, Strict, digest
+from radar_local.errors import InputError
+from radar_local.records import ProbeRecord, VerdictRecord
+from radar_local.rubric import Rubric, Task
+from radar_local.scale import Scale
+from radar_local.stats.raters import Level, against_humans
+from radar_local.tasks import read_table
+
+LABELLED = "labels"  # the generator label of a labelled response's probe record
+REQUIRED = ("response", "criterion", "score")
+
+
+class HumanLabel(Frozen):
+    """One rater's score of one response on one criterion."""
+
+    task_id: str
+    response: str = Field(min_length=1)
+    criterion: str
+    score: float
+    rater: str
+
+
+class LabelSet(Strict):
+    """labels.json: the labels a run scores, and the tasks they name by prompt alone."""
+
+    source: str
+    tasks: tuple[Task, ...] = ()
+    labels: tuple[HumanLabel, ...] = Field(min_length=1)
+
+    @property
+    def criteria(self) -> set[str]:
+        return {lab.criterion for lab in self.labels}
+
+    def probes(self) -> list[ProbeRecord]:
+        """Each labelled response once, as a record a judge scores like a probe (keyed by task and text)."""
+        seen: dict[str, ProbeRecord] = {}
+        for lab in self.labels:
+            key = item_key(lab)
+            if key not in seen:
+                seen[key] = ProbeRecord(
+                    key=key,
+                    generator=LABELLED,
+                    task_id=lab.task_id,
+                    target="",
+                    direction="none",
+                    variant=0,
+                    text=lab.response,
+                )
+        return list(seen.values())
+
+
+def item_key(label: HumanLabel) -> str:
+    return item_key_of(label.task_id, label.response)
+
+
+def load_labels(path: Path, rubric: Rubric, tasks: Sequence[Task]) -> LabelSet:
+    """Read and check a labels file against the rubric and tasks; InputError (one line, the row) where it does not
+    fit."""
+    df = read_table(path, "labels file")
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing or ("task_id" not in df.columns and "prompt" not in df.columns):
+        need = missing or ["task_id or prompt"]
+        raise InputError(
+            path,
+            f"no column {', '.join(need)}; a labels file has response, criterion, score, task_id or prompt, and "
+            f"optionally rater (it has {', '.join(map(str, df.columns)) or 'none'})",
+        )
+    by_id = {t.id: t for t in tasks}
+    by_prompt = {t.prompt: t for t in tasks}
+    new_tasks: dict[str, Task] = {}
+    labels: list[HumanLabel] = []
+    seen: dict[tuple[str, str, str], int] = {}  # (response, criterion, rater) -> its first row
+    count: dict[tuple[str, str], int] = {}  # ratings so far of a (response, criterion) without a rater column
+    for number, row in enumerate(df.to_dict("records"), 1):
+        where = f"row {number}: "
+        response, criterion = _text(row.get("response")), _text(row.get("criterion"))
+        if not response:
+            raise InputError(path, where + "the response is empty or not text; every label needs the response scored")
+        if criterion not in rubric.ids:
+            raise InputError(
+                path, where + f"criterion '{criterion}' is not the rubric's; it has {', '.join(rubric.ids)}"
+            )
+        task = _task(row, by_id, by_prompt, new_tasks, path, where)
+        scale = rubric.scale_of(criterion)
+        score = _score(row.get("score"), scale)
+        if score is None:
+            raise InputError(
+                path, where + f"score {row.get('score')!r} is not a level of {criterion}'s scale ({scale.name})"
+            )
+        rated = (item_key_of(task.id, response), criterion)
+        rater = _text(row.get("rater"), ids=True) if "rater" in df.columns else ""
+        if not rater:
+            count[rated] = count.get(rated, 0) + 1
+            rater = f"rater {count[rated]}"
+        if (first := seen.get((*rated, rater))) is not None:
+            raise InputError(path, where + f"{rater} scored this response on {criterion} already (row {first})")
+        seen[(*rated, rater)] = number
+        labels.append(HumanLabel(task_id=task.id, response=response, criterion=criterion, score=score, rater=rater))
+    if not labels:
+        raise InputError(path, "holds no labels; give a row per (response, criterion, rater)")
+    return LabelSet(source=str(path), tasks=tuple(new_tasks.values()), labels=tuple(labels))
+
+
+def item_key_of(task_id: str, response: str) -> str:
+    return "label:" + digest([task_id, response])
+
+
+def _task(row: dict, by_id: dict, by_prompt: dict, new: dict, path: Path, where: str) -> Task:
+    task_id, prompt = _text(row.get("task_id"), ids=True), _text(row.get("prompt"))
+    if task_id:
+        if task_id not in by_id:
+            raise InputError(
+                path, where + f"task '{task_id}' is not one of the audit's tasks; give its text in a `prompt` column"
+            )
+        return by_id[task_id]
+    if not prompt:
+        raise InputError(path, where + "neither a task_id nor a prompt; every label names the task it answers")
+    if prompt in by_prompt:
+        return by_prompt[prompt]
+    return new.setdefault(prompt, Task(id=f"labelled-{digest(prompt)[:8]}", prompt=prompt))
+
+
+def _text(value: object, ids: bool = False) -> str:
+    if isinstance(value, str):
+        return value.strip()
+    if ids and isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return str(value)
+    return ""
+
+
+def _score(value: object, scale: Scale) -> float | None:
+    """A level's value from a cell: a number that is a level's value, or a level's name."""
+    if isinstance(value, str):
+        value = value.strip()
+        if (named := scale.value(value)) is not None:
+            return float(named)
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != value:
+        return None
+    return float(value) if float(value) in {float(v) for v in scale.values} else None
+
+
+def human_scores(labels: LabelSet, criterion: str, items: list[str]) -> np.ndarray:
+    """(raters, items) of one criterion's human scores, NaN where a rater gave none."""
+    raters = sorted({lab.rater for lab in labels.labels})
+    out = np.full((len(raters), len(items)), np.nan)
+    row, column = {r: i for i, r in enumerate(raters)}, {k: i for i, k in enumerate(items)}
+    for lab in labels.labels:
+        if lab.criterion == criterion:
+            out[row[lab.rater], column[item_key(lab)]] = lab.score
+    return out
+
+
+def judge_scores(
+    verdicts: Iterable[tuple[str, VerdictRecord]], judge: str, criterion: str, items: list[str]
+) -> np.ndarray:
+    """(items,) of one judge's scores of one criterion, NaN where unscored or not scored."""
+    column = {k: i for i, k in enumerate(items)}
+    out = np.full(len(items), np.nan)
+    for label, v in verdicts:
+        if label == judge and v.criterion == criterion and v.probe_key in column and v.score is not None:
+            out[column[v.probe_key]] = v.score
+    return out
+
+
+def agreement(
+    labels: LabelSet,
+    verdicts: list[tuple[str, VerdictRecord]],
+    judges: list[str],
+    criteria: list[str],
+    levels: dict[str, Level],
+    scales: dict[str, Scale],
+    *,
+    resamples: int,
+    seed: int,
+    confidence: float,
+) -> dict[str, Any]:
+    """stats.json's `labels` block: per judge and labelled criterion (in the rubric's order), its agreement with
+    the human raters (stats/raters.against_humans)."""
+    items = [p.key for p in labels.probes()]
+    labelled = [c for c in criteria if c in labels.criteria]
+    humans = {c: human_scores(labels, c, items) for c in labelled}
+    return {
+        "source": labels.source,
+        "responses": len(items),
+        "raters": len({lab.rater for lab in labels.labels}),
+        "judges": {
+            judge: {
+                c: against_humans(
+                    judge_scores(verdicts, judge, c, items),
+                    humans[c],
+                    levels[c],
+                    scales[c].values,
+                    resamples=resamples,
+                    seed=seed,
+                    confidence=confidence,
+                )
+                for c in labelled
+            }
+            for judge in judges
+        },
+    }
+
+
+def errors(labels: LabelSet, verdicts: list[tuple[str, VerdictRecord]], jurors: list[str]) -> dict[str, np.ndarray]:
+    """Per labelled criterion, (jurors, items) of each juror's score minus the mean human score: their errors."""
+    items = [p.key for p in labels.probes()]
+    out = {}
+    for c in labels.criteria:
+        humans = human_scores(labels, c, items)
+        rated = (~np.isnan(humans)).sum(axis=0)
+        truth = np.where(rated > 0, np.nansum(humans, axis=0) / np.maximum(rated, 1), np.nan)
+        out[c] = np.vstack([judge_scores(verdicts, j, c, items) - truth for j in jurors])
+    return out

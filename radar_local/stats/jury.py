@@ -1,0 +1,138 @@
+"""A jury against its jurors: the jury's worst coupling against each juror's on the same probes, and how much the
+jurors agree (stats.json's `jury` block).
+
+Worst coupling is the largest leakage over ordered pairs whose source passes the reliability gate under both the
+jury and the juror (the MaxCoupling of eq. 10-11 on the pairs both can speak to). The difference jury minus juror
+is paired: every bootstrap replicate resamples the probes once (the Rao-Wu resample of stats/bootstrap) and takes
+both maxima from it, as stats/halo.py does; its interval is the expanded percentile at the design df, at level
+1 - (1 - level) / k over the k jurors (Bonferroni), so a "below" or "above" is wrong in at most 1 - level of audits
+whichever juror it names. `below_best`: the jury's worst coupling lies below that of the juror whose own is lowest
+(at the point estimate), beyond that interval.
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from radar_local.common import json_number
+from radar_local.stats.bootstrap import LEVEL, RESAMPLES, Strata
+from radar_local.stats.correlation import spearman
+from radar_local.stats.coupling import TAU, ratio_of_means
+from radar_local.stats.exact import exact_point
+from radar_local.stats.halo import same_probes
+from radar_local.stats.probes import ProbeMatrix
+from radar_local.stats.raters import Level, alpha, effective_jurors, percentile_interval, unit_bootstrap
+
+BELOW, ABOVE = "below", "above"
+METHOD = (
+    "paired stratified bootstrap (one Rao-Wu resample of probes for jury and juror), expanded percentiles at the "
+    "design df, Bonferroni over the jurors"
+)
+ERRORS_FROM_SCORES = (
+    "no human labels: each juror's scores centred on its own mean stand in for its errors, so shared signal counts "
+    "as shared error and the estimate is a lower bound"
+)
+ERRORS_FROM_LABELS = "errors against the mean human label of each labelled response"
+
+
+def against_jurors(
+    jury: ProbeMatrix,
+    jurors: dict[str, ProbeMatrix],
+    *,
+    tau: float = TAU,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> dict[str, Any]:
+    """Per juror: both worst couplings, their difference with its interval, and the flag."""
+    from radar_local.stats.intervals import expanded_interval  # scipy: imported when statistics are computed
+
+    family = 1 - (1 - level) / max(1, len(jurors))
+    rows = []
+    for label, juror in jurors.items():
+        a, b = same_probes(juror, jury)
+        sa, sb = Strata.from_probes(a), Strata.from_probes(b)
+        ca, cb = exact_point(sa).coupling(tau), exact_point(sb).coupling(tau)
+        k = len(a.criteria)
+        pairs = ~np.eye(k, dtype=bool) & (ca.reliable[0] & cb.reliable[0])[:, None]
+        pairs &= ~np.isnan(ca.leakage[0]) & ~np.isnan(cb.leakage[0])
+        row: dict[str, Any] = {"juror": label, "probes": int(len(a.scores)), "pairs": int(pairs.sum())}
+        worst_a, worst_b = _worst(ca.leakage, pairs), _worst(cb.leakage, pairs)
+        row.update(juror_worst=json_number(worst_a[0]), jury_worst=json_number(worst_b[0]))
+        point = worst_b[0] - worst_a[0]
+        row.update(difference=json_number(point), ci=None, flag=None)
+        if resamples and pairs.any():
+            w = sa.bootstrap_weights(np.random.default_rng(seed), resamples)
+
+            def leak(strata: Strata, weights: np.ndarray) -> np.ndarray:
+                return ratio_of_means(strata.tensor(strata.weighted_means(strata.scores, weights)))
+
+            deltas = _worst(leak(sb, w), pairs) - _worst(leak(sa, w), pairs) - point
+            df = float(np.maximum(sa.sizes - 1, 0).sum())
+            low, high = expanded_interval(np.array(point), deltas, df, family)
+            if not (np.isnan(low) or np.isnan(high)):
+                row["ci"] = [float(low), float(high)]
+                # exact: the interval's float ends against 0
+                row["flag"] = BELOW if Fraction(float(high)) < 0 else ABOVE if Fraction(float(low)) > 0 else None
+        rows.append(row)
+    scored = [r for r in rows if r["juror_worst"] is not None]
+    best = min(scored, key=lambda r: r["juror_worst"]) if scored else None
+    return {
+        "level": level,
+        "family_level": family,
+        "resamples": resamples,
+        "method": METHOD,
+        "jurors": rows,
+        "best_juror": None if best is None else best["juror"],
+        "below_best": None if best is None else best["flag"] == BELOW,
+    }
+
+
+def _worst(leakage: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """The largest leakage over `pairs` per replicate ((B, K, K) -> (B,)); NaN where no pair is defined."""
+    vals = np.where(pairs, leakage, -np.inf)
+    out = vals.reshape(len(vals), -1).max(axis=1)
+    return np.where(np.isfinite(out), out, np.nan)
+
+
+def among_jurors(
+    scores: dict[str, np.ndarray],
+    jurors: list[str],
+    levels: dict[str, Level],
+    *,
+    errors: dict[str, np.ndarray] | None = None,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> dict[str, Any]:
+    """Per criterion: Krippendorff's alpha of the jurors (`scores[c]`: jurors x probes, NaN unscored) at the
+    criterion's level with a percentile bootstrap interval over probes, pairwise Spearman correlations, and Kish's
+    effective number of jurors from `errors[c]` (jurors x labelled responses) where human labels give errors,
+    else from the centred scores (a lower bound)."""
+    out: dict[str, Any] = {"level": level, "resamples": resamples, "criteria": {}}
+    pooled = []
+    for c, data in scores.items():
+        row: dict[str, Any] = {"level_of_measurement": levels[c], "probes": int((~np.isnan(data)).any(axis=0).sum())}
+        row["alpha"] = json_number(alpha(data, levels[c]))
+        row["alpha_ci"] = None
+        if resamples and data.shape[1]:
+            reps = np.asarray(alpha(data, levels[c], unit_bootstrap(data.shape[1], resamples, seed)))
+            row["alpha_ci"] = percentile_interval(reps, level)
+        pairs = itertools.combinations(range(len(data)), 2)
+        row["correlations"] = {f"{jurors[i]} / {jurors[j]}": _spearman(data[i], data[j]) for i, j in pairs}
+        err = errors[c] if errors is not None and c in errors else data - np.nanmean(data, axis=1, keepdims=True)
+        row["effective_jurors"] = effective_jurors(err)
+        out["criteria"][c] = row
+        pooled.append(err)
+    out["effective_jurors"] = effective_jurors(np.concatenate(pooled, axis=1)) if pooled else None
+    out["errors"] = ERRORS_FROM_LABELS if errors else ERRORS_FROM_SCORES
+    return out
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float | None:
+    both = ~np.isnan(x) & ~np.isnan(y)
+    return spearman(x[both], y[both])
