@@ -63,6 +63,7 @@ VALUES = {
         "chatter": True,
         "fail_constraints": True,
         "hang": "generate",
+        "fail_start": True,
     },
 }
 

@@ -37,6 +37,7 @@ from pydantic import Field
 
 from radar_local.answer import Answer, GradeShape, JsonShape
 from radar_local.engines.base import BatchStream, Completion, EngineCounters, EngineOptions, Finished, ScoreFormat
+from radar_local.errors import RadarError
 from radar_local.prompts import Messages
 from radar_local.scale import Scale
 
@@ -71,7 +72,9 @@ class PlantedEngine(BatchStream):
 
     class Options(EngineOptions):
         # left out of content keys
-        OPERATIONAL: ClassVar[frozenset[str]] = frozenset({"delay_s", "finish", "gpus", "start_s", "hang", "chatter"})
+        OPERATIONAL: ClassVar[frozenset[str]] = frozenset(
+            {"delay_s", "finish", "gpus", "start_s", "hang", "chatter", "fail_start"}
+        )
         coupling: dict[str, dict[str, float]] = Field(
             default_factory=dict, description="coupling[target label][criterion label]; 0 where absent"
         )
@@ -110,6 +113,7 @@ class PlantedEngine(BatchStream):
         hang: str | None = Field(
             None, description="A file: the engine that creates it first never answers its first score call"
         )
+        fail_start: bool = Field(False, description="Fail to start, as a model that does not load (a jury's juror)")
 
         def engine_gpus(self) -> int:
             return self.gpus
@@ -117,6 +121,8 @@ class PlantedEngine(BatchStream):
     def __init__(self, model: str, options: Options | None = None):
         self.model = model
         self.options = options or self.Options()
+        if self.options.fail_start:
+            raise RadarError(f"the planted engine '{model}' did not start (fail_start)")
         time.sleep(self.options.start_s)
         if self.options.chatter:
             os.write(2, b"planted-engine-chatter: INFO loading weights\n")

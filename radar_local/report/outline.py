@@ -13,18 +13,28 @@ from radar_local.nuisance import WAYS
 from radar_local.report.text import (
     ADAPTIVE_HEAD,
     HALO_HEAD,
+    JUROR_AGREEMENT_HEAD,
+    JURY_HEAD,
+    LABELS_HEAD,
     NUISANCE_HEAD,
     PAIR_HEAD,
     SELF_EFFECT_HEAD,
     adaptive_line,
     adaptive_rows,
     agreement_line,
+    confusion_rows,
     cost_rows,
     double_count_line,
     global_line,
     halo_line,
     halo_rows,
     injection_line,
+    juror_agreement_line,
+    juror_agreement_rows,
+    jury_line,
+    jury_rows,
+    labels_line,
+    labels_rows,
     leakage_rows,
     nuisance_line,
     nuisance_rows,
@@ -32,6 +42,7 @@ from radar_local.report.text import (
     pair_rows,
     scores_line,
     self_effect_rows,
+    side_by_side_rows,
     verdict,
 )
 
@@ -136,6 +147,22 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
     ]
     if (line := halo_line(r)) is not None:
         sections.append(Section("Halo of joint calls", [(line,), Table(HALO_HEAD, halo_rows(r))]))
+    if (line := jury_line(r)) is not None:
+        sections.append(Section("Jury", [(line,), Table(JURY_HEAD, jury_rows(r))]))
+        sections.append(Section("The jury and its jurors", [Table(head, rows) for head, rows in side_by_side_rows(r)]))
+        sections.append(
+            Section(
+                "Agreement among jurors",
+                [*_lines(juror_agreement_line(r)), Table(JUROR_AGREEMENT_HEAD, juror_agreement_rows(r))],
+            )
+        )
+    if (line := labels_line(r)) is not None:
+        confusion: list[Block] = [
+            block for title, head, rows in confusion_rows(r) for block in ((f"Confusion: {title}",), Table(head, rows))
+        ]
+        sections.append(
+            Section("Agreement with human labels", [(line,), Table(LABELS_HEAD, labels_rows(r)), *confusion])
+        )
     if (line := adaptive_line(r)) is not None:
         sections.append(Section("Adaptive audit", [(line,), Table(ADAPTIVE_HEAD, adaptive_rows(r), numeric=True)]))
     if (line := nuisance_line(r)) is not None:

@@ -36,7 +36,10 @@ ERRORS_FROM_SCORES = (
     "no human labels: each juror's scores centred on its own mean stand in for its errors, so shared signal counts "
     "as shared error and the estimate is a lower bound"
 )
-ERRORS_FROM_LABELS = "errors against the mean human label of each labelled response"
+ERRORS_FROM_LABELS = (
+    "errors against the mean human label of each labelled response (over the labelled criteria; the others' rows "
+    "use centred scores, a lower bound)"
+)
 
 
 def against_jurors(
@@ -112,9 +115,10 @@ def among_jurors(
     """Per criterion: Krippendorff's alpha of the jurors (`scores[c]`: jurors x probes, NaN unscored) at the
     criterion's level with a percentile bootstrap interval over probes, pairwise Spearman correlations, and Kish's
     effective number of jurors from `errors[c]` (jurors x labelled responses) where human labels give errors,
-    else from the centred scores (a lower bound)."""
+    else from the centred scores (a lower bound); overall, pooled over the labelled criteria where there are any."""
     out: dict[str, Any] = {"level": level, "resamples": resamples, "criteria": {}}
-    pooled = []
+    pooled: list[np.ndarray] = []  # errors against human labels, of the labelled criteria
+    centred: list[np.ndarray] = []  # centred scores, of the others
     for c, data in scores.items():
         row: dict[str, Any] = {"level_of_measurement": levels[c], "probes": int((~np.isnan(data)).any(axis=0).sum())}
         row["alpha"] = json_number(alpha(data, levels[c]))
@@ -124,13 +128,20 @@ def among_jurors(
             row["alpha_ci"] = percentile_interval(reps, level)
         pairs = itertools.combinations(range(len(data)), 2)
         row["correlations"] = {f"{jurors[i]} / {jurors[j]}": _spearman(data[i], data[j]) for i, j in pairs}
-        err = errors[c] if errors is not None and c in errors else data - np.nanmean(data, axis=1, keepdims=True)
-        row["effective_jurors"] = effective_jurors(err)
+        labelled = errors is not None and c in errors
+        err = errors[c] if errors is not None and labelled else _centred(data)
+        row["effective_jurors"] = {**effective_jurors(err), "errors": "labels" if labelled else "scores"}
         out["criteria"][c] = row
-        pooled.append(err)
-    out["effective_jurors"] = effective_jurors(np.concatenate(pooled, axis=1)) if pooled else None
-    out["errors"] = ERRORS_FROM_LABELS if errors else ERRORS_FROM_SCORES
+        (pooled if labelled else centred).append(err)
+    out["effective_jurors"] = effective_jurors(np.concatenate(pooled or centred, axis=1)) if scores else None
+    out["errors"] = ERRORS_FROM_LABELS if pooled else ERRORS_FROM_SCORES
     return out
+
+
+def _centred(data: np.ndarray) -> np.ndarray:
+    """Each juror's scores less its own mean (NaN stays NaN)."""
+    n = (~np.isnan(data)).sum(axis=1, keepdims=True)
+    return data - np.nansum(data, axis=1, keepdims=True) / np.maximum(n, 1)
 
 
 def _spearman(x: np.ndarray, y: np.ndarray) -> float | None:
