@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -87,10 +88,13 @@ def _audit_cells(grid: GridConfig, runs: dict[str, Run], todo: list, progress: b
 def score_cells(
     verifiers: list, runs: dict[str, Run], todo: list, stages: dict, pool: EnginePool, progress: bool
 ) -> None:
-    """Every cell of these verifiers, verifier by verifier, so each is loaded once."""
+    """Every cell of these verifiers, verifier by verifier, so each is loaded once (scoring the probes and the
+    human labels, where the grid names some, in one visit)."""
     for v in verifiers:
         for g in (g for g, vv in todo if vv is v):
             stages[(g.label, v.label)]["score"] = runs[g.label].score(v, pool, progress)
+            if (labelled := runs[g.label].score_labels(v, pool, progress)) is not None:
+                stages[(g.label, v.label)]["labels"] = labelled
 
 
 def score_cells_on_cluster(grid: GridConfig, runs: dict[str, Run], todo: list, stages: dict) -> None:
@@ -229,8 +233,53 @@ def grid_summary(results: list[AuditResult]) -> dict:
         )
     pairs.sort(key=lambda p: -np.nan_to_num(p["sym_mean"], nan=-np.inf))
     return to_json(
-        {"cells": table, "verifier_distance": distance, "pairs": pairs, "criteria": crit, "bias": bias_by_cell(results)}
+        {
+            "cells": table,
+            "verifier_distance": distance,
+            "pairs": pairs,
+            "criteria": crit,
+            "bias": bias_by_cell(results),
+            "judges": judge_ranking(results),
+        }
     )
+
+
+def judge_ranking(results: list[AuditResult]) -> list[dict]:
+    """The grid's judges ranked on coupling and on agreement with the human labels together: per verifier, its
+    worst coupling (MaxCoupling, eq. 10-11, averaged over its cells; lower ranks first) and its mean quadratic
+    kappa with the labels over the labelled criteria and cells (higher ranks first); the order is by the mean of
+    the two ranks (the agreement rank breaking ties), or by the coupling rank alone without labels."""
+    rows: list[dict[str, Any]] = []
+    for v in sorted({r.verifier for r in results}):
+        mine = [r for r in results if r.verifier == v]
+        worst = [r.global_["max_coupling"] for r in mine if not np.isnan(r.global_["max_coupling"])]
+        kappas = [
+            row["kappa"]
+            for r in mine
+            for row in ((r.labels or {}).get("judges", {}).get(v) or {}).values()
+            if row["kappa"] is not None
+        ]
+        rows.append(
+            {
+                "verifier": v,
+                "worst_coupling": float(np.mean(worst)) if worst else None,
+                "kappa": float(np.mean(kappas)) if kappas else None,
+                "cells": len(mine),
+            }
+        )
+
+    def rank(key: str, sign: int) -> dict[str, int]:
+        known = sorted((r for r in rows if r[key] is not None), key=lambda r: sign * r[key])
+        return {r["verifier"]: i + 1 for i, r in enumerate(known)}
+
+    by_coupling, by_agreement = rank("worst_coupling", 1), rank("kappa", -1)
+    for r in rows:
+        r["rank_coupling"], r["rank_agreement"] = by_coupling.get(r["verifier"]), by_agreement.get(r["verifier"])
+        ranks = [x for x in (r["rank_coupling"], r["rank_agreement"]) if x is not None]
+        r["rank"] = sum(ranks) / len(ranks) if ranks else None
+    inf = float("inf")
+    rows.sort(key=lambda r: (r["rank"] or inf, r["rank_agreement"] or inf, r["verifier"]))
+    return rows
 
 
 def bias_by_cell(results: list[AuditResult]) -> list[dict]:

@@ -372,3 +372,41 @@ def test_a_labels_file_without_the_columns_names_them(tmp_path):
     cfg.write_text(json.dumps(planted_config(tasks=TASKS, labels=str(path))))
     res = radar_run("audit", cfg, "--out", tmp_path / "run")
     assert res.returncode == 2 and "no column response, criterion, score" in res.stderr, res.stderr
+
+
+# ---- a grid ranks its judges on coupling and agreement together ---------------------------------------
+
+
+def test_a_grid_ranks_its_judges_on_coupling_and_on_agreement_with_the_labels(tmp_path):
+    """Two judges: 'exact' (no noise, no coupling) agrees with the labels as worked above and couples nothing;
+    'coupled' shares helpfulness into correctness (worst coupling 0.5) and is noisy: it ranks second on both."""
+    import yaml
+    from click.testing import CliRunner
+
+    from radar_local.cli.main import cli
+
+    settings = {k: v for k, v in planted_config(tasks=TASKS, bootstrap=0).items() if k not in ("generator", "verifier")}
+    judges = [
+        {"engine": "testing", "model": "exact"},
+        {
+            "engine": "testing",
+            "model": "coupled",
+            "options": {"noise": 1.5, "coupling": {HELPFUL: {"Correctness / Completeness": 0.5}}},
+        },
+    ]
+    cfg = tmp_path / "grid.yaml"
+    grid = {
+        **settings,
+        "labels": str(labels_file(tmp_path, KNOWN)),
+        "generators": [{"engine": "testing", "model": "gen"}],
+    }
+    cfg.write_text(yaml.safe_dump({**grid, "verifiers": judges}))
+    res = CliRunner().invoke(cli, ["grid", str(cfg), "--out", str(tmp_path / "g"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "g" / "grid.json").read_text())
+    ranked = summary["judges"]
+    assert [j["verifier"] for j in ranked] == ["exact", "coupled"]
+    assert ranked[0]["kappa"] == pytest.approx(12 / 13) and ranked[0]["worst_coupling"] == 0
+    assert (ranked[0]["rank_coupling"], ranked[0]["rank_agreement"], ranked[0]["rank"]) == (1, 1, 1)
+    assert ranked[1]["worst_coupling"] >= 0.4 and ranked[1]["kappa"] < ranked[0]["kappa"]
+    assert "Judges ranked on coupling and agreement" in (tmp_path / "g" / "grid.md").read_text()

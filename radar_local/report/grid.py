@@ -9,6 +9,7 @@ from radar_local.report.text import CI, interval, num
 
 CELL_HEAD = ["generator", "verifier", "Pearson", "Spearman", "MAE", "pairs", "reliable criteria"]
 PAIR_HEAD = ["pair", "mean Sym", "sd across cells", "cells", "stability"]
+JUDGE_HEAD = ["verifier", "worst coupling", "rank", "kappa with labels", "rank", "overall rank"]
 BIAS_HEAD = ["generator", "verifier", "attribute", "criterion", "sensitivity", CI, "flag"]
 
 
@@ -49,7 +50,29 @@ def grid_sections(summary: dict) -> list[Section]:
         ]
         for b in summary.get("bias") or []
     ]
+    judges: list[list[Part]] = [
+        [
+            Untrusted(j["verifier"]),
+            num(j["worst_coupling"]),
+            str(j["rank_coupling"] or "-"),
+            num(j["kappa"]),
+            str(j["rank_agreement"] or "-"),
+            "-" if j["rank"] is None else f"{j['rank']:g}",
+        ]
+        for j in summary.get("judges") or []
+    ]
     sections = [
+        Section(
+            "Judges ranked on coupling and agreement with your labels",
+            [
+                (
+                    "Worst coupling: MaxCoupling averaged over the judge's cells (lower is better); kappa: quadratic-"
+                    "weighted kappa with the human labels averaged over criteria and cells (higher is better); "
+                    "ranked by the mean of the two ranks.",
+                ),
+                Table(JUDGE_HEAD, judges),
+            ],
+        ),
         Section("Agreement with the human reference per cell (Table 9)", [Table(CELL_HEAD, cells)]),
         Section(
             "Distance between verifiers' leakage matrices (RMS over reliable off-diagonal cells)",
