@@ -6,23 +6,20 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 import warnings
-from collections.abc import Iterator
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from radar_local.cluster import POLL_S, Stopped, connect, ray_module, replica_unit
 from radar_local.common import slug, to_json
 from radar_local.config import GridConfig, judge_conflict, resolve, with_absolute_paths, with_template
-from radar_local.errors import InputError, RadarError
+from radar_local.errors import InputError
+from radar_local.pool import EnginePool
 from radar_local.report.build import write_report
 from radar_local.report.grid import grid_html, grid_markdown
-from radar_local.run import EnginePool, Run
+from radar_local.run import Run
+from radar_local.scorers import score_cells, score_cells_on_cluster
 from radar_local.stats.result import AuditResult
 from radar_local.store import write_atomic
 
@@ -74,7 +71,7 @@ def _audit_cells(grid: GridConfig, runs: dict[str, Run], todo: list, progress: b
     finally:
         pool.close()
     if grid.cluster is not None:
-        score_cells_on_cluster(grid, runs, todo, stages)
+        score_cells_on_cluster(grid.verifiers, grid.cluster, runs, todo, stages)
     judges = {g.label: [v.label for gg, v in todo if gg is g] for g in grid.generators}  # this grid's, no others
     results = [
         runs[g.label].finish(v, stages[(g.label, v.label)], judges=judges[g.label], halo_against=grid.halo_base(v))
@@ -83,103 +80,6 @@ def _audit_cells(grid: GridConfig, runs: dict[str, Run], todo: list, progress: b
     for (g, _), result in zip(todo, results):  # every cell is an ordinary audit with its own report
         write_report(runs[g.label], result=result)
     return results
-
-
-def score_cells(
-    verifiers: list, runs: dict[str, Run], todo: list, stages: dict, pool: EnginePool, progress: bool
-) -> None:
-    """Every cell of these verifiers, verifier by verifier, so each is loaded once (scoring the probes and the
-    human labels, where the grid names some, in one visit)."""
-    for v in verifiers:
-        for g in (g for g, vv in todo if vv is v):
-            stages[(g.label, v.label)]["score"] = runs[g.label].score(v, pool, progress)
-            if (labelled := runs[g.label].score_labels(v, pool, progress)) is not None:
-                stages[(g.label, v.label)]["labels"] = labelled
-
-
-def score_cells_on_cluster(grid: GridConfig, runs: dict[str, Run], todo: list, stages: dict) -> None:
-    """Stage 2 on a cluster: the verifier models score at once, each on its own replicas sized by its
-    own options, loaded once and reused by every cell of that model; a model that does not fit waits
-    for the resources of one that finished. A failure or Ctrl-C stops every model, starting or scoring."""
-    cluster = grid.cluster
-    assert cluster is not None
-
-    models: list[list] = []  # verifiers that share weights share replicas
-    for v in grid.verifiers:
-        group = next((m for m in models if m[0].same_engine(v)), None)
-        if group is None:
-            models.append([v])
-        else:
-            group.append(v)
-    for g, v in todo:  # in this thread: verifiers.json is read, changed and written
-        runs[g.label].register_verifier(v)
-    connect(cluster)
-    units = [replica_unit(m[0].parsed, cluster) for m in models]
-    # Planned on the cluster's whole resources (the first stage's replicas may still be handing theirs
-    # back); each model's replicas then wait for theirs to be free.
-    total = ray_module().cluster_resources()
-    counts = replica_counts(units, total, cluster.replicas)
-    room = Room(total)
-    stop = threading.Event()
-
-    def score_model(i: int) -> None:
-        kind, each = units[i]
-        with room.held(kind, counts[i] * each, stop, models[i][0].model):
-            pool = EnginePool(cluster.model_copy(update={"replicas": counts[i]}), stop)
-            try:
-                score_cells(models[i], runs, todo, stages, pool, progress=False)
-            finally:
-                pool.close()
-
-    with ThreadPoolExecutor(len(models)) as workers:
-        futures = [workers.submit(score_model, i) for i in range(len(models))]
-        try:
-            wait(futures, return_when=FIRST_EXCEPTION)
-        finally:  # Ctrl-C here, or a model failed: the others stop within a second, then we raise
-            if not all(f.done() and f.exception() is None for f in futures):
-                stop.set()
-            wait(futures)
-    failed = [f.exception() for f in futures if f.exception() is not None]
-    raise_first = next((e for e in failed if not isinstance(e, Stopped)), failed[0] if failed else None)
-    if raise_first is not None:
-        raise raise_first
-
-
-def replica_counts(units: list[tuple[str, float]], free: dict, replicas: int | str) -> list[int]:
-    """Replicas per model: as configured, or (auto) an equal share of the resources of its kind."""
-    if replicas != "auto":
-        return [int(replicas)] * len(units)
-    sharing = {kind: sum(k == kind for k, _ in units) for kind, _ in units}
-    return [max(1, int(free.get(kind, 0) / sharing[kind] // each)) for kind, each in units]
-
-
-class Room:
-    """The grid's own account of the cluster's free resources, so its models never ask Ray for more than
-    is there at once: a model waits (giving up when `stop` is set) until another gives its share back."""
-
-    def __init__(self, free: dict):
-        self.free, self.capacity = dict(free), dict(free)
-        self.changed = threading.Condition()
-
-    @contextmanager
-    def held(self, kind: str, amount: float, stop: threading.Event, model: str) -> Iterator[None]:
-        if amount > self.capacity.get(kind, 0):
-            raise RadarError(
-                f"the replicas of {model} need {amount:g} {kind}; the cluster has {self.capacity.get(kind, 0):g} "
-                "in all: set cluster.replicas lower"
-            )
-        with self.changed:
-            while self.free.get(kind, 0) < amount and not stop.is_set():
-                self.changed.wait(POLL_S)
-            if stop.is_set():
-                raise Stopped("stopped before this model's replicas started")
-            self.free[kind] -= amount
-        try:
-            yield
-        finally:
-            with self.changed:
-                self.free[kind] += amount
-                self.changed.notify_all()
 
 
 def grid_summary(results: list[AuditResult]) -> dict:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import logging
-import threading
 import time
 from collections.abc import Collection, Container
 from contextlib import contextmanager
@@ -16,19 +15,18 @@ from pathlib import Path
 
 from radar_local.adaptive import adaptive_record, first_sizes, grow, merged_stages, wave_record, waves_record
 from radar_local.audited import audit, audited_set
-from radar_local.cluster import ClusterEngine, ClusterSpec, replica_delta
+from radar_local.cluster import ClusterEngine, replica_delta
 from radar_local.common import parse_model, slug
 from radar_local.config import AuditConfig, Jury, ModelSpec, Resolved, load_config, resolve
 from radar_local.engines.base import Engine, EngineCounters
-from radar_local.engines.registry import build_engine
 from radar_local.errors import InputError, RadarError
-from radar_local.hardware import memory_free
 from radar_local.inputs import load_yaml, read_json, read_model, yaml_text
 from radar_local.jury import measurement, side_by_side
 from radar_local.labels import agreement as label_agreement
 from radar_local.labels import errors as label_errors
 from radar_local.models import weights_identity
 from radar_local.plan import GenerationRequest, ScoreRequest
+from radar_local.pool import EnginePool
 from radar_local.progress import say, stage_progress
 from radar_local.prompts import PROMPT_VERSION, strip_think
 from radar_local.records import Injection, ModelRef, ProbeRecord, RunInfo, Stage, VerdictRecord
@@ -46,6 +44,7 @@ from radar_local.rundir import (
     open_store,
 )
 from radar_local.score_table import write_scores
+from radar_local.scorers import score_cells_on_cluster
 from radar_local.scoring import expected_score
 from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.decisions import decisions
@@ -54,61 +53,6 @@ from radar_local.stats.result import AuditResult
 from radar_local.store import write_atomic
 
 log = logging.getLogger("radar_local")
-
-
-class EnginePool:
-    """Holds one engine at a time: loading other weights frees the previous model's memory first (checked:
-    `closed` records what each engine took and gave back), and a generator that is also the verifier is
-    loaded once."""
-
-    def __init__(self, cluster: ClusterSpec | None = None, stop: threading.Event | None = None) -> None:
-        self.spec: ModelSpec | None = None
-        self.engine: Engine | None = None
-        self.cluster = cluster  # None: the engine runs in this process
-        self.stop = stop  # on a cluster: set by another thread, the replicas give up (grid.py)
-        self.loaded: dict = {}  # the engine held now: its label, seconds to start, memory free before it
-        self.closed: list[dict] = []  # every engine closed: load and close record (close())
-
-    def get(self, spec: ModelSpec, where: object = "config") -> Engine:
-        if self.engine is not None and self.spec is not None and self.spec.same_engine(spec):
-            return self.engine
-        self.close()
-        before, start = memory_free(), time.monotonic()
-        if self.cluster is None:
-            self.engine = build_engine(spec.engine, spec.model, spec.parsed, where)
-        else:
-            self.engine = ClusterEngine(spec.engine, spec.model, spec.parsed, self.cluster, self.stop)
-        self.spec = spec
-        self.loaded = {"model": spec.label, "start_seconds": round(time.monotonic() - start, 3), "free_before": before}
-        return self.engine
-
-    def close(self) -> None:
-        """Free the engine, and check that its memory came back (a warning where less than half of what it
-        held did). A shutdown that fails (its worker already gone after Ctrl-C) is a note, never an error that
-        would hide the one being raised."""
-        engine, self.engine, self.spec = self.engine, None, None
-        if engine is None:
-            return
-        held, start = memory_free(), time.monotonic()
-        try:
-            engine.close()
-        except Exception as exc:
-            log.warning("engine %s did not shut down cleanly (%s: %s)", engine.name, type(exc).__name__, exc)
-        after = memory_free()
-        seconds = round(time.monotonic() - start, 3)
-        record = {**self.loaded, "free_held": held, "close_seconds": seconds, "free_after": after}
-        for kind in sorted(held.keys() & after.keys() & record.get("free_before", {}).keys()):
-            taken, freed = record["free_before"][kind] - held[kind], after[kind] - held[kind]
-            if taken > MEMORY_NOISE and freed < taken / 2:
-                say(
-                    f"engine {record['model']} gave back {freed / 2**30:.2f} of the {taken / 2**30:.2f} GiB of "
-                    f"{kind} memory it took; the next model may not fit"
-                )
-        self.closed.append(record)
-        self.loaded = {}
-
-
-MEMORY_NOISE = 512 << 20  # bytes other processes may take or give back while an engine runs
 
 
 class Run(RunDir):
@@ -423,14 +367,39 @@ class Run(RunDir):
         return result
 
     def audit_jury(self, jury: Jury, pool: EnginePool, progress: bool = True) -> AuditResult:
-        """Generate once; then each juror in turn scores the probes and the labelled responses in one visit, its
-        engine closed (and its memory checked) before the next loads; then each juror's audit and the jury's,
-        from the jurors' verdicts. A juror that fails is left out, and said so, while min_jurors can still be
-        met; its verdicts stored so far are kept."""
+        """Generate once; then each juror scores the probes and the labelled responses in one visit (in turn,
+        its engine closed and its memory checked before the next loads; at once on a cluster, each on its own
+        replicas); then each juror's audit and the jury's, from the jurors' verdicts. A juror that fails is left
+        out, and said so, while min_jurors can still be met; its verdicts stored so far are kept."""
         self.store.require_writer()
         shared = {"generate": self.generate(pool, progress)}
         if self.config.nuisance:
             shared["rewrite"] = self.rewrite(pool, progress)
+        if self.config.cluster is not None:
+            own, failed, engines = self.jurors_on_cluster(jury, pool)
+        else:
+            own, failed, engines = self.jurors_in_turn(jury, pool, progress)
+        if len(own) < jury.quorum:
+            first = next(iter(failed.items()), ("", ""))
+            raise RadarError(
+                f"juror '{first[0]}' failed ({first[1]}); with {len(own)} juror(s) left the jury cannot reach "
+                f"min_jurors ({jury.quorum}); the verdicts stored are kept: fix it and run the audit again"
+            )
+        for label, why in failed.items():
+            say(f"juror '{label}' failed ({why}); the jury goes on with {len(own)} (min_jurors {jury.quorum})")
+        labels = {j.label for j in jury.jury} | {jury.label}
+        results = {
+            juror.label: self.finish(juror, {**shared, **own[juror.label]}, judges=labels)
+            for juror in jury.jury
+            if juror.label in own
+        }
+        each = {f"{name} ({label})": stage for label, mine in own.items() for name, stage in mine.items()}
+        record = {"engines": engines, "failed": failed}
+        return self.finish(jury, {**shared, **each}, judges=labels, jurors=record, juror_results=results)
+
+    def jurors_in_turn(self, jury: Jury, pool: EnginePool, progress: bool) -> tuple[dict, dict, dict]:
+        """Each juror scores in turn, its engine closed before the next loads: (stages per juror that scored,
+        why each failed juror failed, each juror's engine record from EnginePool.close)."""
         own: dict[str, dict] = {}
         failed: dict[str, str] = {}
         engines: dict[str, dict] = {}
@@ -442,26 +411,26 @@ class Run(RunDir):
             except RadarError as exc:
                 failed[juror.label] = str(exc)
                 own.pop(juror.label, None)
-                left = len(jury.jury) - len(failed)
-                if left < jury.quorum:
-                    raise RadarError(
-                        f"juror '{juror.label}' failed ({exc}); with {left} juror(s) left the jury cannot reach "
-                        f"min_jurors ({jury.quorum}); the verdicts stored are kept: fix it and run the audit again"
-                    ) from exc
-                say(f"juror '{juror.label}' failed ({exc}); the jury goes on with {left} (min_jurors {jury.quorum})")
+                if len(jury.jury) - len(failed) < jury.quorum:
+                    break  # the jury cannot be met: no further juror loads
             finally:
                 pool.close()  # the next juror loads into freed memory
                 if pool.closed and pool.closed[-1]["model"] == juror.label:
                     engines[juror.label] = pool.closed[-1]
-        labels = {j.label for j in jury.jury} | {jury.label}
-        results = {
-            juror.label: self.finish(juror, {**shared, **own[juror.label]}, judges=labels)
-            for juror in jury.jury
-            if juror.label in own
-        }
-        each = {f"{name} ({label})": stage for label, mine in own.items() for name, stage in mine.items()}
-        record = {"engines": engines, "failed": failed}
-        return self.finish(jury, {**shared, **each}, judges=labels, jurors=record, juror_results=results)
+        return own, failed, engines
+
+    def jurors_on_cluster(self, jury: Jury, pool: EnginePool) -> tuple[dict, dict, dict]:
+        """The jurors score at once on the cluster, each on its own replicas (scorers.score_cells_on_cluster);
+        a juror that fails is recorded and the others go on. As jurors_in_turn returns."""
+        pool.close()  # the generator's replicas give their resources back first
+        generator, cluster = self.config.generator, self.config.cluster
+        assert cluster is not None
+        stages: dict = {(generator.label, j.label): {} for j in jury.jury}
+        failed: dict[str, str] = {}
+        todo = [(generator, j) for j in jury.jury]
+        score_cells_on_cluster(list(jury.jury), cluster, {generator.label: self}, todo, stages, failed)
+        own = {j.label: stages[(generator.label, j.label)] for j in jury.jury if j.label not in failed}
+        return own, failed, {}
 
     def waves(self, verifier: ModelSpec, pool: EnginePool, progress: bool) -> tuple[dict, dict]:
         """An adaptive audit (radar_local.adaptive): generate and score wave after wave; (stages for

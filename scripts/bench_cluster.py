@@ -16,7 +16,8 @@ from pathlib import Path
 
 from radar_local.cluster import ClusterSpec
 from radar_local.config import load_config, resolve
-from radar_local.run import EnginePool, Run
+from radar_local.pool import EnginePool
+from radar_local.run import Run
 
 REPO = Path(__file__).resolve().parents[1]
 

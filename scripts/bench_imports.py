@@ -18,8 +18,9 @@ import yaml
 
 from radar_local import formats
 from radar_local.hardware import cpu_info
+from radar_local.pool import EnginePool
 from radar_local.rubric import load_tasks
-from radar_local.run import EnginePool, load_run, run_audit
+from radar_local.run import load_run, run_audit
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = {

@@ -31,7 +31,8 @@ from radar_local.cluster import ClusterSpec  # noqa: E402
 from radar_local.config import AuditConfig, GridConfig, ModelSpec  # noqa: E402
 from radar_local.errors import RadarError  # noqa: E402
 from radar_local.grid import run_grid  # noqa: E402
-from radar_local.run import EnginePool, load_run, run_audit  # noqa: E402
+from radar_local.pool import EnginePool  # noqa: E402
+from radar_local.run import load_run, run_audit  # noqa: E402
 from tests.test_pipeline import SMALL_RUBRIC, tiny_config  # noqa: E402
 
 
@@ -226,6 +227,23 @@ def main(out: Path) -> None:
             "waves": len(remote.adaptive["waves"]),
             "cluster": load_run(out / "adaptive-cluster").info().stages["score"].cluster is not None,
         }
+        # A jury on the cluster: its jurors score at once, each on its own replica, and one that fails to start is
+        # left out (min_jurors 2 of 3); the jury's numbers are those of one process.
+        jury = planted_jury()
+        local = run_audit(jury, out / "jury-local", base=REPO)
+        remote = run_audit({**jury, "cluster": {"ray": cluster.address}}, out / "jury-cluster", base=REPO)
+        info = load_run(out / "jury-cluster").info()
+        results["jury"] = {
+            "same": all(
+                json.dumps(local.to_json()[k], sort_keys=True) == json.dumps(remote.to_json()[k], sort_keys=True)
+                for k in ("leakage", "self_effect", "pairs")
+            )
+            and local.jury["coupling"] == remote.jury["coupling"]
+            and local.jury["agreement"] == remote.jury["agreement"],
+            "failed": list(remote.jury["failed"]),
+            "failure": remote.jury["failed"].get("broken"),
+            "replicas": {j: len(info.stages[f"score ({j})"].cluster["replicas"]) for j in ("judge-a", "judge-b")},
+        }
     with TwoNodeCluster(out, gpus=2) as cluster:
         results["gpu"] = gpu_scenarios(cluster, out / "gpu")
     with TwoNodeCluster(out, gpus=1) as cluster:
@@ -347,6 +365,18 @@ def planted_grid(judge_options: list[dict] | None = None) -> GridConfig:
     return GridConfig.model_validate(
         {**settings, "generators": [{"engine": "testing", "model": "gen"}], "verifiers": judges}
     )
+
+
+def planted_jury() -> dict:
+    from tests.conftest import planted_config
+
+    coupling = {"Helpfulness / Understanding": {"Correctness / Completeness": 0.5}}
+    jurors = [
+        {"engine": "testing", "model": "judge-a", "options": {"noise": 0.5}},
+        {"engine": "testing", "model": "judge-b", "options": {"coupling": coupling}},
+        {"engine": "testing", "model": "broken", "options": {"fail_start": True}},
+    ]
+    return planted_config(verifier={"jury": jurors, "min_jurors": 2}, bootstrap=50)
 
 
 def planted_adaptive() -> dict:

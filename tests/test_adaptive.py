@@ -157,7 +157,8 @@ def test_waves_are_in_the_report(fixed_and_adaptive, tmp_path):
 
 def test_radar_generate_on_an_adaptive_config_generates_the_first_wave(tmp_path):
     from radar_local.config import resolve
-    from radar_local.run import EnginePool, Run
+    from radar_local.pool import EnginePool
+    from radar_local.run import Run
 
     run = Run.create(
         resolve(parse(config(adaptive={"start_n": 2, "max_n": 6}, tasks=TASKS[:2])), REPO), tmp_path / "run"

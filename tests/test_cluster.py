@@ -70,6 +70,12 @@ def test_a_grid_scores_its_judges_at_once_on_their_own_replicas(scenarios):
     assert grid["replicas"] == {"judge-a": 1, "judge-b": 1}  # two CPUs: one replica each, both at once
 
 
+def test_a_jury_scores_its_jurors_at_once_and_goes_on_without_one_that_fails(scenarios):
+    jury = scenarios["jury"]
+    assert jury["same"] and jury["failed"] == ["broken"] and "did not start" in jury["failure"]
+    assert jury["replicas"] == {"judge-a": 1, "judge-b": 1}  # each juror on its own replica, at once
+
+
 def test_an_adaptive_audit_runs_its_waves_on_the_cluster(scenarios):
     adaptive = scenarios["adaptive"]
     assert adaptive["same"] and adaptive["waves"] >= 2 and adaptive["cluster"]

@@ -410,3 +410,16 @@ def test_a_grid_ranks_its_judges_on_coupling_and_on_agreement_with_the_labels(tm
     assert (ranked[0]["rank_coupling"], ranked[0]["rank_agreement"], ranked[0]["rank"]) == (1, 1, 1)
     assert ranked[1]["worst_coupling"] >= 0.4 and ranked[1]["kappa"] < ranked[0]["kappa"]
     assert "Judges ranked on coupling and agreement" in (tmp_path / "g" / "grid.md").read_text()
+
+
+def test_the_readme_jury_example_from_its_config(tmp_path):
+    """README's "Choose among judges" rows are what configs/jury-example.yaml writes."""
+    from radar_local.report.build import write_report
+
+    repo = Path(__file__).resolve().parents[1]
+    result = run_audit(repo / "configs" / "jury-example.yaml", tmp_path / "run")
+    report = (write_report(load_run(tmp_path / "run"), result=result) / "report.md").read_text()
+    section = (repo / "README.md").read_text().split("## Choose among judges")[1].split("\n## ")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    assert len(rows) == 1 + 3 + 1 + 4 and all(row in report for row in rows), [r for r in rows if r not in report]
+    assert f"{result.jury['agreement']['effective_jurors']['effective']:.2f}" in section

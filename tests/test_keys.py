@@ -12,8 +12,9 @@ from radar_local.engines.registry import ENGINES, engine_class
 from radar_local.engines.testing import PlantedEngine
 from radar_local.models import weights_identity
 from radar_local.plan import Plan
+from radar_local.pool import EnginePool
 from radar_local.rubric import load_benchmark
-from radar_local.run import EnginePool, run_audit
+from radar_local.run import run_audit
 from radar_local.rundir import WEIGHTS
 from tests.conftest import planted_config, probe_record
 

@@ -35,7 +35,7 @@ LAYERS = {
     ],
     "statistics": ["stats", "judges", "analysis", "compare"],
     "machinery": ["labels", "config", "engines", "cluster", "plan", "jury", "adaptive"],
-    "runs": ["rundir", "audited", "run"],
+    "runs": ["rundir", "audited", "pool", "scorers", "run"],
     "report": ["report"],
     "workflows": ["grid", "repair"],
     "interface": ["doctor", "starter", "cli", ""],  # "": the package itself, the public API

@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from radar_local.config import AuditConfig, resolve
-from radar_local.run import EnginePool, Run, load_run, run_audit
+from radar_local.pool import EnginePool
+from radar_local.run import Run, load_run, run_audit
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]

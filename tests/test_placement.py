@@ -11,7 +11,7 @@ from radar_local.cluster import Stopped, forwarded_env, wait_for_gpu_memory
 from radar_local.engines.registry import parse_options
 from radar_local.engines.vllm import cpu_bind_list
 from radar_local.errors import RadarError
-from radar_local.grid import Room, replica_counts
+from radar_local.scorers import Room, replica_counts
 from tests.test_bad_input import _config, invoke, one_line_exit_2
 
 
@@ -116,7 +116,7 @@ def test_each_model_gets_its_share_of_its_own_kind():
 
 
 def test_a_model_waits_for_room_and_gives_up_on_stop(monkeypatch):
-    monkeypatch.setattr("radar_local.grid.POLL_S", 0.01)
+    monkeypatch.setattr("radar_local.scorers.POLL_S", 0.01)
     room, stop, order = Room({"GPU": 4.0}), threading.Event(), []
 
     def second():

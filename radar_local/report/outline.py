@@ -157,12 +157,7 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
             )
         )
     if (line := labels_line(r)) is not None:
-        confusion: list[Block] = [
-            block for title, head, rows in confusion_rows(r) for block in ((f"Confusion: {title}",), Table(head, rows))
-        ]
-        sections.append(
-            Section("Agreement with human labels", [(line,), Table(LABELS_HEAD, labels_rows(r)), *confusion])
-        )
+        sections.append(Section("Agreement with human labels", [(line,), Table(LABELS_HEAD, labels_rows(r))]))
     if (line := adaptive_line(r)) is not None:
         sections.append(Section("Adaptive audit", [(line,), Table(ADAPTIVE_HEAD, adaptive_rows(r), numeric=True)]))
     if (line := nuisance_line(r)) is not None:
@@ -186,6 +181,9 @@ def report_sections(
     """The written report: the audit's sections with figures, the example probes, the probes that address
     the judge, the judges' calibration and the cost."""
     sections = audit_sections(r, figures=True, bias=bias)
+    confusion: list[Block] = [block for name, head, rows in confusion_rows(r) for block in ((name,), Table(head, rows))]
+    if confusion:
+        sections.append(Section("Human labels against each judge (confusion matrices)", confusion))
     sections += [
         Section("Per-task spread", [Figure("task_spread", "Per-task leakage spread")]),
         Section("Probe budget", [Figure("budget", "Probe budget")]),
