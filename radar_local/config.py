@@ -167,10 +167,13 @@ class Jury(Strict):
 
 
 def _verifier_kind(value: object) -> str:
-    return "jury" if isinstance(value, Jury) or (isinstance(value, dict) and "jury" in value) else "model"
+    return "Jury" if isinstance(value, Jury) or (isinstance(value, dict) and "jury" in value) else "ModelSpec"
 
 
-Verifier = Annotated[Annotated[ModelSpec, Tag("model")] | Annotated[Jury, Tag("jury")], Discriminator(_verifier_kind)]
+# Tags named as their classes: an error's key path leaves them out (common.parse_model).
+Verifier = Annotated[
+    Annotated[ModelSpec, Tag("ModelSpec")] | Annotated[Jury, Tag("Jury")], Discriminator(_verifier_kind)
+]
 
 
 class Generation(Strict):

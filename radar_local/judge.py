@@ -46,6 +46,16 @@ class Judge(Frozen):
         "rubric", description="Joint calls: the criteria in the rubric's order, or a seeded order per probe"
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _scales_are_the_rubrics(cls, data: object) -> object:
+        if isinstance(data, dict) and "scale" in data:
+            raise ValueError(
+                "a judge scores on the rubric's scales (a jury's jurors share them): put `scale` in the rubric, "
+                "for all criteria or per criterion"
+            )
+        return data
+
     @model_validator(mode="after")
     def _one_template(self) -> Judge:
         if self.template is not None and self.template_file is not None:

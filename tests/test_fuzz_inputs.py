@@ -380,3 +380,50 @@ def test_malformed_files_to_import(tmp_path_factory, data, fmt):
     again = tmp / f"again{path.suffix}"
     again.write_text(text)
     assert formats.carried(formats.read(fmt, again).rubric) == formats.carried(imported.rubric)
+
+
+def valid_labels() -> pd.DataFrame:
+    rows = [
+        ("refund", "We will refund the jug today.", c, s, r)
+        for c, s in (("helpfulness", "4"), ("correctness", "3"))
+        for r in ("ann", "bob")
+    ]
+    return pd.DataFrame(rows, columns=["task_id", "response", "criterion", "score", "rater"])
+
+
+@st.composite
+def broken_labels(draw) -> pd.DataFrame:
+    df = valid_labels()
+    for _ in range(draw(st.integers(1, 3))):
+        op = draw(st.sampled_from(["cell", "drop_col", "rename_col", "drop_rows", "dup_row"]))
+        if op == "cell" and len(df):
+            df.iat[draw(st.integers(0, len(df) - 1)), draw(st.integers(0, df.shape[1] - 1))] = draw(CELL)
+        elif op == "drop_col" and df.shape[1]:
+            df = df.drop(columns=draw(st.sampled_from(list(df.columns))))
+        elif op == "rename_col" and df.shape[1]:
+            df = df.rename(columns={draw(st.sampled_from(list(df.columns))): draw(st.text(max_size=5))})
+        elif op == "drop_rows":
+            df = df.iloc[draw(st.integers(0, len(df))) :]
+        elif op == "dup_row" and len(df):
+            df = pd.concat([df, df.iloc[[draw(st.integers(0, len(df) - 1))]]])
+    return df
+
+
+@SETTINGS
+@given(df=broken_labels(), fmt=st.sampled_from(["csv", "jsonl"]))
+def test_malformed_labels_files(tmp_path_factory, df, fmt):
+    """Issue 32: a labels file read when the config is resolved: exit 0, or 2 naming the file, before any call."""
+    tmp = tmp_path_factory.mktemp("l")
+    path = tmp / f"labels.{fmt}"
+    if fmt == "csv":
+        df.to_csv(path, index=False)
+    else:
+        path.write_text("".join(json.dumps(dict(zip(map(str, df.columns), row))) + "\n" for row in df.values.tolist()))
+    config = tmp / "audit.yaml"
+    tasks = [{"id": "refund", "prompt": "A customer wants a refund."}]
+    config.write_text(yaml.safe_dump(planted_config(n=1, bootstrap=0, tasks=tasks, labels=str(path))))
+    run_dir = tmp / "run"
+    res = run("audit", config, "--out", run_dir, "--quiet", "--no-report")
+    check(res, path, [])
+    if res.exit_code == 2:
+        assert not (run_dir / "probes.jsonl").exists()  # refused before any model call

@@ -325,7 +325,7 @@ def test_human_agreement_with_one_rater_has_no_ceiling():
         ({"jury": [CLEAN, NOISY], "min_jurors": 3}, "min_jurors (3) is more than the jury's 2 jurors"),
         ({"jury": [CLEAN, NOISY], "name": "clean"}, "the jury and a juror share the label"),
         ({"jury": [CLEAN, juror("both", judge={"calls": ["per-criterion", "joint"]})]}, "a juror calls one way"),
-        ({"jury": [CLEAN, {**NOISY, "judge": {"scale": {"min": 1, "max": 10}}}]}, "scale"),
+        ({"jury": [CLEAN, {**NOISY, "judge": {"scale": {"min": 1, "max": 10}}}]}, "put `scale` in the rubric"),
     ],
 )
 def test_a_bad_jury_is_one_line_and_exit_2(tmp_path, verifier, needle):
