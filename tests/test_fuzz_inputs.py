@@ -47,9 +47,16 @@ def valid_table() -> pd.DataFrame:
 
 @st.composite
 def broken_tables(draw) -> pd.DataFrame:
-    df = valid_table().astype(str)
-    for _ in range(draw(st.integers(1, 4))):
-        op = draw(st.sampled_from(["cell", "drop_col", "rename_col", "drop_rows", "dup_row", "extra_col"]))
+    return broken(
+        draw, valid_table().astype(str), 4, ["cell", "drop_col", "rename_col", "drop_rows", "dup_row", "extra_col"]
+    )
+
+
+def broken(draw, df: pd.DataFrame, most: int, ops: list[str]) -> pd.DataFrame:
+    """`df` after 1 to `most` of `ops`: a cell set, a column dropped or renamed, rows cut, a row twice, a column
+    added."""
+    for _ in range(draw(st.integers(1, most))):
+        op = draw(st.sampled_from(ops))
         if op == "cell" and len(df):
             df.iat[draw(st.integers(0, len(df) - 1)), draw(st.integers(0, df.shape[1] - 1))] = draw(CELL)
         elif op == "drop_col" and df.shape[1]:
@@ -393,20 +400,7 @@ def valid_labels() -> pd.DataFrame:
 
 @st.composite
 def broken_labels(draw) -> pd.DataFrame:
-    df = valid_labels()
-    for _ in range(draw(st.integers(1, 3))):
-        op = draw(st.sampled_from(["cell", "drop_col", "rename_col", "drop_rows", "dup_row"]))
-        if op == "cell" and len(df):
-            df.iat[draw(st.integers(0, len(df) - 1)), draw(st.integers(0, df.shape[1] - 1))] = draw(CELL)
-        elif op == "drop_col" and df.shape[1]:
-            df = df.drop(columns=draw(st.sampled_from(list(df.columns))))
-        elif op == "rename_col" and df.shape[1]:
-            df = df.rename(columns={draw(st.sampled_from(list(df.columns))): draw(st.text(max_size=5))})
-        elif op == "drop_rows":
-            df = df.iloc[draw(st.integers(0, len(df))) :]
-        elif op == "dup_row" and len(df):
-            df = pd.concat([df, df.iloc[[draw(st.integers(0, len(df) - 1))]]])
-    return df
+    return broken(draw, valid_labels(), 3, ["cell", "drop_col", "rename_col", "drop_rows", "dup_row"])
 
 
 @SETTINGS

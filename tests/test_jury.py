@@ -97,6 +97,8 @@ def test_aggregates(how, scores, expected):
 
 def test_a_verdict_short_of_min_jurors_or_without_a_majority_is_unscored_and_says_why():
     assert aggregate([3], "mean", 2) == (None, "1 juror score(s), fewer than min_jurors (2)")
+    assert aggregate([3, 1], "mean", 2) == (2, None)  # at the boundary: exactly min_jurors scores
+    assert aggregate([3, 3, 1], "majority", 3) == (3, None)
     score, why = aggregate([3, 1], "majority", 2)
     assert score is None and why.startswith("no majority")
 
@@ -307,6 +309,21 @@ def test_several_raters_without_a_rater_column_and_scores_by_level_name(tmp_path
     found = resolve(cfg, tmp_path).labels
     assert [(lab.rater, lab.score) for lab in found.labels] == [("rater 1", 1.0), ("rater 2", 1.0), ("rater 1", 0.0)]
     assert len(found.tasks) == 2 and len(found.probes()) == 2  # two prompts that are not the audit's tasks
+
+
+def test_a_parquet_labels_file_reads_as_its_csv(tmp_path):
+    import pandas as pd
+
+    from radar_local.config import resolve
+
+    csv = labels_file(tmp_path, KNOWN)
+    parquet = tmp_path / "labels.parquet"
+    pd.read_csv(csv, dtype=str).to_parquet(parquet)
+    read = [
+        resolve(AuditConfig.model_validate(planted_config(tasks=TASKS, labels=str(path))), tmp_path).labels.labels
+        for path in (csv, parquet)
+    ]
+    assert read[0] == read[1] and len(read[0]) == 7
 
 
 def test_human_agreement_with_one_rater_has_no_ceiling():
