@@ -199,29 +199,29 @@ def agreement(
     confidence: float,
 ) -> dict[str, Any]:
     """stats.json's `labels` block: per judge and labelled criterion (in the rubric's order), its agreement with
-    the human raters (stats/raters.against_humans)."""
+    the human raters (stats/raters.against_humans), each row naming the level of measurement its alphas are at."""
     items = [p.key for p in labels.probes()]
     labelled = [c for c in criteria if c in labels.criteria]
     humans = {c: human_scores(labels, c, items) for c in labelled}
+    scores = {(j, c): judge_scores(verdicts, j, c, items) for j in judges for c in labelled}
+
+    def level(c: str) -> Level:
+        """The criterion's level for every judge, or interval where some judge scores between the levels (a jury's
+        mean, an expected score): one level per criterion, so the judges and the humans' ceiling compare."""
+        values = np.concatenate([scores[j, c][~np.isnan(scores[j, c])] for j in judges])
+        return levels[c] if np.isin(values, scales[c].values).all() else "interval"
+
+    def one(judge: str, c: str, at: Level) -> dict[str, Any]:
+        return against_humans(
+            scores[judge, c], humans[c], at, scales[c].values, resamples=resamples, seed=seed, confidence=confidence
+        )
+
+    at = {c: level(c) for c in labelled}
     return {
         "source": labels.source,
         "responses": len(items),
         "raters": len({lab.rater for lab in labels.labels}),
-        "judges": {
-            judge: {
-                c: against_humans(
-                    judge_scores(verdicts, judge, c, items),
-                    humans[c],
-                    levels[c],
-                    scales[c].values,
-                    resamples=resamples,
-                    seed=seed,
-                    confidence=confidence,
-                )
-                for c in labelled
-            }
-            for judge in judges
-        },
+        "judges": {judge: {c: one(judge, c, at[c]) for c in labelled} for judge in judges},
     }
 
 

@@ -25,7 +25,8 @@ from radar_local.analysis import stats_for_table
 from radar_local.hardware import cpu_info
 from radar_local.scale import range_scale
 
-CRITERIA, TASKS, N, MID, SHIFT, NOISE = ["clarity", "accuracy", "empathy"], 6, 4, 50.0, 20.0, 10.0
+# A steered criterion moves 2 x 30 of the 100 points (self-effect 0.6, above tau); noise sd 15 a score.
+CRITERIA, TASKS, N, MID, SHIFT, NOISE = ["clarity", "accuracy", "empathy"], 6, 4, 50.0, 30.0, 15.0
 JURORS = ["a", "b", "c"]
 
 
@@ -82,16 +83,26 @@ def main() -> None:
         cs = couplings(scenario)
         jury_true = worst(np.mean([cs[j] for j in JURORS], axis=0))
         truth = {j: jury_true - worst(cs[j]) for j in JURORS}
-        false_audits, flagged, differing, covered, rows = 0, 0, 0, 0, 0
+        false_audits, flagged, differing, covered, rows, undefined = 0, 0, 0, 0, 0, 0
         for rep in range(args.reps):
             df = table(cs, np.random.default_rng(rep))
             result = stats_for_table(
-                df, "simulated", verifier="jury", jurors=JURORS, resamples=args.resamples, seed=rep, scale=scale
+                df,
+                "simulated",
+                verifier="jury",
+                jurors=JURORS,
+                levels=dict.fromkeys(CRITERIA, "interval"),  # continuous scores
+                resamples=args.resamples,
+                seed=rep,
+                scale=scale,
             )
             wrong = False
             for row in result.jury["coupling"]["jurors"]:
                 true = truth[row["juror"]]
                 rows += 1
+                if row["ci"] is None:  # no pair both judges pass as reliable: no comparison, no flag
+                    undefined += 1
+                    continue
                 lo, hi = row["ci"]
                 covered += lo <= true <= hi
                 if row["flag"] == "below" and true >= 0 or row["flag"] == "above" and true <= 0:
@@ -104,7 +115,8 @@ def main() -> None:
             "truth": {j: round(v, 4) for j, v in truth.items()},
             "audits_with_a_false_flag": false_audits / args.reps,
             "true_differences_flagged": flagged / differing if differing else None,
-            "interval_coverage": covered / rows,
+            "interval_coverage": covered / (rows - undefined) if rows > undefined else None,
+            "comparisons_undefined": undefined / rows,
         }
         print(json.dumps({scenario: report[scenario]}), flush=True)
     (args.out / "jury_error.json").write_text(json.dumps(report, indent=2))

@@ -57,6 +57,16 @@ def test_alpha_reproduces_krippendorffs_published_example():
     assert alpha(data, "ordinal", counts)[1] == pytest.approx(alpha(data[:, 1:], "ordinal"), abs=1e-12)
 
 
+def test_alpha_replicates_in_chunks_are_the_replicates_at_once(monkeypatch):
+    rng = np.random.default_rng(0)
+    data = rng.integers(0, 5, (3, 40)).astype(float)
+    data[rng.random(data.shape) < 0.2] = NAN
+    weights = rng.multinomial(40, np.full(40, 1 / 40), size=7).astype(float)
+    whole = alpha(data, "ordinal", weights)
+    monkeypatch.setattr("radar_local.stats.raters.CHUNK_CELLS", 1)  # one replicate at a time
+    assert np.allclose(alpha(data, "ordinal", weights), whole) and len(whole) == 7
+
+
 def test_quadratic_kappa_is_cohens_table_formula():
     """Pairs (4,4) (4,3) (0,0) (0,1) (2,2) (2,2) (2,2): mean squared difference 2/7; means 2 and 2, population
     variances 16/7 and 10/7, so the expectation under independent marginals is 26/7 and kappa = 1 - 2/26 = 12/13.
@@ -259,8 +269,9 @@ def test_a_planted_labels_file_reproduces_its_known_agreement(tmp_path):
     assert row["mae"] == pytest.approx(2 / 7) and row["kappa"] == pytest.approx(12 / 13)
     assert row["spearman"] == pytest.approx(5 / sqrt(26))
     humans = np.array([[4, 0, 2, 2], [3, 1, 2, NAN]])  # ann, bob x responses t0..t3
-    assert row["alpha_humans"] == pytest.approx(alpha(humans, "ordinal"))
-    assert row["alpha_with_humans"] == pytest.approx(alpha(np.vstack([humans, [4, 0, 2, 2]]), "ordinal"))
+    assert row["level_of_measurement"] == "interval"  # the jury's mean falls between levels: one level for all
+    assert row["alpha_humans"] == pytest.approx(alpha(humans, "interval"))
+    assert row["alpha_with_humans"] == pytest.approx(alpha(np.vstack([humans, [4, 0, 2, 2]]), "interval"))
     assert row["confusion"]["counts"] == [
         [1, 0, 0, 0, 0],
         [1, 0, 0, 0, 0],
@@ -280,6 +291,7 @@ def test_a_single_judge_is_compared_with_the_labels_too(tmp_path):
     result = run_audit(cfg, tmp_path / "run")
     row = result.labels["judges"]["planted"]["helpfulness"]
     assert row["kappa"] == pytest.approx(12 / 13) and row["kappa_ci"] is None  # bootstrap 0: no intervals
+    assert row["level_of_measurement"] == "ordinal"  # the judge's scores are levels of the 0-4 range
     assert load_run(tmp_path / "run").result().labels == result.labels  # stats.json keeps it
     from radar_local.report.build import write_report
 

@@ -478,7 +478,7 @@ def labels_rows(result: AuditResult) -> list[list[str]]:
     return [
         [
             judge,
-            c,
+            f"{c} ({row['level_of_measurement']})",
             f"{row['responses']}" + (f" ({row['unscored']} unscored)" if row["unscored"] else ""),
             cell(row, "spearman"),
             cell(row, "kappa"),

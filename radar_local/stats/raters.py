@@ -45,6 +45,22 @@ def alpha(data: np.ndarray, level: Level, weights: np.ndarray | None = None) -> 
     w = np.ones(len(m)) if weights is None else np.asarray(weights, float)[..., keep]
     single = w.ndim == 1
     w = np.atleast_2d(w)
+    values = np.unique(data[present]) if level != "interval" else np.empty(0)
+    chunk = max(1, CHUNK_CELLS // max(1, len(m) * len(values)))  # replicates at once: memory stays bounded
+    if len(w) > chunk:
+        return np.concatenate(
+            [_alpha(data, present, m, w[i : i + chunk], level, values) for i in range(0, len(w), chunk)]
+        )
+    out = _alpha(data, present, m, w, level, values)
+    return float(out[0]) if single else out
+
+
+CHUNK_CELLS = 1 << 22  # replicates x units x values held at once by a nominal or ordinal alpha (32 MiB of floats)
+
+
+def _alpha(
+    data: np.ndarray, present: np.ndarray, m: np.ndarray, w: np.ndarray, level: Level, values: np.ndarray
+) -> np.ndarray:
     if level == "interval":
         x = np.where(present, data, 0.0)
         s1, s2 = x.sum(axis=0), (x * x).sum(axis=0)
@@ -52,7 +68,6 @@ def alpha(data: np.ndarray, level: Level, weights: np.ndarray | None = None) -> 
         n, t1, t2 = w @ m, w @ s1, w @ s2
         expected = 2 * (n * t2 - t1 * t1)
     else:
-        values = np.unique(data[present])
         counts = np.stack([(data == v).sum(axis=0) for v in values], axis=1).astype(float)  # units x values
         scaled = w[:, :, None] * (counts / (m - 1)[:, None])[None]  # B x units x values
         o = np.einsum("buc,uk->bck", scaled, counts)
@@ -63,8 +78,7 @@ def alpha(data: np.ndarray, level: Level, weights: np.ndarray | None = None) -> 
         observed = (o * d2).sum(axis=(1, 2))
         expected = np.einsum("bc,bk,bck->b", nc, nc, d2)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(expected > 0, 1 - (n - 1) * observed / np.where(expected > 0, expected, 1), np.nan)
-    return float(out[0]) if single else out
+        return np.where(expected > 0, 1 - (n - 1) * observed / np.where(expected > 0, expected, 1), np.nan)
 
 
 def _ordinal_d2(nc: np.ndarray) -> np.ndarray:
