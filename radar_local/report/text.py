@@ -371,8 +371,9 @@ def jury_line(result: AuditResult) -> str | None:
     return (
         f"A jury of {len(j['jurors'])} ({', '.join(j['jurors'])}), {j['aggregate']} of at least {j['min_jurors']} "
         f"score(s) per verdict. Its worst coupling (the largest leakage over pairs whose source both judges pass "
-        f"as reliable) is {best}; beyond the {c['family_level']:.1%} paired interval (Bonferroni over the jurors) "
-        f"it lies {' and '.join(f for f in found if f) or 'neither below nor above any juror'}.{failed}"
+        f"as reliable) is {best}; beyond the {c['family_level']:.1%} bounds (a simultaneous band over the paired "
+        f"leakages, Bonferroni over the jurors) it lies "
+        f"{' and '.join(f for f in found if f) or 'neither below nor above any juror'}.{failed}"
     )
 
 
