@@ -86,6 +86,12 @@ class Run(RunDir):
         for spec in config.verifiers:  # a label that holds another model's or judge's verdicts: before any model loads
             if (problem := run.verifier_conflict(spec)) is not None:
                 raise InputError(run.root, problem)
+        jury = config.jury
+        if jury is not None and any(slug(label) == slug(jury.label) for label in run.verifiers()):
+            raise InputError(
+                run.root,
+                f"the jury's label '{jury.label}' holds a single verifier's scores here; give the jury another name",
+            )
         store.write_json(INPUTS, snapshot.model_dump(mode="json"))
         if resolved.labels is not None:
             store.write_json(LABELS, resolved.labels.model_dump(mode="json"))
@@ -264,6 +270,9 @@ class Run(RunDir):
         """Why `spec` cannot score under its label in this run, in one line: the label holds another model's
         or another judge's verdicts, or shares a file name with another label; else None."""
         known = self.verifiers()
+        jury = self.config.jury
+        if jury is not None and slug(spec.label) == slug(jury.label):  # the jury's verdicts would mix with its
+            return f"'{spec.label}' is this run's jury; give this verifier another name (--name)"
         stored = known.get(spec.label)
         if stored is not None and stored.output_identity() != spec.output_identity():  # operational options may change
             if {**stored.output_identity(), "judge": None} == {**spec.output_identity(), "judge": None}:

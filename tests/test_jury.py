@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from radar_local.config import AuditConfig
-from radar_local.errors import RadarError
+from radar_local.errors import InputError, RadarError
 from radar_local.jury import aggregate
 from radar_local.run import load_run, run_audit
 from radar_local.stats.raters import against_humans, alpha, effective_jurors, weighted_kappa
@@ -452,3 +452,16 @@ def test_the_readme_jury_example_from_its_config(tmp_path):
     rows = [line for line in section.splitlines() if line.startswith("| ")]
     assert len(rows) == 1 + 3 + 1 + 4 and all(row in report for row in rows), [r for r in rows if r not in report]
     assert f"{result.jury['agreement']['effective_jurors']['effective']:.2f}" in section
+
+
+def test_the_jurys_label_is_its_own(tmp_path):
+    """A single verifier stored under the label a jury then takes, or added later under the jury's label, would mix
+    its verdicts with the jury's: both are refused in one line."""
+    out = tmp_path / "run"
+    run_audit(planted_config(tasks=TASKS, bootstrap=0, verifier={**CLEAN, "name": "jury"}), out)
+    with pytest.raises(InputError, match="the jury's label 'jury' holds a single verifier's scores"):
+        run_audit(jury_config([CLEAN, NOISY], bootstrap=0), out)
+    other = tmp_path / "other"
+    run_audit(jury_config([CLEAN, NOISY], bootstrap=0), other)
+    res = radar_run("score", other, "--verifier", "testing:other", "--name", "jury")
+    assert res.returncode == 2 and "is this run's jury" in res.stderr, res.stderr
