@@ -465,3 +465,14 @@ def test_the_jurys_label_is_its_own(tmp_path):
     run_audit(jury_config([CLEAN, NOISY], bootstrap=0), other)
     res = radar_run("score", other, "--verifier", "testing:other", "--name", "jury")
     assert res.returncode == 2 and "is this run's jury" in res.stderr, res.stderr
+
+
+def test_labels_added_to_a_stored_run_score_only_the_labels(tmp_path):
+    out = tmp_path / "run"
+    run_audit(planted_config(tasks=TASKS, bootstrap=0), out)
+    before = dict(load_run(out).store.scores)
+    result = run_audit(planted_config(tasks=TASKS, bootstrap=0, labels=str(labels_file(tmp_path, KNOWN))), out)
+    stages = load_run(out).info().stages
+    assert (stages["generate"].calls, stages["score"].calls, stages["labels"].calls) == (0, 0, 4)
+    assert len(load_run(out).store.scores) == len(before) + 4  # four labelled responses, on helpfulness alone
+    assert result.labels["judges"]["planted"]["helpfulness"]["kappa"] == pytest.approx(12 / 13)
