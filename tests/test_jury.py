@@ -134,10 +134,13 @@ def jury_config(jurors: list[dict], **kw) -> dict:
     return planted_config(**{"tasks": TASKS, "n": 4, "bootstrap": 300, "verifier": {"jury": jurors, **extra}, **kw})
 
 
+SMALL = {"tasks": TASKS[:2], "n": 2, "bootstrap": 0}  # an audit whose statistics the test does not read
+
+
 @pytest.fixture(scope="module")
 def planted_jury(tmp_path_factory):
     out = tmp_path_factory.mktemp("jury") / "run"
-    return run_audit(jury_config([CLEAN, NOISY, HALOED]), out), out
+    return run_audit(jury_config([CLEAN, NOISY, HALOED], bootstrap=200), out), out
 
 
 def test_the_jury_couples_less_than_its_haloed_juror_beyond_the_interval(planted_jury):
@@ -184,6 +187,7 @@ def test_the_jurys_verdict_is_its_jurors_mean(planted_jury):
     assert checked == len(by)
 
 
+@pytest.mark.thorough  # the report's rendering; test-fast checks the statistics it shows
 def test_the_report_shows_the_jury_and_its_jurors(planted_jury):
     from radar_local.report.build import write_report
 
@@ -199,16 +203,16 @@ def test_the_report_shows_the_jury_and_its_jurors(planted_jury):
 
 def test_adding_a_juror_scores_only_that_juror_and_dropping_one_scores_nothing(tmp_path):
     out = tmp_path / "run"
-    run_audit(jury_config([CLEAN, NOISY], bootstrap=0), out)
+    run_audit(jury_config([CLEAN, NOISY], **SMALL), out)
     before = dict(load_run(out).store.scores)
-    run_audit(jury_config([CLEAN, NOISY, HALOED], bootstrap=0), out)
+    run_audit(jury_config([CLEAN, NOISY, HALOED], **SMALL), out)
     after = load_run(out).store.scores
     new = {k: v for k, v in after.items() if k not in before}
     assert {v.verifier for v in new.values()} == {"haloed"} and all(after[k] == v for k, v in before.items())
     stages = load_run(out).info().stages
     assert stages["score (clean)"].calls == 0 and stages["score (noisy)"].calls == 0
     assert stages["score (haloed)"].calls == len(new) // 5  # one joint call per probe scores its 5 criteria
-    run_audit(jury_config([CLEAN, HALOED], bootstrap=0), out)
+    run_audit(jury_config([CLEAN, HALOED], **SMALL), out)
     assert set(load_run(out).store.scores) == set(after)
     assert load_run(out).result().jury["jurors"] == ["clean", "haloed"]
 
@@ -218,7 +222,7 @@ def test_adding_a_juror_scores_only_that_juror_and_dropping_one_scores_nothing(t
 
 def test_a_juror_that_fails_to_start_is_left_out_while_min_jurors_can_be_met(tmp_path, capsys):
     broken = juror("broken", fail_start=True)
-    result = run_audit(jury_config([CLEAN, broken, NOISY], bootstrap=0, min_jurors=2), tmp_path / "run")
+    result = run_audit(jury_config([CLEAN, broken, NOISY], min_jurors=2, **SMALL), tmp_path / "run")
     assert list(result.jury["failed"]) == ["broken"] and result.jury["jurors"] == ["clean", "noisy"]
     assert "juror 'broken' failed" in capsys.readouterr().err
     info = load_run(tmp_path / "run").info()
@@ -227,7 +231,7 @@ def test_a_juror_that_fails_to_start_is_left_out_while_min_jurors_can_be_met(tmp
 
 def test_a_jury_that_cannot_reach_min_jurors_stops_in_one_line_and_keeps_what_was_stored(tmp_path):
     broken = juror("broken", fail_start=True)
-    cfg = jury_config([CLEAN, broken], bootstrap=0, min_jurors=2)
+    cfg = jury_config([CLEAN, broken], min_jurors=2, **SMALL)
     with pytest.raises(RadarError, match="cannot reach min_jurors"):
         run_audit(cfg, tmp_path / "run")
     stored = load_run(tmp_path / "run").store.scores
@@ -262,7 +266,8 @@ def test_a_planted_labels_file_reproduces_its_known_agreement(tmp_path):
     quadratic kappa 12/13 (worked in test_quadratic_kappa_is_cohens_table_formula); Spearman on average ranks
     (6.5, 6.5, 1.5, 1.5, 4, 4, 4) and (7, 6, 1, 2, 4, 4, 4): 25 / sqrt(25 * 26) = 5 / sqrt(26)."""
     exact = {"engine": "testing", "model": "exact"}
-    cfg = jury_config([exact, juror("noisy", noise=1.5)], bootstrap=50, labels=str(labels_file(tmp_path, KNOWN)))
+    labels = str(labels_file(tmp_path, KNOWN))
+    cfg = jury_config([exact, juror("noisy", noise=1.5)], tasks=TASKS[:4], n=2, bootstrap=50, labels=labels)
     result = run_audit(cfg, tmp_path / "run")
     row = result.labels["judges"]["exact"]["helpfulness"]
     assert (row["responses"], row["ratings"], row["unscored"]) == (4, 7, 0)
@@ -375,21 +380,26 @@ def test_majority_of_expected_scores_is_refused():
     "rows,needle",
     [
         (["t0,A reply.,kindness,3,ann"], "row 1: criterion 'kindness' is not the rubric's"),
-        (["t0,A reply.,helpfulness,7,ann"], "row 1: score '7' is not a level of helpfulness's scale (0-4)"),
-        (["t9,A reply.,helpfulness,2,ann"], "row 1: task 't9' is not one of the audit's tasks"),
-        (["t0,,helpfulness,2,ann"], "row 1: the response is empty"),
-        (["t0,A reply.,helpfulness,2,ann", "t0,A reply.,helpfulness,3,ann"], "ann scored this response on"),
+        *(  # the same path as the first: make test runs them
+            pytest.param(rows, needle, marks=pytest.mark.thorough)
+            for rows, needle in [
+                (["t0,A reply.,helpfulness,7,ann"], "row 1: score '7' is not a level of helpfulness's scale (0-4)"),
+                (["t9,A reply.,helpfulness,2,ann"], "row 1: task 't9' is not one of the audit's tasks"),
+                (["t0,,helpfulness,2,ann"], "row 1: the response is empty"),
+                (["t0,A reply.,helpfulness,2,ann", "t0,A reply.,helpfulness,3,ann"], "ann scored this response on"),
+            ]
+        ),
     ],
 )
 def test_a_bad_labels_file_is_one_line_exit_2_and_loses_nothing(tmp_path, rows, needle):
     out = tmp_path / "run"
     good = tmp_path / "config.yaml"
-    good.write_text(json.dumps(planted_config(tasks=TASKS, bootstrap=0)))
-    assert radar_run("audit", good, "--out", out).returncode == 0
+    good.write_text(json.dumps(planted_config(**SMALL)))
+    assert radar_run("audit", good, "--out", out, "--no-report").returncode == 0
     stored = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
     bad = tmp_path / "bad.yaml"
-    bad.write_text(json.dumps(planted_config(tasks=TASKS, bootstrap=0, labels=str(labels_file(tmp_path, rows)))))
-    res = radar_run("audit", bad, "--out", out)
+    bad.write_text(json.dumps(planted_config(**SMALL, labels=str(labels_file(tmp_path, rows)))))
+    res = radar_run("audit", bad, "--out", out, "--no-report")
     assert res.returncode == 2 and needle in res.stderr and "Traceback" not in res.stderr, res.stderr
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == stored
 
@@ -406,6 +416,7 @@ def test_a_labels_file_without_the_columns_names_them(tmp_path):
 # ---- a grid ranks its judges on coupling and agreement together ---------------------------------------
 
 
+@pytest.mark.thorough  # a grid's cells and reports; test-fast checks the labels' agreement on single audits
 def test_a_grid_ranks_its_judges_on_coupling_and_on_agreement_with_the_labels(tmp_path):
     """Two judges: 'exact' (no noise, no coupling) agrees with the labels as worked above and couples nothing;
     'coupled' shares helpfulness into correctness (worst coupling 0.5) and is noisy: it ranks second on both."""
@@ -414,7 +425,8 @@ def test_a_grid_ranks_its_judges_on_coupling_and_on_agreement_with_the_labels(tm
 
     from radar_local.cli.main import cli
 
-    settings = {k: v for k, v in planted_config(tasks=TASKS, bootstrap=0).items() if k not in ("generator", "verifier")}
+    small = {"tasks": TASKS[:4], "bootstrap": 0}  # the labels' four tasks
+    settings = {k: v for k, v in planted_config(**small).items() if k not in ("generator", "verifier")}
     judges = [
         {"engine": "testing", "model": "exact"},
         {
@@ -441,6 +453,7 @@ def test_a_grid_ranks_its_judges_on_coupling_and_on_agreement_with_the_labels(tm
     assert "Judges ranked on coupling and agreement" in (tmp_path / "g" / "grid.md").read_text()
 
 
+@pytest.mark.thorough  # the README's numbers: test-fast checks the same machinery on the planted jury above
 def test_the_readme_jury_example_from_its_config(tmp_path):
     """README's "Choose among judges" rows are what configs/jury-example.yaml writes."""
     from radar_local.report.build import write_report
@@ -458,20 +471,21 @@ def test_the_jurys_label_is_its_own(tmp_path):
     """A single verifier stored under the label a jury then takes, or added later under the jury's label, would mix
     its verdicts with the jury's: both are refused in one line."""
     out = tmp_path / "run"
-    run_audit(planted_config(tasks=TASKS, bootstrap=0, verifier={**CLEAN, "name": "jury"}), out)
+    run_audit(planted_config(verifier={**CLEAN, "name": "jury"}, **SMALL), out)
     with pytest.raises(InputError, match="the jury's label 'jury' holds a single verifier's scores"):
-        run_audit(jury_config([CLEAN, NOISY], bootstrap=0), out)
+        run_audit(jury_config([CLEAN, NOISY], **SMALL), out)
     other = tmp_path / "other"
-    run_audit(jury_config([CLEAN, NOISY], bootstrap=0), other)
+    run_audit(jury_config([CLEAN, NOISY], **SMALL), other)
     res = radar_run("score", other, "--verifier", "testing:other", "--name", "jury")
     assert res.returncode == 2 and "is this run's jury" in res.stderr, res.stderr
 
 
 def test_labels_added_to_a_stored_run_score_only_the_labels(tmp_path):
     out = tmp_path / "run"
-    run_audit(planted_config(tasks=TASKS, bootstrap=0), out)
+    small = {"tasks": TASKS[:4], "bootstrap": 0}  # the labels' four tasks
+    run_audit(planted_config(**small), out)
     before = dict(load_run(out).store.scores)
-    result = run_audit(planted_config(tasks=TASKS, bootstrap=0, labels=str(labels_file(tmp_path, KNOWN))), out)
+    result = run_audit(planted_config(**small, labels=str(labels_file(tmp_path, KNOWN))), out)
     stages = load_run(out).info().stages
     assert (stages["generate"].calls, stages["score"].calls, stages["labels"].calls) == (0, 0, 4)
     assert len(load_run(out).store.scores) == len(before) + 4  # four labelled responses, on helpfulness alone
