@@ -236,6 +236,8 @@ class Answer:
     def _schema_one(self, scale: Scale) -> dict:
         shape = self.shape
         if not isinstance(shape, JsonShape):
+            if not self.joint and not scale.numeric:
+                raise ValueError(f"a bare level name ({scale.name}) is no JSON value; JSON would quote it")
             return scale.json_schema()
         text = lambda b: {"type": "string", "minLength": 1, "maxLength": b}
         props = {**{n: text(b) for n, b in shape.before.items()}, shape.score: scale.json_schema()}
@@ -244,7 +246,9 @@ class Answer:
 
     def json_schema(self) -> dict:
         """The same answer as a JSON schema, for servers that take only `response_format` (a grade
-        pattern is no JSON: such a server needs `constraint: regex`)."""
+        pattern is no JSON: such a server needs `constraint: regex`; ValueError for it and for decimal levels)."""
+        if isinstance(self.shape, GradeShape):
+            raise ValueError("a grade pattern is no JSON answer")
         if not self.joint:
             return self._schema_one(self.scales[0][1])
         props = {cid: self._schema_one(scale) for cid, scale in self.scales}

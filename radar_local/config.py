@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar, ov
 
 from pydantic import Discriminator, Field, PrivateAttr, Tag, model_validator
 
-from radar_local.answer import GradeShape
+from radar_local.answer import Answer, GradeShape
 from radar_local.cluster import ClusterSpec
 from radar_local.common import Strict, parse_model, slug
 from radar_local.engines.base import EngineOptions
@@ -476,7 +476,7 @@ def judge_conflict(config: AuditSettings, spec: ModelSpec, rubric: Rubric, tasks
     (with no task there is nothing to render, and nothing will be)."""
     judge = spec.judge
     if judge is None:
-        return None
+        return schema_problem(config, spec, rubric)
     where = f"verifier '{spec.label}' judge: "
     if judge.template is None and "answer" in judge.model_fields_set:
         return (
@@ -488,11 +488,11 @@ def judge_conflict(config: AuditSettings, spec: ModelSpec, rubric: Rubric, tasks
     if isinstance(judge.answer, GradeShape):
         if "joint" in judge.modes:
             return where + "a grade pattern answers one criterion; a joint call needs answer kind json or bare"
-        if getattr(spec.parsed, "constraint", "regex") != "regex":  # a server taking only a JSON schema
-            return where + "a grade pattern is no JSON: set the openai engine's option `constraint: regex`"
         for scale in {s.name: s for s in rubric.scales.values()}.values():
             if (problem := judge.answer.check(scale)) is not None:
                 return where + problem
+    if (problem := schema_problem(config, spec, rubric)) is not None:
+        return problem
     if judge.template is None:
         return None
     if (problem := template_problem(judge)) is not None:
@@ -503,6 +503,23 @@ def judge_conflict(config: AuditSettings, spec: ModelSpec, rubric: Rubric, tasks
             render(judge, task, "A response.", shown if mode == "joint" else shown[:1])
     except InputError as exc:
         return where + str(exc).removeprefix("judge template: ")
+    return None
+
+
+def schema_problem(config: AuditSettings, spec: ModelSpec, rubric: Rubric) -> str | None:
+    """Where `spec` sends JSON schemas (an openai engine's `constraint: json_schema`): why some answer it asks
+    for has no schema that holds it as the prompt asks for it, in one line; else None."""
+    if getattr(spec.parsed, "constraint", None) != "json_schema":
+        return None
+    judge = spec.judge
+    shape = judge.answer if judge is not None and judge.template else config.scoring.shape
+    modes = judge.modes if judge is not None else ["per-criterion"]
+    for mode, scale in itertools.product(modes, {s.name: s for s in rubric.scales.values()}.values()):
+        joint, expected = mode == "joint", config.scoring.expected and mode != "joint"
+        try:
+            Answer(shape, (("score", scale),), joint=joint, expected=expected).json_schema()
+        except ValueError as exc:
+            return f"verifier '{spec.label}': {exc}; set the openai engine's option `constraint: regex` (or auto)"
     return None
 
 

@@ -27,3 +27,16 @@ class MissingDependencyError(RadarError):
 
 class ModelNotFoundError(RadarError):
     """Model weights are not on disk; nothing is downloaded at run time."""
+
+
+class EngineStartError(RadarError):
+    """An engine that did not start (vLLM's 'Engine core initialization failed', out of memory, a bad checkpoint):
+    one line naming the model and the cause's last line."""
+
+    def __init__(self, engine: str, model: str, cause: BaseException):
+        lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
+        last = "".join(ch if ch.isprintable() else " " for ch in (lines[-1] if lines else ""))[:300]
+        super().__init__(
+            f"{model} did not start on the {engine} engine ({type(cause).__name__}: {last or 'no message'}); "
+            "see engine.log, free memory or fix the model, then run again (stored calls are kept)"
+        )

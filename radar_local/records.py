@@ -64,6 +64,7 @@ class VerdictRecord(Record):
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     finish_reason: str | None = None
+    constraint: str | None = Field(None, description="A server's verdict: the constraint it was sent")
 
 
 def record_line(record: Record) -> str:

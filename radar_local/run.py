@@ -395,7 +395,11 @@ class Run(RunDir):
                 f"min_jurors ({jury.quorum}); the verdicts stored are kept: fix it and run the audit again"
             )
         for label, why in failed.items():
-            say(f"juror '{label}' failed ({why}); the jury goes on with {len(own)} (min_jurors {jury.quorum})")
+            say(
+                f"juror '{label}' failed ({why}); the jury goes on with {len(own)} (min_jurors {jury.quorum}), "
+                "none of its verdicts counted"
+            )
+        self.left_out = frozenset(failed)
         labels = {j.label for j in jury.jury} | {jury.label}
         results = {
             juror.label: self.finish(juror, {**shared, **own[juror.label]}, judges=labels)
@@ -736,6 +740,7 @@ def verdict_records(req: ScoreRequest, c, verifier: str) -> list[VerdictRecord]:
                     else {}
                 ),
                 finish_reason=c.finish_reason,
+                **({"constraint": c.constraint} if c.constraint else {}),
             )
         )
     return out

@@ -80,6 +80,7 @@ class RunDir:
         self.rubric, self.tasks, self.reference = snapshot.inputs
         path = root / WEIGHTS
         self.weights: dict[str, str] = read_model(path, dict[str, str]) if path.is_file() else {}
+        self.left_out: frozenset[str] = frozenset()  # jurors that failed in this audit: out of the jury as a whole
         labels = root / LABELS
         self.use_labels(read_model(labels, LabelSet) if config.labels is not None and labels.is_file() else None)
 
@@ -206,6 +207,9 @@ class RunDir:
         jury = self.config.jury
         if jury is None or (verifiers is not None and jury.label not in verifiers):
             return self._stored_verdicts(probes, verifiers)
+        if self.left_out:  # a juror is in or out of the jury as a whole: none of a failed juror's verdicts count
+            kept = [j for j in jury.jury if j.label not in self.left_out]
+            jury = jury.model_copy(update={"jury": kept, "min_jurors": jury.quorum})
         jurors = {j.label for j in jury.jury}
         out = self._stored_verdicts(probes, None if verifiers is None else {*verifiers, *jurors})
         out += jury_verdicts(jury, out)

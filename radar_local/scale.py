@@ -19,6 +19,7 @@ MAX_LEVELS = 101  # a bounded answer: an integer range of at most this many valu
 # A level's name is what the judge writes: printable ASCII without quotes, backslashes or spaces.
 LEVEL_NAME = r"^[!#-\[\]-~]{1,16}$"
 JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")
+JSON_INTEGER = re.compile(r"0|-?[1-9][0-9]*")
 
 
 class Scale(Frozen):
@@ -27,7 +28,7 @@ class Scale(Frozen):
 
     min: int | None = Field(None, ge=-1000, le=1000, description="Smallest integer of a range")
     max: int | None = Field(None, ge=-1000, le=1000, description="Largest integer of a range")
-    levels: dict[Annotated[str, Field(pattern=LEVEL_NAME)], Annotated[float, Field(allow_inf_nan=False)]] | None = (
+    levels: dict[Annotated[str, Field(pattern=LEVEL_NAME)], Annotated[float, Field(ge=-1e6, le=1e6)]] | None = (
         Field(None, description="Named levels and their values, as the judge writes them")
     )
     anchors: dict[str, Annotated[str, Field(min_length=1)]] | None = Field(
@@ -126,11 +127,23 @@ class Scale(Frozen):
     def longest(self) -> int:
         return max(len(t) for t in self.tokens)
 
+    @property
+    def decimal(self) -> bool:
+        """Numeric levels not all integers (promptfoo's 0.0-1.0): a JSON-schema constraint cannot hold them as
+        written, since xgrammar (vLLM's) writes the enum 0.1 as 0.10000000000000001; a regex can."""
+        return self.numeric and not all(JSON_INTEGER.fullmatch(t) for t in self.tokens)
+
     def json_schema(self) -> dict:
+        """The score as a JSON schema; ValueError for decimal levels, which no JSON schema holds as written."""
         if self.is_range:
             return {"type": "integer", "minimum": self.min, "maximum": self.max}
+        if self.decimal:
+            raise ValueError(
+                f"the scale {self.name} has decimal levels, which a JSON-schema constraint cannot hold as written "
+                "(vLLM's xgrammar writes 0.1 as 0.10000000000000001)"
+            )
         if self.numeric:
-            return {"type": "number", "enum": list(self.values)}
+            return {"type": "integer", "enum": [int(v) for v in self.values]}
         return {"type": "string", "enum": list(self.tokens)}
 
     def read(self, answer: object) -> int | float | None:

@@ -23,7 +23,9 @@ VERDICT = '{"reasoning": "r", "score": 3, "rationale": "q"}'
 
 
 def engine(url: str, **options: object) -> OpenAIEngine:
-    return OpenAIEngine("m", OpenAIEngine.Options(base_url=url, retries=1, backoff_s=0.01, **options))
+    # the constraint named, so that each request a test counts is a call (auto asks GET /v1/models first)
+    settings = {"constraint": "json_schema", **options}
+    return OpenAIEngine("m", OpenAIEngine.Options(base_url=url, retries=1, backoff_s=0.01, **settings))
 
 
 def answer(url: str, fmt: ScoreFormat = ScoreFormat(), **options: object):

@@ -43,6 +43,7 @@ class Completion:
     finish_reason: str = ""
     # expected mode: the log-probability of each score token (a server's top list as sent: checked when read)
     score_logprobs: dict[str, float] | list[tuple[object, object]] | None = None
+    constraint: str | None = None  # a server's: the constraint it was sent (regex, json_schema); local engines: regex
 
 
 @dataclass

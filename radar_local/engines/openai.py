@@ -63,8 +63,10 @@ class OpenAIEngine(StreamBatch):
         retries: int = Field(4, ge=0, le=20)
         backoff_s: float = Field(0.5, ge=0, le=600, description="First wait before a retry; doubles each time")
         timeout_s: float = Field(600, gt=0, le=86400, description="Seconds a request may take")
-        constraint: Literal["json_schema", "regex"] = Field(
-            "json_schema", description="json_schema: OpenAI response_format; regex: vLLM's structured_outputs field"
+        constraint: Literal["auto", "json_schema", "regex"] = Field(
+            "auto",
+            description="auto: regex where the server says it is vLLM (GET /v1/models, owned_by vllm), json_schema "
+            "elsewhere; json_schema: OpenAI response_format; regex: vLLM's structured_outputs field",
         )
 
         @field_validator("base_url")
@@ -85,6 +87,29 @@ class OpenAIEngine(StreamBatch):
         # No proxy (it would see the key), and no redirect: an API call answers where it was sent.
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
         self._pool = ThreadPoolExecutor(self.options.concurrency)
+        self._constraint: str | None = None if self.options.constraint == "auto" else self.options.constraint
+
+    @property
+    def constraint(self) -> str:
+        """The constraint this engine sends. `auto` asks the server once: vLLM ignores a request's
+        `disable_any_whitespace` (only its server flag counts), so a JSON schema lets a served judge pad its
+        answer with newlines past `max_tokens`; a regex cannot pad, and holds decimal levels as written."""
+        if self._constraint is None:
+            self._constraint = "regex" if self._server_is_vllm() else "json_schema"
+        return self._constraint
+
+    def _server_is_vllm(self) -> bool:
+        """Whether GET /v1/models lists the model as vLLM's (`owned_by: vllm`); no on any other answer."""
+        req = urllib.request.Request(self.options.base_url.rstrip("/") + "/models", headers=self._headers)
+        try:
+            with self._opener.open(req, timeout=min(self.options.timeout_s, 30)) as resp:
+                listed = json.loads(resp.read(1 << 20))
+            models = listed.get("data") if isinstance(listed, dict) else None
+            return isinstance(models, list) and any(
+                isinstance(m, dict) and m.get("owned_by") == "vllm" for m in models
+            )
+        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError, RecursionError):
+            return False
 
     def _authorization(self) -> dict[str, str]:
         name = self.options.api_key_env
@@ -215,20 +240,24 @@ class OpenAIEngine(StreamBatch):
 
     def score_stream(self, prompts: list[Messages], *, fmt: ScoreFormat, chunk: int = 0) -> Iterator[Finished]:
         if not fmt.expected:
-            return self._stream(self._bodies(prompts, fmt, 0.0, None), lambda r: self._completions(r)[0])
+            return self._stream(self._bodies(prompts, fmt, 0.0, None), self._verdict)
         bodies = self._bodies(prompts, fmt, 0.0, None, {"logprobs": True, "top_logprobs": TOP_LOGPROBS})
-        return self._stream(bodies, lambda r: replace(self._completions(r)[0], score_logprobs=self._top_logprobs(r)))
+        return self._stream(bodies, lambda r: replace(self._verdict(r), score_logprobs=self._top_logprobs(r)))
+
+    def _verdict(self, resp: dict) -> Completion:
+        """A constrained answer, with the constraint the server was sent."""
+        return replace(self._completions(resp)[0], constraint=self.constraint)
 
     def constrained(
         self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0, seeds: list[int] | None = None
     ) -> list[Completion]:
         return in_order(
-            self._stream(self._bodies(prompts, fmt, temperature, seeds), lambda r: self._completions(r)[0]),
+            self._stream(self._bodies(prompts, fmt, temperature, seeds), self._verdict),
             len(prompts),
         )
 
     def settings(self) -> dict:
-        return {"concurrency": self.options.concurrency}
+        return {"concurrency": self.options.concurrency, "constraint": self.constraint}
 
     def _bodies(
         self,
@@ -238,13 +267,20 @@ class OpenAIEngine(StreamBatch):
         seeds: list[int] | None,
         extra: dict | None = None,
     ) -> list[dict]:
-        if self.options.constraint == "regex":
+        if self.constraint == "regex":
             constraint: dict[str, object] = {"structured_outputs": {"regex": fmt.regex}}
         else:
+            try:
+                schema = fmt.json_schema()
+            except ValueError as exc:
+                raise RadarError(
+                    f"{self.url}: {exc}; set the openai engine's option `constraint: regex` for a server that "
+                    "takes vLLM's structured_outputs (vllm serve does)"
+                ) from None
             constraint = {
                 "response_format": {
                     "type": "json_schema",
-                    "json_schema": {"name": "answer", "schema": fmt.json_schema(), "strict": True},
+                    "json_schema": {"name": "answer", "schema": schema, "strict": True},
                 }
             }
         return [

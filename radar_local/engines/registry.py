@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from radar_local.engines.base import Engine, EngineOptions
-from radar_local.errors import InputError, MissingDependencyError
+from radar_local.errors import EngineStartError, InputError, MissingDependencyError, RadarError
 from radar_local.models import go_offline
 
 EngineName = Literal["vllm", "transformers", "openai", "testing"]  # a config's `engine` (tests: == ENGINES)
@@ -61,4 +61,9 @@ def build_engine(
         if importlib.util.find_spec(module) is None:
             raise MissingDependencyError(package, *extras)
     go_offline()
-    return engine_class(engine).load(model, opts)
+    try:
+        return engine_class(engine).load(model, opts)
+    except RadarError:
+        raise
+    except Exception as exc:  # vLLM's start failures reach here as RuntimeError, OSError, ValueError, ...
+        raise EngineStartError(engine, model, exc) from exc

@@ -37,7 +37,6 @@ from pydantic import Field
 
 from radar_local.answer import Answer, GradeShape, JsonShape
 from radar_local.engines.base import BatchStream, Completion, EngineCounters, EngineOptions, Finished, ScoreFormat
-from radar_local.errors import RadarError
 from radar_local.prompts import Messages
 from radar_local.scale import Scale
 
@@ -122,7 +121,8 @@ class PlantedEngine(BatchStream):
         self.model = model
         self.options = options or self.Options()
         if self.options.fail_start:
-            raise RadarError(f"the planted engine '{model}' did not start (fail_start)")
+            # what vLLM's LLM() raises when its engine core fails to start (vllm/v1/engine/utils.py)
+            raise RuntimeError("Engine core initialization failed. See root cause above. Failed core proc(s): {}")
         time.sleep(self.options.start_s)
         if self.options.chatter:
             os.write(2, b"planted-engine-chatter: INFO loading weights\n")
