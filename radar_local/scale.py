@@ -28,8 +28,8 @@ class Scale(Frozen):
 
     min: int | None = Field(None, ge=-1000, le=1000, description="Smallest integer of a range")
     max: int | None = Field(None, ge=-1000, le=1000, description="Largest integer of a range")
-    levels: dict[Annotated[str, Field(pattern=LEVEL_NAME)], Annotated[float, Field(ge=-1e6, le=1e6)]] | None = (
-        Field(None, description="Named levels and their values, as the judge writes them")
+    levels: dict[Annotated[str, Field(pattern=LEVEL_NAME)], Annotated[float, Field(ge=-1e6, le=1e6)]] | None = Field(
+        None, description="Named levels and their values, as the judge writes them"
     )
     anchors: dict[str, Annotated[str, Field(min_length=1)]] | None = Field(
         None, description="What each level means, keyed by the level ('3', or 'C')"

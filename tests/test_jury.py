@@ -229,6 +229,45 @@ def test_a_juror_that_fails_to_start_is_left_out_while_min_jurors_can_be_met(tmp
     assert "broken" in info.jurors["failed"] and set(info.jurors["engines"]) == {"clean", "noisy"}
 
 
+def test_a_juror_that_fails_after_some_verdicts_is_out_of_the_jury_as_a_whole(tmp_path, capsys):
+    """Issue 42 item 8: the verdicts a juror gave before its server died never enter the jury's scores: the jury
+    is the jury of the jurors that finished, as announced."""
+    dying = juror("dying", noise=0.3, coupling={}, fail_after=12)  # a juror with no coupling, which would dilute it
+    cfg = {**jury_config([CLEAN, dying, NOISY], min_jurors=2), "bootstrap": 0}
+    result = run_audit(cfg, tmp_path / "three")
+    stored = load_run(tmp_path / "three").store.scores
+    assert 0 < sum(v.verifier == "dying" for v in stored.values()) <= 12  # it did give verdicts before it failed
+    assert "none of its verdicts counted" in capsys.readouterr().err
+    two = run_audit({**jury_config([CLEAN, NOISY], min_jurors=2), "bootstrap": 0}, tmp_path / "two")
+    assert list(result.jury["failed"]) == ["dying"] and result.jury["jurors"] == ["clean", "noisy"]
+    assert result.self_effect.to_dict() == two.self_effect.to_dict()
+    assert result.leakage.equals(two.leakage)
+
+
+def test_an_engine_that_fails_to_start_is_one_line_naming_the_model_and_the_cause():
+    """Issue 42 item 3: vLLM's start failures reach the driver as RuntimeError (the planted engine raises the
+    same); every engine's is one line naming the model and the cause's last line."""
+    from radar_local.engines.registry import build_engine
+    from radar_local.errors import EngineStartError
+
+    with pytest.raises(EngineStartError) as err:
+        build_engine("testing", "broken-7b", {"fail_start": True})
+    msg = str(err.value)
+    assert msg.startswith("broken-7b did not start on the testing engine (RuntimeError: Engine core initialization")
+    assert "\n" not in msg and isinstance(err.value.__cause__, RuntimeError)
+    many = EngineStartError("vllm", "m", ValueError("Traceback ...\n  File x\nCUDA out of memory. Tried 2 GiB\n"))
+    assert "(ValueError: CUDA out of memory. Tried 2 GiB)" in str(many) and "\n" not in str(many)
+
+
+def test_doctor_smoke_on_an_engine_that_cannot_start_is_one_line():
+    from radar_local.doctor import smoke
+
+    problems: list[str] = []
+    smoke("testing", "broken", {"fail_start": True}, problems)
+    (line,) = problems
+    assert "broken did not start on the testing engine (RuntimeError: Engine core" in line and "\n" not in line
+
+
 def test_a_jury_that_cannot_reach_min_jurors_stops_in_one_line_and_keeps_what_was_stored(tmp_path):
     broken = juror("broken", fail_start=True)
     cfg = jury_config([CLEAN, broken], min_jurors=2, **SMALL)

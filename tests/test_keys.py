@@ -65,6 +65,7 @@ VALUES = {
         "fail_constraints": True,
         "hang": "generate",
         "fail_start": True,
+        "fail_after": 3,
     },
 }
 

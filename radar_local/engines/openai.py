@@ -105,9 +105,7 @@ class OpenAIEngine(StreamBatch):
             with self._opener.open(req, timeout=min(self.options.timeout_s, 30)) as resp:
                 listed = json.loads(resp.read(1 << 20))
             models = listed.get("data") if isinstance(listed, dict) else None
-            return isinstance(models, list) and any(
-                isinstance(m, dict) and m.get("owned_by") == "vllm" for m in models
-            )
+            return isinstance(models, list) and any(isinstance(m, dict) and m.get("owned_by") == "vllm" for m in models)
         except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError, RecursionError):
             return False
 

@@ -37,6 +37,7 @@ from pydantic import Field
 
 from radar_local.answer import Answer, GradeShape, JsonShape
 from radar_local.engines.base import BatchStream, Completion, EngineCounters, EngineOptions, Finished, ScoreFormat
+from radar_local.errors import RadarError
 from radar_local.prompts import Messages
 from radar_local.scale import Scale
 
@@ -72,7 +73,7 @@ class PlantedEngine(BatchStream):
     class Options(EngineOptions):
         # left out of content keys
         OPERATIONAL: ClassVar[frozenset[str]] = frozenset(
-            {"delay_s", "finish", "gpus", "start_s", "hang", "chatter", "fail_start"}
+            {"delay_s", "finish", "gpus", "start_s", "hang", "chatter", "fail_start", "fail_after"}
         )
         coupling: dict[str, dict[str, float]] = Field(
             default_factory=dict, description="coupling[target label][criterion label]; 0 where absent"
@@ -113,6 +114,9 @@ class PlantedEngine(BatchStream):
             None, description="A file: the engine that creates it first never answers its first score call"
         )
         fail_start: bool = Field(False, description="Fail to start, as a model that does not load (a jury's juror)")
+        fail_after: int | None = Field(
+            None, ge=0, description="Answer this many score calls, then fail as a server that dies mid-stage"
+        )
 
         def engine_gpus(self) -> int:
             return self.gpus
@@ -120,6 +124,7 @@ class PlantedEngine(BatchStream):
     def __init__(self, model: str, options: Options | None = None):
         self.model = model
         self.options = options or self.Options()
+        self._scored = 0  # score calls answered (fail_after)
         if self.options.fail_start:
             # what vLLM's LLM() raises when its engine core fails to start (vllm/v1/engine/utils.py)
             raise RuntimeError("Engine core initialization failed. See root cause above. Failed core proc(s): {}")
@@ -128,6 +133,18 @@ class PlantedEngine(BatchStream):
             os.write(2, b"planted-engine-chatter: INFO loading weights\n")
 
     def score_stream(self, prompts: list[Messages], *, fmt: ScoreFormat, chunk: int) -> Iterator[Finished]:
+        limit = self.options.fail_after
+        for finished in self._answers(prompts, fmt=fmt, chunk=chunk):
+            if limit is not None and self._scored + len(finished) > limit:
+                if kept := finished[: limit - self._scored]:
+                    yield kept
+                raise RadarError(
+                    f"the planted engine '{self.model}' stopped answering after {limit} calls (fail_after)"
+                )
+            self._scored += len(finished)
+            yield finished
+
+    def _answers(self, prompts: list[Messages], *, fmt: ScoreFormat, chunk: int) -> Iterator[Finished]:
         if self.options.finish == "batch":
             yield from super().score_stream(prompts, fmt=fmt, chunk=chunk)
             return
