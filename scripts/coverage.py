@@ -37,6 +37,7 @@ from radar_local.stats.coupling import coupling, global_summaries
 from radar_local.stats.decisions import decisions
 from radar_local.stats.exact import exact_point
 from radar_local.stats.intervals import intervals
+from radar_local.scale import LIKERT
 from radar_local.stats.probes import ProbeMatrix
 
 CRITERIA = ("a", "b", "c")
@@ -74,7 +75,8 @@ class Truth:
             scores = np.clip(np.rint(x), 0, 4)
         else:  # the judge's expected score: its belief N(x, BELIEF_SD) pushed through round-and-clip
             scores = stats.norm.cdf((x[..., None] - (np.arange(1, 5) - 0.5)) / BELIEF_SD).sum(-1)
-        return ProbeMatrix("g", "v", self.criteria, tuple(f"t{j}" for j in range(t_count)), scores, t, i, d, v)
+        tasks = tuple(f"t{j}" for j in range(t_count))
+        return ProbeMatrix("g", "v", self.criteria, tasks, scores, t, i, d, v, (LIKERT.span,) * k)
 
     def first(self, pm: ProbeMatrix, sizes: dict) -> ProbeMatrix:
         """The first sizes[cell] probes (variants) of each cell: what an adaptive audit has asked for."""
@@ -94,6 +96,7 @@ class Truth:
             pm.target[keep],
             pm.direction[keep],
             pm.variant[keep],
+            pm.spans,
         )
 
 

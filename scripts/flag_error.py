@@ -121,7 +121,10 @@ def one(args: tuple) -> dict:
                 planted += flag in real
     for g in r.unreliable:  # a confirmed gate failure of a criterion that passes in truth is false too
         false += g.evidence == "confirmed"
-    gates = r.reliable["c0"] and r.reliable["c1"] and {r.gate_evidence["c0"], r.gate_evidence["c1"]} == {"confirmed"}
+    source, target = r.criteria[:2]  # the planted leakage's pair (c0 -> c1; a -> b at K = 3)
+    gates = (
+        r.reliable[source] and r.reliable[target] and {r.gate_evidence[c] for c in (source, target)} == {"confirmed"}
+    )
     fam, ci = r.family["leakage"], r.leakage_ci
     ratios = [
         (fam[a][b][1] - fam[a][b][0]) / (ci[1].loc[a, b] - ci[0].loc[a, b])

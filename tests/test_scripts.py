@@ -1,0 +1,73 @@
+"""Every script in scripts/ runs (issue 42 item 19): a figure in docs/BENCHMARKS.md never loses its command. The
+statistics' simulations, the store and stats benches, the planted refactor check and the joint bench on a planted
+config run for real with small arguments; the scripts that time a real engine (vLLM or transformers on the
+embedded model, a Ray cluster) parse their arguments and import everything they use here, and run for real in
+`make test` only where they fit (bench_constraints); their figures take minutes on the embedded model."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import planted_config
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+SMALL = {  # each script with arguments that run its whole path in seconds; {out} is a fresh folder
+    "flag_error.py": "--reps 2 --resamples 20 --tasks 2 --ks 3 --ns 3 --leak 0.7",
+    "coverage.py": "--reps 2 --resamples 20 --tasks 2 --n 3",
+    "halo_error.py": "--reps 2 --out {out}",
+    "jury_error.py": "--reps 2 --resamples 20 --tasks 2 --n 2 --out {out}",
+    "bench_stats.py": "--rows 2000 --bootstrap 10",
+    "bench_store.py": "--probes 50 --repeats 1",
+    "piece_occupancy.py": "--slots 8 --pieces 4,8",
+    "bench_adaptive.py": "--max-n 4 --step 1",
+    "make_example_scores.py": "--out {out}/example.csv",
+    "same_outputs.py": "{out}/same",
+    "bench_joint.py": "--config {config} --out {out}/joint",
+}
+ENGINE_BOUND = {  # a real engine's timings: arguments parsed and imports checked here
+    "bench_engine.py",
+    "bench_cluster.py",
+    "bench_parallel.py",
+    "bench_jury.py",
+    "bench_imports.py",
+    "bench_nuisance.py",
+    "floor_check.py",
+    "bench_constraints.py",
+    "gpu_check.py",  # tests/test_doctor.py runs it on a tiny random model on the CPU
+}
+
+
+def run(script: str, args: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    config = tmp_path / "planted.yaml"
+    config.write_text(yaml.safe_dump(planted_config(tasks=[{"id": "t0", "prompt": "Say hi."}], n=1, bootstrap=0)))
+    argv = args.format(out=tmp_path, config=config).split()
+    return subprocess.run(
+        [sys.executable, str(SCRIPTS / script), *argv], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+
+
+def test_every_script_is_smoke_run_here():
+    assert {p.name for p in SCRIPTS.glob("*.py")} == set(SMALL) | ENGINE_BOUND
+
+
+@pytest.mark.parametrize("script", sorted(SMALL))
+def test_a_script_runs_its_whole_path_on_small_arguments(script, tmp_path):
+    done = run(script, SMALL[script], tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("script", sorted(ENGINE_BOUND))
+def test_an_engine_bound_script_parses_its_arguments_and_imports(script, tmp_path):
+    done = run(script, "--help", tmp_path)
+    assert done.returncode == 0 and "usage" in done.stdout.lower(), done.stderr[-2000:]
+
+
+@pytest.mark.slow  # loads the embedded model's tokenizer and compiles with xgrammar (about 20 s)
+def test_bench_constraints_compiles_radar_constraints(tmp_path):
+    done = run("bench_constraints.py", "--criteria 3 --repeat 1", tmp_path)
+    assert done.returncode == 0 and "verdict (reasoned)" in done.stdout, done.stderr[-2000:]
