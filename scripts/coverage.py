@@ -31,13 +31,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from radar_local.adaptive import grow
 from radar_local.config import Adaptive
+from radar_local.scale import LIKERT
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.bootstrap import Strata
 from radar_local.stats.coupling import coupling, global_summaries
 from radar_local.stats.decisions import decisions
 from radar_local.stats.exact import exact_point
 from radar_local.stats.intervals import intervals
-from radar_local.scale import LIKERT
 from radar_local.stats.probes import ProbeMatrix
 
 CRITERIA = ("a", "b", "c")
