@@ -29,6 +29,20 @@ STEERED = ("+", "-")
 DIRECTIONS = (*STEERED, "none", *WAYS)  # up, down: a nuisance pair's rewrites (radar_local.nuisance)
 
 
+# A cell a spreadsheet would run as a formula (OWASP's CSV injection): written with a leading quote, which reading
+# takes off again. A text cell that already begins with a quote gets one more, so the two are each other's inverse.
+FORMULA_START = tuple("=+-@\t\r'")
+TEXT_COLUMNS = ("generator", "verifier", "task_id", "target", "criterion")
+
+
+def _inert(cell: str) -> str:
+    return "'" + cell if cell.startswith(FORMULA_START) else cell
+
+
+def _as_written(cell: str) -> str:
+    return cell[1:] if cell.startswith("'") and cell[1:].startswith(FORMULA_START) else cell
+
+
 def _csv_row(index: int) -> int:
     return index + 2  # 1-based, after the header line
 
@@ -48,6 +62,8 @@ def read_scores(path: str | Path, scales: Scales = LIKERT, declared_by: object =
                     df[col] = df[col].astype(str)
         else:
             df = pd.read_csv(path, dtype=str, keep_default_na=False)
+            for col in set(TEXT_COLUMNS) & set(df.columns):
+                df[col] = df[col].map(_as_written)
     except pd.errors.EmptyDataError:
         raise InputError(path, "the score file is empty; expected a header and score rows") from None
     except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
@@ -174,7 +190,8 @@ def write_scores(df: pd.DataFrame, path: str | Path) -> None:
         score = (
             out["score"] if continuous_scores(out["score"].to_numpy()) else out["score"].astype("Int64")
         )  # reasoned verdicts stay integers
-        data = out.assign(score=score).to_csv(index=False)
+        text = {col: out[col].astype(str).map(_inert) for col in TEXT_COLUMNS}
+        data = out.assign(score=score, **text).to_csv(index=False)
     write_atomic(path, data)  # a crash never leaves a half-written table
 
 
