@@ -378,6 +378,8 @@ def write_atomic(path: str | Path, text: str | bytes) -> None:
     exclusively, so no planted link is followed), fsynced, renamed over the target (which replaces a
     link there, never writes through it), then the folder fsynced so the rename itself is durable."""
     path = usable_path(Path(path))
+    if path.is_symlink() is False and path.exists() and not (path.is_file() or path.is_dir()):
+        raise InputError(path, "is not a regular file (a FIFO, socket or device); pick another output path")
     tmp: str | None = None
     try:
         with _signals_held():

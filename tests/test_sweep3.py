@@ -24,3 +24,35 @@ def test_item13_no_cell_of_a_written_score_table_runs_as_a_formula_and_the_table
         cells = [cell for row in list(csv.reader(fh))[1:] for i, cell in enumerate(row) if i != 4]  # 4: direction
     assert cells and not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
     assert set(read_scores(table)["task_id"]) == set(FORMULAS)  # read back as the tasks are named
+
+
+def test_item14_export_never_replaces_a_fifo_and_import_never_replaces_a_file_it_did_not_write(tmp_path):
+    import os
+
+    from click.testing import CliRunner
+
+    from radar_local.cli.main import cli
+    from tests.test_formats import SAMPLES
+
+    fifo = tmp_path / "out.yaml"
+    os.mkfifo(fifo)
+    rubric = tmp_path / "imp" / "rubric.yaml"
+    runner = CliRunner()
+    first = runner.invoke(cli, ["import", "promptfoo", str(SAMPLES["promptfoo"]), "--out", str(tmp_path / "imp")])
+    assert first.exit_code == 0, first.output
+    res = runner.invoke(cli, ["export", "promptfoo", str(SAMPLES["promptfoo"]), str(rubric), "--out", str(fifo)])
+    assert res.exit_code == 2 and "not a regular file" in res.output and fifo.is_fifo()
+    again = runner.invoke(cli, ["import", "promptfoo", str(SAMPLES["promptfoo"]), "--out", str(tmp_path / "imp")])
+    assert again.exit_code == 0, again.output  # what radar wrote, unchanged, it may write again
+    config = tmp_path / "imp" / "config.yaml"
+    config.write_text(config.read_text() + "# my edit\n")
+    edited = runner.invoke(cli, ["import", "promptfoo", str(SAMPLES["promptfoo"]), "--out", str(tmp_path / "imp")])
+    assert edited.exit_code == 2 and "--force" in edited.output and len(edited.output.strip().splitlines()) == 1
+    assert config.read_text().endswith("# my edit\n")  # nothing lost
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "config.yaml").write_text("someone: else\n")
+    refused = runner.invoke(cli, ["import", "promptfoo", str(SAMPLES["promptfoo"]), "--out", str(theirs)])
+    assert refused.exit_code == 2 and (theirs / "config.yaml").read_text() == "someone: else\n"
+    forced = runner.invoke(cli, ["import", "promptfoo", str(SAMPLES["promptfoo"]), "--out", str(theirs), "--force"])
+    assert forced.exit_code == 0 and "rubric: rubric.yaml" in (theirs / "config.yaml").read_text()

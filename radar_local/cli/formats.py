@@ -18,7 +18,10 @@ ENGINES = ["vllm", "transformers", "openai", "testing"]
 @click.option("--engine", type=click.Choice(ENGINES), default="vllm", show_default=True)
 @click.option("--generator", default="smollm2-135m", show_default=True, help="Generator model (registry name or path).")
 @click.option("--verifier", default="smollm2-135m", show_default=True, help="The judge's model.")
-def import_rubric(fmt: str, source: Path, out: Path | None, engine: str, generator: str, verifier: str) -> None:
+@click.option("--force", is_flag=True, help="Replace files in --out that an earlier import did not write as they are.")
+def import_rubric(
+    fmt: str, source: Path, out: Path | None, engine: str, generator: str, verifier: str, force: bool
+) -> None:
     """Read SOURCE, a FORMAT file (promptfoo, openai-evals, mlflow, prometheus, inspect, helpsteer), into a
     radar rubric, judge and tasks, with an account of what mapped."""
     from radar_local.formats import read, write_import
@@ -27,10 +30,11 @@ def import_rubric(fmt: str, source: Path, out: Path | None, engine: str, generat
     out = out or source.with_name(f"{source.stem}.radar")
     if engine == "testing":
         generator, verifier = "planted", "planted"
+    written = write_import(imported, out, engine, generator, verifier, force)  # a refusal is the only line
     for line in imported.account:
         click.echo(f"- {line}")
-    for written in write_import(imported, out, engine, generator, verifier):
-        click.echo(f"wrote {written}")
+    for path in written:
+        click.echo(f"wrote {path}")
     click.echo(f"next: radar audit {out / 'config.yaml'}")
 
 

@@ -3,7 +3,9 @@ rubric back into its source file (the functions `radar_local.formats` names)."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
 from pathlib import Path
 from types import ModuleType
 
@@ -12,6 +14,7 @@ import yaml
 from radar_local.errors import InputError
 from radar_local.formats.common import Imported, carried, changes
 from radar_local.formats.names import FORMATS, MODULES
+from radar_local.inputs import read_json
 from radar_local.rubric import Rubric, load_benchmark
 from radar_local.store import make_folder, write_atomic
 
@@ -67,8 +70,11 @@ def _legible(data: object) -> str:
     return yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=4096)
 
 
-def write_import(imported: Imported, out: Path, engine: str, generator: str, verifier: str) -> list[Path]:
-    """rubric.yaml, config.yaml (ready for `radar audit`) and import.md (the account) in `out`."""
+def write_import(
+    imported: Imported, out: Path, engine: str, generator: str, verifier: str, force: bool = False
+) -> list[Path]:
+    """rubric.yaml, config.yaml (ready for `radar audit`) and import.md (the account) in `out`; a file there that
+    an earlier import did not write as it is now is refused (one line) unless `force`."""
     make_folder(out)
     spec = {"engine": engine, "model": generator}
     judge: dict = {"engine": engine, "model": verifier, "name": f"{imported.format}-judge"}
@@ -86,6 +92,27 @@ def write_import(imported: Imported, out: Path, engine: str, generator: str, ver
         "config.yaml": _legible(config),
         "import.md": "\n".join(lines),
     }
+    written = out / WRITTEN
+    mine = read_json(written) if written.is_file() else {}
+    for name in files:
+        target = out / name
+        if target.exists() and not force and mine.get(name) != _digest(target):
+            raise InputError(
+                target,
+                "exists, and radar did not write it as it is now (edited since, or another's); pass --force to "
+                "replace it, or choose another --out",
+            )
     for name, text in files.items():
         write_atomic(out / name, text)
+    write_atomic(written, json.dumps({name: _digest(out / name) for name in files}, indent=2))
     return [out / name for name in files]
+
+
+WRITTEN = ".radar-import.json"  # the digest of each file an import wrote: what a later import may replace
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+    except OSError:
+        return None
