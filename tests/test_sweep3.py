@@ -8,6 +8,10 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
+
+from radar_local import formats
+from radar_local.errors import InputError
 from radar_local.run import run_audit
 from radar_local.score_table import read_scores
 from tests.conftest import planted_config
@@ -56,3 +60,59 @@ def test_item14_export_never_replaces_a_fifo_and_import_never_replaces_a_file_it
     assert refused.exit_code == 2 and (theirs / "config.yaml").read_text() == "someone: else\n"
     forced = runner.invoke(cli, ["import", "promptfoo", str(SAMPLES["promptfoo"]), "--out", str(theirs), "--force"])
     assert forced.exit_code == 0 and "rubric: rubric.yaml" in (theirs / "config.yaml").read_text()
+
+
+PROMPTFOO = """prompts: [{prompt}]
+defaultTest:
+  options: {{rubricPrompt: {rubric_prompt}}}
+  assert:
+    - {{type: llm-rubric, value: {value}}}
+    - {{type: llm-rubric, value: Short.}}
+tests: {tests}
+"""
+
+
+def promptfoo(folder: Path, prompt="'Reply: {{ q }}'", rubric_prompt="'{{ output }} / {{ rubric }}'", value="Kind.",
+              tests="[{vars: {q: hi}}]") -> Path:  # fmt: skip
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "promptfooconfig.yaml"
+    path.write_text(PROMPTFOO.format(prompt=prompt, rubric_prompt=rubric_prompt, value=value, tests=tests))
+    return path
+
+
+OUTSIDE = ["file:///etc/hostname", "file://../secret.txt", "file://link.txt"]
+
+
+@pytest.mark.parametrize("where", ["prompt", "rubric_prompt", "value", "tests"])
+@pytest.mark.parametrize("ref", OUTSIDE)
+def test_item9_an_imported_file_reads_nothing_outside_its_folder(tmp_path, where, ref):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    for suffix in ("txt", "csv"):
+        (tmp_path / f"secret.{suffix}").write_text("q\nthe secret\n")
+        (folder / f"link.{suffix}").symlink_to(tmp_path / f"secret.{suffix}")
+    path = promptfoo(folder, **{where: ref if where != "tests" else ref.replace("txt", "csv")})
+    with pytest.raises(InputError) as err:
+        formats.read("promptfoo", path)
+    assert "radar reads referenced files inside" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_item9_a_reference_inside_the_folder_or_a_named_root_is_read_and_accounted(tmp_path):
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "judge.txt").write_text("Grade {{ output }} on {{ rubric }}")
+    folder = tmp_path / "project"
+    path = promptfoo(folder, rubric_prompt="file://../shared/judge.txt")
+    with pytest.raises(InputError):
+        formats.read("promptfoo", path)
+    imported = formats.read("promptfoo", path, root=tmp_path)
+    assert imported.judge is not None and imported.judge.template.startswith("Grade {{ response }}")
+    assert f"read {tmp_path / 'shared' / 'judge.txt'} (a file:// reference)" in imported.account
+
+
+def test_item11_a_rubric_value_from_a_file_is_the_files_text(tmp_path):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "policy.txt").write_text("The reply follows the refund policy.\n")
+    imported = formats.read("promptfoo", promptfoo(folder, value="file://policy.txt"))
+    criterion, _short = imported.rubric.criteria
+    assert criterion.description == "The reply follows the refund policy."

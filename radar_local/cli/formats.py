@@ -18,15 +18,20 @@ ENGINES = ["vllm", "transformers", "openai", "testing"]
 @click.option("--engine", type=click.Choice(ENGINES), default="vllm", show_default=True)
 @click.option("--generator", default="smollm2-135m", show_default=True, help="Generator model (registry name or path).")
 @click.option("--verifier", default="smollm2-135m", show_default=True, help="The judge's model.")
+@click.option(
+    "--root",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="The folder the file's file:// references may be read from (default: the file's own folder).",
+)
 @click.option("--force", is_flag=True, help="Replace files in --out that an earlier import did not write as they are.")
 def import_rubric(
-    fmt: str, source: Path, out: Path | None, engine: str, generator: str, verifier: str, force: bool
+    fmt: str, source: Path, out: Path | None, engine: str, generator: str, verifier: str, root: Path | None, force: bool
 ) -> None:
     """Read SOURCE, a FORMAT file (promptfoo, openai-evals, mlflow, prometheus, inspect, helpsteer), into a
     radar rubric, judge and tasks, with an account of what mapped."""
     from radar_local.formats import read, write_import
 
-    imported = read(fmt, source)
+    imported = read(fmt, source, root)
     out = out or source.with_name(f"{source.stem}.radar")
     if engine == "testing":
         generator, verifier = "planted", "planted"
@@ -43,14 +48,19 @@ def import_rubric(
 @click.argument("original", type=click.Path(path_type=Path))
 @click.argument("rubric", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), help="The new file (default: ORIGINAL with .repaired).")
-def export(fmt: str, original: Path, rubric: Path, out: Path | None) -> None:
+@click.option(
+    "--root",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="The folder the file's file:// references may be read from (default: the file's own folder).",
+)
+def export(fmt: str, original: Path, rubric: Path, out: Path | None, root: Path | None) -> None:
     """Write RUBRIC (a repaired one, say) back into ORIGINAL's FORMAT: the criteria that changed are
     rewritten, everything else of ORIGINAL is kept."""
     from radar_local.formats import export as export_rubric
     from radar_local.rubric import load_rubric
     from radar_local.store import write_atomic
 
-    text, account = export_rubric(fmt, original, load_rubric(rubric))
+    text, account = export_rubric(fmt, original, load_rubric(rubric), root)
     out = out or original.with_name(f"{original.stem}.repaired{original.suffix}")
     write_atomic(out, text)
     for line in account:

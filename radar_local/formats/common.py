@@ -34,6 +34,7 @@ class Imported:
     tasks: tuple[Task, ...] = ()
     thresholds: dict[str, float] = field(default_factory=dict)
     account: list[str] = field(default_factory=list)
+    root: Path | None = None  # the folder its file references were read from, where not the source's own
 
 
 def slug(text: str, taken: set[str]) -> str:
@@ -208,3 +209,17 @@ def text_field(path: Path, obj: dict, key: str, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InputError(path, f"{where}: '{key}' must be non-empty text")
     return value
+
+
+def referenced(source: Path, ref: str, root: Path | None = None) -> Path:
+    """A file that `source` names (promptfoo's `file://x`), relative to its folder and inside `root` (default that
+    folder): no absolute path, no `..` and no link out of it, so an imported file reads nothing else on the machine."""
+    name = ref.removeprefix("file://")
+    base = (root or source.parent).resolve()
+    where = f"radar reads referenced files inside {base} only (name another folder with --root)"
+    if not name or Path(name).is_absolute():
+        raise InputError(source, f"'{ref[:80]}' is not a path relative to the file's folder; {where}")
+    real = (source.parent / name).resolve()
+    if not real.is_relative_to(base):
+        raise InputError(source, f"'{ref[:80]}' leads outside {base} (through .. or a link); {where}")
+    return real

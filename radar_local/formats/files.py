@@ -25,23 +25,24 @@ def _module(fmt: str) -> ModuleType:
     return importlib.import_module(f"radar_local.formats.{MODULES[fmt]}")
 
 
-def read(fmt: str, path: str | Path) -> Imported:
-    """The source file as radar's rubric, judge and tasks, with the account of what mapped."""
+def read(fmt: str, path: str | Path, root: Path | None = None) -> Imported:
+    """The source file as radar's rubric, judge and tasks, with the account of what mapped; `root`: the folder its
+    file references may be read from (default the file's own)."""
     if fmt not in FORMATS:
         raise InputError(fmt, f"unknown format; radar imports {', '.join(FORMATS)}")
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "not found; name the file to import")
     try:
-        return _module(fmt).read(path)
+        return _module(fmt).read(path, root) if root is not None else _module(fmt).read(path)
     except (TypeError, AttributeError, KeyError, ValueError) as exc:  # a value of a type the format never has
         raise InputError(path, f"does not have the shape of a {fmt} file ({type(exc).__name__}: {exc})") from None
 
 
-def export(fmt: str, original: str | Path, rubric: Rubric) -> tuple[str, list[str]]:
+def export(fmt: str, original: str | Path, rubric: Rubric, root: Path | None = None) -> tuple[str, list[str]]:
     """The original file's new text with `rubric`'s criteria, and the account of what changed. The
     original is read again as on import: criteria it has unchanged keep their entries byte for byte."""
-    imported = read(fmt, original)
+    imported = read(fmt, original, root)
     for c in rubric.criteria:
         theirs = imported.rubric.scale_of(c.id) if c.id in imported.rubric.ids else imported.rubric.scale
         ours = rubric.scale_of(c.id)

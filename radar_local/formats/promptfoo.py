@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,30 @@ NAMES = {
 
 
 @dataclass
+class Files:
+    """The files a promptfooconfig names (`file://`): read inside its folder or `root` (common.referenced), each
+    one listed in `read` for the account."""
+
+    source: Path
+    root: Path | None = None
+    read: list[str] = field(default_factory=list)
+
+    def path(self, ref: str) -> Path:
+        found = common.referenced(self.source, ref, self.root)
+        if str(found) not in self.read:
+            self.read.append(str(found))
+        return found
+
+    def text(self, ref: str) -> str:
+        return read_text(self.path(ref))
+
+
+def _inline(files: Files, value: Any) -> Any:
+    """A `file://` value as the file's text (promptfoo loads it), any other value as it is."""
+    return files.text(value).strip() if isinstance(value, str) and value.startswith("file://") else value
+
+
+@dataclass
 class Entry:
     """One criterion's place in the file: its assert list, the assertion's index there, the index in a
     g-eval list value (None for a single text), its text, the assertion, and the rubricPrompt it runs with
@@ -71,7 +95,8 @@ class Entry:
     rubric_prompt: Any
 
 
-def _entries(path: Path, data: dict) -> list[Entry]:
+def _entries(files: Files, data: dict) -> list[Entry]:
+    path = files.source
     default = _dict(data.get("defaultTest"))
     fallback = _dict(default.get("options")).get("rubricPrompt")
     owners = [(default, fallback)]
@@ -88,6 +113,7 @@ def _entries(path: Path, data: dict) -> list[Entry]:
                 continue
             value = a.get("value")
             texts = list(enumerate(value)) if a["type"] == "g-eval" and isinstance(value, list) else [(None, value)]
+            texts = [(sub, _inline(files, text)) for sub, text in texts]
             if not texts:
                 raise InputError(path, "a g-eval assertion lists no criteria in its 'value'; name what it scores")
             for sub, text in texts:
@@ -126,9 +152,10 @@ def _rubric_prompt(path: Path, found: list[Entry]) -> Any:
     return json.loads(prompts.pop())
 
 
-def _messages(path: Path, prompt: Any) -> list[dict]:
+def _messages(files: Files, prompt: Any) -> list[dict]:
+    path = files.source
     if isinstance(prompt, str) and prompt.startswith("file://"):
-        prompt = read_text(path.parent / prompt.removeprefix("file://"))
+        prompt = files.text(prompt)
     if isinstance(prompt, str) and prompt.lstrip().startswith("["):
         try:
             prompt = json.loads(prompt)
@@ -149,13 +176,13 @@ def _tests_inline(data: dict) -> list:
     return tests if isinstance(tests, list) else []
 
 
-def _tests(path: Path, data: dict) -> list:
+def _tests(files: Files, data: dict) -> list:
     """The tests inline, or from `tests: file://...` (YAML or JSON list, or CSV whose columns are the vars;
     promptfoo's `__`-prefixed columns are its own, `__description` names the test)."""
     tests = data.get("tests")
     if not isinstance(tests, str):
         return _tests_inline(data)
-    where = path.parent / tests.removeprefix("file://")
+    where = files.path(tests)
     if where.suffix == ".csv":
         rows = list(csv.DictReader(read_text(where).splitlines()))
         return [
@@ -165,16 +192,17 @@ def _tests(path: Path, data: dict) -> list:
     return common.load_yaml(where) if where.suffix in (".yaml", ".yml", ".json") else []
 
 
-def _tasks(path: Path, data: dict) -> tuple[Task, ...]:
+def _tasks(files: Files, data: dict) -> tuple[Task, ...]:
+    path = files.source
     prompts = data.get("prompts")
     first = prompts[0] if isinstance(prompts, list) and prompts else prompts
     if isinstance(first, dict):
         first = first.get("raw") or first.get("id")
     if isinstance(first, str) and first.startswith("file://"):
-        first = read_text(path.parent / first.removeprefix("file://"))
+        first = files.text(first)
     taken: set[str] = set()
     tasks = []
-    for k, test in enumerate(_tests(path, data), 1):
+    for k, test in enumerate(_tests(files, data), 1):
         if not isinstance(test, dict) or not isinstance(test.get("vars"), dict) or not test["vars"]:
             continue
         values = {key: str(v) for key, v in test["vars"].items()}
@@ -192,9 +220,11 @@ def _tasks(path: Path, data: dict) -> tuple[Task, ...]:
     return tuple(tasks)
 
 
-def read(path: Path) -> Imported:
+def read(path: Path, root: Path | None = None) -> Imported:
+    """`root`: the folder `file://` references may read from (default the config's own)."""
+    files = Files(path, root)
     data = common.mapping(path, common.load_yaml(path), "a promptfooconfig")
-    found = _entries(path, data)
+    found = _entries(files, data)
     kinds = {e.assertion["type"] for e in found}
     if not kinds:
         raise InputError(path, "has no llm-rubric or g-eval assertion: nothing a judge scores on a rubric")
@@ -227,7 +257,7 @@ def read(path: Path) -> Imported:
             messages.insert(0, {"role": "system", "content": LLM_RUBRIC_SYSTEM})
         account.append(f"judge prompt: radar's words after promptfoo's default {kind} prompt (no rubricPrompt)")
     else:
-        messages = _messages(path, prompt)
+        messages = _messages(files, prompt)
         account.append("judge prompt: the config's rubricPrompt, its variables bound to radar's")
     bound = [common.bind(m["content"], NAMES[kind], path, "rubricPrompt") for m in messages]
     if kind == "llm-rubric":
@@ -254,7 +284,7 @@ def read(path: Path) -> Imported:
     )
     if others:
         account.append(f"left to promptfoo: {others} assertion(s) of other types (not judged on a rubric)")
-    tasks = _tasks(path, data)
+    tasks = _tasks(files, data)
     if isinstance(data.get("tests"), str):
         account.append(f"tests from {data['tests']}: their vars are the tasks; assertions there are not read")
     if tasks:
@@ -262,7 +292,8 @@ def read(path: Path) -> Imported:
         account.append(f"tasks: {len(tasks)} from tests[].vars{rendered}")
     else:
         account.append("tasks: no test has vars: the config uses the bundled helpsteer2 tasks")
-    return Imported("promptfoo", path, rub, jud, tasks, thresholds, account)
+    account += [f"read {name} (a file:// reference)" for name in files.read]
+    return Imported("promptfoo", path, rub, jud, tasks, thresholds, account, root)
 
 
 def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:
@@ -270,7 +301,7 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
     text (and `metric: <id>` so the criterion keeps its id), dropped ones removed, new ones appended to
     defaultTest.assert with the first criterion's assertion as their model."""
     data = common.load_yaml(path)
-    found = _entries(path, data)
+    found = _entries(Files(path, imported.root), data)
     ids = _ids(found)
     old = imported.rubric
     model = {k: v for k, v in found[0].assertion.items() if k in ("type", "threshold", "weight", "provider")}
