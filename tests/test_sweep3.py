@@ -9,6 +9,7 @@ import csv
 from pathlib import Path
 
 import pytest
+import yaml
 
 from radar_local import formats
 from radar_local.errors import InputError
@@ -116,3 +117,41 @@ def test_item11_a_rubric_value_from_a_file_is_the_files_text(tmp_path):
     imported = formats.read("promptfoo", promptfoo(folder, value="file://policy.txt"))
     criterion, _short = imported.rubric.criteria
     assert criterion.description == "The reply follows the refund policy."
+
+
+ADVERSARIAL = [
+    "{{% for x in range(3) %}}loop{{% endfor %}}",  # Python's escapes around a Jinja block
+    "{{{{ response }}}}",  # a literal '{{ response }}' after Python's format
+    "{{% endraw %}}{{{{ response }}}}{{% raw %}}",
+    "{{#",
+    "ends in a brace {{",
+    "}}{{{{}}}}",
+]
+
+
+@pytest.mark.parametrize("text", ADVERSARIAL)
+def test_item10_imported_template_text_is_literal_text_in_radars_template(tmp_path, text):
+    """An OpenAI evals prompt (Python's format) and inspect's instructions (inserted as they are) render in radar's
+    sandbox to what the source tool would show: no loop runs, no literal '{{ response }}' becomes the response."""
+    from radar_local.judge import render
+    from radar_local.rubric import Task
+
+    spec = yaml.safe_load((REPO / "tests" / "data" / "formats" / "closedqa.yaml").read_text())
+    spec["closedqa"]["prompt"] = "Task: {input}\nAnswer: {completion}\n" + text
+    source = tmp_path / "spec.yaml"
+    source.write_text(yaml.safe_dump(spec))
+    imported = formats.read("openai-evals", source)
+    crit = imported.rubric.criteria[0]
+    task = Task(id="t", prompt="THE TASK")
+    messages = render(imported.judge, task, "THE RESPONSE", [(crit, imported.rubric.scale_of(crit.id))])
+    shown = messages[-1]["content"]
+    assert shown.startswith("Task: THE TASK\nAnswer: THE RESPONSE\n" + text.format()), shown
+
+    inspect = yaml.safe_load((REPO / "tests" / "data" / "formats" / "inspect_scorer.yaml").read_text())
+    inspect["instructions"] = text  # inspect inserts the instructions without reading them again
+    source = tmp_path / "inspect.yaml"
+    source.write_text(yaml.safe_dump(inspect))
+    imported = formats.read("inspect", source)
+    crit = imported.rubric.criteria[0]
+    messages = render(imported.judge, task, "THE RESPONSE", [(crit, imported.rubric.scale_of(crit.id))])
+    assert messages[-1]["content"].rstrip().endswith(text), messages[-1]["content"]

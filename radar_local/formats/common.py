@@ -84,23 +84,24 @@ _JINJA_VAR = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
 _FORMAT_VAR = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 
 
-def _literal(text: str) -> str:
-    """Source text as Jinja that renders to itself."""
-    return "{% raw %}" + text + "{% endraw %}" if re.search(r"\{[{%#]", text) else text
+def literal(text: str) -> str:
+    """Source text as Jinja that renders to itself, whatever it holds (`{% endraw %}` too): each `{` that would
+    open a Jinja construct, or would with what follows the text, is written as the expression `{{ "{" }}`."""
+    return re.sub(r"\{(?=[{%#]|$)", '{{ "{" }}', text)
 
 
 def bind(text: str, names: dict[str, str], path: Path, where: str, style: str = "jinja") -> str:
     """A source template as radar's Jinja: each variable (`{{ output }}`; `{completion}` in Python's format
     style) becomes the radar expression `names` maps it to; any other variable, filter or block is refused
     in one line naming it (a template radar cannot bind would score with a hole in the prompt)."""
-    out, at = [], 0
+    out, at, plain = [], 0, ""  # plain: source text since the last variable, escaped as one piece
     pattern = _JINJA_VAR if style == "jinja" else _FORMAT_VAR
     for m in pattern.finditer(text):
-        out.append(_literal(text[at : m.start()]))
+        plain += text[at : m.start()]
         at = m.end()
         token = m.group(0)
-        if style == "format" and token in ("{{", "}}"):
-            out.append(_literal(token[0]))
+        if style == "format" and token in ("{{", "}}"):  # Python's escapes of a literal brace
+            plain += token[0]
             continue
         var = (m.group(1) or "").strip() if m.group(1) is not None else None
         if var is None or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var):
@@ -109,8 +110,9 @@ def bind(text: str, names: dict[str, str], path: Path, where: str, style: str = 
             )
         if var not in names:
             raise InputError(path, f"{where}: the variable '{var}' has no counterpart in radar ({', '.join(names)})")
-        out.append("{{ " + names[var] + " }}")
-    out.append(_literal(text[at:]))
+        out += [literal(plain), "{{ " + names[var] + " }}"]
+        plain = ""
+    out.append(literal(plain + text[at:]))
     return "".join(out)
 
 

@@ -83,7 +83,7 @@ def read(path: Path) -> Imported:
     )
     template = common.bind(str(data.get("template") or TEMPLATE), NAMES, path, "template", style="format")
     # inspect inserts the instructions as they are (str.format does not read them again)
-    template = template.replace("{{ _instructions }}", _raw(str(instructions)))
+    template = template.replace("{{ _instructions }}", common.literal(str(instructions)))
     jud = common.judge(path, template=template, answer=answer)
     criteria = _criteria(path, data)
     ids = common.named_ids(criteria)
@@ -102,10 +102,6 @@ def read(path: Path) -> Imported:
         "tasks: scorer arguments carry none: the config uses the bundled helpsteer2 tasks",
     ]
     return Imported("inspect", path, rub, jud, (), {}, account)
-
-
-def _raw(text: str) -> str:
-    return "{% raw %}" + text + "{% endraw %}"
 
 
 def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:
