@@ -3,7 +3,8 @@ scores too, with the template and scale it audits with, so its agreement with th
 coupling.
 
 A labels file is JSONL, CSV or Parquet, a row per (response, criterion, rater): `response`, `criterion`, `score`
-(a level's value, or its name on a scale of named levels), the task as `task_id` (one of the audit's) or `prompt`,
+(a level as the judge writes it, else a level's value: the same in every file type, a JSON number read as a CSV
+cell writes it), the task as `task_id` (one of the audit's) or `prompt`,
 and optionally `rater` (several raters per response are allowed; without the column, a response's ratings of a
 criterion are raters 1, 2, ... in file order). A run keeps the labels it read in labels.json, as data.
 """
@@ -108,8 +109,11 @@ def load_labels(path: Path, rubric: Rubric, tasks: Sequence[Task]) -> LabelSet:
                 path, where + f"score {row.get('score')!r} is not a level of {criterion}'s scale ({scale.name})"
             )
         rated = (item_key_of(task.id, response), criterion)
-        rater = _text(row.get("rater"), ids=True) if "rater" in df.columns else ""
-        if not rater:
+        if "rater" in df.columns:
+            rater = _text(row.get("rater"), ids=True)
+            if not rater:
+                raise InputError(path, where + "the rater is empty; name every row's rater, or leave out the column")
+        else:
             count[rated] = count.get(rated, 0) + 1
             rater = f"rater {count[rated]}"
         if (first := seen.get((*rated, rater))) is not None:
@@ -143,24 +147,31 @@ def _task(row: dict, by_id: dict, by_prompt: dict, new: dict, path: Path, where:
 def _text(value: object, ids: bool = False) -> str:
     if isinstance(value, str):
         return value.strip()
-    if ids and isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return str(value)
+    if ids and (written := _written(value)) is not None:
+        return written
     return ""
 
 
-def _score(value: object, scale: Scale) -> float | None:
-    """A level's value from a cell: a number that is a level's value, or a level's name."""
-    if isinstance(value, str):
-        value = value.strip()
-        if (named := scale.value(value)) is not None:
-            return float(named)
-        try:
-            value = float(value)
-        except ValueError:
-            return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != value:
+def _written(value: object) -> str | None:
+    """A number as it is written in a CSV cell (1, not 1.0: JSONL with a null in the column reads 1 as 1.0)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != value or abs(value) == float("inf"):
         return None
-    return float(value) if float(value) in {float(v) for v in scale.values} else None
+    return str(int(value)) if float(value).is_integer() and abs(value) < 2**53 else repr(float(value))
+
+
+def _score(value: object, scale: Scale) -> float | None:
+    """A level's value from a cell, by one rule in every file type: the cell as written (a JSON number as a CSV
+    cell writes it) names a level (as the judge writes it); else it is a number that is a level's value."""
+    text = value.strip() if isinstance(value, str) else _written(value)
+    if text is None:
+        return None
+    if (named := scale.value(text)) is not None:
+        return float(named)
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if number in {float(v) for v in scale.values} else None
 
 
 def human_scores(labels: LabelSet, criterion: str, items: list[str]) -> np.ndarray:

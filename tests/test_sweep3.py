@@ -155,3 +155,42 @@ def test_item10_imported_template_text_is_literal_text_in_radars_template(tmp_pa
     crit = imported.rubric.criteria[0]
     messages = render(imported.judge, task, "THE RESPONSE", [(crit, imported.rubric.scale_of(crit.id))])
     assert messages[-1]["content"].rstrip().endswith(text), messages[-1]["content"]
+
+
+def _swapped_rubric():
+    from radar_local.rubric import Criterion, Rubric
+    from radar_local.scale import Scale
+
+    crit = [Criterion(id=c, label=c.title(), description=f"The {c}.") for c in ("tone", "facts")]
+    return Rubric(id="r", name="r", criteria=crit, scale=Scale(levels={"2": 1, "1": 2}))
+
+
+def test_item12_a_label_means_one_level_in_every_file_type(tmp_path):
+    import json
+
+    from radar_local.labels import load_labels
+    from radar_local.rubric import Task
+
+    rubric, tasks = _swapped_rubric(), [Task(id="t", prompt="Hi.")]
+    csv_file = tmp_path / "labels.csv"
+    csv_file.write_text("task_id,response,criterion,score,rater\nt,Hello.,tone,1,a\nt,Hello.,facts,2,a\n")
+    jsonl = tmp_path / "labels.jsonl"
+    rows = [{"task_id": "t", "response": "Hello.", "criterion": c, "score": s, "rater": "a"} for c, s in
+            (("tone", 1), ("facts", 2))]  # fmt: skip
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    read = [[lab.score for lab in load_labels(f, rubric, tasks).labels] for f in (csv_file, jsonl)]
+    assert read[0] == read[1] == [2.0, 1.0]  # the level named 1 (value 2), the level named 2 (value 1)
+
+
+@pytest.mark.parametrize(("raters", "needle"), [([None, 1, 1], "row 1: the rater is empty"), ([1, 1.0], "already")])
+def test_item12_raters_are_read_as_written_and_a_repeated_rating_is_one_line(tmp_path, raters, needle):
+    import json
+
+    from radar_local.labels import load_labels
+    from radar_local.rubric import Task
+
+    path = tmp_path / "labels.jsonl"
+    rows = [{"task_id": "t", "response": "Hello.", "criterion": "tone", "score": "2", "rater": r} for r in raters]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(InputError, match=needle):
+        load_labels(path, _swapped_rubric(), [Task(id="t", prompt="Hi.")])
