@@ -21,6 +21,7 @@ from pydantic import Field
 
 from radar_local.common import Frozen, Strict, digest
 from radar_local.errors import InputError
+from radar_local.inputs import MAX_BYTES
 from radar_local.records import ProbeRecord, VerdictRecord
 from radar_local.rubric import Rubric, Task
 from radar_local.scale import Scale
@@ -77,6 +78,8 @@ def item_key(label: HumanLabel) -> str:
 def load_labels(path: Path, rubric: Rubric, tasks: Sequence[Task]) -> LabelSet:
     """Read and check a labels file against the rubric and tasks; InputError (one line, the row) where it does not
     fit."""
+    if path.is_file() and path.stat().st_size > MAX_BYTES:  # labels.json keeps every label: it must read back
+        raise InputError(path, f"is larger than {MAX_BYTES >> 20} MiB; radar reads no labels file this large")
     df = read_table(path, "labels file")
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing or ("task_id" not in df.columns and "prompt" not in df.columns):

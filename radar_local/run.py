@@ -20,7 +20,7 @@ from radar_local.common import parse_model, slug
 from radar_local.config import AuditConfig, Jury, ModelSpec, Resolved, load_config, resolve
 from radar_local.engines.base import Engine, EngineCounters
 from radar_local.errors import InputError, RadarError
-from radar_local.inputs import load_yaml, read_json, read_model, yaml_text
+from radar_local.inputs import MAX_BYTES, load_yaml, read_json, read_model, yaml_text
 from radar_local.jury import measurement, side_by_side
 from radar_local.labels import agreement as label_agreement
 from radar_local.labels import errors as label_errors
@@ -92,9 +92,21 @@ class Run(RunDir):
                 run.root,
                 f"the jury's label '{jury.label}' holds a single verifier's scores here; give the jury another name",
             )
-        store.write_json(INPUTS, snapshot.model_dump(mode="json"))
+        kept = {INPUTS: snapshot.model_dump(mode="json")}
         if resolved.labels is not None:
-            store.write_json(LABELS, resolved.labels.model_dump(mode="json"))
+            kept[LABELS] = resolved.labels.model_dump(mode="json")
+        texts = {name: json.dumps(data, indent=2) for name, data in kept.items()}
+        for name, text in texts.items():  # a run its own commands could not read back is refused before any write
+            if len(text.encode()) > MAX_BYTES:
+                what = "labels" if name == LABELS else "rubric and tasks"
+                raise InputError(
+                    source,
+                    f"its {what} would make {name} {len(text.encode()) >> 20} MiB, more than the {MAX_BYTES >> 20} "
+                    "MiB radar reads back; audit fewer or shorter ones",
+                )
+        for name, text in texts.items():
+            store.write_text(name, text)
+        if resolved.labels is not None:
             run.use_labels(resolved.labels)
         write_atomic(run.root / CONFIG, text)
         return run

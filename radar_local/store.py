@@ -342,8 +342,11 @@ class Store:
         self._append(self.files["scores"], records, self.scores)
 
     def write_json(self, name: str, obj: object) -> None:
+        self.write_text(name, json.dumps(obj, indent=2))
+
+    def write_text(self, name: str, text: str) -> None:
         self.require_writer()
-        write_atomic(self.root / name, json.dumps(obj, indent=2))
+        write_atomic(self.root / name, text)
 
 
 def _record(line: bytes, kind: type[Record]) -> Record | str:

@@ -194,3 +194,17 @@ def test_item12_raters_are_read_as_written_and_a_repeated_rating_is_one_line(tmp
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(InputError, match=needle):
         load_labels(path, _swapped_rubric(), [Task(id="t", prompt="Hi.")])
+
+
+def test_item15_inputs_a_run_could_not_read_back_are_refused_before_anything_is_written(tmp_path):
+    from radar_local.errors import RadarError
+
+    huge = [{"id": "t0", "prompt": "x" * (65 << 20)}, {"id": "t1", "prompt": "Hi."}]
+    with pytest.raises(RadarError, match=r"would make inputs.json 6\d MiB, more than the 64 MiB radar reads back"):
+        run_audit(planted_config(tasks=huge, n=1, bootstrap=0), tmp_path / "run")
+    assert not (tmp_path / "run" / "inputs.json").exists() and not (tmp_path / "run" / "config.yaml").exists()
+    labels = tmp_path / "labels.csv"
+    with labels.open("wb") as fh:
+        fh.truncate(65 << 20)  # sparse: no disk used
+    with pytest.raises(RadarError, match="larger than 64 MiB; radar reads no labels file this large"):
+        run_audit(planted_config(labels=str(labels), n=1, bootstrap=0), tmp_path / "labelled")
