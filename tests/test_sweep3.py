@@ -200,7 +200,7 @@ def test_item15_inputs_a_run_could_not_read_back_are_refused_before_anything_is_
     from radar_local.errors import RadarError
 
     huge = [{"id": "t0", "prompt": "x" * (65 << 20)}, {"id": "t1", "prompt": "Hi."}]
-    with pytest.raises(RadarError, match=r"would make inputs.json 6\d MiB, more than the 64 MiB radar reads back"):
+    with pytest.raises(RadarError, match=r"would make inputs.json \d+ MiB, more than the 64 MiB radar reads back"):
         run_audit(planted_config(tasks=huge, n=1, bootstrap=0), tmp_path / "run")
     assert not (tmp_path / "run" / "inputs.json").exists() and not (tmp_path / "run" / "config.yaml").exists()
     labels = tmp_path / "labels.csv"
