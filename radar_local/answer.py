@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import re._parser as sre  # the standard library's own regex parser: the tree `re` compiles
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -72,6 +73,13 @@ class GradeShape(Frozen):
         start = _group_start(self.pattern)
         end = _matching_paren(self.pattern, start)
         prefix, group, suffix = self.pattern[:start], self.pattern[start + 1 : end], self.pattern[end + 1 :]
+        if group.startswith("?"):
+            raise ValueError(f"the grade pattern's group '({group[:30]})' must be a plain capturing group ( ... )")
+        if _nested_repeat(compiled.pattern):
+            raise ValueError(
+                "the grade pattern repeats a repeated part (such as ([0-4]+)+), which can take minutes to match a "
+                "long answer; write the level's group without nested repeats"
+            )
         for side in (prefix, suffix):
             literal = _literal(side)
             if literal is None:
@@ -99,6 +107,24 @@ class BareShape(Frozen):
 
 
 Shape = Annotated[JsonShape | GradeShape | BareShape, Field(discriminator="kind")]
+
+
+def _nested_repeat(pattern: str) -> bool:
+    """Whether a repeat holds another repeat: the shape whose matching can take exponential time."""
+    repeats = {sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT}
+
+    def walk(items: object, inside: bool) -> bool:
+        for op, arg in items:  # type: ignore[attr-defined]
+            if op in repeats:
+                if inside or walk(arg[2], True):
+                    return True
+            elif op == sre.SUBPATTERN and walk(arg[3], inside):
+                return True
+            elif op == sre.BRANCH and any(walk(branch, inside) for branch in arg[1]):
+                return True
+        return False
+
+    return walk(sre.parse(pattern), False)
 
 
 def _group_start(pattern: str) -> int:

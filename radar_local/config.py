@@ -16,7 +16,7 @@ from radar_local.common import Strict, parse_model, slug
 from radar_local.engines.base import EngineOptions
 from radar_local.engines.registry import EngineName, engine_class, output_options, parse_options
 from radar_local.errors import InputError
-from radar_local.inputs import read_mapping, regular_file
+from radar_local.inputs import read_mapping, read_text, regular_file
 from radar_local.judge import CALL_MODES, Judge, render, template_problem
 from radar_local.nuisance import ATTRIBUTES, Measure, NuisanceSpec
 from radar_local.prompts import Layout
@@ -461,10 +461,7 @@ def with_template(spec: ModelSpec, base: Path) -> ModelSpec:
     path = Path(judge.template_file)
     path = path if path.is_absolute() else base / path
     regular_file(path, "judge template")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"cannot read the judge template ({exc}); give a UTF-8 text file") from None
+    text = read_text(path)  # capped in size, a FIFO or device refused, UTF-8 checked
     if not text.strip():
         raise InputError(path, "the judge template is empty; write the prompt the judge is given")
     return spec.model_copy(update={"judge": judge.model_copy(update={"template": text, "template_file": None})})

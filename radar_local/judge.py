@@ -1,6 +1,7 @@
 """The judge a team runs: its prompt template, its answer's shape, and one call per criterion or one for all.
 
-A template is user input: it renders in Jinja2's immutable sandbox with strict undefined variables. Its
+A template is user input: it renders in Jinja2's immutable sandbox with strict undefined variables, within
+bounds of time, loop steps and size (radar_local/sandbox.py). Its
 variables are `prompt` (the task), `document` (a summary task's source article; empty otherwise),
 `response`, `format` (response or summary), `criterion` (id, label, description, scale) for a
 per-criterion call, `criteria` (the same for every criterion the call scores, in the order shown: all of
@@ -11,11 +12,9 @@ value, anchor) and `describe`. Without a template, radar's own prompts run (prom
 
 from __future__ import annotations
 
-import functools
 from typing import Literal
 
-from jinja2 import StrictUndefined, TemplateError, TemplateSyntaxError, meta
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2 import TemplateError, TemplateSyntaxError, meta
 from pydantic import Field, model_validator
 
 from radar_local.answer import JsonShape, Shape
@@ -23,6 +22,7 @@ from radar_local.common import Frozen
 from radar_local.errors import InputError
 from radar_local.prompts import Messages
 from radar_local.rubric import Criterion, Task
+from radar_local.sandbox import environment, render_bounded
 from radar_local.scale import Scale
 
 CallMode = Literal["per-criterion", "joint"]
@@ -75,19 +75,9 @@ class Judge(Frozen):
         return self.calls == "joint"
 
 
-@functools.cache
-def _environment():
-    return ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
-
-
-@functools.cache
-def _compiled(text: str):
-    return _environment().from_string(text)
-
-
 def render_text(text: str, **values: object) -> str:
     """Any template text rendered in the judge's sandbox (an imported prompt with its variables)."""
-    return _compiled(text).render(**values)
+    return render_bounded(text, values)
 
 
 def template_problem(judge: Judge) -> str | None:
@@ -96,14 +86,14 @@ def template_problem(judge: Judge) -> str | None:
         if text is None:
             continue
         try:
-            used = meta.find_undeclared_variables(_environment().parse(text))
+            used = meta.find_undeclared_variables(environment().parse(text))
         except TemplateSyntaxError as exc:
             return f"the {what} does not parse (line {exc.lineno}: {exc.message})"
         unknown = sorted(used - set(VARIABLES))
         if unknown:
             return f"the {what} uses '{unknown[0]}', which radar does not define; it defines {', '.join(VARIABLES)}"
     text = (judge.template or "") + (judge.system or "")
-    used = meta.find_undeclared_variables(_environment().parse(text))
+    used = meta.find_undeclared_variables(environment().parse(text))
     if "response" not in used:
         return "the template never shows the response ({{ response }}): its judge would rate nothing"
     if "joint" in judge.modes and "criteria" not in used:
@@ -147,9 +137,9 @@ def render(judge: Judge, task: Task, response: str, criteria: list[tuple[Criteri
     }
     assert judge.template is not None, "a judge file is read into `template` when its config is resolved"
     try:
-        messages = [{"role": "user", "content": _compiled(judge.template).render(**values)}]
+        messages = [{"role": "user", "content": render_bounded(judge.template, values)}]
         if judge.system is not None:
-            messages.insert(0, {"role": "system", "content": _compiled(judge.system).render(**values)})
+            messages.insert(0, {"role": "system", "content": render_bounded(judge.system, values)})
     except TemplateError as exc:
         raise InputError("judge template", f"does not render ({type(exc).__name__}: {exc}); fix the template") from None
     return messages

@@ -157,9 +157,12 @@ def _text(value: object, ids: bool = False) -> str:
 
 def _written(value: object) -> str | None:
     """A number as it is written in a CSV cell (1, not 1.0: JSONL with a null in the column reads 1 as 1.0)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != value or abs(value) == float("inf"):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return None
-    return str(int(value)) if float(value).is_integer() and abs(value) < 2**53 else repr(float(value))
+    number = float(value)
+    if number != number or abs(number) == float("inf"):
+        return None
+    return str(int(number)) if number.is_integer() and abs(number) < 2**53 else repr(number)
 
 
 def _score(value: object, scale: Scale) -> float | None:

@@ -96,16 +96,16 @@ class Run(RunDir):
         if resolved.labels is not None:
             kept[LABELS] = resolved.labels.model_dump(mode="json")
         texts = {name: json.dumps(data, indent=2) for name, data in kept.items()}
-        for name, text in texts.items():  # a run its own commands could not read back is refused before any write
-            if len(text.encode()) > MAX_BYTES:
+        for name, data in texts.items():  # a run its own commands could not read back is refused before any write
+            if len(data.encode()) > MAX_BYTES:
                 what = "labels" if name == LABELS else "rubric and tasks"
                 raise InputError(
                     source,
-                    f"its {what} would make {name} {len(text.encode()) >> 20} MiB, more than the {MAX_BYTES >> 20} "
+                    f"its {what} would make {name} {len(data.encode()) >> 20} MiB, more than the {MAX_BYTES >> 20} "
                     "MiB radar reads back; audit fewer or shorter ones",
                 )
-        for name, text in texts.items():
-            store.write_text(name, text)
+        for name, data in texts.items():
+            store.write_text(name, data)
         if resolved.labels is not None:
             run.use_labels(resolved.labels)
         write_atomic(run.root / CONFIG, text)

@@ -25,6 +25,7 @@ LAYERS = {
         "scoring",
         "score_table",
         "prompts",
+        "sandbox",
         "judge",
         "formats",
         "models",

@@ -208,3 +208,66 @@ def test_item15_inputs_a_run_could_not_read_back_are_refused_before_anything_is_
         fh.truncate(65 << 20)  # sparse: no disk used
     with pytest.raises(RadarError, match="larger than 64 MiB; radar reads no labels file this large"):
         run_audit(planted_config(labels=str(labels), n=1, bootstrap=0), tmp_path / "labelled")
+
+
+HOSTILE_TEMPLATES = {
+    "nested loops": "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+    "a long repeat": "{{ 'x' * 10**9 }}",
+    "a tower of powers": "{{ 10**10**10 }}",
+    "lipsum": "{{ lipsum(10**6) }}",
+    "a huge wordwrap": "{{ response|wordwrap(10**9) }}",
+    "a big range": "{{ range(10**9)|list }}",
+    "macro recursion": "{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}",
+    "include": "{% include 'x.txt' %}",
+    "import": "{% import 'x.txt' as y %}",
+    "extends": "{% extends 'x.txt' %}",
+    "division by zero": "{{ 1 // 0 }}",
+    "digits past int-to-str's limit": "{{ (10**60) * (10**60) * (10**60) }}{{ ((10**60) ** 64) }}",
+    "loops over the response": "{% for a in response %}{% for b in response %}{% for c in response %}"
+    "{% endfor %}{% endfor %}{% endfor %}",
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE_TEMPLATES)
+def test_items16_17_a_template_that_would_hang_or_crash_is_one_line(name, monkeypatch):
+    from radar_local import sandbox
+    from radar_local.judge import Judge, render
+    from radar_local.rubric import Criterion, Task
+    from radar_local.scale import LIKERT
+
+    monkeypatch.setattr(sandbox, "RENDER_S", 0.5)
+    judge = Judge(template=HOSTILE_TEMPLATES[name] + "{{ response }}{{ criterion.label }}")
+    crit = Criterion(id="c", label="C", description="The c.")
+    with pytest.raises(InputError) as err:
+        render(judge, Task(id="t", prompt="Hi."), "y" * 2000, [(crit, LIKERT)])
+    assert "does not render" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "needle"),
+    [("((?:[0-4]+)+)!", "repeats a repeated part"), ("(?P<x>[0-4])", "plain capturing group"), ("(a*)*b", "repeats")],
+)
+def test_items16_17_a_grade_pattern_that_backtracks_or_names_its_group_is_refused(tmp_path, pattern, needle):
+    from radar_local.config import load_config, resolve
+    from radar_local.errors import RadarError
+
+    config = tmp_path / "c.yaml"
+    judge = {"template": "{{ response }} {{ criterion.label }}", "answer": {"kind": "grade", "pattern": pattern}}
+    config.write_text(yaml.safe_dump(planted_config(verifier={"engine": "testing", "model": "p", "judge": judge})))
+    with pytest.raises(RadarError) as err:
+        resolve(load_config(config), tmp_path, config)
+    assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+def test_item16_a_template_file_is_capped_like_every_input(tmp_path):
+    from radar_local.config import load_config, resolve
+    from radar_local.errors import RadarError
+
+    big = tmp_path / "judge.txt"
+    with big.open("wb") as fh:
+        fh.truncate(200 << 20)  # sparse
+    config = tmp_path / "c.yaml"
+    judge = {"template_file": str(big)}
+    config.write_text(yaml.safe_dump(planted_config(verifier={"engine": "testing", "model": "p", "judge": judge})))
+    with pytest.raises(RadarError, match="larger than 64 MiB"):
+        resolve(load_config(config), tmp_path, config)

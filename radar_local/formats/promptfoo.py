@@ -112,7 +112,8 @@ def _entries(files: Files, data: dict) -> list[Entry]:
             if not isinstance(a, dict) or a.get("type") not in TYPES:
                 continue
             value = a.get("value")
-            texts = list(enumerate(value)) if a["type"] == "g-eval" and isinstance(value, list) else [(None, value)]
+            listed = a["type"] == "g-eval" and isinstance(value, list)
+            texts: list[tuple[int | None, Any]] = list(enumerate(value or [])) if listed else [(None, value)]
             texts = [(sub, _inline(files, text)) for sub, text in texts]
             if not texts:
                 raise InputError(path, "a g-eval assertion lists no criteria in its 'value'; name what it scores")
