@@ -340,6 +340,6 @@ def _first_json_object(text: str) -> dict | None:
     blob = first_object(text)
     try:
         obj = json.loads(blob) if blob else None
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # a server's answer nested past Python's recursion limit
         return None
     return obj if isinstance(obj, dict) else None

@@ -49,6 +49,19 @@ class LabelSet(Strict):
     tasks: tuple[Task, ...] = ()
     labels: tuple[HumanLabel, ...] = Field(min_length=1)
 
+    def problem(self, rubric: Rubric, tasks: Sequence[Task]) -> str | None:
+        """What keeps these labels (as a run keeps them) from fitting the rubric and tasks, in one line; else None."""
+        known = {t.id for t in (*tasks, *self.tasks)}
+        for number, lab in enumerate(self.labels, 1):
+            if lab.criterion not in rubric.ids:
+                return f"label {number}: criterion '{lab.criterion}' is not the rubric's"
+            scale = rubric.scale_of(lab.criterion)
+            if lab.score not in {float(v) for v in scale.values}:
+                return f"label {number}: score {lab.score:g} is not a level of {lab.criterion}'s scale ({scale.name})"
+            if lab.task_id not in known:
+                return f"label {number}: task '{lab.task_id}' is none of the run's"
+        return None
+
     @property
     def criteria(self) -> set[str]:
         return {lab.criterion for lab in self.labels}

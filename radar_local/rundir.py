@@ -82,7 +82,14 @@ class RunDir:
         self.weights: dict[str, str] = read_model(path, dict[str, str]) if path.is_file() else {}
         self.left_out: frozenset[str] = frozenset()  # jurors that failed in this audit: out of the jury as a whole
         labels = root / LABELS
-        self.use_labels(read_model(labels, LabelSet) if config.labels is not None and labels.is_file() else None)
+        kept = read_model(labels, LabelSet) if config.labels is not None and labels.is_file() else None
+        if kept is not None and (problem := kept.problem(self.rubric, self.tasks)) is not None:
+            raise InputError(
+                labels,
+                f"{problem}; it was edited since radar wrote it: delete it and run the audit again, which writes it "
+                "from the labels file",
+            )
+        self.use_labels(kept)
 
     def use_labels(self, labels: LabelSet | None) -> None:
         """The human labels this run scores (labels.json), and the plan that keys their verdicts."""

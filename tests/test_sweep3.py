@@ -271,3 +271,65 @@ def test_item16_a_template_file_is_capped_like_every_input(tmp_path):
     config.write_text(yaml.safe_dump(planted_config(verifier={"engine": "testing", "model": "p", "judge": judge})))
     with pytest.raises(RadarError, match="larger than 64 MiB"):
         resolve(load_config(config), tmp_path, config)
+
+
+def test_item17_a_server_answer_nested_past_the_recursion_limit_is_unscored():
+    from radar_local.scoring import ScoreFormat
+
+    deep = "{" + '"a": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    assert ScoreFormat().answer().parse(deep)["score"].score is None
+
+
+def test_item17_level_values_stay_within_what_a_table_holds():
+    from pydantic import ValidationError
+
+    from radar_local.scale import Scale
+
+    with pytest.raises(ValidationError):
+        Scale(levels={"big": 1e19, "small": 0})
+
+
+@pytest.fixture(scope="module")
+def labelled_run(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("labelled")
+    labels = folder / "labels.csv"
+    labels.write_text("task_id,response,criterion,score\nrefund,Sorry about the jug.,helpfulness,3\n")
+    run_audit(planted_config(labels=str(labels), n=1, bootstrap=0), folder / "run")
+    return folder / "run"
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [({"score": 99.0}, "score 99 is not a level"), ({"task_id": "nowhere"}, "task 'nowhere' is none of the run's")],
+)
+def test_item17_a_hand_edited_labels_json_is_one_line(labelled_run, tmp_path, edit, needle):
+    import json
+    import shutil
+
+    from tests.test_bad_input import invoke
+
+    run = tmp_path / "run"
+    shutil.copytree(labelled_run, run, ignore=shutil.ignore_patterns(".radar.lock"))
+    data = json.loads((run / "labels.json").read_text())
+    data["labels"][0].update(edit)
+    (run / "labels.json").write_text(json.dumps(data))
+    for command in (("report", run), ("score", run, "--verifier", "testing:planted", "--name", "again")):
+        res = invoke(*command)
+        assert res.exit_code == 2 and needle in res.output and len(res.output.strip().splitlines()) == 1, res.output
+
+
+@pytest.mark.parametrize("block", ["labels", "halo", "jury"])
+def test_item17_a_hand_edited_stats_block_is_one_line(labelled_run, tmp_path, block):
+    import json
+    import shutil
+
+    from tests.test_bad_input import invoke
+
+    run = tmp_path / "run"
+    shutil.copytree(labelled_run, run, ignore=shutil.ignore_patterns(".radar.lock"))
+    stats = run / "stats.json"
+    data = json.loads(stats.read_text())
+    data[block] = {"judges": {"x": 1}, "pairs": [1], "coupling": {"jurors": [1]}, "side_by_side": {"x": 1}}
+    stats.write_text(json.dumps(data))
+    res = invoke("report", run)
+    assert res.exit_code == 2 and "stats.json" in res.output and len(res.output.strip().splitlines()) == 1, res.output

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from radar_local.errors import InputError
 from radar_local.report.examples import example_probes, nuisance_examples
 from radar_local.report.html import audit_html
 from radar_local.report.markdown import render_markdown
@@ -30,12 +31,22 @@ def write_report(
     result = result if result is not None else run.result(verifier)
     info = run.info(result.verifier)
     out = make_folder(Path(out)) if out is not None else make_folder(run.report_dir(result.verifier), own=True)
-    figures = _figures(result, make_folder(out / "figures", own=True))
     records = audited_set(run, verifiers={result.verifier})
     examples = example_probes(result, records)
     pairs = nuisance_examples(result, records)
-    write_atomic(out / "report.html", audit_html(result, figures, examples, info, result.calibration, pairs))
-    write_atomic(out / "report.md", report_markdown(result, examples, info, result.calibration, pairs, set(figures)))
+    try:
+        figures = _figures(result, make_folder(out / "figures", own=True))
+        html = audit_html(result, figures, examples, info, result.calibration, pairs)
+        markdown = report_markdown(result, examples, info, result.calibration, pairs, set(figures))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        # the optional blocks (halo, jury, labels, ...) are read by key; a hand-edited one is one line
+        raise InputError(
+            run.stats_path(result.verifier),
+            f"a block does not have the shape radar wrote ({type(exc).__name__}: {str(exc)[:80]}); it was edited "
+            "since: run `radar audit` again to write it",
+        ) from None
+    write_atomic(out / "report.html", html)
+    write_atomic(out / "report.md", markdown)
     return out
 
 
