@@ -18,7 +18,7 @@ import pandas as pd
 
 from radar_local.analysis import stats_for_table
 from radar_local.config import Jury, ModelSpec
-from radar_local.injection import flagged_probes
+from radar_local.injection import answer_patterns, flagged_probes
 from radar_local.nuisance import manipulation_check
 from radar_local.records import ProbeRecord, VerdictRecord
 from radar_local.rundir import RunDir
@@ -62,7 +62,8 @@ def audited_set(
     stored there, those named in `verifiers` (default every one)."""
     config = run.config
     planned = run.probes() if probes is None else probes
-    injection = {**flagged_probes(planned), "excluded": config.exclude_flagged_probes}
+    shapes = [spec.judge.answer for spec in config.verifiers if spec.judge is not None and spec.judge.template]
+    injection = {**flagged_probes(planned, answers=answer_patterns(shapes)), "excluded": config.exclude_flagged_probes}
     flagged = set(injection["keys"])
     used = [p for p in planned if p.key not in flagged] if config.exclude_flagged_probes else planned
     specs = config.nuisance_specs

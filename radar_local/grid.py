@@ -169,8 +169,9 @@ def judge_ranking(results: list[AuditResult]) -> list[dict]:
         )
 
     def rank(key: str, sign: int) -> dict[str, int]:
-        known = sorted((r for r in rows if r[key] is not None), key=lambda r: sign * r[key])
-        return {r["verifier"]: i + 1 for i, r in enumerate(known)}
+        """Competition ranking (1, 1, 3): equal values share the best rank, whatever the judges' order."""
+        values = [sign * r[key] for r in rows if r[key] is not None]
+        return {r["verifier"]: 1 + sum(v < sign * r[key] for v in values) for r in rows if r[key] is not None}
 
     by_coupling, by_agreement = rank("worst_coupling", 1), rank("kappa", -1)
     for r in rows:

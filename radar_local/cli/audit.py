@@ -96,8 +96,17 @@ def _plan(config_path: Path, sd: float, self_effect: float) -> list[str]:
         pairs_per_task=config.unconditioned,
         bias_threshold=config.bias_threshold,
     )
+    joint = [spec.judge is not None and spec.judge.joint for spec in config.verifiers]  # every juror and call mode
     return plan_lines(
-        k, len(tasks), n, power, sd=sd, self_effect=self_effect, level=level, adaptive=bool(config.adaptive)
+        k,
+        len(tasks),
+        n,
+        power,
+        sd=sd,
+        self_effect=self_effect,
+        level=level,
+        adaptive=bool(config.adaptive),
+        joint=joint,
     )
 
 

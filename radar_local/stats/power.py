@@ -22,6 +22,7 @@ audits confirmed 19-46% at N = 5).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scipy import special
@@ -117,9 +118,19 @@ LARGEST = 2.0  # a leakage or Sym beyond this (a shift twice the self-effect) is
 
 
 def plan_lines(
-    k: int, tasks: int, n: int, power: Power, *, sd: float, self_effect: float, level: float, adaptive: bool
+    k: int,
+    tasks: int,
+    n: int,
+    power: Power,
+    *,
+    sd: float,
+    self_effect: float,
+    level: float,
+    adaptive: bool,
+    joint: Sequence[bool] = (False,),
 ) -> list[str]:
-    """What `radar audit --plan` prints: the design, the assumptions, and the smallest confirmed truths."""
+    """What `radar audit --plan` prints: the design, the assumptions, and the smallest confirmed truths.
+    `joint`: each scoring pass (every juror, every call mode), whether it scores a probe in one call."""
 
     def smallest(x: float | None, what: str, most: float = LARGEST) -> str:
         return f"{what} {x:.2f}" if x is not None and x <= most else "not at this N"
@@ -127,7 +138,9 @@ def plan_lines(
     probes = k * tasks * 2 * n
     lines = [
         f"Plan: {k} criteria x {tasks} tasks x 2 directions x N = {n} probes{' (max_n)' if adaptive else ''}: "
-        f"{probes} directed probes, {probes * k} verdicts. No call is made.",
+        f"{probes} directed probes, {probes * k * len(joint)} verdicts in "
+        f"{sum(probes if one else probes * k for one in joint)} calls"
+        f"{f' ({len(joint)} scoring passes: jurors and call modes)' if len(joint) > 1 else ''}. No call is made.",
         f"Assumed: scores spread {sd} Likert points within a stratum, self-effects of {self_effect} "
         "(--plan-sd, --plan-self-effect; the variance model is stats/power.py's, conservative).",
         f"With {POWER:.0%} probability this audit confirms (family-wise {level:.0%} over {power.cells} quantities, "
