@@ -42,6 +42,13 @@ class Loose(BaseModel):
 Model = TypeVar("Model", bound=BaseModel)
 
 
+def one_line(exc: Exception) -> str:
+    """An exception's message on one line: a pydantic error's first message alone (no dump, no URL)."""
+    if isinstance(exc, ValidationError):
+        return exc.errors()[0]["msg"].removeprefix("Value error, ")
+    return " ".join(str(exc).split())
+
+
 def parse_model(model: type[Model], data: object, path: object) -> Model:
     """Validate `data` as `model`, turning the most telling pydantic error into one line naming the key."""
     try:

@@ -34,16 +34,17 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
     todo = grid.cells()
     # One run directory per generator; its config names the generator's first verifier, whose
     # files are stats.json / report/, the others' stats.<label>.json / report-<label>/.
-    runs = {
-        g.label: Run.create(resolve(grid.cell(g, next(v for gg, v in todo if gg is g)), base), out / slug(g.label))
+    cells = {
+        g.label: resolve(grid.cell(g, next(v for gg, v in todo if gg is g)), base)
         for g in grid.generators
         if any(gg is g for gg, _ in todo)
     }
+    for resolved in cells.values():  # each judge checked against the rubric before any model loads or file is made
+        for v in grid.verifiers:
+            if (problem := judge_conflict(grid, v, resolved.rubric, resolved.tasks)) is not None:
+                raise InputError(base, problem)
+    runs = {label: Run.create(resolved, out / slug(label)) for label, resolved in cells.items()}
     try:
-        for run in runs.values():  # each judge checked against the rubric before any model loads
-            for v in grid.verifiers:
-                if (problem := judge_conflict(grid, v, run.rubric, run.tasks)) is not None:
-                    raise InputError(base, problem)
         results = _audit_cells(grid, runs, todo, progress)
     finally:
         for run in runs.values():

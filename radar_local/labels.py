@@ -91,6 +91,8 @@ def item_key(label: HumanLabel) -> str:
 def load_labels(path: Path, rubric: Rubric, tasks: Sequence[Task]) -> LabelSet:
     """Read and check a labels file against the rubric and tasks; InputError (one line, the row) where it does not
     fit."""
+    if path.is_dir():
+        raise InputError(path, "is a folder; name the labels file (JSONL, CSV or Parquet)")
     if path.is_file() and path.stat().st_size > MAX_BYTES:  # labels.json keeps every label: it must read back
         raise InputError(path, f"is larger than {MAX_BYTES >> 20} MiB; radar reads no labels file this large")
     df = read_table(path, "labels file")

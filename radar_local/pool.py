@@ -57,7 +57,10 @@ class EnginePool:
         after = memory_free()
         seconds = round(time.monotonic() - start, 3)
         record = {**self.loaded, "free_held": held, "close_seconds": seconds, "free_after": after}
-        for kind in sorted(held.keys() & after.keys() & record.get("free_before", {}).keys()):
+        # only an engine holding weights on this machine takes memory a close gives back (a server's, a planted
+        # engine's or a cluster's replicas' memory is elsewhere: what moved meanwhile is other processes')
+        holds = getattr(engine, "LOCAL_WEIGHTS", False) and not isinstance(engine, ClusterEngine)
+        for kind in sorted(held.keys() & after.keys() & record.get("free_before", {}).keys() if holds else ()):
             taken, freed = record["free_before"][kind] - held[kind], after[kind] - held[kind]
             if taken > MEMORY_NOISE and freed < taken / 2:
                 say(

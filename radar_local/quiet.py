@@ -34,6 +34,7 @@ def engine_output_to(log: Path, verbose: bool = False) -> Iterator[None]:
     if verbose or verbose_from_env() or _console is not None:
         yield
         return
+    new_folder, new_log = not log.parent.exists(), not log.exists()
     log.parent.mkdir(parents=True, exist_ok=True)
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
@@ -82,6 +83,19 @@ def engine_output_to(log: Path, verbose: bool = False) -> Iterator[None]:
             _console.flush()
             _console.close()
         _console = None
+        _tidy(log, new_log, new_folder)
+
+
+def _tidy(log: Path, new_log: bool, new_folder: bool) -> None:
+    """A log this block created and nothing wrote to (a config refused before any engine ran) is removed, and
+    the folder it made for it where that is empty: a refusal leaves nothing behind."""
+    try:
+        if new_log and log.stat().st_size == 0:
+            log.unlink()
+            if new_folder and not any(log.parent.iterdir()):
+                log.parent.rmdir()
+    except OSError:
+        pass
 
 
 def _fileno(stream: TextIO) -> int | None:

@@ -11,9 +11,9 @@ import re
 from fractions import Fraction
 from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
-from radar_local.common import Frozen
+from radar_local.common import Frozen, one_line
 
 MAX_LEVELS = 101  # a bounded answer: an integer range of at most this many values
 # A level's name is what the judge writes: printable ASCII without quotes, backslashes or spaces.
@@ -166,4 +166,7 @@ def range_scale(name: str) -> Scale:
     match = re.fullmatch(r"(-?\d{1,4})-(-?\d{1,4})", name.strip())
     if match is None:
         raise ValueError(f"'{name}' is no scale; name an integer range such as 0-4, 1-5 or 1-10")
-    return Scale(min=int(match.group(1)), max=int(match.group(2)))
+    try:
+        return Scale(min=int(match.group(1)), max=int(match.group(2)))
+    except ValidationError as exc:
+        raise ValueError(f"--scale {name}: {one_line(exc)}") from None

@@ -6,11 +6,14 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import os
+import tempfile
 from pathlib import Path
 from types import ModuleType
 
 import yaml
 
+from radar_local.common import one_line
 from radar_local.errors import InputError
 from radar_local.formats.common import Imported, carried, changes
 from radar_local.formats.names import FORMATS, MODULES
@@ -36,7 +39,9 @@ def read(fmt: str, path: str | Path, root: Path | None = None) -> Imported:
     try:
         return _module(fmt).read(path, root) if root is not None else _module(fmt).read(path)
     except (TypeError, AttributeError, KeyError, ValueError) as exc:  # a value of a type the format never has
-        raise InputError(path, f"does not have the shape of a {fmt} file ({type(exc).__name__}: {exc})") from None
+        raise InputError(
+            path, f"does not have the shape of a {fmt} file ({type(exc).__name__}: {one_line(exc)})"
+        ) from None
 
 
 def export(fmt: str, original: str | Path, rubric: Rubric, root: Path | None = None) -> tuple[str, list[str]]:
@@ -53,7 +58,35 @@ def export(fmt: str, original: str | Path, rubric: Rubric, root: Path | None = N
                 "on the scale it was imported with",
             )
     account = changes(imported.rubric, rubric)
-    return _module(fmt).write(Path(original), imported, rubric, account), account
+    text = _module(fmt).write(Path(original), imported, rubric, account)
+    try:
+        _reads_back(fmt, Path(original), text, rubric, root)
+    except PermissionError:
+        account.append(f"not checked by importing it again: {Path(original).parent} is not writable")
+    return text, account
+
+
+def _reads_back(fmt: str, original: Path, text: str, rubric: Rubric, root: Path | None) -> None:
+    """An export is only written where importing it gives this rubric back: a criterion text the format reads
+    another way (braces promptfoo takes for a variable, say) is one line, before any file is written."""
+    fd, name = tempfile.mkstemp(dir=original.parent, prefix=".radar-export-", suffix=original.suffix)
+    trial = Path(name)  # beside the original, so that its file references read the same files
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        back = read(fmt, trial, root)
+    except InputError as exc:
+        reason = str(exc).split(": ", 1)[-1]
+        raise InputError(original, f"the exported file would not import again ({reason}); reword the rubric") from None
+    finally:
+        trial.unlink(missing_ok=True)
+    differ = [cid for cid, kept in carried(rubric).items() if carried(back.rubric).get(cid) != kept]
+    if differ or set(carried(back.rubric)) != set(carried(rubric)):
+        raise InputError(
+            original,
+            f"the exported file would import as another rubric ({', '.join(differ) or 'its criteria differ'}); "
+            "reword the rubric",
+        )
 
 
 def _legible(data: object) -> str:
