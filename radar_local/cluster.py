@@ -134,18 +134,30 @@ def connect(spec: ClusterSpec) -> str:
     return spec.ray
 
 
+HEADROOM = Fraction(9, 10)  # the most of its GPU share a replica beside others may ask vLLM for
+
+
 def replica_unit(options: EngineOptions, spec: ClusterSpec) -> tuple[str, float]:
     """The resource a replica of this model reserves, and how much of it, from the cluster's resources
     (connected already) and the engine's options; `gpus_per_replica` overrides."""
     gpus = spec.gpus_per_replica
     share = options.gpu_memory_share()
-    if gpus is not None and 0 < gpus < 1 and share is not None and Fraction(str(share)) > Fraction(str(gpus)):
+    wanted = options.engine_gpus()
+    if gpus is not None and 0 < gpus and wanted > 1 and Fraction(str(gpus)) < wanted:
+        raise RadarError(
+            f"cluster.gpus_per_replica {gpus:g} is below the engine's tensor x pipeline parallel size ({wanted}): "
+            f"each replica runs {wanted} workers, a GPU each; set gpus_per_replica to {wanted} or more"
+        )
+    # vLLM checks free memory at a worker's start against the whole device: a replica started beside a running
+    # one needs headroom below its share (measured on vLLM 0.32's sources: ceil(total x utilisation))
+    most = HEADROOM * Fraction(str(gpus)) if gpus is not None and 0 < gpus < 1 else None
+    if gpus is not None and most is not None and share is not None and Fraction(str(share)) > most:
         raise RadarError(
             f"cluster.gpus_per_replica {gpus:g} puts up to {int(1 // gpus)} replicas on a GPU, each asking vLLM "
-            f"for {share:g} of its memory: set the engine's gpu_memory_utilization to {gpus:g} or lower"
+            f"for {share:g} of its memory, and vLLM checks free memory on the whole device as each starts: set the "
+            f"engine's gpu_memory_utilization to {float(most):g} or lower ({HEADROOM} x the share)"
         )
     if gpus is None:
-        wanted = options.engine_gpus()
         gpus = wanted if wanted and ray_module().cluster_resources().get("GPU", 0) > 0 else 0
     return ("GPU", gpus) if gpus else ("CPU", spec.cpus_per_replica)
 
@@ -170,16 +182,20 @@ def forwarded_env(environ: dict[str, str] | os._Environ) -> dict[str, str]:
     }
 
 
-def wait_for_gpu_memory(share: float, timeout_s: float = FREE_WAIT_S, runner=subprocess.run) -> None:
-    """Until this replica's GPUs have `share` of their memory free (vLLM refuses to start with less):
-    the previous model's engine processes may still be letting theirs go."""
+def wait_for_gpu_memory(share: float, timeout_s: float = FREE_WAIT_S, runner=subprocess.run, gpus: int = 0) -> None:
+    """Until this engine's GPUs have `share` of their memory free (vLLM refuses to start with less): the previous
+    model's engine processes may still be letting theirs go (vLLM's shutdown kills after 5 s; tensor-parallel
+    workers free theirs after the core). The GPUs are CUDA_VISIBLE_DEVICES' (a Ray replica's), else the first
+    `gpus` of the machine (an engine in this process); an empty CUDA_VISIBLE_DEVICES is a CPU engine's."""
     devices = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if devices is None and gpus:
+        devices = ",".join(str(i) for i in range(gpus))
     if not devices:
         return
     deadline = time.monotonic() + timeout_s
     while True:
-        gpus = gpu_inventory(devices, runner)
-        if not gpus or min(g["free_mib"] / g["total_mib"] for g in gpus) >= share or time.monotonic() > deadline:
+        found = gpu_inventory(devices, runner)
+        if not found or min(g["free_mib"] / g["total_mib"] for g in found) >= share or time.monotonic() > deadline:
             return  # past the deadline vLLM's own check says what holds the memory
         time.sleep(POLL_S)
 
@@ -188,11 +204,12 @@ class Replica:
     """One engine of the model on its own resources (the body of a Ray actor)."""
 
     def __init__(self, engine: str, model: str, options: EngineOptions, env: dict[str, str]):
+        self.started = time.time()  # wall clock: replicas on other nodes are compared (sharing a GPU: in turn)
         os.environ.update(env)
         if (share := options.gpu_memory_share()) is not None:
-            wait_for_gpu_memory(share)
+            wait_for_gpu_memory(share, gpus=options.engine_gpus())
         self.engine = build_engine(engine, model, options)
-        self.answered = time.monotonic()
+        self.answered, self.ready = time.monotonic(), time.time()
 
     def where(self) -> dict:
         import ray
@@ -203,6 +220,7 @@ class Replica:
             "pid": os.getpid(),
             "devices": os.environ.get("CUDA_VISIBLE_DEVICES", ""),  # Ray's GPUs for this replica
             "engine": self.engine.settings(),
+            "start": [self.started, self.ready],
         }
 
     def call(self, method: str, prompts: list, kwargs: dict) -> tuple[list, float]:
@@ -251,12 +269,19 @@ class ClusterEngine(StreamBatch):
             max_restarts=0,
             max_concurrency=2,  # a call, and idle_s beside it
         )
-        self.replicas = [actor.remote(engine, model, options, env) for _ in range(count)]
+        self.replicas = []
         self.places: list[dict] = []
         self.work = [{"calls": 0, "prompt_tokens": 0, "output_tokens": 0, "seconds": 0.0} for _ in range(count)]
         self.alive = set(range(count))
         self._turn = 0
+        # replicas that share a GPU start one after another: vLLM's start-up check and profiler read the device's
+        # free memory, so two starting together get a smaller KV cache or fail, depending on timing
+        shared = kind == "GPU" and each < 1
         try:
+            for _ in range(count):
+                self.replicas.append(actor.remote(engine, model, options, env))
+                if shared:
+                    self._wait_started()
             self._wait_started()
         except BaseException:  # Ctrl-C or a stop while the replicas load: none is left behind
             self.close(graceful=False)

@@ -14,7 +14,7 @@ from radar_local.answer import Answer, GradeShape
 from radar_local.cluster import ClusterSpec
 from radar_local.common import Strict, parse_model, slug
 from radar_local.engines.base import EngineOptions
-from radar_local.engines.registry import EngineName, engine_class, output_options, parse_options
+from radar_local.engines.registry import EngineName, engine_class, output_options, parse_options, score_token_problem
 from radar_local.errors import InputError
 from radar_local.inputs import read_mapping, read_text, regular_file
 from radar_local.judge import CALL_MODES, Judge, render, template_problem
@@ -472,6 +472,10 @@ def judge_conflict(config: AuditSettings, spec: ModelSpec, rubric: Rubric, tasks
     are rendered once on the first task, so a construct the sandbox refuses is found before any model loads
     (with no task there is nothing to render, and nothing will be)."""
     judge = spec.judge
+    if config.scoring.expected:
+        levels = list({s.tokens for s in rubric.scales.values()})
+        if (problem := score_token_problem(spec.engine, spec.model, levels)) is not None:
+            return f"verifier '{spec.label}': {problem}"
     if judge is None:
         return schema_problem(config, spec, rubric)
     where = f"verifier '{spec.label}' judge: "

@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 
-from radar_local.cluster import ClusterEngine, ClusterSpec
+from radar_local.cluster import ClusterEngine, ClusterSpec, wait_for_gpu_memory
 from radar_local.config import ModelSpec
 from radar_local.engines.base import Engine
 from radar_local.engines.registry import build_engine
@@ -35,6 +35,8 @@ class EnginePool:
         self.close()
         before, start = memory_free(), time.monotonic()
         if self.cluster is None:
+            if (share := spec.parsed.gpu_memory_share()) is not None and spec.parsed.engine_gpus():
+                wait_for_gpu_memory(share, gpus=spec.parsed.engine_gpus())  # the last engine's GPU memory back
             self.engine = build_engine(spec.engine, spec.model, spec.parsed, where)
         else:
             self.engine = ClusterEngine(spec.engine, spec.model, spec.parsed, self.cluster, self.stop)

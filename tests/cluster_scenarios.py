@@ -280,6 +280,14 @@ def gpu_scenarios(cluster: TwoNodeCluster, out: Path) -> dict:
             pool.close()
         results[name] = [{"node": r["node"], "devices": r["devices"]} for r in replicas(out / name)]
 
+    # Two replicas sharing a GPU (gpus_per_replica 0.5): started one after another (issue 42 item 4).
+    halves = EnginePool(ClusterSpec(ray=cluster.address, gpus_per_replica=0.5, replicas=2))
+    try:
+        halves.get(ModelSpec(engine="testing", model="planted", options={"start_s": 1.0}))
+        results["shared"] = [p["start"] for p in halves.engine.places]
+    finally:
+        halves.close()
+
     # A grid whose judges take 1 and 2 GPUs a replica: each sized by its own options, both at once.
     grid = planted_grid(judge_options=[{"gpus": 1}, {"gpus": 2}])
     run_grid(grid.model_copy(update={"cluster": spec}), out / "grid", REPO, progress=False)

@@ -92,6 +92,12 @@ def test_a_cpu_only_driver_places_gpu_replicas_from_the_clusters_resources(scena
     assert len(cpu) == 2 and all(r["devices"] == "" for r in cpu)
 
 
+def test_replicas_sharing_a_gpu_start_one_after_another(scenarios):
+    """vLLM's start-up check reads the device's free memory: a replica starts once the one before it is up."""
+    (first_start, first_ready), (second_start, _) = sorted(scenarios["gpu"]["shared"])
+    assert second_start >= first_ready
+
+
 def test_a_grid_sizes_each_judge_by_its_own_options(scenarios):
     grid = scenarios["gpu"]["grid"]  # 4 GPUs shared by two judges: 2 replicas of 1 GPU, 1 replica of 2
     assert len(grid["judge-a"]) == 2 and all(len(d.split(",")) == 1 for d in grid["judge-a"])

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from radar_local.cluster import ClusterSpec, node_problem, replica_unit
-from radar_local.engines.vllm import VLLMEngine, batch_invariant_env, gpu_manifest, llm_arguments
+from radar_local.engines.vllm import VLLMEngine, gpu_manifest, llm_arguments, vllm_env_kept
 from radar_local.errors import RadarError
 from radar_local.hardware import gpu_dtype
 
@@ -29,15 +29,28 @@ def test_a_replica_needs_its_gpus_on_one_node():
 
 def test_a_batch_invariant_engine_leaves_the_environment_as_it_was(monkeypatch):
     monkeypatch.delenv("VLLM_BATCH_INVARIANT", raising=False)
-    with batch_invariant_env(True):
+    with vllm_env_kept(True):
         assert os.environ["VLLM_BATCH_INVARIANT"] == "1"  # while the engine's workers start
     assert "VLLM_BATCH_INVARIANT" not in os.environ  # the next engine in this process runs as its options say
     monkeypatch.setenv("VLLM_BATCH_INVARIANT", "0")
-    with pytest.raises(KeyboardInterrupt), batch_invariant_env(True):
+    with pytest.raises(KeyboardInterrupt), vllm_env_kept(True):
         raise KeyboardInterrupt  # an engine that fails to start restores it too
     assert os.environ["VLLM_BATCH_INVARIANT"] == "0"
-    with batch_invariant_env(False):
+    with vllm_env_kept(False):
         assert os.environ["VLLM_BATCH_INVARIANT"] == "0"
+
+
+def test_what_vllm_sets_for_itself_while_starting_is_undone_and_recorded(monkeypatch):
+    """Issue 42 item 7: vLLM sets VLLM_USE_BREAKABLE_CUDAGRAPH=1 while building its config for some model shapes
+    on Hopper (vllm/config/vllm.py); the next engine in the process would run without torch.compile. Every VLLM_*
+    variable the start changed is restored, and the engine's settings (run.json) say which."""
+    monkeypatch.delenv("VLLM_USE_BREAKABLE_CUDAGRAPH", raising=False)
+    monkeypatch.setenv("VLLM_LOGGING_LEVEL", "WARNING")
+    with vllm_env_kept(True) as changed:
+        os.environ["VLLM_USE_BREAKABLE_CUDAGRAPH"] = "1"  # what vLLM's config does on such a GPU
+        os.environ["VLLM_LOGGING_LEVEL"] = "DEBUG"
+    assert "VLLM_USE_BREAKABLE_CUDAGRAPH" not in os.environ and os.environ["VLLM_LOGGING_LEVEL"] == "WARNING"
+    assert changed == {"VLLM_LOGGING_LEVEL": "DEBUG", "VLLM_USE_BREAKABLE_CUDAGRAPH": "1"}
 
 
 def test_bfloat16_on_a_gpu_without_it_is_one_line_before_start():
@@ -63,23 +76,38 @@ def test_bfloat16_on_a_gpu_without_it_is_one_line_before_start():
 
 
 def test_a_fractional_gpu_share_must_leave_room_for_the_replicas_beside_it():
-    """gpus_per_replica 0.5 puts two replicas on a GPU; with vLLM's default 0.9 memory share the second
-    would wait 60 s and be refused by vLLM. At the boundary (0.5 and 0.5) both fit, compared exactly."""
+    """gpus_per_replica 0.5 puts two replicas on a GPU. vLLM checks free memory at a worker's start against
+    ceil(total x utilisation), and its profiler counts the device's free memory: a replica started beside a running
+    one with utilisation equal to its share (0.5 and 0.5) is refused. Radar asks for headroom, utilisation at most
+    0.9 x the share, compared exactly (issue 42 item 4)."""
     with pytest.raises(
         RadarError, match="gpus_per_replica 0.5 puts up to 2 replicas on a GPU, each asking vLLM for 0.9"
     ):
         replica_unit(VLLMEngine.Options(), ClusterSpec(gpus_per_replica=0.5))
-    assert replica_unit(VLLMEngine.Options(gpu_memory_utilization=0.5), ClusterSpec(gpus_per_replica=0.5)) == (
+    with pytest.raises(RadarError, match="set the engine's gpu_memory_utilization to 0.45 or lower"):
+        replica_unit(VLLMEngine.Options(gpu_memory_utilization=0.5), ClusterSpec(gpus_per_replica=0.5))
+    assert replica_unit(VLLMEngine.Options(gpu_memory_utilization=0.45), ClusterSpec(gpus_per_replica=0.5)) == (
         "GPU",
         0.5,
     )
-    with pytest.raises(RadarError, match="set the engine's gpu_memory_utilization to 0.3 or lower"):
-        replica_unit(VLLMEngine.Options(gpu_memory_utilization=0.30000001), ClusterSpec(gpus_per_replica=0.3))
-    assert replica_unit(VLLMEngine.Options(gpu_memory_utilization=0.3), ClusterSpec(gpus_per_replica=0.3)) == (
+    with pytest.raises(RadarError, match="set the engine's gpu_memory_utilization to 0.27 or lower"):
+        replica_unit(VLLMEngine.Options(gpu_memory_utilization=0.27000001), ClusterSpec(gpus_per_replica=0.3))
+    assert replica_unit(VLLMEngine.Options(gpu_memory_utilization=0.27), ClusterSpec(gpus_per_replica=0.3)) == (
         "GPU",
         0.3,
     )
     assert replica_unit(VLLMEngine.Options(), ClusterSpec(gpus_per_replica=1)) == ("GPU", 1)  # a whole GPU: its own
+
+
+@pytest.mark.parametrize("gpus", [1, 0.5])
+def test_a_gpu_share_below_the_engines_parallel_size_is_one_line(gpus):
+    """A replica's engine runs tensor x pipeline parallel workers, a GPU each: vLLM's own error was multi-line,
+    cut to a misleading last line."""
+    options = VLLMEngine.Options(tensor_parallel_size=2, gpu_memory_utilization=0.4)
+    with pytest.raises(RadarError, match=r"below the engine's tensor x pipeline parallel size \(2\)") as err:
+        replica_unit(options, ClusterSpec(gpus_per_replica=gpus))
+    assert "\n" not in str(err.value)
+    assert replica_unit(options, ClusterSpec(gpus_per_replica=2)) == ("GPU", 2)
 
 
 def test_the_manifest_names_the_gpus_the_engine_runs_on():

@@ -178,3 +178,25 @@ def test_a_split_the_model_cannot_take_is_one_line_before_vllm_starts(tmp_path):
         build_engine("vllm", str(model), {"tensor_parallel_size": 2})
     with pytest.raises(RadarError, match="pipeline_parallel_size 31 is more than the model's 30 layers"):
         build_engine("vllm", str(model), {"pipeline_parallel_size": 31})
+
+
+def test_an_engine_in_this_process_waits_for_the_last_engines_gpu_memory(monkeypatch):
+    """Issue 42 item 5: between engines in one process (a grid's judges, a jury's jurors, a repair's candidates)
+    the next vLLM engine waits for its share of its GPUs (the machine's first tensor x pipeline parallel of them,
+    CUDA_VISIBLE_DEVICES being unset), as Ray replicas do."""
+    from radar_local import pool as pool_module
+    from radar_local.config import ModelSpec
+    from radar_local.pool import EnginePool
+
+    monkeypatch.setattr("radar_local.cluster.POLL_S", 0.01)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    row = "H200, 570.86, 9.0, {}, 80000"
+    run, calls = nvidia_smi(f"{row.format(8000)}\n{row.format(8000)}", f"{row.format(76000)}\n{row.format(76000)}")
+    waited = []
+    monkeypatch.setattr(pool_module, "wait_for_gpu_memory", lambda share, gpus: waited.append((share, gpus)) or None)
+    monkeypatch.setattr(pool_module, "build_engine", lambda *a, **k: object())
+    spec = ModelSpec(engine="vllm", model="m", options={"tensor_parallel_size": 2, "gpu_memory_utilization": 0.8})
+    EnginePool().get(spec)
+    assert waited == [(0.8, 2)]
+    wait_for_gpu_memory(0.8, timeout_s=10, runner=run, gpus=2)  # the machine's GPUs 0 and 1, until freed
+    assert len(calls) == 2 and calls[0][-2:] == ["-i", "0,1"]

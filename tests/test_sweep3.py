@@ -435,3 +435,27 @@ def test_item18_a_planted_engine_is_not_warned_about_memory_it_never_took(capsys
     pool.get(ModelSpec(engine="testing", model="p"))
     pool.close()
     assert "gave back" not in capsys.readouterr().err
+
+
+@pytest.mark.slow  # reads the embedded model's tokenizer
+@pytest.mark.parametrize("engine", ["vllm", "transformers"])
+def test_item6_expected_mode_on_levels_the_tokenizer_splits_is_refused_before_any_call(tmp_path, engine, embedded_model):
+    """SmolLM2's tokenizer splits "10" into "1" "0": a 1-10 scale in expected mode is one line when the config is
+    read, before any model loads or probe is generated (it was refused only at the scoring stage)."""
+    from radar_local.config import load_config, resolve
+    from radar_local.errors import RadarError
+
+    rubric = tmp_path / "rubric.yaml"
+    rubric.write_text(
+        "id: r\nname: r\nscale: {min: 1, max: 10}\ncriteria:\n"
+        "  - {id: a, label: A, description: The first.}\n  - {id: b, label: B, description: The second.}\n"
+    )
+    config = tmp_path / "c.yaml"
+    spec = {"engine": engine, "model": "smollm2-135m"}
+    settings = planted_config(rubric=str(rubric), scoring={"mode": "expected"}, verifier=spec)
+    config.write_text(yaml.safe_dump(settings))
+    with pytest.raises(RadarError, match="splits the level\\(s\\) 10 into several tokens") as err:
+        resolve(load_config(config), tmp_path, config)
+    assert "\n" not in str(err.value)
+    rubric.write_text(rubric.read_text().replace("{min: 1, max: 10}", "{min: 0, max: 4}"))
+    resolve(load_config(config), tmp_path, config)  # single-token levels pass

@@ -9,9 +9,10 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from radar_local.engines.base import Engine, EngineOptions
+from radar_local.engines.base import Engine, EngineOptions, single_token_ids
 from radar_local.errors import EngineStartError, InputError, MissingDependencyError, RadarError
 from radar_local.models import go_offline
+from radar_local.models import resolve as resolve_model
 
 EngineName = Literal["vllm", "transformers", "openai", "testing"]  # a config's `engine` (tests: == ENGINES)
 ENGINES = {
@@ -67,3 +68,23 @@ def build_engine(
         raise
     except Exception as exc:  # vLLM's start failures reach here as RuntimeError, OSError, ValueError, ...
         raise EngineStartError(engine, model, exc) from exc
+
+
+def score_token_problem(engine: str, model: str, levels: list[tuple[str, ...]]) -> str | None:
+    """Expected mode reads one token position: where the engine's tokenizer is on this machine, each level must be
+    one token of it. Checked from the tokenizer alone when the config is resolved, before any model loads (a 1-10
+    scale on a Qwen, Gemma or Mistral tokenizer splits "10"); a served model's tokenizer is the server's."""
+    if not engine_class(engine).LOCAL_WEIGHTS:
+        return None
+    path, _ = resolve_model(model)
+    try:
+        from transformers import AutoTokenizer  # heavy: loaded only to check an expected-mode config
+    except ImportError:
+        return None  # the engine's own check runs where it loads
+    tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    for tokens in levels:
+        try:
+            single_token_ids(tokenizer, model, tokens)
+        except RadarError as exc:
+            return str(exc)
+    return None

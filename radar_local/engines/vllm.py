@@ -142,22 +142,29 @@ def llm_arguments(
 
 
 @contextmanager
-def batch_invariant_env(enabled: bool) -> Iterator[None]:
-    """VLLM_BATCH_INVARIANT=1 while an engine starts (its workers read it then) and the environment as it
-    was afterwards: the next engine in this process (a grid's, a repair candidate's, a juror's) runs as
-    its own options say."""
-    if not enabled:
-        yield
-        return
-    before = os.environ.get("VLLM_BATCH_INVARIANT")
-    os.environ["VLLM_BATCH_INVARIANT"] = "1"
+def vllm_env_kept(batch_invariant: bool) -> Iterator[dict[str, str | None]]:
+    """VLLM_BATCH_INVARIANT=1 while an engine starts where asked (its workers read it then), and every VLLM_*
+    variable as it was afterwards: vLLM sets some while building its config (VLLM_USE_BREAKABLE_CUDAGRAPH=1 for
+    some model shapes on Hopper, which would run the next engine without torch.compile), so the next engine in
+    this process (a grid's, a repair candidate's, a juror's) runs as its own options say. Yields what the start
+    changed, filled in once it has run (None: a variable it removed)."""
+    before = {k: v for k, v in os.environ.items() if k.startswith("VLLM_")}
+    changed: dict[str, str | None] = {}
+    if batch_invariant:
+        os.environ["VLLM_BATCH_INVARIANT"] = "1"
     try:
-        yield
+        yield changed
     finally:
-        if before is None:
-            os.environ.pop("VLLM_BATCH_INVARIANT", None)
-        else:
-            os.environ["VLLM_BATCH_INVARIANT"] = before
+        after = {k: v for k, v in os.environ.items() if k.startswith("VLLM_")}
+        for key in sorted(before.keys() | after.keys()):
+            if before.get(key) == after.get(key):
+                continue
+            if key != "VLLM_BATCH_INVARIANT" or not batch_invariant or after.get(key) != "1":
+                changed[key] = after.get(key)
+            if key in before:
+                os.environ[key] = before[key]
+            else:
+                os.environ.pop(key, None)
 
 
 def parallel_problem(path: Path, options: VLLMEngine.Options) -> str | None:
@@ -315,8 +322,11 @@ class VLLMEngine(StreamBatch):
             problem = batch_invariance_problem(current_platform.device_name, tuple(found) if found else None)
             if problem:
                 raise RadarError(f"batch_invariant: {problem}; remove the option (samples then move with batches)")
-        with batch_invariant_env(self.options.batch_invariant):
-            return LLM(model=str(self.path), disable_log_stats=False, **kwargs)
+        with vllm_env_kept(self.options.batch_invariant) as changed:
+            llm = LLM(model=str(self.path), disable_log_stats=False, **kwargs)
+        if changed:  # what vLLM set for itself while starting, undone for the next engine: run.json says so
+            self._settings["environment_restored"] = changed
+        return llm
 
     def settings(self) -> dict:
         return dict(self._settings)
