@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from radar_local.common import Frozen
-from radar_local.scale import Scale
+from radar_local.scale import Scale, literal_regex
 
 SAFE_CHAR = r"[ !#-\[\]-~]"  # printable ASCII without " and \
 FIELD_NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,39}$"
@@ -226,7 +226,7 @@ class Answer:
         if isinstance(shape, GradeShape):
             prefix, _, suffix = shape.parts
             reasoning = f"{SAFE_CHAR}{{1,{shape.reasoning}}}\\n" if shape.reasoning else ""
-            return reasoning + re.escape(prefix) + scale.regex + re.escape(suffix)
+            return reasoning + literal_regex(prefix) + scale.regex + literal_regex(suffix)
         return self._value(scale, self.joint)
 
     @cached_property  # asked per request by engines and the run: built once per answer

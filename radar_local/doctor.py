@@ -24,6 +24,7 @@ from radar_local.hardware import (
     checkpoint_dtype,
     cpu_dtype,
     cpu_info,
+    gpu_dtype,
     kv_bytes_per_token,
     kv_cache_plan,
     memory_available,
@@ -60,7 +61,8 @@ if name == "torch":
     for i in range(torch.cuda.device_count() if out["cuda_available"] else 0):
         free, total = torch.cuda.mem_get_info(i)
         out["devices"].append({"index": i, "name": torch.cuda.get_device_name(i), "total_gib": round(total / 2**30, 1),
-                               "free_gib": round(free / 2**30, 1)})
+                               "free_gib": round(free / 2**30, 1),
+                               "capability": list(torch.cuda.get_device_capability(i))})
 print(json.dumps(out))
 """
 
@@ -316,6 +318,21 @@ def examine(runs: Path = Path("runs"), ray: str | None = None, smoke_spec: tuple
     return report
 
 
+def gpu_lines(devices: list[dict], checkpoint: str | None) -> list[str]:
+    """What vLLM's CUDA build will run the embedded model in on the first GPU, and how it sizes its KV cache."""
+    first = devices[0]
+    capability = tuple(first["capability"]) if first.get("capability") else None
+    try:
+        _, why = gpu_dtype("auto", checkpoint, capability)
+    except ValueError as exc:
+        why = str(exc)
+    return [
+        f"vLLM on {first['name']} runs a {checkpoint or '?'} checkpoint in: {why}",
+        "vLLM's KV cache on a GPU: what gpu_memory_utilization (0.9 unless set) of the GPU's memory leaves after the "
+        "weights and the profiled activations (vLLM's own plan; the CPU build's plan does not apply)",
+    ]
+
+
 def render(report: dict) -> list[str]:
     """The report as the lines of one screen."""
     lib = report["libraries"]
@@ -341,13 +358,18 @@ def render(report: dict) -> list[str]:
             else f"{name} not installed"
         )
     cpu = report["cpu"]
-    lines.append(
-        f"cpu {cpu['model']}: {cpu['cores']} cores, {', '.join(cpu['flags']) or 'no vector flags found'}; "
-        f"vLLM on this CPU runs a {cpu['checkpoint_dtype'] or '?'} checkpoint in {cpu['vllm_cpu_dtype']} "
-        f"({cpu['vllm_cpu_dtype_reason']})"
-    )
-    if cpu.get("vllm_cpu_kv_cache"):
-        lines.append(f"vLLM's KV cache for the embedded model here: {cpu['vllm_cpu_kv_cache']}")
+    gpus = torch.get("devices") or []
+    cpu_line = f"cpu {cpu['model']}: {cpu['cores']} cores, {', '.join(cpu['flags']) or 'no vector flags found'}"
+    if gpus and v["version"] and v["build"] == "cuda":  # what the CUDA engine will do, not the CPU build's plan
+        lines.append(cpu_line)
+        lines += gpu_lines(gpus, cpu["checkpoint_dtype"])
+    else:
+        lines.append(
+            f"{cpu_line}; vLLM on this CPU runs a {cpu['checkpoint_dtype'] or '?'} checkpoint in "
+            f"{cpu['vllm_cpu_dtype']} ({cpu['vllm_cpu_dtype_reason']})"
+        )
+        if cpu.get("vllm_cpu_kv_cache"):
+            lines.append(f"vLLM's KV cache for the embedded model here: {cpu['vllm_cpu_kv_cache']}")
     for m in report["models"]:
         if m["on_disk"]:
             check = {True: "checksum ok", False: "CHECKSUM MISMATCH", None: "no checksum recorded"}[m["checksum"]]

@@ -22,6 +22,15 @@ JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")
 JSON_INTEGER = re.compile(r"0|-?[1-9][0-9]*")
 
 
+_REGEX_META = frozenset(".^$*+?{}[]\\|()")
+
+
+def literal_regex(text: str) -> str:
+    """`text` as a regex matching it alone, escaping only regex metacharacters: xgrammar (vLLM's) warns on every
+    other escape Python's re.escape writes (a space, '-', '#'), once per verdict, into engine.log."""
+    return "".join("\\" + ch if ch in _REGEX_META else ch for ch in text)
+
+
 class Scale(Frozen):
     """`{min: 1, max: 10}` (binary: `{min: 0, max: 1}`) or `{levels: {C: 1, P: 0.5, I: 0}}`; `anchors` say
     what a level means (Prometheus' score descriptions), keyed by the level as the judge writes it."""
@@ -121,7 +130,7 @@ class Scale(Frozen):
         levels as alternatives, longest first so none stops at another's prefix."""
         if self.is_range and self.min is not None and self.max is not None and 0 <= self.min and self.max <= 9:
             return f"[{self.min}-{self.max}]"
-        return "(?:" + "|".join(re.escape(t) for t in sorted(self.tokens, key=len, reverse=True)) + ")"
+        return "(?:" + "|".join(literal_regex(t) for t in sorted(self.tokens, key=len, reverse=True)) + ")"
 
     @property
     def longest(self) -> int:

@@ -143,3 +143,15 @@ def test_a_decimal_scale_on_a_server_that_is_not_vllm_is_one_line_before_any_cal
             engine.close()
     assert "decimal levels" in str(err.value) and "constraint: regex" in str(err.value)
     assert not [p for p, _, _ in fake.requests if p.endswith("/chat/completions")]
+
+
+@pytest.mark.parametrize("pattern", ["GRADE: ([CPI])", "[[RESULT]] ([CPI]) -#~", "Score = ([CPI])/10"])
+def test_a_grade_constraint_compiles_in_xgrammar_without_a_warning(capfd, pattern):
+    """Issue 42 item 21: only regex metacharacters are escaped; xgrammar wrote 'Escape sequence \\' \\' is not
+    recognized' into engine.log for every grade verdict, pushing a crash's tail out of it."""
+    pattern = pattern.replace("[[", "\\[").replace("]]", "\\]")
+    answer = Answer(GradeShape(kind="grade", pattern=pattern, reasoning=20), (("a", SCALES["C/P/I"]),))
+    capfd.readouterr()
+    xgrammar.Grammar.from_regex(answer.regex)
+    assert "Warning" not in capfd.readouterr().err
+    assert re.fullmatch(answer.regex, "Fine.\n" + pattern.replace("\\", "").replace("([CPI])", "P"))

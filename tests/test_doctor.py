@@ -241,3 +241,28 @@ def test_gpu_check_runs_its_audit_on_cpu(tmp_path):
     hf = report["engines"]["transformers"]
     assert hf["parse_rate"] == 1.0 and hf["score"]["calls"] > 0 and hf["generate"]["output_tokens_per_s"] > 0
     assert hf["mode"] == "reasoned" and hf["reproducibility"]["engines"]["score"]["device"] == "cpu"
+
+
+def test_doctor_on_a_cuda_box_says_what_the_cuda_engine_will_do():
+    """Issue 42 item 21: the CPU build's dtype and KV plan do not apply on a GPU box with vLLM's CUDA build."""
+    from radar_local.doctor import render
+
+    lib = {
+        "python": "3.11",
+        "torch": {"version": "2.13.0", "build": "cuda 12.8", "devices": [
+            {"name": "NVIDIA T4", "free_gib": 14.0, "total_gib": 15.0, "capability": [7, 5]}]},
+        "vllm": {"version": "0.32.0", "build": "cuda", "imports": True, "supported_line": "0.32"},
+        "transformers": {"version": "5", "imports": True},
+        "outlines": {"version": "1", "imports": True},
+    }  # fmt: skip
+    cpu = {"model": "Xeon", "cores": 16, "flags": ["avx2"], "checkpoint_dtype": "bfloat16"}
+    cpu |= {"vllm_cpu_dtype": "float32", "vllm_cpu_dtype_reason": "no bf16", "vllm_cpu_kv_cache": "2 GiB"}
+    report = {"libraries": lib, "cpu": cpu, "models": [], "offline": {}, "disk": {}, "problems": []}
+    report["ray"] = {"installed": None, "address": None, "reachable": None}
+    screen = "\n".join(render(report))
+    assert (
+        "vLLM on NVIDIA T4 runs a bfloat16 checkpoint in: vLLM's auto runs a bfloat16 checkpoint in float16" in screen
+    )
+    assert "vLLM on this CPU" not in screen and "KV cache for the embedded model here" not in screen
+    lib["vllm"]["build"], lib["torch"]["devices"] = "cpu", []
+    assert "vLLM on this CPU runs a bfloat16 checkpoint in float32" in "\n".join(render(report))

@@ -439,7 +439,9 @@ def test_item18_a_planted_engine_is_not_warned_about_memory_it_never_took(capsys
 
 @pytest.mark.slow  # reads the embedded model's tokenizer
 @pytest.mark.parametrize("engine", ["vllm", "transformers"])
-def test_item6_expected_mode_on_levels_the_tokenizer_splits_is_refused_before_any_call(tmp_path, engine, embedded_model):
+def test_item6_expected_mode_on_levels_the_tokenizer_splits_is_refused_before_any_call(
+    tmp_path, engine, embedded_model
+):
     """SmolLM2's tokenizer splits "10" into "1" "0": a 1-10 scale in expected mode is one line when the config is
     read, before any model loads or probe is generated (it was refused only at the scoring stage)."""
     from radar_local.config import load_config, resolve

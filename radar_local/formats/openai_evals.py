@@ -10,7 +10,6 @@ for the choice alone. Each choice's score is its level's value on radar's scale.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from radar_local.answer import BareShape, GradeShape
@@ -18,7 +17,7 @@ from radar_local.errors import InputError
 from radar_local.formats import common
 from radar_local.formats.common import Imported
 from radar_local.rubric import Rubric
-from radar_local.scale import Scale
+from radar_local.scale import Scale, literal_regex
 
 REASONING = 600  # characters of reasoning before the choice (one line)
 ANSWER_WORDS = {  # radar's words for what each eval_type asks (OpenAI evals appends its own)
@@ -89,7 +88,7 @@ def read(path: Path) -> Imported:
     bound = [common.bind(str(m.get("content", "")), names, path, "prompt", style="format") for m in messages]
     choices = ", ".join(scale.tokens)
     bound[-1] += "\n\n" + ANSWER_WORDS[eval_type].format(choices=choices)
-    pattern = "(" + "|".join(re.escape(t) for t in scale.tokens) + ")"
+    pattern = "(" + "|".join(literal_regex(t) for t in scale.tokens) + ")"
     answer = (
         GradeShape(kind="grade", pattern=pattern, reasoning=REASONING)
         if eval_type == "cot_classify"
