@@ -10,7 +10,9 @@ must parse 100%; throughput, memory and the prefix-cache hit rate go to a JSON f
 says so and runs nothing.
 
 Usage: python scripts/gpu_check.py [--out gpu_check.json] [--device cuda|cpu] [--size small|tiny]
-           [--engines transformers,vllm] [--budget-s 280]
+           [--engines transformers,vllm] [--budget-s 280] [--cases all --budget-s 460]
+(`--cases` adds joint calls, a grade pattern, 1-10 and named-level scales, expected mode on 1-10, a jury with a
+juror that cannot start, batch-invariant mode and two replicas sharing a GPU: about eight minutes on one H200.)
 (`--device cpu --size tiny` exercises the same path on a CPU machine; the tests do that.)
 """
 
@@ -168,17 +170,78 @@ def audit_config(engine: str, model: Path, device: str, mode: str) -> dict:
     }
 
 
-def run_engine(engine: str, model: Path, device: str, mode: str, out: Path) -> dict:
-    """One small audit through radar (in the child process)."""
+JOINT = (
+    "Rate the response on each criterion.\n{% for c in criteria %}{{ c.id }}: {{ c.description }}\n{% endfor %}"
+    "Task: {{ prompt }}\nResponse: {{ response }}"
+)
+ONE = "Criterion: {{ criterion.description }}\nTask: {{ prompt }}\nResponse: {{ response }}\nGrade it."
+CASES = {  # beyond the paper's per-criterion JSON on 0-4: what issue 42 asks the GPU check to cover
+    "joint": "one call scores every criterion (a JSON object keyed by criterion)",
+    "grade": "a grade pattern after a reasoning line, on named levels C/P/I",
+    "1-10": "the paper's JSON on a 1-10 scale",
+    "named": "the paper's JSON on named levels C/P/I",
+    "expected-1-10": "expected mode on 1-10: refused before any call where the tokenizer splits 10",
+    "jury": "a jury of the engine and a juror that cannot start (min_jurors 1): the jury goes on",
+    "batch-invariant": "vLLM's batch-invariant mode, and the VLLM_* environment it leaves (vllm only)",
+    "shared-gpu": "two replicas sharing a GPU on a local Ray instance, started in turn (vllm only)",
+}
+
+
+def case_config(config: dict, case: str, engine: str) -> dict:
+    """The small audit's config changed for one case."""
+    spec = config["verifier"]
+    scale = {"1-10": {"min": 1, "max": 10}, "expected-1-10": {"min": 1, "max": 10}}.get(case)
+    if case in ("grade", "named"):
+        scale = {"levels": {"C": 1, "P": 0.5, "I": 0}}
+    if scale is not None:
+        from radar_local.rubric import load_benchmark
+
+        rubric = load_benchmark("helpsteer2").rubric.model_dump(mode="json", exclude_none=True)
+        config["rubric"] = {**rubric, "scale": scale}
+    if case == "joint":
+        config["verifier"] = {**spec, "judge": {"template": JOINT, "calls": "joint"}}
+    if case == "grade":
+        answer = {"kind": "grade", "pattern": "GRADE: ([CPI])", "reasoning": 60}
+        config["verifier"] = {**spec, "judge": {"template": ONE, "answer": answer}}
+    if case == "expected-1-10":
+        config["scoring"] = {"mode": "expected"}
+    if case == "jury":
+        broken = {**spec, "model": str(REPO / "no-such-model"), "name": "missing"}
+        config["verifier"] = {"jury": [spec, broken], "min_jurors": 1}
+    if case == "batch-invariant":
+        config["verifier"] = config["generator"] = {**spec, "options": {**spec["options"], "batch_invariant": True}}
+    if case == "shared-gpu":
+        opts = {**spec["options"], "gpu_memory_utilization": 0.4}
+        config["verifier"] = config["generator"] = {**spec, "options": opts}
+        config["cluster"] = {"ray": "local", "gpus_per_replica": 0.5, "replicas": 2}
+    return config
+
+
+def run_engine(engine: str, model: Path, device: str, mode: str, out: Path, case: str = "") -> dict:
+    """One small audit through radar (in the child process); a case changes its config (CASES)."""
+    import os
+
     import torch
 
     from radar_local.config import AuditConfig
+    from radar_local.errors import RadarError
     from radar_local.run import run_audit
 
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     start = time.monotonic()
-    run_audit(AuditConfig.model_validate(audit_config(engine, model, device, mode)), out, base=REPO)
+    config = audit_config(engine, model, device, mode)
+    if case:
+        config = case_config(config, case, engine)
+        if isinstance(config["rubric"], dict):
+            rubric = out.parent / f"{case}-rubric.json"
+            rubric.write_text(json.dumps(config["rubric"]))
+            config["rubric"] = str(rubric)
+    before = {k: v for k, v in os.environ.items() if k.startswith("VLLM_")}
+    try:
+        run_audit(AuditConfig.model_validate(config), out, base=REPO)
+    except RadarError as exc:  # a refusal is the case's outcome (expected mode on a split level)
+        return {"case": case, "mode": mode, "refused": str(exc), "seconds": round(time.monotonic() - start, 1)}
     run = json.loads((out / "run.json").read_text())
     result: dict = {"seconds": round(time.monotonic() - start, 1), "mode": mode}
     for stage, s in run["stages"].items():
@@ -189,18 +252,27 @@ def run_engine(engine: str, model: Path, device: str, mode: str, out: Path) -> d
             "seconds": s["seconds"],
             "output_tokens_per_s": round(s["output_tokens"] / s["seconds"], 1) if s["seconds"] else None,
         }
-    score = run["stages"]["score"]
+    score = next(s for name, s in run["stages"].items() if name.startswith("score"))  # a jury: "score (juror)"
     result.update(parse_rate=score["parse_rate"], prefix_cache_hit_rate=score.get("prefix_cache_hit_rate"))
     result["reproducibility"] = run.get("reproducibility")
+    if case:
+        result["case"] = case
+        result["jurors"] = run.get("jurors")
+        result["vllm_env_left"] = {k: v for k, v in os.environ.items() if k.startswith("VLLM_") and before.get(k) != v}
+        result["engine"] = score.get("engine")
+        result["replicas"] = (score.get("cluster") or {}).get("replicas")
     if device == "cuda" and engine == "transformers":  # vLLM runs in its own process: not visible here
         result["peak_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
     return result
 
 
-def engine_in_child(engine: str, model: Path, device: str, mode: str, work: Path, seconds: float) -> dict:
+def engine_in_child(
+    engine: str, model: Path, device: str, mode: str, work: Path, seconds: float, case: str = ""
+) -> dict:
     """run_engine in a child process, stopped when `seconds` have passed (TimeoutError)."""
-    part = work / f"{engine}.json"
+    part = work / f"{engine}{'-' + case if case else ''}.json"
     cmd = [sys.executable, __file__, "--child", engine, "--model", str(model), "--device", device, "--mode", mode]
+    cmd += ["--case", case] if case else []
     try:
         res = subprocess.run([*cmd, "--out", str(part)], capture_output=True, text=True, timeout=seconds, cwd=REPO)
     except subprocess.TimeoutExpired:
@@ -221,10 +293,16 @@ def main() -> int:
     ap.add_argument("--child", help=argparse.SUPPRESS)  # one engine's audit, in its own process
     ap.add_argument("--model", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--mode", default="reasoned", help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--cases",
+        default="",
+        help=f"after each engine's audit, these cases within the budget ({', '.join(CASES)}, or all)",
+    )
+    ap.add_argument("--case", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         with tempfile.TemporaryDirectory() as tmp:
-            result = run_engine(args.child, args.model, args.device, args.mode, Path(tmp) / "run")
+            result = run_engine(args.child, args.model, args.device, args.mode, Path(tmp) / "run", args.case)
         args.out.write_text(json.dumps(result, indent=2))
         return 0
     started = time.monotonic()
@@ -268,6 +346,22 @@ def main() -> int:
                     report["engines"][engine] = engine_in_child(engine, model, args.device, mode, Path(tmp), left)
                 except (TimeoutError, RuntimeError, OSError, ValueError) as exc:  # one failing hides no other
                     report["not_run"].append(f"{engine}: {exc}")
+                    continue
+                cases = list(CASES) if args.cases == "all" else [c for c in args.cases.split(",") if c]
+                for case in cases:
+                    left = args.budget_s - (time.monotonic() - started)
+                    if case in ("batch-invariant", "shared-gpu") and (engine != "vllm" or args.device != "cuda"):
+                        report["not_run"].append(f"{engine} {case}: vLLM on a CUDA GPU only")
+                    elif case == "shared-gpu" and not importable("ray"):
+                        report["not_run"].append(f"{engine} {case}: ray is not installed here")
+                    elif left < 10:
+                        report["not_run"].append(f"{engine} {case}: the budget was spent before it could start")
+                    else:
+                        try:
+                            got = engine_in_child(engine, model, args.device, mode, Path(tmp), left, case)
+                            report.setdefault("cases", {})[f"{engine} {case}"] = got
+                        except (TimeoutError, RuntimeError, OSError, ValueError) as exc:
+                            report["not_run"].append(f"{engine} {case}: {exc}")
     report["seconds"] = round(time.monotonic() - started, 1)
     args.out.write_text(json.dumps(report, indent=2))
     path = report["transformers_path"]
@@ -283,10 +377,13 @@ def main() -> int:
             f"tokens/s, prefix-cache hits {r['prefix_cache_hit_rate']}"
             + (f", peak memory {r['peak_memory_gib']} GiB" if "peak_memory_gib" in r else "")
         )
+    for name, r in report.get("cases", {}).items():
+        print(f"{name}: " + (f"refused: {r['refused']}" if "refused" in r else f"parse rate {r['parse_rate']:.1%}"))
     for line in report["not_run"]:
         print(f"not run: {line}")
     print(f"wrote {args.out}")
-    return 1 if any(r["parse_rate"] != 1.0 for r in report["engines"].values()) else 0
+    parsed = [*report["engines"].values(), *(r for r in report.get("cases", {}).values() if "refused" not in r)]
+    return 1 if any(r["parse_rate"] != 1.0 for r in parsed) else 0
 
 
 if __name__ == "__main__":  # vllm.LLM starts its engine in a new process that re-imports __main__

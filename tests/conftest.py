@@ -56,6 +56,19 @@ def rng() -> np.random.Generator:
 # ---- Real engines on the embedded model, each started once per test session ----
 
 SMALL_VLLM = {"enforce_eager": True, "max_model_len": 2048}
+# On a GPU box the session's vLLM engine and the `vllm serve` fixture share one GPU: each takes at most this share
+# (vLLM's defaults, 0.9 and 0.92, leave the second nothing). On a CPU the engine sizes its own KV cache.
+GPU_SHARE = 0.4
+
+
+def on_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def small_vllm() -> dict:
+    return {**SMALL_VLLM, **({"gpu_memory_utilization": GPU_SHARE} if on_cuda() else {})}
 
 
 @pytest.fixture(scope="session")
@@ -70,7 +83,7 @@ def embedded_model():
 def vllm_engine(embedded_model):
     from radar_local.engines.registry import build_engine
 
-    engine = build_engine("vllm", "smollm2-135m", SMALL_VLLM)
+    engine = build_engine("vllm", "smollm2-135m", small_vllm())
     yield engine
     engine.close()
 
@@ -123,6 +136,7 @@ def vllm_server(embedded_model, tmp_path_factory):
         "--no-enable-chunked-prefill",
         "--max-num-batched-tokens",
         "8192",
+        *(["--gpu-memory-utilization", str(GPU_SHARE)] if on_cuda() else []),
     ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
     with log.open("w") as out:

@@ -529,3 +529,14 @@ def test_labels_added_to_a_stored_run_score_only_the_labels(tmp_path):
     assert (stages["generate"].calls, stages["score"].calls, stages["labels"].calls) == (0, 0, 4)
     assert len(load_run(out).store.scores) == len(before) + 4  # four labelled responses, on helpfulness alone
     assert result.labels["judges"]["planted"]["helpfulness"]["kappa"] == pytest.approx(12 / 13)
+
+
+def test_a_jury_left_with_one_juror_audits_and_reports(tmp_path):
+    """min_jurors 1 and a juror that cannot start: the jury is its one juror; agreement among jurors has no pair
+    to measure (NaN, never a crash: scripts/gpu_check.py's jury case found it)."""
+    from radar_local.report.build import write_report
+
+    broken = juror("broken", fail_start=True)
+    result = run_audit(jury_config([CLEAN, broken], min_jurors=1, **SMALL), tmp_path / "run")
+    assert result.jury["jurors"] == ["clean"] and list(result.jury["failed"]) == ["broken"]
+    assert write_report(load_run(tmp_path / "run")).joinpath("report.md").is_file()

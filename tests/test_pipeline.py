@@ -16,6 +16,7 @@ import yaml
 from radar_local.config import AuditConfig, resolve
 from radar_local.pool import EnginePool
 from radar_local.run import Run, load_run, run_audit
+from tests.conftest import small_vllm
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
@@ -26,7 +27,7 @@ SMALL_RUBRIC = REPO / "tests" / "data" / "small_rubric.yaml"  # 3 criteria: 12 p
 
 
 def tiny_config(engine: str, **kw) -> dict:
-    options = {"enforce_eager": True, "max_model_len": 2048} if engine == "vllm" else {"batch_size": 8}
+    options = small_vllm() if engine == "vllm" else {"batch_size": 8}  # the session engine's options
     spec = {"engine": engine, "model": "smollm2-135m", "options": options}
     return {
         "rubric": "helpsteer2",

@@ -46,6 +46,8 @@ def alpha(data: np.ndarray, level: Level, weights: np.ndarray | None = None) -> 
     single = w.ndim == 1
     w = np.atleast_2d(w)
     values = np.unique(data[present]) if level != "interval" else np.empty(0)
+    if not keep.any():  # no unit two raters scored (one juror left in a jury): no agreement to measure
+        return float("nan") if single else np.full(len(w), np.nan)
     chunk = max(1, CHUNK_CELLS // max(1, len(m) * len(values)))  # replicates at once: memory stays bounded
     if len(w) > chunk:
         return np.concatenate(
