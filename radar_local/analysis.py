@@ -238,8 +238,15 @@ def analyze(
         scale = range_scale(scale) if isinstance(scale, str) else scale
     except ValueError as exc:
         raise InputError(where, str(exc)) from None
+    declared = rubric_obj is not None and (
+        "scale" in rubric_obj.model_fields_set or any(c.scale is not None for c in rubric_obj.criteria)
+    )
+    if rubric_obj is not None and not declared:  # a rubric that declares no scale is scored on the table's
+        rubric_obj = rubric_obj.model_copy(update={"scale": scale})
     scales = rubric_obj.scales if rubric_obj is not None else scale
-    declared_by = None if rubric_obj is None else rubric_arg or f"the rubric '{rubric_obj.id}'"  # a row off it names it
+    declared_by = (  # a row off the rubric's declared scales names it
+        rubric_arg or f"the rubric '{rubric_obj.id}'" if declared and rubric_obj is not None else None
+    )
     if isinstance(table, pd.DataFrame):
         df = validate_scores(table, where, scales, declared_by=declared_by)
     else:

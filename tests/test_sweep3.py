@@ -461,3 +461,18 @@ def test_item6_expected_mode_on_levels_the_tokenizer_splits_is_refused_before_an
     assert "\n" not in str(err.value)
     rubric.write_text(rubric.read_text().replace("{min: 1, max: 10}", "{min: 0, max: 4}"))
     resolve(load_config(config), tmp_path, config)  # single-token levels pass
+
+
+def test_stats_scale_applies_where_the_rubric_declares_none(tmp_path):
+    """Issue 43 item 6: `radar stats --scale 1-10 --rubric R` read the table on 0-4 when R declares no scale (and
+    the error then said R declares 0-4)."""
+    import pandas as pd
+
+    from radar_local.analysis import analyze
+
+    table = pd.read_csv(REPO / "radar_local" / "benchmarks" / "example_helpsteer2.csv", dtype={"variant": str})
+    table["score"] = table["score"] * 2 + 1  # 0-4 -> 1, 3, ..., 9 on 1-10
+    on_four = analyze(table.assign(score=(table["score"] - 1) / 2), rubric="helpsteer2", bootstrap=0)
+    on_ten = analyze(table, rubric="helpsteer2", scale="1-10", bootstrap=0)
+    # the same shifts on a scale of span 9 instead of 4: every self-effect is 8/9 of its 0-4 value
+    assert on_ten.self_effect.to_numpy() == pytest.approx(on_four.self_effect.to_numpy() * 8 / 9)
