@@ -476,3 +476,25 @@ def test_stats_scale_applies_where_the_rubric_declares_none(tmp_path):
     on_ten = analyze(table, rubric="helpsteer2", scale="1-10", bootstrap=0)
     # the same shifts on a scale of span 9 instead of 4: every self-effect is 8/9 of its 0-4 value
     assert on_ten.self_effect.to_numpy() == pytest.approx(on_four.self_effect.to_numpy() * 8 / 9)
+
+
+def test_plan_reads_spreads_on_the_rubrics_own_scale(tmp_path):
+    """Issue 43 item 3 (part): --plan divides by the rubric's scale span; a 0-1 rubric got the 0-4 plan."""
+    from tests.test_bad_input import invoke
+
+    def plan(scale: str, *extra: str) -> list[str]:
+        rubric = tmp_path / f"{scale.count('0')}.yaml"
+        rubric.write_text(
+            f"id: r\nname: r\nscale: {scale}\ncriteria:\n"
+            "  - {id: a, label: A, description: The first.}\n  - {id: b, label: B, description: The second.}\n"
+        )
+        config = tmp_path / "c.yaml"
+        config.write_text(yaml.safe_dump(planted_config(rubric=str(rubric), n=10)))
+        res = invoke("audit", config, "--plan", *extra)
+        assert res.exit_code == 0, res.output
+        return [line for line in res.output.splitlines() if line.startswith("  a ")]
+
+    likert, binary = plan("{min: 0, max: 4}"), plan("{levels: {'no': 0, 'yes': 1}}")
+    assert likert == binary  # a quarter of each span by default: the same design, the same truths
+    assert plan("{min: 0, max: 4}", "--plan-sd", "2") == plan("{levels: {'no': 0, 'yes': 1}}", "--plan-sd", "0.5")
+    assert likert != plan("{min: 0, max: 4}", "--plan-sd", "2")

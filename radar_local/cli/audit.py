@@ -40,7 +40,10 @@ def _create(config_path: Path, out: Path | None, ray_address: str | None):
     help="Print the design and the smallest coupling or bias it would confirm with 80% probability; call nothing.",
 )
 @click.option(
-    "--plan-sd", type=click.FloatRange(0.01, 4), default=1.0, show_default=True, help="--plan: score sd, Likert points."
+    "--plan-sd",
+    type=click.FloatRange(0.01, 1000),
+    default=None,
+    help="--plan: score sd in the rubric's scale points (default: a quarter of its span, 1 Likert point on 0-4).",
 )
 @click.option(
     "--plan-self-effect", type=click.FloatRange(0.01, 1), default=0.6, show_default=True, help="--plan: self-effects."
@@ -53,7 +56,7 @@ def audit(
     ray_address: str | None,
     no_report: bool,
     plan: bool,
-    plan_sd: float,
+    plan_sd: float | None,
     plan_self_effect: float,
 ) -> None:
     """Generate probes, score them, print the audit and write the report. Re-running resumes: stored
@@ -74,7 +77,7 @@ def audit(
         click.echo(f"Report: {write_report(run, result=result) / 'report.html'}")
 
 
-def _plan(config_path: Path, sd: float, self_effect: float) -> list[str]:
+def _plan(config_path: Path, sd: float | None, self_effect: float) -> list[str]:
     """The power of the config's design (stats/power.py), from its rubric and tasks alone."""
     from radar_local.config import load_config, resolve
     from radar_local.stats.bootstrap import LEVEL
@@ -83,12 +86,16 @@ def _plan(config_path: Path, sd: float, self_effect: float) -> list[str]:
     resolved = resolve(load_config(config_path), config_path.parent, config_path)
     config, rubric, tasks = resolved.config, resolved.rubric, resolved.tasks
     k, n = len(rubric.criteria), config.adaptive.max_n if config.adaptive else config.n
+    narrowest = min(rubric.scales.values(), key=lambda s: s.span)  # mixed scales: the least span, conservative
+    span = float(narrowest.span)
+    sd = sd if sd is not None else span / 4
     level = config.adaptive.confidence if config.adaptive else LEVEL
     power = minimum_confirmed(
         k,
         len(tasks),
         n,
         sd=sd,
+        span=span,
         self_effect=self_effect,
         tau=config.tau,
         level=level,
@@ -107,6 +114,7 @@ def _plan(config_path: Path, sd: float, self_effect: float) -> list[str]:
         level=level,
         adaptive=bool(config.adaptive),
         joint=joint,
+        scale=narrowest.name,
     )
 
 

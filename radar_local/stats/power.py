@@ -2,8 +2,9 @@
 before any call (issue 29; `radar audit CONFIG --plan`).
 
 The variance model is the one the audit's intervals rest on, written out for a design instead of read
-from replicates: a stratum mean of N probes whose scores spread `sd` Likert points (sd/4 on the 0-1
-scale); a per-task difference of two strata (+ and -) has variance 2 (sd/4)^2 / N, and its mean over T
+from replicates: a stratum mean of N probes whose scores spread `sd` points of a scale of span `span` (sd/span
+on the 0-1 footing; 1 Likert point is 1/4); a per-task difference of two strata (+ and -) has variance
+2 (sd/span)^2 / N, and its mean over T
 tasks a T-th of that. A leakage l = shift / self-effect s has, to first order, variance
 (var(shift) + l^2 var(s)) / s^2 (the delta method; the shift and the self-effect are taken as
 uncorrelated, which overstates the variance where scores on two criteria move together). Sym averages
@@ -63,6 +64,7 @@ def minimum_confirmed(
     n: int,
     *,
     sd: float = PLAN_SD,
+    span: float = 4.0,
     self_effect: float = PLAN_SELF_EFFECT,
     tau: float = 0.4,
     thresholds: Thresholds = Thresholds(),
@@ -73,7 +75,7 @@ def minimum_confirmed(
 ) -> Power:
     cells = k + 2 * k * (k - 1)
     c = critical(cells, 2 * tasks * (n - 1), level)
-    var_diff = 2 * (sd / 4) ** 2 / (n * tasks)  # a shift's or a self-effect's mean over tasks
+    var_diff = 2 * (sd / span) ** 2 / (n * tasks)  # a shift's or a self-effect's mean over tasks
     # A pair's flag is confirmed only with both its gates: the leakage itself must be confirmed with
     # probability POWER / gates, and where the gates alone fall short of POWER no leakage is enough.
     gates = float(special.ndtr((self_effect - tau) / math.sqrt(var_diff) - c)) ** 2
@@ -99,7 +101,7 @@ def minimum_confirmed(
     bias, bias_cells = None, attributes * k
     if bias_cells and pairs_per_task >= 2:  # up - down of one base: a difference of two scores
         c_bias = critical(bias_cells, tasks * (pairs_per_task - 1), level)
-        se_bias = math.sqrt(2 / (pairs_per_task * tasks)) * sd / 4
+        se_bias = math.sqrt(2 / (pairs_per_task * tasks)) * sd / span
         bias = bias_threshold + (c_bias + float(special.ndtri(POWER))) * se_bias
     return Power(
         cells=cells,
@@ -127,6 +129,7 @@ def plan_lines(
     self_effect: float,
     level: float,
     adaptive: bool,
+    scale: str = "0-4",
     joint: Sequence[bool] = (False,),
 ) -> list[str]:
     """What `radar audit --plan` prints: the design, the assumptions, and the smallest confirmed truths.
@@ -141,7 +144,7 @@ def plan_lines(
         f"{probes} directed probes, {probes * k * len(joint)} verdicts in "
         f"{sum(probes if one else probes * k for one in joint)} calls"
         f"{f' ({len(joint)} scoring passes: jurors and call modes)' if len(joint) > 1 else ''}. No call is made.",
-        f"Assumed: scores spread {sd} Likert points within a stratum, self-effects of {self_effect} "
+        f"Assumed: scores spread {sd:g} points of the {scale} scale within a stratum, self-effects of {self_effect} "
         "(--plan-sd, --plan-self-effect; the variance model is stats/power.py's, conservative).",
         f"With {POWER:.0%} probability this audit confirms (family-wise {level:.0%} over {power.cells} quantities, "
         f"critical value {power.critical:.2f}):",
