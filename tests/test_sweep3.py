@@ -498,3 +498,29 @@ def test_plan_reads_spreads_on_the_rubrics_own_scale(tmp_path):
     assert likert == binary  # a quarter of each span by default: the same design, the same truths
     assert plan("{min: 0, max: 4}", "--plan-sd", "2") == plan("{levels: {'no': 0, 'yes': 1}}", "--plan-sd", "0.5")
     assert likert != plan("{min: 0, max: 4}", "--plan-sd", "2")
+
+
+def test_the_report_counts_each_sources_tasks_with_a_self_effect_at_or_below_zero():
+    """Issue 43 item 4 (part): on a table whose source self-effects are 1, 0.75 and -0.25 (0-1 footing), the ratio
+    of means keeps the third task: a -> b = (1 + 0.75 + 0) / (1 + 0.75 - 0.25) = 7/6; the report says the
+    definition and counts that task."""
+    import pandas as pd
+
+    from radar_local.analysis import analyze
+    from radar_local.report.outline import audit_sections
+    from radar_local.report.text import LEAKAGE_DEFINITION, self_effect_rows
+
+    rows = []
+    a_scores = {"t1": (4, 0), "t2": (3, 0), "t3": (0, 1)}  # a's self-effect per task: 4/4, 3/4, -1/4
+    b_on_a = {"t1": (4, 0), "t2": (3, 0), "t3": (2, 2)}  # b's shift on a's probes: 1, 0.75, 0
+    for t in a_scores:
+        for d, k in (("+", 0), ("-", 1)):
+            rows += [("g", "v", t, "a", d, "0", "a", a_scores[t][k]), ("g", "v", t, "a", d, "0", "b", b_on_a[t][k])]
+            rows += [("g", "v", t, "b", d, "0", "b", 4 - 4 * k), ("g", "v", t, "b", d, "0", "a", 2)]
+    table = pd.DataFrame(rows, columns=["generator", "verifier", "task_id", "target", "direction", "variant",
+                                        "criterion", "score"])  # fmt: skip
+    result = analyze(table, bootstrap=0)
+    assert result.leakage.loc["a", "b"] == pytest.approx(7 / 6)
+    counts = {row[0]: row[-1] for row in self_effect_rows(result)}
+    assert counts == {"a": "1 of 3", "b": "0 of 3"}
+    assert LEAKAGE_DEFINITION in str(audit_sections(result))

@@ -115,7 +115,7 @@ def findings(result: AuditResult) -> list[str]:
 # ---- one row builder for the console, Markdown and HTML renderers ----
 
 CI = f"{LEVEL:.0%} CI"  # the level every interval of a report is at
-SELF_EFFECT_HEAD = ["criterion", "self-effect", CI, "reliable"]
+SELF_EFFECT_HEAD = ["criterion", "self-effect", CI, "reliable", "tasks <= 0"]
 PAIR_HEAD = ["pair", "l_ab", "l_ba", "Sym", f"Sym {CI}", "Asym", "human r", "flag"]
 
 
@@ -128,9 +128,24 @@ def self_effect_rows(result: AuditResult) -> list[list[str]]:
             interval(None if ci is None else tuple(ci.loc[c])),
             ("yes" if result.reliable[c] else "no")
             + ("" if result.gate_evidence is None else f", {result.gate_evidence[c]}"),
+            _non_positive(result, c),
         ]
         for c in result.criteria
     ]
+
+
+def _non_positive(result: AuditResult, criterion: str) -> str:
+    """'n of T': the tasks whose self-effect on this criterion was 0 or below (its leakage row keeps them)."""
+    by_task = result.self_effect_by_task[criterion].dropna()
+    return f"{int((by_task <= 0).sum())} of {len(by_task)}"
+
+
+LEAKAGE_DEFINITION = (
+    "Each leakage is the source's mean shift of the target over its mean self-effect across tasks (a ratio of "
+    "means, so tasks count by their self-effect; the paper's eq. 5 averages per-task ratios instead, which a "
+    "task whose intervention barely moved its criterion can dominate). Tasks whose own self-effect was 0 or "
+    "below stay in it: the self-effects table counts them."
+)
 
 
 def leakage_rows(result: AuditResult) -> tuple[list[str], list[list[str]]]:
