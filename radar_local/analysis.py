@@ -20,7 +20,7 @@ from radar_local.score_table import cells, check_criteria, read_scores, validate
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.bias import BIAS, nuisance_pairs, nuisance_table
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES
-from radar_local.stats.coupling import TAU, double_counted_share
+from radar_local.stats.coupling import TAU, LeakageDefinition, double_counted_share
 from radar_local.stats.flags import Thresholds
 from radar_local.stats.intervals import CHUNK as INTERVAL_CHUNK
 from radar_local.stats.probes import ProbeMatrix, probe_matrix
@@ -74,8 +74,10 @@ def stats_for_table(
     jurors: Sequence[str] = (),
     levels: dict[str, Level] | None = None,
     juror_errors: dict[str, np.ndarray] | None = None,
+    leakage: LeakageDefinition = "ratio_of_means",
 ) -> AuditResult:
-    """`halo_against`: the same judge's per-criterion verifier label, where this one is its joint calls on
+    """`leakage`: how a leakage is taken over tasks (stats/coupling.py). `halo_against`: the same judge's
+    per-criterion verifier label, where this one is its joint calls on
     the same probes (stats/halo.py). `manipulation`: the nuisance attributes' manipulation check
     (radar_local.nuisance), where the rewrites' texts were at hand; an attribute it found not steered gets
     no flag. Each criterion is on the rubric's scale for it, or on `scale` without a rubric. `jurors`: where
@@ -115,6 +117,7 @@ def stats_for_table(
             level=level,
             budget=budget,
             advance=advance,
+            definition=leakage,
         )
     result.rubric = rubric.id if rubric else None
     result.scales = {"footing": FOOTING, "criteria": {c: scales[c].name for c in criteria}}
@@ -225,6 +228,7 @@ def analyze(
     generator: str | None = None,
     verifier: str | None = None,
     bias_threshold: float = BIAS,
+    leakage: LeakageDefinition = "ratio_of_means",
 ) -> AuditResult:
     """The RADAR audit of a score table: a DataFrame in the long format, or a CSV / Parquet file.
 
@@ -268,4 +272,5 @@ def analyze(
         verifier=verifier,
         bias_threshold=bias_threshold,
         scale=scale,
+        leakage=leakage,
     )

@@ -84,6 +84,7 @@ def audit(run: RunDir, verifier: ModelSpec | Jury, records: AuditedSet, **option
         rubric=run.rubric,
         reference=run.reference,
         tau=config.tau,
+        leakage=config.leakage,
         resamples=config.bootstrap,
         seed=config.seed,
         generator=config.generator.label,

@@ -24,6 +24,7 @@ from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, r
 from radar_local.scoring import ScoreFormat
 from radar_local.stats.bias import BIAS
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES
+from radar_local.stats.coupling import LeakageDefinition
 from radar_local.tasks import TaskSource, is_task_table, load_task_table
 
 if TYPE_CHECKING:
@@ -244,6 +245,11 @@ class AuditSettings(Strict):
         False, description="Leave probes whose text addresses the judge or asks for a score out of the statistics"
     )
     tau: float = Field(0.4, ge=0, le=1)
+    leakage: LeakageDefinition = Field(
+        "ratio_of_means",
+        description="A leakage over tasks: ratio_of_means (mean shift over mean self-effect) or paper (eq. 5, the "
+        "mean of per-task ratios, to reproduce the paper's tables)",
+    )
     bootstrap: int = Field(RESAMPLES, ge=0, le=100_000, description="Bootstrap resamples (0 = no CIs)")
     out: str | None = Field(None, description="Run directory; `--out` overrides")
     cluster: ClusterSpec | None = Field(

@@ -32,6 +32,13 @@ from radar_local.stats.bias import BIAS
     show_default=True,
     help="Flag a criterion whose score moves at least this much (0-1 scale) with a nuisance attribute.",
 )
+@click.option(
+    "--leakage",
+    type=click.Choice(["ratio_of_means", "paper"]),  # stats/coupling.LEAKAGE_DEFINITIONS (numpy stays unloaded)
+    default="ratio_of_means",
+    show_default=True,
+    help="A leakage over tasks: mean shift over mean self-effect, or the paper's eq. 5 (a mean of per-task ratios).",
+)
 def stats(scores: Path, json_out: Path | None, md_out: Path | None, **kwargs) -> None:
     """Print the RADAR audit of a score table (CSV or Parquet)."""
     from radar_local.analysis import analyze

@@ -16,7 +16,6 @@ from radar_local.report.text import (
     JUROR_AGREEMENT_HEAD,
     JURY_HEAD,
     LABELS_HEAD,
-    LEAKAGE_DEFINITION,
     NUISANCE_HEAD,
     PAIR_HEAD,
     SELF_EFFECT_HEAD,
@@ -36,6 +35,7 @@ from radar_local.report.text import (
     jury_rows,
     labels_line,
     labels_rows,
+    leakage_definition,
     leakage_rows,
     nuisance_line,
     nuisance_rows,
@@ -134,7 +134,7 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
         ),
         Section(
             f"Leakage (row -> column; tau = {r.tau})",
-            [Table(head, list(rows), numeric=True), (LEAKAGE_DEFINITION,), *figure("leakage", "Leakage")],
+            [Table(head, list(rows), numeric=True), (leakage_definition(r),), *figure("leakage", "Leakage")],
         ),
         Section(
             "Pairs ranked by symmetric coupling",

@@ -146,6 +146,15 @@ LEAKAGE_DEFINITION = (
     "task whose intervention barely moved its criterion can dominate). Tasks whose own self-effect was 0 or "
     "below stay in it: the self-effects table counts them."
 )
+PAPER_DEFINITION = (
+    "Each leakage is the paper's eq. 5 (`leakage: paper`): the mean over tasks of the per-task ratio of the "
+    "target's shift to the source's self-effect, over the tasks where that self-effect is positive (the "
+    "self-effects table counts the others, which it leaves out)."
+)
+
+
+def leakage_definition(result: AuditResult) -> str:
+    return PAPER_DEFINITION if result.leakage_definition == "paper" else LEAKAGE_DEFINITION
 
 
 def leakage_rows(result: AuditResult) -> tuple[list[str], list[list[str]]]:

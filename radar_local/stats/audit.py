@@ -16,7 +16,7 @@ from radar_local.stats import baselines
 from radar_local.stats.agreement import agreement
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES, Strata
 from radar_local.stats.budget import probe_budget
-from radar_local.stats.coupling import TAU, global_summaries
+from radar_local.stats.coupling import TAU, LeakageDefinition, global_summaries
 from radar_local.stats.decisions import evidence
 from radar_local.stats.exact import exact_point, to_float
 from radar_local.stats.flags import DIRECTIONAL, Thresholds, pair_flags, upstream
@@ -36,14 +36,16 @@ def audit_cell(
     budget: bool = True,
     level: float = LEVEL,
     advance: Callable[[int], None] | None = None,
+    definition: LeakageDefinition = "ratio_of_means",
 ) -> AuditResult:
-    """`advance(k)`: told after each k bootstrap resamples (a progress bar's)."""
+    """`advance(k)`: told after each k bootstrap resamples (a progress bar's). `definition`: the leakage over
+    tasks (coupling.LeakageDefinition)."""
     crit = list(pm.criteria)
     k = len(crit)
     if not pm.directed.any():
         raise ValueError("the cell has no + or - probes; coupling needs directed probes")
     strata = Strata.from_probes(pm)
-    exact = exact_point(strata)
+    exact = exact_point(strata, definition)
     point = exact.coupling(tau)
     iv = intervals(strata, exact, tau, resamples, seed, level, advance=advance) if resamples else None
     undefined = None if iv is None else _undefined(iv, crit)
@@ -101,6 +103,7 @@ def audit_cell(
         criteria=crit,
         tasks=tasks,
         tau=tau,
+        leakage_definition=definition,
         bootstrap={
             "resamples": resamples,
             "seed": seed,
@@ -141,7 +144,7 @@ def audit_cell(
         result.family = family_json(iv.family, crit)
         evidence(result, thresholds)
     if budget:
-        result.budget = to_json(probe_budget(strata, pairs, ref_vec, point, tau=tau, seed=seed))
+        result.budget = to_json(probe_budget(strata, pairs, ref_vec, point, tau=tau, seed=seed, definition=definition))
     return result
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from radar_local.stats.agreement import agreement
 from radar_local.stats.bootstrap import Strata
-from radar_local.stats.coupling import Coupling, coupling
+from radar_local.stats.coupling import Coupling, LeakageDefinition, coupling
 from radar_local.stats.exact import resample_decisions
 
 BUDGETS = (1, 2, 3, 4, 5, 10)
@@ -24,6 +24,7 @@ def probe_budget(
     seed: int,
     budgets: tuple[int, ...] = BUDGETS,
     n_subsets: int = 30,
+    definition: LeakageDefinition = "ratio_of_means",
 ) -> list[dict[str, Any]]:
     """For each N below the smallest stratum, `n_subsets` stratified subsets of N probes each; then
     one row that uses all probes (Table 13's last row), from the point estimate `full`.
@@ -39,7 +40,7 @@ def probe_budget(
         weights = strata.subset_weights(rng, n_subsets, n)
         means = strata.means(weights)
         positive, reliable = resample_decisions(strata, weights, tau, means)
-        subsets = coupling(means, tau, positive=positive, reliable=reliable)
+        subsets = coupling(means, tau, positive=positive, reliable=reliable, definition=definition)
         rows.append({"n": n, "subsets": n_subsets, **_summary(subsets, a, b, reference)})
     rows.append({"n": smallest, "subsets": 1, "all_probes": True, **_summary(full, a, b, reference)})
     return rows

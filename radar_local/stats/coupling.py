@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
 TAU = 0.40
+# How a leakage is taken over tasks: the ratio of means (radar's default, ratio_of_means) or the paper's eq. 5, the
+# mean of the per-task ratios over the tasks where the source's self-effect is positive (to reproduce its tables).
+LeakageDefinition = Literal["ratio_of_means", "paper"]
+LEAKAGE_DEFINITIONS: tuple[LeakageDefinition, ...] = ("ratio_of_means", "paper")
 
 
 def _nanmean(x: np.ndarray, axis: int) -> np.ndarray:
@@ -107,12 +112,18 @@ class Coupling:
 
 
 def coupling(
-    means: np.ndarray, tau: float = TAU, *, positive: np.ndarray | None = None, reliable: np.ndarray | None = None
+    means: np.ndarray,
+    tau: float = TAU,
+    *,
+    positive: np.ndarray | None = None,
+    reliable: np.ndarray | None = None,
+    definition: LeakageDefinition = "ratio_of_means",
 ) -> Coupling:
     """All directional quantities from stratum means, aggregated over tasks (eq. 1-6).
 
     The decisions against thresholds, `positive` (see leakage) and `reliable` (..., K), come from the
     caller where they must be exact (stats/exact.py, stats/intervals.py); without them the floats decide.
+    `definition`: the leakage over tasks, a ratio of means or the paper's eq. 5 (a mean of per-task ratios).
     """
     if not 0 <= tau <= 1:
         raise ValueError(f"tau must lie in [0, 1], got {tau}")
@@ -122,7 +133,7 @@ def coupling(
     return Coupling(
         self_effect=se,
         self_effect_by_task=se_t,
-        leakage=ratio_of_means(means),
+        leakage=ratio_of_means(means) if definition == "ratio_of_means" else _nanmean(by_task, axis=-3),
         leakage_sd=_nanstd(by_task, axis=-3),
         leakage_by_task=by_task,
         reliable=np.nan_to_num(se, nan=-1.0) >= tau if reliable is None else reliable,

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from radar_local.stats.bootstrap import Strata
-from radar_local.stats.coupling import Coupling, self_effect
+from radar_local.stats.coupling import Coupling, LeakageDefinition, self_effect
 
 Q = Fraction | None  # an exact value, or None where it is undefined
 
@@ -84,9 +84,10 @@ class ExactPoint:
     self_effect_by_task: list[list[Q]]  # [t][i], eq. 1
     leakage_by_task: list[list[list[Q]]]  # [t][i][j], eq. 2; row i undefined where SelfEffect_t(i) <= 0
     self_effect: list[Q]  # [i], mean over the tasks where it is defined
-    leakage: list[list[Q]]  # [i][j], mean shift over mean self-effect (coupling.ratio_of_means)
+    leakage: list[list[Q]]  # [i][j], mean shift over mean self-effect (coupling.ratio_of_means), or eq. 5
     leakage_sd: list[list[float | None]]  # [i][j], eq. 6
     means: list[list[list[list[Q]]]]  # [t][i][d][j], the normalized stratum means
+    definition: LeakageDefinition = "ratio_of_means"  # how `leakage` is taken over tasks (coupling.py)
 
     def reliable(self, tau: float) -> list[bool]:
         return [at_least(se, tau) for se in self.self_effect]
@@ -129,10 +130,11 @@ def exact_sum(values: np.ndarray) -> Fraction:
     return total
 
 
-def exact_point(strata: Strata) -> ExactPoint:
+def exact_point(strata: Strata, definition: LeakageDefinition = "ratio_of_means") -> ExactPoint:
     """Stratum means as Fractions of exact sums of the scores as read (integers, or the floats of
     expected-mode verdicts), divided by each criterion's scale span (the 0-1 footing), then eq. 1-6 in rational
-    arithmetic."""
+    arithmetic; the leakage over tasks as `definition` says (eq. 5 for "paper": the mean of the defined per-task
+    ratios)."""
     t_count, k = strata.shape
     means: list[list[list[list[Q]]]] = [[[[None] * k for _ in range(2)] for _ in range(k)] for _ in range(t_count)]
     for s, rows in enumerate(strata.slices()):
@@ -153,9 +155,18 @@ def exact_point(strata: Strata) -> ExactPoint:
         self_effect_by_task=se_t,
         leakage_by_task=leak_t,
         self_effect=[_mean([se_t[t][i] for t in range(t_count)]) for i in range(k)],
-        leakage=[[_ratio_of_means(means, i, j) for j in range(k)] for i in range(k)],
+        leakage=[
+            [
+                _ratio_of_means(means, i, j)
+                if definition == "ratio_of_means"
+                else _mean([leak_t[t][i][j] for t in range(t_count)])
+                for j in range(k)
+            ]
+            for i in range(k)
+        ],
         leakage_sd=[[_sd([leak_t[t][i][j] for t in range(t_count)]) for j in range(k)] for i in range(k)],
         means=means,
+        definition=definition,
     )
 
 
@@ -192,6 +203,6 @@ def resample_decisions(
     if not strata.integral:
         close |= (np.abs(se_t) <= FLOAT_MARGIN).any(axis=(-2, -1))
     for b in np.flatnonzero(close):
-        point = exact_point(strata.resample(weights[b]))
+        point = exact_point(strata.resample(weights[b]))  # its decisions alone: the definition does not enter
         positive[b], reliable[b] = point.positive(), point.reliable(tau)
     return positive, reliable

@@ -86,7 +86,11 @@ def intervals(
     deviations = strata.scores - np.repeat(center, strata.sizes, axis=0)  # 0 where a probe equals its mean
 
     base = coupling(
-        strata.tensor(center[None]), tau, positive=exact.positive()[None], reliable=np.array([exact.reliable(tau)])
+        strata.tensor(center[None]),
+        tau,
+        positive=exact.positive()[None],
+        reliable=np.array([exact.reliable(tau)]),
+        definition=exact.definition,
     )
     rng = np.random.default_rng(seed)
     parts = []
@@ -101,7 +105,7 @@ def intervals(
         )
         means = strata.tensor(per_stratum)
         positive, reliable = resample_decisions(strata, w, tau, means)
-        parts.append(coupling(means, tau, positive=positive, reliable=reliable))
+        parts.append(coupling(means, tau, positive=positive, reliable=reliable, definition=exact.definition))
         if advance is not None:  # a long bootstrap's progress, told to whoever shows it
             advance(len(w))
     reps = _concat(parts)

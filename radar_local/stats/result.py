@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from radar_local.common import json_number, to_json
 from radar_local.errors import InputError
+from radar_local.stats.coupling import LeakageDefinition
 
 SCHEMA_VERSION = 2  # 2: pair 'flags' is a list; gating causes; unscored counts and warnings
 
@@ -57,7 +58,7 @@ class PairFile(_Stored):
 # The fields an AuditResult holds as stats.json does.
 AS_STORED = (
     "generator verifier tasks tau bootstrap probes unscored warnings baselines agreement budget adaptive rubric "
-    "calibration double_count scales halo jury labels schema_version"
+    "calibration double_count scales halo jury labels leakage_definition schema_version"
 ).split()
 # A pair's columns in AuditResult.pairs: its stored fields, the interval pair split in two.
 PAIR_COLUMNS = [c for f in PairFile.model_fields for c in (("sym_ci", "asym_ci") if f == "ci" else (f,))]
@@ -151,6 +152,7 @@ class StatsFile(_Stored):
     halo: dict[str, Any] | None = None
     jury: dict[str, Any] | None = None
     labels: dict[str, Any] | None = None
+    leakage_definition: LeakageDefinition = "ratio_of_means"
 
 
 @dataclass(frozen=True)
@@ -208,6 +210,8 @@ class AuditResult:
     jury: dict[str, Any] | None = None
     # agreement with the team's human labels, per judge and criterion (stats/raters.against_humans)
     labels: dict[str, Any] | None = None
+    # how a leakage is taken over tasks: the ratio of means, or the paper's eq. 5 (stats/coupling.py)
+    leakage_definition: LeakageDefinition = "ratio_of_means"
     schema_version: int = SCHEMA_VERSION
 
     # ---- JSON -------------------------------------------------------------------------------
@@ -253,6 +257,8 @@ class AuditResult:
         for key in ("agreement", "budget", "adaptive"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
+        if self.leakage_definition != "ratio_of_means":  # the default unwritten: earlier stats.json read back as is
+            out["leakage_definition"] = self.leakage_definition
         out["rubric"] = self.rubric
         out["calibration"] = self.calibration
         if self.double_count is not None:
