@@ -555,3 +555,30 @@ def test_leakage_paper_is_eq5_on_a_hand_computed_table(tmp_path):
     assert stored["leakage_definition"] == "paper" and stored["leakage"]["a"]["b"] == pytest.approx(2 / 3)
     result = run_audit(planted_config(leakage="paper", n=2, bootstrap=20), tmp_path / "run")
     assert result.leakage_definition == "paper"
+
+
+def test_plan_reads_a_pilot_runs_spreads_and_self_effects(tmp_path):
+    """Issue 43 item 3 (part): --plan on a run directory that holds an audit uses its observed within-stratum
+    score sd and mean self-effect instead of the assumed ones; the options still override them."""
+    import pandas as pd
+
+    from radar_local.stats.power import pilot_spread
+    from tests.test_bad_input import invoke
+
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(planted_config(n=3, bootstrap=0, options={"noise": 0.8})))
+    before = invoke("audit", config, "--plan", "--out", tmp_path / "run")
+    assert before.exit_code == 0 and "Observed" not in before.output
+    run_audit(planted_config(n=3, bootstrap=0, options={"noise": 0.8}), tmp_path / "run")
+    after = invoke("audit", config, "--plan", "--out", tmp_path / "run")
+    observed = after.output.splitlines()[0]
+    assert observed.startswith(f"Observed in {tmp_path / 'run'}: score sd ") and "mean self-effect" in observed
+    sd = pilot_spread(pd.read_csv(tmp_path / "run" / "scores.csv", dtype={"variant": str}))
+    assert f"score sd {sd:.2f}" in observed and f"spread {sd:g} points" in after.output
+    assert "spread 1 points" in invoke("audit", config, "--plan", "--out", tmp_path / "run", "--plan-sd", "1").output
+    # known answer: two strata of the target criterion, scores (1, 3) and (2, 2, 5): pooled var (2 + 6) / (1 + 2)
+    table = pd.DataFrame(
+        [("g", "v", "t", "a", d, str(i), "a", s) for d, ss in (("+", (1, 3)), ("-", (2, 2, 5))) for i, s in
+         enumerate(ss)], columns=["generator", "verifier", "task_id", "target", "direction", "variant", "criterion",
+                                  "score"])  # fmt: skip
+    assert pilot_spread(table) == pytest.approx((8 / 3) ** 0.5)

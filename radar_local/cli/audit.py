@@ -46,7 +46,10 @@ def _create(config_path: Path, out: Path | None, ray_address: str | None):
     help="--plan: score sd in the rubric's scale points (default: a quarter of its span, 1 Likert point on 0-4).",
 )
 @click.option(
-    "--plan-self-effect", type=click.FloatRange(0.01, 1), default=0.6, show_default=True, help="--plan: self-effects."
+    "--plan-self-effect",
+    type=click.FloatRange(0.01, 1),
+    default=None,
+    help="--plan: self-effects (default: the run directory's observed ones where it holds an audit, else 0.6).",
 )
 def audit(
     config_path: Path,
@@ -57,7 +60,7 @@ def audit(
     no_report: bool,
     plan: bool,
     plan_sd: float | None,
-    plan_self_effect: float,
+    plan_self_effect: float | None,
 ) -> None:
     """Generate probes, score them, print the audit and write the report. Re-running resumes: stored
     calls are skipped. `--plan` only says what the design can confirm."""
@@ -65,7 +68,7 @@ def audit(
     from radar_local.report.console import print_audit, print_run
 
     if plan:
-        for line in _plan(config_path, plan_sd, plan_self_effect):
+        for line in _plan(config_path, plan_sd, plan_self_effect, out):
             click.echo(line)
         return
     run = _create(config_path, out, ray_address)
@@ -77,18 +80,30 @@ def audit(
         click.echo(f"Report: {write_report(run, result=result) / 'report.html'}")
 
 
-def _plan(config_path: Path, sd: float | None, self_effect: float) -> list[str]:
-    """The power of the config's design (stats/power.py), from its rubric and tasks alone."""
+def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: Path | None) -> list[str]:
+    """The power of the config's design (stats/power.py), from its rubric and tasks, and from the spreads and
+    self-effects its run directory observed where it holds an audit (a pilot); the options override them."""
     from radar_local.config import load_config, resolve
     from radar_local.stats.bootstrap import LEVEL
-    from radar_local.stats.power import minimum_confirmed, plan_lines
+    from radar_local.stats.power import PLAN_SELF_EFFECT, minimum_confirmed, plan_lines
 
     resolved = resolve(load_config(config_path), config_path.parent, config_path)
     config, rubric, tasks = resolved.config, resolved.rubric, resolved.tasks
     k, n = len(rubric.criteria), config.adaptive.max_n if config.adaptive else config.n
     narrowest = min(rubric.scales.values(), key=lambda s: s.span)  # mixed scales: the least span, conservative
     span = float(narrowest.span)
+    pilot = _pilot(out or (Path(config.out) if config.out else None))
+    observed = ""
+    if pilot is not None and (sd is None or self_effect is None):
+        observed = f"Observed in {pilot['run']}: " + ", ".join(
+            f"{what} {pilot[key]:.2f}"
+            for key, what in (("sd", "score sd"), ("self_effect", "mean self-effect"))
+            if pilot.get(key) is not None
+        )
+        sd = sd if sd is not None else max(pilot["sd"], span / 400) if pilot.get("sd") is not None else None
+        self_effect = self_effect if self_effect is not None else pilot.get("self_effect")
     sd = sd if sd is not None else span / 4
+    self_effect = self_effect if self_effect is not None else PLAN_SELF_EFFECT
     level = config.adaptive.confidence if config.adaptive else LEVEL
     power = minimum_confirmed(
         k,
@@ -104,7 +119,7 @@ def _plan(config_path: Path, sd: float | None, self_effect: float) -> list[str]:
         bias_threshold=config.bias_threshold,
     )
     joint = [spec.judge is not None and spec.judge.joint for spec in config.verifiers]  # every juror and call mode
-    return plan_lines(
+    lines = plan_lines(
         k,
         len(tasks),
         n,
@@ -116,6 +131,7 @@ def _plan(config_path: Path, sd: float | None, self_effect: float) -> list[str]:
         joint=joint,
         scale=narrowest.name,
     )
+    return [observed, *lines] if observed else lines
 
 
 @click.command()
@@ -132,3 +148,26 @@ def generate(config_path: Path, out: Path | None, quiet: bool, verbose: bool, ra
         finally:
             pool.close()
     click.echo(f"{len(run.store.probes)} probes stored in {run.root} ({stats['calls']} generated now)")
+
+
+def _pilot(run_dir: Path | None) -> dict | None:
+    """A finished audit's observed spread and self-effects in `run_dir`, else None (no run, or not one yet)."""
+    from radar_local.errors import RadarError
+    from radar_local.run import load_run
+    from radar_local.score_table import read_scores
+    from radar_local.stats.power import pilot_spread
+
+    if run_dir is None or not run_dir.is_dir():
+        return None
+    try:
+        run = load_run(run_dir)
+        result = run.result()
+        table = read_scores(run.table_path, run.rubric.scales)
+    except (RadarError, OSError):
+        return None
+    effects = [float(v) for v in result.self_effect if v == v and v > 0]
+    return {
+        "run": str(run_dir),
+        "sd": pilot_spread(table),
+        "self_effect": min(1.0, sum(effects) / len(effects)) if effects else None,
+    }

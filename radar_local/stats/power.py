@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from scipy import special
 
@@ -165,3 +166,15 @@ def plan_lines(
             f"{smallest(power.bias, '|sensitivity| >=')}"
         )
     return lines
+
+
+def pilot_spread(table: Any) -> float | None:
+    """The pooled within-stratum sd of a score table's verdicts on each stratum's own target criterion (the
+    spread the variance model assumes), in the scale's points; None without a stratum of two scored probes."""
+    rows = table[(table["criterion"] == table["target"]) & table["direction"].isin(["+", "-"])].dropna(subset=["score"])
+    groups = rows.groupby(["generator", "verifier", "task_id", "target", "direction"])["score"]
+    var, size = groups.var(ddof=1), groups.size()
+    keep = size >= 2
+    if not keep.any():
+        return None
+    return math.sqrt(float((var[keep] * (size[keep] - 1)).sum() / (size[keep] - 1).sum()))
