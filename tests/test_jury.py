@@ -233,12 +233,12 @@ def test_a_juror_that_fails_after_some_verdicts_is_out_of_the_jury_as_a_whole(tm
     """Issue 42 item 8: the verdicts a juror gave before its server died never enter the jury's scores: the jury
     is the jury of the jurors that finished, as announced."""
     dying = juror("dying", noise=0.3, coupling={}, fail_after=12)  # a juror with no coupling, which would dilute it
-    cfg = {**jury_config([CLEAN, dying, NOISY], min_jurors=2), "bootstrap": 0}
+    cfg = jury_config([CLEAN, dying, NOISY], min_jurors=2, **SMALL)
     result = run_audit(cfg, tmp_path / "three")
     stored = load_run(tmp_path / "three").store.scores
     assert 0 < sum(v.verifier == "dying" for v in stored.values()) <= 12  # it did give verdicts before it failed
     assert "none of its verdicts counted" in capsys.readouterr().err
-    two = run_audit({**jury_config([CLEAN, NOISY], min_jurors=2), "bootstrap": 0}, tmp_path / "two")
+    two = run_audit(jury_config([CLEAN, NOISY], min_jurors=2, **SMALL), tmp_path / "two")
     assert list(result.jury["failed"]) == ["dying"] and result.jury["jurors"] == ["clean", "noisy"]
     assert result.self_effect.to_dict() == two.self_effect.to_dict()
     assert result.leakage.equals(two.leakage)

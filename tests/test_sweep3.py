@@ -196,17 +196,21 @@ def test_item12_raters_are_read_as_written_and_a_repeated_rating_is_one_line(tmp
         load_labels(path, _swapped_rubric(), [Task(id="t", prompt="Hi.")])
 
 
-def test_item15_inputs_a_run_could_not_read_back_are_refused_before_anything_is_written(tmp_path):
+def test_item15_inputs_a_run_could_not_read_back_are_refused_before_anything_is_written(tmp_path, monkeypatch):
+    from radar_local import labels, run
     from radar_local.errors import RadarError
 
-    huge = [{"id": "t0", "prompt": "x" * (65 << 20)}, {"id": "t1", "prompt": "Hi."}]
-    with pytest.raises(RadarError, match=r"would make inputs.json \d+ MiB, more than the 64 MiB radar reads back"):
+    # the cap read back is 64 MiB (inputs.MAX_BYTES); here 1 MiB, so the test writes megabytes, not hundreds
+    monkeypatch.setattr(run, "MAX_BYTES", 1 << 20)
+    monkeypatch.setattr(labels, "MAX_BYTES", 1 << 20)
+    huge = [{"id": "t0", "prompt": "x" * (2 << 20)}, {"id": "t1", "prompt": "Hi."}]
+    with pytest.raises(RadarError, match=r"would make inputs.json \d+ MiB, more than the 1 MiB radar reads back"):
         run_audit(planted_config(tasks=huge, n=1, bootstrap=0), tmp_path / "run")
     assert not (tmp_path / "run" / "inputs.json").exists() and not (tmp_path / "run" / "config.yaml").exists()
     labels = tmp_path / "labels.csv"
     with labels.open("wb") as fh:
-        fh.truncate(65 << 20)  # sparse: no disk used
-    with pytest.raises(RadarError, match="larger than 64 MiB; radar reads no labels file this large"):
+        fh.truncate(2 << 20)  # sparse: no disk used
+    with pytest.raises(RadarError, match="larger than 1 MiB; radar reads no labels file this large"):
         run_audit(planted_config(labels=str(labels), n=1, bootstrap=0), tmp_path / "labelled")
 
 
@@ -318,7 +322,10 @@ def test_item17_a_hand_edited_labels_json_is_one_line(labelled_run, tmp_path, ed
         assert res.exit_code == 2 and needle in res.output and len(res.output.strip().splitlines()) == 1, res.output
 
 
-@pytest.mark.parametrize("block", ["labels", "halo", "jury"])
+@pytest.mark.parametrize(  # each renders a report: one in make test-fast, all in make test
+    "block",
+    ["labels", pytest.param("halo", marks=pytest.mark.thorough), pytest.param("jury", marks=pytest.mark.thorough)],
+)
 def test_item17_a_hand_edited_stats_block_is_one_line(labelled_run, tmp_path, block):
     import json
     import shutil
