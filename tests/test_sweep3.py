@@ -589,3 +589,11 @@ def test_plan_reads_a_pilot_runs_spreads_and_self_effects(tmp_path):
          enumerate(ss)], columns=["generator", "verifier", "task_id", "target", "direction", "variant", "criterion",
                                   "score"])  # fmt: skip
     assert pilot_spread(table) == pytest.approx((8 / 3) ** 0.5)
+
+
+def test_item9_root_on_a_format_without_file_references_is_one_line(tmp_path):
+    from tests.test_formats import SAMPLES
+
+    with pytest.raises(InputError, match="names no other file to read; leave --root out"):
+        formats.read("inspect", SAMPLES["inspect"], root=tmp_path)
+    assert formats.read("inspect", SAMPLES["inspect"]).rubric.criteria

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import inspect
 import json
 import os
 import tempfile
@@ -36,8 +37,12 @@ def read(fmt: str, path: str | Path, root: Path | None = None) -> Imported:
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "not found; name the file to import")
+    module = _module(fmt)
+    references = "root" in inspect.signature(module.read).parameters  # a format whose files name other files
+    if root is not None and not references:
+        raise InputError(path, f"--root: a {fmt} file names no other file to read; leave --root out")
     try:
-        return _module(fmt).read(path, root) if root is not None else _module(fmt).read(path)
+        return module.read(path, root) if references else module.read(path)
     except (TypeError, AttributeError, KeyError, ValueError) as exc:  # a value of a type the format never has
         raise InputError(
             path, f"does not have the shape of a {fmt} file ({type(exc).__name__}: {one_line(exc)})"
