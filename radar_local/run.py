@@ -48,7 +48,7 @@ from radar_local.scorers import score_cells_on_cluster
 from radar_local.scoring import expected_score
 from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.decisions import decisions
-from radar_local.stats.flags import Thresholds
+from radar_local.stats.flags import COUPLED, Thresholds
 from radar_local.stats.result import AuditResult
 from radar_local.store import write_atomic
 
@@ -475,7 +475,10 @@ class Run(RunDir):
             probes = self.stored_probes(self.plan.generation_requests({c: (0, n) for c, n in sizes.items()}))
             stages["score"].append(self.score(verifier, pool, progress, probes))
             result, _ = audit(self, verifier, audited_set(self, probes), level=spec.confidence, budget=False)
-            found = decisions(result, Thresholds(**result.thresholds), spec.fail_on_sym)
+            # a coupling is evidence for a directional or cluster flag, not a finding of its own to wait for
+            found = [
+                d for d in decisions(result, Thresholds(**result.thresholds), spec.fail_on_sym) if d.kind != COUPLED
+            ]
             still_open = [d for d in found if d.value is None]
             following = grow(sizes, {c for d in still_open for c in d.sources}, spec.step, spec.max_n)
             waves.append(wave_record(len(waves) + 1, have, sizes, stages["score"][-1], waves, still_open, spec.max_n))

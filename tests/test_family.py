@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from radar_local.report.text import findings
 from radar_local.run import run_audit
 from radar_local.stats.audit import audit_cell
-from radar_local.stats.decisions import decisions
-from radar_local.stats.intervals import simultaneous
+from radar_local.stats.decisions import decisions, evidence
+from radar_local.stats.intervals import Replicates, gatekept, simultaneous
 from radar_local.stats.probes import probe_matrix
 from radar_local.synthetic import planted_table
 from tests.conftest import planted_config
@@ -73,7 +74,12 @@ def test_flags_are_confirmed_when_the_family_settles_them_and_possible_otherwise
     assert settled(n) is True and settled(n - 1) is not True
     assert not any(p["evidence"] for p in r.pairs.to_dict("records") if not p["flags"])  # no flag, no evidence
     js = r.to_json()
-    assert js["family"]["cells"] == 4 + 12 + 6 + 6 and js["family"]["level"] == 0.95
+    # one-sided tails: each self-effect's upper one, each leakage both ways, l_ij - l_ji at every ordered pair, Sym
+    # both ways
+    assert js["family"]["cells"] == 4 + 2 * 12 + 12 + 2 * 6 and js["family"]["level"] == 0.95
+    assert js["family"]["gate_level"] == pytest.approx(1 - 0.05 / 4) and js["family"]["pair_level"] == pytest.approx(
+        0.95
+    )
     assert js["flags"]["gates"] == dict.fromkeys(CRIT, "confirmed")  # every gate passed, each settled
 
 
@@ -96,6 +102,61 @@ def test_a_family_interval_ending_exactly_at_a_threshold_settles_it(coupled):
     steep = copy.deepcopy(r)
     steep.family["asym"]["a"]["b"][0] = steep.family["asym"]["b"]["a"][0] = math.nextafter(0.25, 0)
     assert directional(steep) is None
+
+
+def replicates_of(self_effect: list[float], sd: float, k: int = 3, seed: int = 0) -> Replicates:
+    """Hand-made replicates: independent normal deviations of sd `sd` for every quantity, design df 20."""
+    rng = np.random.default_rng(seed)
+    se = np.array(self_effect)
+    leak = np.full((k, k), 0.2)
+    np.fill_diagonal(leak, 1.0)
+
+    def q(point: np.ndarray) -> tuple:
+        return point, rng.normal(0, sd, (2000,) + point.shape), np.full(point.shape, 20.0)
+
+    return Replicates(q(se), q(leak), q((leak + leak.T) / 2), q(leak - leak.T), {}, np.full(k, 20.0))
+
+
+def test_the_gates_are_tested_first_and_the_pairs_get_the_level_they_leave():
+    """Parallel gatekeeping: a gate passes on its one-sided bound at alpha/K; the pairs run at alpha x passed/K."""
+    r = replicates_of([0.9, 0.9, 0.1], 0.01)
+    b = gatekept(r, 0.4)
+    t = stats.t.ppf(1 - 0.05 / 3, 20)
+    assert b.gate_low == pytest.approx(np.array([0.9, 0.9, 0.1]) - t * 0.01, abs=0.002)
+    assert b.pair_level == pytest.approx(0.05 * 2 / 3)
+    every = gatekept(replicates_of([0.9, 0.9, 0.9], 0.01), 0.4)
+    assert every.pair_level == pytest.approx(0.05) and every.critical < b.critical  # more level, a narrower bound
+    none = gatekept(replicates_of([0.1, 0.1, 0.1], 0.01), 0.4)
+    assert none.pair_level == 0 and np.isinf(none.leakage[0, 1]).all()  # no level left: nothing is confirmed
+
+
+def test_a_gate_bound_exactly_at_tau_passes_and_the_float_below_does_not():
+    """A self-effect that cannot vary is its own bound: 0.4 passes tau = 0.4 (compared as written), the float just
+    below it does not, and the pair family's level follows."""
+    at = replicates_of([0.4, 0.9, 0.9], 0.01)
+    at.self_effect[1][:, 0] = 0.0
+    assert gatekept(at, 0.4).pair_level == pytest.approx(0.05)
+    below = replicates_of([math.nextafter(0.4, 0), 0.9, 0.9], 0.01)
+    below.self_effect[1][:, 0] = 0.0
+    assert gatekept(below, 0.4).pair_level == pytest.approx(0.05 * 2 / 3)
+
+
+def test_a_pair_whose_sym_is_settled_and_direction_open_is_coupled(coupled):
+    """Sym's lower bound clears 0.5 with both gates while Asym straddles 0.25: the directional flag is `coupled`,
+    not `possible`; with Sym's bound below 0.5 it is `possible` again."""
+    r = audit(coupled, 20)
+    fam = r.family
+    for c in CRIT:
+        fam["self_effect"][c] = [0.6, 0.9]
+    fam["leakage"]["a"]["b"], fam["leakage"]["b"]["a"] = [0.6, 1.2], [0.3, 0.9]
+    fam["sym"]["a"]["b"] = fam["sym"]["b"]["a"] = [0.5, 0.9]
+    fam["asym"]["a"]["b"] = fam["asym"]["b"]["a"] = [0.1, 0.6]
+    evidence(r)
+    assert r.pair("a", "b")["evidence"] == {"directional": "coupled"}
+    assert "coupled (direction open)" in "\n".join(findings(r))
+    fam["sym"]["a"]["b"] = fam["sym"]["b"]["a"] = [math.nextafter(0.5, 0), 0.9]
+    evidence(r)
+    assert r.pair("a", "b")["evidence"] == {"directional": "possible"}
 
 
 CLEAN_REPS = 40  # at a true rate of 5%, more than 5 of 40 happens 4.8% of the time (binomial)
@@ -200,9 +261,12 @@ def test_audit_plan_states_what_the_design_can_confirm_and_calls_nothing(tmp_pat
     few = minimum_confirmed(5, 5, 15)
     many = minimum_confirmed(5, 5, 30)
     assert many.directional < few.directional and many.self_effect < few.self_effect
-    assert critical(50, math.inf) == pytest.approx(3.29, abs=0.01)  # Sidak for 50, the band's bound above
+    assert critical(50, math.inf) == pytest.approx(stats.norm.ppf(0.95 ** (1 / 50)))  # Sidak for 50 one-sided tails
     cfg.write_text(yaml.safe_dump({**base, "n": 5}))
     res = CliRunner().invoke(cli, ["audit", str(cfg), "--plan"])
     assert "a directional pair: not at this N" in res.output
     assert "both gates are confirmed in only" in res.output  # why: a flag needs its pair's gates confirmed too
     assert minimum_confirmed(5, 5, 5).gates < 0.8 < minimum_confirmed(5, 5, 20).gates
+    # the cheapest designs for the paper's findings, in calls, whatever this design can do
+    assert "Cheapest design confirming a directional leakage of 0.7 with 80% power: N = " in res.output
+    assert "Cheapest design confirming a coupled pair of Sym 0.7 with 80% power: N = " in res.output

@@ -29,7 +29,9 @@ SMALL = {  # each script with arguments that run its whole path in seconds; {out
     "make_example_scores.py": "--out {out}/example.csv",
     "same_outputs.py": "{out}/same",
     "bench_joint.py": "--config {config} --out {out}/joint",
+    "power_levers.py": "--reps 2 --resamples 20 --tasks 2 --ks 3 --ns 3 --modes integer --truths null edge --workers 1",
 }
+MORE = [("power_levers.py", "--reps 1 --resamples 20 --tasks 2 --ks 3 --ns 3 --plan-check --workers 1")]
 ENGINE_BOUND = {  # a real engine's timings: arguments parsed and imports checked here
     "bench_engine.py",
     "bench_cluster.py",
@@ -43,7 +45,7 @@ ENGINE_BOUND = {  # a real engine's timings: arguments parsed and imports checke
 }
 
 
-FORKS = {"flag_error.py"}  # its simulation runs in a multiprocessing pool
+FORKS = {"flag_error.py", "power_levers.py"}  # their simulations run in a multiprocessing pool
 
 
 def run(script: str, args: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
@@ -68,9 +70,9 @@ def test_every_script_is_smoke_run_here():
     assert {p.name for p in SCRIPTS.glob("*.py")} == set(SMALL) | ENGINE_BOUND
 
 
-@pytest.mark.parametrize("script", sorted(SMALL))
-def test_a_script_runs_its_whole_path_on_small_arguments(script, tmp_path, monkeypatch):
-    assert run(script, SMALL[script], tmp_path, monkeypatch) == 0
+@pytest.mark.parametrize(("script", "args"), sorted(SMALL.items()) + MORE)
+def test_a_script_runs_its_whole_path_on_small_arguments(script, args, tmp_path, monkeypatch):
+    assert run(script, args, tmp_path, monkeypatch) == 0
 
 
 @pytest.mark.parametrize("script", sorted(ENGINE_BOUND))

@@ -130,6 +130,8 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
         adaptive=bool(config.adaptive),
         joint=joint,
         scale=narrowest.name,
+        span=span,
+        tau=config.tau,
     )
     return [observed, *lines] if observed else lines
 

@@ -23,6 +23,9 @@ def interval(ci: tuple | list | None) -> str:
     return f"[{ci[0]:+.2f}, {ci[1]:+.2f}]"
 
 
+EVIDENCE_TEXT = {"coupled": "coupled (direction open)"}
+
+
 def flag_text(pair: dict, flags: list[str] | None = None) -> str:
     """Every flag of a pair (or those named), each with its evidence where the audit has intervals, e.g.
     'directional (a -> b) confirmed, tradeoff possible'."""
@@ -32,7 +35,7 @@ def flag_text(pair: dict, flags: list[str] | None = None) -> str:
     }
     evidence = pair.get("evidence") or {}
     return ", ".join(
-        named.get(f, f) + (f" {evidence[f]}" if f in evidence else "")
+        named.get(f, f) + (f" {EVIDENCE_TEXT.get(evidence[f], evidence[f])}" if f in evidence else "")
         for f in (pair["flags"] if flags is None else flags)
     )
 
@@ -75,8 +78,9 @@ def verdict(result: AuditResult) -> list[str]:
 
 
 def findings(result: AuditResult) -> list[str]:
-    """Confirmed flags first, with the family level they hold at; possible ones apart, each with the probes
-    that would settle it; without intervals, the point estimate's flags, saying so."""
+    """Confirmed flags first, with the family level they hold at; then coupled pairs (Sym confirmed, direction
+    open) and possible flags, each with the probes that would settle it; without intervals, the point
+    estimate's flags, saying so."""
     flagged = [p for p in pair_records(result) if p["flags"] and p["flags"] != ["gated"]]
 
     def line(p: dict, flags: list[str]) -> str:
@@ -85,30 +89,38 @@ def findings(result: AuditResult) -> list[str]:
     if result.family is None:
         return [f"{line(p, p['flags'])} (point estimate: no intervals, bootstrap 0)." for p in flagged]
     fam = result.family
+    held = (
+        f"family-wise {fam['level']:.0%}: gates first, then {fam['cells']} one-sided bounds on the pairs"
+        if fam.get("pair_level") is not None
+        else f"simultaneous {fam['level']:.0%} intervals over the cell's {fam['cells']} self-effects, leakages, "
+        "Sym and Asym (family-wise)"
+    )
     out = []
-    confirmed = [(p, [f for f, e in p["evidence"].items() if e == "confirmed"]) for p in flagged]
-    for p, flags in confirmed:
+    for p in flagged:
+        flags = [f for f, e in p["evidence"].items() if e == "confirmed"]
+        if flags:
+            out.append(f"{line(p, flags)}: confirmed ({held}).")
+    if flagged and not out:
+        out.append(f"No flag is confirmed ({held}).")
+    now = result.probes["min_per_stratum"]
+
+    def settle(p: dict) -> str:
+        n = p.get("settle_n")
+        if n is not None and n == n:
+            return f"about {int(n)} probes per stratum would settle it if the estimates hold (now {now})"
+        return "no affordable N settles it: an estimate at or near its threshold"
+
+    for p in flagged:
+        flags = [f for f, e in p["evidence"].items() if e == "coupled"]
         if flags:
             out.append(
-                f"{line(p, flags)}: confirmed by simultaneous {fam['level']:.0%} intervals over the cell's "
-                f"{fam['cells']} self-effects, leakages, Sym and Asym (family-wise)."
+                f"{line(p, flags)}: Sym >= {result.thresholds['cluster_sym']} and both gates confirmed ({held}); "
+                f"which way it runs: {settle(p)}."
             )
-    if flagged and not out:
-        out.append(
-            f"No flag is confirmed by simultaneous {fam['level']:.0%} intervals over the cell's {fam['cells']} "
-            "self-effects, leakages, Sym and Asym (family-wise)."
-        )
-    now = result.probes["min_per_stratum"]
     for p in flagged:
         flags = [f for f, e in p["evidence"].items() if e == "possible"]
         if flags:
-            n = p.get("settle_n")
-            settle = (
-                f"about {int(n)} probes per stratum would settle it if the estimates hold (now {now})"
-                if n is not None and n == n
-                else "no affordable N settles it: an estimate at or near its threshold"
-            )
-            out.append(f"Possible, not settled by the family intervals: {line(p, flags)}; {settle}.")
+            out.append(f"Possible, not settled by the family bounds: {line(p, flags)}; {settle(p)}.")
     return out
 
 

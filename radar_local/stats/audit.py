@@ -20,7 +20,7 @@ from radar_local.stats.coupling import TAU, LeakageDefinition, global_summaries
 from radar_local.stats.decisions import evidence
 from radar_local.stats.exact import exact_point, to_float
 from radar_local.stats.flags import DIRECTIONAL, Thresholds, pair_flags, upstream
-from radar_local.stats.intervals import FAMILY_METHOD, METHOD, NO_INTERVAL, Family, Intervals, intervals
+from radar_local.stats.intervals import FAMILY_METHOD, METHOD, NO_INTERVAL, Bounds, Intervals, intervals
 from radar_local.stats.probes import ProbeMatrix
 from radar_local.stats.result import PAIR_COLUMNS, AuditResult, Gate
 
@@ -148,7 +148,7 @@ def audit_cell(
     return result
 
 
-def family_json(f: Family, crit: list[str]) -> dict[str, Any]:
+def family_json(f: Bounds, crit: list[str]) -> dict[str, Any]:
     def ci(v: np.ndarray) -> list[float | None] | None:
         return [float(v[0]), float(v[1])] if np.isfinite(v).all() else None  # none, or unbounded: open
 
@@ -157,6 +157,8 @@ def family_json(f: Family, crit: list[str]) -> dict[str, Any]:
         "method": FAMILY_METHOD,
         "cells": f.cells,
         "critical": json_number(f.critical),
+        "gate_level": 1 - (1 - f.level) / len(crit),
+        "pair_level": 1 - f.pair_level,
         "self_effect": {c: ci(f.self_effect[i]) for i, c in enumerate(crit)},
         **{
             key: {a: {b: ci(m[i, j]) for j, b in enumerate(crit)} for i, a in enumerate(crit)}

@@ -1,7 +1,8 @@
 """Which of an audit's decisions its intervals have settled, and which probes would settle the rest.
 
 A decision is the gate of a criterion, a flag of a pair (directional, bidirectional cluster,
-tradeoff; stats/flags.py) or a Sym policy (`--fail-on-sym`). Each is a condition on self-effects,
+tradeoff; stats/flags.py), a pair's coupling (both gates and Sym >= cluster_sym, its direction open) or a Sym
+policy (`--fail-on-sym`). Each is a condition on self-effects,
 leakages, Sym and Asym against thresholds. Read over the intervals, each comparison is true (the
 whole interval is on its side), false (the whole interval is on the other) or open, and the
 conditions combine in Kleene's three-valued logic: `a and b` is settled false as soon as one of
@@ -9,9 +10,10 @@ them is. An open decision names the criteria whose probes move its open comparis
 l_ij rests on source i's probes, Sym and Asym of a pair on both sources', a gate on its own.
 Interval ends are compared with the thresholds as the user wrote them, exactly (stats/exact.py).
 
-The intervals are the family's (stats/intervals.Family): simultaneous over every quantity of the cell,
-so the chance that any settled decision is wrong stays within 1 - level however many pairs there are.
-A flag of the point estimate is `confirmed` when its decision is settled true, `possible` otherwise.
+The bounds are the family's (stats/intervals.gatekept): gates first, then every pair's claims at the level
+the gates leave, so the chance that any confirmed claim is wrong stays within 1 - level however many pairs
+there are. A flag of the point estimate is `confirmed` when its decision is settled true; a directional pair
+or a cluster is `coupled` when only its coupling is; `possible` otherwise.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import pandas as pd
 from scipy import special
 
 from radar_local.stats.exact import decimal
-from radar_local.stats.flags import CLUSTER, CONFIRMED, DIRECTIONAL, GATED, POSSIBLE, TRADEOFF, Thresholds
+from radar_local.stats.flags import CLUSTER, CONFIRMED, COUPLED, DIRECTIONAL, GATED, POSSIBLE, TRADEOFF, Thresholds
 from radar_local.stats.result import AuditResult
 
 GATE, POLICY = "gate", "sym policy"
@@ -82,7 +84,7 @@ def interval_at_most(interval: tuple[float, float] | None, threshold: float, sou
 
 @dataclass(frozen=True)
 class Decision:
-    kind: str  # gate, directional, bidirectional cluster, tradeoff, sym policy
+    kind: str  # gate, coupled, directional, bidirectional cluster, tradeoff, sym policy
     criteria: tuple[str, ...]  # the criterion of a gate, the pair of a flag
     value: bool | None  # None: still open
     sources: tuple[str, ...]  # criteria whose probes would settle it (empty once settled)
@@ -123,10 +125,12 @@ def decisions(
         sym, asym = ci(fam["sym"][a][b], p["sym"], a, b), ci(fam["asym"][a][b], p["asym"], a, b)
         reliable = gate[a] & gate[b]
         steep = interval_at_least(asym, th.directional_asym, both)
+        coupled = interval_at_least(sym, th.cluster_sym, both)
         flags = {
+            COUPLED: coupled,
             DIRECTIONAL: steep
             & (interval_at_least(l_ab, th.directional_leak, one) | interval_at_least(l_ba, th.directional_leak, other)),
-            CLUSTER: interval_at_least(sym, th.cluster_sym, both) & ~steep,
+            CLUSTER: coupled & ~steep,
             TRADEOFF: interval_at_most(l_ab, th.tradeoff_leak, one) | interval_at_most(l_ba, th.tradeoff_leak, other),
         }
         if fail_on_sym is not None:
@@ -140,11 +144,12 @@ def _narrowing(result: AuditResult, more: float) -> Callable[[tuple[str, ...]], 
     """The factor a half-width resting on `sources`' probes shrinks by at `more` times the probes per stratum:
     1/sqrt(more), times the ratio of Student's t at the family's tail at the larger and the present design df."""
     n, df, tail = result.probes["min_per_stratum"], result.bootstrap.get("df") or {}, result.family or {}
-    p = special.ndtr(tail.get("critical") or 0.0)
+    critical = tail.get("critical")
+    p = special.ndtr(critical) if critical else None
 
     def factor(sources: tuple[str, ...]) -> float:
         now = sum(df.get(c) or 0.0 for c in sources)
-        if now <= 0 or n < 2:
+        if now <= 0 or n < 2 or p is None:
             return more**-0.5
         later = now * (n * more - 1) / (n - 1)
         return float(more**-0.5 * special.stdtrit(later, p) / special.stdtrit(now, p))
@@ -167,8 +172,8 @@ def evidence(result: AuditResult, thresholds: Thresholds = Thresholds()) -> None
             failed = settled[GATE, (p["a"],)] is False or settled[GATE, (p["b"],)] is False
             level = {GATED: CONFIRMED if failed else POSSIBLE}
         else:
-            level = {f: CONFIRMED if settled[f, pair] else POSSIBLE for f in p["flags"]}
-        possible = [f for f, v in level.items() if v == POSSIBLE and f != GATED]
+            level = {f: _level(f, settled[f, pair], settled[COUPLED, pair]) for f in p["flags"]}
+        possible = [f for f, v in level.items() if v != CONFIRMED and f != GATED]
         rows.append((level, settle_n(result, [(f, pair) for f in possible], None, thresholds) if possible else None))
     result.pairs["evidence"] = [r[0] for r in rows]
     result.pairs["settle_n"] = pd.Series([r[1] for r in rows], index=result.pairs.index, dtype=object)
@@ -179,6 +184,12 @@ def evidence(result: AuditResult, thresholds: Thresholds = Thresholds()) -> None
         replace(g, evidence=CONFIRMED if settled[GATE, (g.criterion,)] is False else POSSIBLE)
         for g in result.unreliable
     ]
+
+
+def _level(flag: str, settled: bool | None, coupled: bool | None) -> str:
+    if settled:
+        return CONFIRMED
+    return COUPLED if coupled and flag in (DIRECTIONAL, CLUSTER) else POSSIBLE
 
 
 def settle_n(

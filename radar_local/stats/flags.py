@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from radar_local.stats.exact import Q, at_least, at_most
 
 GATED, DIRECTIONAL, CLUSTER, TRADEOFF = "gated", "directional", "bidirectional cluster", "tradeoff"
-# A flag's evidence: its family intervals settle it (stats/decisions.py), or only its point estimate crosses.
-CONFIRMED, POSSIBLE = "confirmed", "possible"
-EVIDENCE = (CONFIRMED, POSSIBLE)
+# A flag's evidence: its family bounds settle it (stats/decisions.py); or, for a cluster or a directional pair, they
+# settle only that the pair moves together (Sym >= cluster_sym, both gates: "coupled", its direction open); or only
+# its point estimate crosses.
+CONFIRMED, COUPLED, POSSIBLE = "confirmed", "coupled", "possible"
+EVIDENCE = (CONFIRMED, COUPLED, POSSIBLE)
 
 
 @dataclass(frozen=True)

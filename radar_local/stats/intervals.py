@@ -26,13 +26,14 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from scipy import special
 
 from radar_local.stats.bootstrap import LEVEL, Strata
 from radar_local.stats.coupling import Coupling, coupling, global_summaries
-from radar_local.stats.exact import ExactPoint, resample_decisions, to_float
+from radar_local.stats.exact import ExactPoint, decimal, resample_decisions, to_float
 
 METHOD = "stratified bootstrap of n_h - 1 draws (Rao-Wu), expanded percentiles at design df (Hesterberg)"
 
@@ -51,7 +52,7 @@ class Intervals:
     global_: dict[str, np.ndarray]  # key -> (2,): GlobalPos only (NO_INTERVAL says why not the others)
     df: np.ndarray  # (K,) design degrees of freedom of each source
     undefined: dict[str, np.ndarray]  # self_effect (K,), leakage (K, K): resamples where a defined value was not
-    family: Family  # the simultaneous intervals that confirm a flag or settle a decision
+    family: Bounds  # the bounds that confirm a flag or settle a decision (gates first, then pairs)
 
 
 # A min, max or positive part over cells is not a smooth statistic, and the percentile bootstrap fails there
@@ -76,10 +77,57 @@ def intervals(
     advance: Callable[[int], None] | None = None,
 ) -> Intervals:
     """`small_sample=False` is the plain percentile bootstrap, for scripts/coverage.py to compare against."""
-    if resamples < 1:
-        raise ValueError(f"resamples must be positive, got {resamples}")
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level}")
+    r = replicates(strata, exact, tau, resamples, seed, small_sample=small_sample, chunk=chunk, advance=advance)
+
+    def each(q: Quantity) -> np.ndarray:
+        return expanded_interval(*q, level)
+
+    return Intervals(
+        self_effect=each(r.self_effect),
+        leakage=each(r.leakage),
+        sym=each(r.sym),
+        asym=_absolute(each(r.diff)),
+        global_={key: each(q) for key, q in r.global_.items() if key not in NO_INTERVAL},
+        df=r.df,
+        undefined={  # resamples an interval rests on fewer of: never dropped without a count
+            "self_effect": _undefined(r.self_effect[0], r.self_effect[1]),
+            "leakage": _undefined(r.leakage[0], r.leakage[1]),
+        },
+        family=gatekept(r, tau, level),
+    )
+
+
+Quantity = tuple[np.ndarray, np.ndarray, "np.ndarray | float"]  # (point, deltas (B, ...), df)
+
+
+@dataclass(frozen=True)
+class Replicates:
+    """Every quantity's exact point, its bootstrap replicates' deviations from the data's value (B, ...) and the
+    design df it rests on: what every interval and every multiple-testing procedure is read from."""
+
+    self_effect: Quantity  # (K,)
+    leakage: Quantity  # (K, K), source first
+    sym: Quantity  # (K, K)
+    diff: Quantity  # (K, K): l_ij - l_ji, whose magnitude is Asym
+    global_: dict[str, Quantity]
+    df: np.ndarray  # (K,) design degrees of freedom of each source
+
+
+def replicates(
+    strata: Strata,
+    exact: ExactPoint,
+    tau: float,
+    resamples: int,
+    seed: int,
+    *,
+    small_sample: bool = True,
+    chunk: int = CHUNK,
+    advance: Callable[[int], None] | None = None,
+) -> Replicates:
+    if resamples < 1:
+        raise ValueError(f"resamples must be positive, got {resamples}")
     center = _exact_means(strata, exact)  # (S, K) floats, correctly rounded
     scored = (~np.isnan(strata.scores)).astype(float)
     counts = np.stack([scored[rows].sum(axis=0) for rows in strata.slices()])  # (S, K)
@@ -115,87 +163,14 @@ def intervals(
     point = exact.coupling(tau)
     sym_point, diff_point = _pair_points(exact)
     glob_point, glob_base, glob_reps = global_summaries(point), global_summaries(base), global_summaries(reps)
-    family = _family(
-        (point.self_effect[0], reps.self_effect - base.self_effect, df),
-        (point.leakage[0], reps.leakage - base.leakage, df[:, None]),
-        (sym_point, reps.sym - base.sym, pair_df),
-        (diff_point, _swap_diff(reps) - _swap_diff(base), pair_df),
-        level=level,
-    )
-    return Intervals(
-        self_effect=expanded_interval(point.self_effect[0], reps.self_effect - base.self_effect, df, level),
-        leakage=expanded_interval(point.leakage[0], reps.leakage - base.leakage, df[:, None], level),
-        sym=expanded_interval(sym_point, reps.sym - base.sym, pair_df, level),
-        asym=_absolute(expanded_interval(diff_point, _swap_diff(reps) - _swap_diff(base), pair_df, level)),
-        global_={
-            key: expanded_interval(glob_point[key][0], glob_reps[key] - glob_base[key], df.sum(), level)
-            for key in glob_point
-            if key not in NO_INTERVAL
-        },
+    return Replicates(
+        self_effect=(point.self_effect[0], reps.self_effect - base.self_effect, df),
+        leakage=(point.leakage[0], reps.leakage - base.leakage, df[:, None]),
+        sym=(sym_point, reps.sym - base.sym, pair_df),
+        diff=(diff_point, _swap_diff(reps) - _swap_diff(base), pair_df),
+        global_={key: (glob_point[key][0], glob_reps[key] - glob_base[key], df.sum()) for key in glob_point},
         df=df,
-        undefined={  # resamples an interval rests on fewer of: never dropped without a count
-            "self_effect": _undefined(point.self_effect[0], reps.self_effect),
-            "leakage": _undefined(point.leakage[0], reps.leakage),
-        },
-        family=family,
     )
-
-
-FAMILY_METHOD = (
-    "simultaneous over every self-effect, leakage, Sym and Asym of the cell: the 95th percentile of the "
-    "replicates' largest studentized deviation (max-|t|, each quantity's scale its replicates' central 95% "
-    "range over 2 x 1.96), "
-    "turned into Student's t at each quantity's design df"
-)
-
-
-@dataclass(frozen=True)
-class Family:
-    """Intervals that hold together: with probability `level` every one holds its truth, so a flag they
-    confirm is wrong in at most 1 - level of audits however many pairs the cell has."""
-
-    self_effect: np.ndarray  # (K, 2)
-    leakage: np.ndarray  # (K, K, 2), NaN on the diagonal (a leakage into itself is 1 by definition)
-    sym: np.ndarray  # (K, K, 2)
-    asym: np.ndarray  # (K, K, 2), the image under |.| of the interval of l_ij - l_ji
-    level: float
-    critical: float  # the bootstrap quantile of the largest studentized deviation
-    cells: int  # quantities in the family
-
-
-Quantity = tuple[np.ndarray, np.ndarray, "np.ndarray | float"]  # (point, deltas (B, ...), df)
-
-
-def _family(self_effect: Quantity, leakage: Quantity, sym: Quantity, diff: Quantity, *, level: float) -> Family:
-    """One simultaneous band over the cell's quantities: self-effects, off-diagonal leakages, and each
-    pair's Sym and l_ij - l_ji once (i < j)."""
-    k = len(self_effect[0])
-    off, upper = ~np.eye(k, dtype=bool), np.triu(np.ones((k, k), dtype=bool), 1)
-    parts = [
-        (p, d, np.broadcast_to(np.asarray(f, float), np.shape(p)), mask)
-        for (p, d, f), mask in zip((self_effect, leakage, sym, diff), (np.ones(k, bool), off, upper, upper))
-    ]
-    point = np.concatenate([p[m] for p, _, _, m in parts])
-    deltas = np.concatenate([d[:, m] for _, d, _, m in parts], axis=1)
-    df = np.concatenate([f[m] for _, _, f, m in parts])
-    band, critical = simultaneous(point, deltas, df, level)
-    out, start = [], 0
-    for p, _, _, m in parts:
-        full = np.full(np.shape(p) + (2,), np.nan)
-        full[m] = band[start : start + m.sum()]
-        start += m.sum()
-        out.append(full)
-    se, lk, sy, df_ = out
-    sy, df_ = _mirror(sy), _mirror(df_, sign=-1)
-    return Family(se, lk, sy, _absolute(df_), level, critical, len(point))
-
-
-def _mirror(upper: np.ndarray, sign: int = 1) -> np.ndarray:
-    """(K, K, 2) filled below the diagonal from above it: Sym is symmetric; l_ji - l_ij = -(l_ij - l_ji)."""
-    lower = np.swapaxes(upper, 0, 1)
-    if sign < 0:
-        lower = -lower[..., ::-1]
-    return np.where(np.isnan(upper), lower, upper)
 
 
 Z_975 = 1.959963984540054  # the standard normal's 97.5% quantile
@@ -213,11 +188,9 @@ def simultaneous(point: np.ndarray, deltas: np.ndarray, df: np.ndarray, level: f
     A quantity undefined in a replicate does not enter that replicate's maximum (bootstrap.undefined
     counts them); one that cannot vary is its point; one never defined has no interval (NaN)."""
     point, df = np.asarray(point, float), np.asarray(df, float)
+    scale = _scale(deltas)
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: quantities never defined
-        low, high = np.nanpercentile(deltas, [2.5, 97.5], axis=0)
-        scale = (high - low) / (2 * Z_975)
-        scale = np.where(scale > 0, scale, np.nanstd(deltas, axis=0))  # most replicates tie: their spread
         varies = (scale > 0) & ~np.isnan(point)
         z = np.abs(deltas[:, varies]) / scale[varies]
         largest = np.nanmax(np.where(np.isnan(z), -np.inf, z), axis=1) if varies.any() else np.zeros(0)
@@ -306,3 +279,120 @@ def _quantile(samples: np.ndarray, q: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         out = np.where(a == b, a, a + (pos - low) * (b - a))  # also where both are infinite
     return np.where((n > 0) & ~np.isnan(q), out, np.nan)
+
+
+FAMILY_METHOD = (
+    "gates first, then pairs (parallel gatekeeping): each gate one-sided at alpha/K (Bonferroni); the pair "
+    "claims at alpha x (gates confirmed)/K in one one-sided max-t family (the replicates' largest studentized "
+    "deviation, each quantity's scale its central 95% range over 2 x 1.96), turned into Student's t at each "
+    "quantity's design df"
+)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What decisions are read from: (low, high) per quantity, each end at the critical value of the family its
+    claim is tested in. NaN: undefined; +-inf: the family had no level left to spend on it."""
+
+    self_effect: np.ndarray  # (K, 2): low at the gate's level, high in the pair family (a confirmed failure)
+    leakage: np.ndarray  # (K, K, 2), NaN on the diagonal
+    sym: np.ndarray  # (K, K, 2)
+    diff: np.ndarray  # (K, K, 2): l_ij - l_ji
+    gate_low: np.ndarray  # (K,) = self_effect[:, 0]
+    level: float
+    pair_level: float  # the level the pair family was tested at: alpha x (gates confirmed) / K
+    critical: float  # the pair family's max-t quantile (NaN: no level left)
+    cells: int  # one-sided hypotheses in the pair family
+
+    @property
+    def asym(self) -> np.ndarray:
+        """(K, K, 2): Asym's bounds, the image under |.| of l_ij - l_ji's."""
+        return _absolute(self.diff)
+
+
+def gatekept(r: Replicates, tau: float, level: float = LEVEL) -> Bounds:
+    """Gates first, then pairs: parallel gatekeeping (Dmitrienko, Offen & Westfall 2003; Dmitrienko & Tamhane
+    2007), the pairs tested at the level the gates leave.
+
+    1. The gate family: each criterion's gate passes when its self-effect's one-sided lower bound at alpha/K
+       (Bonferroni, Student's t at its design df) is at least tau, compared exactly. R = the gates confirmed.
+    2. The pair family, at alpha x |R| / K: one max-t over the one-sided tails decisions read (each leakage
+       both ways: directional and tradeoff; each l_ij - l_ji both ways: directional, and the cluster's
+       equivalence; each Sym both ways: coupled and the Sym policy; each self-effect's upper tail: a confirmed
+       failure). A pair's claims need both its gates in R as well (an intersection-union test).
+
+    Why the family-wise error stays within alpha: with t gates truly failing, a wrong gate passes with
+    probability at most t alpha/K; when none does, R holds only gates that truly pass, so the pair family
+    runs at most at alpha (K - t)/K, and its errors add at most that: alpha in all. The gate's level is a
+    fifth of alpha at K = 5 instead of one 45th-sided share of the band, and the pairs keep all of alpha when
+    every gate is confirmed."""
+    alpha = 1 - level
+    point, deltas, df = r.self_effect
+    k = len(point)
+    scale = _scale(deltas)
+    with np.errstate(invalid="ignore"):
+        t_gate = special.stdtrit(np.where(df > 0, df, np.nan), 1 - alpha / k)
+    gate_low = np.where(np.isnan(point), np.nan, point - np.where(scale > 0, t_gate * scale, 0.0))
+    passed = sum(bool(np.isfinite(x) and Fraction(float(x)) >= decimal(tau)) for x in gate_low)
+    pair_level = alpha * passed / k
+
+    off = ~np.eye(k, dtype=bool)
+    full = np.ones((k, k), bool)
+    parts = [  # (quantity, cells read, tails read: +1 a lower bound, -1 an upper bound)
+        (r.self_effect, np.ones(k, bool), (-1,)),
+        (r.leakage, off, (1, -1)),
+        (r.diff, off, (1,)),  # l_ij - l_ji's lower bound at every ordered pair is both of its tails
+        (r.sym, np.triu(full, 1), (1, -1)),
+    ]
+    tails = []
+    for q, mask, signs in parts:
+        p, d, f = q
+        f = np.broadcast_to(np.asarray(f, float), np.shape(p))
+        for sign in signs:
+            tails.append((p[mask], d[:, mask], f[mask], sign))
+    critical = _one_sided_critical(tails, 1 - pair_level) if pair_level > 0 else np.inf
+    cells = sum(int(np.sum(~np.isnan(p))) for p, _, _, _ in tails)
+
+    def bounds(q: Quantity) -> np.ndarray:
+        p, d, f = q
+        f = np.broadcast_to(np.asarray(f, float), np.shape(p))
+        s = _scale(d)
+        with np.errstate(invalid="ignore"):
+            t = special.stdtrit(np.where(f > 0, f, np.nan), special.ndtr(critical)) if np.isfinite(critical) else np.inf
+            half = np.where(s > 0, t * s, np.where(s == 0, 0.0, np.nan))
+        out = np.stack([p - half, p + half], axis=-1)
+        return np.where(np.isnan(p)[..., None], np.nan, out)
+
+    se = bounds(r.self_effect)
+    se[:, 0] = gate_low
+    leak = bounds(r.leakage)
+    leak[~off] = np.nan
+    return Bounds(se, leak, bounds(r.sym), bounds(r.diff), gate_low, level, pair_level, float(critical), cells)
+
+
+def _scale(deltas: np.ndarray) -> np.ndarray:
+    """Each quantity's scale: its replicates' central 95% range over 2 x 1.96 (see `simultaneous`), their sd
+    where most replicates tie."""
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: quantities never defined
+        low, high = np.nanpercentile(deltas, [2.5, 97.5], axis=0)
+        scale = (high - low) / (2 * Z_975)
+        return np.where(scale > 0, scale, np.nanstd(deltas, axis=0))
+
+
+def _one_sided_critical(tails: list, quantile: float) -> float:
+    """The `quantile` of the replicates' largest signed studentized deviation over the tails (max-t, one-sided:
+    a lower bound errs when its estimate sits high, so its tail is +delta / s)."""
+    z = []
+    for p, d, _, sign in tails:
+        s = _scale(d)
+        varies = (s > 0) & ~np.isnan(p)
+        z.append(sign * d[:, varies] / s[varies])
+    z = np.concatenate(z, axis=1) if z else np.zeros((1, 0))
+    if z.shape[1] == 0:
+        return 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        largest = np.nanmax(np.where(np.isnan(z), -np.inf, z), axis=1)
+    largest = largest[np.isfinite(largest)]
+    return float(np.quantile(largest, quantile)) if len(largest) else np.nan

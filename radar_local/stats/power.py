@@ -1,29 +1,26 @@
 """What a planned audit can confirm: the smallest coupling or bias it would confirm with 80% probability,
-before any call (issue 29; `radar audit CONFIG --plan`).
+before any call, and the cheapest design that confirms a given one (issues 29 and 43; `radar audit CONFIG --plan`).
 
-The variance model is the one the audit's intervals rest on, written out for a design instead of read
-from replicates: a stratum mean of N probes whose scores spread `sd` points of a scale of span `span` (sd/span
+The variance model is the one the audit's bounds rest on, written out for a design instead of read from
+replicates: a stratum mean of N probes whose scores spread `sd` points of a scale of span `span` (sd/span
 on the 0-1 footing; 1 Likert point is 1/4); a per-task difference of two strata (+ and -) has variance
-2 (sd/span)^2 / N, and its mean over T
-tasks a T-th of that. A leakage l = shift / self-effect s has, to first order, variance
-(var(shift) + l^2 var(s)) / s^2 (the delta method; the shift and the self-effect are taken as
-uncorrelated, which overstates the variance where scores on two criteria move together). Sym averages
-two sources' leakages; Asym differs them. A flag is confirmed when the family interval (stats/intervals.py:
-max-|t| over the cell's K + 2K(K-1) quantities, at the design df 2T(N - 1) of a source) clears its
-threshold; the critical value here is Sidak's for that many independent quantities, an upper bound on the
-max-|t| quantile of correlated ones, so the figures are conservative. With probability p the estimate
-lies z_p standard errors or less on the wrong side of its truth: a truth of threshold + (c + z_p) se is
-confirmed at least that often. A pair's flag needs both its gates confirmed as well (the assumed
-self-effect's family interval above tau), so the leakage is asked for p = 0.8 / P(both gates); where the
-gates alone are confirmed in fewer than 80% of audits, no leakage is enough at that N (checked against
-audits by scripts/flag_error.py --plan-check: leaving the gates out made the plan promise 80% where
-audits confirmed 19-46% at N = 5).
+2 (sd/span)^2 / N, and its mean over T tasks a T-th of that. A leakage l = shift / self-effect s has, to
+first order, variance (var(shift) + l^2 var(s)) / s^2 (the delta method; the shift and the self-effect are taken
+as uncorrelated). Sym averages two sources' leakages; l_ij - l_ji differs them.
+
+The procedure is the audit's (stats/intervals.gatekept): a gate is confirmed when its one-sided bound at
+alpha/K clears tau; the pairs are tested at alpha x (gates confirmed)/K in one one-sided family of
+4K(K-1) + K tails, whose critical value is taken as Sidak's for that many independent tails, carried to
+Student's t at the design df 2T(N - 1) of a source. With probability p an estimate lies z_p standard errors or
+less on the wrong side of its truth: a truth of threshold + (c + z_p) se is confirmed at least that often; a
+pair's claim also needs both its gates, so it is asked for p = 0.8 / P(both gates), and where the gates alone
+fall short of 80% no coupling is enough. Checked against audits by scripts/power_levers.py (docs/BENCHMARKS.md).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,10 +35,9 @@ PLAN_SD = 1.0  # Likert points: a judge's spread over probes of one stratum befo
 PLAN_SELF_EFFECT = 0.6  # a legible intervention (the paper's minimum 0.46; its benchmarks' means 0.64-0.78)
 
 
-def critical(cells: int, df: float, level: float = LEVEL) -> float:
-    """Sidak's two-sided critical value for `cells` quantities, carried to Student's t at df."""
-    tail = (1 - level ** (1 / cells)) / 2
-    return float(special.stdtrit(df, 1 - tail)) if df > 0 else math.inf
+def critical(tails: int, df: float, level: float = LEVEL) -> float:
+    """Sidak's critical value for `tails` one-sided hypotheses, carried to Student's t at df."""
+    return float(special.stdtrit(df, level ** (1 / tails))) if df > 0 else math.inf
 
 
 @dataclass(frozen=True)
@@ -52,7 +48,8 @@ class Power:
     critical: float
     self_effect: float  # the gate: a self-effect of at least this passes it, confirmed
     directional: float | None  # a one-way leakage
-    cluster: float | None  # a two-way Sym (equal leakages)
+    coupled: float | None  # a two-way Sym (equal leakages), its direction left open
+    cluster: float | None  # a two-way Sym whose symmetry is settled too
     tradeoff: float | None  # a negative leakage (its magnitude)
     bias: float | None  # |sensitivity| of a judge-bias cell, where the plan has nuisance pairs
     bias_cells: int
@@ -74,47 +71,86 @@ def minimum_confirmed(
     pairs_per_task: int = 0,
     bias_threshold: float = BIAS,
 ) -> Power:
-    cells = k + 2 * k * (k - 1)
-    c = critical(cells, 2 * tasks * (n - 1), level)
+    alpha, df = 1 - level, 2 * tasks * (n - 1)
     var_diff = 2 * (sd / span) ** 2 / (n * tasks)  # a shift's or a self-effect's mean over tasks
-    # A pair's flag is confirmed only with both its gates: the leakage itself must be confirmed with
-    # probability POWER / gates, and where the gates alone fall short of POWER no leakage is enough.
-    gates = float(special.ndtr((self_effect - tau) / math.sqrt(var_diff) - c)) ** 2
-    margin = c + float(special.ndtri(POWER / gates)) if gates > POWER else math.inf
+    c_gate = float(special.stdtrit(df, 1 - alpha / k)) if df > 0 else math.inf
+    one_gate = float(special.ndtr((self_effect - tau) / math.sqrt(var_diff) - c_gate))
+    gates = one_gate**2
+    cells = 4 * k * (k - 1) + k
+    c = critical(cells, df, 1 - alpha * one_gate) if one_gate > 0 else math.inf  # the level the gates leave
+    # A pair's claim is confirmed only with both its gates: asked with probability POWER / gates.
+    z = float(special.ndtri(POWER / gates)) if gates > POWER else math.inf
+    z_both = float(special.ndtri((1 + POWER / gates) / 2)) if gates > POWER else math.inf  # two bounds at once
 
     def se_leak(leak: float) -> float:
         return math.sqrt(var_diff * (1 + leak**2)) / self_effect
 
-    def solve(threshold: float, sign: int, scale: float = 1.0) -> float | None:
-        """The truth l with l - sign * margin * scale * se(l) = threshold, by fixed-point iteration."""
-        leak = threshold
-        if math.isinf(margin):
+    def smallest(ok: Callable[[float], bool], start: float, step: float) -> float | None:
+        """The first truth from `start` in steps of `step` (up to LARGEST in size) that `ok` accepts."""
+        if math.isinf(z):
             return None
-        for _ in range(100):
-            leak = threshold + sign * margin * scale * se_leak(leak)
-            if abs(leak) > 10:
-                return None
-        return leak
+        x = start
+        while abs(x) <= LARGEST:
+            if ok(x):
+                return x
+            x += step
+        return None
 
-    flat = math.sqrt(2) * se_leak(thresholds.cluster_sym)  # l_ab - l_ba at equal leakages
-    cluster = solve(thresholds.cluster_sym, 1, 1 / math.sqrt(2)) if c * flat < thresholds.directional_asym else None
-    tradeoff = solve(thresholds.tradeoff_leak, -1)
+    th = thresholds
+
+    def directional(x: float) -> bool:  # l_ij = x, l_ji = 0: l_ij's bound and l_ij - l_ji's both clear
+        return (
+            min((x - th.directional_leak) / se_leak(x), (x - th.directional_asym) / math.hypot(se_leak(x), se_leak(0)))
+            >= c + z
+        )
+
+    def coupled(x: float) -> bool:  # both leakages x: Sym's bound clears
+        return (x - th.cluster_sym) / (se_leak(x) / math.sqrt(2)) >= c + z
+
+    def cluster(x: float) -> bool:  # coupled, and l_ij - l_ji's bounds both inside +-directional_asym
+        return coupled(x) and th.directional_asym / (math.sqrt(2) * se_leak(x)) >= c + z_both
+
+    step = 0.005
+    tradeoff = smallest(lambda x: (th.tradeoff_leak - x) / se_leak(x) >= c + z, th.tradeoff_leak, -step)
     bias, bias_cells = None, attributes * k
     if bias_cells and pairs_per_task >= 2:  # up - down of one base: a difference of two scores
-        c_bias = critical(bias_cells, tasks * (pairs_per_task - 1), level)
+        c_bias = float(special.stdtrit(tasks * (pairs_per_task - 1), 1 - (1 - level ** (1 / bias_cells)) / 2))
         se_bias = math.sqrt(2 / (pairs_per_task * tasks)) * sd / span
         bias = bias_threshold + (c_bias + float(special.ndtri(POWER))) * se_bias
     return Power(
         cells=cells,
         critical=c,
-        self_effect=tau + (c + float(special.ndtri(POWER))) * math.sqrt(var_diff),
-        directional=solve(thresholds.directional_leak, 1),
-        cluster=cluster,
+        self_effect=tau + (c_gate + float(special.ndtri(POWER))) * math.sqrt(var_diff),
+        directional=smallest(directional, th.directional_leak, step),
+        coupled=smallest(coupled, th.cluster_sym, step),
+        cluster=smallest(cluster, th.cluster_sym, step),
         tradeoff=None if tradeoff is None else -tradeoff,
         bias=bias,
         bias_cells=bias_cells,
         gates=gates,
     )
+
+
+@dataclass(frozen=True)
+class Design:
+    n: int
+    joint: bool  # one call scores every criterion
+    calls: int
+
+
+def cheapest(k: int, tasks: int, target: float, kind: str, most_n: int = 200, **model: Any) -> Design | None:
+    """The fewest verdict calls that confirm a `kind` ("directional" or "coupled") truth of `target` with
+    POWER, over N and the call mode (per criterion: K calls a probe; joint: one; before the halo a joint call
+    adds, which a run measures on its own probes); None within `most_n` probes per stratum."""
+    found = []
+    for joint in (False, True):
+        for n in range(2, most_n + 1):
+            got = getattr(minimum_confirmed(k, tasks, n, **model), kind)
+            if got is not None and got <= target:
+                probes = k * tasks * 2 * n
+                found.append(Design(n, joint, probes if joint else probes * k))
+                break
+    return min(found, key=lambda d: d.calls) if found else None
 
 
 LARGEST = 2.0  # a leakage or Sym beyond this (a shift twice the self-effect) is no finding a design should count on
@@ -132,9 +168,12 @@ def plan_lines(
     adaptive: bool,
     scale: str = "0-4",
     joint: Sequence[bool] = (False,),
+    span: float = 4.0,
+    tau: float = 0.4,
 ) -> list[str]:
-    """What `radar audit --plan` prints: the design, the assumptions, and the smallest confirmed truths.
-    `joint`: each scoring pass (every juror, every call mode), whether it scores a probe in one call."""
+    """What `radar audit --plan` prints: the design, the assumptions, the smallest confirmed truths, and the
+    cheapest designs for the paper's findings. `joint`: each scoring pass (every juror, every call mode),
+    whether it scores a probe in one call."""
 
     def smallest(x: float | None, what: str, most: float = LARGEST) -> str:
         return f"{what} {x:.2f}" if x is not None and x <= most else "not at this N"
@@ -147,12 +186,12 @@ def plan_lines(
         f"{f' ({len(joint)} scoring passes: jurors and call modes)' if len(joint) > 1 else ''}. No call is made.",
         f"Assumed: scores spread {sd:g} points of the {scale} scale within a stratum, self-effects of {self_effect} "
         "(--plan-sd, --plan-self-effect; the variance model is stats/power.py's, conservative).",
-        f"With {POWER:.0%} probability this audit confirms (family-wise {level:.0%} over {power.cells} quantities, "
-        f"critical value {power.critical:.2f}):",
+        f"With {POWER:.0%} probability this audit confirms (family-wise {level:.0%}: gates first, then "
+        f"{power.cells} one-sided bounds on the pairs, critical value {power.critical:.2f}):",
         f"  a criterion passing the gate: {smallest(power.self_effect, 'self-effect >=', 1.0)}",
         f"  a directional pair: {smallest(power.directional, 'leakage >=')}",
-        f"  a bidirectional cluster: {smallest(power.cluster, 'Sym >=')}"
-        + ("" if power.cluster is not None else " (Asym's interval would not clear its threshold)"),
+        f"  a coupled pair (direction open): {smallest(power.coupled, 'Sym >=')}",
+        f"  a bidirectional cluster (symmetry settled too): {smallest(power.cluster, 'Sym >=')}",
         f"  a tradeoff: {smallest(power.tradeoff, 'leakage <= -')}".replace("<= - ", "<= -"),
     ]
     if power.gates <= POWER:
@@ -165,7 +204,18 @@ def plan_lines(
             f"  a judge bias ({power.bias_cells} attribute x criterion cells): "
             f"{smallest(power.bias, '|sensitivity| >=')}"
         )
+    model = {"sd": sd, "span": span, "self_effect": self_effect, "tau": tau, "level": level}
+    for kind, what in (("directional", "a directional leakage of"), ("coupled", "a coupled pair of Sym")):
+        best = cheapest(k, tasks, TARGET, kind, **model)
+        mode = (
+            "joint calls (one call scores every criterion; before its halo)" if best and best.joint else "per criterion"
+        )
+        design = f"N = {best.n}, {mode}: {best.calls} calls" if best else "none within 200 probes per stratum"
+        lines.append(f"Cheapest design confirming {what} {TARGET} with {POWER:.0%} power: {design}.")
     return lines
+
+
+TARGET = 0.7  # the paper's findings a plan is sized for: a leakage or a Sym of 0.7
 
 
 def pilot_spread(table: Any) -> float | None:

@@ -22,7 +22,7 @@ SCHEMA_VERSION = 2  # 2: pair 'flags' is a list; gating causes; unscored counts 
 Num = float | None  # a stored number; null is undefined (NaN)
 Interval = tuple[float | None, float | None]
 Matrix = dict[str, dict[str, float | None]]
-Evidence = Literal["confirmed", "possible"]  # stats/flags.EVIDENCE
+Evidence = Literal["confirmed", "coupled", "possible"]  # stats/flags.EVIDENCE
 NUMBERS = ("leak_ab", "leak_ba", "sym", "asym", "human_r")  # a pair's numbers (null: NaN in the frame)
 
 
@@ -111,6 +111,8 @@ class FamilyFile(_Stored):
     method: str
     cells: int
     critical: Num
+    gate_level: float | None = None  # absent before issue 43: one band held every quantity
+    pair_level: float | None = None
     self_effect: dict[str, Interval | None]
     leakage: dict[str, dict[str, Interval | None]]
     sym: dict[str, dict[str, Interval | None]]
