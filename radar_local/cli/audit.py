@@ -97,7 +97,11 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
     if pilot is not None and (sd is None or self_effect is None):
         observed = f"Observed in {pilot['run']}: " + ", ".join(
             f"{what} {pilot[key]:.2f}"
-            for key, what in (("sd", "score sd"), ("self_effect", "mean self-effect"))
+            for key, what in (
+                ("sd", "score sd"),
+                ("self_effect", "mean self-effect"),
+                ("rho", "within-probe correlation"),
+            )
             if pilot.get(key) is not None
         )
         sd = sd if sd is not None else max(pilot["sd"], span / 400) if pilot.get("sd") is not None else None
@@ -105,6 +109,7 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
     sd = sd if sd is not None else span / 4
     self_effect = self_effect if self_effect is not None else PLAN_SELF_EFFECT
     level = config.adaptive.confidence if config.adaptive else LEVEL
+    rho = (pilot or {}).get("rho") or 0.0  # 0 before a pilot: conservative
     power = minimum_confirmed(
         k,
         len(tasks),
@@ -117,6 +122,7 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
         attributes=len(config.nuisance_specs),
         pairs_per_task=config.unconditioned,
         bias_threshold=config.bias_threshold,
+        rho=rho,
     )
     joint = [spec.judge is not None and spec.judge.joint for spec in config.verifiers]  # every juror and call mode
     lines = plan_lines(
@@ -132,6 +138,7 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
         scale=narrowest.name,
         span=span,
         tau=config.tau,
+        rho=rho,
     )
     return [observed, *lines] if observed else lines
 
@@ -157,7 +164,7 @@ def _pilot(run_dir: Path | None) -> dict | None:
     from radar_local.errors import RadarError
     from radar_local.run import load_run
     from radar_local.score_table import read_scores
-    from radar_local.stats.power import pilot_spread
+    from radar_local.stats.power import pilot_correlation, pilot_spread
 
     if run_dir is None or not run_dir.is_dir():
         return None
@@ -171,5 +178,6 @@ def _pilot(run_dir: Path | None) -> dict | None:
     return {
         "run": str(run_dir),
         "sd": pilot_spread(table),
+        "rho": pilot_correlation(table),
         "self_effect": min(1.0, sum(effects) / len(effects)) if effects else None,
     }

@@ -350,7 +350,7 @@ def gatekept(r: Replicates, tau: float, level: float = LEVEL) -> Bounds:
         f = np.broadcast_to(np.asarray(f, float), np.shape(p))
         for sign in signs:
             tails.append((p[mask], d[:, mask], f[mask], sign))
-    critical = _one_sided_critical(tails, 1 - pair_level) if pair_level > 0 else np.inf
+    critical = _one_sided_critical(tails, 1 - pair_level) if pair_level > 0 else np.nan
     cells = sum(int(np.sum(~np.isnan(p))) for p, _, _, _ in tails)
 
     def bounds(q: Quantity) -> np.ndarray:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from scipy import special
 
 from radar_local.stats.bias import BIAS
@@ -70,7 +71,10 @@ def minimum_confirmed(
     attributes: int = 0,
     pairs_per_task: int = 0,
     bias_threshold: float = BIAS,
+    rho: float = 0.0,
 ) -> Power:
+    """`rho`: the correlation within a probe of its scores on its target and on another criterion (a pilot's;
+    0, conservative, before any): a shift and the self-effect it is divided by move together by that much."""
     alpha, df = 1 - level, 2 * tasks * (n - 1)
     var_diff = 2 * (sd / span) ** 2 / (n * tasks)  # a shift's or a self-effect's mean over tasks
     c_gate = float(special.stdtrit(df, 1 - alpha / k)) if df > 0 else math.inf
@@ -83,7 +87,7 @@ def minimum_confirmed(
     z_both = float(special.ndtri((1 + POWER / gates) / 2)) if gates > POWER else math.inf  # two bounds at once
 
     def se_leak(leak: float) -> float:
-        return math.sqrt(var_diff * (1 + leak**2)) / self_effect
+        return math.sqrt(var_diff * max(1 + leak**2 - 2 * rho * leak, 0.0)) / self_effect
 
     def smallest(ok: Callable[[float], bool], start: float, step: float) -> float | None:
         """The first truth from `start` in steps of `step` (up to LARGEST in size) that `ok` accepts."""
@@ -170,6 +174,7 @@ def plan_lines(
     joint: Sequence[bool] = (False,),
     span: float = 4.0,
     tau: float = 0.4,
+    rho: float = 0.0,
 ) -> list[str]:
     """What `radar audit --plan` prints: the design, the assumptions, the smallest confirmed truths, and the
     cheapest designs for the paper's findings. `joint`: each scoring pass (every juror, every call mode),
@@ -184,8 +189,9 @@ def plan_lines(
         f"{probes} directed probes, {probes * k * len(joint)} verdicts in "
         f"{sum(probes if one else probes * k for one in joint)} calls"
         f"{f' ({len(joint)} scoring passes: jurors and call modes)' if len(joint) > 1 else ''}. No call is made.",
-        f"Assumed: scores spread {sd:g} points of the {scale} scale within a stratum, self-effects of {self_effect} "
-        "(--plan-sd, --plan-self-effect; the variance model is stats/power.py's, conservative).",
+        f"Assumed: scores spread {sd:g} points of the {scale} scale within a stratum, self-effects of {self_effect}, "
+        f"a within-probe correlation of {rho:.2f} (--plan-sd, --plan-self-effect; a pilot's correlation; the variance "
+        "model is stats/power.py's).",
         f"With {POWER:.0%} probability this audit confirms (family-wise {level:.0%}: gates first, then "
         f"{power.cells} one-sided bounds on the pairs, critical value {power.critical:.2f}):",
         f"  a criterion passing the gate: {smallest(power.self_effect, 'self-effect >=', 1.0)}",
@@ -204,7 +210,7 @@ def plan_lines(
             f"  a judge bias ({power.bias_cells} attribute x criterion cells): "
             f"{smallest(power.bias, '|sensitivity| >=')}"
         )
-    model = {"sd": sd, "span": span, "self_effect": self_effect, "tau": tau, "level": level}
+    model = {"sd": sd, "span": span, "self_effect": self_effect, "tau": tau, "level": level, "rho": rho}
     for kind, what in (("directional", "a directional leakage of"), ("coupled", "a coupled pair of Sym")):
         best = cheapest(k, tasks, TARGET, kind, **model)
         mode = (
@@ -216,6 +222,29 @@ def plan_lines(
 
 
 TARGET = 0.7  # the paper's findings a plan is sized for: a leakage or a Sym of 0.7
+
+
+def pilot_correlation(table: Any) -> float | None:
+    """The pooled within-stratum correlation of a probe's score on its target criterion with its scores on the
+    others (what a leakage's shift shares with its self-effect), clipped to [0, 0.9]; None without one."""
+
+    directed = table[table["direction"].isin(["+", "-"])].dropna(subset=["score"])
+    keys = ["generator", "verifier", "task_id", "target", "direction"]
+    wide = directed.pivot_table(index=[*keys, "variant"], columns="criterion", values="score", aggfunc="mean")
+    residual = wide - wide.groupby(level=keys).transform("mean")
+    targets = residual.index.get_level_values("target")
+    own, other = [], []
+    for criterion in residual.columns:
+        rows = residual[targets == criterion]
+        for column in residual.columns.drop(criterion):
+            both = rows[[criterion, column]].dropna()
+            own.append(both[criterion].to_numpy())
+            other.append(both[column].to_numpy())
+    if not own:
+        return None
+    x, y = np.concatenate(own), np.concatenate(other)
+    scale = math.sqrt(float((x**2).sum() * (y**2).sum()))
+    return None if scale == 0 else min(max(float((x * y).sum()) / scale, 0.0), 0.9)
 
 
 def pilot_spread(table: Any) -> float | None:
