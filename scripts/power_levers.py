@@ -168,15 +168,17 @@ def one(args: tuple) -> dict:
     return out
 
 
-def within_probe_correlation(truth: Truth, n: int = 400) -> float:
-    """What a pilot would measure (stats/power.pilot_correlation): a probe's residual score on its target
-    criterion against its residuals on the others, pooled, from a large sample of the truth."""
+def pilot_of(truth: Truth, n: int = 400) -> tuple[float, float]:
+    """What a pilot would measure (stats/power.pilot_spread and pilot_correlation), from a large sample of the
+    truth: the pooled within-stratum sd over every criterion, and a probe's residual score on its target
+    criterion against its residuals on the others, pooled."""
     pm = truth.sample(np.random.default_rng(0), n, "integer")
     key = pm.task * 1000 + pm.target * 10 + pm.direction
     residual = pm.scores.copy()
     for stratum in np.unique(key):
         rows = key == stratum
         residual[rows] -= residual[rows].mean(axis=0)
+    sd = float(np.sqrt((residual**2).mean()))
     own = residual[np.arange(len(key)), pm.target]
     x, y = [], []
     for j in range(residual.shape[1]):
@@ -184,7 +186,7 @@ def within_probe_correlation(truth: Truth, n: int = 400) -> float:
         x.append(own[keep])
         y.append(residual[keep, j])
     x, y = np.concatenate(x), np.concatenate(y)
-    return float((x * y).sum() / np.sqrt((x**2).sum() * (y**2).sum()))
+    return sd, float((x * y).sum() / np.sqrt((x**2).sum() * (y**2).sum()))
 
 
 def plan_check(args: argparse.Namespace, pool: Pool) -> list[dict]:
@@ -193,8 +195,8 @@ def plan_check(args: argparse.Namespace, pool: Pool) -> list[dict]:
     and measure how often audits confirm it."""
     rows = []
     for k in args.ks:
-        effect, sd = plan_inputs(planted(None, k, args.tasks))
-        rho = within_probe_correlation(planted(None, k, args.tasks))
+        effect, _ = plan_inputs(planted(None, k, args.tasks))
+        sd, rho = pilot_of(planted(None, k, args.tasks))
         for n in args.ns:
             power = minimum_confirmed(k, args.tasks, n, sd=sd, self_effect=effect, level=args.level, rho=rho)
             for kind, spec, key in (("directional", "dir", "directional"), ("coupled", "sym", "coupled")):

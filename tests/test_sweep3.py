@@ -591,6 +591,20 @@ def test_plan_reads_a_pilot_runs_spreads_and_self_effects(tmp_path):
     assert pilot_spread(table) == pytest.approx((8 / 3) ** 0.5)
 
 
+@pytest.mark.parametrize(("other", "rho"), [((2, 4), 0.9), ((4, 2), 0.0), ((1, 2), 0.9)])
+def test_plan_reads_a_pilots_within_probe_correlation(other, rho):
+    """Issue 43: the correlation of a probe's residual on its target with its residuals on the other criteria,
+    pooled over strata, clipped to [0, 0.9] (a negative one is taken as 0: conservative)."""
+    import pandas as pd
+
+    from radar_local.stats.power import pilot_correlation
+
+    rows = [("g", "v", "t", "a", "+", str(i), "a", s) for i, s in enumerate((1, 3))]
+    rows += [("g", "v", "t", "a", "+", str(i), "b", s) for i, s in enumerate(other)]
+    columns = ["generator", "verifier", "task_id", "target", "direction", "variant", "criterion", "score"]
+    assert pilot_correlation(pd.DataFrame(rows, columns=columns)) == pytest.approx(rho)
+
+
 def test_item9_root_on_a_format_without_file_references_is_one_line(tmp_path):
     from tests.test_formats import SAMPLES
 

@@ -248,10 +248,11 @@ def pilot_correlation(table: Any) -> float | None:
 
 
 def pilot_spread(table: Any) -> float | None:
-    """The pooled within-stratum sd of a score table's verdicts on each stratum's own target criterion (the
-    spread the variance model assumes), in the scale's points; None without a stratum of two scored probes."""
-    rows = table[(table["criterion"] == table["target"]) & table["direction"].isin(["+", "-"])].dropna(subset=["score"])
-    groups = rows.groupby(["generator", "verifier", "task_id", "target", "direction"])["score"]
+    """The pooled within-stratum sd of a score table's verdicts on every criterion (a self-effect rests on the
+    target's, a shift on the others': issue 43's --plan-check found the target's alone too steady), in the scale's
+    points; None without a stratum of two scored probes."""
+    rows = table[table["direction"].isin(["+", "-"])].dropna(subset=["score"])
+    groups = rows.groupby(["generator", "verifier", "task_id", "target", "direction", "criterion"])["score"]
     var, size = groups.var(ddof=1), groups.size()
     keep = size >= 2
     if not keep.any():
