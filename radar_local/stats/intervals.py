@@ -344,7 +344,7 @@ def gatekept(r: Replicates, tau: float, level: float = LEVEL) -> Bounds:
         (r.diff, off, (1,)),  # l_ij - l_ji's lower bound at every ordered pair is both of its tails
         (r.sym, np.triu(full, 1), (1, -1)),
     ]
-    tails = []
+    tails: list[Tail] = []
     for q, mask, signs in parts:
         p, d, f = q
         f = np.broadcast_to(np.asarray(f, float), np.shape(p))
@@ -380,15 +380,18 @@ def _scale(deltas: np.ndarray) -> np.ndarray:
         return np.where(scale > 0, scale, np.nanstd(deltas, axis=0))
 
 
-def _one_sided_critical(tails: list, quantile: float) -> float:
+Tail = tuple[np.ndarray, np.ndarray, np.ndarray, int]  # (points, deltas (B, M), df, +1 lower bound / -1 upper)
+
+
+def _one_sided_critical(tails: list[Tail], quantile: float) -> float:
     """The `quantile` of the replicates' largest signed studentized deviation over the tails (max-t, one-sided:
     a lower bound errs when its estimate sits high, so its tail is +delta / s)."""
-    z = []
+    parts = []
     for p, d, _, sign in tails:
         s = _scale(d)
         varies = (s > 0) & ~np.isnan(p)
-        z.append(sign * d[:, varies] / s[varies])
-    z = np.concatenate(z, axis=1) if z else np.zeros((1, 0))
+        parts.append(sign * d[:, varies] / s[varies])
+    z = np.concatenate(parts, axis=1) if parts else np.zeros((1, 0))
     if z.shape[1] == 0:
         return 0.0
     with warnings.catch_warnings():

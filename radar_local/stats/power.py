@@ -210,7 +210,7 @@ def plan_lines(
             f"  a judge bias ({power.bias_cells} attribute x criterion cells): "
             f"{smallest(power.bias, '|sensitivity| >=')}"
         )
-    model = {"sd": sd, "span": span, "self_effect": self_effect, "tau": tau, "level": level, "rho": rho}
+    model: dict[str, Any] = {"sd": sd, "span": span, "self_effect": self_effect, "tau": tau, "level": level, "rho": rho}
     for kind, what in (("directional", "a directional leakage of"), ("coupled", "a coupled pair of Sym")):
         best = cheapest(k, tasks, TARGET, kind, **model)
         mode = (
