@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from functools import cached_property
 from typing import Annotated
 
 from pydantic import Field, ValidationError, model_validator
@@ -80,7 +81,7 @@ class Scale(Frozen):
             JSON_NUMBER.fullmatch(t) is not None and float(t) == v for t, v in self.levels.items()
         )
 
-    @property
+    @cached_property
     def tokens(self) -> tuple[str, ...]:
         """Each level as the judge writes it, in the scale's order (a range: lowest first)."""
         if self.levels is not None:
@@ -88,7 +89,7 @@ class Scale(Frozen):
         assert self.min is not None and self.max is not None
         return tuple(str(k) for k in range(self.min, self.max + 1))
 
-    @property
+    @cached_property
     def values(self) -> tuple[int | float, ...]:
         return tuple(self.levels.values()) if self.levels is not None else tuple(int(t) for t in self.tokens)
 
@@ -96,15 +97,15 @@ class Scale(Frozen):
         """The value of a level as written, None where it names none."""
         return dict(zip(self.tokens, self.values)).get(token)
 
-    @property
+    @cached_property
     def low(self) -> int | float:
         return min(self.values)
 
-    @property
+    @cached_property
     def high(self) -> int | float:
         return max(self.values)
 
-    @property
+    @cached_property
     def span(self) -> Fraction:
         """The 0-1 footing's divisor, exact."""
         return Fraction(self.high) - Fraction(self.low)

@@ -121,24 +121,15 @@ def claims(b: Bounds, gate_low: np.ndarray, tau: float, th: Thresholds) -> dict[
 
 
 def true_claims(truth: Truth, tau: float, th: Thresholds) -> dict[tuple, bool]:
+    """The claims the truth itself carries: `claims` read over bounds that are the true values."""
     v = true_values(truth.stratum_means("integer"), tau)
-    s, lk = v["self_effect"], v["leakage"]
-    k = len(s)
-    gate = s >= tau
-    out = {("gate fail", i): bool(not gate[i]) for i in range(k)}
-    for i in range(k):
-        for j in range(k):
-            if i == j:
-                continue
-            both = gate[i] and gate[j]
-            d = lk[i, j] - lk[j, i]
-            out["directional", i, j] = bool(both and lk[i, j] >= th.directional_leak and d >= th.directional_asym)
-            out["tradeoff", i, j] = bool(both and lk[i, j] <= th.tradeoff_leak)
-            if i < j:
-                coupled = bool(both and (lk[i, j] + lk[j, i]) / 2 >= th.cluster_sym)
-                out["coupled", i, j] = coupled
-                out["cluster", i, j] = bool(coupled and abs(d) < th.directional_asym)
-    return out
+    lk = v["leakage"]
+
+    def exact(x: np.ndarray) -> np.ndarray:
+        return np.stack([x, x], axis=-1)
+
+    b = Bounds(exact(v["self_effect"]), exact(lk), exact(v["sym"]), exact(lk - lk.T), v["self_effect"], 0, 0, 0, 0)
+    return claims(b, v["self_effect"], tau, th)
 
 
 def one(args: tuple) -> dict:

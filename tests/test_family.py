@@ -162,6 +162,7 @@ def test_a_pair_whose_sym_is_settled_and_direction_open_is_coupled(coupled):
 CLEAN_REPS = 40  # at a true rate of 5%, more than 5 of 40 happens 4.8% of the time (binomial)
 
 
+@pytest.mark.thorough  # the procedure's mechanics are checked above on hand-made replicates; this is 40 whole audits
 def test_a_judge_with_no_coupling_confirms_no_flag_though_its_point_estimates_raise_many(tmp_path):
     """The planted engine with no coupling, at the paper's N = 3 (K = 5 criteria, 3 tasks): the point estimate
     raises a flag in most audits (the issue measured 88-96%), confirmed flags stay within the family's 5%."""

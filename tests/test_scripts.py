@@ -31,7 +31,13 @@ SMALL = {  # each script with arguments that run its whole path in seconds; {out
     "bench_joint.py": "--config {config} --out {out}/joint",
     "power_levers.py": "--reps 2 --resamples 20 --tasks 2 --ks 3 --ns 3 --modes integer --truths null edge --workers 1",
 }
-MORE = [("power_levers.py", "--reps 1 --resamples 20 --tasks 2 --ks 3 --ns 3 --plan-check --workers 1")]
+MORE = [  # a second path through a script: `make test` runs it
+    pytest.param(
+        "power_levers.py",
+        "--reps 1 --resamples 20 --tasks 2 --ks 3 --ns 3 --plan-check --workers 1",
+        marks=pytest.mark.thorough,
+    )
+]
 ENGINE_BOUND = {  # a real engine's timings: arguments parsed and imports checked here
     "bench_engine.py",
     "bench_cluster.py",

@@ -33,7 +33,7 @@ from scipy import special
 
 from radar_local.stats.bootstrap import LEVEL, Strata
 from radar_local.stats.coupling import Coupling, coupling, global_summaries
-from radar_local.stats.exact import ExactPoint, decimal, resample_decisions, to_float
+from radar_local.stats.exact import ExactPoint, at_least, resample_decisions, to_float
 
 METHOD = "stratified bootstrap of n_h - 1 draws (Rao-Wu), expanded percentiles at design df (Hesterberg)"
 
@@ -323,51 +323,52 @@ def gatekept(r: Replicates, tau: float, level: float = LEVEL) -> Bounds:
 
     Why the family-wise error stays within alpha: with t gates truly failing, a wrong gate passes with
     probability at most t alpha/K; when none does, R holds only gates that truly pass, so the pair family
-    runs at most at alpha (K - t)/K, and its errors add at most that: alpha in all. The gate's level is a
-    fifth of alpha at K = 5 instead of one 45th-sided share of the band, and the pairs keep all of alpha when
-    every gate is confirmed."""
+    runs at most at alpha (K - t)/K, and its errors add at most that: alpha in all. A gate is tested at alpha/K
+    one-sided instead of inside a band over every quantity, and the pairs keep all of alpha when every gate is
+    confirmed."""
     alpha = 1 - level
-    point, deltas, df = r.self_effect
+    quantities = {"self_effect": r.self_effect, "leakage": r.leakage, "diff": r.diff, "sym": r.sym}
+    scales = {name: _scale(q[1]) for name, q in quantities.items()}
+    point, _, df = r.self_effect
     k = len(point)
-    scale = _scale(deltas)
     with np.errstate(invalid="ignore"):
         t_gate = special.stdtrit(np.where(df > 0, df, np.nan), 1 - alpha / k)
+    scale = scales["self_effect"]
     gate_low = np.where(np.isnan(point), np.nan, point - np.where(scale > 0, t_gate * scale, 0.0))
-    passed = sum(bool(np.isfinite(x) and Fraction(float(x)) >= decimal(tau)) for x in gate_low)
+    passed = sum(at_least(Fraction(float(x)), tau) for x in gate_low if np.isfinite(x))
     pair_level = alpha * passed / k
 
     off = ~np.eye(k, dtype=bool)
-    full = np.ones((k, k), bool)
-    parts = [  # (quantity, cells read, tails read: +1 a lower bound, -1 an upper bound)
-        (r.self_effect, np.ones(k, bool), (-1,)),
-        (r.leakage, off, (1, -1)),
-        (r.diff, off, (1,)),  # l_ij - l_ji's lower bound at every ordered pair is both of its tails
-        (r.sym, np.triu(full, 1), (1, -1)),
-    ]
-    tails: list[Tail] = []
-    for q, mask, signs in parts:
-        p, d, f = q
-        f = np.broadcast_to(np.asarray(f, float), np.shape(p))
-        for sign in signs:
-            tails.append((p[mask], d[:, mask], f[mask], sign))
+    read = {  # the cells and tails decisions read: +1 a lower bound, -1 an upper bound
+        "self_effect": (np.ones(k, bool), (-1,)),
+        "leakage": (off, (1, -1)),
+        "diff": (off, (1,)),  # l_ij - l_ji's lower bound at every ordered pair is both of its tails
+        "sym": (np.triu(np.ones((k, k), bool), 1), (1, -1)),
+    }
+    tails, cells = [], 0
+    for name, (mask, signs) in read.items():
+        p, d, _ = quantities[name]
+        s = scales[name]
+        varies = mask & (s > 0) & ~np.isnan(p)
+        tails += [sign * d[:, varies] / s[varies] for sign in signs]
+        cells += len(signs) * int(np.sum(mask & ~np.isnan(p)))
     critical = _one_sided_critical(tails, 1 - pair_level) if pair_level > 0 else np.nan
-    cells = sum(int(np.sum(~np.isnan(p))) for p, _, _, _ in tails)
 
-    def bounds(q: Quantity) -> np.ndarray:
-        p, d, f = q
+    def bounds(name: str) -> np.ndarray:
+        p, _, f = quantities[name]
         f = np.broadcast_to(np.asarray(f, float), np.shape(p))
-        s = _scale(d)
+        s = scales[name]
         with np.errstate(invalid="ignore"):
             t = special.stdtrit(np.where(f > 0, f, np.nan), special.ndtr(critical)) if np.isfinite(critical) else np.inf
             half = np.where(s > 0, t * s, np.where(s == 0, 0.0, np.nan))
         out = np.stack([p - half, p + half], axis=-1)
         return np.where(np.isnan(p)[..., None], np.nan, out)
 
-    se = bounds(r.self_effect)
+    se = bounds("self_effect")
     se[:, 0] = gate_low
-    leak = bounds(r.leakage)
+    leak = bounds("leakage")
     leak[~off] = np.nan
-    return Bounds(se, leak, bounds(r.sym), bounds(r.diff), gate_low, level, pair_level, float(critical), cells)
+    return Bounds(se, leak, bounds("sym"), bounds("diff"), gate_low, level, pair_level, float(critical), cells)
 
 
 def _scale(deltas: np.ndarray) -> np.ndarray:
@@ -380,18 +381,10 @@ def _scale(deltas: np.ndarray) -> np.ndarray:
         return np.where(scale > 0, scale, np.nanstd(deltas, axis=0))
 
 
-Tail = tuple[np.ndarray, np.ndarray, np.ndarray, int]  # (points, deltas (B, M), df, +1 lower bound / -1 upper)
-
-
-def _one_sided_critical(tails: list[Tail], quantile: float) -> float:
-    """The `quantile` of the replicates' largest signed studentized deviation over the tails (max-t, one-sided:
-    a lower bound errs when its estimate sits high, so its tail is +delta / s)."""
-    parts = []
-    for p, d, _, sign in tails:
-        s = _scale(d)
-        varies = (s > 0) & ~np.isnan(p)
-        parts.append(sign * d[:, varies] / s[varies])
-    z = np.concatenate(parts, axis=1) if parts else np.zeros((1, 0))
+def _one_sided_critical(tails: list[np.ndarray], quantile: float) -> float:
+    """The `quantile` of the replicates' largest signed studentized deviation over the tails, each (B, M) (max-t,
+    one-sided: a lower bound errs when its estimate sits high, so its tail is +delta / s)."""
+    z = np.concatenate(tails, axis=1) if tails else np.zeros((1, 0))
     if z.shape[1] == 0:
         return 0.0
     with warnings.catch_warnings():

@@ -135,26 +135,15 @@ def minimum_confirmed(
     )
 
 
-@dataclass(frozen=True)
-class Design:
-    n: int
-    joint: bool  # one call scores every criterion
-    calls: int
-
-
-def cheapest(k: int, tasks: int, target: float, kind: str, most_n: int = 200, **model: Any) -> Design | None:
-    """The fewest verdict calls that confirm a `kind` ("directional" or "coupled") truth of `target` with
-    POWER, over N and the call mode (per criterion: K calls a probe; joint: one; before the halo a joint call
-    adds, which a run measures on its own probes); None within `most_n` probes per stratum."""
-    found = []
-    for joint in (False, True):
-        for n in range(2, most_n + 1):
-            got = getattr(minimum_confirmed(k, tasks, n, **model), kind)
-            if got is not None and got <= target:
-                probes = k * tasks * 2 * n
-                found.append(Design(n, joint, probes if joint else probes * k))
-                break
-    return min(found, key=lambda d: d.calls) if found else None
+def fewest_probes(k: int, tasks: int, target: float, kind: str, most_n: int = 200, **model: Any) -> int | None:
+    """The fewest probes per stratum that confirm a `kind` ("directional" or "coupled") truth of `target` with
+    POWER; None within `most_n`. The call mode does not change it, only what it costs: K calls a probe per
+    criterion, one with joint calls (before the halo a joint call adds, which a run measures on its own probes)."""
+    for n in range(2, most_n + 1):
+        got = getattr(minimum_confirmed(k, tasks, n, **model), kind)
+        if got is not None and got <= target:
+            return n
+    return None
 
 
 LARGEST = 2.0  # a leakage or Sym beyond this (a shift twice the self-effect) is no finding a design should count on
@@ -212,11 +201,14 @@ def plan_lines(
         )
     model: dict[str, Any] = {"sd": sd, "span": span, "self_effect": self_effect, "tau": tau, "level": level, "rho": rho}
     for kind, what in (("directional", "a directional leakage of"), ("coupled", "a coupled pair of Sym")):
-        best = cheapest(k, tasks, TARGET, kind, **model)
-        mode = (
-            "joint calls (one call scores every criterion; before its halo)" if best and best.joint else "per criterion"
+        n_best = fewest_probes(k, tasks, TARGET, kind, **model)
+        probes_best = k * tasks * 2 * (n_best or 0)
+        design = (
+            f"N = {n_best}: {probes_best} joint calls (one call scores every criterion; before its halo), "
+            f"{probes_best * k} per criterion"
+            if n_best
+            else "none within 200 probes per stratum"
         )
-        design = f"N = {best.n}, {mode}: {best.calls} calls" if best else "none within 200 probes per stratum"
         lines.append(f"Cheapest design confirming {what} {TARGET} with {POWER:.0%} power: {design}.")
     return lines
 
