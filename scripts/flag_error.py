@@ -30,9 +30,11 @@ import functools
 import json
 import sys
 import time
+from collections.abc import Callable, Iterable
 from fractions import Fraction
 from multiprocessing import Pool
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -168,7 +170,7 @@ def bias_one(args: tuple) -> dict:
     }
 
 
-def bias_rows(args: argparse.Namespace, pool: Pool) -> list[dict]:
+def bias_rows(args: argparse.Namespace, pool: Pool | InProcess) -> list[dict]:
     rows = []
     for bias in args.bias:
         for attributes in args.attributes:
@@ -192,6 +194,23 @@ def bias_rows(args: argparse.Namespace, pool: Pool) -> list[dict]:
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     return rows
+
+
+class InProcess:
+    """`--workers 1`: the simulation in this process (no pool to fork; the test session smoke-runs it so)."""
+
+    def __enter__(self) -> InProcess:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+    def map(self, f: Callable[[Any], Any], jobs: Iterable[Any]) -> list[Any]:
+        return [f(job) for job in jobs]
+
+
+def workers(count: int) -> Pool | InProcess:
+    return Pool(count) if count > 1 else InProcess()
 
 
 def wilson(hits: int, total: int, z: float = 1.96) -> tuple[float, float]:
@@ -218,7 +237,7 @@ def main() -> int:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     rows = []
-    with Pool(args.workers) as pool:
+    with workers(args.workers) as pool:
         if args.bias:
             rows = bias_rows(args, pool)
         for leak in [] if args.bias else ([None] if args.plan_check else args.leak):

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from coverage import Truth, true_values
-from flag_error import MOVE, plan_inputs, wilson
+from flag_error import MOVE, InProcess, plan_inputs, wilson, workers
 
 from radar_local.stats.bootstrap import Strata
 from radar_local.stats.coupling import TAU
@@ -180,7 +180,7 @@ def pilot_of(truth: Truth, n: int = 400) -> tuple[float, float]:
     return sd, float((x * y).sum() / np.sqrt((x**2).sum() * (y**2).sum()))
 
 
-def plan_check(args: argparse.Namespace, pool: Pool) -> list[dict]:
+def plan_check(args: argparse.Namespace, pool: Pool | InProcess) -> list[dict]:
     """Plant what `radar audit --plan` names (its smallest directional leakage and coupled Sym confirmed with 80%
     power, told the truth's own spread, self-effect and within-probe correlation, as a pilot would measure them)
     and measure how often audits confirm it."""
@@ -226,7 +226,7 @@ def main() -> int:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     rows = []
-    with Pool(args.workers) as pool:
+    with workers(args.workers) as pool:
         if args.plan_check:
             rows = plan_check(args, pool)
         for name in [] if args.plan_check else args.truths:

@@ -7,7 +7,6 @@ minutes on the embedded model; xgrammar's compile of radar's constraints is test
 from __future__ import annotations
 
 import runpy
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from tests.conftest import planted_config
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 SMALL = {  # each script with arguments that run its whole path in seconds; {out} is a fresh folder
-    "flag_error.py": "--reps 2 --resamples 20 --tasks 2 --ks 3 --ns 3 --leak 0.7",
+    "flag_error.py": "--reps 2 --resamples 20 --tasks 2 --ks 3 --ns 3 --leak 0.7 --workers 1",
     "coverage.py": "--reps 2 --resamples 20 --tasks 2 --n 3",
     "halo_error.py": "--reps 1 --out {out}",
     "jury_error.py": "--reps 2 --resamples 20 --tasks 2 --n 2 --out {out}",
@@ -51,17 +50,12 @@ ENGINE_BOUND = {  # a real engine's timings: arguments parsed and imports checke
 }
 
 
-FORKS = {"flag_error.py", "power_levers.py"}  # their simulations run in a multiprocessing pool
-
-
 def run(script: str, args: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
     """The script as `python scripts/<script> ARGS` runs it, in this process (its imports are this session's
     already: a child process would spend two seconds on them); its exit status."""
     config = tmp_path / "planted.yaml"
     config.write_text(yaml.safe_dump(planted_config(tasks=[{"id": "t0", "prompt": "Say hi."}], n=1, bootstrap=0)))
     argv = [str(SCRIPTS / script), *args.format(out=tmp_path, config=config).split()]
-    if script in FORKS:  # a process pool forked from a test session that holds engine threads: its own process
-        return subprocess.run([sys.executable, *argv], cwd=tmp_path, capture_output=True, timeout=300).returncode
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", argv)
     monkeypatch.setattr(sys, "path", list(sys.path))  # a script puts the checkout first: undone after
