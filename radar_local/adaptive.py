@@ -22,7 +22,9 @@ from radar_local.config import Adaptive, AuditConfig
 from radar_local.errors import InputError
 from radar_local.inputs import read_model
 from radar_local.plan import Plan, Stratum
-from radar_local.stats.decisions import Decision
+from radar_local.stats.decisions import Decision, decisions
+from radar_local.stats.flags import COUPLED, Thresholds
+from radar_local.stats.result import AuditResult
 
 COUNTERS = (  # a stage's counters that add up over waves
     "calls prompt_tokens output_tokens seconds prompt_tokens_cached prompt_tokens_computed prompt_tokens_floor"
@@ -63,6 +65,12 @@ def recorded_sizes(config: AuditConfig, plan: Plan, path: Path) -> dict[Stratum,
                 )
             sizes[stratum] = n
     return {stratum: (0, n) for stratum, n in sizes.items()}
+
+
+def awaited(result: AuditResult, fail_on_sym: float | None) -> list[Decision]:
+    """The decisions the waves settle: every gate, flag and Sym policy. A coupling is evidence for a directional
+    or cluster flag, not a finding of its own to wait for."""
+    return [d for d in decisions(result, Thresholds(**result.thresholds), fail_on_sym) if d.kind != COUPLED]
 
 
 def grow(sizes: dict[Stratum, int], sources: set[str], step: int, max_n: int) -> dict[Stratum, int]:

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from radar_local.adaptive import adaptive_record, first_sizes, grow, merged_stages, wave_record, waves_record
+from radar_local.adaptive import adaptive_record, awaited, first_sizes, grow, merged_stages, wave_record, waves_record
 from radar_local.audited import audit, audited_set
 from radar_local.cluster import ClusterEngine, replica_delta
 from radar_local.common import parse_model, slug
@@ -47,8 +47,6 @@ from radar_local.score_table import write_scores
 from radar_local.scorers import score_cells_on_cluster
 from radar_local.scoring import expected_score
 from radar_local.stats.bootstrap import LEVEL
-from radar_local.stats.decisions import decisions
-from radar_local.stats.flags import COUPLED, Thresholds
 from radar_local.stats.result import AuditResult
 from radar_local.store import write_atomic
 
@@ -475,10 +473,7 @@ class Run(RunDir):
             probes = self.stored_probes(self.plan.generation_requests({c: (0, n) for c, n in sizes.items()}))
             stages["score"].append(self.score(verifier, pool, progress, probes))
             result, _ = audit(self, verifier, audited_set(self, probes), level=spec.confidence, budget=False)
-            # a coupling is evidence for a directional or cluster flag, not a finding of its own to wait for
-            found = [
-                d for d in decisions(result, Thresholds(**result.thresholds), spec.fail_on_sym) if d.kind != COUPLED
-            ]
+            found = awaited(result, spec.fail_on_sym)
             still_open = [d for d in found if d.value is None]
             following = grow(sizes, {c for d in still_open for c in d.sources}, spec.step, spec.max_n)
             waves.append(wave_record(len(waves) + 1, have, sizes, stages["score"][-1], waves, still_open, spec.max_n))

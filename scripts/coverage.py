@@ -29,7 +29,7 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from radar_local.adaptive import grow
+from radar_local.adaptive import awaited, grow
 from radar_local.config import Adaptive
 from radar_local.scale import LIKERT
 from radar_local.stats.audit import audit_cell
@@ -134,7 +134,7 @@ def adaptive_sizes(
         result = audit_cell(
             truth.first(pm, sizes), tau=tau, resamples=resamples, seed=seed, budget=False, level=spec.confidence
         )
-        sources = {c for d in decisions(result) if d.value is None for c in d.sources}
+        sources = {c for d in awaited(result, None) if d.value is None for c in d.sources}
         following = grow(sizes, sources, spec.step, spec.max_n)
         if following == sizes:
             return sizes, waves
