@@ -5,8 +5,9 @@ The variance model is the one the audit's bounds rest on, written out for a desi
 replicates: a stratum mean of N probes whose scores spread `sd` points of a scale of span `span` (sd/span
 on the 0-1 footing; 1 Likert point is 1/4); a per-task difference of two strata (+ and -) has variance
 2 (sd/span)^2 / N, and its mean over T tasks a T-th of that. A leakage l = shift / self-effect s has, to
-first order, variance (var(shift) + l^2 var(s)) / s^2 (the delta method; the shift and the self-effect are taken
-as uncorrelated). Sym averages two sources' leakages; l_ij - l_ji differs them.
+first order, variance (var(shift) + l^2 var(s) - 2 l cov) / s^2 (the delta method), the shift and the
+self-effect correlated as a pilot's scores on two criteria within a probe are (uncorrelated before a pilot,
+which overstates the variance). Sym averages two sources' leakages; l_ij - l_ji differs them.
 
 The procedure is the audit's (stats/intervals.gatekept): a gate is confirmed when its one-sided bound at
 alpha/K clears tau; the pairs are tested at alpha x (gates confirmed)/K in one one-sided family of
