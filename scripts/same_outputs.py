@@ -1,7 +1,8 @@
 """A refactor's check: one planted audit that touches every section (a planted coupling, nuisance rewrites
-with one attribute steered and one not, probes that address the judge, left out) written with its report
-into OUT. Run it in two checkouts and diff the folders: a change that should move no number leaves
-stats.json, the records and scores.csv byte for byte (run.json differs in its seconds).
+with one attribute steered and one not, probes that address the judge, left out), the README's jury and
+joint-judge examples (labels, jurors, the halo), and an import of promptfoo's config, each written with its
+report into a folder of OUT. Run it in two checkouts and diff the folders: a change that should move no
+number leaves stats.json, the records and scores.csv byte for byte (run.json differs in its seconds).
 
     python scripts/same_outputs.py /tmp/after && (cd ../old && python scripts/same_outputs.py /tmp/before)
     diff -r /tmp/before /tmp/after
@@ -12,9 +13,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from radar_local.formats import read, write_import
 from radar_local.report.build import write_report
 from radar_local.run import load_run, run_audit
 
+ROOT = Path(__file__).resolve().parents[1]
 TASKS = [
     {"id": "refund", "prompt": "A customer wants a refund for a cracked jug."},
     {"id": "delay", "prompt": "A parcel is two weeks late. Reply to the customer."},
@@ -46,8 +49,13 @@ def main() -> None:
         "bootstrap": 50,
         "seed": 0,
     }
-    run_audit(config, out)
-    write_report(load_run(out))
+    audited = {"quickstart": config, "jury": ROOT / "configs/jury-example.yaml", "judge": ROOT / "configs/judge-example.yaml"}
+    for name, spec in audited.items():
+        run_audit(spec, out / name)
+        write_report(load_run(out / name))
+    imported = read("promptfoo", ROOT / "tests/data/formats/promptfooconfig.yaml")
+    write_import(imported, out / "import", "testing", "planted", "planted", force=True)
+    (out / "import" / "account.txt").write_text("\n".join(imported.account) + "\n")
     print(out)
 
 
