@@ -12,6 +12,7 @@ import pandas as pd
 
 from radar_local.common import to_json
 from radar_local.errors import InputError
+from radar_local.judges import calibration
 from radar_local.nuisance import WAYS
 from radar_local.progress import say, stage_progress
 from radar_local.rubric import HumanPairs, Rubric, load_rubric, resolve_reference
@@ -22,7 +23,9 @@ from radar_local.stats.bias import BIAS, nuisance_pairs, nuisance_table
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES
 from radar_local.stats.coupling import TAU, LeakageDefinition, double_counted_share
 from radar_local.stats.flags import Thresholds
+from radar_local.stats.halo import halo
 from radar_local.stats.intervals import CHUNK as INTERVAL_CHUNK
+from radar_local.stats.jury import against_jurors, among_jurors
 from radar_local.stats.probes import ProbeMatrix, probe_matrix
 from radar_local.stats.raters import Level
 from radar_local.stats.result import AuditResult
@@ -84,8 +87,6 @@ def stats_for_table(
     this verifier is a jury, its jurors' labels in the table: the jury against each, and their agreement at each
     criterion's level of measurement (`levels`, default ordinal), Kish's effective jurors from `juror_errors`
     (criterion -> jurors x labelled responses) where human labels give errors (stats/jury.py)."""
-    from radar_local.judges import calibration  # scipy: imported when statistics are computed, not at `radar --help`
-
     criteria = rubric.ids if rubric else list(pd.unique(df["criterion"]))
     check_criteria(df, criteria, path)
     gen, ver = select_cell(df, path, generator, verifier)
@@ -141,8 +142,6 @@ def stats_for_table(
     if rubric is not None:
         result.double_count = double_count(result, rubric)
     if halo_against is not None:
-        from radar_local.stats.halo import halo  # scipy: imported when statistics are computed
-
         spans = [scales[c].span for c in criteria]
         per = probe_matrix(df, criteria, gen, halo_against, spans)
         result.halo = halo(per, pm, resamples=resamples, seed=seed, level=level)
@@ -167,8 +166,6 @@ def jury_block(
     level: float,
 ) -> dict[str, Any]:
     """stats.json's `jury` block: the jury's worst coupling against each juror's, and the jurors' agreement."""
-    from radar_local.stats.jury import against_jurors, among_jurors  # scipy: imported when statistics are computed
-
     criteria = list(jury.criteria)
     spans = [scales[c].span for c in criteria]
     mats = {j: probe_matrix(df, criteria, jury.generator, j, spans) for j in jurors}

@@ -11,7 +11,7 @@ so a report never shows evidence the audit did not use.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import pandas as pd
@@ -19,10 +19,14 @@ import pandas as pd
 from radar_local.analysis import stats_for_table
 from radar_local.config import Jury, ModelSpec
 from radar_local.injection import answer_patterns, flagged_probes
+from radar_local.jury import measurement, side_by_side
+from radar_local.labels import agreement as label_agreement
+from radar_local.labels import errors as label_errors
 from radar_local.nuisance import manipulation_check
 from radar_local.records import ProbeRecord, VerdictRecord
 from radar_local.rundir import RunDir
 from radar_local.score_table import COLUMNS, validate_scores
+from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.result import AuditResult
 
 
@@ -74,10 +78,33 @@ def audited_set(
     return AuditedSet(tuple(used), tuple(rewrites), tuple(verdicts), injection, manipulation if specs else None)
 
 
-def audit(run: RunDir, verifier: ModelSpec | Jury, records: AuditedSet, **options) -> tuple[AuditResult, pd.DataFrame]:
-    """The statistics of the audited set's verdicts, and the validated score table they were computed from."""
+def assemble(
+    run: RunDir,
+    verifier: ModelSpec | Jury,
+    records: AuditedSet,
+    *,
+    halo_against: str | None = None,
+    failed: dict[str, str] | None = None,
+    juror_results: dict[str, AuditResult] | None = None,
+    adaptive: dict | None = None,
+    level: float = LEVEL,
+    interim: bool = False,
+) -> tuple[AuditResult, pd.DataFrame]:
+    """The complete audit of the set's verdicts by `verifier`, and the validated score table it was computed
+    from: the statistics; for a joint judge its halo against `halo_against`; for a jury its jurors but the
+    `failed` ones, set beside `juror_results`; agreement with the team's labels; an adaptive audit's record.
+    `interim`: an adaptive wave's audit, which decides whether to go on: no probe budget, no labels."""
     config = run.config
     table = validate_scores(records.table(), run.table_path, run.rubric.scales, both_directions=False)
+    levels = {c: measurement(run.rubric.scale_of(c), config.scoring.expected) for c in run.rubric.ids}
+    labels = run.labels
+    labelled = None if labels is None else run.verdicts(labels.probes())
+    failed = failed or {}
+    jurors = [j.label for j in verifier.jury if j.label not in failed] if isinstance(verifier, Jury) else []
+    options: dict = {}
+    if jurors:
+        found = None if labels is None or labelled is None else label_errors(labels, labelled, jurors)
+        options = {"jurors": jurors, "levels": levels, "juror_errors": found}
     result = stats_for_table(
         table,
         run.table_path,
@@ -92,6 +119,30 @@ def audit(run: RunDir, verifier: ModelSpec | Jury, records: AuditedSet, **option
         bias_threshold=config.bias_threshold,
         intended={frozenset(p) for p in config.intended},
         manipulation=records.manipulation,
+        halo_against=halo_against,
+        level=level,
+        budget=not interim,
         **options,
     )
-    return result, table
+    extra: dict = {"adaptive": adaptive}
+    if isinstance(verifier, Jury) and result.jury is not None:
+        extra["jury"] = {
+            **result.jury,
+            "aggregate": verifier.aggregate,
+            "min_jurors": verifier.quorum,
+            "failed": failed,
+            "side_by_side": side_by_side({verifier.label: result, **(juror_results or {})}),
+        }
+    if labels is not None and labelled is not None and not interim:
+        extra["labels"] = label_agreement(
+            labels,
+            labelled,
+            [verifier.label, *jurors],
+            run.rubric.ids,
+            levels,
+            run.rubric.scales,
+            resamples=config.bootstrap,
+            seed=config.seed,
+            confidence=LEVEL,
+        )
+    return replace(result, **extra), table

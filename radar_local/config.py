@@ -18,6 +18,7 @@ from radar_local.engines.registry import EngineName, engine_class, output_option
 from radar_local.errors import InputError
 from radar_local.inputs import read_mapping, read_text, regular_file
 from radar_local.judge import CALL_MODES, Judge, render, template_problem
+from radar_local.labels import load_labels
 from radar_local.nuisance import ATTRIBUTES, Measure, NuisanceSpec
 from radar_local.prompts import Layout
 from radar_local.rubric import BUNDLED, Rubric, Task, load_rubric, load_tasks, resolve_reference, unique_ids
@@ -453,8 +454,6 @@ def resolve(config: AuditConfig, base: Path, source: object = "config") -> Resol
         raise InputError(source, problem)
     labels = None
     if config.labels is not None:
-        from radar_local.labels import load_labels  # labels -> plan -> config: imported once a config names labels
-
         labels = load_labels(Path(config.labels), rubric, tasks)
     return Resolved(config, rubric, tasks, reference, source, labels)
 

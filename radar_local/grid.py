@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from radar_local.auditing import conclude
 from radar_local.common import slug, to_json
 from radar_local.config import GridConfig, judge_conflict, resolve, with_absolute_paths, with_template
 from radar_local.errors import InputError
@@ -60,8 +61,7 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
 
 def _audit_cells(grid: GridConfig, runs: dict[str, Run], todo: list, progress: bool) -> list:
     stages: dict[tuple[str, str], dict] = {}
-    pool = EnginePool(grid.cluster)
-    try:
+    with EnginePool(grid.cluster) as pool:
         for label, run in runs.items():  # stage 1: each generator once (on a cluster, on all its replicas)
             done = {"generate": run.generate(pool, progress)}
             if run.config.nuisance:  # the nuisance rewrites, by the same generator: every judge scores them
@@ -69,13 +69,11 @@ def _audit_cells(grid: GridConfig, runs: dict[str, Run], todo: list, progress: b
             stages.update({(label, v.label): dict(done) for v in grid.verifiers})
         if grid.cluster is None:  # stage 2: each verifier loaded once, scoring every generator's probes
             score_cells(grid.verifiers, runs, todo, stages, pool, progress)
-    finally:
-        pool.close()
     if grid.cluster is not None:
         score_cells_on_cluster(grid.verifiers, grid.cluster, runs, todo, stages)
     judges = {g.label: [v.label for gg, v in todo if gg is g] for g in grid.generators}  # this grid's, no others
     results = [
-        runs[g.label].finish(v, stages[(g.label, v.label)], judges=judges[g.label], halo_against=grid.halo_base(v))
+        conclude(runs[g.label], v, stages[(g.label, v.label)], judges=judges[g.label], halo_against=grid.halo_base(v))
         for g, v in todo
     ]
     for (g, _), result in zip(todo, results):  # every cell is an ordinary audit with its own report

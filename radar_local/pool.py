@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from radar_local.cluster import ClusterEngine, ClusterSpec, wait_for_gpu_memory
 from radar_local.config import ModelSpec
@@ -71,6 +73,23 @@ class EnginePool:
                 )
         self.closed.append(record)
         self.loaded = {}
+
+    def __enter__(self) -> EnginePool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@contextmanager
+def pool_for(pool: EnginePool | None, cluster: ClusterSpec | None = None) -> Iterator[EnginePool]:
+    """The pool passed, lent for the block and left open for its owner; else a new one, closed at the end
+    of the block however it ends."""
+    if pool is not None:
+        yield pool
+        return
+    with EnginePool(cluster) as own:
+        yield own
 
 
 MEMORY_NOISE = 512 << 20  # bytes other processes may take or give back while an engine runs

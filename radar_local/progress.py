@@ -18,8 +18,8 @@ def stage_progress(label: str, total: int, enabled: bool = True):
         yield lambda k: None
         return
     if out.isatty():
-        from rich.console import Console  # a bar only on a terminal: rich's layout loads then
-        from rich.progress import (  # the bar's columns, with the console above
+        from rich.console import Console  # rich: a bar only on a terminal, its layout loads then
+        from rich.progress import (  # rich: the bar's columns, with the console above
             BarColumn,
             MofNCompleteColumn,
             Progress,

@@ -256,3 +256,10 @@ class RunDir:
                 self.root, f"no {path.name} here; run `radar audit` (or `radar score` for that verifier) first"
             )
         return read_model(path, RunInfo)
+
+
+def load_run(path: str | Path) -> RunDir:
+    """A stored run, read-only: `.result()`, `.info()`, `.probes()`, `audited_set(run).table()` (its report:
+    `write_report(run)`); to add to it, `with Run.open(path) as run: ...` (radar_local.run) takes its lock for
+    the block."""
+    return RunDir.open(path)

@@ -39,7 +39,7 @@ def is_task_table(path: Path) -> bool:
 
 def read_table(path: Path, what: str = "task file") -> pd.DataFrame:
     """A JSONL, CSV or Parquet file (or a saved dataset) as a DataFrame; CSV cells as text."""
-    import pandas as pd  # only a table needs it: a config loads (and a bad one is refused) without it
+    import pandas as pd  # pandas: only a table needs it; a config loads (and a bad one is refused) without it
 
     if not path.is_dir():
         regular_file(path, what)

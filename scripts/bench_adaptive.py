@@ -19,7 +19,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from radar_local.run import load_run, run_audit  # noqa: E402
+from radar_local.auditing import run_audit  # noqa: E402
+from radar_local.rundir import load_run  # noqa: E402
 from tests.test_adaptive import config, decided  # noqa: E402
 
 

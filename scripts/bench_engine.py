@@ -27,10 +27,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from radar_local.calls import admitted_per_step, prefix_order
 from radar_local.config import load_config, resolve, with_absolute_paths
 from radar_local.hardware import cpu_info
 from radar_local.pool import EnginePool
-from radar_local.run import Run, admitted_per_step, prefix_order
+from radar_local.run import Run
 
 REPO = Path(__file__).resolve().parents[1]
 MIN_RATIO = 0.97  # each stage's throughput against the one-call ceiling

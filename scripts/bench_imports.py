@@ -17,10 +17,11 @@ from pathlib import Path
 import yaml
 
 from radar_local import formats
+from radar_local.auditing import run_audit
 from radar_local.hardware import cpu_info
 from radar_local.pool import EnginePool
 from radar_local.rubric import load_tasks
-from radar_local.run import load_run, run_audit
+from radar_local.rundir import load_run
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = {

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import yaml
 
-from radar_local.run import load_run, run_audit
+from radar_local.auditing import run_audit
+from radar_local.rundir import load_run
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -20,9 +20,10 @@ import threading
 import time
 from pathlib import Path
 
+from radar_local.auditing import run_audit
 from radar_local.hardware import cpu_info, memory_available
 from radar_local.pool import EnginePool
-from radar_local.run import load_run, run_audit
+from radar_local.rundir import load_run
 
 REPO = Path(__file__).resolve().parents[1]
 ENGINE = {"engine": "vllm", "model": "smollm2-135m"}

@@ -13,9 +13,10 @@ import statistics
 import time
 from pathlib import Path
 
+from radar_local.auditing import run_audit
 from radar_local.nuisance import MEASURES
 from radar_local.rubric import load_tasks
-from radar_local.run import load_run, run_audit
+from radar_local.rundir import load_run
 
 REPO = Path(__file__).resolve().parents[1]
 

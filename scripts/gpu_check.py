@@ -223,9 +223,9 @@ def run_engine(engine: str, model: Path, device: str, mode: str, out: Path, case
 
     import torch
 
+    from radar_local.auditing import run_audit
     from radar_local.config import AuditConfig
     from radar_local.errors import RadarError
-    from radar_local.run import run_audit
 
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from radar_local.run import run_audit
+from radar_local.auditing import run_audit
 
 CRITERIA = [
     {"id": "clarity", "label": "Clarity", "description": "How clearly the reply is written."},

@@ -13,9 +13,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from radar_local.auditing import run_audit
 from radar_local.formats import read, write_import
 from radar_local.report.build import write_report
-from radar_local.run import load_run, run_audit
+from radar_local.rundir import load_run
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = [
@@ -49,7 +50,11 @@ def main() -> None:
         "bootstrap": 50,
         "seed": 0,
     }
-    audited = {"quickstart": config, "jury": ROOT / "configs/jury-example.yaml", "judge": ROOT / "configs/judge-example.yaml"}
+    audited = {
+        "quickstart": config,
+        "jury": ROOT / "configs/jury-example.yaml",
+        "judge": ROOT / "configs/judge-example.yaml",
+    }
     for name, spec in audited.items():
         run_audit(spec, out / name)
         write_report(load_run(out / name))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from radar_local.auditing import conclude
 from radar_local.config import AuditConfig, resolve
 from radar_local.plan import Plan
 from radar_local.records import ProbeRecord, VerdictRecord
@@ -115,5 +116,5 @@ def planted_run(
             "parse_rate": 1.0,
         },
     }
-    run.finish(cfg.verifier, stages)
+    conclude(run, cfg.verifier, stages)
     return root

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from radar_local.auditing import run_audit
 from radar_local.errors import InputError
 from radar_local.report.build import write_report
-from radar_local.run import load_run, run_audit
-from radar_local.rundir import PROBES, SCORES
+from radar_local.rundir import PROBES, SCORES, load_run
 from radar_local.stats.decisions import Tri, interval_at_least, interval_at_most
 from tests.conftest import planted_config
 

@@ -1,5 +1,6 @@
 """The library API: analyze, run_audit, load_run and AuditResult (a typed result, exact JSON round trip)."""
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -92,9 +93,14 @@ def test_the_public_names_load_on_first_use():
     """radar_local's names are loaded when first used (so `radar` starts fast); each one resolves."""
     import radar_local
 
-    assert sorted(radar_local.__all__) == sorted(radar_local._HOMES)
+    assert radar_local.__all__ == sorted(radar_local._HOMES)
     for name in radar_local.__all__:
         assert getattr(radar_local, name).__name__ == name
+    # the imports type checkers read name each public name from its home, and nothing else
+    source = Path(radar_local.__file__).read_text()
+    block = next(n for n in ast.parse(source).body if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test))
+    checked = {a.name: n.module.removeprefix("radar_local.") for n in block.body for a in n.names}
+    assert checked == radar_local._HOMES
     with pytest.raises(AttributeError):
         radar_local.no_such_name  # noqa: B018
 

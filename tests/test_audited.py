@@ -6,11 +6,13 @@ import re
 from pathlib import Path
 
 from radar_local.audited import audited_set
+from radar_local.auditing import audit, run_audit
 from radar_local.config import AuditConfig, resolve
 from radar_local.records import ProbeRecord, VerdictRecord
 from radar_local.report.build import write_report
 from radar_local.report.examples import nuisance_examples, pair_examples
-from radar_local.run import Run, load_run, run_audit
+from radar_local.run import Run
+from radar_local.rundir import load_run
 from tests.conftest import planted_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -65,7 +67,7 @@ def test_the_report_shows_no_record_the_audit_did_not_use(tmp_path):
         run.store.add_probes(probes)
         run.store.add_scores(verdicts)
         run.register_verifier(run.config.verifier)
-        run.audit()  # n = 3: variant 2 of every stratum is stored
+        audit(run)  # n = 3: variant 2 of every stratum is stored
     result = run_audit(planted_config(n=2, unconditioned=2, exclude_flagged_probes=True, **settings), root)
 
     run = load_run(root)

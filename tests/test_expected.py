@@ -11,13 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from radar_local.auditing import run_audit
 from radar_local.engines.openai import OpenAIEngine
 from radar_local.errors import InputError, RadarError
 from radar_local.plan import Plan
 from radar_local.prompts import expected_text, schema_text
 from radar_local.report.build import write_report
-from radar_local.run import load_run, run_audit
-from radar_local.rundir import SCORES
+from radar_local.rundir import SCORES, load_run
 from radar_local.scale import LIKERT
 from radar_local.score_table import COLUMNS, read_scores, validate_scores, write_scores
 from radar_local.scoring import ScoreFormat, expected_score

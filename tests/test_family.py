@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from radar_local.auditing import run_audit
 from radar_local.report.text import findings
-from radar_local.run import run_audit
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.decisions import decisions, evidence
 from radar_local.stats.intervals import Replicates, gatekept, simultaneous

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from radar_local.cli.main import cli
 from radar_local.report.build import write_report
 from radar_local.rubric import load_benchmark
-from radar_local.run import load_run
+from radar_local.rundir import load_run
 from tests.conftest import planted_config
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # examples: conftest
@@ -235,7 +235,7 @@ def test_configs_of_yaml_tokens_bytes_depth_and_aliases(tmp_path_factory, parts,
 
 @pytest.fixture(scope="module")
 def stored_run(tmp_path_factory):
-    from radar_local.run import run_audit
+    from radar_local.auditing import run_audit
 
     out = tmp_path_factory.mktemp("stored") / "run"
     run_audit(

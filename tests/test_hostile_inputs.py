@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from radar_local.run import run_audit
+from radar_local.auditing import run_audit
 from radar_local.rundir import CONFIG, PROBES, SCORES
 from tests.conftest import planted_config
 from tests.test_bad_input import _config, invoke, one_line_exit_2

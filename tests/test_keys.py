@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from radar_local.auditing import run_audit
 from radar_local.config import AuditConfig, ModelSpec
 from radar_local.engines.registry import ENGINES, engine_class
 from radar_local.engines.testing import PlantedEngine
@@ -14,7 +15,6 @@ from radar_local.models import weights_identity
 from radar_local.plan import Plan
 from radar_local.pool import EnginePool
 from radar_local.rubric import load_benchmark
-from radar_local.run import run_audit
 from radar_local.rundir import WEIGHTS
 from tests.conftest import planted_config, probe_record
 

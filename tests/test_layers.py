@@ -13,34 +13,23 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "radar_local"
 
-# Lowest first. A module is named by its dotted path under radar_local; a package name covers its modules.
-LAYERS = {
-    "utilities": ["errors", "common", "inputs", "quiet", "progress", "hardware"],
-    "data": [
-        "records",
-        "scale",
-        "answer",
-        "rubric",
-        "tasks",
-        "scoring",
-        "score_table",
-        "prompts",
-        "sandbox",
-        "judge",
-        "formats",
-        "models",
-        "injection",
-        "synthetic",
-        "store",
-        "nuisance",
-    ],
-    "statistics": ["stats", "judges", "analysis", "compare"],
-    "machinery": ["labels", "config", "engines", "cluster", "plan", "jury", "adaptive"],
-    "runs": ["rundir", "audited", "pool", "scorers", "run"],
-    "report": ["report"],
-    "workflows": ["grid", "repair"],
-    "interface": ["doctor", "starter", "cli", ""],  # "": the package itself, the public API
-}
+ARCHITECTURE = PACKAGE.parent / "docs" / "ARCHITECTURE.md"
+
+
+def layer_table(text: str) -> dict[str, list[str]]:
+    """The layer table of docs/ARCHITECTURE.md, lowest first: layer -> the modules its row names in backticks
+    (a package, `stats/`, covers its modules; the package itself, `radar_local/__init__.py`, is "")."""
+    table = text[text.index("| layer | modules |") :].split("\n\n")[0]
+    rows = re.findall(r"^\| (\w+) \| ([^|]*`[^|]*) \|", table, re.M)
+    return {
+        layer: ["" if m == "radar_local/__init__.py" else m.rstrip("/") for m in re.findall(r"`([^`]+)`", modules)]
+        for layer, modules in rows
+        if layer != "layer"
+    }
+
+
+# Lowest first, as the docs list them: the table is the rule, so a module's layer is changed in one place.
+LAYERS = layer_table(ARCHITECTURE.read_text())
 
 
 def module_names() -> dict[str, Path]:
@@ -55,7 +44,7 @@ def layer_of(module: str) -> int:
     for rank, members in enumerate(LAYERS.values()):
         if any(module == m or module.startswith(m + ".") for m in members if m) or module in members:
             return rank
-    raise AssertionError(f"radar_local.{module} has no layer: add it to LAYERS in {Path(__file__).name}")
+    raise AssertionError(f"radar_local.{module} has no layer: add it to the layer table of {ARCHITECTURE}")
 
 
 def imports(module: str, path: Path, names: dict[str, Path]) -> set[str]:
@@ -90,6 +79,15 @@ def imports(module: str, path: Path, names: dict[str, Path]) -> set[str]:
 def graph() -> dict[str, set[str]]:
     names = module_names()
     return {m: imports(m, p, names) for m, p in names.items()}
+
+
+def test_the_layer_table_is_read_from_the_docs():
+    assert list(LAYERS) == ["utilities", "data", "statistics", "machinery", "runs", "report", "workflows", "interface"]
+    assert "run" in LAYERS["runs"] and "stats" in LAYERS["statistics"] and "" in LAYERS["interface"]
+    assert layer_table("| layer | modules |\n| a | `x`, `y/` |\n| b | `radar_local/__init__.py` |") == {
+        "a": ["x", "y"],
+        "b": [""],
+    }
 
 
 def test_every_import_points_down_or_sideways():
@@ -129,17 +127,68 @@ def test_no_import_cycle():
 
 # Deferred by design (docs/ARCHITECTURE.md: `radar --help` never loads them): the name is the reason.
 HEAVY = {"torch", "vllm", "transformers", "outlines", "ray", "matplotlib", "datasets"}
+# A deferred import's reason: the dependencies it defers, named before a colon ("scipy: ...", "ruamel and jinja2: ...").
+REASON = re.compile(r"#\s*([\w.]+(?:(?:,\s*|\s+and\s+)[\w.]+)*):")
 
 
-def _reason(line: str) -> str:
-    """A line's comment without lint pragmas (noqa, type: ignore): what is left says why, or nothing."""
-    comment = line.partition("#")[2]
-    return re.sub(r"(?:noqa|type:\s*ignore)(?:\[[^\]]*\]|:\s*[A-Z0-9, ]+)?", "", comment).strip(" #")
+def _top_level(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """The import statements a module runs when it is imported: at its top, in a try or an if, never in a
+    function, a class or under TYPE_CHECKING."""
+    out: list[ast.Import | ast.ImportFrom] = []
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.append(node)
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" not in ast.unparse(node.test):
+            todo += node.body + node.orelse
+        elif isinstance(node, ast.Try):
+            todo += node.body + node.orelse + node.finalbody + [s for h in node.handlers for s in h.body]
+    return out
 
 
-def deferred_imports_without_reason(source: str, where: str) -> list[str]:
+def loads(names: dict[str, Path]) -> dict[str, set[str]]:
+    """Every module of the package -> the outside packages importing it loads (its top-level imports and
+    those of the package modules they import, transitively)."""
+    direct: dict[str, tuple[set[str], set[str]]] = {}
+    for module, path in names.items():
+        outside, inside = set(), set()
+        for node in _top_level(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                continue
+            targets = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for t in targets:
+                if t.startswith("radar_local"):
+                    t = t.removeprefix("radar_local").lstrip(".")
+                    if isinstance(node, ast.ImportFrom):  # `from radar_local.x import y`: y may be a module
+                        inside |= {f"{t}.{a.name}".lstrip(".") for a in node.names} & names.keys()
+                    while t and t not in names:
+                        t = t.rpartition(".")[0]
+                    inside.add(t)
+                else:
+                    outside.add(t.split(".")[0])
+        direct[module] = (outside, inside - {module})
+    closure: dict[str, set[str]] = {}
+    for module in names:
+        seen, todo, found = {module}, [module], set()
+        while todo:
+            outside, inside = direct[todo.pop()]
+            found |= outside
+            todo += [m for m in inside if m not in seen and not seen.add(m)]  # type: ignore[func-returns-value]
+        closure[module] = found
+    return closure
+
+
+def deferred_imports_without_reason(
+    source: str, where: str, module: str | None = None, closure: dict[str, set[str]] | None = None
+) -> list[str]:
     """Imports inside a function that do not say why: a standard-library module (cheap: it belongs at the
-    top), or any other module but a heavy dependency without a comment that is a reason (two words or more)."""
+    top), or anything but a heavy dependency whose comment does not name, before a colon, a dependency that
+    the import loads (the module itself, or one a package module imported loads at its top) and `module`,
+    the importing one, does not load already."""
+    names = module_names()
+    closure = loads(names) if closure is None else closure
+    already = closure.get(module, set()) if module is not None else set()
     lines, silent = source.splitlines(), []
     for fn in ast.walk(ast.parse(source)):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -147,22 +196,42 @@ def deferred_imports_without_reason(source: str, where: str) -> list[str]:
         for node in ast.walk(fn):
             if not isinstance(node, (ast.Import, ast.ImportFrom)) or (isinstance(node, ast.ImportFrom) and node.level):
                 continue
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-            top = {n.split(".")[0] for n in names}
+            targets = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            top = {n.split(".")[0] for n in targets}
             line = lines[node.lineno - 1]
-            if top & set(sys.stdlib_module_names) or (not top <= HEAVY and len(_reason(line).split()) < 2):
+            if top & set(sys.stdlib_module_names):
+                silent.append(f"{where}:{node.lineno}: {line.strip()}")
+                continue
+            if top <= HEAVY:
+                continue
+            loaded = set(top - {"radar_local"})
+            for t in targets:
+                t = t.removeprefix("radar_local").lstrip(".")
+                subs = {f"{t}.{a.name}".lstrip(".") for a in node.names} if isinstance(node, ast.ImportFrom) else set()
+                for m in {t} | subs:
+                    while m and m not in names:
+                        m = m.rpartition(".")[0]
+                    if m in names or m == "":
+                        loaded |= closure.get(m, set())
+            reason = REASON.search(line)
+            named = set(re.split(r",\s*|\s+and\s+", reason.group(1))) if reason else set()
+            if not named or not {n.split(".")[0] for n in named} <= loaded - already:
                 silent.append(f"{where}:{node.lineno}: {line.strip()}")
     return silent
 
 
 def test_an_import_inside_a_function_says_why():
     """Outside the CLI (whose commands import the library when they run, so `radar --help` and a bad input's
-    one line come at once), an import inside a function is for a heavy dependency, and says so."""
+    one line come at once), an import inside a function is for a heavy dependency, and names one it loads."""
+    names = module_names()
+    closure = loads(names)
     silent = [
         line
-        for module, path in module_names().items()
+        for module, path in names.items()
         if not module.startswith("cli")
-        for line in deferred_imports_without_reason(path.read_text(), f"radar_local/{path.relative_to(PACKAGE)}")
+        for line in deferred_imports_without_reason(
+            path.read_text(), f"radar_local/{path.relative_to(PACKAGE)}", module, closure
+        )
     ]
     assert not silent, "\n".join(silent)
 
@@ -171,17 +240,23 @@ def test_the_import_rule_refuses_what_it_says():
     source = """
 def f():
     import json
-    from radar_local.x import y  # noqa: E402
-    from radar_local.x import z  # type: ignore[attr-defined]
-    from radar_local.x import w  # scipy: not at radar --help
+    from radar_local.stats.exact import at_least  # noqa: E402
+    from radar_local.stats.exact import decimal  # scipy: not at radar --help
+    from radar_local.stats.intervals import gatekept  # scipy: not at radar --help
+    from radar_local.stats import intervals  # scipy: the module's own import
+    from radar_local.common import slug  # the compare module's policy, one rule
+    from scipy import special  # scipy: loaded when a p-value is
+    from rich.console import Console  # scipy: a wrong name
     import torch
     import pandas
 """
     found = [line.split(": ", 1)[1] for line in deferred_imports_without_reason(source, "m")]
     assert found == [
         "import json",
-        "from radar_local.x import y  # noqa: E402",
-        "from radar_local.x import z  # type: ignore[attr-defined]",
+        "from radar_local.stats.exact import at_least  # noqa: E402",
+        "from radar_local.stats.exact import decimal  # scipy: not at radar --help",
+        "from radar_local.common import slug  # the compare module's policy, one rule",
+        "from rich.console import Console  # scipy: a wrong name",
         "import pandas",
     ]
 

@@ -268,7 +268,7 @@ def test_a_grid_sets_its_judges_side_by_side_on_bias(tmp_path):
 
 def test_the_report_draws_the_bias_and_shows_the_pairs_that_moved_most(audited, tmp_path):
     from radar_local.report.build import write_report
-    from radar_local.run import load_run
+    from radar_local.rundir import load_run
 
     folder = write_report(load_run(audited[0] / "run"), out=tmp_path / "report")
     md, html = (folder / "report.md").read_text(), (folder / "report.html").read_text()

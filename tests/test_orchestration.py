@@ -10,9 +10,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from radar_local.auditing import run_audit
+from radar_local.calls import prefix_order
 from radar_local.cli.main import cli
-from radar_local.run import load_run, prefix_order, run_audit
-from radar_local.rundir import PROBES, SCORES
+from radar_local.rundir import PROBES, SCORES, load_run
 from tests.conftest import planted_config, radar_run
 
 REPO = Path(__file__).resolve().parents[1]

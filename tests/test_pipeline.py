@@ -13,9 +13,11 @@ import pandas as pd
 import pytest
 import yaml
 
+from radar_local.auditing import run_audit
 from radar_local.config import AuditConfig, resolve
 from radar_local.pool import EnginePool
-from radar_local.run import Run, load_run, run_audit
+from radar_local.run import Run
+from radar_local.rundir import load_run
 from tests.conftest import small_vllm
 
 pytestmark = pytest.mark.slow
@@ -279,7 +281,7 @@ def test_nuisance_length_on_the_embedded_model(tmp_path, vllm_pool):
     batch composition), and the report shows what came out, steered or not."""
     from radar_local.nuisance import MEASURES
     from radar_local.report.build import write_report
-    from radar_local.run import load_run
+    from radar_local.rundir import load_run
 
     cfg = tiny_config("vllm", rubric=str(SMALL_RUBRIC), n=1, unconditioned=3, nuisance=["length"])
     cfg["generation"] = {"max_new_tokens": 160}

@@ -9,8 +9,8 @@ import json
 import pytest
 import yaml
 
+from radar_local.auditing import run_audit
 from radar_local.engines.testing import PlantedEngine
-from radar_local.run import run_audit
 
 ODD = [
     {"id": "plain", "label": "Plain", "description": "How plain the reply is."},
@@ -52,7 +52,8 @@ def test_an_editor_without_a_script_answers_no_edit():
 
 def test_verdicts_the_engine_failed_are_unscored_with_the_engine_named(tmp_path):
     """Issue 28, item 22: a verdict vLLM failed (finish reason 'error') is the engine's failure, stored as such."""
-    from radar_local.run import ENGINE_FAILED, load_run
+    from radar_local.calls import ENGINE_FAILED
+    from radar_local.rundir import load_run
     from tests.conftest import planted_config
 
     failing = {"engine": "testing", "model": "planted", "options": {"fail_constraints": True}}

@@ -5,7 +5,7 @@ import sys
 import textwrap
 
 from radar_local.engines.base import EngineCounters
-from radar_local.run import efficiency
+from radar_local.meter import efficiency
 
 SCRIPT = textwrap.dedent("""
     import logging, os, subprocess, sys, warnings

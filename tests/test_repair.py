@@ -9,11 +9,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from radar_local.auditing import run_audit
 from radar_local.cli.main import cli
 from radar_local.errors import InputError
 from radar_local.repair import Edit, EditFormat, apply_edit, repair
 from radar_local.rubric import load_rubric
-from radar_local.run import load_run, run_audit
+from radar_local.rundir import load_run
 from tests.conftest import PLANTED_TASKS
 
 REPO = Path(__file__).resolve().parents[1]

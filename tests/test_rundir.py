@@ -9,9 +9,10 @@ import pytest
 import yaml
 
 from radar_local.audited import audited_set
+from radar_local.auditing import run_audit
 from radar_local.errors import InputError
-from radar_local.run import Run, load_run, run_audit
-from radar_local.rundir import INPUTS, OLD_RUN_NOTE
+from radar_local.run import Run
+from radar_local.rundir import INPUTS, OLD_RUN_NOTE, load_run
 from tests.conftest import planted_config
 
 REPO = Path(__file__).resolve().parents[1]

@@ -210,7 +210,7 @@ def test_a_disk_already_full_when_a_command_starts_is_one_line(tmp_path, small_d
 
 def test_verdicts_finishing_out_of_order_are_stored_under_their_own_requests(tmp_path):
     """A continuously fed engine finishes answers in any order; each is stored as the answer to its request."""
-    from radar_local.run import run_audit
+    from radar_local.auditing import run_audit
 
     tables = {}
     for finish in ("batch", "shuffled"):
@@ -245,8 +245,8 @@ def test_sigkill_mid_stream_keeps_every_stored_verdict_and_resume_plans_only_the
 
 def test_a_reader_cannot_write(tmp_path):
     """load_run is read-only: a RunDir has no stage, and its store refuses every write."""
-    from radar_local.run import load_run, run_audit
-    from radar_local.rundir import RunDir
+    from radar_local.auditing import run_audit
+    from radar_local.rundir import RunDir, load_run
     from radar_local.store import ReadOnlyRunError
 
     run_audit(
@@ -273,7 +273,7 @@ def test_a_reader_cannot_write(tmp_path):
 def test_the_lock_is_let_go_in_process(tmp_path):
     """A notebook's audit, or a `with Run.open(...)` block, does not hold the directory for
     the life of the process: another process can write to it afterwards."""
-    from radar_local.run import run_audit
+    from radar_local.auditing import run_audit
 
     run = tmp_path / "run"
     cfg = planted_config(rubric=str(REPO / "tests/data/small_rubric.yaml"), bootstrap=0)

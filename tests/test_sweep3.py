@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from radar_local import formats
+from radar_local.auditing import run_audit
 from radar_local.errors import InputError
-from radar_local.run import run_audit
 from radar_local.score_table import read_scores
 from tests.conftest import planted_config
 
@@ -346,7 +346,7 @@ def test_item18_identical_judges_rank_as_ties(labelled_run):
     import copy
 
     from radar_local.grid import judge_ranking
-    from radar_local.run import load_run
+    from radar_local.rundir import load_run
 
     result = load_run(labelled_run).result()
     same = []

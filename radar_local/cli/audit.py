@@ -64,6 +64,7 @@ def audit(
 ) -> None:
     """Generate probes, score them, print the audit and write the report. Re-running resumes: stored
     calls are skipped. `--plan` only says what the design can confirm."""
+    from radar_local.auditing import audit
     from radar_local.report.build import write_report
     from radar_local.report.console import print_audit, print_run
 
@@ -73,7 +74,7 @@ def audit(
         return
     run = _create(config_path, out, ray_address)
     with engine_output_to(run.engine_log, verbose):
-        result = run.audit(progress=not quiet)
+        result = audit(run, progress=not quiet)
     print_audit(result)
     print_run(run)
     if not no_report:
@@ -147,22 +148,18 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
 @run_options
 def generate(config_path: Path, out: Path | None, quiet: bool, verbose: bool, ray_address: str | None) -> None:
     """Stage 1 only: generate and store the probes."""
-    from radar_local.run import EnginePool
+    from radar_local.pool import EnginePool
 
     run = _create(config_path, out, ray_address)
-    pool = EnginePool(run.config.cluster)
-    with engine_output_to(run.engine_log, verbose):
-        try:
-            stats = run.generate(pool, progress=not quiet)
-        finally:
-            pool.close()
+    with EnginePool(run.config.cluster) as pool, engine_output_to(run.engine_log, verbose):
+        stats = run.generate(pool, progress=not quiet)
     click.echo(f"{len(run.store.probes)} probes stored in {run.root} ({stats['calls']} generated now)")
 
 
 def _pilot(run_dir: Path | None) -> dict | None:
     """A finished audit's observed spread and self-effects in `run_dir`, else None (no run, or not one yet)."""
     from radar_local.errors import RadarError
-    from radar_local.run import load_run
+    from radar_local.rundir import load_run
     from radar_local.score_table import read_scores
     from radar_local.stats.power import pilot_correlation, pilot_spread
 

@@ -17,7 +17,7 @@ from radar_local.cli.options import SymPolicy, Unit
 def report(run_dir: Path, out: Path | None, verifier: str | None) -> None:
     """Write report.html (self-contained) and report.md with PNG figures for an audit run."""
     from radar_local.report.build import write_report
-    from radar_local.run import load_run
+    from radar_local.rundir import load_run
 
     folder = write_report(load_run(run_dir), verifier, out)
     click.echo(f"wrote {folder / 'report.html'} and {folder / 'report.md'}")

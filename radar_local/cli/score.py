@@ -48,6 +48,7 @@ def score(
     ray_address: str | None,
 ) -> None:
     """Score RUN_DIR's probes with another verifier; writes its stats next to the first."""
+    from radar_local.auditing import rescore
     from radar_local.common import parse_model
     from radar_local.config import ModelSpec
     from radar_local.errors import InputError
@@ -63,13 +64,9 @@ def score(
         {"engine": engine, "model": model, "name": name, "options": dict(parse_option(o) for o in options)},
         "--verifier",
     )
-    from radar_local.run import EnginePool
+    from radar_local.pool import EnginePool
 
     run = Run.open(run_dir)
-    pool = EnginePool(with_ray(run.config.cluster, ray_address))
-    with engine_output_to(run.engine_log, verbose):
-        try:
-            result = run.rescore(spec, pool, progress=not quiet)
-        finally:
-            pool.close()
+    with EnginePool(with_ray(run.config.cluster, ray_address)) as pool, engine_output_to(run.engine_log, verbose):
+        result = rescore(run, spec, pool, progress=not quiet)
     print_audit(result)

@@ -14,17 +14,20 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from radar_local.auditing import adopt, audit, config_from
+from radar_local.calls import ENGINE_FAILED
 from radar_local.config import AuditConfig, ModelSpec, resolve, rubric_conflict
 from radar_local.errors import InputError
 from radar_local.inputs import yaml_text
 from radar_local.plan import cell_seed
+from radar_local.pool import EnginePool, pool_for
 from radar_local.quiet import engine_output_to
 from radar_local.repair.edits import Edit, EditFormat, apply_edit, editor_messages, evidence_lines
 from radar_local.repair.findings import Finding, diagnose
 from radar_local.repair.report import write_repair_report
 from radar_local.repair.selection import Candidate, Repair, candidate_config, judge, objectives, pareto, summarize
 from radar_local.rubric import Rubric
-from radar_local.run import ENGINE_FAILED, EnginePool, Run, config_from
+from radar_local.run import Run
 from radar_local.rundir import RunDir
 from radar_local.stats.result import AuditResult
 from radar_local.store import make_folder, write_atomic
@@ -60,14 +63,8 @@ def repair(
         if config.out is None:
             raise InputError(target, "no run directory: set 'out' in the config")
         original = Run.create(resolve(config, folder, target), config.out)
-    own = pool is None
-    pool = pool or EnginePool(original.config.cluster)
-    try:
-        with engine_output_to(original.engine_log, verbose=not engine_log):
-            return _repair(original, out, rounds, candidates, fail_on_sym, pool, progress, sym_confirmed)
-    finally:
-        if own:
-            pool.close()
+    with pool_for(pool, original.config.cluster) as pool, engine_output_to(original.engine_log, not engine_log):
+        return _repair(original, out, rounds, candidates, fail_on_sym, pool, progress, sym_confirmed)
 
 
 def _repair(
@@ -83,7 +80,7 @@ def _repair(
     """The repair itself, engines at hand."""
     if isinstance(original, Run):
         with original:  # read from here on: candidates adopt its records
-            original.audit(pool, progress)
+            audit(original, pool, progress)
     config = original.config  # its intended pairs were checked against the rubric when the run was made
     intended = {frozenset(p) for p in config.intended}
     out = Path(out) if out else make_folder(original.repair_dir, own=True)
@@ -170,8 +167,8 @@ def _reaudit(
     write_atomic(rubric_path, yaml_text(rubric.model_dump(mode="json", exclude_none=True)))
     cand.run_dir = folder / f"candidate-{cand.index}"
     with Run.create(resolve(candidate_config(config, rubric_path, parent.tasks), folder), cand.run_dir) as run:
-        cand.reuse, *_ = [run.adopt(parent, spec) for spec in config.verifiers]  # a judge audited both ways: both
-        return run.audit(pool, progress)
+        cand.reuse, *_ = [adopt(run, parent, spec) for spec in config.verifiers]  # a judge audited both ways: both
+        return audit(run, pool, progress)
 
 
 def _write(rep: Repair) -> None:

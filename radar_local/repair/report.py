@@ -10,6 +10,7 @@ from radar_local.repair.selection import Candidate, Repair, repair_json
 from radar_local.report.html import page, render_html
 from radar_local.report.markdown import render_markdown
 from radar_local.report.outline import Block, Example, Figure, Line, Section, Table, Untrusted
+from radar_local.report.plots import leakage_heatmap, png
 from radar_local.report.text import CI, interval, num
 from radar_local.store import make_folder, write_atomic
 
@@ -133,8 +134,6 @@ def repair_sections(rep: Repair) -> list[Section]:
 
 
 def write_repair_report(rep: Repair) -> None:
-    from radar_local.report.plots import leakage_heatmap, png  # matplotlib: loaded only to draw
-
     make_folder(rep.out / "figures", own=True)
     figures = {"before": png(leakage_heatmap(rep.result))}
     if rep.final is not None and rep.final.result is not None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from radar_local.compare import sym_evidence
 from radar_local.config import AuditConfig
 from radar_local.repair.edits import Edit
 from radar_local.repair.findings import Finding
@@ -187,8 +188,6 @@ class Repair:
         intended pairs are left out, as for --fail-on-sym."""
         if self.sym_confirmed is None:
             return None
-        from radar_local.compare import sym_evidence  # the compare module's policy, one rule for both commands
-
         result = self.final.result if self.final is not None and self.final.result is not None else self.result
         intended = {frozenset(p) for p in self.original.config.intended}
         return sym_evidence(result, self.sym_confirmed, self.out, skip=intended)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radar_local.errors import InputError
+from radar_local.report import plots
 from radar_local.report.examples import example_probes, nuisance_examples
 from radar_local.report.html import audit_html
 from radar_local.report.markdown import render_markdown
@@ -26,7 +27,7 @@ def write_report(
     """report.html and report.md (figures beside it) for one verifier's audit of a run (default: the
     config's own; `result`: that audit as just computed, else read from its stats file), in `out` or the
     run directory's own report folder."""
-    from radar_local.audited import audited_set  # the statistics' imports: not for `radar report --help`
+    from radar_local.audited import audited_set  # scipy and pandas: the statistics', not for `radar report --help`
 
     result = result if result is not None else run.result(verifier)
     info = run.info(result.verifier)
@@ -53,8 +54,6 @@ def write_report(
 def _figures(result: AuditResult, folder: Path) -> dict[str, bytes]:
     """The report's PNG figures, drawn again only when the statistics (or the plotting code) changed:
     a report rebuilt for an unchanged audit (a grid run again, `radar report`) reuses them."""
-    from radar_local.report import plots  # matplotlib: loaded when figures are drawn, not for `radar report --help`
-
     stats = json.dumps(result.to_json(), sort_keys=True, default=str).encode()
     digest = hashlib.sha256(stats + Path(plots.__file__).read_bytes()).hexdigest()
     drawn = plots.figures_for(result)

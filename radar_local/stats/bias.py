@@ -50,7 +50,7 @@ class NuisancePairs:
 def nuisance_pairs(df: pd.DataFrame, criteria: list[str]) -> list[NuisancePairs]:
     """The up/down pairs of a validated table's nuisance rows (direction up or down, target the attribute),
     paired by (task, attribute, variant); a rewrite without its partner is left out."""
-    import pandas as pd  # the score table's library, as in stats.probes
+    import pandas as pd  # pandas: the score table's library, as in stats.probes
 
     out = []
     for attribute, rows in df.groupby("target", sort=True):

@@ -41,7 +41,7 @@ def probe_matrix(
 ) -> ProbeMatrix:
     """Pivot one cell of a validated long table into a probe matrix, sorted by (task, target, direction).
     `spans`: each criterion's scale span (default the paper's 0-4, span 4)."""
-    import pandas as pd  # the score table's library: loaded when a table is pivoted, not by the statistics
+    import pandas as pd  # pandas: the score table's library: loaded when a table is pivoted, not by the statistics
 
     cell = df[(df["generator"] == generator) & (df["verifier"] == verifier) & df["direction"].isin(PROBE_DIRECTIONS)]
     tasks = tuple(pd.unique(cell["task_id"]))
@@ -78,7 +78,7 @@ def probe_matrix(
 
 def _codes(values: pd.Series, categories: Sequence[str]) -> np.ndarray:
     """Each value's index in `categories` as int64 (-1 where absent), whatever width pandas chose."""
-    import pandas as pd  # the score table's library: the pure statistics load without it
+    import pandas as pd  # pandas: the score table's library: the pure statistics load without it
 
     return np.asarray(pd.Categorical(values, categories=list(categories)).codes, dtype=np.int64)
 
