@@ -4,6 +4,7 @@ reference, pick the cell, add calibration and the rubric's weighted double-count
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +109,7 @@ def stats_for_table(
             f"resamples ({resamples}), its memory with probes x {INTERVAL_CHUNK} (one chunk of resamples)"
         )
     with stage_progress("stats: bootstrap resamples", resamples, enabled=large) as advance:
-        result = audit_cell(
+        core = audit_cell(
             pm,
             reference,
             tau=tau,
@@ -120,36 +121,38 @@ def stats_for_table(
             advance=advance,
             definition=leakage,
         )
-    result.rubric = rubric.id if rubric else None
-    result.scales = {"footing": FOOTING, "criteria": {c: scales[c].name for c in criteria}}
-    result.calibration = calibration(df[df["generator"] == gen], criteria, scales)
+    spans = [scales[c].span for c in criteria]
+    blocks: dict[str, Any] = {
+        "rubric": rubric.id if rubric else None,
+        "scales": {"footing": FOOTING, "criteria": {c: scales[c].name for c in criteria}},
+        "calibration": calibration(df[df["generator"] == gen], criteria, scales),
+    }
     if len(rewrites) or manipulation:
         steered = {a: m["steered"] for a, m in (manipulation or {}).items()}
         rows = nuisance_table(
             nuisance_pairs(rewrites, criteria),
             criteria,
-            [float(result.self_effect[c]) for c in criteria],
-            [bool(result.reliable[c]) for c in criteria],
+            [float(core.self_effect[c]) for c in criteria],
+            [bool(core.reliable[c]) for c in criteria],
             threshold=bias_threshold,
             intended=intended,
             resamples=resamples,
             level=level,
             seed=seed,
             steered=steered,
-            spans=[scales[c].span for c in criteria],
+            spans=spans,
         )
-        result.nuisance = {"threshold": bias_threshold, "rows": rows, "manipulation": manipulation}
+        blocks["nuisance"] = {"threshold": bias_threshold, "rows": rows, "manipulation": manipulation}
     if rubric is not None:
-        result.double_count = double_count(result, rubric)
+        blocks["double_count"] = double_count(core, rubric)
     if halo_against is not None:
-        spans = [scales[c].span for c in criteria]
         per = probe_matrix(df, criteria, gen, halo_against, spans)
-        result.halo = halo(per, pm, resamples=resamples, seed=seed, level=level)
+        blocks["halo"] = halo(per, pm, resamples=resamples, seed=seed, level=level)
     if jurors:
-        result.jury = jury_block(
+        blocks["jury"] = jury_block(
             df, pm, list(jurors), scales, levels, juror_errors, tau=tau, resamples=resamples, seed=seed, level=level
         )
-    return result
+    return replace(core, **blocks)
 
 
 def jury_block(

@@ -151,11 +151,11 @@ def test_a_pair_whose_sym_is_settled_and_direction_open_is_coupled(coupled):
     fam["leakage"]["a"]["b"], fam["leakage"]["b"]["a"] = [0.6, 1.2], [0.3, 0.9]
     fam["sym"]["a"]["b"] = fam["sym"]["b"]["a"] = [0.5, 0.9]
     fam["asym"]["a"]["b"] = fam["asym"]["b"]["a"] = [0.1, 0.6]
-    evidence(r)
+    r = evidence(r)
     assert r.pair("a", "b")["evidence"] == {"directional": "coupled"}
     assert "coupled (direction open)" in "\n".join(findings(r))
     fam["sym"]["a"]["b"] = fam["sym"]["b"]["a"] = [math.nextafter(0.5, 0), 0.9]
-    evidence(r)
+    r = evidence(r)
     assert r.pair("a", "b")["evidence"] == {"directional": "possible"}
 
 

@@ -343,7 +343,7 @@ def test_item17_a_hand_edited_stats_block_is_one_line(labelled_run, tmp_path, bl
 
 
 def test_item18_identical_judges_rank_as_ties(labelled_run):
-    import copy
+    import dataclasses
 
     from radar_local.grid import judge_ranking
     from radar_local.rundir import load_run
@@ -351,9 +351,7 @@ def test_item18_identical_judges_rank_as_ties(labelled_run):
     result = load_run(labelled_run).result()
     same = []
     for name in ("d", "c", "b", "a"):
-        twin = copy.copy(result)
-        twin.verifier = name
-        same.append(twin)
+        same.append(dataclasses.replace(result, verifier=name))
     ranked = judge_ranking(same)
     assert {(r["rank_coupling"], r["rank"]) for r in ranked} == {(1, 1)}
 

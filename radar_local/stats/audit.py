@@ -135,17 +135,21 @@ def audit_cell(
         thresholds=vars(thresholds),
         unreliable=[_gate(c, exact.self_effect[i], tau) for i, c in enumerate(crit) if not point.reliable[0, i]],
         baselines=to_json(_baselines(pm, pairs, ref_vec)),
+        agreement=None if ref_vec is None else to_json(agreement(_gated_sym(pair_rows, pairs, ok, crit), ref_vec)),
+        family=None if iv is None else family_json(iv.family, crit),
+        budget=to_json(probe_budget(strata, pairs, ref_vec, point, tau=tau, seed=seed, definition=definition))
+        if budget
+        else None,
     )
-    if ref_vec is not None:
-        sym = {(r["a"], r["b"]): r["sym"] for r in pair_rows}
-        gated_sym = np.array([sym[crit[a], crit[b]] if ok[a, b] else np.nan for a, b in pairs], float)
-        result.agreement = to_json(agreement(gated_sym, ref_vec))
-    if iv is not None:
-        result.family = family_json(iv.family, crit)
-        evidence(result, thresholds)
-    if budget:
-        result.budget = to_json(probe_budget(strata, pairs, ref_vec, point, tau=tau, seed=seed, definition=definition))
-    return result
+    return result if iv is None else evidence(result, thresholds)
+
+
+def _gated_sym(
+    pair_rows: list[dict[str, Any]], pairs: list[tuple[int, int]], ok: np.ndarray, crit: list[str]
+) -> np.ndarray:
+    """Each pair's Sym in `pairs`' order, NaN where a gate failed: what the human reference is compared with."""
+    sym = {(r["a"], r["b"]): r["sym"] for r in pair_rows}
+    return np.array([sym[crit[a], crit[b]] if ok[a, b] else np.nan for a, b in pairs], float)
 
 
 def family_json(f: Bounds, crit: list[str]) -> dict[str, Any]:

@@ -160,10 +160,10 @@ def _narrowing(result: AuditResult, more: float) -> Callable[[tuple[str, ...]], 
 MOST = 1000  # the most probes per stratum a projection names
 
 
-def evidence(result: AuditResult, thresholds: Thresholds = Thresholds()) -> None:
-    """Mark every flag of the point estimate `confirmed` (its family intervals settle it) or `possible` (they
-    do not), in place: pairs' `evidence` and `settle_n` (the probes per stratum that would settle their
-    possible flags if the estimates held; None beyond MOST or at a threshold), and each gate's."""
+def evidence(result: AuditResult, thresholds: Thresholds = Thresholds()) -> AuditResult:
+    """The result with every flag of the point estimate marked `confirmed` (its family intervals settle it),
+    `coupled` or `possible` (they do not): pairs' `evidence` and `settle_n` (the probes per stratum that would
+    settle their possible flags if the estimates held; None beyond MOST or at a threshold), and each gate's."""
     settled = {(d.kind, d.criteria): d.value for d in decisions(result, thresholds)}
     rows = []
     for p in result.pairs.to_dict("records"):
@@ -175,15 +175,19 @@ def evidence(result: AuditResult, thresholds: Thresholds = Thresholds()) -> None
             level = {f: _level(f, settled[f, pair], settled[COUPLED, pair]) for f in p["flags"]}
         possible = [f for f, v in level.items() if v != CONFIRMED and f != GATED]
         rows.append((level, settle_n(result, [(f, pair) for f in possible], None, thresholds) if possible else None))
-    result.pairs["evidence"] = [r[0] for r in rows]
-    result.pairs["settle_n"] = pd.Series([r[1] for r in rows], index=result.pairs.index, dtype=object)
-    result.gate_evidence = {  # a criterion's gate, passed or failed, settled by its family interval or not
-        c: CONFIRMED if settled[GATE, (c,)] is not None else POSSIBLE for c in result.criteria
-    }
-    result.unreliable = [
-        replace(g, evidence=CONFIRMED if settled[GATE, (g.criterion,)] is False else POSSIBLE)
-        for g in result.unreliable
-    ]
+    pairs = result.pairs.copy()
+    pairs["evidence"] = [r[0] for r in rows]
+    pairs["settle_n"] = pd.Series([r[1] for r in rows], index=pairs.index, dtype=object)
+    return replace(
+        result,
+        pairs=pairs,
+        # a criterion's gate, passed or failed, settled by its family interval or not
+        gate_evidence={c: CONFIRMED if settled[GATE, (c,)] is not None else POSSIBLE for c in result.criteria},
+        unreliable=[
+            replace(g, evidence=CONFIRMED if settled[GATE, (g.criterion,)] is False else POSSIBLE)
+            for g in result.unreliable
+        ],
+    )
 
 
 def _level(flag: str, settled: bool | None, coupled: bool | None) -> str:

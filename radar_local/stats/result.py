@@ -168,8 +168,11 @@ class Gate:
     evidence: str | None = None  # confirmed: the family interval lies below tau; possible: it does not
 
 
-@dataclass
+@dataclass(frozen=True)
 class AuditResult:
+    """One cell's audit, complete when constructed: a block added later is a new result
+    (`dataclasses.replace`), never an assignment."""
+
     generator: str
     verifier: str
     criteria: list[str]
