@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from radar_local.calibration import calibration
 from radar_local.common import to_json
 from radar_local.errors import InputError
-from radar_local.judges import calibration
 from radar_local.nuisance import WAYS
 from radar_local.progress import say, stage_progress
 from radar_local.rubric import HumanPairs, Rubric, load_rubric, resolve_reference
@@ -26,9 +26,9 @@ from radar_local.stats.coupling import TAU, LeakageDefinition, double_counted_sh
 from radar_local.stats.flags import Thresholds
 from radar_local.stats.halo import halo
 from radar_local.stats.intervals import CHUNK as INTERVAL_CHUNK
-from radar_local.stats.jury import against_jurors, among_jurors
+from radar_local.stats.jurors import against_jurors, among_jurors
 from radar_local.stats.probes import ProbeMatrix, probe_matrix
-from radar_local.stats.raters import Level
+from radar_local.stats.raters import Measurement
 from radar_local.stats.result import AuditResult
 
 FOOTING = "each criterion's 0-1 range: a difference of mean scores over its scale's span (highest minus lowest level)"
@@ -76,7 +76,7 @@ def stats_for_table(
     scale: Scale = LIKERT,
     halo_against: str | None = None,
     jurors: Sequence[str] = (),
-    levels: dict[str, Level] | None = None,
+    measurements: dict[str, Measurement] | None = None,
     juror_errors: dict[str, np.ndarray] | None = None,
     leakage: LeakageDefinition = "ratio_of_means",
 ) -> AuditResult:
@@ -86,8 +86,8 @@ def stats_for_table(
     (radar_local.nuisance), where the rewrites' texts were at hand; an attribute it found not steered gets
     no flag. Each criterion is on the rubric's scale for it, or on `scale` without a rubric. `jurors`: where
     this verifier is a jury, its jurors' labels in the table: the jury against each, and their agreement at each
-    criterion's level of measurement (`levels`, default ordinal), Kish's effective jurors from `juror_errors`
-    (criterion -> jurors x labelled responses) where human labels give errors (stats/jury.py)."""
+    criterion's level of measurement (`measurements`, default ordinal), Kish's effective jurors from `juror_errors`
+    (criterion -> jurors x labelled responses) where human labels give errors (stats/jurors.py)."""
     criteria = rubric.ids if rubric else list(pd.unique(df["criterion"]))
     check_criteria(df, criteria, path)
     gen, ver = select_cell(df, path, generator, verifier)
@@ -150,7 +150,16 @@ def stats_for_table(
         blocks["halo"] = halo(per, pm, resamples=resamples, seed=seed, level=level)
     if jurors:
         blocks["jury"] = jury_block(
-            df, pm, list(jurors), scales, levels, juror_errors, tau=tau, resamples=resamples, seed=seed, level=level
+            df,
+            pm,
+            list(jurors),
+            scales,
+            measurements,
+            juror_errors,
+            tau=tau,
+            resamples=resamples,
+            seed=seed,
+            level=level,
         )
     return replace(core, **blocks)
 
@@ -160,7 +169,7 @@ def jury_block(
     jury: ProbeMatrix,
     jurors: list[str],
     scales: dict[str, Scale],
-    levels: dict[str, Level] | None,
+    measurements: dict[str, Measurement] | None,
     errors: dict[str, np.ndarray] | None,
     *,
     tau: float,
@@ -191,7 +200,7 @@ def jury_block(
         "agreement": among_jurors(
             scores,
             jurors,
-            levels or dict.fromkeys(criteria, "ordinal"),
+            measurements or dict.fromkeys(criteria, "ordinal"),
             errors=errors,
             resamples=resamples,
             seed=seed,

@@ -96,15 +96,15 @@ def assemble(
     `interim`: an adaptive wave's audit, which decides whether to go on: no probe budget, no labels."""
     config = run.config
     table = validate_scores(records.table(), run.table_path, run.rubric.scales, both_directions=False)
-    levels = {c: measurement(run.rubric.scale_of(c), config.scoring.expected) for c in run.rubric.ids}
+    measurements = {c: measurement(run.rubric.scale_of(c), config.scoring.expected) for c in run.rubric.ids}
     labels = run.labels
     labelled = None if labels is None else run.verdicts(labels.probes())
     failed = failed or {}
-    jurors = [j.label for j in verifier.jury if j.label not in failed] if isinstance(verifier, Jury) else []
+    jurors = [j.label for j in verifier.jurors if j.label not in failed] if isinstance(verifier, Jury) else []
     options: dict = {}
     if jurors:
         found = None if labels is None or labelled is None else label_errors(labels, labelled, jurors)
-        options = {"jurors": jurors, "levels": levels, "juror_errors": found}
+        options = {"jurors": jurors, "measurements": measurements, "juror_errors": found}
     result = stats_for_table(
         table,
         run.table_path,
@@ -139,7 +139,7 @@ def assemble(
             labelled,
             [verifier.label, *jurors],
             run.rubric.ids,
-            levels,
+            measurements,
             run.rubric.scales,
             resamples=config.bootstrap,
             seed=config.seed,

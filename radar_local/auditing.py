@@ -145,10 +145,10 @@ def audit_jury(run: Run, jury: Jury, pool: EnginePool, progress: bool = True) ->
             "none of its verdicts counted"
         )
     run.left_out = frozenset(failed)
-    labels = {j.label for j in jury.jury} | {jury.label}
+    labels = {j.label for j in jury.jurors} | {jury.label}
     results = {
         juror.label: conclude(run, juror, {**shared, **own[juror.label]}, judges=labels)
-        for juror in jury.jury
+        for juror in jury.jurors
         if juror.label in own
     }
     each = {f"{name} ({label})": stage for label, mine in own.items() for name, stage in mine.items()}
@@ -162,7 +162,7 @@ def jurors_in_turn(run: Run, jury: Jury, pool: EnginePool, progress: bool) -> tu
     own: dict[str, dict] = {}
     failed: dict[str, str] = {}
     engines: dict[str, dict] = {}
-    for juror in jury.jury:
+    for juror in jury.jurors:
         try:
             own[juror.label] = {"score": run.score(juror, pool, progress)}
             if (labelled := run.score_labels(juror, pool, progress)) is not None:
@@ -170,7 +170,7 @@ def jurors_in_turn(run: Run, jury: Jury, pool: EnginePool, progress: bool) -> tu
         except RadarError as exc:
             failed[juror.label] = str(exc)
             own.pop(juror.label, None)
-            if len(jury.jury) - len(failed) < jury.quorum:
+            if len(jury.jurors) - len(failed) < jury.quorum:
                 break  # the jury cannot be met: no further juror loads
         finally:
             pool.close()  # the next juror loads into freed memory
@@ -185,11 +185,11 @@ def jurors_on_cluster(run: Run, jury: Jury, pool: EnginePool) -> tuple[dict, dic
     pool.close()  # the generator's replicas give their resources back first
     generator, cluster = run.config.generator, run.config.cluster
     assert cluster is not None
-    stages: dict = {(generator.label, j.label): {} for j in jury.jury}
+    stages: dict = {(generator.label, j.label): {} for j in jury.jurors}
     failed: dict[str, str] = {}
-    todo = [(generator, j) for j in jury.jury]
-    score_cells_on_cluster(list(jury.jury), cluster, {generator.label: run}, todo, stages, failed)
-    own = {j.label: stages[(generator.label, j.label)] for j in jury.jury if j.label not in failed}
+    todo = [(generator, j) for j in jury.jurors]
+    score_cells_on_cluster(list(jury.jurors), cluster, {generator.label: run}, todo, stages, failed)
+    own = {j.label: stages[(generator.label, j.label)] for j in jury.jurors if j.label not in failed}
     return own, failed, {}
 
 

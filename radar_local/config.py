@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar, overload
 
-from pydantic import Discriminator, Field, PrivateAttr, Tag, model_validator
+from pydantic import ConfigDict, Discriminator, Field, PrivateAttr, Tag, model_validator
 
 from radar_local.answer import Answer, GradeShape
 from radar_local.cluster import ClusterSpec
@@ -130,7 +130,12 @@ class Jury(Strict):
     """`verifier: {jury: [spec, ...]}`: several judges score every probe, each under its own label and keys, and
     the jury's verdict on a (probe, criterion) aggregates theirs (radar_local/jury.py)."""
 
-    jury: list[ModelSpec] = Field(min_length=1, description="The jurors: verifiers, each with its own engine and judge")
+    # the config's key is `jury` (`verifier: {jury: [...]}`); in code a jury's members are its jurors
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, serialize_by_alias=True)
+
+    jurors: list[ModelSpec] = Field(
+        alias="jury", min_length=1, description="The jurors: verifiers, each with its own engine and judge"
+    )
     aggregate: Aggregate = Field(
         "mean",
         description="mean, median, majority (the level most jurors gave; a tie is unscored) or trimmed_mean (the "
@@ -147,22 +152,22 @@ class Jury(Strict):
 
     @property
     def quorum(self) -> int:
-        return self.min_jurors or len(self.jury) // 2 + 1
+        return self.min_jurors or len(self.jurors) // 2 + 1
 
     @model_validator(mode="after")
     def _a_jury(self) -> Jury:
         label_problem(self.name)
-        if len(self.jury) < 2:
+        if len(self.jurors) < 2:
             raise ValueError("a jury needs two jurors or more; a single judge is the verifier itself")
-        labels = [slug(j.label) for j in self.jury]
-        dup = next((j.label for j, s in zip(self.jury, labels) if labels.count(s) > 1), None)
+        labels = [slug(j.label) for j in self.jurors]
+        dup = next((j.label for j, s in zip(self.jurors, labels) if labels.count(s) > 1), None)
         if dup is not None:
             raise ValueError(f"two jurors share the label '{dup}'; give each its own `name`")
         if slug(self.name) in labels:
             raise ValueError(f"the jury and a juror share the label '{self.name}'; give the jury another `name`")
-        if self.quorum > len(self.jury):
-            raise ValueError(f"min_jurors ({self.quorum}) is more than the jury's {len(self.jury)} jurors")
-        both = next((j.label for j in self.jury if j.judge is not None and isinstance(j.judge.calls, list)), None)
+        if self.quorum > len(self.jurors):
+            raise ValueError(f"min_jurors ({self.quorum}) is more than the jury's {len(self.jurors)} jurors")
+        both = next((j.label for j in self.jurors if j.judge is not None and isinstance(j.judge.calls, list)), None)
         if both is not None:
             raise ValueError(f"juror '{both}' names two call modes; a juror calls one way (per-criterion or joint)")
         return self
@@ -341,7 +346,7 @@ class AuditConfig(AuditSettings):
     @property
     def verifiers(self) -> list[ModelSpec]:
         """The verifiers that score: the jurors of a jury, else the verifier once per call mode (ModelSpec.per_mode)."""
-        return list(self.verifier.jury) if isinstance(self.verifier, Jury) else self.verifier.per_mode()
+        return list(self.verifier.jurors) if isinstance(self.verifier, Jury) else self.verifier.per_mode()
 
     def differences(self, other: AuditConfig) -> list[str]:
         """The IDENTITY settings in which two configs differ (the generator's operational options aside)."""
@@ -441,12 +446,12 @@ def resolve(config: AuditConfig, base: Path, source: object = "config") -> Resol
     config = with_absolute_paths(config, base)
     verifier = config.verifier
     if isinstance(verifier, Jury):
-        verifier = verifier.model_copy(update={"jury": [with_template(j, base) for j in verifier.jury]})
+        verifier = verifier.model_copy(update={"jurors": [with_template(j, base) for j in verifier.jurors]})
     else:
         verifier = with_template(verifier, base)
     config = config.model_copy(update={"verifier": verifier})
     rubric, tasks, reference = resolve_inputs(config)
-    judges = list(verifier.jury) if isinstance(verifier, Jury) else [verifier]
+    judges = list(verifier.jurors) if isinstance(verifier, Jury) else [verifier]
     problem = rubric_conflict(config, rubric) or next(
         (p for spec in judges if (p := judge_conflict(config, spec, rubric, tasks)) is not None), None
     )

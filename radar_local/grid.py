@@ -18,7 +18,7 @@ from radar_local.config import GridConfig, judge_conflict, resolve, with_absolut
 from radar_local.errors import InputError
 from radar_local.pool import EnginePool
 from radar_local.report.build import write_report
-from radar_local.report.grid import grid_html, grid_markdown
+from radar_local.report.grid_pages import grid_html, grid_markdown
 from radar_local.run import Run
 from radar_local.scorers import score_cells, score_cells_on_cluster
 from radar_local.stats.result import AuditResult

@@ -14,7 +14,7 @@ from radar_local.common import digest, json_number
 from radar_local.config import Aggregate, Jury
 from radar_local.records import VerdictRecord
 from radar_local.scale import Scale
-from radar_local.stats.raters import Level
+from radar_local.stats.raters import Measurement
 from radar_local.stats.result import AuditResult
 
 
@@ -37,7 +37,7 @@ def aggregate(scores: Sequence[float], how: Aggregate, quorum: int) -> tuple[flo
     return _number(sum(exact, Fraction(0)) / len(exact)), None
 
 
-def measurement(scale: Scale, expected: bool) -> Level:
+def measurement(scale: Scale, expected: bool) -> Measurement:
     """A criterion's level of measurement for agreement: interval for expected scores (any number between the
     ends), nominal for named levels, ordinal for an integer range (Likert)."""
     return "interval" if expected else "nominal" if scale.levels is not None else "ordinal"
@@ -49,7 +49,7 @@ def _number(x: Fraction) -> int | float:
 
 def jury_verdicts(jury: Jury, verdicts: Iterable[tuple[str, VerdictRecord]]) -> list[tuple[str, VerdictRecord]]:
     """The jury's verdict on every (probe, criterion) a juror of `jury` scored, in the order first seen."""
-    jurors = {j.label for j in jury.jury}
+    jurors = {j.label for j in jury.jurors}
     votes: dict[tuple[str, str], list[float]] = {}
     for label, v in verdicts:
         if label in jurors:

@@ -25,7 +25,7 @@ from radar_local.inputs import MAX_BYTES
 from radar_local.records import ProbeRecord, VerdictRecord
 from radar_local.rubric import Rubric, Task
 from radar_local.scale import Scale
-from radar_local.stats.raters import Level, against_humans
+from radar_local.stats.raters import Measurement, against_humans
 from radar_local.tasks import read_table
 
 LABELLED = "labels"  # the generator label of a labelled response's probe record
@@ -223,7 +223,7 @@ def agreement(
     verdicts: list[tuple[str, VerdictRecord]],
     judges: list[str],
     criteria: list[str],
-    levels: dict[str, Level],
+    measurements: dict[str, Measurement],
     scales: dict[str, Scale],
     *,
     resamples: int,
@@ -237,18 +237,18 @@ def agreement(
     humans = {c: human_scores(labels, c, items) for c in labelled}
     scores = {(j, c): judge_scores(verdicts, j, c, items) for j in judges for c in labelled}
 
-    def level(c: str) -> Level:
-        """The criterion's level for every judge, or interval where some judge scores between the levels (a jury's
-        mean, an expected score): one level per criterion, so the judges and the humans' ceiling compare."""
+    def measurement_of(c: str) -> Measurement:
+        """The criterion's level of measurement for every judge, or interval where some judge scores between
+        levels (a jury's mean, an expected score): one per criterion, so the judges and the humans' ceiling compare."""
         values = np.concatenate([scores[j, c][~np.isnan(scores[j, c])] for j in judges])
-        return levels[c] if np.isin(values, scales[c].values).all() else "interval"
+        return measurements[c] if np.isin(values, scales[c].values).all() else "interval"
 
-    def one(judge: str, c: str, at: Level) -> dict[str, Any]:
+    def one(judge: str, c: str, at: Measurement) -> dict[str, Any]:
         return against_humans(
             scores[judge, c], humans[c], at, scales[c].values, resamples=resamples, seed=seed, confidence=confidence
         )
 
-    at = {c: level(c) for c in labelled}
+    at = {c: measurement_of(c) for c in labelled}
     return {
         "source": labels.source,
         "responses": len(items),

@@ -295,7 +295,7 @@ class Run(RunDir):
 
 def model_ref(spec: ModelSpec | Jury) -> ModelRef:
     if isinstance(spec, Jury):
-        return ModelRef(label=spec.label, engine="jury", model=", ".join(j.label for j in spec.jury))
+        return ModelRef(label=spec.label, engine="jury", model=", ".join(j.label for j in spec.jurors))
     return ModelRef(label=spec.label, engine=spec.engine, model=spec.model)
 
 

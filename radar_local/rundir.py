@@ -215,9 +215,9 @@ class RunDir:
         if jury is None or (verifiers is not None and jury.label not in verifiers):
             return self._stored_verdicts(probes, verifiers)
         if self.left_out:  # a juror is in or out of the jury as a whole: none of a failed juror's verdicts count
-            kept = [j for j in jury.jury if j.label not in self.left_out]
-            jury = jury.model_copy(update={"jury": kept, "min_jurors": jury.quorum})
-        jurors = {j.label for j in jury.jury}
+            kept = [j for j in jury.jurors if j.label not in self.left_out]
+            jury = jury.model_copy(update={"jurors": kept, "min_jurors": jury.quorum})
+        jurors = {j.label for j in jury.jurors}
         out = self._stored_verdicts(probes, None if verifiers is None else {*verifiers, *jurors})
         out += jury_verdicts(jury, out)
         return out if verifiers is None else [(label, v) for label, v in out if label in verifiers]

@@ -93,7 +93,7 @@ def main() -> None:
                 "simulated",
                 verifier="jury",
                 jurors=JURORS,
-                levels=dict.fromkeys(CRITERIA, "interval"),  # continuous scores
+                measurements=dict.fromkeys(CRITERIA, "interval"),  # continuous scores
                 resamples=args.resamples,
                 seed=rep,
                 scale=scale,

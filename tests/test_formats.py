@@ -319,7 +319,7 @@ def test_export_refuses_a_rubric_on_another_scale_nothing_written(tmp_path):
 
 
 def test_labels_made_from_ids_and_ids_from_text():
-    from radar_local.formats.common import slug
+    from radar_local.formats.shared import criterion_id as slug
 
     taken: set[str] = set()
     assert slug("Is the reply concise?", taken) == "is_the_reply_concise"

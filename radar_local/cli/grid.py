@@ -21,7 +21,7 @@ def grid(config_path: Path, out: Path | None, quiet: bool, verbose: bool, ray_ad
     from radar_local.errors import InputError
     from radar_local.grid import run_grid
     from radar_local.quiet import engine_output_to
-    from radar_local.report.grid import grid_markdown
+    from radar_local.report.grid_pages import grid_markdown
     from radar_local.rundir import ENGINE_LOG
 
     config = load_config(config_path, GridConfig)

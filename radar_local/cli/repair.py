@@ -45,7 +45,7 @@ def repair(
     from radar_local.compare import EXIT
     from radar_local.compare import outcome as verdict
     from radar_local.repair import repair as run_repair
-    from radar_local.repair.report import outcome
+    from radar_local.repair.pages import outcome
 
     rep = run_repair(
         target,

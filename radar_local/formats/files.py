@@ -16,8 +16,8 @@ import yaml
 
 from radar_local.common import one_line
 from radar_local.errors import InputError
-from radar_local.formats.common import Imported, carried, changes
 from radar_local.formats.names import FORMATS, MODULES
+from radar_local.formats.shared import Imported, carried, changes
 from radar_local.inputs import read_json
 from radar_local.rubric import Rubric, load_benchmark
 from radar_local.store import make_folder, write_atomic

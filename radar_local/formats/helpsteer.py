@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from radar_local.errors import InputError
-from radar_local.formats import common
-from radar_local.formats.common import Imported
+from radar_local.formats import shared
+from radar_local.formats.shared import Imported
 from radar_local.rubric import LIKERT, Rubric, load_benchmark
 
 
@@ -26,18 +26,18 @@ def _attributes(path: Path, data: dict) -> dict[str, str]:
         return {a: bundled[a] for a in attrs}
     if not isinstance(attrs, dict) or not attrs:
         raise InputError(path, "'attributes' must map each attribute to its definition (or list HelpSteer2's names)")
-    return {str(k): v for k, v in common.named_texts(path, attrs, "attributes").items()}
+    return {str(k): v for k, v in shared.named_texts(path, attrs, "attributes").items()}
 
 
 def read(path: Path) -> Imported:
-    data = common.mapping(path, common.load_yaml(path), "an attribute list (attributes: name -> definition)")
+    data = shared.mapping(path, shared.load_yaml(path), "an attribute list (attributes: name -> definition)")
     attrs = _attributes(path, data)
     taken: set[str] = set()
     crit = [
-        common.criterion(path, f"attributes.{k}", id=common.slug(k, taken), label=k.capitalize(), description=v)
+        shared.criterion(path, f"attributes.{k}", id=shared.criterion_id(k, taken), label=k.capitalize(), description=v)
         for k, v in attrs.items()
     ]
-    rub = common.rubric(path, str(data.get("name") or path.stem), str(data.get("name") or path.stem), crit, LIKERT)
+    rub = shared.rubric(path, str(data.get("name") or path.stem), str(data.get("name") or path.stem), crit, LIKERT)
     bundled = set(load_benchmark("helpsteer2").rubric.ids)
     account = [f"{len(crit)} attributes scored 0-4; the judge is radar's own (the paper's prompt)"]
     if set(rub.ids) <= bundled:
@@ -47,14 +47,14 @@ def read(path: Path) -> Imported:
 
 
 def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:
-    data = common.load_yaml(path)
+    data = shared.load_yaml(path)
     old = data["attributes"]
     if isinstance(old, list):  # names alone carry HelpSteer2's definitions; any other needs the mapping
         bundled = load_benchmark("helpsteer2").rubric
         if all(c.id in bundled.ids and bundled.criterion(c.id).description == c.description for c in rub.criteria):
             data["attributes"] = [c.id for c in rub.criteria]
         else:
-            data["attributes"] = {c.id: common.block(c.description) for c in rub.criteria}
-        return common.dump_yaml(data)
-    common.write_named(old, imported.rubric, rub)
-    return common.dump_yaml(data)
+            data["attributes"] = {c.id: shared.block(c.description) for c in rub.criteria}
+        return shared.dump_yaml(data)
+    shared.write_named(old, imported.rubric, rub)
+    return shared.dump_yaml(data)

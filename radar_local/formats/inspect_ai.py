@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from radar_local.answer import GradeShape
 from radar_local.errors import InputError
-from radar_local.formats import common
-from radar_local.formats.common import Imported
+from radar_local.formats import shared
+from radar_local.formats.shared import Imported
 from radar_local.rubric import Rubric
 from radar_local.scale import Scale
 
@@ -57,11 +57,11 @@ NAMES = {
 
 
 def _criteria(path: Path, data: dict) -> dict:
-    return common.named_texts(path, data.get("criteria"), "criteria")  # each text: what a grade is against
+    return shared.named_texts(path, data.get("criteria"), "criteria")  # each text: what a grade is against
 
 
 def read(path: Path) -> Imported:
-    data = common.mapping(path, common.load_yaml(path), "inspect scorer arguments")
+    data = shared.mapping(path, shared.load_yaml(path), "inspect scorer arguments")
     scorer = data.get("scorer", "model_graded_qa")
     if scorer not in SCORERS:
         raise InputError(path, f"scorer '{scorer}': radar imports {', '.join(SCORERS)}")
@@ -81,17 +81,17 @@ def read(path: Path) -> Imported:
     instructions = data.get("instructions") or INSTRUCTIONS.format(
         letters=", ".join(scale.tokens), meanings="; ".join(MEANINGS[t] for t in scale.tokens)
     )
-    template = common.bind(str(data.get("template") or TEMPLATE), NAMES, path, "template", style="format")
+    template = shared.bind(str(data.get("template") or TEMPLATE), NAMES, path, "template", style="format")
     # inspect inserts the instructions as they are (str.format does not read them again)
-    template = template.replace("{{ _instructions }}", common.literal(str(instructions)))
-    jud = common.judge(path, template=template, answer=answer)
+    template = template.replace("{{ _instructions }}", shared.literal(str(instructions)))
+    jud = shared.judge(path, template=template, answer=answer)
     criteria = _criteria(path, data)
-    ids = common.named_ids(criteria)
+    ids = shared.named_ids(criteria)
     crit = [
-        common.criterion(path, f"criteria.{k}", id=ids[str(k)], label=common.label_of(ids[str(k)]), description=str(v))
+        shared.criterion(path, f"criteria.{k}", id=ids[str(k)], label=shared.label_of(ids[str(k)]), description=str(v))
         for k, v in criteria.items()
     ]
-    rub = common.rubric(path, path.stem, path.stem, crit, scale)
+    rub = shared.rubric(path, path.stem, path.stem, crit, scale)
     account = [
         f"{scorer}: {len(crit)} criteria, grades {scale.describe()}",
         f"answer: reasoning on one line, then `{answer.pattern}`"
@@ -105,7 +105,7 @@ def read(path: Path) -> Imported:
 
 
 def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:
-    data = common.load_yaml(path)
+    data = shared.load_yaml(path)
     criteria = data["criteria"]
-    common.write_named(criteria, imported.rubric, rub)
-    return common.dump_yaml(data)
+    shared.write_named(criteria, imported.rubric, rub)
+    return shared.dump_yaml(data)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from radar_local.answer import JsonShape
 from radar_local.errors import InputError
-from radar_local.formats import common
-from radar_local.formats.common import Imported
+from radar_local.formats import shared
+from radar_local.formats.shared import Imported
 from radar_local.inputs import read_text
 from radar_local.rubric import Rubric
 from radar_local.scale import Scale
@@ -51,8 +51,8 @@ def _judges(path: Path) -> list[dict]:
                 f"{where}: serialization_version {j.get('serialization_version')!r} is not one radar knows "
                 f"({', '.join(map(str, VERSIONS))})",
             )
-        common.text_field(path, j, "name", where)
-        common.text_field(path, j["instructions_judge_pydantic_data"], "instructions", f"{where} ({j['name']})")
+        shared.text_field(path, j, "name", where)
+        shared.text_field(path, j["instructions_judge_pydantic_data"], "instructions", f"{where} ({j['name']})")
     return judges
 
 
@@ -94,7 +94,7 @@ def read(path: Path) -> Imported:
     for j in judges:
         data = j["instructions_judge_pydantic_data"]
         instructions = data["instructions"].removesuffix(SUFFIX)
-        unknown = sorted(common.variables(data["instructions"]) - set(VARIABLES))
+        unknown = sorted(shared.variables(data["instructions"]) - set(VARIABLES))
         if unknown:
             raise InputError(
                 path, f"judge '{j['name']}' uses {{{{ {unknown[0]} }}}}; radar binds inputs (the task) and outputs only"
@@ -102,19 +102,19 @@ def read(path: Path) -> Imported:
         scale = _scale(path, j["name"], data.get("feedback_value_type"))
         scales.append(scale)
         rationale_first.add(bool(data.get("generate_rationale_first")))
-        cid = common.slug(j["name"], taken)
+        cid = shared.criterion_id(j["name"], taken)
         criteria.append(
-            common.criterion(path, f"judge '{j['name']}'", id=cid, label=j["name"], description=instructions)
+            shared.criterion(path, f"judge '{j['name']}'", id=cid, label=j["name"], description=instructions)
         )
     if len(rationale_first) > 1:
         raise InputError(path, "some judges give the rationale first and some last; radar audits one answer shape")
     criteria = [c if s == scales[0] else c.model_copy(update={"scale": s}) for c, s in zip(criteria, scales)]
-    rub = common.rubric(path, path.stem, path.stem, criteria, scales[0])
+    rub = shared.rubric(path, path.stem, path.stem, criteria, scales[0])
     if rationale_first.pop():
         answer = JsonShape(before={"rationale": 300}, score="result", after={})
     else:
         answer = JsonShape(before={}, score="result", after={"rationale": 300})
-    jud = common.judge(path, template=USER, system=SYSTEM, answer=answer)
+    jud = shared.judge(path, template=USER, system=SYSTEM, answer=answer)
     account = [
         f"{len(criteria)} judges, one criterion each: the instructions are the criterion, {{{{ inputs }}}} and "
         "{{ outputs }} bound to the task and the response (shown on every call)",
@@ -128,12 +128,12 @@ def read(path: Path) -> Imported:
 def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:
     judges = _judges(path)
     taken: set[str] = set()
-    ids = [common.slug(j["name"], taken) for j in judges]
+    ids = [shared.criterion_id(j["name"], taken) for j in judges]
     out = []
     for j, cid in zip(judges, ids):
         if cid not in rub.ids:
             continue
-        if not common.unchanged(imported.rubric, rub, cid):
+        if not shared.unchanged(imported.rubric, rub, cid):
             j = copy.deepcopy(j)
             j["instructions_judge_pydantic_data"]["instructions"] = _instructions(rub.criterion(cid).description)
         out.append(j)
@@ -149,4 +149,4 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
 
 def _instructions(description: str) -> str:
     """MLflow needs a template variable in instructions: one that names neither gets radar's suffix."""
-    return description if common.variables(description) & set(VARIABLES) else description + SUFFIX
+    return description if shared.variables(description) & set(VARIABLES) else description + SUFFIX

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from radar_local.answer import BareShape, GradeShape
 from radar_local.errors import InputError
-from radar_local.formats import common
-from radar_local.formats.common import Imported
+from radar_local.formats import shared
+from radar_local.formats.shared import Imported
 from radar_local.rubric import Rubric
 from radar_local.scale import Scale, literal_regex
 
@@ -28,18 +28,18 @@ ANSWER_WORDS = {  # radar's words for what each eval_type asks (OpenAI evals app
 
 
 def _spec(path: Path) -> tuple[str, dict, dict]:
-    data = common.mapping(path, common.load_yaml(path), "a model-graded spec file (spec name -> spec)")
+    data = shared.mapping(path, shared.load_yaml(path), "a model-graded spec file (spec name -> spec)")
     if len(data) != 1:
         raise InputError(path, f"holds {len(data)} specs ({', '.join(map(str, data))}); import one spec per file")
     ((name, spec),) = data.items()
-    spec = common.mapping(path, spec, f"spec '{name}'")
+    spec = shared.mapping(path, spec, f"spec '{name}'")
     args = spec.get("args")
     criteria = args.get("criteria") if isinstance(args, dict) else None
     if not isinstance(criteria, dict) or not criteria:
         raise InputError(
             path, f"spec '{name}': args.criteria (name -> text) is missing; it names what the judge scores"
         )
-    return str(name), spec, common.named_texts(path, criteria, "args.criteria")
+    return str(name), spec, shared.named_texts(path, criteria, "args.criteria")
 
 
 def _scale(path: Path, spec: dict) -> Scale:
@@ -85,7 +85,7 @@ def read(path: Path) -> Imported:
         or [m.get("role") for m in messages] not in (["user"], ["system", "user"])
     ):
         raise InputError(path, "prompt: radar maps text, or a user message after an optional system message")
-    bound = [common.bind(str(m.get("content", "")), names, path, "prompt", style="format") for m in messages]
+    bound = [shared.bind(str(m.get("content", "")), names, path, "prompt", style="format") for m in messages]
     choices = ", ".join(scale.tokens)
     bound[-1] += "\n\n" + ANSWER_WORDS[eval_type].format(choices=choices)
     pattern = "(" + "|".join(literal_regex(t) for t in scale.tokens) + ")"
@@ -94,15 +94,15 @@ def read(path: Path) -> Imported:
         if eval_type == "cot_classify"
         else BareShape(kind="bare")
     )
-    jud = common.judge(path, template=bound[-1], system=bound[0] if len(bound) == 2 else None, answer=answer)
-    ids = common.named_ids(criteria)
+    jud = shared.judge(path, template=bound[-1], system=bound[0] if len(bound) == 2 else None, answer=answer)
+    ids = shared.named_ids(criteria)
     crit = [
-        common.criterion(
-            path, f"args.criteria.{key}", id=ids[str(key)], label=common.label_of(ids[str(key)]), description=str(text)
+        shared.criterion(
+            path, f"args.criteria.{key}", id=ids[str(key)], label=shared.label_of(ids[str(key)]), description=str(text)
         )
         for key, text in criteria.items()
     ]
-    rub = common.rubric(path, name, name, crit, scale)
+    rub = shared.rubric(path, name, name, crit, scale)
     account = [
         f"spec '{name}': {len(crit)} criteria from args.criteria, choices {choices} scored "
         + ", ".join(f"{t}={v:g}" for t, v in zip(scale.tokens, scale.values)),
@@ -114,8 +114,8 @@ def read(path: Path) -> Imported:
 
 
 def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:
-    data = common.load_yaml(path)
+    data = shared.load_yaml(path)
     ((_, spec),) = data.items()
     criteria = spec["args"]["criteria"]
-    common.write_named(criteria, imported.rubric, rub)
-    return common.dump_yaml(data)
+    shared.write_named(criteria, imported.rubric, rub)
+    return shared.dump_yaml(data)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from radar_local.answer import GradeShape
 from radar_local.errors import InputError
-from radar_local.formats import common
-from radar_local.formats.common import Imported
+from radar_local.formats import shared
+from radar_local.formats.shared import Imported
 from radar_local.inputs import read_text
 from radar_local.rubric import Rubric
 from radar_local.scale import Scale
@@ -75,8 +75,8 @@ def _ids(path: Path, objects: list[dict]) -> list[str]:
     taken: set[str] = set()
     ids = []
     for k, o in enumerate(objects, 1):
-        text = common.text_field(path, o, _prefix(o) + "criteria", f"rubric {k}")
-        ids.append(common.slug(o["id"] if isinstance(o.get("id"), str) else text, taken))
+        text = shared.text_field(path, o, _prefix(o) + "criteria", f"rubric {k}")
+        ids.append(shared.criterion_id(o["id"] if isinstance(o.get("id"), str) else text, taken))
     return ids
 
 
@@ -85,19 +85,19 @@ def read(path: Path) -> Imported:
     criteria = []
     for k, (o, cid) in enumerate(zip(objects, _ids(path, objects)), 1):
         p = _prefix(o)
-        anchors = {n: common.text_field(path, o, f"{p}score{n}_description", f"rubric {k}") for n in LEVELS}
+        anchors = {n: shared.text_field(path, o, f"{p}score{n}_description", f"rubric {k}") for n in LEVELS}
         criteria.append(
-            common.criterion(
+            shared.criterion(
                 path,
                 f"rubric {k}",
                 id=cid,
-                label=common.label_of(cid),
+                label=shared.label_of(cid),
                 description=o[p + "criteria"],
                 scale=Scale(min=1, max=5, anchors=anchors),
             )
         )
-    rub = common.rubric(path, path.stem, path.stem, criteria, FIVE)
-    jud = common.judge(
+    rub = shared.rubric(path, path.stem, path.stem, criteria, FIVE)
+    jud = shared.judge(
         path, template=TEMPLATE, answer=GradeShape(kind="grade", pattern=r"\[RESULT\] ([1-5])", reasoning=600)
     )
     account = [
@@ -121,7 +121,7 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
     out = []
     for o, cid in zip(objects, _ids(path, objects)):
         if cid in rub.ids:
-            out.append(o if common.unchanged(imported.rubric, rub, cid) else _object(rub, cid, o))
+            out.append(o if shared.unchanged(imported.rubric, rub, cid) else _object(rub, cid, o))
     for c in rub.criteria:
         if c.id not in imported.rubric.ids:
             out.append(
@@ -130,7 +130,7 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
     missing = [
         c.id
         for c in rub.criteria
-        if not (rub.scale_of(c.id).anchors) and not common.unchanged(imported.rubric, rub, c.id)
+        if not (rub.scale_of(c.id).anchors) and not shared.unchanged(imported.rubric, rub, c.id)
     ]
     if missing:
         account.append(f"score descriptions: radar's generic ones for {', '.join(missing)}; write your own")

@@ -21,8 +21,8 @@ from jinja2 import TemplateError
 
 from radar_local.answer import JsonShape
 from radar_local.errors import InputError
-from radar_local.formats import common
-from radar_local.formats.common import Imported
+from radar_local.formats import shared
+from radar_local.formats.shared import Imported
 from radar_local.inputs import read_text
 from radar_local.judge import render_text
 from radar_local.rubric import Criterion, Rubric, Task
@@ -59,7 +59,7 @@ NAMES = {
 
 @dataclass
 class Files:
-    """The files a promptfooconfig names (`file://`): read inside its folder or `root` (common.referenced), each
+    """The files a promptfooconfig names (`file://`): read inside its folder or `root` (shared.referenced), each
     one listed in `read` for the account."""
 
     source: Path
@@ -67,7 +67,7 @@ class Files:
     read: list[str] = field(default_factory=list)
 
     def path(self, ref: str) -> Path:
-        found = common.referenced(self.source, ref, self.root)
+        found = shared.referenced(self.source, ref, self.root)
         if str(found) not in self.read:
             self.read.append(str(found))
         return found
@@ -120,8 +120,8 @@ def _entries(files: Files, data: dict) -> list[Entry]:
             for sub, text in texts:
                 if not isinstance(text, str) or not text.strip():
                     raise InputError(path, f"a {a['type']} assertion's 'value' must be the rubric text")
-                if common.variables(text):
-                    var = sorted(common.variables(text))[0]
+                if shared.variables(text):
+                    var = sorted(shared.variables(text))[0]
                     raise InputError(
                         path,
                         f"the {a['type']} value '{text[:40]}' uses the test variable '{var}'; radar scores one "
@@ -138,7 +138,7 @@ def _ids(found: list[Entry]) -> dict[str, str]:
     for e in found:
         if e.text not in ids:
             metric = e.assertion.get("metric") if e.sub is None else None
-            ids[e.text] = common.slug(metric if isinstance(metric, str) and metric else e.text, taken)
+            ids[e.text] = shared.criterion_id(metric if isinstance(metric, str) and metric else e.text, taken)
     return ids
 
 
@@ -190,7 +190,7 @@ def _tests(files: Files, data: dict) -> list:
             {"description": r.get("__description"), "vars": {k: v for k, v in r.items() if not k.startswith("__")}}
             for r in rows
         ]
-    return common.load_yaml(where) if where.suffix in (".yaml", ".yml", ".json") else []
+    return shared.load_yaml(where) if where.suffix in (".yaml", ".yml", ".json") else []
 
 
 def _tasks(files: Files, data: dict) -> tuple[Task, ...]:
@@ -217,14 +217,14 @@ def _tasks(files: Files, data: dict) -> tuple[Task, ...]:
         else:
             raise InputError(path, "tests have several vars and no prompt to put them in; add 'prompts'")
         name = str(test.get("description") or f"test {k}")
-        tasks.append(Task(id=common.slug(name, taken), prompt=prompt))
+        tasks.append(Task(id=shared.criterion_id(name, taken), prompt=prompt))
     return tuple(tasks)
 
 
 def read(path: Path, root: Path | None = None) -> Imported:
     """`root`: the folder `file://` references may read from (default the config's own)."""
     files = Files(path, root)
-    data = common.mapping(path, common.load_yaml(path), "a promptfooconfig")
+    data = shared.mapping(path, shared.load_yaml(path), "a promptfooconfig")
     found = _entries(files, data)
     kinds = {e.assertion["type"] for e in found}
     if not kinds:
@@ -243,12 +243,12 @@ def read(path: Path, root: Path | None = None) -> Imported:
         if cid in thresholds or any(c.id == cid for c in criteria):
             continue
         criteria.append(
-            common.criterion(path, f"criterion {cid}", id=cid, label=common.label_of(cid), description=text)
+            shared.criterion(path, f"criterion {cid}", id=cid, label=shared.label_of(cid), description=text)
         )
         threshold = a.get("threshold", G_EVAL_THRESHOLD if kind == "g-eval" else None)
         if threshold is not None:
             thresholds[cid] = float(threshold) * float(scale.high)
-    rub = common.rubric(
+    rub = shared.rubric(
         path, str(data.get("description") or path.stem), str(data.get("description") or path.stem), criteria, scale
     )
     prompt = _rubric_prompt(path, found)
@@ -260,7 +260,7 @@ def read(path: Path, root: Path | None = None) -> Imported:
     else:
         messages = _messages(files, prompt)
         account.append("judge prompt: the config's rubricPrompt, its variables bound to radar's")
-    bound = [common.bind(m["content"], NAMES[kind], path, "rubricPrompt") for m in messages]
+    bound = [shared.bind(m["content"], NAMES[kind], path, "rubricPrompt") for m in messages]
     if kind == "llm-rubric":
         answer = JsonShape(before={"reason": 300}, score="score", after={})
         account.append(
@@ -271,7 +271,7 @@ def read(path: Path, root: Path | None = None) -> Imported:
         account.append(
             "g-eval's evaluation steps (a first call per criterion) are not made: the judge sees the criteria alone"
         )
-    jud = common.judge(path, template=bound[-1], system=bound[0] if len(bound) == 2 else None, answer=answer)
+    jud = shared.judge(path, template=bound[-1], system=bound[0] if len(bound) == 2 else None, answer=answer)
     for cid, t in thresholds.items():
         account.append(
             f"threshold: {cid} passes at {t:g} on the judge's {scale.name} scale (recorded; the audit reads the scores)"
@@ -301,7 +301,7 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
     """The config with `rub`'s criteria: unchanged assertions untouched, rewritten ones given their new
     text (and `metric: <id>` so the criterion keeps its id), dropped ones removed, new ones appended to
     defaultTest.assert with the first criterion's assertion as their model."""
-    data = common.load_yaml(path)
+    data = shared.load_yaml(path)
     found = _entries(Files(path, imported.root), data)
     ids = _ids(found)
     old = imported.rubric
@@ -309,12 +309,12 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
     for e in reversed(found):  # from the end, so indices stay valid
         asserts, i, sub, text, a = e.asserts, e.index, e.sub, e.text, e.assertion
         cid = ids[text]
-        if cid in rub.ids and common.unchanged(old, rub, cid):
+        if cid in rub.ids and shared.unchanged(old, rub, cid):
             continue
         if cid in rub.ids:
             description = rub.criterion(cid).description
             if sub is None:
-                a["value"] = common.block(description)
+                a["value"] = shared.block(description)
                 a["metric"] = cid
                 continue
             asserts.insert(
@@ -322,7 +322,7 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
                 {
                     **{k: v for k, v in a.items() if k not in ("value", "metric")},
                     "metric": cid,
-                    "value": common.block(description),
+                    "value": shared.block(description),
                 },
             )
         if sub is None:
@@ -334,7 +334,7 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
     for c in rub.criteria:
         if c.id not in old.ids:
             default = data.setdefault("defaultTest", {})
-            default.setdefault("assert", []).append({**model, "metric": c.id, "value": common.block(c.description)})
+            default.setdefault("assert", []).append({**model, "metric": c.id, "value": shared.block(c.description)})
             like = ids[found[0].text]
             account.append(f"{c.id}: a new {model['type']} assertion in defaultTest.assert, its other keys as {like}'s")
-    return common.dump_yaml(data)
+    return shared.dump_yaml(data)

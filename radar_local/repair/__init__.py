@@ -24,7 +24,7 @@ from radar_local.pool import EnginePool, pool_for
 from radar_local.quiet import engine_output_to
 from radar_local.repair.edits import Edit, EditFormat, apply_edit, editor_messages, evidence_lines
 from radar_local.repair.findings import Finding, diagnose
-from radar_local.repair.report import write_repair_report
+from radar_local.repair.pages import write_repair_report
 from radar_local.repair.selection import Candidate, Repair, candidate_config, judge, objectives, pareto, summarize
 from radar_local.rubric import Rubric
 from radar_local.run import Run

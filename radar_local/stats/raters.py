@@ -27,17 +27,18 @@ import numpy as np
 
 from radar_local.stats.correlation import spearman
 
-Level = Literal["nominal", "ordinal", "interval"]
-LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval")
+# a criterion's level of measurement, which decides how two scores differ (Krippendorff)
+Measurement = Literal["nominal", "ordinal", "interval"]
+MEASUREMENTS: tuple[Measurement, ...] = ("nominal", "ordinal", "interval")
 
 
-def alpha(data: np.ndarray, level: Level, weights: np.ndarray | None = None) -> np.ndarray | float:
+def alpha(data: np.ndarray, measurement: Measurement, weights: np.ndarray | None = None) -> np.ndarray | float:
     """Krippendorff's alpha of `data` (raters x units, NaN where a rater gave no value). `weights`: counts of each
     unit, (units,) for one estimate or (B, units) for B bootstrap replicates (returns B values). NaN where fewer
     than two pairable values exist or every value is the same (no expected disagreement)."""
     data = np.asarray(data, float)
-    if level not in LEVELS:
-        raise ValueError(f"unknown level of measurement '{level}'; expected one of {', '.join(LEVELS)}")
+    if measurement not in MEASUREMENTS:
+        raise ValueError(f"unknown level of measurement '{measurement}'; expected one of {', '.join(MEASUREMENTS)}")
     present = ~np.isnan(data)
     m = present.sum(axis=0)
     keep = m >= 2  # a unit with one value has no pair
@@ -45,15 +46,15 @@ def alpha(data: np.ndarray, level: Level, weights: np.ndarray | None = None) -> 
     w = np.ones(len(m)) if weights is None else np.asarray(weights, float)[..., keep]
     single = w.ndim == 1
     w = np.atleast_2d(w)
-    values = np.unique(data[present]) if level != "interval" else np.empty(0)
+    values = np.unique(data[present]) if measurement != "interval" else np.empty(0)
     if not keep.any():  # no unit two raters scored (one juror left in a jury): no agreement to measure
         return float("nan") if single else np.full(len(w), np.nan)
     chunk = max(1, CHUNK_CELLS // max(1, len(m) * len(values)))  # replicates at once: memory stays bounded
     if len(w) > chunk:
         return np.concatenate(
-            [_alpha(data, present, m, w[i : i + chunk], level, values) for i in range(0, len(w), chunk)]
+            [_alpha(data, present, m, w[i : i + chunk], measurement, values) for i in range(0, len(w), chunk)]
         )
-    out = _alpha(data, present, m, w, level, values)
+    out = _alpha(data, present, m, w, measurement, values)
     return float(out[0]) if single else out
 
 
@@ -61,9 +62,9 @@ CHUNK_CELLS = 1 << 22  # replicates x units x values held at once by a nominal o
 
 
 def _alpha(
-    data: np.ndarray, present: np.ndarray, m: np.ndarray, w: np.ndarray, level: Level, values: np.ndarray
+    data: np.ndarray, present: np.ndarray, m: np.ndarray, w: np.ndarray, measurement: Measurement, values: np.ndarray
 ) -> np.ndarray:
-    if level == "interval":
+    if measurement == "interval":
         x = np.where(present, data, 0.0)
         s1, s2 = x.sum(axis=0), (x * x).sum(axis=0)
         observed = w @ (2 * (m * s2 - s1 * s1) / np.maximum(m - 1, 1))
@@ -76,7 +77,7 @@ def _alpha(
         o -= np.einsum("buc,ck->bck", scaled, np.eye(len(values)))  # a value is not its own pair
         nc = o.sum(axis=2)
         n = nc.sum(axis=1)
-        d2 = _ordinal_d2(nc) if level == "ordinal" else np.broadcast_to(1.0 - np.eye(len(values)), o.shape)
+        d2 = _ordinal_d2(nc) if measurement == "ordinal" else np.broadcast_to(1.0 - np.eye(len(values)), o.shape)
         observed = (o * d2).sum(axis=(1, 2))
         expected = np.einsum("bc,bk,bck->b", nc, nc, d2)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -147,7 +148,7 @@ def percentile_interval(replicates: np.ndarray, level: float) -> list[float] | N
 def against_humans(
     judge: np.ndarray,
     humans: np.ndarray,
-    level: Level,
+    measurement: Measurement,
     values: Sequence[float],
     *,
     resamples: int = 0,
@@ -171,7 +172,7 @@ def against_humans(
         "responses": int(used.sum()),
         "ratings": int(len(x)),
         "unscored": int((rated & np.isnan(judge)).sum()),
-        "level_of_measurement": level,
+        "level_of_measurement": measurement,
         "confidence": confidence,
     }
     several = bool(((~np.isnan(h)).sum(axis=0) >= 2).any())
@@ -181,8 +182,10 @@ def against_humans(
         "spearman": (_rank_correlation(x, y), None if w is None else _rank_correlation_reps(x, y, w[:, item])),
         "kappa": (weighted_kappa(x, y) if len(x) else np.nan, None if w is None else weighted_kappa(x, y, w[:, item])),
         "mae": (float(np.mean(np.abs(x - y))) if len(x) else np.nan, None if w is None else _mae(x, y, w[:, item])),
-        "alpha_with_humans": (alpha(both, level), None if w is None else alpha(both, level, w)),
-        "alpha_humans": (alpha(h, level), None if w is None else alpha(h, level, w)) if several else (np.nan, None),
+        "alpha_with_humans": (alpha(both, measurement), None if w is None else alpha(both, measurement, w)),
+        "alpha_humans": (alpha(h, measurement), None if w is None else alpha(h, measurement, w))
+        if several
+        else (np.nan, None),
     }
     for name, (point, reps) in stats.items():
         out[name] = None if np.isnan(point) else float(point)

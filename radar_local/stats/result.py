@@ -211,7 +211,7 @@ class AuditResult:
     scales: dict[str, Any] | None = None
     # joint calls' added coupling over per-criterion calls on the same probes (stats/halo.py)
     halo: dict[str, Any] | None = None
-    # a jury against its jurors, and their agreement (stats/jury.py); aggregate, min_jurors, failed jurors
+    # a jury against its jurors, and their agreement (stats/jurors.py); aggregate, min_jurors, failed jurors
     jury: dict[str, Any] | None = None
     # agreement with the team's human labels, per judge and criterion (stats/raters.against_humans)
     labels: dict[str, Any] | None = None

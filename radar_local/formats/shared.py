@@ -37,7 +37,7 @@ class Imported:
     root: Path | None = None  # the folder its file references were read from, where not the source's own
 
 
-def slug(text: str, taken: set[str]) -> str:
+def criterion_id(text: str, taken: set[str]) -> str:
     """A criterion id from a source's name or text: the name itself where it is an id already, else its
     first words, lowercase; unique among `taken`."""
     if re.fullmatch(r"[a-z][a-z0-9_]{0,39}", text) and text not in taken:
@@ -68,7 +68,7 @@ def rubric(path: Path, rid: str, name: str, criteria: list[Criterion], scale: Sc
     if len(criteria) < 2:
         raise InputError(path, f"holds {len(criteria)} criterion; a coupling audit needs at least two")
     try:
-        return Rubric(id=slug(rid, set()), name=name, criteria=tuple(criteria), scale=scale)
+        return Rubric(id=criterion_id(rid, set()), name=name, criteria=tuple(criteria), scale=scale)
     except ValidationError as exc:
         raise InputError(path, exc.errors()[0]["msg"].removeprefix("Value error, ")) from None
 
@@ -150,7 +150,7 @@ def named_texts(path: Path, criteria: Any, where: str) -> dict:
 def named_ids(names: Any) -> dict[str, str]:
     """name -> criterion id for a source that names its criteria (a mapping's keys)."""
     taken: set[str] = set()
-    return {str(name): slug(str(name), taken) for name in names}
+    return {str(name): criterion_id(str(name), taken) for name in names}
 
 
 def write_named(criteria: dict, old: Rubric, new: Rubric) -> None:

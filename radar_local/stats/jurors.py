@@ -29,7 +29,7 @@ from radar_local.stats.coupling import TAU, ratio_of_means
 from radar_local.stats.exact import exact_point
 from radar_local.stats.halo import same_probes
 from radar_local.stats.probes import ProbeMatrix
-from radar_local.stats.raters import Level, alpha, effective_jurors, percentile_interval, unit_bootstrap
+from radar_local.stats.raters import Measurement, alpha, effective_jurors, percentile_interval, unit_bootstrap
 
 BELOW, ABOVE = "below", "above"
 METHOD = (
@@ -124,7 +124,7 @@ def _worst(leakage: np.ndarray, pairs: np.ndarray) -> np.ndarray:
 def among_jurors(
     scores: dict[str, np.ndarray],
     jurors: list[str],
-    levels: dict[str, Level],
+    measurements: dict[str, Measurement],
     *,
     errors: dict[str, np.ndarray] | None = None,
     resamples: int = RESAMPLES,
@@ -139,11 +139,14 @@ def among_jurors(
     pooled: list[np.ndarray] = []  # errors against human labels, of the labelled criteria
     centred: list[np.ndarray] = []  # centred scores, of the others
     for c, data in scores.items():
-        row: dict[str, Any] = {"level_of_measurement": levels[c], "probes": int((~np.isnan(data)).any(axis=0).sum())}
-        row["alpha"] = json_number(alpha(data, levels[c]))
+        row: dict[str, Any] = {
+            "level_of_measurement": measurements[c],
+            "probes": int((~np.isnan(data)).any(axis=0).sum()),
+        }
+        row["alpha"] = json_number(alpha(data, measurements[c]))
         row["alpha_ci"] = None
         if resamples and data.shape[1]:
-            reps = np.asarray(alpha(data, levels[c], unit_bootstrap(data.shape[1], resamples, seed)))
+            reps = np.asarray(alpha(data, measurements[c], unit_bootstrap(data.shape[1], resamples, seed)))
             row["alpha_ci"] = percentile_interval(reps, level)
         pairs = itertools.combinations(range(len(data)), 2)
         row["correlations"] = {f"{jurors[i]} / {jurors[j]}": _spearman(data[i], data[j]) for i, j in pairs}
