@@ -20,13 +20,13 @@ from radar_local.rubric import HumanPairs, Rubric, load_rubric, resolve_referenc
 from radar_local.scale import LIKERT, Scale, range_scale
 from radar_local.score_table import cells, check_criteria, read_scores, validate_scores
 from radar_local.stats.audit import audit_cell
-from radar_local.stats.bias import BIAS, nuisance_pairs, nuisance_table
+from radar_local.stats.bias import BIAS, Bias, nuisance_pairs, nuisance_table
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES
 from radar_local.stats.coupling import TAU, LeakageDefinition, double_counted_share
 from radar_local.stats.flags import Thresholds
 from radar_local.stats.halo import halo
 from radar_local.stats.intervals import CHUNK as INTERVAL_CHUNK
-from radar_local.stats.jurors import against_jurors, among_jurors
+from radar_local.stats.jurors import JuryBlock, against_jurors, among_jurors
 from radar_local.stats.probes import ProbeMatrix, probe_matrix
 from radar_local.stats.raters import Measurement
 from radar_local.stats.result import AuditResult
@@ -142,7 +142,7 @@ def stats_for_table(
             steered=steered,
             spans=spans,
         )
-        blocks["nuisance"] = {"threshold": bias_threshold, "rows": rows, "manipulation": manipulation}
+        blocks["bias"] = Bias(threshold=bias_threshold, rows=rows, manipulation=to_json(manipulation))
     if rubric is not None:
         blocks["double_count"] = double_count(core, rubric)
     if halo_against is not None:
@@ -176,7 +176,7 @@ def jury_block(
     resamples: int,
     seed: int,
     level: float,
-) -> dict[str, Any]:
+) -> JuryBlock:
     """stats.json's `jury` block: the jury's worst coupling against each juror's, and the jurors' agreement."""
     criteria = list(jury.criteria)
     spans = [scales[c].span for c in criteria]
@@ -194,10 +194,10 @@ def jury_block(
         c: np.vstack([wide[(c, j)].to_numpy(float) if (c, j) in wide.columns else missing for j in jurors])
         for c in criteria
     }
-    return {
-        "jurors": jurors,
-        "coupling": against_jurors(jury, mats, tau=tau, resamples=resamples, seed=seed, level=level),
-        "agreement": among_jurors(
+    return JuryBlock(
+        jurors=jurors,
+        coupling=against_jurors(jury, mats, tau=tau, resamples=resamples, seed=seed, level=level),
+        agreement=among_jurors(
             scores,
             jurors,
             measurements or dict.fromkeys(criteria, "ordinal"),
@@ -206,7 +206,7 @@ def jury_block(
             seed=seed,
             level=level,
         ),
-    }
+    )
 
 
 def double_count(result: AuditResult, rubric: Rubric) -> dict[str, Any]:

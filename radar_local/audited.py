@@ -27,6 +27,7 @@ from radar_local.records import ProbeRecord, VerdictRecord
 from radar_local.rundir import RunDir
 from radar_local.score_table import COLUMNS, validate_scores
 from radar_local.stats.bootstrap import LEVEL
+from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.result import AuditResult
 
 
@@ -126,13 +127,15 @@ def assemble(
     )
     extra: dict = {"adaptive": adaptive}
     if isinstance(verifier, Jury) and result.jury is not None:
-        extra["jury"] = {
-            **result.jury,
-            "aggregate": verifier.aggregate,
-            "min_jurors": verifier.quorum,
-            "failed": failed,
-            "side_by_side": side_by_side({verifier.label: result, **(juror_results or {})}),
-        }
+        extra["jury"] = JuryBlock(
+            jurors=result.jury.jurors,
+            coupling=result.jury.coupling,
+            agreement=result.jury.agreement,
+            aggregate=verifier.aggregate,
+            min_jurors=verifier.quorum,
+            failed=failed,
+            side_by_side=side_by_side({verifier.label: result, **(juror_results or {})}),
+        )
     if labels is not None and labelled is not None and not interim:
         extra["labels"] = label_agreement(
             labels,

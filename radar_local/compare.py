@@ -14,6 +14,7 @@ from radar_local.stats.decisions import POLICY, decisions, settle_n
 from radar_local.stats.exact import decimal
 from radar_local.stats.flags import Thresholds
 from radar_local.stats.result import AuditResult
+from radar_local.stats.stored import Interval
 
 
 def load_stats(path: str | Path) -> AuditResult:
@@ -90,8 +91,8 @@ def compare(
         # policy; the stored sensitivity is the exact mean rounded once, so the float order holds (as for Sym).
         measured = [
             r
-            for r in (after.nuisance or {}).get("rows", [])
-            if r["flag"] != "intended" and r["steered"] is not False and r["sensitivity"] is not None and r["ci"]
+            for r in after.bias_rows
+            if r.flag != "intended" and r.steered is not False and r.sensitivity is not None and r.ci
         ]
         if not measured:  # a policy on a bias nobody measured would pass by default
             raise InputError(
@@ -100,9 +101,9 @@ def compare(
                 "cannot hold; audit with `nuisance:` in the config, or drop the option",
             )
         bias_violations = [
-            {"attribute": r["attribute"], "criterion": r["criterion"], "sensitivity": r["sensitivity"]}
+            {"attribute": r.attribute, "criterion": r.criterion, "sensitivity": r.sensitivity}
             for r in measured
-            if (r["ci"][0] > 0 or r["ci"][1] < 0) and abs(r["sensitivity"]) >= fail_on_bias
+            if _off_zero(r.ci) and r.sensitivity is not None and abs(r.sensitivity) >= fail_on_bias
         ]
     evidence = {
         "sym": None if sym_confirmed is None else sym_evidence(after, sym_confirmed, after_path),
@@ -162,13 +163,16 @@ def sym_evidence(after: AuditResult, ceiling: float, where: object, skip: set[fr
     return _policy("sym", ceiling, rows, after.family["level"])
 
 
+def _off_zero(ci: Interval | None) -> bool:
+    """The interval excludes 0 (an open end excludes nothing on its side)."""
+    return ci is not None and ((ci[0] is not None and ci[0] > 0) or (ci[1] is not None and ci[1] < 0))
+
+
 def bias_evidence(after: AuditResult, threshold: float, where: object) -> dict:
     """The bias policy on evidence: a cell whose family interval lies at or beyond +-threshold fails; one
     wholly inside it passes; one that straddles it (or has no interval) is open."""
-    measured = [
-        r for r in (after.nuisance or {}).get("rows", []) if r["flag"] != "intended" and r["steered"] is not False
-    ]
-    if not any(r.get("family_ci") for r in measured):
+    measured = [r for r in after.bias_rows if r.flag != "intended" and r.steered is not False]
+    if not any(r.family_ci for r in measured):
         raise InputError(
             where,
             "measured no judge bias with family intervals (no steered nuisance attribute, or stats from before them), "
@@ -176,18 +180,18 @@ def bias_evidence(after: AuditResult, threshold: float, where: object) -> dict:
         )
     limit, rows = decimal(threshold), []
     for r in measured:
-        ci = r.get("family_ci")
+        ci = r.family_ci
         if beyond(ci, threshold):
             state = FAIL
-        elif ci and -limit < Fraction(ci[0]) and Fraction(ci[1]) < limit:
+        elif ci and ci[0] is not None and ci[1] is not None and -limit < Fraction(ci[0]) and Fraction(ci[1]) < limit:
             state = PASS
         else:
             state = OPEN
         rows.append(
             {
-                "attribute": r["attribute"],
-                "criterion": r["criterion"],
-                "sensitivity": r["sensitivity"],
+                "attribute": r.attribute,
+                "criterion": r.criterion,
+                "sensitivity": r.sensitivity,
                 "family": ci,
                 "state": state,
             }
@@ -208,18 +212,18 @@ def _policy(kind: str, threshold: float, rows: list[dict], level: float | None) 
 def bias_changes(before: AuditResult, after: AuditResult) -> list[dict]:
     """Each (attribute, criterion) both audits measured: its sensitivity before and after, and whether their
     intervals are disjoint."""
-    earlier = {(r["attribute"], r["criterion"]): r for r in (before.nuisance or {}).get("rows", [])}
+    earlier = {(r.attribute, r.criterion): r for r in before.bias_rows}
     out = []
-    for r in (after.nuisance or {}).get("rows", []):
-        q = earlier.get((r["attribute"], r["criterion"]))
+    for r in after.bias_rows:
+        q = earlier.get((r.attribute, r.criterion))
         if q is not None:
-            ci_before, ci_after = (tuple(c) if c else None for c in (q["ci"], r["ci"]))
+            ci_before, ci_after = (tuple(c) if c else None for c in (q.ci, r.ci))
             out.append(
                 {
-                    "attribute": r["attribute"],
-                    "criterion": r["criterion"],
-                    "sensitivity_before": q["sensitivity"],
-                    "sensitivity_after": r["sensitivity"],
+                    "attribute": r.attribute,
+                    "criterion": r.criterion,
+                    "sensitivity_before": q.sensitivity,
+                    "sensitivity_after": r.sensitivity,
                     "ci_before": ci_before,
                     "ci_after": ci_after,
                     "moved": _disjoint(ci_before, ci_after),

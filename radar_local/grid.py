@@ -153,10 +153,10 @@ def judge_ranking(results: list[AuditResult]) -> list[dict]:
         mine = [r for r in results if r.verifier == v]
         worst = [r.global_["max_coupling"] for r in mine if not np.isnan(r.global_["max_coupling"])]
         kappas = [
-            row["kappa"]
+            row.kappa
             for r in mine
-            for row in ((r.labels or {}).get("judges", {}).get(v) or {}).values()
-            if row["kappa"] is not None
+            for row in (r.labels.judges.get(v, {}) if r.labels else {}).values()
+            if row.kappa is not None
         ]
         rows.append(
             {
@@ -189,9 +189,9 @@ def bias_by_cell(results: list[AuditResult]) -> list[dict]:
         {
             "generator": r.generator,
             "verifier": r.verifier,
-            **{k: row[k] for k in ("attribute", "criterion", "sensitivity", "ci", "flag")},
-            "evidence": row.get("evidence"),
+            **row.model_dump(mode="json", include={"attribute", "criterion", "sensitivity", "ci", "flag"}),
+            "evidence": row.evidence,
         }
         for r in results
-        for row in (r.nuisance or {}).get("rows", [])
+        for row in r.bias_rows
     ]

@@ -8,12 +8,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
-from typing import Any
 
-from radar_local.common import digest, json_number
+from radar_local.common import digest, json_number, to_json
 from radar_local.config import Aggregate, Jury
 from radar_local.records import VerdictRecord
 from radar_local.scale import Scale
+from radar_local.stats.jurors import JudgeSide
 from radar_local.stats.raters import Measurement
 from radar_local.stats.result import AuditResult
 
@@ -72,22 +72,25 @@ def jury_verdicts(jury: Jury, verdicts: Iterable[tuple[str, VerdictRecord]]) -> 
     return out
 
 
-def side_by_side(results: dict[str, AuditResult]) -> dict[str, Any]:
+def side_by_side(results: dict[str, AuditResult]) -> dict[str, JudgeSide]:
     """The jury and each juror as the report shows them together: per judge, each criterion's self-effect and
     gate, each ordered pair's leakage, and each pair's Sym and flags (with their evidence, as report.text's
     flag_text reads them)."""
-    out: dict[str, Any] = {}
+    out: dict[str, JudgeSide] = {}
     for label, r in results.items():
-        out[label] = {
-            "self_effect": {c: json_number(r.self_effect[c]) for c in r.criteria},
-            "reliable": {c: bool(r.reliable[c]) for c in r.criteria},
-            "leakage": {a: {b: json_number(r.leakage.loc[a, b]) for b in r.criteria if b != a} for a in r.criteria},
-            "pairs": {
-                f"{p['a']} / {p['b']}": {
-                    "sym": json_number(p["sym"]),
-                    **{k: p.get(k) for k in ("flags", "evidence", "upstream", "downstream")},
-                }
-                for p in r.pairs.to_dict("records")
-            },
-        }
+        out[label] = JudgeSide.model_validate(
+            {
+                "self_effect": {c: json_number(r.self_effect[c]) for c in r.criteria},
+                "reliable": {c: bool(r.reliable[c]) for c in r.criteria},
+                "leakage": {a: {b: json_number(r.leakage.loc[a, b]) for b in r.criteria if b != a} for a in r.criteria},
+                "pairs": {
+                    f"{p['a']} / {p['b']}": {
+                        "sym": json_number(p["sym"]),
+                        # a pair without a direction holds NaN in the frame: null here, as JSON has no NaN
+                        **to_json({k: p.get(k) for k in ("flags", "evidence", "upstream", "downstream")}),
+                    }
+                    for p in r.pairs.to_dict("records")
+                },
+            }
+        )
     return out

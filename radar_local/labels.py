@@ -14,7 +14,6 @@ from __future__ import annotations
 import numbers
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from pydantic import Field
@@ -25,7 +24,7 @@ from radar_local.inputs import MAX_BYTES
 from radar_local.records import ProbeRecord, VerdictRecord
 from radar_local.rubric import Rubric, Task
 from radar_local.scale import Scale
-from radar_local.stats.raters import Measurement, against_humans
+from radar_local.stats.raters import HumanAgreement, LabelsBlock, Measurement, against_humans
 from radar_local.tasks import read_table
 
 LABELLED = "labels"  # the generator label of a labelled response's probe record
@@ -229,7 +228,7 @@ def agreement(
     resamples: int,
     seed: int,
     confidence: float,
-) -> dict[str, Any]:
+) -> LabelsBlock:
     """stats.json's `labels` block: per judge and labelled criterion (in the rubric's order), its agreement with
     the human raters (stats/raters.against_humans), each row naming the level of measurement its alphas are at."""
     items = [p.key for p in labels.probes()]
@@ -243,18 +242,18 @@ def agreement(
         values = np.concatenate([scores[j, c][~np.isnan(scores[j, c])] for j in judges])
         return measurements[c] if np.isin(values, scales[c].values).all() else "interval"
 
-    def one(judge: str, c: str, at: Measurement) -> dict[str, Any]:
+    def one(judge: str, c: str, at: Measurement) -> HumanAgreement:
         return against_humans(
             scores[judge, c], humans[c], at, scales[c].values, resamples=resamples, seed=seed, confidence=confidence
         )
 
     at = {c: measurement_of(c) for c in labelled}
-    return {
-        "source": labels.source,
-        "responses": len(items),
-        "raters": len({lab.rater for lab in labels.labels}),
-        "judges": {judge: {c: one(judge, c, at[c]) for c in labelled} for judge in judges},
-    }
+    return LabelsBlock(
+        source=labels.source,
+        responses=len(items),
+        raters=len({lab.rater for lab in labels.labels}),
+        judges={judge: {c: one(judge, c, at[c]) for c in labelled} for judge in judges},
+    )
 
 
 def errors(labels: LabelSet, verdicts: list[tuple[str, VerdictRecord]], jurors: list[str]) -> dict[str, np.ndarray]:

@@ -35,7 +35,7 @@ def main() -> None:
     result = run_audit(config, base=args.config.parent)
     run = load_run(args.out)
     rows = {}
-    for label in (result.halo["per_criterion"], result.halo["joint"]):
+    for label in (result.halo.per_criterion, result.halo.joint):
         stage = run.info(label).stages["score"]
         rows[stage.call_mode or label] = {
             "calls": stage.calls,
@@ -59,8 +59,8 @@ def main() -> None:
         "cpu": f"{cpu} ({isa})",
         "probes": len(run.probes()),
         "modes": rows,
-        "halo_index": result.halo["index"],
-        "halo_index_ci": result.halo["index_ci"],
+        "halo_index": result.halo.index,
+        "halo_index_ci": result.halo.index_ci,
     }
     (args.out / "bench_joint.json").write_text(json.dumps(report, indent=2))
     print(json.dumps(report, indent=2))

@@ -52,10 +52,10 @@ def main() -> None:
         "mean_words": {
             w: round(statistics.mean(MEASURES["length"](r.text) for r in rs), 1) for w, rs in by_way.items()
         },
-        "manipulation": result.nuisance["manipulation"],
+        "manipulation": result.bias.manipulation,
         "rows": [
             {k: r[k] for k in ("criterion", "pairs", "sensitivity", "ci", "bias_share", "flag")}
-            for r in result.nuisance["rows"]
+            for r in result.bias_rows
         ],
     }
     print(json.dumps(out, indent=2))

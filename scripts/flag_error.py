@@ -160,12 +160,12 @@ def bias_one(args: tuple) -> dict:
     table = [NuisancePairs(f"attr{a}", task, names, scores(1.0) - scores(-1.0)) for a in range(attributes)]
     rows = nuisance_table(table, [f"c{j}" for j in range(k)], [0.7] * k, [True] * k, resamples=resamples, seed=rep)
     old = [  # issue 19's rule: the cell's own 95% interval excludes 0 and the point reaches the threshold
-        r["ci"] is not None and (r["ci"][0] > 0 or r["ci"][1] < 0) and abs(r["sensitivity"]) >= BIAS for r in rows
+        r.ci is not None and (r.ci[0] > 0 or r.ci[1] < 0) and abs(r.sensitivity) >= BIAS for r in rows
     ]
     return {
         "old": sum(old),
-        "raised": sum(r["flag"] == "biased" for r in rows),
-        "confirmed": sum(r["evidence"] == "confirmed" for r in rows),
+        "raised": sum(r.flag == "biased" for r in rows),
+        "confirmed": sum(r.evidence == "confirmed" for r in rows),
         "cells": len(rows),
     }
 

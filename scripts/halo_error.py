@@ -88,15 +88,15 @@ def main() -> None:
         any_flag, flagged, pairs, covered, index_covered = 0, 0, 0, 0, 0
         for seed in range(args.reps):
             h = audit(args.out, seed, halo)
-            flags = [p["flag"] for p in h["pairs"]]
+            flags = [p.flag for p in h.pairs]
             any_flag += any(f is not None for f in flags)
             flagged += sum(f == "adds" for f in flags)
-            for p in h["pairs"]:
+            for p in h.pairs:
                 pairs += 1
-                value = true[p["source"], p["target"]]
-                covered += p["ci"] is not None and p["ci"][0] <= value <= p["ci"][1]
+                value = true[p.source, p.target]
+                covered += p.ci is not None and p.ci[0] <= value <= p.ci[1]
             mean_truth = sum(true.values()) / len(true)
-            lo, hi = h["index_ci"]
+            lo, hi = h.index_ci
             index_covered += lo <= mean_truth <= hi
         report[f"halo {halo}"] = {
             "truth": {f"{a}->{b}": round(v, 4) for (a, b), v in true.items()},

@@ -99,19 +99,19 @@ def main() -> None:
                 scale=scale,
             )
             wrong = False
-            for row in result.jury["coupling"]["jurors"]:
-                true = truth[row["juror"]]
+            for row in result.jury.coupling.jurors:
+                true = truth[row.juror]
                 rows += 1
-                if row["ci"] is None:  # no pair both judges pass as reliable: no comparison, no flag
+                if row.ci is None:  # no pair both judges pass as reliable: no comparison, no flag
                     undefined += 1
                     continue
-                lo, hi = row["ci"]
+                lo, hi = row.ci
                 covered += lo <= true <= hi
-                if row["flag"] == "below" and true >= 0 or row["flag"] == "above" and true <= 0:
+                if row.flag == "below" and true >= 0 or row.flag == "above" and true <= 0:
                     wrong = True
                 if true != 0:
                     differing += 1
-                    flagged += row["flag"] == ("below" if true < 0 else "above")
+                    flagged += row.flag == ("below" if true < 0 else "above")
             false_audits += wrong
         report[scenario] = {
             "truth": {j: round(v, 4) for j, v in truth.items()},

@@ -239,10 +239,10 @@ def main(out: Path) -> None:
                 json.dumps(local.to_json()[k], sort_keys=True) == json.dumps(remote.to_json()[k], sort_keys=True)
                 for k in ("leakage", "self_effect", "pairs")
             )
-            and local.jury["coupling"] == remote.jury["coupling"]
-            and local.jury["agreement"] == remote.jury["agreement"],
-            "failed": list(remote.jury["failed"]),
-            "failure": remote.jury["failed"].get("broken"),
+            and local.jury.coupling == remote.jury.coupling
+            and local.jury.agreement == remote.jury.agreement,
+            "failed": list(remote.jury.failed or {}),
+            "failure": (remote.jury.failed or {}).get("broken"),
             "replicas": {j: len(info.stages[f"score ({j})"].cluster["replicas"]) for j in ("judge-a", "judge-b")},
         }
     with TwoNodeCluster(out, gpus=2) as cluster:

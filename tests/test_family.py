@@ -209,8 +209,8 @@ def test_a_judge_with_no_bias_confirms_no_bias_across_the_attribute_by_criterion
         up, down = (np.clip(np.rint(2 + rng.normal(0, 1, (5, 10, 5))), 0, 4) for _ in range(2))
         pairs = [NuisancePairs(f"attr{a}", task, ("t0", "t1"), up[a] - down[a]) for a in range(5)]
         rows = nuisance_table(pairs, CRIT + ["e"], [0.7] * 5, [True] * 5, resamples=200, seed=rep)
-        old += any(r["ci"] and (r["ci"][0] > 0 or r["ci"][1] < 0) and abs(r["sensitivity"]) >= 0.1 for r in rows)
-        confirmed += any(r["evidence"] == "confirmed" for r in rows)
+        old += any(r.ci and (r.ci[0] > 0 or r.ci[1] < 0) and abs(r.sensitivity) >= 0.1 for r in rows)
+        confirmed += any(r.evidence == "confirmed" for r in rows)
     assert old >= BIAS_REPS / 2, old  # the test's teeth: the old rule fails the next line
     assert confirmed <= 9, confirmed
 

@@ -252,9 +252,9 @@ def halo_audit(tmp_path, halo: float):
 
 def test_no_planted_halo_shows_no_halo_beyond_its_interval(tmp_path):
     result = halo_audit(tmp_path, 0.0)
-    assert result.verifier == "planted-joint" and result.halo["per_criterion"] == "planted"
-    assert [p["flag"] for p in result.halo["pairs"]] == [None] * 6
-    low, high = result.halo["index_ci"]
+    assert result.verifier == "planted-joint" and result.halo.per_criterion == "planted"
+    assert [p.flag for p in result.halo.pairs] == [None] * 6
+    low, high = result.halo.index_ci
     assert low <= 0 <= high
     assert (tmp_path / "run0.0" / "stats.json").is_file()  # the per-criterion audit, beside it
 
@@ -265,13 +265,13 @@ def test_a_planted_halo_is_flagged_and_its_value_is_inside_the_interval(tmp_path
     h = 0.25
     result = halo_audit(tmp_path, h)
     per = load_run(tmp_path / f"run{h}").result("planted")
-    flags = {(p["source"], p["target"]): p["flag"] for p in result.halo["pairs"]}
+    flags = {(p.source, p.target): p.flag for p in result.halo.pairs}
     assert set(flags.values()) == {"adds"}, flags
-    planted = [h / per.self_effect[p["source"]] for p in result.halo["pairs"]]
-    low, high = result.halo["index_ci"]
+    planted = [h / per.self_effect[p.source] for p in result.halo.pairs]
+    low, high = result.halo.index_ci
     assert low <= sum(planted) / len(planted) <= high
-    inside = [p["ci"][0] <= v <= p["ci"][1] for p, v in zip(result.halo["pairs"], planted)]
-    assert sum(inside) >= 5, result.halo["pairs"]
+    inside = [p.ci[0] <= v <= p.ci[1] for p, v in zip(result.halo.pairs, planted)]
+    assert sum(inside) >= 5, result.halo.pairs
 
 
 # ---- bad input: one line, exit 2, nothing stored lost --------------------------------------------
@@ -362,7 +362,7 @@ def test_a_grid_measures_the_halo_between_a_judge_and_its_joint_twin(tmp_path):
     )
     summary = run_grid(grid, tmp_path / "grid", tmp_path, progress=False)
     joint = load_run(tmp_path / "grid" / "writer").result("planted-joint")
-    assert joint.halo["per_criterion"] == "planted" and joint.halo["index"] > 0.15
+    assert joint.halo.per_criterion == "planted" and joint.halo.index > 0.15
     assert load_run(tmp_path / "grid" / "writer").result("planted").halo is None
     assert {c["verifier"] for c in summary["cells"]} == {"planted", "planted-joint"}
 
@@ -395,8 +395,8 @@ def test_nuisance_rewrites_are_scored_jointly_too(tmp_path):
     rewrites = {p.key for p in run.store.probes.values() if p.direction in ("up", "down")}
     scored = {v.probe_key for v in run.store.scores.values() if v.call is not None}
     assert rewrites and rewrites <= scored
-    row = next(r for r in result.nuisance["rows"] if (r["attribute"], r["criterion"]) == ("length", "clarity"))
-    assert row["sensitivity"] > 0.1
+    row = next(r for r in result.bias_rows if (r.attribute, r.criterion) == ("length", "clarity"))
+    assert row.sensitivity > 0.1
 
 
 def test_repair_reaudits_a_joint_judge(tmp_path):

@@ -152,10 +152,10 @@ def test_a_jury_of_vllm_and_transformers_with_human_labels_on_the_embedded_model
         assert stage.calls == probes * 2 and stage.parse_rate is not None and stage.parse_rate >= 0.99, stage
         assert run.info().stages[f"labels ({juror})"].calls == 2 * 2  # two responses, two labelled criteria
         assert run.result(juror).verifier == juror
-    assert result.verifier == "jury" and result.jury["jurors"] == ["vllm", "transformers"]
-    assert set(result.jury["agreement"]["criteria"]) == {"helpfulness", "politeness"}
-    assert set(result.labels["judges"]) == {"jury", "vllm", "transformers"}
-    assert result.labels["judges"]["jury"]["politeness"]["ratings"] == 3
+    assert result.verifier == "jury" and result.jury.jurors == ["vllm", "transformers"]
+    assert set(result.jury.agreement.criteria) == {"helpfulness", "politeness"}
+    assert set(result.labels.judges) == {"jury", "vllm", "transformers"}
+    assert result.labels.judges["jury"]["politeness"].ratings == 3
     text = (write_report(run) / "report.md").read_text()
     for heading in ("## Jury", "## The jury and its jurors", "## Agreement among jurors", "## Agreement with human"):
         assert heading in text

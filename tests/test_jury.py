@@ -146,30 +146,30 @@ def planted_jury(tmp_path_factory):
 
 def test_the_jury_couples_less_than_its_haloed_juror_beyond_the_interval(planted_jury):
     result, out = planted_jury
-    assert result.verifier == "jury" and result.jury["jurors"] == ["clean", "noisy", "haloed"]
-    rows = {r["juror"]: r for r in result.jury["coupling"]["jurors"]}
+    assert result.verifier == "jury" and result.jury.jurors == ["clean", "noisy", "haloed"]
+    rows = {r.juror: r for r in result.jury.coupling.jurors}
     haloed = rows["haloed"]
-    assert haloed["flag"] == "below" and haloed["ci"][1] < 0, haloed
-    assert haloed["jury_worst"] < haloed["juror_worst"]
-    assert result.jury["coupling"]["family_level"] == pytest.approx(1 - 0.05 / 3)
+    assert haloed.flag == "below" and haloed.ci[1] < 0, haloed
+    assert haloed.jury_worst < haloed.juror_worst
+    assert result.jury.coupling.family_level == pytest.approx(1 - 0.05 / 3)
     for label in ("clean", "noisy", "haloed"):  # every juror is audited as itself, beside the jury
         juror_result = load_run(out).result(label)
         assert juror_result.verifier == label
-        assert result.jury["side_by_side"][label]["self_effect"] == {
+        assert result.jury.side_by_side[label].self_effect == {
             c: pytest.approx(float(juror_result.self_effect[c])) for c in juror_result.criteria
         }
 
 
 def test_the_jurors_agreement_and_effective_number(planted_jury):
     result, _ = planted_jury
-    agreement = result.jury["agreement"]
-    for row in agreement["criteria"].values():
-        low, high = row["alpha_ci"]
-        assert row["level_of_measurement"] == "ordinal" and low <= row["alpha"] <= high
-        assert set(row["correlations"]) == {"clean / noisy", "clean / haloed", "noisy / haloed"}
-    effective = agreement["effective_jurors"]
-    assert 1 < effective["effective"] < 3 and effective["jurors"] == 3
-    assert "lower bound" in agreement["errors"]  # no labels: centred scores stand in for errors
+    agreement = result.jury.agreement
+    for row in agreement.criteria.values():
+        low, high = row.alpha_ci
+        assert row.level_of_measurement == "ordinal" and low <= row.alpha <= high
+        assert set(row.correlations) == {"clean / noisy", "clean / haloed", "noisy / haloed"}
+    effective = agreement.effective_jurors
+    assert 1 < effective.effective < 3 and effective.jurors == 3
+    assert "lower bound" in agreement.errors  # no labels: centred scores stand in for errors
 
 
 def test_the_jurys_verdict_is_its_jurors_mean(planted_jury):
@@ -215,7 +215,7 @@ def test_adding_a_juror_scores_only_that_juror_and_dropping_one_scores_nothing(t
     assert stages["score (haloed)"].calls == len(new) // 5  # one joint call per probe scores its 5 criteria
     run_audit(jury_config([CLEAN, HALOED], **SMALL), out)
     assert set(load_run(out).store.scores) == set(after)
-    assert load_run(out).result().jury["jurors"] == ["clean", "haloed"]
+    assert load_run(out).result().jury.jurors == ["clean", "haloed"]
 
 
 # ---- a juror that fails ----------------------------------------------------------------------------
@@ -224,7 +224,7 @@ def test_adding_a_juror_scores_only_that_juror_and_dropping_one_scores_nothing(t
 def test_a_juror_that_fails_to_start_is_left_out_while_min_jurors_can_be_met(tmp_path, capsys):
     broken = juror("broken", fail_start=True)
     result = run_audit(jury_config([CLEAN, broken, NOISY], min_jurors=2, **SMALL), tmp_path / "run")
-    assert list(result.jury["failed"]) == ["broken"] and result.jury["jurors"] == ["clean", "noisy"]
+    assert list(result.jury.failed) == ["broken"] and result.jury.jurors == ["clean", "noisy"]
     assert "juror 'broken' failed" in capsys.readouterr().err
     info = load_run(tmp_path / "run").info()
     assert "broken" in info.jurors["failed"] and set(info.jurors["engines"]) == {"clean", "noisy"}
@@ -240,7 +240,7 @@ def test_a_juror_that_fails_after_some_verdicts_is_out_of_the_jury_as_a_whole(tm
     assert 0 < sum(v.verifier == "dying" for v in stored.values()) <= 12  # it did give verdicts before it failed
     assert "none of its verdicts counted" in capsys.readouterr().err
     two = run_audit(jury_config([CLEAN, NOISY], min_jurors=2, **SMALL), tmp_path / "two")
-    assert list(result.jury["failed"]) == ["dying"] and result.jury["jurors"] == ["clean", "noisy"]
+    assert list(result.jury.failed) == ["dying"] and result.jury.jurors == ["clean", "noisy"]
     assert result.self_effect.to_dict() == two.self_effect.to_dict()
     assert result.leakage.equals(two.leakage)
 
@@ -309,15 +309,15 @@ def test_a_planted_labels_file_reproduces_its_known_agreement(tmp_path):
     labels = str(labels_file(tmp_path, KNOWN))
     cfg = jury_config([exact, juror("noisy", noise=1.5)], tasks=TASKS[:4], n=2, bootstrap=50, labels=labels)
     result = run_audit(cfg, tmp_path / "run")
-    row = result.labels["judges"]["exact"]["helpfulness"]
-    assert (row["responses"], row["ratings"], row["unscored"]) == (4, 7, 0)
-    assert row["mae"] == pytest.approx(2 / 7) and row["kappa"] == pytest.approx(12 / 13)
-    assert row["spearman"] == pytest.approx(5 / sqrt(26))
+    row = result.labels.judges["exact"]["helpfulness"]
+    assert (row.responses, row.ratings, row.unscored) == (4, 7, 0)
+    assert row.mae == pytest.approx(2 / 7) and row.kappa == pytest.approx(12 / 13)
+    assert row.spearman == pytest.approx(5 / sqrt(26))
     humans = np.array([[4, 0, 2, 2], [3, 1, 2, NAN]])  # ann, bob x responses t0..t3
-    assert row["level_of_measurement"] == "interval"  # the jury's mean falls between levels: one level for all
-    assert row["alpha_humans"] == pytest.approx(alpha(humans, "interval"))
-    assert row["alpha_with_humans"] == pytest.approx(alpha(np.vstack([humans, [4, 0, 2, 2]]), "interval"))
-    assert row["confusion"]["counts"] == [
+    assert row.level_of_measurement == "interval"  # the jury's mean falls between levels: one level for all
+    assert row.alpha_humans == pytest.approx(alpha(humans, "interval"))
+    assert row.alpha_with_humans == pytest.approx(alpha(np.vstack([humans, [4, 0, 2, 2]]), "interval"))
+    assert row.confusion.counts == [
         [1, 0, 0, 0, 0],
         [1, 0, 0, 0, 0],
         [0, 0, 3, 0, 0],
@@ -325,18 +325,18 @@ def test_a_planted_labels_file_reproduces_its_known_agreement(tmp_path):
         [0, 0, 0, 0, 1],
     ]
     for name in ("spearman", "kappa", "mae", "alpha_with_humans"):
-        low, high = row[f"{name}_ci"]
-        assert low <= row[name] + 1e-12 and row[name] <= high + 1e-12
-    assert set(result.labels["judges"]) == {"jury", "exact", "noisy"}
-    assert result.jury["agreement"]["criteria"]["helpfulness"]["effective_jurors"]["errors"] == "labels"
+        low, high = getattr(row, f"{name}_ci")
+        assert low <= getattr(row, name) + 1e-12 and getattr(row, name) <= high + 1e-12
+    assert set(result.labels.judges) == {"jury", "exact", "noisy"}
+    assert result.jury.agreement.criteria["helpfulness"].effective_jurors.errors == "labels"
 
 
 def test_a_single_judge_is_compared_with_the_labels_too(tmp_path):
     cfg = planted_config(tasks=TASKS, bootstrap=0, labels=str(labels_file(tmp_path, KNOWN)))
     result = run_audit(cfg, tmp_path / "run")
-    row = result.labels["judges"]["planted"]["helpfulness"]
-    assert row["kappa"] == pytest.approx(12 / 13) and row["kappa_ci"] is None  # bootstrap 0: no intervals
-    assert row["level_of_measurement"] == "ordinal"  # the judge's scores are levels of the 0-4 range
+    row = result.labels.judges["planted"]["helpfulness"]
+    assert row.kappa == pytest.approx(12 / 13) and row.kappa_ci is None  # bootstrap 0: no intervals
+    assert row.level_of_measurement == "ordinal"  # the judge's scores are levels of the 0-4 range
     assert load_run(tmp_path / "run").result().labels == result.labels  # stats.json keeps it
     from radar_local.report.build import write_report
 
@@ -385,7 +385,7 @@ def test_a_parquet_labels_file_reads_as_its_csv(tmp_path):
 
 def test_human_agreement_with_one_rater_has_no_ceiling():
     found = against_humans(np.array([0, 1, 2, 3.0]), np.array([[0, 1, 2, 4.0]]), "ordinal", range(5))
-    assert found["alpha_humans"] is None and found["mae"] == pytest.approx(0.25)
+    assert found.alpha_humans is None and found.mae == pytest.approx(0.25)
 
 
 # ---- bad input: one line, exit 2, nothing stored lost ----------------------------------------------
@@ -504,7 +504,7 @@ def test_the_readme_jury_example_from_its_config(tmp_path):
     section = (repo / "README.md").read_text().split("## Choose among judges")[1].split("\n## ")[0]
     rows = [line for line in section.splitlines() if line.startswith("| ")]
     assert len(rows) == 1 + 3 + 1 + 4 and all(row in report for row in rows), [r for r in rows if r not in report]
-    assert f"{result.jury['agreement']['effective_jurors']['effective']:.2f}" in section
+    assert f"{result.jury.agreement.effective_jurors.effective:.2f}" in section
 
 
 def test_the_jurys_label_is_its_own(tmp_path):
@@ -529,7 +529,7 @@ def test_labels_added_to_a_stored_run_score_only_the_labels(tmp_path):
     stages = load_run(out).info().stages
     assert (stages["generate"].calls, stages["score"].calls, stages["labels"].calls) == (0, 0, 4)
     assert len(load_run(out).store.scores) == len(before) + 4  # four labelled responses, on helpfulness alone
-    assert result.labels["judges"]["planted"]["helpfulness"]["kappa"] == pytest.approx(12 / 13)
+    assert result.labels.judges["planted"]["helpfulness"].kappa == pytest.approx(12 / 13)
 
 
 def test_a_jury_left_with_one_juror_audits_and_reports(tmp_path):
@@ -539,5 +539,5 @@ def test_a_jury_left_with_one_juror_audits_and_reports(tmp_path):
 
     broken = juror("broken", fail_start=True)
     result = run_audit(jury_config([CLEAN, broken], min_jurors=1, **SMALL), tmp_path / "run")
-    assert result.jury["jurors"] == ["clean"] and list(result.jury["failed"]) == ["broken"]
+    assert result.jury.jurors == ["clean"] and list(result.jury.failed) == ["broken"]
     assert write_report(load_run(tmp_path / "run")).joinpath("report.md").is_file()

@@ -29,27 +29,30 @@ def biased():
 
 
 def test_a_planted_length_bias_is_recovered_and_flagged_alone(biased):
-    rows = {(r["attribute"], r["criterion"]): r for r in biased.nuisance["rows"]}
+    rows = {(r.attribute, r.criterion): r for r in biased.bias_rows}
     assert set(rows) == {(a, c) for a in ("formatting", "length") for c in CRITERIA}
     cell = rows[("length", "coherence")]
-    assert cell["ci"][0] <= 0.3 <= cell["ci"][1] and cell["pairs"] == 6 * 12
-    assert abs(cell["sensitivity"] - 0.3) < 0.08 and cell["flag"] == "biased"
-    assert [key for key, r in rows.items() if r["flag"]] == [("length", "coherence")]  # nothing else
-    share = cell["sensitivity"] / biased.self_effect["coherence"]
-    assert cell["bias_share"] == pytest.approx(share) and set(cell["by_task"]) == set(TASKS)
+    assert cell.ci[0] <= 0.3 <= cell.ci[1] and cell.pairs == 6 * 12
+    assert abs(cell.sensitivity - 0.3) < 0.08 and cell.flag == "biased"
+    assert [key for key, r in rows.items() if r.flag] == [("length", "coherence")]  # nothing else
+    share = cell.sensitivity / biased.self_effect["coherence"]
+    assert cell.bias_share == pytest.approx(share) and set(cell.by_task) == set(TASKS)
 
 
 def test_nuisance_rows_leave_the_coupling_as_it_was(biased):
     plain = radar_local.analyze(table(), rubric="helpsteer2", bootstrap=300)
-    assert plain.nuisance is None
-    assert {k: v for k, v in biased.to_json().items() if k != "nuisance"} == plain.to_json()
+    assert plain.bias is None
+    assert {k: v for k, v in biased.to_json().items() if k != "bias"} == plain.to_json()
 
 
 def test_the_nuisance_section_round_trips_and_a_damaged_one_is_one_line(biased):
     data = biased.to_json()
     assert AuditResult.from_json(json.loads(json.dumps(data))) == biased
-    data["nuisance"]["rows"][0]["flag"] = "very"
-    with pytest.raises(InputError, match="key 'nuisance.rows.0.flag': Input should be 'biased' or 'intended'"):
+    # a stats.json of schema 2 named judge bias `nuisance`: it reads back as today's `bias`
+    older = {("nuisance" if k == "bias" else k): v for k, v in data.items()} | {"schema_version": 2}
+    assert "nuisance" in older and AuditResult.from_json(json.loads(json.dumps(older))) == biased
+    data["bias"]["rows"][0]["flag"] = "very"
+    with pytest.raises(InputError, match="key 'bias.rows.0.flag': Input should be 'biased' or 'intended'"):
         AuditResult.from_json(data, "stats.json")
 
 
@@ -74,8 +77,8 @@ def pairs_table(diffs: list[int]) -> pd.DataFrame:
 def test_the_flag_compares_exactly_at_the_threshold(diffs, threshold, flag):
     pairs = nuisance_pairs(pairs_table(diffs), ["a", "b"])
     rows = nuisance_table(pairs, ["a", "b"], [0.5, 0.5], [True, True], threshold=threshold, resamples=200)
-    assert rows[0]["flag"] == flag and rows[1]["flag"] is None  # b never moved
-    assert rows[0]["sensitivity"] == sum(diffs) / 40
+    assert rows[0].flag == flag and rows[1].flag is None  # b never moved
+    assert rows[0].sensitivity == sum(diffs) / 40
 
 
 def test_an_intended_pair_is_listed_not_flagged():
@@ -89,7 +92,7 @@ def test_an_intended_pair_is_listed_not_flagged():
         intended={frozenset(("length", "a"))},
         resamples=200,
     )
-    assert rows[0]["flag"] == "intended" and rows[0]["bias_share"] == 0.5
+    assert rows[0].flag == "intended" and rows[0].bias_share == 0.5
 
 
 def test_a_rewrite_without_its_partner_is_left_out_and_one_pair_has_no_interval():
@@ -98,8 +101,8 @@ def test_a_rewrite_without_its_partner_is_left_out_and_one_pair_has_no_interval(
     (pairs,) = nuisance_pairs(df, ["a", "b"])
     assert len(pairs.diff) == 1
     (row, _) = nuisance_table([pairs], ["a", "b"], [0.5, 0.5], [True, True], resamples=200)
-    assert row["pairs"] == 1 and row["ci"] is None and row["family_ci"] is None
-    assert row["flag"] == "biased" and row["evidence"] == "possible"  # the point crosses; nothing confirms it
+    assert row.pairs == 1 and row.ci is None and row.family_ci is None
+    assert row.flag == "biased" and row.evidence == "possible"  # the point crosses; nothing confirms it
 
 
 def test_a_nuisance_row_must_name_its_attribute():
@@ -111,7 +114,7 @@ def test_a_nuisance_row_must_name_its_attribute():
 def test_an_unreliable_criterion_has_no_bias_share():
     pairs = nuisance_pairs(pairs_table([1] * 10), ["a", "b"])
     rows = nuisance_table(pairs, ["a", "b"], [0.5, 0.0], [True, False], resamples=0)
-    assert rows[0]["ci"] is None and rows[1]["bias_share"] is None and np.isclose(rows[0]["bias_share"], 0.5)
+    assert rows[0].ci is None and rows[1].bias_share is None and np.isclose(rows[0].bias_share, 0.5)
 
 
 def test_every_rendering_shows_the_bias(biased, audited):
@@ -148,7 +151,7 @@ def test_radar_stats_reads_nuisance_rows_from_a_table_made_elsewhere(tmp_path):
     )
     assert res.returncode == 0, res.stderr
     stats = json.loads((tmp_path / "s.json").read_text())
-    assert stats["nuisance"]["threshold"] == 0.5 and not any(r["flag"] for r in stats["nuisance"]["rows"])
+    assert stats["bias"]["threshold"] == 0.5 and not any(r["flag"] for r in stats["bias"]["rows"])
     assert "Judge bias over length" in res.stdout
 
 
@@ -172,11 +175,11 @@ def audited(tmp_path_factory):
 
 def test_an_audit_rewrites_scores_and_recovers_a_planted_bias(audited):
     root, result = audited
-    rows = {(r["attribute"], r["criterion"]): r for r in result.nuisance["rows"]}
+    rows = {(r.attribute, r.criterion): r for r in result.bias_rows}
     cell = rows[("length", "coherence")]
-    assert cell["ci"][0] <= 0.3 <= cell["ci"][1] and cell["flag"] == "biased" and cell["pairs"] == 20
-    assert [key for key, r in rows.items() if r["flag"]] == [("length", "coherence")]
-    check = result.nuisance["manipulation"]
+    assert cell.ci[0] <= 0.3 <= cell.ci[1] and cell.flag == "biased" and cell.pairs == 20
+    assert [key for key, r in rows.items() if r.flag] == [("length", "coherence")]
+    check = result.bias.manipulation
     assert check["length"] == {"measure": "length", "pairs": 20, "passed": 20, "excluded": 0, "steered": True}
     # the planted generator does not change formatting: every pair fails the check, the attribute is not steered
     assert check["formatting"]["passed"] == 0 and check["formatting"]["steered"] is False
@@ -188,8 +191,8 @@ def test_an_audit_rewrites_scores_and_recovers_a_planted_bias(audited):
 
 def test_nuisance_rewrites_leave_the_coupling_of_the_audit_as_it_was(audited, tmp_path):
     plain = nuisance_run(tmp_path, "plain")
-    assert plain.nuisance is None
-    assert {k: v for k, v in audited[1].to_json().items() if k != "nuisance"} == plain.to_json()
+    assert plain.bias is None
+    assert {k: v for k, v in audited[1].to_json().items() if k != "bias"} == plain.to_json()
 
 
 def test_a_resumed_nuisance_audit_makes_no_call(audited, tmp_path):
@@ -221,7 +224,7 @@ def test_radar_compare_shows_a_bias_that_moved_and_gates_on_it(tmp_path):
     fair = nuisance_run(
         tmp_path, "fair", nuisance=["length"], generator=planted, verifier={**planted, "options": {"noise": 1.0}}
     )
-    assert not any(r["flag"] for r in fair.nuisance["rows"])  # an unbiased judge: nothing flagged
+    assert not any(r.flag for r in fair.bias_rows)  # an unbiased judge: nothing flagged
     strong = {**planted, "options": {"noise": 1.0, "bias": {"length": {"Coherence / Clarity": 0.5}}}}
     nuisance_run(tmp_path, "biased", nuisance=["length"], generator=planted, verifier=strong)
     res = radar_run("compare", tmp_path / "fair", tmp_path / "biased", "--fail-on-bias", "0.25")
@@ -230,7 +233,7 @@ def test_radar_compare_shows_a_bias_that_moved_and_gates_on_it(tmp_path):
     assert radar_run("compare", tmp_path / "fair", tmp_path / "biased", "--fail-on-bias", "0.9").returncode == 0
     # Issue 28, item 5: a second audit that measured no bias cannot pass a policy on bias.
     plain = nuisance_run(tmp_path, "plain", nuisance=[], generator=planted, verifier=strong)
-    assert plain.nuisance is None
+    assert plain.bias is None
     res = radar_run("compare", tmp_path / "fair", tmp_path / "plain", "--fail-on-bias", "0.9")
     assert res.returncode == 2 and res.stderr.count("\n") == 1
     assert f"{tmp_path / 'plain'}: measured no judge bias" in res.stderr
@@ -327,8 +330,8 @@ def test_repair_rewrites_a_criterion_that_rewards_length(tmp_path):
 
 def test_expected_mode_scores_the_rewrites_as_distributions(tmp_path):
     result = nuisance_run(tmp_path, "expected", nuisance=["length"], scoring={"mode": "expected"})
-    cell = next(r for r in result.nuisance["rows"] if r["criterion"] == "coherence")
-    assert cell["flag"] == "biased" and cell["ci"][0] <= 0.3 <= cell["ci"][1]
+    cell = next(r for r in result.bias_rows if r.criterion == "coherence")
+    assert cell.flag == "biased" and cell.ci[0] <= 0.3 <= cell.ci[1]
     verdicts = [json.loads(x) for x in (tmp_path / "expected" / "scores.jsonl").read_text().splitlines()]
     assert all(v["distribution"] is not None for v in verdicts)  # every verdict read as a distribution
 
@@ -346,12 +349,12 @@ def test_a_task_with_one_pair_keeps_the_cell_its_interval_and_says_so():
         [NuisancePairs("length", task, ("t0", "t1", "t2"), diff)], ["a"], [1.0], [True], resamples=400
     )
     (cell,) = rows
-    assert cell["ci_tasks"] == 2 and cell["pairs"] == 9 and cell["flag"] == "biased"
-    assert cell["ci"][0] < cell["sensitivity"] < cell["ci"][1] and cell["ci"][0] > 0.1
-    assert cell["evidence"] == "confirmed" and cell["family_ci"][0] >= 0.1  # beyond the threshold, not just 0
+    assert cell.ci_tasks == 2 and cell.pairs == 9 and cell.flag == "biased"
+    assert cell.ci[0] < cell.sensitivity < cell.ci[1] and cell.ci[0] > 0.1
+    assert cell.evidence == "confirmed" and cell.family_ci[0] >= 0.1  # beyond the threshold, not just 0
     alone = nuisance_table([NuisancePairs("length", np.array([0]), ("t0",), np.array([[3.0]]))], ["a"], [1.0], [True])
-    assert alone[0]["ci"] is None and alone[0]["ci_tasks"] == 0
-    assert alone[0]["flag"] == "biased" and alone[0]["evidence"] == "possible"  # one pair: nothing confirms it
+    assert alone[0].ci is None and alone[0].ci_tasks == 0
+    assert alone[0].flag == "biased" and alone[0].evidence == "possible"  # one pair: nothing confirms it
 
 
 def test_the_bias_interval_is_expanded_at_the_design_df_like_the_coupling_ones():
@@ -369,6 +372,6 @@ def test_the_bias_interval_is_expanded_at_the_design_df_like_the_coupling_ones()
         [diff[rows, 0][rng.integers(0, 3, (2000, 2))].mean(axis=1) / 4 for rows in (np.arange(3), np.arange(3, 6))]
     ).mean(axis=0)
     plain = np.quantile(means, [0.025, 0.975])
-    assert cell["ci"][0] < plain[0] and cell["ci"][1] > plain[1]
+    assert cell.ci[0] < plain[0] and cell.ci[1] > plain[1]
     t = special.stdtrit(4, 0.975)
     assert special.ndtr(-t) < 0.025  # the expanded tail

@@ -286,7 +286,7 @@ def test_nuisance_length_on_the_embedded_model(tmp_path, vllm_pool):
     cfg = tiny_config("vllm", rubric=str(SMALL_RUBRIC), n=1, unconditioned=3, nuisance=["length"])
     cfg["generation"] = {"max_new_tokens": 160}
     result = run_audit(AuditConfig.model_validate(cfg), tmp_path, base=REPO, pool=vllm_pool)
-    check = result.nuisance["manipulation"]["length"]
+    check = result.bias.manipulation["length"]
     rewrites = load_run(tmp_path).rewrites()
     assert len(rewrites) == 6 and check["pairs"] == 3
     pairs: dict[int, dict[str, int]] = {}
@@ -299,4 +299,4 @@ def test_nuisance_length_on_the_embedded_model(tmp_path, vllm_pool):
     report = (write_report(load_run(tmp_path)) / "report.md").read_text()
     assert "Judge bias over length" in report
     if check["steered"]:
-        assert [r["criterion"] for r in result.nuisance["rows"]] == ["helpfulness", "politeness", "verbosity"]
+        assert [r.criterion for r in result.bias_rows] == ["helpfulness", "politeness", "verbosity"]

@@ -49,17 +49,17 @@ def diagnose(result: AuditResult, intended: set[frozenset]) -> tuple[list[Findin
             }[kind]
             level = (p.get("evidence") or {}).get(flag)
             findings.append(Finding(kind, (p["a"], p["b"]), f"{pair}: {what} ({moves}){f', {level}' if level else ''}"))
-    for r in (result.nuisance or {}).get("rows", []):
-        if r["flag"] == "intended":
-            left_alone.append(f"{r['criterion']} with {r['attribute']}: intended, left alone")
-        elif r["flag"] == "biased":
-            moves = f"{r['sensitivity']:+.2f} {interval(r['ci'])}".rstrip()
+    for r in result.bias_rows:
+        if r.flag == "intended":
+            left_alone.append(f"{r.criterion} with {r.attribute}: intended, left alone")
+        elif r.flag == "biased":
+            moves = f"{r.sensitivity:+.2f} {interval(r.ci)}".rstrip()
             findings.append(
                 Finding(
                     "bias",
-                    (r["criterion"],),
-                    f"{r['criterion']}: the verifier rewards {r['attribute']} ({moves} between rewrites that change "
-                    f"only {r['attribute']}); describe {r['criterion']} so that {r['attribute']} alone earns nothing",
+                    (r.criterion,),
+                    f"{r.criterion}: the verifier rewards {r.attribute} ({moves} between rewrites that change "
+                    f"only {r.attribute}); describe {r.criterion} so that {r.attribute} alone earns nothing",
                 )
             )
     return findings, left_alone

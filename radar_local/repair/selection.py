@@ -16,6 +16,7 @@ from radar_local.rubric import Rubric
 from radar_local.rundir import RunDir
 from radar_local.stats.correlation import pearson
 from radar_local.stats.result import AuditResult
+from radar_local.stats.stored import Interval
 
 
 @dataclass
@@ -61,9 +62,9 @@ def summarize(result: AuditResult, intended: set[frozenset], reference: dict | N
         if v is not None
     ]
     # the worst flagged judge bias; a measured audit with none flagged has 0, an unmeasured one None
-    biases = [r for r in (result.nuisance or {}).get("rows", []) if r["flag"] == "biased"]
-    bias = max(biases, key=lambda r: abs(r["sensitivity"]), default=None)
-    measured = result.nuisance is not None
+    biases = [r for r in result.bias_rows if r.flag == "biased" and r.sensitivity is not None]
+    bias = max(biases, key=lambda r: abs(r.sensitivity or 0.0), default=None)
+    measured = result.bias is not None
     human = None
     if reference:
         shared = [
@@ -87,16 +88,16 @@ def summarize(result: AuditResult, intended: set[frozenset], reference: dict | N
         "discrimination": sum(disc) / len(disc) if disc else None,
         "redundancy": sum(red) / len(red) if red else None,
         "human_r": human,
-        "worst_bias": (0.0 if measured else None) if bias is None else abs(bias["sensitivity"]),
+        "worst_bias": (0.0 if measured else None) if bias is None else abs(bias.sensitivity or 0.0),
         "worst_bias_ci": ([0.0, 0.0] if measured else None)
         if bias is None
-        else _magnitude(bias["sensitivity"], bias["ci"]),
+        else _magnitude(bias.sensitivity or 0.0, bias.ci),
     }
 
 
-def _magnitude(value: float, ci: list | tuple | None) -> list[float]:
-    """The interval of |value| from value's own (a negative sensitivity's, mirrored)."""
-    low, high = (value, value) if not ci else ci
+def _magnitude(value: float, ci: Interval | None) -> list[float]:
+    """The interval of |value| from value's own (a negative sensitivity's, mirrored; an open end, the value)."""
+    low, high = (value, value) if not ci else (value if e is None else e for e in ci)
     return [low, high] if value >= 0 else [-high, -low]
 
 

@@ -66,17 +66,17 @@ def pair_examples(result: AuditResult, records: AuditedSet, a: str, b: str, max_
 def nuisance_examples(result: AuditResult, records: AuditedSet, cells: int = 3, max_chars: int = 500) -> list[dict]:
     """For the (attribute, criterion) cells that moved most (biased first): the pair whose up and down
     rewrites the verifier scored furthest apart on that criterion, with its rationales."""
-    rows = [r for r in (result.nuisance or {}).get("rows", []) if r["sensitivity"] is not None]
-    rows.sort(key=lambda r: (r["flag"] != "biased", -abs(r["sensitivity"])))
+    rows = [r for r in result.bias_rows if r.sensitivity is not None]
+    rows.sort(key=lambda r: (r.flag != "biased", -abs(r.sensitivity or 0.0)))
     verdicts = records.verdicts_by_probe.get(result.verifier, {})
     pairs = rewrite_pairs(list(records.rewrites))
     shown = []
     for r in rows[:cells]:
-        crit = r["criterion"]
+        crit = r.criterion
         scored = [  # (pair, its up and down verdicts on the criterion)
             (pair, up, down)
             for (attribute, _, _), pair in pairs.items()
-            if attribute == r["attribute"] and len(pair) == 2
+            if attribute == r.attribute and len(pair) == 2
             for up, down in [(verdicts.get(pair[w].key, {}).get(crit) for w in WAYS)]
             if up is not None and down is not None and up.score is not None and down.score is not None
         ]
@@ -85,7 +85,7 @@ def nuisance_examples(result: AuditResult, records: AuditedSet, cells: int = 3, 
         pair, up, down = max(scored, key=lambda s: abs(s[1].score - s[2].score))  # type: ignore[operator]
         shown.append(
             {
-                **{k: r[k] for k in ("attribute", "criterion", "sensitivity", "flag")},
+                **r.model_dump(include={"attribute", "criterion", "sensitivity", "flag"}),
                 "task_id": pair[UP].task_id,
                 **{
                     way: {"text": _cut(pair[way].text, max_chars), "score": v.score, "rationale": v.rationale}

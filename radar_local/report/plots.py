@@ -143,14 +143,14 @@ def task_spread_heatmap(result: AuditResult) -> Figure:
 def nuisance_heatmap(result: AuditResult) -> Figure:
     """Sensitivity of each criterion (column) to each nuisance attribute (row), 0-1 scale; * marks a biased
     cell, a hatched row an attribute the manipulation check found not steered."""
-    rows = (result.nuisance or {}).get("rows", [])
-    attributes, crit = sorted({r["attribute"] for r in rows}), result.criteria
+    rows = result.bias_rows
+    attributes, crit = sorted({r.attribute for r in rows}), result.criteria
     value = np.full((len(attributes), len(crit)), np.nan)
     marks = {}
     for r in rows:
-        i, j = attributes.index(r["attribute"]), crit.index(r["criterion"])
-        value[i, j] = np.nan if r["sensitivity"] is None else r["sensitivity"]
-        marks[i, j] = "*" if r["flag"] == "biased" else ""
+        i, j = attributes.index(r.attribute), crit.index(r.criterion)
+        value[i, j] = np.nan if r.sensitivity is None else r.sensitivity
+        marks[i, j] = "*" if r.flag == "biased" else ""
     fig = _figure(1.3 * len(crit) + 2.5, 0.8 * max(len(attributes), 1) + 1.8)
     ax = fig.add_subplot()
     top = max(0.3, float(np.nanmax(np.abs(np.r_[value.ravel(), 0]))))
@@ -159,7 +159,7 @@ def nuisance_heatmap(result: AuditResult) -> Figure:
     for (i, j), mark in marks.items():
         text = "n/a" if np.isnan(value[i, j]) else f"{value[i, j]:+.2f}{mark}"
         ax.text(j, i, text, ha="center", va="center", fontsize=8)
-    steered = (result.nuisance or {}).get("manipulation") or {}
+    steered = (result.bias.manipulation if result.bias else None) or {}
     for i, a in enumerate(attributes):
         if steered.get(a, {}).get("steered") is False:
             ax.add_patch(_hatch(i, len(crit)))
@@ -214,4 +214,4 @@ FIGURES: dict[str, Callable[[AuditResult], Figure]] = {
 
 def figures_for(result: AuditResult) -> dict[str, Callable[[AuditResult], Figure]]:
     """The report's figures for this result: the bias heatmap where it measured nuisance attributes."""
-    return {**FIGURES, "nuisance": nuisance_heatmap} if (result.nuisance or {}).get("rows") else FIGURES
+    return {**FIGURES, "nuisance": nuisance_heatmap} if result.bias_rows else FIGURES

@@ -8,6 +8,8 @@ from radar_local.stats.bootstrap import LEVEL
 
 if TYPE_CHECKING:
     from radar_local.records import RunInfo
+    from radar_local.stats.jurors import JudgeSide
+    from radar_local.stats.raters import HumanAgreement
     from radar_local.stats.result import AuditResult
 
 
@@ -225,14 +227,14 @@ HALO_HEAD = ["source -> target", "per-criterion", "joint", "joint - per-criterio
 def halo_rows(result: AuditResult) -> list[list[str]]:
     return [
         [
-            f"{p['source']} -> {p['target']}",
-            num(p["per_criterion"]),
-            num(p["joint"]),
-            num(p["difference"]),
-            interval(p["ci"]),
-            {"adds": "joint adds coupling", "removes": "joint removes coupling"}.get(p["flag"] or "", ""),
+            f"{p.source} -> {p.target}",
+            num(p.per_criterion),
+            num(p.joint),
+            num(p.difference),
+            interval(p.ci),
+            {"adds": "joint adds coupling", "removes": "joint removes coupling"}.get(p.flag or "", ""),
         ]
-        for p in (result.halo or {}).get("pairs", [])
+        for p in (result.halo.pairs if result.halo else [])
     ]
 
 
@@ -241,16 +243,16 @@ def halo_line(result: AuditResult) -> str | None:
     h = result.halo
     if not h:
         return None
-    adds = [f"{p['source']} -> {p['target']}" for p in h["pairs"] if p["flag"] == "adds"]
-    index = f"halo index {num(h['index'])} {interval(h['index_ci'])}".rstrip()
+    adds = [f"{p.source} -> {p.target}" for p in h.pairs if p.flag == "adds"]
+    index = f"halo index {num(h.index)} {interval(h.index_ci)}".rstrip()
     found = (
-        f"joint calls add coupling beyond the {h['level']:.0%} simultaneous band on {', '.join(adds)}"
+        f"joint calls add coupling beyond the {h.level:.0%} simultaneous band on {', '.join(adds)}"
         if adds
         else "no pair's coupling rises beyond its simultaneous band under joint calls"
     )
     return (
-        f"The same {h['probes']} probes scored by '{h['per_criterion']}' (one call per criterion) and "
-        f"'{h['joint']}' (one call for all criteria): {index} (the mean joint-minus-per-criterion leakage over "
+        f"The same {h.probes} probes scored by '{h.per_criterion}' (one call per criterion) and "
+        f"'{h.joint}' (one call for all criteria): {index} (the mean joint-minus-per-criterion leakage over "
         f"ordered pairs); {found}."
     )
 
@@ -348,40 +350,40 @@ NUISANCE_HEAD = ["attribute", "criterion", "pairs", "sensitivity", CI, "bias sha
 def nuisance_rows(result: AuditResult) -> list[list[str]]:
     return [
         [
-            r["attribute"],
-            r["criterion"],
-            str(r["pairs"]),
-            num(r["sensitivity"]),
-            interval(r["ci"]),
-            num(r["bias_share"], signed=False),
-            " ".join(x for x in (r["flag"], r.get("evidence")) if x),
+            r.attribute,
+            r.criterion,
+            str(r.pairs),
+            num(r.sensitivity),
+            interval(r.ci),
+            num(r.bias_share, signed=False),
+            " ".join(x for x in (r.flag, r.evidence) if x),
         ]
-        for r in (result.nuisance or {}).get("rows", [])
+        for r in result.bias_rows
     ]
 
 
 def nuisance_line(result: AuditResult) -> str | None:
     """Which criteria move with an attribute no criterion should reward, beyond the threshold."""
-    n = result.nuisance
+    n = result.bias
     if not n:
         return None
 
     def cells(evidence: str) -> list[str]:
         return [
-            f"{r['criterion']} with {r['attribute']} ({num(r['sensitivity'])})"
-            for r in n["rows"]
-            if r["flag"] == "biased" and (r.get("evidence") or "possible") == evidence
+            f"{r.criterion} with {r.attribute} ({num(r.sensitivity)})"
+            for r in n.rows
+            if r.flag == "biased" and (r.evidence or "possible") == evidence
         ]
 
     confirmed, possible = cells("confirmed"), cells("possible")
-    checked = n.get("manipulation") or {}
-    attributes = sorted({r["attribute"] for r in n["rows"]} | set(checked))
+    checked = n.manipulation or {}
+    attributes = sorted({r.attribute for r in n.rows} | set(checked))
     found = f"confirmed: {'; '.join(confirmed) or 'none'}" + (f"; possible: {'; '.join(possible)}" if possible else "")
     unmoved = [f"{a} ({m['passed']} of {m['pairs']} pairs moved)" for a, m in checked.items() if not m["steered"]]
     gated = f" Not steered, so nothing is claimed: {', '.join(unmoved)}." if unmoved else ""
     return (
         f"Judge bias over {', '.join(attributes)} (up - down rewrites, 0-1 scale, flagged at |sensitivity| >= "
-        f"{n['threshold']}; confirmed where the simultaneous {LEVEL:.0%} interval over every attribute x criterion "
+        f"{n.threshold}; confirmed where the simultaneous {LEVEL:.0%} interval over every attribute x criterion "
         f"cell lies beyond it, possible where only the point does): {found}.{gated}"
     )
 
@@ -394,20 +396,20 @@ def jury_line(result: AuditResult) -> str | None:
     j = result.jury
     if not j:
         return None
-    c = j["coupling"]
-    below = [r["juror"] for r in c["jurors"] if r["flag"] == "below"]
-    above = [r["juror"] for r in c["jurors"] if r["flag"] == "above"]
+    c = j.coupling
+    below = [r.juror for r in c.jurors if r.flag == "below"]
+    above = [r.juror for r in c.jurors if r.flag == "above"]
     best = (
-        f"below its best juror's ('{c['best_juror']}')"
-        if c["below_best"]
-        else f"not below its best juror's ('{c['best_juror']}') beyond the interval"
+        f"below its best juror's ('{c.best_juror}')"
+        if c.below_best
+        else f"not below its best juror's ('{c.best_juror}') beyond the interval"
     )
     found = [f"below {', '.join(below)}'s" if below else "", f"above {', '.join(above)}'s" if above else ""]
-    failed = f" Left out, having failed: {', '.join(j['failed'])}." if j.get("failed") else ""
+    failed = f" Left out, having failed: {', '.join(j.failed)}." if j.failed else ""
     return (
-        f"A jury of {len(j['jurors'])} ({', '.join(j['jurors'])}), {j['aggregate']} of at least {j['min_jurors']} "
+        f"A jury of {len(j.jurors)} ({', '.join(j.jurors)}), {j.aggregate} of at least {j.min_jurors} "
         f"score(s) per verdict. Its worst coupling (the largest leakage over pairs whose source both judges pass "
-        f"as reliable) is {best}; beyond the {c['family_level']:.1%} bounds (a simultaneous band over the paired "
+        f"as reliable) is {best}; beyond the {c.family_level:.1%} bounds (a simultaneous band over the paired "
         f"leakages, Bonferroni over the jurors) it lies "
         f"{' and '.join(f for f in found if f) or 'neither below nor above any juror'}.{failed}"
     )
@@ -416,39 +418,41 @@ def jury_line(result: AuditResult) -> str | None:
 def jury_rows(result: AuditResult) -> list[list[str]]:
     return [
         [
-            r["juror"],
-            num(r["juror_worst"]),
-            num(r["jury_worst"]),
-            num(r["difference"]),
-            interval(r["ci"]),
-            {"below": "jury couples less", "above": "jury couples more"}.get(r["flag"] or "", ""),
+            r.juror,
+            num(r.juror_worst),
+            num(r.jury_worst),
+            num(r.difference),
+            interval(r.ci),
+            {"below": "jury couples less", "above": "jury couples more"}.get(r.flag or "", ""),
         ]
-        for r in (result.jury or {}).get("coupling", {}).get("jurors", [])
+        for r in (result.jury.coupling.jurors if result.jury else [])
     ]
 
 
 def side_by_side_rows(result: AuditResult) -> list[tuple[list[str], list[list[str]]]]:
     """(head, rows) of the jury and its jurors side by side: self-effects (with the gate), Sym with flags, and
     every ordered pair's leakage."""
-    judges = (result.jury or {}).get("side_by_side") or {}
+    judges = (result.jury.side_by_side if result.jury else None) or {}
     if not judges:
         return []
     names, first = list(judges), next(iter(judges.values()))
 
-    def gate(j: dict, c: str) -> str:
-        return num(j["self_effect"][c]) + ("" if j["reliable"][c] else " (gated)")
+    def gate(j: JudgeSide, c: str) -> str:
+        return num(j.self_effect[c]) + ("" if j.reliable[c] else " (gated)")
 
-    def pair(j: dict, p: str) -> str:
-        found = j["pairs"].get(p)
-        return "n/a" if found is None else num(found["sym"]) + (f" ({flag_text(found)})" if found["flags"] else "")
+    def pair(j: JudgeSide, p: str) -> str:
+        found = j.pairs.get(p)
+        return (
+            "n/a" if found is None else num(found.sym) + (f" ({flag_text(found.model_dump())})" if found.flags else "")
+        )
 
-    leak = [(a, b) for a, row in first["leakage"].items() for b in row]
+    leak = [(a, b) for a, row in first.leakage.items() for b in row]
     return [
-        (["criterion", *names], [[c, *(gate(judges[n], c) for n in names)] for c in first["self_effect"]]),
-        (["pair (Sym, flags)", *names], [[p, *(pair(judges[n], p) for n in names)] for p in first["pairs"]]),
+        (["criterion", *names], [[c, *(gate(judges[n], c) for n in names)] for c in first.self_effect]),
+        (["pair (Sym, flags)", *names], [[p, *(pair(judges[n], p) for n in names)] for p in first.pairs]),
         (
             ["leakage row -> column", *names],
-            [[f"{a} -> {b}", *(num(judges[n]["leakage"][a][b]) for n in names)] for a, b in leak],
+            [[f"{a} -> {b}", *(num(judges[n].leakage[a][b]) for n in names)] for a, b in leak],
         ),
     ]
 
@@ -457,30 +461,30 @@ JUROR_AGREEMENT_HEAD = ["criterion", "level", "alpha", "alpha interval", "effect
 
 
 def juror_agreement_rows(result: AuditResult) -> list[list[str]]:
-    agreement = (result.jury or {}).get("agreement") or {}
+    agreement = result.jury.agreement if result.jury else None
     return [
         [
             c,
-            row["level_of_measurement"],
-            num(row["alpha"]),
-            interval(row["alpha_ci"]),
-            num(row["effective_jurors"]["effective"], signed=False),
-            ", ".join(f"{pair} {num(r)}" for pair, r in row["correlations"].items()),
+            row.level_of_measurement,
+            num(row.alpha),
+            interval(row.alpha_ci),
+            num(row.effective_jurors.effective, signed=False),
+            ", ".join(f"{pair} {num(r)}" for pair, r in row.correlations.items()),
         ]
-        for c, row in agreement.get("criteria", {}).items()
+        for c, row in (agreement.criteria if agreement else {}).items()
     ]
 
 
 def juror_agreement_line(result: AuditResult) -> str | None:
-    agreement = (result.jury or {}).get("agreement")
+    agreement = result.jury.agreement if result.jury else None
     if not agreement:
         return None
-    eff = agreement["effective_jurors"] or {}
+    eff = agreement.effective_jurors
     return (
-        f"Krippendorff's alpha among the jurors per criterion, with a {agreement['level']:.0%} percentile bootstrap "
+        f"Krippendorff's alpha among the jurors per criterion, with a {agreement.level:.0%} percentile bootstrap "
         f"interval over probes. Effective number of independent jurors (Kish: k / (1 + (k - 1) rho), rho the mean "
-        f"error correlation): {num(eff.get('effective'), signed=False)} of {eff.get('jurors')}; "
-        f"{agreement['errors']}."
+        f"error correlation): {num(eff.effective if eff else None, signed=False)} of {eff.jurors if eff else None}; "
+        f"{agreement.errors}."
     )
 
 
@@ -501,29 +505,29 @@ def labels_line(result: AuditResult) -> str | None:
     if not lab:
         return None
     return (
-        f"Every judge scored {lab['responses']} labelled responses ({lab['raters']} rater(s), from "
-        f"{lab['source']}) with the template and scale it audits with. Each cell: the estimate and its "
+        f"Every judge scored {lab.responses} labelled responses ({lab.raters} rater(s), from "
+        f"{lab.source}) with the template and scale it audits with. Each cell: the estimate and its "
         f"{LEVEL:.0%} percentile bootstrap interval over responses; humans' alpha is the ceiling, the agreement "
         "of the raters among themselves where a response has two or more."
     )
 
 
 def labels_rows(result: AuditResult) -> list[list[str]]:
-    def cell(row: dict, name: str, signed: bool = True) -> str:
-        return f"{num(row[name], signed=signed)} {interval(row[name + '_ci'])}".rstrip()
+    def cell(row: HumanAgreement, name: str, signed: bool = True) -> str:
+        return f"{num(getattr(row, name), signed=signed)} {interval(getattr(row, name + '_ci'))}".rstrip()
 
     return [
         [
             judge,
-            f"{c} ({row['level_of_measurement']})",
-            f"{row['responses']}" + (f" ({row['unscored']} unscored)" if row["unscored"] else ""),
+            f"{c} ({row.level_of_measurement})",
+            f"{row.responses}" + (f" ({row.unscored} unscored)" if row.unscored else ""),
             cell(row, "spearman"),
             cell(row, "kappa"),
             cell(row, "alpha_with_humans"),
             cell(row, "alpha_humans"),
             cell(row, "mae", signed=False),
         ]
-        for judge, per in (result.labels or {}).get("judges", {}).items()
+        for judge, per in (result.labels.judges if result.labels else {}).items()
         for c, row in per.items()
     ]
 
@@ -531,9 +535,9 @@ def labels_rows(result: AuditResult) -> list[list[str]]:
 def confusion_rows(result: AuditResult) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, head, rows) per judge and criterion: human level (rows) against the judge's nearest level."""
     out = []
-    for judge, per in (result.labels or {}).get("judges", {}).items():
+    for judge, per in (result.labels.judges if result.labels else {}).items():
         for c, row in per.items():
-            levels = [f"{v:g}" for v in row["confusion"]["levels"]]
-            rows = [[f"human {lv}", *map(str, counts)] for lv, counts in zip(levels, row["confusion"]["counts"])]
+            levels = [f"{v:g}" for v in row.confusion.levels]
+            rows = [[f"human {lv}", *map(str, counts)] for lv, counts in zip(levels, row.confusion.counts)]
             out.append((f"{judge}, {c}", ["", *(f"judge {lv}" for lv in levels)], rows))
     return out

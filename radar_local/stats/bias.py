@@ -20,15 +20,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from radar_local.common import to_json
 from radar_local.nuisance import DOWN, UP
 from radar_local.scale import LIKERT
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES, stratified_counts
 from radar_local.stats.exact import Q, at_least, decimal, exact_sum
 from radar_local.stats.flags import CONFIRMED, POSSIBLE
+from radar_local.stats.stored import Block, Evidence, Interval, Num
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,6 +47,32 @@ class NuisancePairs:
     task: np.ndarray  # (P,) task index
     tasks: tuple[str, ...]
     diff: np.ndarray  # (P, K) score(up) - score(down); NaN where either was not scored
+
+
+class BiasRow(Block):
+    """One criterion's sensitivity to one nuisance attribute (nuisance_table)."""
+
+    attribute: str
+    criterion: str
+    pairs: int
+    sensitivity: Num
+    ci: Interval | None
+    ci_tasks: int | None = None
+    family_ci: Interval | None = None
+    evidence: Evidence | None = None
+    by_task: dict[str, Num]
+    bias_share: Num
+    flag: Literal["biased", "intended"] | None
+    steered: bool | None = None
+
+
+class Bias(Block):
+    """stats.json's `bias`: judge bias, each criterion's sensitivity to each nuisance attribute, at `threshold`,
+    with the manipulation check of each attribute's rewrites."""
+
+    threshold: float
+    rows: list[BiasRow]
+    manipulation: dict[str, dict[str, Any]] | None = None
 
 
 def nuisance_pairs(df: pd.DataFrame, criteria: list[str]) -> list[NuisancePairs]:
@@ -138,7 +166,7 @@ def nuisance_table(
     seed: int = 0,
     steered: dict[str, bool] | None = None,
     spans: Sequence[Fraction] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[BiasRow]:
     """One row per (attribute, criterion): pairs, sensitivity and its interval, per task, bias share, flag.
     `steered[attribute]` False (the manipulation check failed): no flag; absent: not checked (None).
     `spans`: each criterion's scale span (default the paper's 0-4)."""
@@ -200,12 +228,14 @@ def nuisance_table(
                 "steered": moved,
             }
         )
-    return rows
+    return [BiasRow.model_validate(to_json(r)) for r in rows]
 
 
-def beyond(interval: Sequence[float] | np.ndarray | None, threshold: float) -> bool:
-    """The whole interval lies at or beyond +-threshold, compared exactly (stats/exact.py); none: False."""
-    if interval is None or not np.isfinite(np.asarray(interval, float)).all():
+def beyond(interval: Sequence[float | None] | np.ndarray | None, threshold: float) -> bool:
+    """The whole interval lies at or beyond +-threshold, compared exactly (stats/exact.py); none (or an open
+    end): False."""
+    ends = [] if interval is None else [x for x in interval if x is not None]
+    if len(ends) != 2 or not np.isfinite(np.asarray(ends, float)).all():
         return False
-    low, high = (Fraction(float(x)) for x in interval)
+    low, high = (Fraction(float(x)) for x in ends)
     return low >= decimal(threshold) or high <= -decimal(threshold)

@@ -12,7 +12,7 @@ however many pairs there are. The global halo index is the mean difference over 
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -21,12 +21,39 @@ from radar_local.stats.bootstrap import LEVEL, RESAMPLES, Strata
 from radar_local.stats.coupling import ratio_of_means
 from radar_local.stats.exact import exact_point, to_float
 from radar_local.stats.probes import ProbeMatrix
+from radar_local.stats.stored import Block, Interval, Num
 
 ADDS, REMOVES = "adds", "removes"
 METHOD = (
     "paired stratified bootstrap (the same Rao-Wu resample of probes for both judges), expanded percentiles at "
     "the source's design df; flags on the simultaneous band over the K(K-1) ordered pairs"
 )
+
+
+class HaloPair(Block):
+    source: str
+    target: str
+    per_criterion: Num  # the source -> target leakage under per-criterion calls
+    joint: Num  # under joint calls
+    difference: Num  # joint minus per-criterion
+    ci: Interval | None
+    band: Interval | None  # the simultaneous band the flag rests on
+    flag: Literal["adds", "removes"] | None
+
+
+class Halo(Block):
+    """stats.json's `halo`: per ordered pair the joint-minus-per-criterion leakage with its interval and flag,
+    the global index, and what they rest on."""
+
+    per_criterion: str  # the verifier labels compared
+    joint: str
+    probes: int
+    level: float
+    resamples: int
+    method: str
+    index: Num
+    index_ci: Interval | None
+    pairs: list[HaloPair]
 
 
 def same_probes(a: ProbeMatrix, b: ProbeMatrix) -> tuple[ProbeMatrix, ProbeMatrix]:
@@ -55,9 +82,8 @@ def halo(
     resamples: int = RESAMPLES,
     seed: int = 0,
     level: float = LEVEL,
-) -> dict[str, Any]:
-    """stats.json's `halo` block: per ordered pair (source -> target) the joint-minus-per-criterion leakage
-    with its interval and flag, the global index, and what they rest on."""
+) -> Halo:
+    """The halo of `joint` over `per_criterion` on the probes both scored."""
     from radar_local.stats.intervals import expanded_interval, simultaneous  # scipy: not at `radar --help`
 
     a, b = same_probes(per_criterion, joint)
@@ -124,4 +150,4 @@ def halo(
                 "flag": flag,
             }
         )
-    return out
+    return Halo.model_validate(out)

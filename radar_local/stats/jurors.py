@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from radar_local.stats.exact import exact_point
 from radar_local.stats.halo import same_probes
 from radar_local.stats.probes import ProbeMatrix
 from radar_local.stats.raters import Measurement, alpha, effective_jurors, percentile_interval, unit_bootstrap
+from radar_local.stats.stored import Block, Evidence, Interval, Num
 
 BELOW, ABOVE = "below", "above"
 METHOD = (
@@ -47,6 +48,85 @@ ERRORS_FROM_LABELS = (
 )
 
 
+class JurorRow(Block):
+    juror: str
+    probes: int
+    pairs: int  # the ordered pairs both judges gate as reliable
+    juror_worst: Num
+    jury_worst: Num
+    difference: Num  # jury minus juror
+    ci: Interval | None
+    flag: Literal["below", "above"] | None
+
+
+class JurorCoupling(Block):
+    """The jury's worst coupling against each juror's."""
+
+    level: float
+    family_level: float  # Bonferroni over the jurors
+    resamples: int
+    method: str
+    jurors: list[JurorRow]
+    best_juror: str | None
+    below_best: bool | None
+
+
+class EffectiveJurors(Block):
+    """Kish's effective number of independent jurors (stats/raters.effective_jurors)."""
+
+    effective: Num
+    jurors: int
+    mean_error_correlation: Num
+    pairs: int
+    errors: Literal["labels", "scores"] | None = None  # per criterion: what the errors are
+
+
+class CriterionAgreement(Block):
+    level_of_measurement: Measurement
+    probes: int
+    alpha: Num  # Krippendorff's, among the jurors
+    alpha_ci: Interval | None
+    correlations: dict[str, Num]  # pairwise Spearman, "a / b"
+    effective_jurors: EffectiveJurors
+
+
+class JurorAgreement(Block):
+    level: float
+    resamples: int
+    criteria: dict[str, CriterionAgreement]
+    effective_jurors: EffectiveJurors | None  # pooled
+    errors: str  # what stood in for the jurors' errors
+
+
+class PairSide(Block):
+    sym: Num
+    flags: list[str]
+    evidence: dict[str, Evidence | None] | None
+    upstream: str | None
+    downstream: str | None
+
+
+class JudgeSide(Block):
+    """A judge as the side-by-side table shows it (radar_local/jury.side_by_side)."""
+
+    self_effect: dict[str, Num]
+    reliable: dict[str, bool]
+    leakage: dict[str, dict[str, Num]]  # off the diagonal
+    pairs: dict[str, PairSide]  # "a / b"
+
+
+class JuryBlock(Block):
+    """stats.json's `jury`: the jury against its jurors, their agreement, and how the jury was made."""
+
+    jurors: list[str]  # those that finished
+    coupling: JurorCoupling
+    agreement: JurorAgreement
+    aggregate: str | None = None
+    min_jurors: int | None = None
+    failed: dict[str, str] | None = None  # juror -> why
+    side_by_side: dict[str, JudgeSide] | None = None  # the jury, then each juror
+
+
 def against_jurors(
     jury: ProbeMatrix,
     jurors: dict[str, ProbeMatrix],
@@ -55,7 +135,7 @@ def against_jurors(
     resamples: int = RESAMPLES,
     seed: int = 0,
     level: float = LEVEL,
-) -> dict[str, Any]:
+) -> JurorCoupling:
     """Per juror: both worst couplings, their difference with its interval, and the flag."""
     family = 1 - (1 - level) / max(1, len(jurors))
     rows = []
@@ -76,15 +156,15 @@ def against_jurors(
         rows.append(row)
     scored = [r for r in rows if r["juror_worst"] is not None]
     best = min(scored, key=lambda r: r["juror_worst"]) if scored else None
-    return {
-        "level": level,
-        "family_level": family,
-        "resamples": resamples,
-        "method": METHOD,
-        "jurors": rows,
-        "best_juror": None if best is None else best["juror"],
-        "below_best": None if best is None else best["flag"] == BELOW,
-    }
+    return JurorCoupling(
+        level=level,
+        family_level=family,
+        resamples=resamples,
+        method=METHOD,
+        jurors=[JurorRow(**r) for r in rows],
+        best_juror=None if best is None else best["juror"],
+        below_best=None if best is None else best["flag"] == BELOW,
+    )
 
 
 def bounds(juror: Strata, jury: Strata, pairs: np.ndarray, resamples: int, seed: int, level: float) -> dict[str, Any]:
@@ -130,7 +210,7 @@ def among_jurors(
     resamples: int = RESAMPLES,
     seed: int = 0,
     level: float = LEVEL,
-) -> dict[str, Any]:
+) -> JurorAgreement:
     """Per criterion: Krippendorff's alpha of the jurors (`scores[c]`: jurors x probes, NaN unscored) at the
     criterion's level with a percentile bootstrap interval over probes, pairwise Spearman correlations, and Kish's
     effective number of jurors from `errors[c]` (jurors x labelled responses) where human labels give errors,
@@ -157,7 +237,7 @@ def among_jurors(
         (pooled if labelled else centred).append(err)
     out["effective_jurors"] = effective_jurors(np.concatenate(pooled or centred, axis=1)) if scores else None
     out["errors"] = ERRORS_FROM_LABELS if pooled else ERRORS_FROM_SCORES
-    return out
+    return JurorAgreement.model_validate(out)
 
 
 def _centred(data: np.ndarray) -> np.ndarray:

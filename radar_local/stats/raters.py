@@ -25,7 +25,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.correlation import spearman
+from radar_local.stats.stored import Block, Interval, Num
 
 # a criterion's level of measurement, which decides how two scores differ (Krippendorff)
 Measurement = Literal["nominal", "ordinal", "interval"]
@@ -145,6 +147,41 @@ def percentile_interval(replicates: np.ndarray, level: float) -> list[float] | N
     return [float(lo), float(hi)]
 
 
+class Confusion(Block):
+    levels: list[float]  # the scale's values
+    counts: list[list[int]]  # human level (rows) x the judge's nearest level (columns)
+
+
+class HumanAgreement(Block):
+    """A judge's agreement with the human raters on one criterion (against_humans)."""
+
+    responses: int
+    ratings: int
+    unscored: int
+    level_of_measurement: Measurement
+    confidence: float
+    spearman: Num
+    spearman_ci: Interval | None
+    kappa: Num  # quadratic-weighted
+    kappa_ci: Interval | None
+    mae: Num
+    mae_ci: Interval | None
+    alpha_with_humans: Num
+    alpha_with_humans_ci: Interval | None
+    alpha_humans: Num  # the ceiling: the raters among themselves
+    alpha_humans_ci: Interval | None
+    confusion: Confusion
+
+
+class LabelsBlock(Block):
+    """stats.json's `labels`: per judge and labelled criterion, its agreement with the team's human labels."""
+
+    source: str
+    responses: int
+    raters: int
+    judges: dict[str, dict[str, HumanAgreement]]
+
+
 def against_humans(
     judge: np.ndarray,
     humans: np.ndarray,
@@ -153,8 +190,8 @@ def against_humans(
     *,
     resamples: int = 0,
     seed: int = 0,
-    confidence: float = 0.95,
-) -> dict[str, Any]:
+    confidence: float = LEVEL,
+) -> HumanAgreement:
     """A judge's agreement with human raters on labelled responses. `judge`: (items,) scores, NaN unscored;
     `humans`: (raters, items), NaN where a rater gave none. Every (response, rater) rating is a pair with the
     judge's score of that response: Spearman, quadratic-weighted kappa and MAE over the pairs; Krippendorff's alpha
@@ -196,7 +233,7 @@ def against_humans(
     confusion = np.zeros((len(levels), len(levels)), int)
     np.add.at(confusion, (human, nearest), 1)
     out["confusion"] = {"levels": [float(v) for v in levels], "counts": confusion.tolist()}
-    return out
+    return HumanAgreement.model_validate(out)
 
 
 def _rank_correlation(x: np.ndarray, y: np.ndarray) -> float:

@@ -6,39 +6,34 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
-from radar_local.common import json_number, to_json
+from radar_local.common import json_number
 from radar_local.errors import InputError
+from radar_local.stats.bias import Bias, BiasRow
 from radar_local.stats.coupling import LeakageDefinition
+from radar_local.stats.halo import Halo
+from radar_local.stats.jurors import JuryBlock
+from radar_local.stats.raters import LabelsBlock
+from radar_local.stats.stored import Block, Evidence, Interval, Matrix, Num
 
-SCHEMA_VERSION = 2  # 2: pair 'flags' is a list; gating causes; unscored counts and warnings
+# 2: pair 'flags' is a list; gating causes; unscored counts and warnings. 3: judge bias is `bias` (was `nuisance`).
+SCHEMA_VERSION = 3
+RENAMED = {2: {"nuisance": "bias"}}  # the keys an earlier schema named otherwise, read under today's names
 
-
-Num = float | None  # a stored number; null is undefined (NaN)
-Interval = tuple[float | None, float | None]
-Matrix = dict[str, dict[str, float | None]]
-Evidence = Literal["confirmed", "coupled", "possible"]  # stats/flags.EVIDENCE
 NUMBERS = ("leak_ab", "leak_ba", "sym", "asym", "human_r")  # a pair's numbers (null: NaN in the frame)
 
 
-class _Stored(BaseModel):
-    """stats.json as read back: names are text, numbers numbers (never a string or a bool), intervals
-    [low, high]; a file that is not is one line naming the key."""
-
-    model_config = ConfigDict(strict=True, allow_inf_nan=False, extra="forbid")
-
-
-class PairCI(_Stored):
+class PairCI(Block):
     sym: Interval
     asym: Interval
 
 
-class PairFile(_Stored):
+class PairFile(Block):
     a: str
     b: str
     leak_ab: Num
@@ -58,13 +53,13 @@ class PairFile(_Stored):
 # The fields an AuditResult holds as stats.json does.
 AS_STORED = (
     "generator verifier tasks tau bootstrap probes unscored warnings baselines agreement budget adaptive rubric "
-    "calibration double_count scales halo jury labels leakage_definition schema_version"
+    "calibration double_count bias scales halo jury labels leakage_definition schema_version"
 ).split()
 # A pair's columns in AuditResult.pairs: its stored fields, the interval pair split in two.
 PAIR_COLUMNS = [c for f in PairFile.model_fields for c in (("sym_ci", "asym_ci") if f == "ci" else (f,))]
 
 
-class GateFile(_Stored):
+class GateFile(Block):
     criterion: str
     self_effect: Num
     cause: str
@@ -72,41 +67,20 @@ class GateFile(_Stored):
     evidence: Evidence | None = None
 
 
-class FlagsFile(_Stored):
+class FlagsFile(Block):
     thresholds: dict[str, Any]
     unreliable: list[GateFile]
     gates: dict[str, Evidence] | None = None
 
 
-class GlobalFile(_Stored):
+class GlobalFile(Block):
     positive: Num
     tension: Num
     max_coupling: Num
     ci: dict[str, Interval] | None
 
 
-class NuisanceRow(_Stored):
-    attribute: str
-    criterion: str
-    pairs: int
-    sensitivity: Num
-    ci: Interval | None
-    ci_tasks: int | None = None
-    family_ci: Interval | None = None
-    evidence: Evidence | None = None
-    by_task: dict[str, Num]
-    bias_share: Num
-    flag: Literal["biased", "intended"] | None
-    steered: bool | None = None
-
-
-class NuisanceFile(_Stored):
-    threshold: float
-    rows: list[NuisanceRow]
-    manipulation: dict[str, dict[str, Any]] | None = None
-
-
-class FamilyFile(_Stored):
+class FamilyFile(Block):
     level: float
     method: str
     cells: int
@@ -119,7 +93,7 @@ class FamilyFile(_Stored):
     asym: dict[str, dict[str, Interval | None]]
 
 
-class StatsFile(_Stored):
+class StatsFile(Block):
     schema_version: int
     generator: str
     verifier: str
@@ -148,12 +122,12 @@ class StatsFile(_Stored):
     rubric: str | None = None
     calibration: dict[str, Any] | None = None
     double_count: dict[str, Any] | None = None
-    nuisance: NuisanceFile | None = None
+    bias: Bias | None = None
     family: FamilyFile | None = None
     scales: dict[str, Any] | None = None
-    halo: dict[str, Any] | None = None
-    jury: dict[str, Any] | None = None
-    labels: dict[str, Any] | None = None
+    halo: Halo | None = None
+    jury: JuryBlock | None = None
+    labels: LabelsBlock | None = None
     leakage_definition: LeakageDefinition = "ratio_of_means"
 
 
@@ -202,7 +176,7 @@ class AuditResult:
     calibration: dict[str, Any] | None = None
     double_count: dict[str, Any] | None = None  # the rubric's weighted aggregate: weights, share, by_source
     adaptive: dict[str, Any] | None = None  # an adaptive audit's waves and the decisions that settled
-    nuisance: dict[str, Any] | None = None  # judge bias: {threshold, rows} (stats/bias.py)
+    bias: Bias | None = None  # judge bias: each criterion's sensitivity to each nuisance attribute (stats/bias.py)
     # the simultaneous intervals that confirm flags: {level, method, cells, critical, self_effect {c: [lo, hi]},
     # leakage, sym, asym {a: {b: [lo, hi]}}} (stats/intervals.Family)
     family: dict[str, Any] | None = None
@@ -210,11 +184,11 @@ class AuditResult:
     # each criterion's scale and the footing the effects are on: {footing, criteria {c: '0-4'}}
     scales: dict[str, Any] | None = None
     # joint calls' added coupling over per-criterion calls on the same probes (stats/halo.py)
-    halo: dict[str, Any] | None = None
+    halo: Halo | None = None
     # a jury against its jurors, and their agreement (stats/jurors.py); aggregate, min_jurors, failed jurors
-    jury: dict[str, Any] | None = None
+    jury: JuryBlock | None = None
     # agreement with the team's human labels, per judge and criterion (stats/raters.against_humans)
-    labels: dict[str, Any] | None = None
+    labels: LabelsBlock | None = None
     # how a leakage is taken over tasks: the ratio of means, or the paper's eq. 5 (stats/coupling.py)
     leakage_definition: LeakageDefinition = "ratio_of_means"
     schema_version: int = SCHEMA_VERSION
@@ -268,23 +242,28 @@ class AuditResult:
         out["calibration"] = self.calibration
         if self.double_count is not None:
             out["double_count"] = self.double_count
-        if self.nuisance is not None:
-            out["nuisance"] = _stored(NuisanceFile, self.nuisance)
+        if self.bias is not None:
+            out["bias"] = self.bias.stored()
         for key in ("family", "scales", "halo", "jury", "labels"):
-            if getattr(self, key) is not None:
-                out[key] = getattr(self, key)
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value.stored() if isinstance(value, Block) else value
         return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any], where: object = "stats") -> AuditResult:
         version = data.get("schema_version") if isinstance(data, dict) else None
+        if version in RENAMED:  # an earlier schema's keys under today's names
+            renamed = RENAMED[version]
+            data = {renamed.get(k, k): v for k, v in data.items()} | {"schema_version": SCHEMA_VERSION}
+            version = SCHEMA_VERSION
         if version != SCHEMA_VERSION:
             newer = isinstance(version, int) and version > SCHEMA_VERSION
             fix = "upgrade radar_local" if newer else "re-run `radar audit` or `radar stats --json` to rewrite it"
             raise InputError(where, f"stats schema_version {version!r}, this radar_local reads {SCHEMA_VERSION}; {fix}")
         rewrite = "re-run `radar audit` or `radar stats --json` to rewrite it"
         try:
-            stored = StatsFile.model_validate_json(json.dumps(data))
+            stored = StatsFile.model_validate_json(json.dumps(data), strict=True)
         except (ValidationError, ValueError) as exc:  # ValueError: a number beyond JSON's (10**400)
             why = _first_error(exc) if isinstance(exc, ValidationError) else str(exc)
             raise InputError(where, f"is not a complete RADAR stats file ({why}); {rewrite}") from None
@@ -338,11 +317,15 @@ class AuditResult:
             thresholds=d.flags.thresholds,
             gate_evidence=None if d.flags.gates is None else {c: d.flags.gates[c] for c in crit},
             unreliable=[Gate(**g.model_dump()) for g in d.flags.unreliable],
-            nuisance=None if d.nuisance is None else d.nuisance.model_dump(mode="json"),
             family=None if d.family is None else d.family.model_dump(mode="json"),
         )
 
     # ---- views ------------------------------------------------------------------------------
+    @property
+    def bias_rows(self) -> list[BiasRow]:
+        """Judge bias, one row per (attribute, criterion); none where no nuisance attribute was measured."""
+        return self.bias.rows if self.bias is not None else []
+
     def pair(self, a: str, b: str) -> dict[str, Any]:
         """One pair's row, whichever order its criteria are named in."""
         rows = self.pairs[
@@ -370,11 +353,6 @@ def _pair(lo: object, hi: object) -> list[float | None]:
 def _first_error(exc: ValidationError) -> str:
     err = exc.errors()[0]
     return f"key '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}"
-
-
-def _stored(model: type[BaseModel], section: dict[str, Any]) -> dict[str, Any]:
-    """A section as stats.json holds it: checked and normalized by its model (tuples as lists)."""
-    return model.model_validate_json(json.dumps(to_json(section))).model_dump(mode="json")
 
 
 def _series(s: pd.Series) -> dict[str, Any]:
