@@ -10,10 +10,11 @@ from pathlib import Path
 from radar_local.adaptive import adaptive_record, awaited, first_sizes, grow, merged_stages, wave_record, waves_record
 from radar_local.audited import assemble, audited_set
 from radar_local.common import parse_model
-from radar_local.config import AuditConfig, Jury, ModelSpec, load_config, resolve
+from radar_local.config import AuditConfig, Jury, ModelSpec, load_config
 from radar_local.errors import InputError, RadarError
 from radar_local.pool import EnginePool, pool_for
 from radar_local.progress import say
+from radar_local.resolved import resolve
 from radar_local.run import Run
 from radar_local.rundir import WAVES, RunDir
 from radar_local.scorers import score_cells_on_cluster

@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 from radar_local.engines.registry import build_engine
-from radar_local.engines.vllm import CPU_BLOCK_SIZE, VLLM_LINE, VLLMEngine, installed_vllm
+from radar_local.engines.vllm import CPU_BLOCK_SIZE, VLLMEngine
+from radar_local.engines.vllm_build import VLLM_LINE, installed_vllm
 from radar_local.errors import InputError, ModelNotFoundError, RadarError
 from radar_local.hardware import (
     checkpoint_config,

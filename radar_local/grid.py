@@ -14,11 +14,12 @@ import numpy as np
 
 from radar_local.auditing import conclude
 from radar_local.common import slug, to_json
-from radar_local.config import GridConfig, judge_conflict, resolve, with_absolute_paths, with_template
+from radar_local.config import GridConfig, with_absolute_paths
 from radar_local.errors import InputError
 from radar_local.pool import EnginePool
 from radar_local.report.build import write_report
 from radar_local.report.grid_pages import grid_html, grid_markdown
+from radar_local.resolved import judge_conflict, resolve, with_template
 from radar_local.run import Run
 from radar_local.scorers import score_cells, score_cells_on_cluster
 from radar_local.stats.result import AuditResult

@@ -22,7 +22,7 @@ from radar_local.calls import (
     verdict_records,
 )
 from radar_local.common import slug
-from radar_local.config import AuditConfig, Jury, ModelSpec, Resolved, load_config
+from radar_local.config import AuditConfig, Jury, ModelSpec, load_config
 from radar_local.errors import InputError, RadarError
 from radar_local.inputs import MAX_BYTES, load_yaml, read_json, read_model, yaml_text
 from radar_local.meter import StageMeter, library_versions, reproducibility
@@ -32,6 +32,7 @@ from radar_local.pool import EnginePool
 from radar_local.progress import say, stage_progress
 from radar_local.prompts import PROMPT_VERSION
 from radar_local.records import Injection, ModelRef, ProbeRecord, RunInfo, Stage
+from radar_local.resolved import Resolved
 from radar_local.rundir import (
     CONFIG,
     INPUTS,
@@ -55,7 +56,7 @@ class Run(RunDir):
 
     @classmethod
     def create(cls, resolved: Resolved, out: str | Path) -> Run:
-        """A run directory for a resolved config (config.resolve: every input read and checked before the
+        """A run directory for a resolved config (resolved.resolve: every input read and checked before the
         directory exists), its snapshot written."""
         config, source = resolved.config, resolved.source
         snapshot = InputsSnapshot.of(resolved)

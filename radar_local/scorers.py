@@ -9,9 +9,10 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Protocol
 
-from radar_local.cluster import POLL_S, ClusterSpec, Stopped, connect, ray_module, replica_unit
+from radar_local.cluster import Stopped
 from radar_local.config import ModelSpec
 from radar_local.errors import RadarError
+from radar_local.placement import POLL_S, ClusterSpec, connect, ray_module, replica_unit
 from radar_local.pool import EnginePool
 
 

@@ -14,9 +14,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from radar_local.cluster import ClusterSpec
-from radar_local.config import load_config, resolve
+from radar_local.config import load_config
+from radar_local.placement import ClusterSpec
 from radar_local.pool import EnginePool
+from radar_local.resolved import resolve
 from radar_local.run import Run
 
 REPO = Path(__file__).resolve().parents[1]

@@ -28,9 +28,10 @@ import time
 from pathlib import Path
 
 from radar_local.calls import admitted_per_step, prefix_order
-from radar_local.config import load_config, resolve, with_absolute_paths
+from radar_local.config import load_config, with_absolute_paths
 from radar_local.hardware import cpu_info
 from radar_local.pool import EnginePool
+from radar_local.resolved import resolve
 from radar_local.run import Run
 
 REPO = Path(__file__).resolve().parents[1]

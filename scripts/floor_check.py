@@ -14,8 +14,9 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from radar_local.config import load_config, resolve, with_absolute_paths
+from radar_local.config import load_config, with_absolute_paths
 from radar_local.pool import EnginePool
+from radar_local.resolved import resolve
 from radar_local.run import Run
 
 REPO = Path(__file__).resolve().parents[1]

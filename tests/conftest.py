@@ -15,7 +15,7 @@ settings.load_profile("full")
 def pytest_collection_modifyitems(config, items):
     """`cpu_build` tests assert facts of vLLM's CPU build (its block size, its refusal of batch-invariant
     mode): where the CUDA build is installed they do not hold, and are skipped rather than failed."""
-    from radar_local.engines.vllm import installed_vllm
+    from radar_local.engines.vllm_build import installed_vllm
 
     found = installed_vllm()
     if found is None or found[0] != "vllm":

@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 
 from radar_local.auditing import conclude
-from radar_local.config import AuditConfig, resolve
+from radar_local.config import AuditConfig
 from radar_local.plan import Plan
 from radar_local.records import ProbeRecord, VerdictRecord
+from radar_local.resolved import resolve
 from radar_local.rubric import load_benchmark
 from radar_local.run import Run
 from radar_local.synthetic import HELPSTEER2_PLANTED

@@ -156,8 +156,8 @@ def test_waves_are_in_the_report(fixed_and_adaptive, tmp_path):
 
 
 def test_radar_generate_on_an_adaptive_config_generates_the_first_wave(tmp_path):
-    from radar_local.config import resolve
     from radar_local.pool import EnginePool
+    from radar_local.resolved import resolve
     from radar_local.run import Run
 
     run = Run.create(

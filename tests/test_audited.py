@@ -7,10 +7,11 @@ from pathlib import Path
 
 from radar_local.audited import audited_set
 from radar_local.auditing import audit, run_audit
-from radar_local.config import AuditConfig, resolve
+from radar_local.config import AuditConfig
 from radar_local.records import ProbeRecord, VerdictRecord
 from radar_local.report.build import write_report
 from radar_local.report.examples import nuisance_examples, pair_examples
+from radar_local.resolved import resolve
 from radar_local.run import Run
 from radar_local.rundir import load_run
 from tests.conftest import planted_config

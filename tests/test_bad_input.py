@@ -193,8 +193,9 @@ def test_out_that_is_a_file(tmp_path):
 
 
 def test_verifier_labels_that_share_a_file_name(tmp_path):
-    from radar_local.config import AuditConfig, ModelSpec, resolve
+    from radar_local.config import AuditConfig, ModelSpec
     from radar_local.errors import InputError
+    from radar_local.resolved import resolve
     from radar_local.run import Run
 
     run = Run.create(resolve(AuditConfig.model_validate(planted_config()), tmp_path), tmp_path / "run")

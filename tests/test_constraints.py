@@ -86,7 +86,8 @@ def test_xgrammar_masks_a_decimal_enum_off_as_written():
 
 
 def test_a_decimal_scale_with_a_json_schema_constraint_is_refused_when_the_config_is_read(tmp_path):
-    from radar_local.config import load_config, resolve
+    from radar_local.config import load_config
+    from radar_local.resolved import resolve
 
     rubric = tmp_path / "rubric.yaml"
     rubric.write_text(

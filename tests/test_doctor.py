@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from radar_local.cli.main import cli
-from radar_local.engines.vllm import VLLM_LINE
+from radar_local.engines.vllm_build import VLLM_LINE
 from radar_local.errors import RadarError
 from tests.conftest import radar_cli
 
@@ -79,9 +79,10 @@ def test_registry_models_are_found_along_a_models_path(tmp_path, monkeypatch):
 
 def test_a_vllm_outside_the_line_fails_at_start(monkeypatch):
     import radar_local.engines.vllm as vllm_engine
+    import radar_local.engines.vllm_build as vllm_build
     from radar_local.engines.registry import build_engine
 
-    monkeypatch.setattr(vllm_engine, "installed_vllm", lambda: ("vllm", "0.11.0"))
+    monkeypatch.setattr(vllm_build, "installed_vllm", lambda: ("vllm", "0.11.0"))
     monkeypatch.setattr(vllm_engine.VLLMEngine, "__init__", lambda *a, **k: pytest.fail("a model started loading"))
     with pytest.raises(RadarError, match=r"vllm 0\.11\.0 is installed; radar_local supports vLLM 0\.32\.x") as err:
         build_engine("vllm", "smollm2-135m", {})

@@ -78,7 +78,8 @@ def test_expected_format_is_one_score_token():
 
 
 def test_the_mode_changes_the_prompt_and_the_keys(tmp_path):
-    from radar_local.config import AuditConfig, resolve
+    from radar_local.config import AuditConfig
+    from radar_local.resolved import resolve
 
     probe = [probe_record("p:0", "refund", "We will refund you.")]
     keys, users = {}, {}

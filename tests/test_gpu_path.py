@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from radar_local.cluster import ClusterSpec, node_problem, replica_unit
-from radar_local.engines.vllm import VLLMEngine, gpu_manifest, llm_arguments, vllm_env_kept
+from radar_local.engines.vllm import VLLMEngine, llm_arguments
+from radar_local.engines.vllm_build import gpu_manifest, vllm_env_kept
 from radar_local.errors import RadarError
 from radar_local.hardware import gpu_dtype
+from radar_local.placement import ClusterSpec, node_problem, replica_unit
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -124,7 +125,7 @@ def test_the_manifest_names_the_gpus_the_engine_runs_on():
 def test_outlines_is_capped_to_the_releases_on_vllms_outlines_core():
     """vLLM 0.32 pins outlines_core; the hf extra's outlines range must stay on releases built on that
     pin, or `pip check` fails in the CUDA image. Checked against the installed packages' metadata."""
-    from radar_local.engines.vllm import installed_vllm
+    from radar_local.engines.vllm_build import installed_vllm
 
     found = installed_vllm()
     if found is None:

@@ -360,7 +360,7 @@ def test_several_raters_without_a_rater_column_and_scores_by_level_name(tmp_path
             ]
         )
     )
-    from radar_local.config import resolve
+    from radar_local.resolved import resolve
 
     cfg = AuditConfig.model_validate(planted_config(rubric=str(rubric), tasks=TASKS, labels=str(labels)))
     found = resolve(cfg, tmp_path).labels
@@ -371,7 +371,7 @@ def test_several_raters_without_a_rater_column_and_scores_by_level_name(tmp_path
 def test_a_parquet_labels_file_reads_as_its_csv(tmp_path):
     import pandas as pd
 
-    from radar_local.config import resolve
+    from radar_local.resolved import resolve
 
     csv = labels_file(tmp_path, KNOWN)
     parquet = tmp_path / "labels.parquet"

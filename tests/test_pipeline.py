@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from radar_local.auditing import run_audit
-from radar_local.config import AuditConfig, resolve
+from radar_local.config import AuditConfig
 from radar_local.pool import EnginePool
+from radar_local.resolved import resolve
 from radar_local.run import Run
 from radar_local.rundir import load_run
 from tests.conftest import small_vllm

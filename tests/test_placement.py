@@ -7,10 +7,11 @@ import time
 
 import pytest
 
-from radar_local.cluster import Stopped, forwarded_env, wait_for_gpu_memory
+from radar_local.cluster import Stopped
 from radar_local.engines.registry import parse_options
-from radar_local.engines.vllm import cpu_bind_list
+from radar_local.engines.vllm_build import cpu_bind_list
 from radar_local.errors import RadarError
+from radar_local.placement import forwarded_env, wait_for_gpu_memory
 from radar_local.scorers import Room, replica_counts
 from tests.test_bad_input import _config, invoke, one_line_exit_2
 
@@ -151,7 +152,7 @@ def test_a_stage_is_cut_into_equal_pieces_the_same_count_per_replica():
 
 
 def test_gpus_are_described_from_nvidia_smi_and_batch_invariance_needs_sm80():
-    from radar_local.engines.vllm import gpu_manifest
+    from radar_local.engines.vllm_build import gpu_manifest
     from radar_local.hardware import batch_invariance_problem, gpu_inventory
 
     run, calls = nvidia_smi("NVIDIA H200, 570.86, 9.0, 140000, 143771\nNVIDIA H200, 570.86, 9.0, 141000, 143771")

@@ -14,9 +14,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from radar_local.config import AuditConfig, resolve
+from radar_local.config import AuditConfig
 from radar_local.errors import InputError
 from radar_local.pool import EnginePool
+from radar_local.resolved import resolve
 from radar_local.run import Run
 from radar_local.rundir import PROBES, SCORES, open_store
 from radar_local.store import unlock_run_dir

@@ -252,8 +252,9 @@ def test_items16_17_a_template_that_would_hang_or_crash_is_one_line(name, monkey
     [("((?:[0-4]+)+)!", "repeats a repeated part"), ("(?P<x>[0-4])", "plain capturing group"), ("(a*)*b", "repeats")],
 )
 def test_items16_17_a_grade_pattern_that_backtracks_or_names_its_group_is_refused(tmp_path, pattern, needle):
-    from radar_local.config import load_config, resolve
+    from radar_local.config import load_config
     from radar_local.errors import RadarError
+    from radar_local.resolved import resolve
 
     config = tmp_path / "c.yaml"
     judge = {"template": "{{ response }} {{ criterion.label }}", "answer": {"kind": "grade", "pattern": pattern}}
@@ -264,8 +265,9 @@ def test_items16_17_a_grade_pattern_that_backtracks_or_names_its_group_is_refuse
 
 
 def test_item16_a_template_file_is_capped_like_every_input(tmp_path):
-    from radar_local.config import load_config, resolve
+    from radar_local.config import load_config
     from radar_local.errors import RadarError
+    from radar_local.resolved import resolve
 
     big = tmp_path / "judge.txt"
     with big.open("wb") as fh:
@@ -449,8 +451,9 @@ def test_item6_expected_mode_on_levels_the_tokenizer_splits_is_refused_before_an
 ):
     """SmolLM2's tokenizer splits "10" into "1" "0": a 1-10 scale in expected mode is one line when the config is
     read, before any model loads or probe is generated (it was refused only at the scoring stage)."""
-    from radar_local.config import load_config, resolve
+    from radar_local.config import load_config
     from radar_local.errors import RadarError
+    from radar_local.resolved import resolve
 
     rubric = tmp_path / "rubric.yaml"
     rubric.write_text(

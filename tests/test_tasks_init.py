@@ -9,7 +9,8 @@ import yaml
 from click.testing import CliRunner
 
 from radar_local.cli.main import cli
-from radar_local.config import AuditConfig, load_config, resolve
+from radar_local.config import AuditConfig, load_config
+from radar_local.resolved import resolve
 from tests.conftest import planted_config
 
 ROWS = [

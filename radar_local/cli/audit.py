@@ -19,8 +19,9 @@ def run_options(fn):
 
 
 def _create(config_path: Path, out: Path | None, ray_address: str | None):
-    from radar_local.config import load_config, resolve
+    from radar_local.config import load_config
     from radar_local.errors import InputError
+    from radar_local.resolved import resolve
     from radar_local.run import Run
 
     config = load_config(config_path)
@@ -84,7 +85,8 @@ def audit(
 def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: Path | None) -> list[str]:
     """The power of the config's design (stats/power.py), from its rubric and tasks, and from the spreads and
     self-effects its run directory observed where it holds an audit (a pilot); the options override them."""
-    from radar_local.config import load_config, resolve
+    from radar_local.config import load_config
+    from radar_local.resolved import resolve
     from radar_local.stats.bootstrap import LEVEL
     from radar_local.stats.power import PLAN_SELF_EFFECT, minimum_confirmed, plan_lines
 

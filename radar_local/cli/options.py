@@ -88,7 +88,7 @@ def ray_option(fn):
 
 def with_ray(cluster, address: str | None):
     """The config's cluster settings with --ray's address, or as they were."""
-    from radar_local.cluster import ClusterSpec
+    from radar_local.placement import ClusterSpec
 
     if address is None:
         return cluster

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from radar_local.auditing import adopt, audit, config_from
 from radar_local.calls import ENGINE_FAILED
-from radar_local.config import AuditConfig, ModelSpec, resolve, rubric_conflict
+from radar_local.config import AuditConfig, ModelSpec
 from radar_local.errors import InputError
 from radar_local.inputs import yaml_text
 from radar_local.plan import cell_seed
@@ -26,6 +26,7 @@ from radar_local.repair.edits import Edit, EditFormat, apply_edit, editor_messag
 from radar_local.repair.findings import Finding, diagnose
 from radar_local.repair.pages import write_repair_report
 from radar_local.repair.selection import Candidate, Repair, candidate_config, judge, objectives, pareto, summarize
+from radar_local.resolved import resolve, rubric_conflict
 from radar_local.rubric import Rubric
 from radar_local.run import Run
 from radar_local.rundir import RunDir

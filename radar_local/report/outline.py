@@ -10,31 +10,34 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from radar_local.nuisance import WAYS
-from radar_local.report.text import (
-    ADAPTIVE_HEAD,
-    HALO_HEAD,
+from radar_local.report.panel import (
     JUROR_AGREEMENT_HEAD,
     JURY_HEAD,
     LABELS_HEAD,
-    NUISANCE_HEAD,
-    PAIR_HEAD,
-    SELF_EFFECT_HEAD,
-    adaptive_line,
-    adaptive_rows,
-    agreement_line,
     confusion_rows,
-    cost_rows,
-    double_count_line,
-    global_line,
-    halo_line,
-    halo_rows,
-    injection_line,
     juror_agreement_line,
     juror_agreement_rows,
     jury_line,
     jury_rows,
     labels_line,
     labels_rows,
+    side_by_side_rows,
+)
+from radar_local.report.text import (
+    ADAPTIVE_HEAD,
+    HALO_HEAD,
+    NUISANCE_HEAD,
+    PAIR_HEAD,
+    SELF_EFFECT_HEAD,
+    adaptive_line,
+    adaptive_rows,
+    agreement_line,
+    cost_rows,
+    double_count_line,
+    global_line,
+    halo_line,
+    halo_rows,
+    injection_line,
     leakage_definition,
     leakage_rows,
     nuisance_line,
@@ -43,7 +46,6 @@ from radar_local.report.text import (
     pair_rows,
     scores_line,
     self_effect_rows,
-    side_by_side_rows,
     verdict,
 )
 

@@ -1,0 +1,162 @@
+"""A config resolved once: its paths absolute, its judge's template read in, its rubric, tasks, human reference and
+labels read and checked against it, and the checks of a judge against the rubric it scores (one line each)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from radar_local.answer import Answer, GradeShape
+from radar_local.engines.registry import score_token_problem
+from radar_local.errors import InputError
+from radar_local.inputs import read_text, regular_file
+from radar_local.judge import render, template_problem
+from radar_local.labels import load_labels
+from radar_local.rubric import Rubric, Task, load_rubric, load_tasks, resolve_reference
+from radar_local.tasks import TaskSource, is_task_table, load_task_table
+
+if TYPE_CHECKING:
+    from radar_local.labels import LabelSet
+
+from radar_local.config import AuditConfig, AuditSettings, Jury, ModelSpec, with_absolute_paths
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A config resolved once: its file references absolute (taken from the folder of its file), its
+    rubric, tasks and human reference read and checked against it, and what names it in errors. A run is
+    created from one (run.Run.create) and keeps these inputs as data (inputs.json)."""
+
+    config: AuditConfig
+    rubric: Rubric
+    tasks: tuple[Task, ...]
+    reference: dict | None
+    source: object = "config"
+    labels: LabelSet | None = None
+
+
+def resolve(config: AuditConfig, base: Path, source: object = "config") -> Resolved:
+    """`config` with relative paths taken from `base`, its judge's template file read into the config (a
+    run keeps the text it was audited with), and its inputs read and checked."""
+    config = with_absolute_paths(config, base)
+    verifier = config.verifier
+    if isinstance(verifier, Jury):
+        verifier = verifier.model_copy(update={"jurors": [with_template(j, base) for j in verifier.jurors]})
+    else:
+        verifier = with_template(verifier, base)
+    config = config.model_copy(update={"verifier": verifier})
+    rubric, tasks, reference = resolve_inputs(config)
+    judges = list(verifier.jurors) if isinstance(verifier, Jury) else [verifier]
+    problem = rubric_conflict(config, rubric) or next(
+        (p for spec in judges if (p := judge_conflict(config, spec, rubric, tasks)) is not None), None
+    )
+    if problem is not None:
+        raise InputError(source, problem)
+    labels = None
+    if config.labels is not None:
+        labels = load_labels(Path(config.labels), rubric, tasks)
+    return Resolved(config, rubric, tasks, reference, source, labels)
+
+
+def with_template(spec: ModelSpec, base: Path) -> ModelSpec:
+    """A verifier whose judge names a template file, with the file's text as its template."""
+    judge = spec.judge
+    if judge is None or judge.template_file is None:
+        return spec
+    path = Path(judge.template_file)
+    path = path if path.is_absolute() else base / path
+    regular_file(path, "judge template")
+    text = read_text(path)  # capped in size, a FIFO or device refused, UTF-8 checked
+    if not text.strip():
+        raise InputError(path, "the judge template is empty; write the prompt the judge is given")
+    return spec.model_copy(update={"judge": judge.model_copy(update={"template": text, "template_file": None})})
+
+
+def judge_conflict(config: AuditSettings, spec: ModelSpec, rubric: Rubric, tasks: Sequence[Task]) -> str | None:
+    """What keeps `spec`'s judge from auditing `rubric` under `config`, in one line; else None. Its templates
+    are rendered once on the first task, so a construct the sandbox refuses is found before any model loads
+    (with no task there is nothing to render, and nothing will be)."""
+    judge = spec.judge
+    if config.scoring.expected:
+        levels = list({s.tokens for s in rubric.scales.values()})
+        if (problem := score_token_problem(spec.engine, spec.model, levels)) is not None:
+            return f"verifier '{spec.label}': {problem}"
+    if judge is None:
+        return schema_problem(config, spec, rubric)
+    where = f"verifier '{spec.label}' judge: "
+    if judge.template is None and "answer" in judge.model_fields_set:
+        return (
+            where
+            + "radar's own prompts ask for the paper's JSON answer (`scoring` bounds it); other shapes need a template"
+        )
+    if config.scoring.expected and (judge.answer.kind != "bare" or "joint" in judge.modes):
+        return where + "scoring mode 'expected' reads one bare score token per call: use answer kind bare"
+    if isinstance(judge.answer, GradeShape):
+        if "joint" in judge.modes:
+            return where + "a grade pattern answers one criterion; a joint call needs answer kind json or bare"
+        for scale in {s.name: s for s in rubric.scales.values()}.values():
+            if (problem := judge.answer.check(scale)) is not None:
+                return where + problem
+    if (problem := schema_problem(config, spec, rubric)) is not None:
+        return problem
+    if judge.template is None:
+        return None
+    if (problem := template_problem(judge)) is not None:
+        return where + problem
+    shown = [(c, rubric.scale_of(c.id)) for c in rubric.criteria]
+    try:
+        for mode, task in itertools.product(judge.modes, tasks[:1]):
+            render(judge, task, "A response.", shown if mode == "joint" else shown[:1])
+    except InputError as exc:
+        return where + str(exc).removeprefix("judge template: ")
+    return None
+
+
+def schema_problem(config: AuditSettings, spec: ModelSpec, rubric: Rubric) -> str | None:
+    """Where `spec` sends JSON schemas (an openai engine's `constraint: json_schema`): why some answer it asks
+    for has no schema that holds it as the prompt asks for it, in one line; else None."""
+    if getattr(spec.parsed, "constraint", None) != "json_schema":
+        return None
+    judge = spec.judge
+    shape = judge.answer if judge is not None and judge.template else config.scoring.shape
+    modes = judge.modes if judge is not None else ["per-criterion"]
+    for mode, scale in itertools.product(modes, {s.name: s for s in rubric.scales.values()}.values()):
+        joint, expected = mode == "joint", config.scoring.expected and mode != "joint"
+        try:
+            Answer(shape, (("score", scale),), joint=joint, expected=expected).json_schema()
+        except ValueError as exc:
+            return f"verifier '{spec.label}': {exc}; set the openai engine's option `constraint: regex` (or auto)"
+    return None
+
+
+def resolve_inputs(config: AuditSettings) -> tuple[Rubric, tuple[Task, ...], dict | None]:
+    """Rubric, tasks and human reference of a config whose paths are absolute (`resolve`)."""
+    rubric = load_rubric(config.rubric)
+    source = config.tasks
+    if isinstance(source, str) and is_task_table(Path(source)):
+        source = TaskSource(path=source)
+    if isinstance(source, TaskSource):
+        tasks = load_task_table(source, config.seed)
+    else:
+        tasks = tuple(source) if isinstance(source, list) else load_tasks(source or config.rubric)
+    return rubric, tasks, resolve_reference(rubric, config.rubric, config.human)
+
+
+def rubric_conflict(config: AuditSettings, rubric: Rubric) -> str | None:
+    """What keeps `rubric` from being audited under `config`, in one line: a nuisance attribute sharing a
+    criterion's id, an intended pair naming what is neither criterion nor attribute; else None."""
+    attributes = [s.id for s in config.nuisance_specs]
+    clash = next((a for a in attributes if a in rubric.ids), None)
+    if clash is not None:
+        return f"nuisance attribute '{clash}' is also a criterion of the rubric; give it another id"
+    for a, b in getattr(config, "intended", []):
+        unknown = [c for c in (a, b) if c not in rubric.ids + attributes]
+        if unknown or (a in attributes and b in attributes):
+            what = f"unknown criterion '{unknown[0]}'" if unknown else "two nuisance attributes"
+            return f"intended pair [{a}, {b}]: {what}; the rubric has {', '.join(rubric.ids)}" + (
+                f" and the attributes {', '.join(attributes)}" if attributes else ""
+            )
+    return None
