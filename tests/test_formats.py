@@ -374,9 +374,9 @@ def test_g_eval_lists_its_criteria_scores_0_10_and_reads_tests_from_a_file(tmp_p
     assert carried(formats.read("promptfoo", out).rubric) == carried(new)
 
 
-def test_the_readme_diff_is_what_export_writes(tmp_path):
-    """README's "Bring your rubric": the planted judge couples clarity and accuracy, repair merges them, and
-    the export's diff against the team's file is the README's, line for line."""
+def test_the_formats_page_diff_is_what_export_writes(tmp_path):
+    """docs/formats.md's worked example: the planted judge couples clarity and accuracy, repair merges them, and
+    the export's diff against the team's file is the page's, line for line."""
     import difflib
 
     out = tmp_path / "support"
@@ -400,8 +400,8 @@ def test_the_readme_diff_is_what_export_writes(tmp_path):
     result = run("export", "promptfoo", SAMPLES["promptfoo"], rep.out / "rubric.repaired.yaml", "--out", exported)
     assert result.exit_code == 0, result.output
     diff = list(difflib.unified_diff(SAMPLES["promptfoo"].read_text().splitlines(), exported.read_text().splitlines()))
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    block = readme.split("```diff\n", 1)[1].split("```", 1)[0].splitlines()
+    page = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text()
+    block = page.split("```diff\n", 1)[1].split("```", 1)[0].splitlines()
     changed = [line for line in diff if line[:1] in "+-" and not line.startswith(("+++", "---"))]
     assert changed == [line for line in block if line[:1] in "+-"]
 

@@ -493,15 +493,15 @@ def test_a_grid_ranks_its_judges_on_coupling_and_on_agreement_with_the_labels(tm
     assert "Judges ranked on coupling and agreement" in (tmp_path / "g" / "grid.md").read_text()
 
 
-@pytest.mark.thorough  # the README's numbers: test-fast checks the same machinery on the planted jury above
-def test_the_readme_jury_example_from_its_config(tmp_path):
-    """README's "Choose among judges" rows are what configs/jury-example.yaml writes."""
+@pytest.mark.thorough  # the docs' numbers: test-fast checks the same machinery on the planted jury above
+def test_the_juries_page_example_from_its_config(tmp_path):
+    """docs/juries.md's worked example: its rows are what configs/jury-example.yaml writes."""
     from radar_local.report.build import write_report
 
     repo = Path(__file__).resolve().parents[1]
     result = run_audit(repo / "configs" / "jury-example.yaml", tmp_path / "run")
     report = (write_report(load_run(tmp_path / "run"), result=result) / "report.md").read_text()
-    section = (repo / "README.md").read_text().split("## Choose among judges")[1].split("\n## ")[0]
+    section = (repo / "docs" / "juries.md").read_text().split("## Worked example")[1].split("\n## ")[0]
     rows = [line for line in section.splitlines() if line.startswith("| ")]
     assert len(rows) == 1 + 3 + 1 + 4 and all(row in report for row in rows), [r for r in rows if r not in report]
     assert f"{result.jury.agreement.effective_jurors.effective:.2f}" in section
