@@ -21,15 +21,15 @@ from radar_local.scale import LIKERT, Scale, range_scale
 from radar_local.score_table import cells, check_criteria, read_scores, validate_scores
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.bias import BIAS, Bias, nuisance_pairs, nuisance_table
-from radar_local.stats.bootstrap import LEVEL, RESAMPLES
+from radar_local.stats.bootstrap import RESAMPLES
 from radar_local.stats.coupling import TAU, LeakageDefinition, double_counted_share
-from radar_local.stats.flags import Thresholds
 from radar_local.stats.halo import halo
 from radar_local.stats.intervals import CHUNK as INTERVAL_CHUNK
 from radar_local.stats.jurors import JuryBlock, against_jurors, among_jurors
 from radar_local.stats.probes import ProbeMatrix, probe_matrix
 from radar_local.stats.raters import Measurement
 from radar_local.stats.result import AuditResult
+from radar_local.stats.settings import StatsSettings
 
 FOOTING = "each criterion's 0-1 range: a difference of mean scores over its scale's span (highest minus lowest level)"
 
@@ -59,18 +59,13 @@ def _names(cs: list[tuple[str, str]]) -> str:
 def stats_for_table(
     df: pd.DataFrame,
     path: object,
+    settings: StatsSettings = StatsSettings(),
     *,
     rubric: Rubric | None = None,
     reference: HumanPairs | None = None,
-    tau: float = TAU,
-    resamples: int = RESAMPLES,
-    seed: int = 0,
     generator: str | None = None,
     verifier: str | None = None,
-    thresholds: Thresholds = Thresholds(),
-    level: float = LEVEL,
     budget: bool = True,
-    bias_threshold: float = BIAS,
     intended: set[frozenset[str]] | None = None,
     manipulation: dict[str, Any] | None = None,
     scale: Scale = LIKERT,
@@ -78,9 +73,9 @@ def stats_for_table(
     jurors: Sequence[str] = (),
     measurements: dict[str, Measurement] | None = None,
     juror_errors: dict[str, np.ndarray] | None = None,
-    leakage: LeakageDefinition = "ratio_of_means",
 ) -> AuditResult:
-    """`leakage`: how a leakage is taken over tasks (stats/coupling.py). `halo_against`: the same judge's
+    """`settings`: tau, resamples, seed, level, the flags' thresholds and the leakage's definition, one object
+    (stats/settings.py). `halo_against`: the same judge's
     per-criterion verifier label, where this one is its joint calls on
     the same probes (stats/halo.py). `manipulation`: the nuisance attributes' manipulation check
     (radar_local.nuisance), where the rewrites' texts were at hand; an attribute it found not steered gets
@@ -102,6 +97,7 @@ def stats_for_table(
         )
     scales = rubric.scales if rubric else dict.fromkeys(criteria, scale)
     pm = probe_matrix(df, criteria, gen, ver, [scales[c].span for c in criteria])
+    tau, resamples, seed, level = settings.tau, settings.resamples, settings.seed, settings.level
     large = len(df) >= LARGE_TABLE  # worth telling what the statistics work through, and for how long
     if large:
         say(
@@ -115,11 +111,11 @@ def stats_for_table(
             tau=tau,
             resamples=resamples,
             seed=seed,
-            thresholds=thresholds,
+            thresholds=settings.thresholds,
             level=level,
             budget=budget,
             advance=advance,
-            definition=leakage,
+            definition=settings.leakage,
         )
     spans = [scales[c].span for c in criteria]
     blocks: dict[str, Any] = {
@@ -134,7 +130,7 @@ def stats_for_table(
             criteria,
             [float(core.self_effect[c]) for c in criteria],
             [bool(core.reliable[c]) for c in criteria],
-            threshold=bias_threshold,
+            threshold=settings.bias_threshold,
             intended=intended,
             resamples=resamples,
             level=level,
@@ -142,7 +138,7 @@ def stats_for_table(
             steered=steered,
             spans=spans,
         )
-        blocks["bias"] = Bias(threshold=bias_threshold, rows=rows, manipulation=to_json(manipulation))
+        blocks["bias"] = Bias(threshold=settings.bias_threshold, rows=rows, manipulation=to_json(manipulation))
     if rubric is not None:
         blocks["double_count"] = double_count(core, rubric)
     if halo_against is not None:
@@ -272,14 +268,10 @@ def analyze(
     return stats_for_table(
         df,
         where,
+        StatsSettings(tau=tau, resamples=bootstrap, seed=seed, bias_threshold=bias_threshold, leakage=leakage),
         rubric=rubric_obj,
         reference=resolve_reference(rubric_obj, rubric_arg, str(human) if human else None),
-        tau=tau,
-        resamples=bootstrap,
-        seed=seed,
         generator=generator,
         verifier=verifier,
-        bias_threshold=bias_threshold,
         scale=scale,
-        leakage=leakage,
     )

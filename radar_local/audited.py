@@ -109,19 +109,14 @@ def assemble(
     result = stats_for_table(
         table,
         run.table_path,
+        replace(config.stats_settings, level=level),
         rubric=run.rubric,
         reference=run.reference,
-        tau=config.tau,
-        leakage=config.leakage,
-        resamples=config.bootstrap,
-        seed=config.seed,
         generator=config.generator.label,
         verifier=verifier.label,
-        bias_threshold=config.bias_threshold,
         intended={frozenset(p) for p in config.intended},
         manipulation=records.manipulation,
         halo_against=halo_against,
-        level=level,
         budget=not interim,
         **options,
     )
@@ -146,6 +141,6 @@ def assemble(
             run.rubric.scales,
             resamples=config.bootstrap,
             seed=config.seed,
-            confidence=LEVEL,
+            confidence=config.stats_settings.level,
         )
     return replace(result, **extra), table

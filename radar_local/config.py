@@ -19,7 +19,8 @@ from radar_local.rubric import BUNDLED, Task, unique_ids
 from radar_local.scoring import ScoreFormat
 from radar_local.stats.bias import BIAS
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES
-from radar_local.stats.coupling import LeakageDefinition
+from radar_local.stats.coupling import TAU, LeakageDefinition
+from radar_local.stats.settings import StatsSettings
 from radar_local.tasks import TaskSource
 
 if TYPE_CHECKING:
@@ -244,7 +245,7 @@ class AuditSettings(Strict):
     exclude_flagged_probes: bool = Field(
         False, description="Leave probes whose text addresses the judge or asks for a score out of the statistics"
     )
-    tau: float = Field(0.4, ge=0, le=1)
+    tau: float = Field(TAU, ge=0, le=1)
     leakage: LeakageDefinition = Field(
         "ratio_of_means",
         description="A leakage over tasks: ratio_of_means (mean shift over mean self-effect) or paper (eq. 5, the "
@@ -255,6 +256,17 @@ class AuditSettings(Strict):
     cluster: ClusterSpec | None = Field(
         None, description="Run the models as replicas on a Ray cluster; `--ray` sets it"
     )
+
+    @property
+    def stats_settings(self) -> StatsSettings:
+        """The statistics' settings this config names, one object (stats/settings.py)."""
+        return StatsSettings(
+            tau=self.tau,
+            resamples=self.bootstrap,
+            seed=self.seed,
+            bias_threshold=self.bias_threshold,
+            leakage=self.leakage,
+        )
 
     @property
     def nuisance_specs(self) -> list[NuisanceSpec]:

@@ -14,7 +14,6 @@ from radar_local.engines.registry import score_token_problem
 from radar_local.errors import InputError
 from radar_local.inputs import read_text, regular_file
 from radar_local.judge import render, template_problem
-from radar_local.labels import load_labels
 from radar_local.rubric import Rubric, Task, load_rubric, load_tasks, resolve_reference
 from radar_local.tasks import TaskSource, is_task_table, load_task_table
 
@@ -57,6 +56,8 @@ def resolve(config: AuditConfig, base: Path, source: object = "config") -> Resol
         raise InputError(source, problem)
     labels = None
     if config.labels is not None:
+        from radar_local.labels import load_labels  # scipy: the labels' agreement statistics; a config names them
+
         labels = load_labels(Path(config.labels), rubric, tasks)
     return Resolved(config, rubric, tasks, reference, source, labels)
 

@@ -24,6 +24,7 @@ import pandas as pd
 from radar_local.analysis import stats_for_table
 from radar_local.hardware import cpu_info
 from radar_local.scale import range_scale
+from radar_local.stats.settings import StatsSettings
 
 # A steered criterion moves 2 x 30 of the 100 points (self-effect 0.6, above tau); noise sd 15 a score.
 CRITERIA, TASKS, N, MID, SHIFT, NOISE = ["clarity", "accuracy", "empathy"], 6, 4, 50.0, 30.0, 15.0
@@ -91,11 +92,10 @@ def main() -> None:
             result = stats_for_table(
                 df,
                 "simulated",
+                StatsSettings(resamples=args.resamples, seed=rep),
                 verifier="jury",
                 jurors=JURORS,
                 measurements=dict.fromkeys(CRITERIA, "interval"),  # continuous scores
-                resamples=args.resamples,
-                seed=rep,
                 scale=scale,
             )
             wrong = False

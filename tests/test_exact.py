@@ -17,6 +17,7 @@ from radar_local.stats.audit import audit_cell
 from radar_local.stats.bootstrap import Strata
 from radar_local.stats.exact import resample_decisions
 from radar_local.stats.probes import probe_matrix
+from radar_local.stats.settings import StatsSettings
 from tests.conftest import probes, table
 
 TAU = Fraction(2, 5)
@@ -84,7 +85,7 @@ def test_issue_example_keeps_its_pairs_and_globals():
         "t", "a", "-", [{"a": s, "b": 1} for s in (0, 1, 1, 1, 1)]
     )
     rows += probes("t", "b", "+", [{"a": 2, "b": 4}] * 5) + probes("t", "b", "-", [{"a": 2, "b": 0}] * 5)
-    r = stats_for_table(table(rows), "t.csv", resamples=50).to_json()
+    r = stats_for_table(table(rows), "t.csv", StatsSettings(resamples=50)).to_json()
     assert r["self_effect"]["a"] == 0.4 and r["reliable"] == {"a": True, "b": True}
     # leakage a->b = (2/4 - 1/4) / (2/5) = 5/8
     assert r["leakage"]["a"]["b"] == 0.625 and r["global"]["positive"] is not None
@@ -167,7 +168,7 @@ def test_a_resample_equal_to_the_data_makes_the_datas_decisions():
     the point and GlobalPos keeps a's row (float32 resampling gated a out: [0.39999998, ...])."""
     rows = probes("t", "a", "+", [{"a": 2.37, "b": 3}] * 2) + probes("t", "a", "-", [{"a": 0.77, "b": 1}] * 2)
     rows += probes("t", "b", "+", [{"a": 3, "b": 4}] * 2) + probes("t", "b", "-", [{"a": 1, "b": 0}] * 2)
-    r = stats_for_table(table(rows), "t.csv", resamples=200).to_json()
+    r = stats_for_table(table(rows), "t.csv", StatsSettings(resamples=200)).to_json()
     assert r["self_effect"]["a"] == 0.4 and r["reliable"] == {"a": True, "b": True}
     assert r["self_effect_ci"] == {c: [v, v] for c, v in r["self_effect"].items()}
     assert r["global"]["ci"] == {"positive": [r["global"]["positive"]] * 2}  # no interval for the others
@@ -185,7 +186,7 @@ def test_the_budgets_subsets_gate_at_exactly_tau(minus, reliable):
     float step below tau, where float arithmetic of the subset means cannot tell."""
     rows = probes("t", "a", "+", [{"a": 2.37, "b": 3}] * 3) + probes("t", "a", "-", [{"a": minus, "b": 1}] * 3)
     rows += probes("t", "b", "+", [{"a": 3, "b": 4}] * 3) + probes("t", "b", "-", [{"a": 1, "b": 0}] * 3)
-    r = stats_for_table(table(rows), "t.csv", resamples=0).to_json()
+    r = stats_for_table(table(rows), "t.csv", StatsSettings(resamples=0)).to_json()
     assert r["reliable"]["a"] is reliable
     gated = [row for row in r["budget"] if row["n"] < 3]
     assert gated and all((row["sym"][0]["defined"] == row["subsets"]) is reliable for row in gated)
@@ -212,7 +213,7 @@ def test_tiny_expected_scores_give_statistics_and_a_stats_json_that_reads_back()
         rows += probes(t, "a", "-", [{"a": 0.0, "b": 0.0}, {"a": 0.0, "b": 1.0}])
         rows += probes(t, "b", "+", [{"a": 2.0, "b": 4.0}, {"a": 2.5, "b": 4.0}])
         rows += probes(t, "b", "-", [{"a": 2.0, "b": 0.0}, {"a": 1.0, "b": 1.0}])
-    result = stats_for_table(table(rows), "t.csv", resamples=200, seed=3)
+    result = stats_for_table(table(rows), "t.csv", StatsSettings(resamples=200, seed=3))
     assert not result.reliable["a"] and result.reliable["b"]
     assert 0 < result.self_effect["a"] < 1e-300
     assert result.leakage.loc["a", "b"] > 1e300 and math.isfinite(result.leakage_sd.loc["a", "b"])
@@ -225,7 +226,7 @@ def test_resamples_where_a_leakage_is_undefined_are_counted_and_said():
     half of them have a self-effect of 0 and no leakage row for a."""
     rows = probes("t", "a", "+", [{"a": 4, "b": 3}, {"a": 0, "b": 1}]) + probes("t", "a", "-", [{"a": 0, "b": 1}] * 2)
     rows += probes("t", "b", "+", [{"a": 2, "b": 4}] * 2) + probes("t", "b", "-", [{"a": 2, "b": 0}] * 2)
-    r = stats_for_table(table(rows), "t.csv", resamples=400, seed=1).to_json()
+    r = stats_for_table(table(rows), "t.csv", StatsSettings(resamples=400, seed=1)).to_json()
     undefined = r["bootstrap"]["undefined"]
     assert undefined["self_effect"] == {} and set(undefined["leakage"]) == {"a->a", "a->b"}
     assert 140 <= undefined["leakage"]["a->b"] <= 260  # binomial(400, 1/2): 200 +- 3 sd

@@ -220,6 +220,7 @@ def test_one_weak_task_cannot_make_a_flag():
     lay outside its own interval and was flagged a tradeoff. The leakage is now the ratio of the mean shift
     to the mean self-effect over tasks, in which each task enters linearly."""
     from radar_local.analysis import stats_for_table
+    from radar_local.stats.settings import StatsSettings
     from tests.conftest import probes, table
 
     rows = []
@@ -231,7 +232,7 @@ def test_one_weak_task_cannot_make_a_flag():
     for t in ("t1", "t2", "t3"):
         rows += probes(t, "b", "+", [{"a": 2, "b": 4}, {"a": 2, "b": 4}, {"a": 3, "b": 3}])
         rows += probes(t, "b", "-", [{"a": 2, "b": 0}, {"a": 2, "b": 1}, {"a": 2, "b": 0}])
-    r = stats_for_table(table(rows), "t.csv", resamples=400, seed=0)
+    r = stats_for_table(table(rows), "t.csv", StatsSettings(resamples=400, seed=0))
     assert r.self_effect_by_task.loc["t3", "a"] == pytest.approx(1 / 12) and r.reliable["a"]
     assert r.leakage_by_task["t3"].loc["a", "b"] == pytest.approx(-3.0)  # eq. 2 in that task, as the table shows
     # (1/12 + 1/12 - 1/4) / (10/12 + 10/12 + 1/12) = -1/21; the mean of the per-task ratios was -0.93

@@ -321,7 +321,7 @@ def test_a_second_config_in_a_run_directory_is_refused(run_copy, tmp_path):
 
 
 def test_the_same_config_from_another_file_resumes(run_copy, tmp_path):
-    """Settings that re-analyse the same probes (bootstrap count, tau, where the file lies) are no new config."""
+    """StatsSettings that re-analyse the same probes (bootstrap count, tau, where the file lies) are no new config."""
     same = _config(tmp_path, planted_config(rubric=str(SMALL_RUBRIC), bootstrap=0))
     assert invoke("audit", same, "--out", run_copy, "--quiet", "--no-report").exit_code == 0
     more = _config(tmp_path, planted_config(rubric=str(SMALL_RUBRIC), bootstrap=30, tau=0.5), name="more.yaml")
@@ -380,6 +380,7 @@ def test_no_library_warning_reaches_the_user(tmp_path):
 
     from radar_local.analysis import stats_for_table
     from radar_local.report.plots import FIGURES, png
+    from radar_local.stats.settings import StatsSettings
     from tests.conftest import probes, table
 
     flat = {"a": 2, "b": 2}
@@ -388,8 +389,12 @@ def test_no_library_warning_reaches_the_user(tmp_path):
     one += probes("t", "b", "+", [{"a": 2, "b": 4}]) + probes("t", "b", "-", [{"a": 2, "b": 0}])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        stats_for_table(table(one), "t.csv", resamples=30)  # one probe per cell: no spread, no correlation
-        gated = stats_for_table(table(rows), "t.csv", resamples=30)  # a flat judge: every criterion gated
+        stats_for_table(
+            table(one), "t.csv", StatsSettings(resamples=30)
+        )  # one probe per cell: no spread, no correlation
+        gated = stats_for_table(
+            table(rows), "t.csv", StatsSettings(resamples=30)
+        )  # a flat judge: every criterion gated
         for make in FIGURES.values():
             png(make(gated))
         run = tmp_path / "run"

@@ -277,3 +277,29 @@ def test_the_statistics_core_imports_without_pandas_or_engines():
         if m == "pandas"
         or m.startswith(("radar_local.engines", "radar_local.run", "radar_local.store", "torch", "vllm"))
     ]
+
+
+DRAWS = re.compile(r"\.(integers|multinomial|choice|poisson|permutation|shuffle)\(")
+INTERVALS = re.compile(r"\b(np\.)?(nan)?(quantile|percentile)\(")
+
+
+def statistics_homes(modules: dict[str, str]) -> list[str]:
+    """Outside stats/bootstrap.py no statistics module draws a resample; outside stats/intervals.py none turns
+    replicates into an interval (a quantile of them)."""
+    found = []
+    for name, source in modules.items():
+        if name != "stats/bootstrap.py" and DRAWS.search(source):
+            found.append(f"{name} draws")
+        if name != "stats/intervals.py" and INTERVALS.search(source):
+            found.append(f"{name} takes quantiles")
+    return found
+
+
+def test_one_module_draws_and_one_makes_intervals():
+    stats = {f"stats/{p.name}": p.read_text() for p in (PACKAGE / "stats").glob("*.py")}
+    stats |= {f"{m}.py": (PACKAGE / f"{m}.py").read_text() for m in LAYERS["statistics"] if m != "stats"}
+    assert len(stats) > 20 and not statistics_homes(stats)
+    assert statistics_homes({"stats/raters.py": "rng.multinomial(n, p)\nnp.quantile(x, 0.5)"}) == [
+        "stats/raters.py draws",
+        "stats/raters.py takes quantiles",
+    ]

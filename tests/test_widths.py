@@ -19,6 +19,7 @@ from radar_local.analysis import stats_for_table
 from radar_local.score_table import COLUMNS, validate_scores
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.probes import probe_matrix
+from radar_local.stats.settings import StatsSettings
 
 TAU = Fraction(2, 5)
 # Task counts on both sides of int8 codes (126/127) and where the old ids first collided at K = 8..2
@@ -126,7 +127,7 @@ def check_against_reference(df: pd.DataFrame, crit: list[str], full: bool = True
     """Every point statistic of the audit equals the reference's (correctly rounded Fractions)."""
     ref = reference(df, crit)
     if full:
-        result = stats_for_table(df, "t.csv", resamples=0, budget=False)
+        result = stats_for_table(df, "t.csv", StatsSettings(resamples=0), budget=False)
     else:  # the statistics alone, for tables too large for the per-task report frames
         result = audit_cell(probe_matrix(validate_scores(df, "t.csv"), crit, "g", "v"), resamples=0, budget=False)
     assert set(result.tasks) == ref["tasks"]
@@ -180,7 +181,7 @@ def test_fifty_tasks_of_a_noise_free_table_keep_every_probe():
         for j in crit
     ]
     df = pd.DataFrame([("g", "v", *r) for r in rows], columns=list(COLUMNS))
-    result = stats_for_table(df, "t.csv", resamples=0, budget=False)
+    result = stats_for_table(df, "t.csv", StatsSettings(resamples=0), budget=False)
     assert result.probes["directed"] == 50 * 5 * 2 * 2
     assert (result.self_effect == 1.0).all()
     assert (result.leakage.to_numpy()[~np.eye(5, dtype=bool)] == 0).all()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from radar_local.stats.bootstrap import RESAMPLES
 from radar_local.stats.coupling import TAU
 
 
@@ -57,7 +58,7 @@ def stats_options(fn):
                 "--bootstrap",
                 "resamples",
                 type=click.IntRange(0, 100_000),
-                default=500,
+                default=RESAMPLES,
                 show_default=True,
                 help="Bootstrap resamples (0 = no CIs).",
             ),

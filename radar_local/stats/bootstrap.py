@@ -9,6 +9,7 @@ from functools import cached_property
 
 import numpy as np
 
+from radar_local.stats.coupling import ratio_of_means
 from radar_local.stats.probes import ProbeMatrix, new_rows
 
 RESAMPLES = 500  # bootstrap resamples unless a config or caller says otherwise
@@ -102,6 +103,22 @@ class Strata:
     def slices(self) -> list[slice]:
         return [slice(a, a + n) for a, n in zip(self.starts, self.sizes)]
 
+    @cached_property
+    def scored(self) -> np.ndarray:
+        """(S, K) the probes of each stratum scored on each criterion."""
+        ok = (~np.isnan(self.scores)).astype(float)
+        return np.stack([ok[rows].sum(axis=0) for rows in self.slices()]) if len(self.sizes) else ok[:0]
+
+    def design_df(self) -> np.ndarray:
+        """(K,) the design degrees of freedom of each source: probes scored on its own criterion minus strata,
+        over its 2T strata. Every interval on a quantity resting on a source's probes is read at this df."""
+        own = self.scored[np.arange(len(self.sizes)), self.target]
+        return np.bincount(self.target, weights=np.maximum(own - 1, 0), minlength=self.shape[1])
+
+    def leakage(self, weights: np.ndarray) -> np.ndarray:
+        """(B, K, K) the ratio-of-means leakage under each row of `weights` (a row of ones: the data's)."""
+        return ratio_of_means(self.tensor(self.weighted_means(self.scores, weights)))
+
     def bootstrap_weights(self, rng: np.random.Generator, n: int, small_sample: bool = True) -> np.ndarray:
         """(n, P) resampling counts of the probes, stratum by stratum (stratified_counts)."""
         return stratified_counts(rng, self.sizes, n, small_sample)
@@ -134,3 +151,14 @@ def stratified_counts(
         w[:, start : start + size] = np.bincount(picks.ravel(), minlength=n * size).reshape(n, size)
         start += size
     return w
+
+
+def unit_bootstrap(units: int, resamples: int, seed: int) -> np.ndarray:
+    """(resamples, units) counts of each unit in a resample drawn with replacement: the draw of statistics
+    whose units are not stratified (the raters' responses, the jurors' probes)."""
+    rng = np.random.default_rng(seed)
+    return (
+        rng.multinomial(units, np.full(units, 1 / units), size=resamples).astype(float)
+        if units
+        else np.zeros((resamples, 0))
+    )

@@ -18,7 +18,6 @@ import numpy as np
 
 from radar_local.common import json_number
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES, Strata
-from radar_local.stats.coupling import ratio_of_means
 from radar_local.stats.exact import exact_point, to_float
 from radar_local.stats.probes import ProbeMatrix
 from radar_local.stats.stored import Block, Interval, Num
@@ -102,7 +101,7 @@ def halo(
     off = ~np.eye(k, dtype=bool)
     defined = off & ~np.isnan(point)
     index = sum(exact.values(), Fraction(0)) / len(exact) if exact else None
-    df = np.bincount(sa.target, weights=np.maximum(sa.sizes - 1, 0), minlength=k)  # probes minus strata
+    df = sa.design_df()
     out: dict[str, Any] = {
         "per_criterion": per_criterion.verifier,
         "joint": joint.verifier,
@@ -119,12 +118,8 @@ def halo(
     if resamples and defined.any():
         rng = np.random.default_rng(seed)
         w = sa.bootstrap_weights(rng, resamples)
-
-        def leak(strata: Strata, weights: np.ndarray) -> np.ndarray:
-            return ratio_of_means(strata.tensor(strata.weighted_means(strata.scores, weights)))
-
         ones = np.ones((1, len(sa.scores)))
-        deltas = (leak(sb, w) - leak(sa, w)) - (leak(sb, ones) - leak(sa, ones))  # (B, K, K)
+        deltas = (sb.leakage(w) - sa.leakage(w)) - (sb.leakage(ones) - sa.leakage(ones))  # (B, K, K)
         ci = expanded_interval(point, deltas, df[:, None], level)
         rows, cols = np.nonzero(defined)
         flat, _ = simultaneous(point[defined], deltas[:, defined], df[rows], level)

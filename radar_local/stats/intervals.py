@@ -129,8 +129,6 @@ def replicates(
     if resamples < 1:
         raise ValueError(f"resamples must be positive, got {resamples}")
     center = _exact_means(strata, exact)  # (S, K) floats, correctly rounded
-    scored = (~np.isnan(strata.scores)).astype(float)
-    counts = np.stack([scored[rows].sum(axis=0) for rows in strata.slices()])  # (S, K)
     deviations = strata.scores - np.repeat(center, strata.sizes, axis=0)  # 0 where a probe equals its mean
 
     base = coupling(
@@ -158,7 +156,7 @@ def replicates(
             advance(len(w))
     reps = _concat(parts)
 
-    df = _design_df(strata, counts) if small_sample else np.full(strata.shape[1], np.inf)
+    df = strata.design_df() if small_sample else np.full(strata.shape[1], np.inf)
     pair_df = df[:, None] + df[None, :]
     point = exact.coupling(tau)
     sym_point, diff_point = _pair_points(exact)
@@ -218,13 +216,6 @@ def _exact_means(strata: Strata, exact: ExactPoint) -> np.ndarray:
     )
 
 
-def _design_df(strata: Strata, counts: np.ndarray) -> np.ndarray:
-    """(K,) per source: scored probes on its own criterion minus strata, over its 2T strata."""
-    k = strata.shape[1]
-    own = counts[np.arange(len(counts)), strata.target]
-    return np.bincount(strata.target, weights=np.maximum(own - 1, 0), minlength=k)
-
-
 def _pair_points(exact: ExactPoint) -> tuple[np.ndarray, np.ndarray]:
     k = len(exact.leakage)
     sym, diff = np.full((k, k), np.nan), np.full((k, k), np.nan)
@@ -253,6 +244,16 @@ def _absolute(diff: np.ndarray) -> np.ndarray:
 
 def _concat(parts: list[Coupling]) -> Coupling:
     return Coupling(**{f: np.concatenate([getattr(p, f) for p in parts]) for f in Coupling.__dataclass_fields__})
+
+
+def percentile_interval(replicates: np.ndarray, level: float) -> list[float] | None:
+    """The plain equal-tailed percentile interval (method: percentile) of the defined replicates; None where
+    fewer than half are defined."""
+    ok = replicates[~np.isnan(replicates)]
+    if len(ok) < max(2, len(replicates) / 2):
+        return None
+    lo, hi = np.quantile(ok, [(1 - level) / 2, (1 + level) / 2])
+    return [float(lo), float(hi)]
 
 
 def expanded_interval(point: np.ndarray, deltas: np.ndarray, df: np.ndarray | float, level: float) -> np.ndarray:

@@ -23,13 +23,14 @@ from typing import Any, Literal
 import numpy as np
 
 from radar_local.common import json_number
-from radar_local.stats.bootstrap import LEVEL, RESAMPLES, Strata
+from radar_local.stats.bootstrap import LEVEL, RESAMPLES, Strata, unit_bootstrap
 from radar_local.stats.correlation import spearman
-from radar_local.stats.coupling import TAU, ratio_of_means
+from radar_local.stats.coupling import TAU
 from radar_local.stats.exact import exact_point
 from radar_local.stats.halo import same_probes
+from radar_local.stats.intervals import percentile_interval, simultaneous
 from radar_local.stats.probes import ProbeMatrix
-from radar_local.stats.raters import Measurement, alpha, effective_jurors, percentile_interval, unit_bootstrap
+from radar_local.stats.raters import Measurement, alpha, effective_jurors
 from radar_local.stats.stored import Block, Evidence, Interval, Num
 
 BELOW, ABOVE = "below", "above"
@@ -172,19 +173,17 @@ def bounds(juror: Strata, jury: Strata, pairs: np.ndarray, resamples: int, seed:
     max_p min_q (jury's leakage on p - juror's on q) over the pairs both gate as reliable; one simultaneous band
     over every such paired difference (the same resamples for both judges: the jury's noise is partly the
     juror's, so differences are tighter than either leakage) bounds it by the same max-min of the band's ends."""
-    from radar_local.stats.intervals import simultaneous  # scipy: imported when statistics are computed
-
     w = juror.bootstrap_weights(np.random.default_rng(seed), resamples)
 
     def leak(strata: Strata, weights: np.ndarray) -> np.ndarray:
-        return ratio_of_means(strata.tensor(strata.weighted_means(strata.scores, weights)))[:, pairs]
+        return strata.leakage(weights)[:, pairs]
 
     ones = np.ones((1, len(juror.scores)))
     n = int(pairs.sum())
     point = (leak(jury, ones)[0][:, None] - leak(juror, ones)[0][None, :]).ravel()  # [p, q] flattened
     deltas = (leak(jury, w)[:, :, None] - leak(juror, w)[:, None, :]).reshape(len(w), n * n) - point
     rows, _ = np.nonzero(pairs)
-    df = np.bincount(juror.target, weights=np.maximum(juror.sizes - 1, 0), minlength=len(pairs))[rows]
+    df = juror.design_df()[rows]
     band, _ = simultaneous(point, deltas, np.minimum.outer(df, df).ravel(), level)
     if np.isnan(band).any():
         return {"ci": None, "flag": None}

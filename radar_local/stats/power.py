@@ -30,6 +30,7 @@ from scipy import special
 
 from radar_local.stats.bias import BIAS
 from radar_local.stats.bootstrap import LEVEL
+from radar_local.stats.coupling import TAU
 from radar_local.stats.flags import Thresholds
 
 POWER = 0.8
@@ -66,7 +67,7 @@ def minimum_confirmed(
     sd: float = PLAN_SD,
     span: float = 4.0,
     self_effect: float = PLAN_SELF_EFFECT,
-    tau: float = 0.4,
+    tau: float = TAU,
     thresholds: Thresholds = Thresholds(),
     level: float = LEVEL,
     attributes: int = 0,
@@ -163,7 +164,7 @@ def plan_lines(
     scale: str = "0-4",
     joint: Sequence[bool] = (False,),
     span: float = 4.0,
-    tau: float = 0.4,
+    tau: float = TAU,
     rho: float = 0.0,
 ) -> list[str]:
     """What `radar audit --plan` prints: the design, the assumptions, the smallest confirmed truths, and the

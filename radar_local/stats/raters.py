@@ -25,8 +25,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from radar_local.stats.bootstrap import LEVEL
+from radar_local.stats.bootstrap import LEVEL, unit_bootstrap
 from radar_local.stats.correlation import spearman
+from radar_local.stats.intervals import percentile_interval
 from radar_local.stats.stored import Block, Interval, Num
 
 # a criterion's level of measurement, which decides how two scores differ (Krippendorff)
@@ -126,25 +127,6 @@ def effective_jurors(errors: np.ndarray) -> dict[str, Any]:
     rho = float(np.mean(rhos))
     clipped = min(1.0, max(0.0, rho))
     return {"effective": k / (1 + (k - 1) * clipped), "jurors": k, "mean_error_correlation": rho, "pairs": len(rhos)}
-
-
-def unit_bootstrap(units: int, resamples: int, seed: int) -> np.ndarray:
-    """(resamples, units) counts of each unit in a resample drawn with replacement."""
-    rng = np.random.default_rng(seed)
-    return (
-        rng.multinomial(units, np.full(units, 1 / units), size=resamples).astype(float)
-        if units
-        else np.zeros((resamples, 0))
-    )
-
-
-def percentile_interval(replicates: np.ndarray, level: float) -> list[float] | None:
-    """The equal-tailed percentile interval of the defined replicates; None where fewer than half are defined."""
-    ok = replicates[~np.isnan(replicates)]
-    if len(ok) < max(2, len(replicates) / 2):
-        return None
-    lo, hi = np.quantile(ok, [(1 - level) / 2, (1 + level) / 2])
-    return [float(lo), float(hi)]
 
 
 class Confusion(Block):

@@ -1,0 +1,22 @@
+"""The statistics' settings, one object: built once (from a config, `AuditSettings.stats_settings`, or from
+the `radar stats` options) and passed as one argument to the audit of a score table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from radar_local.stats.bias import BIAS
+from radar_local.stats.bootstrap import LEVEL, RESAMPLES
+from radar_local.stats.coupling import TAU, LeakageDefinition
+from radar_local.stats.flags import Thresholds
+
+
+@dataclass(frozen=True)
+class StatsSettings:
+    tau: float = TAU  # the reliability gate on a self-effect
+    resamples: int = RESAMPLES  # bootstrap resamples; 0: no intervals
+    seed: int = 0
+    level: float = LEVEL  # every interval's coverage
+    thresholds: Thresholds = field(default_factory=Thresholds)  # the pair flags'
+    bias_threshold: float = BIAS  # judge bias's flag
+    leakage: LeakageDefinition = "ratio_of_means"  # how a leakage is taken over tasks
