@@ -25,6 +25,7 @@ from radar_local.plan import Plan, Stratum
 from radar_local.stats.decisions import Decision, decisions
 from radar_local.stats.flags import COUPLED, Thresholds
 from radar_local.stats.result import AuditResult
+from radar_local.stats.stored import AdaptiveRecord
 
 COUNTERS = (  # a stage's counters that add up over waves
     "calls prompt_tokens output_tokens seconds prompt_tokens_cached prompt_tokens_computed prompt_tokens_floor"
@@ -111,9 +112,9 @@ def waves_record(sizes: dict[Stratum, int], waves: list[dict]) -> dict:
 
 def adaptive_record(
     spec: Adaptive, waves: list[dict], found: list[Decision], sizes: dict[Stratum, int], scores: list[dict]
-) -> dict:
+) -> AdaptiveRecord:
     """run.json's and stats.json's `adaptive`: the settings, the waves, what settled and what stayed open."""
-    return {
+    record = {
         "start_n": spec.start_n,
         "max_n": spec.max_n,
         "step": spec.step,
@@ -126,6 +127,7 @@ def adaptive_record(
         "verdicts": waves[-1]["verdicts_total"],
         "verifier_calls": sum(s["calls"] for s in scores),
     }
+    return AdaptiveRecord.model_validate(record)
 
 
 def merged_stages(stages: dict[str, list[dict]]) -> dict:

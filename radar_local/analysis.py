@@ -30,6 +30,7 @@ from radar_local.stats.probes import ProbeMatrix, probe_matrix
 from radar_local.stats.raters import Measurement
 from radar_local.stats.result import AuditResult
 from radar_local.stats.settings import StatsSettings
+from radar_local.stats.stored import DoubleCount, Scales
 
 FOOTING = "each criterion's 0-1 range: a difference of mean scores over its scale's span (highest minus lowest level)"
 
@@ -120,7 +121,7 @@ def stats_for_table(
     spans = [scales[c].span for c in criteria]
     blocks: dict[str, Any] = {
         "rubric": rubric.id if rubric else None,
-        "scales": {"footing": FOOTING, "criteria": {c: scales[c].name for c in criteria}},
+        "scales": Scales(footing=FOOTING, criteria={c: scales[c].name for c in criteria}),
         "calibration": calibration(df[df["generator"] == gen], criteria, scales),
     }
     if len(rewrites) or manipulation:
@@ -205,19 +206,21 @@ def jury_block(
     )
 
 
-def double_count(result: AuditResult, rubric: Rubric) -> dict[str, Any]:
+def double_count(result: AuditResult, rubric: Rubric) -> DoubleCount:
     """The rubric's weighted aggregate (its `weights`, else equal weights) and the share of it that
     double-counts through coupled, reliable pairs."""
     weights = {c: (rubric.weights or {}).get(c, 0.0 if rubric.weights else 1.0) for c in result.criteria}
     w = np.array([weights[c] for c in result.criteria], float)
     overall, share = double_counted_share(result.leakage.to_numpy(), result.reliable.to_numpy(), w)
-    return to_json(
-        {
-            "weights": weights,
-            "rubric_weights": rubric.weights is not None,
-            "share": overall,
-            "by_source": dict(zip(result.criteria, share)),
-        }
+    return DoubleCount.model_validate(
+        to_json(
+            {
+                "weights": weights,
+                "rubric_weights": rubric.weights is not None,
+                "share": overall,
+                "by_source": dict(zip(result.criteria, share)),
+            }
+        )
     )
 
 

@@ -29,6 +29,7 @@ from radar_local.score_table import COLUMNS, validate_scores
 from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.result import AuditResult
+from radar_local.stats.stored import AdaptiveRecord
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def assemble(
     halo_against: str | None = None,
     failed: dict[str, str] | None = None,
     juror_results: dict[str, AuditResult] | None = None,
-    adaptive: dict | None = None,
+    adaptive: AdaptiveRecord | None = None,
     level: float = LEVEL,
     interim: bool = False,
 ) -> tuple[AuditResult, pd.DataFrame]:

@@ -19,6 +19,7 @@ from radar_local.run import Run
 from radar_local.rundir import WAVES, RunDir
 from radar_local.scorers import score_cells_on_cluster
 from radar_local.stats.result import AuditResult
+from radar_local.stats.stored import AdaptiveRecord
 
 
 def run_audit(
@@ -73,7 +74,7 @@ def rescore(
     """Score the stored probes with `verifier` (another judge: `radar score`; with `generate`, the probes
     not stored yet are written first) and conclude."""
     run.store.require_writer()  # before any engine loads
-    adaptive = None
+    adaptive: AdaptiveRecord | None = None
     with pool_for(pool, run.config.cluster) as pool:
         stages: dict[str, dict] = {}
         if generate and run.config.adaptive is not None:
@@ -95,7 +96,7 @@ def conclude(
     run: Run,
     verifier: ModelSpec | Jury,
     stages: dict,
-    adaptive: dict | None = None,
+    adaptive: AdaptiveRecord | None = None,
     judges: Collection[str] | None = None,
     halo_against: str | None = None,
     jurors: dict | None = None,
@@ -194,7 +195,7 @@ def jurors_on_cluster(run: Run, jury: Jury, pool: EnginePool) -> tuple[dict, dic
     return own, failed, {}
 
 
-def waves(run: Run, verifier: ModelSpec, pool: EnginePool, progress: bool) -> tuple[dict, dict]:
+def waves(run: Run, verifier: ModelSpec, pool: EnginePool, progress: bool) -> tuple[dict, AdaptiveRecord]:
     """An adaptive audit (radar_local.adaptive): generate and score wave after wave; (stages for run.json,
     the adaptive record)."""
     spec, plan = run.config.adaptive, run.plan

@@ -12,11 +12,12 @@ from radar_local.common import to_json
 from radar_local.scale import LIKERT, Scale
 from radar_local.score_table import PROBE_KEY
 from radar_local.stats.baselines import score_profile_redundancy
+from radar_local.stats.stored import Calibration
 
 MAX_SD = 0.5  # the largest standard deviation of scores on [0, 1]
 
 
-def calibration(df: pd.DataFrame, criteria: list[str], scales: dict[str, Scale] | None = None) -> dict:
+def calibration(df: pd.DataFrame, criteria: list[str], scales: dict[str, Scale] | None = None) -> Calibration:
     """Per verifier and criterion, from a score table (each criterion on its scale, default 0-4; NaN =
     unscored), its scores put on 0-1 (minus the scale's low end, over its span).
 
@@ -65,4 +66,4 @@ def calibration(df: pd.DataFrame, criteria: list[str], scales: dict[str, Scale] 
         for c, by_v in sds.items():
             vals = np.array([x for x in by_v.values() if not np.isnan(x)])
             out["stability"][c] = float(1 - (vals.max() - vals.min()) / MAX_SD) if len(vals) >= 2 else np.nan
-    return to_json(out)
+    return Calibration.model_validate(to_json(out))

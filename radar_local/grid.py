@@ -53,7 +53,7 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
             run.close()
     summary = grid_summary(results)
     # Every cell was scored before any finished, so each result's calibration covers all of its generator's judges.
-    summary["calibration"] = {r.generator: r.calibration for r in results}
+    summary["calibration"] = {r.generator: r.calibration.stored() if r.calibration else None for r in results}
     write_atomic(out / "grid.json", json.dumps(summary, indent=2))
     write_atomic(out / "grid.md", grid_markdown(summary))
     write_atomic(out / "grid.html", grid_html(summary))
@@ -89,7 +89,7 @@ def grid_summary(results: list[AuditResult]) -> dict:
         {
             "generator": r.generator,
             "verifier": r.verifier,
-            **(r.agreement or {}),
+            **(r.agreement.stored() if r.agreement else {}),
             "reliable_criteria": int(r.reliable.sum()),
         }
         for r in results

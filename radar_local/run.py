@@ -47,6 +47,7 @@ from radar_local.rundir import (
 )
 from radar_local.score_table import write_scores
 from radar_local.stats.result import AuditResult
+from radar_local.stats.stored import AdaptiveRecord
 from radar_local.store import write_atomic
 
 
@@ -267,7 +268,7 @@ class Run(RunDir):
         stages: dict,
         probes: int,
         injection: dict,
-        adaptive: dict | None = None,
+        adaptive: AdaptiveRecord | None = None,
         jurors: dict | None = None,
     ) -> None:
         """Write an audit by `verifier` (auditing.conclude): its score table, stats and run info (the earlier
@@ -284,7 +285,7 @@ class Run(RunDir):
             stages={name: Stage(**stage) for name, stage in stages.items()},
             libraries=library_versions(),
             reproducibility=reproducibility(self.config, stages),
-            **({} if adaptive is None else {"adaptive": adaptive}),
+            **({} if adaptive is None else {"adaptive": adaptive.stored()}),
             **({} if jurors is None else {"jurors": jurors}),
         )
         path = self.info_path(verifier.label)

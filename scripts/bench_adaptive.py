@@ -46,15 +46,18 @@ def main() -> int:
         print(f"fixed n={args.max_n}: {fixed_calls} verifier calls ({fixed_s:.1f} s)")
         print(
             f"adaptive 3..{args.max_n} step {args.step}: {calls} verifier calls = {calls / fixed_calls:.2f} of fixed, "
-            f"{len(adaptive.adaptive['waves'])} waves ({adaptive_s:.1f} s)"
+            f"{len(adaptive.adaptive.waves)} waves ({adaptive_s:.1f} s)"
         )
-        for w in adaptive.adaptive["waves"]:
+        for w in adaptive.adaptive.stored()["waves"]:
             print(
                 f"  wave {w['wave']}: +{w['probes']} probes, {w['verdicts']} verdicts, {len(w['open'])} open, "
                 f"grow {', '.join(w['grow']) or '-'}"
             )
         print("same gate and flag decisions:", decided(adaptive) == decided(fixed))
-        print("open at max_n:", [f"{d['kind']} {'/'.join(d['criteria'])}" for d in adaptive.adaptive["at_budget"]])
+        print(
+            "open at max_n:",
+            [f"{d['kind']} {'/'.join(d['criteria'])}" for d in adaptive.adaptive.stored()["at_budget"]],
+        )
     return 0
 
 

@@ -225,7 +225,7 @@ def main(out: Path) -> None:
             pool.close()
         results["adaptive"] = {
             "same": json.dumps(local.to_json(), sort_keys=True) == json.dumps(remote.to_json(), sort_keys=True),
-            "waves": len(remote.adaptive["waves"]),
+            "waves": len(remote.adaptive.stored()["waves"]),
             "cluster": load_run(out / "adaptive-cluster").info().stages["score"].cluster is not None,
         }
         # A jury on the cluster: its jurors score at once, each on its own replica, and one that fails to start is

@@ -1,7 +1,6 @@
 """Adaptive audits on the planted engine: the same decisions as a fixed N = max_n audit for fewer
 verifier calls, resume, shared probes, expected mode; and the three-valued decision logic."""
 
-import dataclasses
 import json
 import shutil
 from fractions import Fraction
@@ -36,9 +35,9 @@ def decided(result) -> tuple[dict, dict]:
 
 def without_calls(result):
     """The result with the calls this process made left out (a replayed wave makes none)."""
-    record = {k: v for k, v in result.adaptive.items() if k != "verifier_calls"}
+    record = {k: v for k, v in result.adaptive.stored().items() if k != "verifier_calls"}
     record["waves"] = [{k: v for k, v in w.items() if k != "verifier_calls"} for w in record["waves"]]
-    return dataclasses.replace(result, adaptive=record)
+    return {**result.to_json(), "adaptive": record}
 
 
 @pytest.fixture(scope="session")
@@ -69,7 +68,7 @@ def test_adaptive_reaches_the_fixed_decisions_with_fewer_verifier_calls(fixed_an
     # Decisions settle over the family's simultaneous intervals, wider than one cell's 95%: 8,160 of the fixed
     # audit's 12,000 calls (under per-cell intervals it was under half).
     assert calls["adaptive"] <= 0.75 * calls["fixed"], calls
-    record = adaptive.adaptive
+    record = adaptive.adaptive.stored()
     assert record["verifier_calls"] == calls["adaptive"] == sum(w["verifier_calls"] for w in record["waves"])
     assert record["verdicts"] == calls["adaptive"] == record["probes"] * 5
     assert len(record["waves"]) >= 2 and record["waves"][0]["cells"] == 12 * 5 * 2
@@ -88,7 +87,7 @@ def test_an_adaptive_run_resumes_where_it_stopped(fixed_and_adaptive, tmp_path):
     (tmp_path / "run" / "adaptive.json").unlink()
     again = run_audit(config(adaptive={"max_n": 20}), tmp_path / "run", base=REPO)
     assert without_calls(again) == without_calls(adaptive)  # the same waves and statistics
-    assert again.adaptive["verifier_calls"] == len(scores) - len(scores) // 2
+    assert again.adaptive.stored()["verifier_calls"] == len(scores) - len(scores) // 2
 
 
 def test_a_fixed_run_at_max_n_holds_every_probe_an_adaptive_run_needs(fixed_and_adaptive, tmp_path):
@@ -98,7 +97,7 @@ def test_a_fixed_run_at_max_n_holds_every_probe_an_adaptive_run_needs(fixed_and_
     assert without_calls(again) == without_calls(adaptive)  # the same probes and verdicts
     stages = load_run(tmp_path / "run").info().stages
     assert stages["generate"].calls == 0 and stages["score"].calls == 0
-    assert len(load_run(tmp_path / "run").probes()) == adaptive.adaptive["probes"]
+    assert len(load_run(tmp_path / "run").probes()) == adaptive.adaptive.stored()["probes"]
 
 
 def test_adaptive_in_expected_mode(tmp_path):
@@ -107,15 +106,15 @@ def test_adaptive_in_expected_mode(tmp_path):
         tmp_path / "run",
         base=REPO,
     )
-    assert result.probes["score_values"] == "continuous" and result.adaptive["waves"]
-    assert result.adaptive["probes"] <= 2 * 5 * 2 * 4
+    assert result.probes.score_values == "continuous" and result.adaptive.stored()["waves"]
+    assert result.adaptive.stored()["probes"] <= 2 * 5 * 2 * 4
     # Expected scores decide as reasoned ones do: every gate settled reliable, the planted coupling far
     # above the thresholds settled directional, and the one near 0.5 (coherence -> verbosity) left open.
-    settled = {(d["kind"], tuple(d["criteria"])): d["value"] for d in result.adaptive["settled"]}
+    settled = {(d["kind"], tuple(d["criteria"])): d["value"] for d in result.adaptive.stored()["settled"]}
     assert all(settled[("gate", (c,))] is True for c in result.criteria)
     assert settled[("directional", ("helpfulness", "correctness"))] is True
     assert ("directional", ["coherence", "verbosity"]) in [
-        (d["kind"], d["criteria"]) for d in result.adaptive["at_budget"]
+        (d["kind"], d["criteria"]) for d in result.adaptive.stored()["at_budget"]
     ]
 
 

@@ -67,7 +67,7 @@ def test_result_renders_in_a_notebook():
         InteractiveShell.clear_instance()
     assert "<table>" in html and "helpfulness / correctness" in html and "Self-effects" in html
     # helpsteer2 sets no weights: equal weights, and the planted coupling double-counts a visible share
-    assert result.double_count["rubric_weights"] is False and 0.1 < result.double_count["share"] < 1
+    assert result.double_count.rubric_weights is False and 0.1 < result.double_count.share < 1
     assert "Weighted aggregate (equal weights" in html
 
 

@@ -129,7 +129,7 @@ def test_gate_on_continuous_scores_is_exact(tiny, reliable):
     ]
     df = validate_scores(pd.DataFrame([("g", "v", *r) for r in rows], columns=list(COLUMNS)), "t")
     result = audit_cell(probe_matrix(df, ["a", "b"], "g", "v"), tau=0.375, resamples=0, budget=False)
-    assert bool(result.reliable["a"]) is reliable and result.probes["score_values"] == "continuous"
+    assert bool(result.reliable["a"]) is reliable and result.probes.score_values == "continuous"
 
 
 def test_planted_audit_in_expected_mode(tmp_path):
@@ -140,7 +140,7 @@ def test_planted_audit_in_expected_mode(tmp_path):
     records = [json.loads(x) for x in (tmp_path / "run" / SCORES).read_text().splitlines()]
     assert len(records) == 200 and all(len(r["distribution"]) == 5 and r["reasoning"] is None for r in records)
     # Without noise the planted belief is a point mass on the rounded value: 2 + 2 * 0.3 = 2.6 -> 3.
-    assert result.leakage.loc["helpfulness", "correctness"] == 0.5 and result.probes["score_values"] == "integer"
+    assert result.leakage.loc["helpfulness", "correctness"] == 0.5 and result.probes.score_values == "integer"
     run = load_run(tmp_path / "run")
     assert run.info().stages["score"].mode == "expected"
     report = write_report(run)
@@ -160,7 +160,7 @@ def test_expected_scores_give_narrower_intervals_at_the_same_n(tmp_path):
             "self": float((result.self_effect_ci["high"] - result.self_effect_ci["low"]).mean()),
             "leak": float(np.nanmean((high - low).to_numpy())),
         }
-        assert result.probes["score_values"] == ("continuous" if mode == "expected" else "integer")
+        assert result.probes.score_values == ("continuous" if mode == "expected" else "integer")
     assert widths["expected"]["self"] < 0.8 * widths["reasoned"]["self"], widths
     assert widths["expected"]["leak"] < 0.8 * widths["reasoned"]["leak"], widths
 

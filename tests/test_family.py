@@ -64,7 +64,7 @@ def test_flags_are_confirmed_when_the_family_settles_them_and_possible_otherwise
     ab = r.pair("a", "b")
     assert ab["flags"] == ["directional"] and ab["evidence"] == {"directional": "possible"}
     n = ab["settle_n"]
-    assert n > r.probes["min_per_stratum"]
+    assert n > r.probes.min_per_stratum
 
     def settled(m: int) -> bool | None:
         return next(

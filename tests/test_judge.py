@@ -157,7 +157,7 @@ def test_a_1_10_scale_and_a_custom_json_template_on_one_footing(tmp_path):
     assert result.self_effect.to_dict() == {"clarity": 1.0, "accuracy": 1.0, "empathy": 1.0}
     assert result.leakage.loc["clarity", "accuracy"] == pytest.approx(5 / 9, abs=1e-12)
     assert result.leakage.loc["clarity", "empathy"] == 0.0
-    assert result.scales["criteria"] == dict.fromkeys(("clarity", "accuracy", "empathy"), "1-10")
+    assert result.scales.criteria == dict.fromkeys(("clarity", "accuracy", "empathy"), "1-10")
     run = load_run(tmp_path / "run")
     verdict = next(iter(run.store.scores.values()))
     assert json.loads(verdict.raw).keys() == {"thinking", "rating"} and verdict.reasoning == "planted"
@@ -188,7 +188,7 @@ def test_a_criterion_may_keep_its_own_scale(tmp_path):
     path = rubric_file(tmp_path / "r", accuracy={"levels": {"pass": 1, "fail": 0}})
     cfg = planted_config(rubric=str(path), options=COUPLED)
     result = run_audit(cfg, tmp_path / "run")
-    assert result.scales["criteria"] == {"clarity": "0-4", "accuracy": "pass/fail", "empathy": "0-4"}
+    assert result.scales.criteria == {"clarity": "0-4", "accuracy": "pass/fail", "empathy": "0-4"}
     assert result.leakage.loc["clarity", "accuracy"] == 1.0
 
 
@@ -384,7 +384,7 @@ def test_adaptive_waves_in_joint_mode(tmp_path):
     run = load_run(tmp_path / "run")
     calls = joint_calls(run)
     assert None not in calls and all(len(vs) == 3 for vs in calls.values())
-    assert result.adaptive["waves"] and len(calls) == len(run.probes())
+    assert result.adaptive.stored()["waves"] and len(calls) == len(run.probes())
 
 
 def test_nuisance_rewrites_are_scored_jointly_too(tmp_path):
@@ -438,7 +438,7 @@ def test_expected_scores_on_named_levels(tmp_path):
     result = run_audit(cfg, tmp_path / "run")
     scores = [v.score for v in load_run(tmp_path / "run").store.scores.values()]
     assert all(0 <= s <= 1 for s in scores) and any(s not in (0, 0.5, 1) for s in scores)
-    assert result.probes["score_values"] == "continuous" and result.leakage.loc["clarity", "accuracy"] > 0.5
+    assert result.probes.score_values == "continuous" and result.leakage.loc["clarity", "accuracy"] > 0.5
 
 
 def test_a_grid_reads_each_judges_template_file_and_checks_it(tmp_path):

@@ -61,7 +61,7 @@ def test_the_teams_judge_on_the_embedded_model(tmp_path, request, engine, name):
         set(scale["levels"].values()) if "levels" in scale else set(range(scale["min"], scale["max"] + 1))
     )
     levels = scale.get("levels", {})
-    assert set(result.scales["criteria"].values()) == {
+    assert set(result.scales.criteria.values()) == {
         "/".join(levels) if "levels" in scale else f"{scale['min']}-{scale['max']}"
     }
     assert set(result.self_effect.index) == {"helpfulness", "politeness", "verbosity"}

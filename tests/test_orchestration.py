@@ -110,9 +110,9 @@ def test_raising_n_adds_only_the_new_variants_and_lowering_it_reuses_the_first(t
     assert stages["generate"].calls == cells and stages["score"].calls == cells * 5
     stored = {p["key"]: p for p in lines(run / PROBES)}
     assert len(stored) == 3 * cells and all(stored[k] == p for k, p in first.items())
-    assert again.probes["directed"] == 3 * cells
+    assert again.probes.directed == 3 * cells
     fewer = run_audit(planted_config(n=2), run)
-    assert load_run(run).info().stages["generate"].calls == 0 and fewer.probes["directed"] == 2 * cells
+    assert load_run(run).info().stages["generate"].calls == 0 and fewer.probes.directed == 2 * cells
     assert json.loads((run / INPUTS).read_text())["keys"] == 3
 
 

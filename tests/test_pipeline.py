@@ -121,7 +121,7 @@ def test_another_layout_or_mode_rescores_without_regenerating(tmp_path, vllm_poo
     table = pd.read_csv(run / "scores.csv")
     assert table["score"].between(0, 4).all() and len(table) == 12 * 3
     if mode == "expected":  # a continuous score from every verdict's distribution over 0-4
-        assert result.probes["score_values"] == "continuous" and (table["score"] != table["score"].round()).any()
+        assert result.probes.score_values == "continuous" and (table["score"] != table["score"].round()).any()
 
 
 def test_radar_score_adds_a_second_verifier(tmp_path, small_run):

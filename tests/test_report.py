@@ -94,8 +94,8 @@ def test_sym_asym_scatter_labels_flags(stats):
 
 def test_budget_curve_plots_agreement_by_n(stats):
     ax = plots.budget_curve(stats).axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == [str(r["n"]) for r in stats.budget[:-1]] + [
-        f"all ({stats.budget[-1]['n']})"
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(r.n) for r in stats.budget[:-1]] + [
+        f"all ({stats.budget[-1].n})"
     ]
     assert {t.get_text() for t in ax.get_legend().get_texts()} == {"pearson", "spearman", "mae"}
 

@@ -131,8 +131,8 @@ def check_against_reference(df: pd.DataFrame, crit: list[str], full: bool = True
     else:  # the statistics alone, for tables too large for the per-task report frames
         result = audit_cell(probe_matrix(validate_scores(df, "t.csv"), crit, "g", "v"), resamples=0, budget=False)
     assert set(result.tasks) == ref["tasks"]
-    assert result.probes["directed"] == ref["directed"]
-    assert result.probes["unconditioned"] == ref["unconditioned"]
+    assert result.probes.directed == ref["directed"]
+    assert result.probes.unconditioned == ref["unconditioned"]
     for i in crit:
         assert same(result.self_effect[i], ref["se"][i]), i
         assert bool(result.reliable[i]) == ref["reliable"][i], i
@@ -182,7 +182,7 @@ def test_fifty_tasks_of_a_noise_free_table_keep_every_probe():
     ]
     df = pd.DataFrame([("g", "v", *r) for r in rows], columns=list(COLUMNS))
     result = stats_for_table(df, "t.csv", StatsSettings(resamples=0), budget=False)
-    assert result.probes["directed"] == 50 * 5 * 2 * 2
+    assert result.probes.directed == 50 * 5 * 2 * 2
     assert (result.self_effect == 1.0).all()
     assert (result.leakage.to_numpy()[~np.eye(5, dtype=bool)] == 0).all()
 

@@ -50,14 +50,14 @@ def summarize(result: AuditResult, intended: set[frozenset], reference: dict | N
     interval = lambda value, ci: (value, value) if not ci or ci[0] != ci[0] else (ci[0], ci[1])
     se_ci = result.self_effect_ci
     disc = [
-        d["discrimination"]
-        for per in (result.calibration or {}).get("verifiers", {}).values()
+        d.discrimination
+        for per in (result.calibration.verifiers if result.calibration else {}).values()
         for d in per.values()
-        if d["discrimination"] is not None
+        if d.discrimination is not None
     ]
     red = [
         abs(v)
-        for per in (result.calibration or {}).get("redundancy", {}).values()
+        for per in (result.calibration.redundancy if result.calibration else {}).values()
         for v in per.values()
         if v is not None
     ]

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from radar_local.records import RunInfo
     from radar_local.rundir import RunDir
     from radar_local.stats.result import AuditResult
+    from radar_local.stats.stored import Calibration
 
 
 def write_report(
@@ -72,7 +73,7 @@ def report_markdown(
     result: AuditResult,
     examples: list[dict],
     info: RunInfo,
-    calibration: dict | None,
+    calibration: Calibration | None,
     bias: list[dict] | None = None,
     drawn: set[str] | None = None,
 ) -> str:

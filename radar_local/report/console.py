@@ -24,7 +24,7 @@ def print_audit(result: AuditResult, console: Console | None = None) -> None:
     console = console or Console(width=max(Console().width, 150))
     console.print(
         f"[bold]RADAR audit[/bold]  {escape(result.generator)} -> {escape(result.verifier)}"
-        f"  ({result.probes['directed']} probes, {len(result.tasks)} tasks, tau={result.tau})"
+        f"  ({result.probes.directed} probes, {len(result.tasks)} tasks, tau={result.tau})"
     )
     sections = audit_sections(result)
     for s in sections[1:] + sections[:1]:  # the findings last, where a terminal leaves them in view

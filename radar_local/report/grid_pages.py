@@ -6,6 +6,7 @@ from radar_local.report.html import page, render_html
 from radar_local.report.markdown import render_markdown
 from radar_local.report.outline import Part, Section, Table, Untrusted, calibration_tables
 from radar_local.report.text import CI, interval, num
+from radar_local.stats.stored import Calibration
 
 CELL_HEAD = ["generator", "verifier", "Pearson", "Spearman", "MAE", "pairs", "reliable criteria"]
 PAIR_HEAD = ["pair", "mean Sym", "sd across cells", "cells", "stability"]
@@ -85,8 +86,11 @@ def grid_sections(summary: dict) -> list[Section]:
             Section("Judge bias per cell (sensitivity to nuisance attributes, 0-1 scale)", [Table(BIAS_HEAD, bias)])
         )
     sections += [
-        Section(("Judge calibration on ", Untrusted(gen), "'s probes"), calibration_tables(cal))
+        Section(
+            ("Judge calibration on ", Untrusted(gen), "'s probes"), calibration_tables(Calibration.model_validate(cal))
+        )
         for gen, cal in summary.get("calibration", {}).items()
+        if cal is not None
     ]
     return sections
 

@@ -23,6 +23,7 @@ from radar_local.report.outline import (
 if TYPE_CHECKING:
     from radar_local.records import RunInfo
     from radar_local.stats.result import AuditResult
+    from radar_local.stats.stored import Calibration
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
@@ -106,7 +107,7 @@ def audit_html(
     figures: dict[str, bytes],
     examples: list[dict],
     info: RunInfo,
-    calibration: dict | None = None,
+    calibration: Calibration | None = None,
     bias: list[dict] | None = None,
 ) -> str:
     return page(

@@ -48,6 +48,7 @@ from radar_local.report.text import (
     self_effect_rows,
     verdict,
 )
+from radar_local.stats.stored import Calibration
 
 if TYPE_CHECKING:
     from radar_local.records import RunInfo
@@ -123,8 +124,8 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
 
     head, rows = leakage_rows(r)
     pairs = pair_rows(r)
-    base = r.baselines.get("agreement") or {}
-    baselines = [[k, num(v["pearson"]), num(v["spearman"]), num(v["mae"], signed=False)] for k, v in base.items()]
+    base = r.baselines.agreement or {}
+    baselines = [[k, num(v.pearson), num(v.spearman), num(v.mae, signed=False)] for k, v in base.items()]
     sections = [
         Section("Findings", _lines(*verdict(r)), bullets=True),
         Section(
@@ -179,7 +180,7 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
 
 
 def report_sections(
-    r: AuditResult, examples: list[dict], bias: list[dict], info: RunInfo, calibration: dict | None
+    r: AuditResult, examples: list[dict], bias: list[dict], info: RunInfo, calibration: Calibration | None
 ) -> list[Section]:
     """The written report: the audit's sections with figures, the example probes, the probes that address
     the judge, the judges' calibration and the cost."""
@@ -235,20 +236,20 @@ def _injected(info: RunInfo) -> list[Block]:
     return [Table(["steered", "matched", "probe text"], rows)] if rows else []
 
 
-def calibration_tables(cal: dict) -> list[Block]:
+def calibration_tables(cal: Calibration) -> list[Block]:
     """Discrimination and stability per verifier and criterion, and cross-judge agreement where there is one."""
     rows: list[list[Part]] = [
-        [Untrusted(v), c, num(d["discrimination"], signed=False), num(cal["stability"].get(c), signed=False)]
-        for v, per in cal["verifiers"].items()
+        [Untrusted(v), c, num(d.discrimination, signed=False), num(cal.stability.get(c), signed=False)]
+        for v, per in cal.verifiers.items()
         for c, d in per.items()
     ]
     out: list[Block] = [
         Table(["verifier", "criterion", "discrimination (sd of scores)", "stability across judges"], rows)
     ]
-    if cal.get("agreement"):
+    if cal.agreement:
         agreement: list[list[Part]] = [
-            [Untrusted(pair), c, num(v["agreement"], signed=False), str(v["n"])]
-            for pair, per in cal["agreement"].items()
+            [Untrusted(pair), c, num(v.agreement, signed=False), str(v.n)]
+            for pair, per in cal.agreement.items()
             for c, v in per.items()
         ]
         out.append(Table(["verifier pair", "criterion", "agreement (1 - mean |diff|)", "n"], agreement))
@@ -261,6 +262,6 @@ def title(r: AuditResult) -> Line:
 
 def subtitle(r: AuditResult) -> str:
     return (
-        f"Rubric {r.rubric}, {len(r.tasks)} tasks, {r.probes['directed']} steered probes, tau = {r.tau}, "
-        f"{r.bootstrap['resamples']} bootstrap resamples."
+        f"Rubric {r.rubric}, {len(r.tasks)} tasks, {r.probes.directed} steered probes, tau = {r.tau}, "
+        f"{r.bootstrap.resamples} bootstrap resamples."
     )

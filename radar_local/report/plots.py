@@ -174,22 +174,23 @@ def budget_curve(result: AuditResult) -> Figure:
     fig = _figure(6, 3.8)
     ax = fig.add_subplot()
     rows = result.budget or []
-    ns = [r["n"] for r in rows]
-    if rows and "pearson" in rows[0]:
+    ns = [r.n for r in rows]
+    if rows and rows[0].pearson is not None:
         for key, colour in (("pearson", "#1f77b4"), ("spearman", "#2ca02c"), ("mae", "#d62728")):
-            mean = [np.nan if r[key]["mean"] is None else r[key]["mean"] for r in rows]
-            sd = [np.nan if r[key]["sd"] is None else r[key]["sd"] for r in rows]
+            spreads = [getattr(r, key) for r in rows]
+            mean = [np.nan if s is None or s.mean is None else s.mean for s in spreads]
+            sd = [np.nan if s is None or s.sd is None else s.sd for s in spreads]
             ax.errorbar(ns, mean, yerr=sd, marker="o", capsize=3, color=colour, label=key)
         ax.set_ylabel("agreement with human r")
     elif rows:
-        for idx in range(len(rows[0]["sym"])):
-            mean = [np.nan if r["sym"][idx]["mean"] is None else r["sym"][idx]["mean"] for r in rows]
+        for idx in range(len(rows[0].sym or [])):
+            mean = [np.nan if r.sym is None or r.sym[idx].mean is None else r.sym[idx].mean for r in rows]
             ax.plot(ns, mean, marker="o", lw=1)
         ax.set_ylabel("SymCoupling per pair")
     if not any(np.isfinite(np.asarray(line.get_ydata(), float)).any() for line in ax.get_lines()):
         ax.text(0.5, 0.5, "no defined value at any budget", ha="center", va="center", transform=ax.transAxes)
     ax.set_xscale("log")
-    ax.set_xticks(ns or [1], [f"all ({r['n']})" if r.get("all_probes") else str(r["n"]) for r in rows] or ["1"])
+    ax.set_xticks(ns or [1], [f"all ({r.n})" if r.all_probes else str(r.n) for r in rows] or ["1"])
     ax.set_xlabel("probes per (task, criterion, direction)")
     ax.set_title("Probe budget (30 stratified subsets per N; last: all probes)")
     if ax.get_legend_handles_labels()[0]:

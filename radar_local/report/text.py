@@ -102,7 +102,7 @@ def findings(result: AuditResult) -> list[str]:
             out.append(f"{line(p, flags)}: confirmed ({held}).")
     if flagged and not out:
         out.append(f"No flag is confirmed ({held}).")
-    now = result.probes["min_per_stratum"]
+    now = result.probes.min_per_stratum
 
     def settle(p: dict) -> str:
         n = p.get("settle_n")
@@ -204,12 +204,12 @@ def global_line(result: AuditResult) -> str:
 
 def scores_line(result: AuditResult) -> str:
     """Which kind of verdict the statistics read: the paper's integers or expected scores."""
-    if result.probes.get("score_values") == "continuous":
+    if result.probes.score_values == "continuous":
         return (
             "Scores: continuous expected scores (scoring mode 'expected': the probability-weighted mean of the "
             "verifier's score tokens)."
         )
-    named = (result.scales or {}).get("criteria") or {}
+    named = result.scales.criteria if result.scales else {}
     if any(name != "0-4" for name in named.values()):
         scales = ", ".join(f"{c} {name}" for c, name in named.items())
         return (
@@ -258,12 +258,12 @@ def halo_line(result: AuditResult) -> str | None:
 def double_count_line(result: AuditResult) -> str | None:
     """What share of the rubric's weighted aggregate counts one movement twice through coupling."""
     d = result.double_count
-    if d is None or d["share"] is None:
+    if d is None or d.share is None:
         return None
-    source = "its weights" if d["rubric_weights"] else "equal weights (the rubric sets none)"
-    worst = max(((c, s) for c, s in d["by_source"].items() if s is not None), key=lambda x: x[1])
+    source = "its weights" if d.rubric_weights else "equal weights (the rubric sets none)"
+    worst = max(((c, s) for c, s in d.by_source.items() if s is not None), key=lambda x: x[1])
     return (
-        f"Weighted aggregate ({source}): {d['share']:.0%} of its response to a steered criterion comes through "
+        f"Weighted aggregate ({source}): {d.share:.0%} of its response to a steered criterion comes through "
         f"other, coupled criteria and is counted twice (most from {worst[0]}: {worst[1]:.0%})."
     )
 
@@ -272,10 +272,10 @@ def agreement_line(result: AuditResult) -> str | None:
     a = result.agreement
     if a is None:
         return None
-    why = f" (no correlation: {a['reason']})" if a.get("reason") else ""
+    why = f" (no correlation: {a.reason})" if a.reason else ""
     return (
-        f"Agreement with the human reference over {a['n_pairs']} reliable pairs: Pearson {num(a['pearson'])}, "
-        f"Spearman {num(a['spearman'])}{why}, MAE {num(a['mae'], signed=False)}."
+        f"Agreement with the human reference over {a.n_pairs} reliable pairs: Pearson {num(a.pearson)}, "
+        f"Spearman {num(a.spearman)}{why}, MAE {num(a.mae, signed=False)}."
     )
 
 
@@ -284,8 +284,8 @@ ADAPTIVE_HEAD = ["wave", "probes added", "verifier calls", "open decisions", "cr
 
 def adaptive_rows(result: AuditResult) -> list[list[str]]:
     return [
-        [str(w["wave"]), str(w["probes"]), str(w["verifier_calls"]), str(len(w["open"])), ", ".join(w["grow"]) or "-"]
-        for w in (result.adaptive or {}).get("waves", [])
+        [str(w.wave), str(w.probes), str(w.verifier_calls), str(len(w.open)), ", ".join(w.grow) or "-"]
+        for w in (result.adaptive.waves if result.adaptive else [])
     ]
 
 
@@ -294,12 +294,12 @@ def adaptive_line(result: AuditResult) -> str | None:
     if not a:
         return None
     cells = 2 * len(result.tasks) * len(result.criteria)
-    share = a["probes"] / (cells * a["max_n"]) if cells else 0.0
-    open_ = "; ".join(f"{d['kind']} {'/'.join(d['criteria'])}" for d in a["at_budget"]) or "none"
+    share = a.probes / (cells * a.max_n) if cells else 0.0
+    open_ = "; ".join(f"{d.kind} {'/'.join(d.criteria)}" for d in a.at_budget) or "none"
     return (
-        f"Adaptive audit: {len(a['waves'])} waves from {a['start_n']} to at most {a['max_n']} probes per (task, "
-        f"criterion, direction), {a['probes']} probes ({share:.0%} of a fixed n = {a['max_n']}); decisions at "
-        f"{a['confidence']:.0%} confidence: {len(a['settled'])} settled, {len(a['at_budget'])} open at max_n ({open_})."
+        f"Adaptive audit: {len(a.waves)} waves from {a.start_n} to at most {a.max_n} probes per (task, "
+        f"criterion, direction), {a.probes} probes ({share:.0%} of a fixed n = {a.max_n}); decisions at "
+        f"{a.confidence:.0%} confidence: {len(a.settled)} settled, {len(a.at_budget)} open at max_n ({open_})."
     )
 
 

@@ -23,6 +23,7 @@ from radar_local.stats.flags import DIRECTIONAL, Thresholds, pair_flags, upstrea
 from radar_local.stats.intervals import FAMILY_METHOD, METHOD, NO_INTERVAL, Bounds, Intervals, intervals
 from radar_local.stats.probes import ProbeMatrix
 from radar_local.stats.result import PAIR_COLUMNS, AuditResult, Gate
+from radar_local.stats.stored import Baselines, BudgetRow, ProbeCounts, ReferenceAgreement, Resampling, Unscored
 
 
 def audit_cell(
@@ -104,22 +105,24 @@ def audit_cell(
         tasks=tasks,
         tau=tau,
         leakage_definition=definition,
-        bootstrap={
-            "resamples": resamples,
-            "seed": seed,
-            "level": level,
-            "method": METHOD,
-            "df": None if iv is None else dict(zip(crit, iv.df.tolist())),
-            **({} if undefined is None else {"undefined": undefined, "no_interval": NO_INTERVAL}),
-        },
-        probes={
-            "directed": int(pm.directed.sum()),
-            "unconditioned": int((~pm.directed).sum()),
-            "min_per_stratum": int(strata.sizes.min()),
-            "unscored_cells": int(np.isnan(pm.scores).sum()),
-            "score_values": "continuous" if continuous_scores(pm.scores) else "integer",
-        },
-        unscored=unscored,
+        bootstrap=Resampling.model_validate(
+            {
+                "resamples": resamples,
+                "seed": seed,
+                "level": level,
+                "method": METHOD,
+                "df": None if iv is None else dict(zip(crit, iv.df.tolist())),
+                **({} if undefined is None else {"undefined": undefined, "no_interval": NO_INTERVAL}),
+            }
+        ),
+        probes=ProbeCounts(
+            directed=int(pm.directed.sum()),
+            unconditioned=int((~pm.directed).sum()),
+            min_per_stratum=int(strata.sizes.min()),
+            unscored_cells=int(np.isnan(pm.scores).sum()),
+            score_values="continuous" if continuous_scores(pm.scores) else "integer",
+        ),
+        unscored=Unscored.model_validate(unscored),
         warnings=_warnings(unscored, pm) + ([] if undefined is None else _thin(undefined, resamples)),
         self_effect=pd.Series(se, index=crit, dtype=float),
         self_effect_ci=pd.DataFrame(ci["self_effect"], index=crit, columns=["low", "high"]) if ci else None,
@@ -134,10 +137,15 @@ def audit_cell(
         global_ci={key: tuple(v) for key, v in ci["global"].items()} if ci else None,
         thresholds=vars(thresholds),
         unreliable=[_gate(c, exact.self_effect[i], tau) for i, c in enumerate(crit) if not point.reliable[0, i]],
-        baselines=to_json(_baselines(pm, pairs, ref_vec)),
-        agreement=None if ref_vec is None else to_json(agreement(_gated_sym(pair_rows, pairs, ok, crit), ref_vec)),
+        baselines=Baselines.model_validate(to_json(_baselines(pm, pairs, ref_vec))),
+        agreement=None
+        if ref_vec is None
+        else ReferenceAgreement.model_validate(to_json(agreement(_gated_sym(pair_rows, pairs, ok, crit), ref_vec))),
         family=None if iv is None else family_json(iv.family, crit),
-        budget=to_json(probe_budget(strata, pairs, ref_vec, point, tau=tau, seed=seed, definition=definition))
+        budget=[
+            BudgetRow.model_validate(row)
+            for row in to_json(probe_budget(strata, pairs, ref_vec, point, tau=tau, seed=seed, definition=definition))
+        ]
         if budget
         else None,
     )

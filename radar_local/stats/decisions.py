@@ -143,7 +143,7 @@ def decisions(
 def _narrowing(result: AuditResult, more: float) -> Callable[[tuple[str, ...]], float]:
     """The factor a half-width resting on `sources`' probes shrinks by at `more` times the probes per stratum:
     1/sqrt(more), times the ratio of Student's t at the family's tail at the larger and the present design df."""
-    n, df, tail = result.probes["min_per_stratum"], result.bootstrap.get("df") or {}, result.family or {}
+    n, df, tail = result.probes.min_per_stratum, result.bootstrap.df or {}, result.family or {}
     critical = tail.get("critical")
     p = special.ndtr(critical) if critical else None
 
@@ -204,7 +204,7 @@ def settle_n(
 ) -> int | None:
     """The fewest probes per stratum (at most MOST) at which the family would settle every decision in `keys`
     ((kind, criteria)) if every estimate held; None beyond MOST (an estimate at or near its threshold)."""
-    n = result.probes["min_per_stratum"]
+    n = result.probes.min_per_stratum
 
     def settles(m: int) -> bool:
         found = {(d.kind, d.criteria): d.value for d in decisions(result, thresholds, fail_on_sym, more=m / n)}

@@ -19,7 +19,23 @@ from radar_local.stats.coupling import LeakageDefinition
 from radar_local.stats.halo import Halo
 from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.raters import LabelsBlock
-from radar_local.stats.stored import Block, Evidence, Interval, Matrix, Num
+from radar_local.stats.stored import (
+    AdaptiveRecord,
+    Baselines,
+    Block,
+    BudgetRow,
+    Calibration,
+    DoubleCount,
+    Evidence,
+    Interval,
+    Matrix,
+    Num,
+    ProbeCounts,
+    ReferenceAgreement,
+    Resampling,
+    Scales,
+    Unscored,
+)
 
 # 2: pair 'flags' is a list; gating causes; unscored counts and warnings. 3: judge bias is `bias` (was `nuisance`).
 SCHEMA_VERSION = 3
@@ -100,9 +116,9 @@ class StatsFile(Block):
     criteria: list[str]
     tasks: list[str]
     tau: float
-    bootstrap: dict[str, Any]
-    probes: dict[str, Any]
-    unscored: dict[str, Any]
+    bootstrap: Resampling
+    probes: ProbeCounts
+    unscored: Unscored
     warnings: list[str]
     self_effect: dict[str, Num]
     self_effect_ci: dict[str, Interval] | None
@@ -115,16 +131,16 @@ class StatsFile(Block):
     pairs: list[PairFile]
     global_: GlobalFile = Field(alias="global")
     flags: FlagsFile
-    baselines: dict[str, Any]
-    agreement: dict[str, Any] | None = None
-    budget: list[dict[str, Any]] | None = None
-    adaptive: dict[str, Any] | None = None
+    baselines: Baselines
+    agreement: ReferenceAgreement | None = None
+    budget: list[BudgetRow] | None = None
+    adaptive: AdaptiveRecord | None = None
     rubric: str | None = None
-    calibration: dict[str, Any] | None = None
-    double_count: dict[str, Any] | None = None
+    calibration: Calibration | None = None
+    double_count: DoubleCount | None = None
     bias: Bias | None = None
     family: FamilyFile | None = None
-    scales: dict[str, Any] | None = None
+    scales: Scales | None = None
     halo: Halo | None = None
     jury: JuryBlock | None = None
     labels: LabelsBlock | None = None
@@ -152,9 +168,9 @@ class AuditResult:
     criteria: list[str]
     tasks: list[str]
     tau: float
-    bootstrap: dict[str, Any]  # resamples, seed, level
-    probes: dict[str, Any]  # directed, unconditioned, min_per_stratum, unscored_cells
-    unscored: dict[str, Any]  # verdicts, verdicts_total, strata, strata_total, tasks {task: unscored strata}
+    bootstrap: Resampling
+    probes: ProbeCounts
+    unscored: Unscored
     warnings: list[str]
     self_effect: pd.Series  # criterion -> eq. 1
     self_effect_ci: pd.DataFrame | None  # criterion x (low, high)
@@ -169,20 +185,20 @@ class AuditResult:
     global_ci: dict[str, Any] | None  # same keys -> (low, high)
     thresholds: dict[str, Any]
     unreliable: list[Gate]
-    baselines: dict[str, Any]
-    agreement: dict[str, Any] | None = None
-    budget: list[dict[str, Any]] | None = None
+    baselines: Baselines
+    agreement: ReferenceAgreement | None = None  # against the human reference
+    budget: list[BudgetRow] | None = None
     rubric: str | None = None
-    calibration: dict[str, Any] | None = None
-    double_count: dict[str, Any] | None = None  # the rubric's weighted aggregate: weights, share, by_source
-    adaptive: dict[str, Any] | None = None  # an adaptive audit's waves and the decisions that settled
+    calibration: Calibration | None = None
+    double_count: DoubleCount | None = None  # the rubric's weighted aggregate: weights, share, by_source
+    adaptive: AdaptiveRecord | None = None  # an adaptive audit's waves and the decisions that settled
     bias: Bias | None = None  # judge bias: each criterion's sensitivity to each nuisance attribute (stats/bias.py)
     # the simultaneous intervals that confirm flags: {level, method, cells, critical, self_effect {c: [lo, hi]},
     # leakage, sym, asym {a: {b: [lo, hi]}}} (stats/intervals.Family)
     family: dict[str, Any] | None = None
     gate_evidence: dict[str, str] | None = None  # criterion -> confirmed / possible: its gate decision, either way
     # each criterion's scale and the footing the effects are on: {footing, criteria {c: '0-4'}}
-    scales: dict[str, Any] | None = None
+    scales: Scales | None = None
     # joint calls' added coupling over per-criterion calls on the same probes (stats/halo.py)
     halo: Halo | None = None
     # a jury against its jurors, and their agreement (stats/jurors.py); aggregate, min_jurors, failed jurors
@@ -203,9 +219,9 @@ class AuditResult:
             "criteria": crit,
             "tasks": self.tasks,
             "tau": self.tau,
-            "bootstrap": self.bootstrap,
-            "probes": self.probes,
-            "unscored": self.unscored,
+            "bootstrap": self.bootstrap.stored(),
+            "probes": self.probes.stored(),
+            "unscored": self.unscored.stored(),
             "warnings": self.warnings,
             "self_effect": _series(self.self_effect),
             "self_effect_ci": None
@@ -231,20 +247,19 @@ class AuditResult:
                 "unreliable": [vars(g) for g in self.unreliable],
                 **({} if self.gate_evidence is None else {"gates": self.gate_evidence}),
             },
-            "baselines": self.baselines,
+            "baselines": self.baselines.stored(),
         }
-        for key in ("agreement", "budget", "adaptive"):
-            if getattr(self, key) is not None:
-                out[key] = getattr(self, key)
+        if self.agreement is not None:
+            out["agreement"] = self.agreement.stored()
+        if self.budget is not None:
+            out["budget"] = [row.stored() for row in self.budget]
+        if self.adaptive is not None:
+            out["adaptive"] = self.adaptive.stored()
         if self.leakage_definition != "ratio_of_means":  # the default unwritten: earlier stats.json read back as is
             out["leakage_definition"] = self.leakage_definition
         out["rubric"] = self.rubric
-        out["calibration"] = self.calibration
-        if self.double_count is not None:
-            out["double_count"] = self.double_count
-        if self.bias is not None:
-            out["bias"] = self.bias.stored()
-        for key in ("family", "scales", "halo", "jury", "labels"):
+        out["calibration"] = None if self.calibration is None else self.calibration.stored()
+        for key in ("double_count", "bias", "family", "scales", "halo", "jury", "labels"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value.stored() if isinstance(value, Block) else value
