@@ -96,11 +96,12 @@ def assemble(
     from: the statistics; for a joint judge its halo against `halo_against`; for a jury its jurors but the
     `failed` ones, set beside `juror_results`; agreement with the team's labels; an adaptive audit's record.
     `interim`: an adaptive wave's audit, which decides whether to go on: no probe budget, no labels."""
-    config = run.config
+    config, settings = run.config, replace(run.config.stats_settings, level=level)
     table = validate_scores(records.table(), run.table_path, run.rubric.scales, both_directions=False)
     measurements = {c: measurement(run.rubric.scale_of(c), config.scoring.expected) for c in run.rubric.ids}
     labels = run.labels
-    labelled = None if labels is None else run.verdicts(labels.probes())
+    # an interim audit (one verifier's wave) reads no labels: they are scored after the last wave
+    labelled = None if labels is None or interim else run.verdicts(labels.probes())
     failed = failed or {}
     jurors = [j.label for j in verifier.jurors if j.label not in failed] if isinstance(verifier, Jury) else []
     options: dict = {}
@@ -110,7 +111,7 @@ def assemble(
     result = stats_for_table(
         table,
         run.table_path,
-        replace(config.stats_settings, level=level),
+        settings,
         rubric=run.rubric,
         reference=run.reference,
         generator=config.generator.label,
@@ -132,7 +133,7 @@ def assemble(
             failed=failed,
             side_by_side=side_by_side({verifier.label: result, **(juror_results or {})}),
         )
-    if labels is not None and labelled is not None and not interim:
+    if labels is not None and labelled is not None:
         extra["labels"] = label_agreement(
             labels,
             labelled,
@@ -140,8 +141,8 @@ def assemble(
             run.rubric.ids,
             measurements,
             run.rubric.scales,
-            resamples=config.bootstrap,
-            seed=config.seed,
-            confidence=config.stats_settings.level,
+            resamples=settings.resamples,
+            seed=settings.seed,
+            confidence=LEVEL,
         )
     return replace(result, **extra), table

@@ -19,6 +19,7 @@ from radar_local.report.build import write_report
 from radar_local.rundir import load_run
 
 ROOT = Path(__file__).resolve().parents[1]
+CASES = ["quickstart", "jury", "judge", "import"]
 TASKS = [
     {"id": "refund", "prompt": "A customer wants a refund for a cracked jug."},
     {"id": "delay", "prompt": "A parcel is two weeks late. Reply to the customer."},
@@ -28,7 +29,9 @@ TASKS = [
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    out = ap.parse_args().out
+    ap.add_argument("--only", nargs="+", choices=CASES, default=CASES, help="The cases to write (default: all).")
+    args = ap.parse_args()
+    out = args.out
     spec = {
         "engine": "testing",
         "model": "planted",
@@ -56,11 +59,13 @@ def main() -> None:
         "judge": ROOT / "configs/judge-example.yaml",
     }
     for name, spec in audited.items():
-        run_audit(spec, out / name)
-        write_report(load_run(out / name))
-    imported = read("promptfoo", ROOT / "tests/data/formats/promptfooconfig.yaml")
-    write_import(imported, out / "import", "testing", "planted", "planted", force=True)
-    (out / "import" / "account.txt").write_text("\n".join(imported.account) + "\n")
+        if name in args.only:
+            run_audit(spec, out / name)
+            write_report(load_run(out / name))
+    if "import" in args.only:
+        imported = read("promptfoo", ROOT / "tests/data/formats/promptfooconfig.yaml")
+        write_import(imported, out / "import", "testing", "planted", "planted", force=True)
+        (out / "import" / "account.txt").write_text("\n".join(imported.account) + "\n")
     print(out)
 
 

@@ -78,6 +78,7 @@ def test_adaptive_reaches_the_fixed_decisions_with_fewer_verifier_calls(fixed_an
     assert load_run(root / "adaptive").info().adaptive == record
 
 
+@pytest.mark.thorough  # a third adaptive audit; the fast tier keeps the first two (the shared fixture)
 def test_an_adaptive_run_resumes_where_it_stopped(fixed_and_adaptive, tmp_path):
     """A kill after half the verdicts: the re-run replays the stored waves and calls only for the rest."""
     root, _, adaptive = fixed_and_adaptive
@@ -90,6 +91,7 @@ def test_an_adaptive_run_resumes_where_it_stopped(fixed_and_adaptive, tmp_path):
     assert again.adaptive.stored()["verifier_calls"] == len(scores) - len(scores) // 2
 
 
+@pytest.mark.thorough  # a third adaptive audit, replayed from the fixed run's records
 def test_a_fixed_run_at_max_n_holds_every_probe_an_adaptive_run_needs(fixed_and_adaptive, tmp_path):
     root, _, adaptive = fixed_and_adaptive
     shutil.copytree(root / "fixed", tmp_path / "run")

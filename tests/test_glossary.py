@@ -75,6 +75,8 @@ def class_attributes(tree: ast.AST) -> dict[str, set[str]]:
 
 def violations(text: str, modules: dict[str, str], stats_keys: set[str]) -> list[str]:
     trees = {name: ast.parse(source) for name, source in modules.items()}
+    names = {name: sorted(identifiers(tree)) for name, tree in trees.items()}  # each module's, read once
+    attributes = {name: class_attributes(tree) for name, tree in trees.items()}
     found = []
     for entry in rejected(text):
         if entry.endswith(" (stats.json)"):
@@ -82,18 +84,9 @@ def violations(text: str, modules: dict[str, str], stats_keys: set[str]) -> list
             found += [f"stats.json key '{key}'"] if key in stats_keys else []
         elif "." in entry:
             cls, attr = entry.split(".", 1)
-            found += [
-                f"{name}: {cls}.{attr}"
-                for name, tree in trees.items()
-                if attr in class_attributes(tree).get(cls, set())
-            ]
+            found += [f"{name}: {cls}.{attr}" for name in trees if attr in attributes[name].get(cls, set())]
         else:
-            found += [
-                f"{name}: {ident}"
-                for name, tree in trees.items()
-                for ident in sorted(identifiers(tree))
-                if named(entry, ident)
-            ]
+            found += [f"{name}: {ident}" for name in trees for ident in names[name] if named(entry, ident)]
     return found
 
 

@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -22,6 +23,7 @@ def test_self_pairs_are_excluded_by_default():
     assert len(both.cells()) == 1
 
 
+@pytest.mark.thorough  # two stored runs and a grid over them; test_orchestration's grid checks the same machinery fast
 def test_grid_over_stored_runs(tmp_path):
     out = tmp_path / "grid"
     planted_run(out / "gen", verifier="judge-a", seed=0)
