@@ -32,6 +32,26 @@ def test_analyze_the_bundled_example_and_round_trip_exactly():
     assert again.pairs.iloc[0]["sym_ci"] == result.pairs.iloc[0]["sym_ci"]
 
 
+def test_every_stored_block_is_held_by_the_result_as_its_producer_made_it():
+    """A stats.json block is one model: StatsFile and AuditResult hold it with one type, so to_json writes it and
+    from_json reads it with no code of its own (docs/ARCHITECTURE.md, "Adding a stats.json block")."""
+    from typing import get_args
+
+    from radar_local.stats.result import AS_STORED, StatsFile
+    from radar_local.stats.stored import Block
+
+    blocks = [
+        k
+        for k, f in StatsFile.model_fields.items()
+        if any(isinstance(t, type) and issubclass(t, Block) for t in (f.annotation, *get_args(f.annotation)))
+    ]
+    file_shapes = {"pairs", "global_", "flags", "family"}  # the result holds these as frames or plain values
+    assert set(blocks) - file_shapes <= set(AS_STORED)
+    assert {"bias", "halo", "jury", "labels", "calibration", "bootstrap"} <= set(AS_STORED)
+    # a list of blocks too (budget rows)
+    assert "budget" in AS_STORED
+
+
 def test_analyze_takes_a_dataframe_like_a_file():
     df = pd.read_csv(EXAMPLE, dtype=str, keep_default_na=False)
     assert radar_local.analyze(df, rubric="helpsteer2", bootstrap=0) == radar_local.analyze(

@@ -66,11 +66,6 @@ class PairFile(Block):
     settle_n: int | None = None
 
 
-# The fields an AuditResult holds as stats.json does.
-AS_STORED = (
-    "generator verifier tasks tau bootstrap probes unscored warnings baselines agreement budget adaptive rubric "
-    "calibration double_count bias scales halo jury labels leakage_definition schema_version"
-).split()
 # A pair's columns in AuditResult.pairs: its stored fields, the interval pair split in two.
 PAIR_COLUMNS = [c for f in PairFile.model_fields for c in (("sym_ci", "asym_ci") if f == "ci" else (f,))]
 
@@ -135,8 +130,9 @@ class StatsFile(Block):
     agreement: ReferenceAgreement | None = None
     budget: list[BudgetRow] | None = None
     adaptive: AdaptiveRecord | None = None
-    rubric: str | None = None
-    calibration: Calibration | None = None
+    leakage_definition: LeakageDefinition = "ratio_of_means"  # the default is left unwritten
+    rubric: str | None  # written even when null
+    calibration: Calibration | None
     double_count: DoubleCount | None = None
     bias: Bias | None = None
     family: FamilyFile | None = None
@@ -144,7 +140,6 @@ class StatsFile(Block):
     halo: Halo | None = None
     jury: JuryBlock | None = None
     labels: LabelsBlock | None = None
-    leakage_definition: LeakageDefinition = "ratio_of_means"
 
 
 @dataclass(frozen=True)
@@ -211,18 +206,20 @@ class AuditResult:
 
     # ---- JSON -------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
+        """stats.json: each StatsFile field in its order, a block dumped as its producer set it; an optional field
+        at its default is left out."""
+        made = self._made_for_file()
+        out: dict[str, Any] = {}
+        for key, field in StatsFile.model_fields.items():
+            value = made[key] if key in made else getattr(self, key)
+            if field.is_required() or value != field.default:
+                out[field.alias or key] = _stored(value)
+        return out
+
+    def _made_for_file(self) -> dict[str, Any]:
+        """The fields stats.json holds in another shape than the result (frames as nested objects)."""
         crit = self.criteria
-        out = {
-            "schema_version": self.schema_version,
-            "generator": self.generator,
-            "verifier": self.verifier,
-            "criteria": crit,
-            "tasks": self.tasks,
-            "tau": self.tau,
-            "bootstrap": self.bootstrap.stored(),
-            "probes": self.probes.stored(),
-            "unscored": self.unscored.stored(),
-            "warnings": self.warnings,
+        return {
             "self_effect": _series(self.self_effect),
             "self_effect_ci": None
             if self.self_effect_ci is None
@@ -238,7 +235,7 @@ class AuditResult:
             "leakage_sd": _frame(self.leakage_sd),
             "leakage_by_task": {t: _frame(m) for t, m in self.leakage_by_task.items()},
             "pairs": [_pair_json(p) for p in self.pairs.to_dict("records")],
-            "global": {
+            "global_": {
                 **{k: json_number(v) for k, v in self.global_.items()},
                 "ci": None if self.global_ci is None else {k: _pair(*v) for k, v in self.global_ci.items()},
             },
@@ -247,23 +244,7 @@ class AuditResult:
                 "unreliable": [vars(g) for g in self.unreliable],
                 **({} if self.gate_evidence is None else {"gates": self.gate_evidence}),
             },
-            "baselines": self.baselines.stored(),
         }
-        if self.agreement is not None:
-            out["agreement"] = self.agreement.stored()
-        if self.budget is not None:
-            out["budget"] = [row.stored() for row in self.budget]
-        if self.adaptive is not None:
-            out["adaptive"] = self.adaptive.stored()
-        if self.leakage_definition != "ratio_of_means":  # the default unwritten: earlier stats.json read back as is
-            out["leakage_definition"] = self.leakage_definition
-        out["rubric"] = self.rubric
-        out["calibration"] = None if self.calibration is None else self.calibration.stored()
-        for key in ("double_count", "bias", "family", "scales", "halo", "jury", "labels"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value.stored() if isinstance(value, Block) else value
-        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any], where: object = "stats") -> AuditResult:
@@ -308,7 +289,6 @@ class AuditResult:
         ci, lci = d.self_effect_ci, d.leakage_ci
         return cls(
             **{key: getattr(d, key) for key in AS_STORED},
-            criteria=crit,
             self_effect=pd.Series({c: _nan(d.self_effect[c]) for c in crit}, dtype=float),
             self_effect_ci=None
             if ci is None
@@ -350,6 +330,19 @@ class AuditResult:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, AuditResult) and self.to_json() == other.to_json()
+
+
+# The fields an AuditResult holds as stats.json does (the same name and type): read and written as they are.
+AS_STORED = [k for k in StatsFile.model_fields if AuditResult.__annotations__.get(k) == StatsFile.__annotations__[k]]
+
+
+def _stored(value: Any) -> Any:
+    """A value as stats.json holds it: a block as its producer set it, a list of blocks each so."""
+    if isinstance(value, Block):
+        return value.stored()
+    if isinstance(value, list):
+        return [_stored(v) for v in value]
+    return value
 
 
 def _nan(x: float | None) -> float:
