@@ -1,6 +1,12 @@
+from __future__ import annotations
+
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
+from click.testing import CliRunner
 from hypothesis import settings
 
 from radar_local.score_table import COLUMNS
@@ -55,6 +61,8 @@ def rng() -> np.random.Generator:
 
 # ---- Real engines on the embedded model, each started once per test session ----
 
+REPO = Path(__file__).resolve().parents[1]
+SMALL_RUBRIC = REPO / "tests" / "data" / "small_rubric.yaml"
 SMALL_VLLM = {"enforce_eager": True, "max_model_len": 2048}
 # On a GPU box the session's vLLM engine and the `vllm serve` fixture share one GPU: each takes at most this share
 # (vLLM's defaults, 0.9 and 0.92, leave the second nothing). On a CPU the engine sizes its own KV cache.
@@ -219,3 +227,57 @@ def radar_run(*args, env=None):
 
     res = CliRunner().invoke(cli, [str(a) for a in args], env=env)
     return subprocess.CompletedProcess(args, res.exit_code, res.stdout, res.stderr)
+
+
+def invoke(*args):
+    """`radar` in this process, its click result (`exception` tells a traceback from a clean exit)."""
+    from radar_local.cli.main import cli
+
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def one_line_exit_2(res, *needles):
+    """Bad input's answer: exit 2, one line on stderr naming what is wrong, no traceback."""
+    assert res.exit_code == 2, res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit)  # no traceback
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith("error: "), res.stderr
+    for needle in needles:
+        assert str(needle) in res.stderr, res.stderr
+
+
+def write_config(tmp_path, data: dict, name: str = "audit.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory) -> Path:
+    """A finished planted audit; tests copy it before changing anything."""
+    from radar_local.auditing import run_audit
+
+    run = tmp_path_factory.mktemp("finished") / "run"
+    run_audit(planted_config(rubric=str(SMALL_RUBRIC), bootstrap=0), run, base=REPO)
+    return run
+
+
+@pytest.fixture
+def run_copy(finished_run, tmp_path) -> Path:
+    """A copy of the finished run a test may change."""
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(finished_run, copy, ignore=shutil.ignore_patterns(".radar.lock"))
+    return copy
+
+
+@pytest.fixture(scope="module")
+def labelled_run(tmp_path_factory) -> Path:
+    """A finished planted audit with a one-row labels file."""
+    from radar_local.auditing import run_audit
+
+    folder = tmp_path_factory.mktemp("labelled")
+    labels = folder / "labels.csv"
+    labels.write_text("task_id,response,criterion,score\nrefund,Sorry about the jug.,helpfulness,3\n")
+    run_audit(planted_config(labels=str(labels), n=1, bootstrap=0), folder / "run")
+    return folder / "run"

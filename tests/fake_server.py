@@ -8,6 +8,7 @@ import json
 import socketserver
 import threading
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 def http(status: int, body: bytes, headers: dict[str, str] | None = None, length: int | None = None) -> bytes:
@@ -77,3 +78,32 @@ class FakeServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Server:
+    """A real HTTP server on 127.0.0.1 answering every POST with one canned reply."""
+
+    def __init__(self, status: int, body: bytes):
+        reply = (status, body)
+        self.hits = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                outer.hits += 1
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self.send_response(reply[0])
+                self.send_header("Content-Length", str(len(reply[1])))
+                self.end_headers()
+                self.wfile.write(reply[1])
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()

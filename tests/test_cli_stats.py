@@ -1,5 +1,7 @@
 """`radar stats` end to end, and one clear line with exit code 2 for every malformed input."""
 
+from __future__ import annotations
+
 import json
 import subprocess
 import sys
@@ -10,7 +12,7 @@ from click.testing import CliRunner
 
 from radar_local.cli.main import cli
 from radar_local.rubric import bundled_path
-from radar_local.score_table import write_scores
+from radar_local.score_table import read_scores, write_scores
 from tests.conftest import radar_run
 
 EXAMPLE = Path(bundled_path("helpsteer2")).with_name("example_helpsteer2.csv")
@@ -55,7 +57,6 @@ def test_scale_1_to_5_gives_identical_coupling(tmp_path):
 
 
 def test_parquet_round_trip(tmp_path):
-    from radar_local.score_table import read_scores
 
     df = read_scores(EXAMPLE)
     write_scores(df, tmp_path / "s.parquet")
@@ -195,3 +196,21 @@ def test_a_large_table_says_what_it_works_through(monkeypatch):
     monkeypatch.undo()
     quiet = CliRunner().invoke(cli, ["stats", str(EXAMPLE), "--bootstrap", "200"])
     assert "stats:" not in quiet.stderr  # below the size, nothing is said
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_stats_scale_applies_where_the_rubric_declares_none(tmp_path):
+    """Issue 43 item 6: `radar stats --scale 1-10 --rubric R` read the table on 0-4 when R declares no scale (and
+    the error then said R declares 0-4)."""
+    import pandas as pd
+
+    from radar_local.analysis import analyze
+
+    table = pd.read_csv(REPO / "radar_local" / "benchmarks" / "example_helpsteer2.csv", dtype={"variant": str})
+    table["score"] = table["score"] * 2 + 1  # 0-4 -> 1, 3, ..., 9 on 1-10
+    on_four = analyze(table.assign(score=(table["score"] - 1) / 2), rubric="helpsteer2", bootstrap=0)
+    on_ten = analyze(table, rubric="helpsteer2", scale="1-10", bootstrap=0)
+    # the same shifts on a scale of span 9 instead of 4: every self-effect is 8/9 of its 0-4 value
+    assert on_ten.self_effect.to_numpy() == pytest.approx(on_four.self_effect.to_numpy() * 8 / 9)

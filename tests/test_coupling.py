@@ -1,18 +1,21 @@
 """Known-answer and property tests of the coupling statistics (paper eq. 1-11)."""
 
+from __future__ import annotations
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from radar_local.auditing import run_audit
 from radar_local.stats.audit import audit_cell
 from radar_local.stats.bootstrap import Strata
 from radar_local.stats.coupling import coupling, global_summaries, leakage
 from radar_local.stats.exact import exact_point
 from radar_local.stats.intervals import intervals
 from radar_local.stats.probes import probe_matrix
-from tests.conftest import probes, table
+from tests.conftest import planted_config, probes, table
 
 
 def test_known_answer_two_criteria(two_criteria_table):
@@ -191,3 +194,60 @@ def test_double_counted_share_known_answer():
         np.array([[1.0, -0.5], [0.2, 1.0]]), np.array([True, False]), np.array([1.0, 1.0])
     )
     assert overall == 0.0 and share[0] == 0.0 and np.isnan(share[1])
+
+
+def _three_tasks_table(b_shift_t2: int = 3):
+    """Source a's self-effects per task 1, 0.75, -0.25 (0-1 footing); b's shifts on a's probes 1, b_shift_t2/4, 0."""
+    import pandas as pd
+
+    rows = []
+    a_scores = {"t1": (4, 0), "t2": (3, 0), "t3": (0, 1)}
+    b_on_a = {"t1": (4, 0), "t2": (b_shift_t2, 0), "t3": (2, 2)}
+    for t in a_scores:
+        for d, k in (("+", 0), ("-", 1)):
+            rows += [("g", "v", t, "a", d, "0", "a", a_scores[t][k]), ("g", "v", t, "a", d, "0", "b", b_on_a[t][k])]
+            rows += [("g", "v", t, "b", d, "0", "b", 4 - 4 * k), ("g", "v", t, "b", d, "0", "a", 2)]
+    return pd.DataFrame(rows, columns=["generator", "verifier", "task_id", "target", "direction", "variant",
+                                       "criterion", "score"])  # fmt: skip
+
+
+def test_the_report_counts_each_sources_tasks_with_a_self_effect_at_or_below_zero():
+    """Issue 43 item 4 (part): on a table whose source self-effects are 1, 0.75 and -0.25 (0-1 footing), the ratio
+    of means keeps the third task: a -> b = (1 + 0.75 + 0) / (1 + 0.75 - 0.25) = 7/6; the report says the
+    definition and counts that task."""
+    from radar_local.analysis import analyze
+    from radar_local.report.outline import audit_sections
+    from radar_local.report.text import LEAKAGE_DEFINITION, self_effect_rows
+
+    result = analyze(_three_tasks_table(), bootstrap=0)
+    assert result.leakage.loc["a", "b"] == pytest.approx(7 / 6)
+    counts = {row[0]: row[-1] for row in self_effect_rows(result)}
+    assert counts == {"a": "1 of 3", "b": "0 of 3"}
+    assert LEAKAGE_DEFINITION in str(audit_sections(result))
+
+
+def test_leakage_paper_is_eq5_on_a_hand_computed_table(tmp_path):
+    """Issue 43 item 4: `leakage: paper` reports eq. 5, the mean of the per-task ratios over the tasks whose source
+    self-effect is positive. b's shifts on a's probes 1, 1/4, 0 over a's self-effects 1, 3/4, -1/4:
+      ratio of means: (1 + 1/4 + 0) / (1 + 3/4 - 1/4) = (5/4) / (3/2) = 5/6;
+      eq. 5: mean(1/1, (1/4)/(3/4)) over t1, t2 (t3's self-effect is negative) = (1 + 1/3) / 2 = 2/3."""
+    import json
+
+    from radar_local.analysis import analyze
+    from radar_local.report.outline import audit_sections
+    from radar_local.report.text import PAPER_DEFINITION
+    from tests.conftest import invoke
+
+    table = _three_tasks_table(b_shift_t2=1)
+    ours, paper = analyze(table, bootstrap=0), analyze(table, bootstrap=200, leakage="paper")
+    assert ours.leakage.loc["a", "b"] == pytest.approx(5 / 6) and paper.leakage.loc["a", "b"] == pytest.approx(2 / 3)
+    assert paper.leakage_definition == "paper" and paper.leakage_ci is not None
+    assert PAPER_DEFINITION in str(audit_sections(paper))
+    path = tmp_path / "scores.csv"
+    table.to_csv(path, index=False)
+    res = invoke("stats", path, "--leakage", "paper", "--json", tmp_path / "out.json", "--bootstrap", "0")
+    assert res.exit_code == 0, res.output
+    stored = json.loads((tmp_path / "out.json").read_text())
+    assert stored["leakage_definition"] == "paper" and stored["leakage"]["a"]["b"] == pytest.approx(2 / 3)
+    result = run_audit(planted_config(leakage="paper", n=2, bootstrap=20), tmp_path / "run")
+    assert result.leakage_definition == "paper"

@@ -1,8 +1,10 @@
 """Engine checks that need no model: options, unreachable servers, the registry's context window."""
 
+from __future__ import annotations
+
 import pytest
 
-from radar_local.errors import RadarError
+from radar_local.errors import InputError, RadarError
 from radar_local.hardware import cpu_dtype, cpu_info
 from radar_local.scoring import ScoreFormat
 
@@ -33,7 +35,6 @@ def test_openai_engine_names_an_unreachable_server():
 
 def test_unknown_engine_option_is_an_input_error():
     from radar_local.engines.registry import build_engine
-    from radar_local.errors import InputError
 
     with pytest.raises(InputError, match="option 'temprature'"):
         build_engine("openai", "smol", {"temprature": 0.1})
@@ -139,3 +140,16 @@ def test_the_cpu_engines_arguments_carry_the_plan_and_its_reason():
     assert settings["kv_cache_reason"] == "set in the config"
     kwargs, settings = llm_arguments(VLLMEngine.Options(), None, "bfloat16", avx2)  # nothing to size it from
     assert kwargs["kv_cache_memory_bytes"] == GIB and settings["kv_cache_reason"].startswith("1 GiB")
+
+
+def test_a_planted_engine_is_not_warned_about_memory_it_never_took(capsys, monkeypatch):
+    from radar_local import pool as pool_module
+    from radar_local.config import ModelSpec
+    from radar_local.pool import EnginePool
+
+    frees = iter([{"memory": 8 << 30}, {"memory": 7 << 30}, {"memory": 7 << 30}])  # others took 1 GiB meanwhile
+    monkeypatch.setattr(pool_module, "memory_free", lambda: next(frees))
+    pool = EnginePool()
+    pool.get(ModelSpec(engine="testing", model="p"))
+    pool.close()
+    assert "gave back" not in capsys.readouterr().err

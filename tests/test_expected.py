@@ -2,6 +2,8 @@
 table and the statistics (exact at the gate), the mode in every output, and why it is worth having:
 narrower bootstrap intervals at the same N on the planted engine."""
 
+from __future__ import annotations
+
 import json
 import math
 from fractions import Fraction
@@ -10,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from radar_local.auditing import run_audit
 from radar_local.engines.openai import OpenAIEngine
@@ -25,7 +28,7 @@ from radar_local.stats.audit import audit_cell
 from radar_local.stats.exact import exact_sum
 from radar_local.stats.probes import probe_matrix
 from tests.conftest import planted_config, probe_record
-from tests.test_bad_input import _Server
+from tests.fake_server import _Server
 
 REPO = Path(__file__).resolve().parents[1]
 EXPECTED = ScoreFormat(mode="expected")
@@ -202,3 +205,28 @@ def test_openai_server_without_logprobs_is_one_line():
     finally:
         engine.close()
         server.close()
+
+
+@pytest.mark.slow  # reads the embedded model's tokenizer
+@pytest.mark.parametrize("engine", ["vllm"])  # transformers reads the same tokenizer the same way
+def test_expected_mode_on_levels_the_tokenizer_splits_is_refused_before_any_call(tmp_path, engine, embedded_model):
+    """SmolLM2's tokenizer splits "10" into "1" "0": a 1-10 scale in expected mode is one line when the config is
+    read, before any model loads or probe is generated (it was refused only at the scoring stage)."""
+    from radar_local.config import load_config
+    from radar_local.errors import RadarError
+    from radar_local.resolved import resolve
+
+    rubric = tmp_path / "rubric.yaml"
+    rubric.write_text(
+        "id: r\nname: r\nscale: {min: 1, max: 10}\ncriteria:\n"
+        "  - {id: a, label: A, description: The first.}\n  - {id: b, label: B, description: The second.}\n"
+    )
+    config = tmp_path / "c.yaml"
+    spec = {"engine": engine, "model": "smollm2-135m"}
+    settings = planted_config(rubric=str(rubric), scoring={"mode": "expected"}, verifier=spec)
+    config.write_text(yaml.safe_dump(settings))
+    with pytest.raises(RadarError, match="splits the level\\(s\\) 10 into several tokens") as err:
+        resolve(load_config(config), tmp_path, config)
+    assert "\n" not in str(err.value)
+    rubric.write_text(rubric.read_text().replace("{min: 1, max: 10}", "{min: 0, max: 4}"))
+    resolve(load_config(config), tmp_path, config)  # single-token levels pass

@@ -16,7 +16,8 @@ from radar_local.engines.openai import OpenAIEngine
 from radar_local.engines.registry import parse_options
 from radar_local.errors import RadarError
 from radar_local.scoring import ScoreFormat, expected_score
-from tests.fake_server import FakeServer, completion, http, top_logprobs
+from tests.conftest import invoke, one_line_exit_2, planted_config
+from tests.fake_server import FakeServer, _Server, completion, http, top_logprobs
 
 HI = [[{"role": "user", "content": "hi"}]]
 VERDICT = '{"reasoning": "r", "score": 3, "rationale": "q"}'
@@ -205,3 +206,44 @@ def test_an_audit_fills_short_answers_and_stores_unscored_verdicts_with_their_re
     unscored = [v for v in verdicts if v.score is None]
     assert unscored and all("log-probability nan" in (v.unscored or "") for v in unscored)
     assert all(v.score > 2 for v in verdicts if v.score is not None)
+
+
+@pytest.mark.parametrize(
+    "status,body,needle",
+    [
+        (200, b"<html>not an API</html>", "not JSON"),
+        (200, json.dumps({"object": "chat.completion", "usage": {}}).encode(), "without completion choices"),
+        (200, json.dumps({"choices": []}).encode(), "without completion choices"),
+        (503, b"overloaded", "answered HTTP 503 after 3 attempts: overloaded"),
+    ],
+)
+def test_openai_engine_bad_answers_are_one_line(status, body, needle):
+    server = _Server(status, body)
+    engine = OpenAIEngine("m", OpenAIEngine.Options(base_url=server.url, retries=2, backoff_s=0.01))
+    try:
+        with pytest.raises(RadarError) as err:
+            engine.score([[{"role": "user", "content": "hi"}]], fmt=ScoreFormat())
+        msg = str(err.value)
+        assert server.url in msg and needle in msg and "\n" not in msg
+        assert server.hits == (3 if status == 503 else 1)
+    finally:
+        engine.close()
+        server.close()
+
+
+def test_audit_against_a_server_that_answers_5xx(tmp_path):
+    server = _Server(500, b"boom")
+    try:
+        spec = {"engine": "openai", "model": "m", "options": {"base_url": server.url, "retries": 1, "backoff_s": 0.01}}
+        cfg = tmp_path / "audit.yaml"
+        cfg.write_text(yaml.safe_dump(planted_config(generator=spec, verifier=spec)))
+        one_line_exit_2(invoke("audit", cfg, "--out", tmp_path / "run", "--quiet"), server.url, "HTTP 500")
+    finally:
+        server.close()
+
+
+def test_a_server_answer_nested_past_the_recursion_limit_is_unscored():
+    from radar_local.scoring import ScoreFormat
+
+    deep = "{" + '"a": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    assert ScoreFormat().answer().parse(deep)["score"].score is None

@@ -15,8 +15,7 @@ from radar_local.auditing import run_audit
 from radar_local.engines.testing import written
 from radar_local.rundir import load_run
 from radar_local.scale import LIKERT, Scale, range_scale
-from tests.conftest import planted_config
-from tests.test_bad_input import invoke, one_line_exit_2
+from tests.conftest import invoke, one_line_exit_2, planted_config
 
 CRITERIA = [
     {"id": "clarity", "label": "Clarity", "description": "How clearly the reply is written."},

@@ -13,14 +13,14 @@ from radar_local.engines.vllm_build import cpu_bind_list
 from radar_local.errors import RadarError
 from radar_local.placement import forwarded_env, wait_for_gpu_memory
 from radar_local.scorers import Room, replica_counts
-from tests.test_bad_input import _config, invoke, one_line_exit_2
+from tests.conftest import invoke, one_line_exit_2, write_config
 
 
 def test_data_parallel_size_is_refused_when_the_config_is_read_naming_what_to_use(tmp_path):
     with pytest.raises(ValueError, match="option 'data_parallel_size' is not supported: .*--ray local"):
         parse_options("vllm", {"data_parallel_size": 2})
     spec = {"engine": "vllm", "model": "smollm2-135m", "options": {"data_parallel_size": 2}}
-    cfg = _config(tmp_path, {"rubric": "helpsteer2", "generator": spec, "verifier": spec})
+    cfg = write_config(tmp_path, {"rubric": "helpsteer2", "generator": spec, "verifier": spec})
     one_line_exit_2(invoke("audit", cfg, "--out", tmp_path / "run"), "data_parallel_size", "--ray local")
     assert not (tmp_path / "run").exists()
 

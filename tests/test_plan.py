@@ -1,0 +1,92 @@
+"""`radar audit --plan`: what it counts (every juror and call mode), the scale its spreads are on, and a pilot run's
+spreads, self-effects and within-probe correlation."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from radar_local.auditing import run_audit
+from tests.conftest import planted_config
+
+
+def test_plan_counts_every_juror_and_call_mode(tmp_path):
+    from tests.conftest import invoke
+
+    spec = {"engine": "testing", "model": "p"}
+    jury = {"jury": [{**spec, "model": m} for m in ("a", "b", "c")]}
+    both = {**spec, "judge": {"template": "{{ response }} {{ criteria }}", "calls": ["per-criterion", "joint"]}}
+    lines = {}
+    for name, verifier in (("one", spec), ("jury", jury), ("both", both)):
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(yaml.safe_dump(planted_config(verifier=verifier, n=3)))
+        res = invoke("audit", config, "--plan")
+        assert res.exit_code == 0, res.output
+        lines[name] = next(line for line in res.output.splitlines() if line.startswith("Plan:"))
+    probes = 5 * 2 * 2 * 3  # helpsteer2's 5 criteria x 2 tasks x 2 directions x N = 3
+    assert f"{probes} directed probes, {probes * 5} verdicts in {probes * 5} calls." in lines["one"]
+    assert f"{probes * 5 * 3} verdicts in {probes * 5 * 3} calls (3 scoring passes" in lines["jury"]
+    assert f"{probes * 5 * 2} verdicts in {probes * 5 + probes} calls (2 scoring passes" in lines["both"]
+
+
+def test_plan_reads_spreads_on_the_rubrics_own_scale(tmp_path):
+    """Issue 43 item 3 (part): --plan divides by the rubric's scale span; a 0-1 rubric got the 0-4 plan."""
+    from tests.conftest import invoke
+
+    def plan(scale: str, *extra: str) -> list[str]:
+        rubric = tmp_path / f"{scale.count('0')}.yaml"
+        rubric.write_text(
+            f"id: r\nname: r\nscale: {scale}\ncriteria:\n"
+            "  - {id: a, label: A, description: The first.}\n  - {id: b, label: B, description: The second.}\n"
+        )
+        config = tmp_path / "c.yaml"
+        config.write_text(yaml.safe_dump(planted_config(rubric=str(rubric), n=10)))
+        res = invoke("audit", config, "--plan", *extra)
+        assert res.exit_code == 0, res.output
+        return [line for line in res.output.splitlines() if line.startswith("  a ")]
+
+    likert, binary = plan("{min: 0, max: 4}"), plan("{levels: {'no': 0, 'yes': 1}}")
+    assert likert == binary  # a quarter of each span by default: the same design, the same truths
+    assert plan("{min: 0, max: 4}", "--plan-sd", "2") == plan("{levels: {'no': 0, 'yes': 1}}", "--plan-sd", "0.5")
+    assert likert != plan("{min: 0, max: 4}", "--plan-sd", "2")
+
+
+def test_plan_reads_a_pilot_runs_spreads_and_self_effects(tmp_path):
+    """Issue 43 item 3 (part): --plan on a run directory that holds an audit uses its observed within-stratum
+    score sd and mean self-effect instead of the assumed ones; the options still override them."""
+    import pandas as pd
+
+    from radar_local.stats.power import pilot_spread
+    from tests.conftest import invoke
+
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(planted_config(n=3, bootstrap=0, options={"noise": 0.8})))
+    before = invoke("audit", config, "--plan", "--out", tmp_path / "run")
+    assert before.exit_code == 0 and "Observed" not in before.output
+    run_audit(planted_config(n=3, bootstrap=0, options={"noise": 0.8}), tmp_path / "run")
+    after = invoke("audit", config, "--plan", "--out", tmp_path / "run")
+    observed = after.output.splitlines()[0]
+    assert observed.startswith(f"Observed in {tmp_path / 'run'}: score sd ") and "mean self-effect" in observed
+    sd = pilot_spread(pd.read_csv(tmp_path / "run" / "scores.csv", dtype={"variant": str}))
+    assert f"score sd {sd:.2f}" in observed and f"spread {sd:g} points" in after.output
+    assert "spread 1 points" in invoke("audit", config, "--plan", "--out", tmp_path / "run", "--plan-sd", "1").output
+    # known answer: two strata of the target criterion, scores (1, 3) and (2, 2, 5): pooled var (2 + 6) / (1 + 2)
+    table = pd.DataFrame(
+        [("g", "v", "t", "a", d, str(i), "a", s) for d, ss in (("+", (1, 3)), ("-", (2, 2, 5))) for i, s in
+         enumerate(ss)], columns=["generator", "verifier", "task_id", "target", "direction", "variant", "criterion",
+                                  "score"])  # fmt: skip
+    assert pilot_spread(table) == pytest.approx((8 / 3) ** 0.5)
+
+
+@pytest.mark.parametrize(("other", "rho"), [((2, 4), 0.9), ((4, 2), 0.0), ((1, 2), 0.9)])
+def test_plan_reads_a_pilots_within_probe_correlation(other, rho):
+    """Issue 43: the correlation of a probe's residual on its target with its residuals on the other criteria,
+    pooled over strata, clipped to [0, 0.9] (a negative one is taken as 0: conservative)."""
+    import pandas as pd
+
+    from radar_local.stats.power import pilot_correlation
+
+    rows = [("g", "v", "t", "a", "+", str(i), "a", s) for i, s in enumerate((1, 3))]
+    rows += [("g", "v", "t", "a", "+", str(i), "b", s) for i, s in enumerate(other)]
+    columns = ["generator", "verifier", "task_id", "target", "direction", "variant", "criterion", "score"]
+    assert pilot_correlation(pd.DataFrame(rows, columns=columns)) == pytest.approx(rho)
