@@ -4,7 +4,10 @@ jury juror by juror, adaptive waves, re-scoring with another judge, and reuse of
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Collection
+from fractions import Fraction
 from pathlib import Path
 
 from radar_local.adaptive import adaptive_record, awaited, first_sizes, grow, merged_stages, wave_record, waves_record
@@ -14,6 +17,7 @@ from radar_local.config import AuditConfig, Jury, ModelSpec, load_config
 from radar_local.errors import InputError, RadarError
 from radar_local.pool import EnginePool, pool_for
 from radar_local.progress import say
+from radar_local.records import ProbeRecord
 from radar_local.resolved import resolve
 from radar_local.run import Run
 from radar_local.rundir import WAVES, RunDir
@@ -87,9 +91,22 @@ def rescore(
                 if not verifier.same_engine(run.config.generator):
                     pool.close()  # free the generator before the verifier loads
             stages["score"] = run.score(verifier, pool, progress)
+        if (check := verifier.halo_check()) is not None:  # the joint verdicts' halo, measured on the same probes
+            twin, share = check
+            sample = halo_sample(run.probes(), share)
+            stages["halo check"] = run.score(twin, pool, progress, probes=sample, stage="halo check")
+            halo_against = twin.label
         if (labelled := run.score_labels(verifier, pool, progress)) is not None:
             stages["labels"] = labelled
     return conclude(run, verifier, stages, adaptive, halo_against=halo_against)
+
+
+def halo_sample(probes: list[ProbeRecord], share: float) -> list[ProbeRecord]:
+    """The probes a halo check scores per criterion: in each stratum the first ceil(share x N) variants, so the
+    sample is paired, stratified and the same on resume (a grown stratum adds to it, never swaps it)."""
+    counts = Counter((p.task_id, p.target, p.direction) for p in probes)
+    share_exact = Fraction(str(share))
+    return [p for p in probes if p.variant < math.ceil(share_exact * counts[p.task_id, p.target, p.direction])]
 
 
 def conclude(

@@ -85,7 +85,8 @@ class ModelSpec(Strict):
         left out; the weights' own identity is the run directory's record, rundir.WEIGHTS)."""
         identity = {"engine": self.engine, "model": self.model, "options": output_options(self.engine, self.options)}
         if self.judge is not None:  # what it is asked and how it answers change its verdicts
-            identity["judge"] = self.judge.model_dump(mode="json", exclude={"template_file"})
+            # the halo check adds verdicts of another label; the joint ones stay what they are
+            identity["judge"] = self.judge.model_dump(mode="json", exclude={"template_file", "halo_check"})
         return identity
 
     def joint_twin_of(self, other: ModelSpec) -> bool:
@@ -94,8 +95,16 @@ class ModelSpec(Strict):
         mine, theirs = self.judge, other.judge or Judge()
         if mine is None or mine.calls != "joint" or theirs.calls != "per-criterion" or not self.same_engine(other):
             return False
-        skip = {"calls", "order"}
+        skip = {"calls", "order", "halo_check"}
         return mine.model_dump(exclude=skip) == theirs.model_dump(exclude=skip)
+
+    def halo_check(self) -> tuple[ModelSpec, float] | None:
+        """A joint judge's halo check (`judge: {calls: joint, halo_check: share}`): the same judge per criterion,
+        labelled '<label>-per-criterion', and the share of each stratum's probes it scores; None without one."""
+        if self.judge is None or self.judge.halo_check is None:
+            return None
+        twin = self.judge.model_copy(update={"calls": "per-criterion", "halo_check": None})
+        return self.model_copy(update={"judge": twin, "name": f"{self.label}-per-criterion"}), self.judge.halo_check
 
     def per_mode(self) -> list[ModelSpec]:
         """This verifier once per call mode its judge names: `calls: [per-criterion, joint]` is two verifiers
@@ -165,6 +174,9 @@ class Jury(Strict):
         both = next((j.label for j in self.jurors if j.judge is not None and isinstance(j.judge.calls, list)), None)
         if both is not None:
             raise ValueError(f"juror '{both}' names two call modes; a juror calls one way (per-criterion or joint)")
+        checked = next((j.label for j in self.jurors if j.halo_check() is not None), None)
+        if checked is not None:
+            raise ValueError(f"juror '{checked}' has a halo_check; audit that judge alone to check its halo")
         return self
 
 
@@ -372,6 +384,12 @@ class GridConfig(AuditSettings):
         if self.adaptive is not None:  # its waves follow one judge's intervals; a grid scores with several
             raise ValueError(
                 "adaptive audits run per (generator, verifier) cell: use `radar audit` on each cell's config"
+            )
+        checked = next((v.label for v in self.verifiers if v.halo_check() is not None), None)
+        if checked is not None:  # a grid measures a halo on every probe: the same judge listed twice
+            raise ValueError(
+                f"verifier '{checked}' has a halo_check; in a grid, list that judge twice (one with judge: "
+                "{calls: joint}) to audit it both ways"
             )
         for role in ("generators", "verifiers"):  # a label names a directory and a score-table column
             labels = [m.label for m in getattr(self, role)]

@@ -45,6 +45,13 @@ class Judge(Frozen):
     order: Literal["rubric", "shuffled"] = Field(
         "rubric", description="Joint calls: the criteria in the rubric's order, or a seeded order per probe"
     )
+    halo_check: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="Joint calls: also score this share of each stratum's probes per criterion (the first "
+        "ceil(share x N)), and report the halo joint calls add on them before their verdicts are trusted",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -64,6 +71,10 @@ class Judge(Frozen):
             raise ValueError("calls: name each mode once (per-criterion, joint)")
         if self.system is not None and self.template is None and self.template_file is None:
             raise ValueError("a 'system' template goes with a 'template'")
+        if self.halo_check is not None and self.calls != "joint":
+            raise ValueError(
+                "halo_check goes with calls: joint (calls: [per-criterion, joint] already scores every probe both ways)"
+            )
         return self
 
     @property

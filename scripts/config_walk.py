@@ -1,7 +1,8 @@
 """The walk a reader takes through the code of `radar audit CONFIG`: every call from one of radar_local's modules
 into another, traced while a planted audit runs in this process. It prints the modules entered (the rooms), how
 many times the call stack enters each from another module and how many of its functions run (run.py's figures are
-the ones issue 44 tracks), and how many calls cross modules in all. Run it in two checkouts to compare their structure on the same audit.
+the ones issue 44 tracks), and how many calls cross modules in all. Run it in two checkouts to compare their
+structure on the same audit.
 
     python scripts/config_walk.py [--config planted.yaml] [--top 12]
 """

@@ -273,6 +273,46 @@ def test_a_planted_halo_is_flagged_and_its_value_is_inside_the_interval(tmp_path
     assert sum(inside) >= 5, result.halo.pairs
 
 
+def test_a_halo_check_scores_a_share_of_the_probes_per_criterion_and_reports_their_halo(tmp_path):
+    """`calls: joint, halo_check: 0.5`: the joint verdicts are the audit's (their keys those of a plain joint
+    audit), the first half of each stratum's probes is scored per criterion too, and the halo of the planted
+    judge (0.25) is found on them."""
+    options = {"noise": 0.5, "halo": 0.25, "coupling": {"Clarity": {"Accuracy": 0.5}}}
+    checked = config(tmp_path, {"calls": "joint", "halo_check": 0.5}, options=options, tasks=HALO_TASKS, n=4)
+    result = run_audit({**checked, "bootstrap": 300}, tmp_path / "checked")
+    assert result.verifier == "planted" and result.halo.per_criterion == "planted-per-criterion"
+    run = load_run(tmp_path / "checked")
+    probes = run.store.probes.values()
+    sampled = [p for p in probes if p.variant < 2]  # ceil(0.5 x 4) of each stratum
+    assert result.halo.probes == len(sampled) < len(probes)
+    per_criterion = [s for s in run.store.scores.values() if s.verifier == "planted-per-criterion"]
+    assert len(per_criterion) == len(sampled) * len(result.criteria)
+    flags = [p.flag for p in result.halo.pairs]
+    assert flags.count("adds") >= 4 and "removes" not in flags and result.halo.index > 0.15, flags
+    assert "halo check" in run.info().stages
+    assert not (tmp_path / "checked" / "stats.planted-per-criterion.json").exists()  # the check has no audit of its own
+    plain = config(tmp_path, {"calls": "joint"}, options=options, tasks=HALO_TASKS, n=4)
+    run_audit({**plain, "bootstrap": 0}, tmp_path / "plain")
+    joint = {k for k, s in run.store.scores.items() if s.verifier == "planted"}
+    assert joint == set(load_run(tmp_path / "plain").store.scores)  # the check changes no joint verdict's key
+
+
+@pytest.mark.parametrize(
+    ("judge", "needle"),
+    [
+        ({"halo_check": 0.2}, "halo_check goes with calls: joint"),
+        ({"calls": ["per-criterion", "joint"], "halo_check": 0.2}, "already scores every probe both ways"),
+        ({"calls": "joint", "halo_check": 0}, "halo_check"),
+        ({"calls": "joint", "halo_check": 1.5}, "halo_check"),
+    ],
+)
+def test_a_halo_check_without_joint_calls_or_off_its_range_is_one_line(tmp_path, judge, needle):
+    path = tmp_path / "audit.yaml"
+    path.write_text(yaml.safe_dump(config(tmp_path, judge)))
+    one_line_exit_2(invoke("audit", path, "--out", tmp_path / "run", "--quiet"), needle)
+    assert not (tmp_path / "run").exists()
+
+
 # ---- bad input: one line, exit 2, nothing stored lost --------------------------------------------
 
 

@@ -16,8 +16,9 @@ def test_plan_counts_every_juror_and_call_mode(tmp_path):
     spec = {"engine": "testing", "model": "p"}
     jury = {"jury": [{**spec, "model": m} for m in ("a", "b", "c")]}
     both = {**spec, "judge": {"template": "{{ response }} {{ criteria }}", "calls": ["per-criterion", "joint"]}}
+    checked = {**spec, "judge": {"template": "{{ response }} {{ criteria }}", "calls": "joint", "halo_check": 0.3}}
     lines = {}
-    for name, verifier in (("one", spec), ("jury", jury), ("both", both)):
+    for name, verifier in (("one", spec), ("jury", jury), ("both", both), ("checked", checked)):
         config = tmp_path / f"{name}.yaml"
         config.write_text(yaml.safe_dump(planted_config(verifier=verifier, n=3)))
         res = invoke("audit", config, "--plan")
@@ -27,6 +28,8 @@ def test_plan_counts_every_juror_and_call_mode(tmp_path):
     assert f"{probes} directed probes, {probes * 5} verdicts in {probes * 5} calls." in lines["one"]
     assert f"{probes * 5 * 3} verdicts in {probes * 5 * 3} calls (3 scoring passes" in lines["jury"]
     assert f"{probes * 5 * 2} verdicts in {probes * 5 + probes} calls (2 scoring passes" in lines["both"]
+    sampled = probes // 3  # ceil(0.3 x 3) = 1 probe of each stratum of 3
+    assert f"{probes * 5 + sampled * 5} verdicts in {probes + sampled * 5} calls (2 scoring passes" in lines["checked"]
 
 
 def test_plan_reads_spreads_on_the_rubrics_own_scale(tmp_path):

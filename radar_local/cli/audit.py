@@ -88,7 +88,7 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
     from radar_local.config import load_config
     from radar_local.resolved import resolve
     from radar_local.stats.bootstrap import LEVEL
-    from radar_local.stats.power import PLAN_SELF_EFFECT, minimum_confirmed, plan_lines
+    from radar_local.stats.power import PLAN_SELF_EFFECT, ScoringPass, minimum_confirmed, plan_lines
 
     resolved = resolve(load_config(config_path), config_path.parent, config_path)
     config, rubric, tasks = resolved.config, resolved.rubric, resolved.tasks
@@ -127,7 +127,9 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
         bias_threshold=config.bias_threshold,
         rho=rho,
     )
-    joint = [spec.judge is not None and spec.judge.joint for spec in config.verifiers]  # every juror and call mode
+    passes = [  # every juror and call mode, and a joint judge's halo check
+        ScoringPass(joint=spec.judge is not None and spec.judge.joint) for spec in config.verifiers
+    ] + [ScoringPass(share=check[1]) for spec in config.verifiers if (check := spec.halo_check()) is not None]
     lines = plan_lines(
         k,
         len(tasks),
@@ -137,7 +139,7 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
         self_effect=self_effect,
         level=level,
         adaptive=bool(config.adaptive),
-        joint=joint,
+        passes=passes,
         scale=narrowest.name,
         span=span,
         tau=config.tau,

@@ -244,7 +244,8 @@ def halo_line(result: AuditResult) -> str | None:
     adds = [f"{p.source} -> {p.target}" for p in h.pairs if p.flag == "adds"]
     index = f"halo index {num(h.index)} {interval(h.index_ci)}".rstrip()
     found = (
-        f"joint calls add coupling beyond the {h.level:.0%} simultaneous band on {', '.join(adds)}"
+        f"joint calls add coupling beyond the {h.level:.0%} simultaneous band on {', '.join(adds)}: a joint "
+        "flag there may be the judge's halo, not the rubric's coupling (the per-criterion audit settles it)"
         if adds
         else "no pair's coupling rises beyond its simultaneous band under joint calls"
     )

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -151,6 +152,23 @@ def fewest_probes(k: int, tasks: int, target: float, kind: str, most_n: int = 20
 LARGEST = 2.0  # a leakage or Sym beyond this (a shift twice the self-effect) is no finding a design should count on
 
 
+TARGET = 0.7  # the paper's findings a plan is sized for: a leakage or a Sym of 0.7
+HALO_CHECK = 0.2  # the halo check a plan prices beside joint calls
+
+
+@dataclass(frozen=True)
+class ScoringPass:
+    """One pass of a verifier over the probes: a juror, a call mode, or a joint judge's halo check (per criterion
+    on the first ceil(share x N) probes of each stratum, auditing.halo_sample)."""
+
+    joint: bool = False
+    share: float = 1.0
+
+    def probes(self, probes: int, n: int) -> int:
+        """The probes this pass scores of `probes` planned at N = n per stratum."""
+        return probes // n * math.ceil(Fraction(str(self.share)) * n)
+
+
 def plan_lines(
     k: int,
     tasks: int,
@@ -162,24 +180,26 @@ def plan_lines(
     level: float,
     adaptive: bool,
     scale: str = "0-4",
-    joint: Sequence[bool] = (False,),
+    passes: Sequence[ScoringPass] = (ScoringPass(),),
     span: float = 4.0,
     tau: float = TAU,
     rho: float = 0.0,
 ) -> list[str]:
     """What `radar audit --plan` prints: the design, the assumptions, the smallest confirmed truths, and the
-    cheapest designs for the paper's findings. `joint`: each scoring pass (every juror, every call mode),
-    whether it scores a probe in one call."""
+    cheapest designs for the paper's findings. `passes`: each scoring pass (every juror, every call mode, a halo
+    check), whether it scores a probe in one call and on what share of the probes."""
 
     def smallest(x: float | None, what: str, most: float = LARGEST) -> str:
         return f"{what} {x:.2f}" if x is not None and x <= most else "not at this N"
 
     probes = k * tasks * 2 * n
+    verdicts = sum(p.probes(probes, n) * k for p in passes)
+    calls = sum(p.probes(probes, n) * (1 if p.joint else k) for p in passes)
     lines = [
         f"Plan: {k} criteria x {tasks} tasks x 2 directions x N = {n} probes{' (max_n)' if adaptive else ''}: "
-        f"{probes} directed probes, {probes * k * len(joint)} verdicts in "
-        f"{sum(probes if one else probes * k for one in joint)} calls"
-        f"{f' ({len(joint)} scoring passes: jurors and call modes)' if len(joint) > 1 else ''}. No call is made.",
+        f"{probes} directed probes, {verdicts} verdicts in {calls} calls"
+        f"{f' ({len(passes)} scoring passes: jurors, call modes, halo check)' if len(passes) > 1 else ''}. "
+        "No call is made.",
         f"Assumed: scores spread {sd:g} points of the {scale} scale within a stratum, self-effects of {self_effect}, "
         f"a within-probe correlation of {rho:.2f} (--plan-sd, --plan-self-effect; a pilot's correlation; the variance "
         "model is stats/power.py's).",
@@ -205,17 +225,16 @@ def plan_lines(
     for kind, what in (("directional", "a directional leakage of"), ("coupled", "a coupled pair of Sym")):
         n_best = fewest_probes(k, tasks, TARGET, kind, **model)
         probes_best = k * tasks * 2 * (n_best or 0)
+        check = ScoringPass(joint=False, share=HALO_CHECK).probes(probes_best, n_best or 1) * k
         design = (
-            f"N = {n_best}: {probes_best} joint calls (one call scores every criterion; before its halo), "
+            f"N = {n_best}: {probes_best} joint calls (one call scores every criterion), {probes_best + check} with "
+            f"a halo check of {HALO_CHECK:.0%} (judge: {{calls: joint, halo_check: {HALO_CHECK}}}), "
             f"{probes_best * k} per criterion"
             if n_best
             else "none within 200 probes per stratum"
         )
         lines.append(f"Cheapest design confirming {what} {TARGET} with {POWER:.0%} power: {design}.")
     return lines
-
-
-TARGET = 0.7  # the paper's findings a plan is sized for: a leakage or a Sym of 0.7
 
 
 def pilot_correlation(table: Any) -> float | None:
