@@ -35,8 +35,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# The fast tier on both cores (as test-fast, with the full fuzzing pass), then the rest, one test at a time:
+# real engines and child processes already use both cores.
 test: lint $(MODEL) browser
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not slow and not process and not thorough" -n 2
+	$(BIN)/python -m pytest -q -m "slow or process or thorough"
 
 # Everything but the real engines, the child-process tests (kill, signals, a lock held by another
 # process, a browser) and the second passes of exhaustive boundary tests (`make test` runs them all), on

@@ -151,8 +151,14 @@ def config(**kw) -> AuditConfig:
 def main(out: Path) -> None:
     # A test cluster in a loopback-only namespace: no tokens to share between its nodes and the driver.
     os.environ["RAY_AUTH_MODE"] = "disabled"
-    results: dict = {}
+    results: dict = {"elapsed": {}}
+    began = time.monotonic()
+
+    def lap(name: str) -> None:  # seconds since the scenarios began, at the end of each (the module's cost)
+        results["elapsed"][name] = round(time.monotonic() - began, 1)
+
     with TwoNodeCluster(out) as cluster:
+        lap("cluster up")
         # A replica that cannot find its model: one line naming its node, not a hang.
         start = time.monotonic()
         try:
@@ -162,10 +168,12 @@ def main(out: Path) -> None:
             results["missing"] = {"error": None}
         except RadarError as exc:
             results["missing"] = {"error": str(exc), "seconds": round(time.monotonic() - start, 1)}
+        lap("missing")
 
         # The same config in this process and on two replicas.
         cfg = config()
         run_audit(cfg, out / "single", pool=None)
+        lap("single process")
         pool = EnginePool(ClusterSpec(ray=cluster.address, replicas=2, piece=2))
         try:
             run_audit(cfg, out / "cluster", pool=pool)
@@ -174,6 +182,7 @@ def main(out: Path) -> None:
                 for name in ("probes.jsonl", "scores.jsonl")
             }
             results["same"]["cluster"] = load_run(out / "cluster").info().stages["score"].cluster
+            lap("same on two replicas")
 
             # The worker node killed (SIGKILL, its whole process tree) in the middle of the score stage.
             scores = out / "fault" / "scores.jsonl"
@@ -197,6 +206,7 @@ def main(out: Path) -> None:
             }
         finally:
             pool.close()
+        lap("fault")
 
         # A grid: one generator's probes generated once, then two judges scoring at once, each on its own
         # replica (planted engines: the same numbers as in one process, by construction).
@@ -215,6 +225,7 @@ def main(out: Path) -> None:
             "replicas": {v: len(run.info(v).stages["score"].cluster["replicas"]) for v in ("judge-a", "judge-b")},
         }
 
+        lap("grid")
         # An adaptive audit (planted engine) on the cluster: the same waves and numbers as in one process.
         adaptive = planted_adaptive()
         local = run_audit(adaptive, out / "adaptive-local", base=REPO)
@@ -228,6 +239,7 @@ def main(out: Path) -> None:
             "waves": len(remote.adaptive.stored()["waves"]),
             "cluster": load_run(out / "adaptive-cluster").info().stages["score"].cluster is not None,
         }
+        lap("adaptive")
         # A jury on the cluster: its jurors score at once, each on its own replica, and one that fails to start is
         # left out (min_jurors 2 of 3); the jury's numbers are those of one process.
         jury = planted_jury()
@@ -245,8 +257,11 @@ def main(out: Path) -> None:
             "failure": (remote.jury.failed or {}).get("broken"),
             "replicas": {j: len(info.stages[f"score ({j})"].cluster["replicas"]) for j in ("judge-a", "judge-b")},
         }
+        lap("jury")
     with TwoNodeCluster(out, gpus=2) as cluster:
+        lap("second cluster up")
         results["gpu"] = gpu_scenarios(cluster, out / "gpu")
+        lap("gpu")
     with TwoNodeCluster(out, gpus=1) as cluster:
         # Issue 34: 2 GPUs in all, 1 per node, and a replica that needs 2 on one node: one line at once.
         start = time.monotonic()
@@ -258,6 +273,7 @@ def main(out: Path) -> None:
             results["one_gpu_nodes"] = {"error": str(exc), "seconds": round(time.monotonic() - start, 1)}
         finally:
             pool.close()
+    lap("one gpu nodes")
     (out / "results.json").write_text(json.dumps(results, indent=2))
 
 

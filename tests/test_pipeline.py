@@ -155,11 +155,18 @@ def test_radar_score_adds_a_second_verifier(tmp_path, small_run):
 
 
 def test_sigkill_mid_stage_then_resume_loses_and_duplicates_nothing(tmp_path):
-    cfg = tiny_config("transformers", rubric=str(SMALL_RUBRIC), batch_size=2, generation={"max_new_tokens": 12})
+    # killed while it generates: the resume's verdicts are scored in expected mode (one forward pass a call)
+    cfg = tiny_config(
+        "transformers",
+        rubric=str(SMALL_RUBRIC),
+        batch_size=2,
+        generation={"max_new_tokens": 12},
+        scoring={"mode": "expected"},
+    )
     path = tmp_path / "audit.yaml"
     path.write_text(yaml.safe_dump(cfg))
     run_dir = tmp_path / "run"
-    cmd = [sys.executable, "-m", "radar_local.cli", "audit", str(path), "--out", str(run_dir), "--quiet"]
+    cmd = [sys.executable, "-m", "radar_local.cli", "audit", str(path), "--out", str(run_dir), "--quiet", "--no-report"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     probes = run_dir / "probes.jsonl"
     deadline = time.monotonic() + 300
