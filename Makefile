@@ -35,8 +35,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# The fast tier on both cores (as test-fast, with the full fuzzing pass), then the rest, one test at a time:
-# real engines and child processes already use both cores.
+# The fast tier on both cores (as test-fast, with the full fuzzing pass), then the rest one test at a time:
+# real engines use both cores, and Ray's memory monitor stops the loopback cluster's replicas when another
+# engine runs beside them.
 test: lint $(MODEL) browser
 	$(BIN)/python -m pytest -q -m "not slow and not process and not thorough" -n 2
 	$(BIN)/python -m pytest -q -m "slow or process or thorough"

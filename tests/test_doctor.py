@@ -149,7 +149,7 @@ def test_doctor_smoke_runs_the_configured_engine(tmp_path):
 
 @pytest.mark.slow
 def test_doctor_smoke_on_the_embedded_model_with_transformers():
-    res = radar_cli("doctor", "--smoke", "--engine", "transformers", "--json")
+    res = CliRunner().invoke(cli, ["doctor", "--smoke", "--engine", "transformers", "--json"])  # torch imported here
     smoke = json.loads(res.stdout)["smoke"]
     assert smoke["parse_rate"] == 1.0 and smoke["verdicts"] == 10 and smoke["score_tokens_per_s"] > 0
 

@@ -230,11 +230,12 @@ def test_planted_injected_probes_on_the_embedded_model(tmp_path, vllm_pool):
     assert run.info().stages["score"].calls == 0 and dropped["probes"]["directed"] == 9
 
 
-def test_sigterm_mid_scoring_on_vllm_exits_143_and_resumes(tmp_path):
+def test_sigterm_mid_scoring_on_vllm_exits_143_and_resumes(tmp_path, vllm_pool):
     """The real engine in its own session: SIGTERM to the audit while vLLM scores; the engine's
-    processes end with it, stored records are whole, and the rerun completes."""
+    processes end with it, stored records are whole, and the rerun (on the session's engine) completes."""
+    config = tiny_config("vllm", rubric=str(SMALL_RUBRIC), batch_size=2, bootstrap=0)
     path = tmp_path / "audit.yaml"
-    path.write_text(yaml.safe_dump(tiny_config("vllm", rubric=str(SMALL_RUBRIC), batch_size=2, bootstrap=0)))
+    path.write_text(yaml.safe_dump(config))
     run_dir = tmp_path / "run"
     cmd = [sys.executable, "-m", "radar_local.cli", "audit", str(path), "--out", str(run_dir), "--quiet", "--no-report"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -248,6 +249,7 @@ def test_sigterm_mid_scoring_on_vllm_exits_143_and_resumes(tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 143 and "Traceback" not in err, err[-2000:]
     assert [x for x in err.splitlines() if x.startswith("terminated:")] and scores.read_bytes().endswith(b"\n")
+    stored = scores.read_bytes().splitlines()
     deadline = time.monotonic() + 60  # the engine core and its worker leave with the audit
     while (
         left := subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True).stdout.split()
@@ -256,8 +258,8 @@ def test_sigterm_mid_scoring_on_vllm_exits_143_and_resumes(tmp_path):
     for pid in left:  # end only what this test started, and fail
         os.kill(int(pid), signal.SIGKILL)
     assert not left, f"processes left behind: {left}"
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr[-2000:]
+    run_audit(AuditConfig.model_validate(config), run_dir, base=REPO, pool=vllm_pool)
+    assert load_run(run_dir).info().stages["score"].calls == 12 * 3 - len(stored)  # only what was not stored
     lines = scores.read_text().splitlines()
     assert len(lines) == len({json.loads(x)["key"] for x in lines}) == 12 * 3
 
