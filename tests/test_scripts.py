@@ -51,12 +51,20 @@ ENGINE_BOUND = {  # a real engine's timings: arguments parsed and imports checke
 }
 
 
+ALONE = {"config_walk.py"}  # it profiles the process it runs in: a test worker's earlier tests stay out of it
+
+
 def run(script: str, args: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
     """The script as `python scripts/<script> ARGS` runs it, in this process (its imports are this session's
-    already: a child process would spend two seconds on them); its exit status."""
+    already: a child process would spend two seconds on them), or in a child where it must be alone; its exit
+    status."""
+    import subprocess
+
     config = tmp_path / "planted.yaml"
     config.write_text(yaml.safe_dump(planted_config(tasks=[{"id": "t0", "prompt": "Say hi."}], n=1, bootstrap=0)))
     argv = [str(SCRIPTS / script), *args.format(out=tmp_path, config=config).split()]
+    if script in ALONE:
+        return subprocess.run([sys.executable, *argv], cwd=tmp_path, timeout=300).returncode
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", argv)
     monkeypatch.setattr(sys, "path", list(sys.path))  # a script puts the checkout first: undone after
