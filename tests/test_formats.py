@@ -374,6 +374,49 @@ def test_g_eval_lists_its_criteria_scores_0_10_and_reads_tests_from_a_file(tmp_p
     assert carried(formats.read("promptfoo", out).rubric) == carried(new)
 
 
+PER_TEST = """prompts: ['Reply to: {{ q }}']
+defaultTest:
+  assert:
+    - {type: llm-rubric, value: The reply is polite.}
+tests:
+  - description: date
+    vars: {q: When was the treaty signed}
+    assert:
+      - {type: llm-rubric, value: Does the response say June 6 1795}
+      - {type: llm-rubric, value: The reply is short.}
+  - description: refund
+    vars: {q: I want a refund.}
+    assert:
+      - {type: llm-rubric, value: The reply is short.}
+"""
+
+
+def test_a_rubric_written_for_some_tests_is_left_to_promptfoo_never_widened_to_every_task(tmp_path):
+    """promptfoo scores a test's own llm-rubric on that test alone; a RADAR criterion is scored on every task, so
+    radar audits the rubrics in defaultTest or in every test, says which it left out, and exports them untouched."""
+    path = bad(tmp_path, "promptfooconfig.yaml", PER_TEST)
+    imported = formats.read("promptfoo", path)
+    assert [c.description for c in imported.rubric.criteria] == ["The reply is polite.", "The reply is short."]
+    assert any("1 rubric(s) written for some tests only (tests 1)" in line for line in imported.account)
+    text, _ = formats.export("promptfoo", path, imported.rubric)
+    assert yaml.safe_load(text) == yaml.safe_load(PER_TEST)  # the test's own rubric stays where it was
+    edited = imported.rubric.criteria[0].model_copy(update={"description": "The reply is courteous."})
+    text, _ = formats.export(
+        "promptfoo", path, imported.rubric.model_copy(update={"criteria": (edited, *imported.rubric.criteria[1:])})
+    )
+    assert yaml.safe_load(text)["tests"] == yaml.safe_load(PER_TEST)["tests"]
+
+
+def test_a_config_whose_every_rubric_belongs_to_some_tests_is_one_line_naming_one(tmp_path):
+    only = PER_TEST.replace("defaultTest:\n  assert:\n    - {type: llm-rubric, value: The reply is polite.}\n", "")
+    only = only.replace(
+        "      - {type: llm-rubric, value: The reply is short.}\n  - description: refund", "  - description: refund"
+    )
+    path = bad(tmp_path, "promptfooconfig.yaml", only)
+    with pytest.raises(InputError, match=r"sits in some tests only.*test 1: 'Does the response say June 6 1795'"):
+        formats.read("promptfoo", path)
+
+
 def test_the_formats_page_diff_is_what_export_writes(tmp_path):
     """docs/formats.md's worked example: the planted judge couples clarity and accuracy, repair merges them, and
     the export's diff against the team's file is the page's, line for line."""

@@ -93,6 +93,7 @@ class Entry:
     text: str
     assertion: dict
     rubric_prompt: Any
+    owner: dict  # defaultTest or the test that holds the assertion
 
 
 def _entries(files: Files, data: dict) -> list[Entry]:
@@ -127,8 +128,26 @@ def _entries(files: Files, data: dict) -> list[Entry]:
                         f"the {a['type']} value '{text[:40]}' uses the test variable '{var}'; radar scores one "
                         "criterion text on every task: write it without variables",
                     )
-                found.append(Entry(asserts, i, sub, text, a, a.get("rubricPrompt", owner_prompt)))
+                found.append(Entry(asserts, i, sub, text, a, a.get("rubricPrompt", owner_prompt), owner))
     return found
+
+
+def _scoped(files: Files, data: dict) -> tuple[list[Entry], list[Entry]]:
+    """The entries a RADAR criterion can stand for (in defaultTest, or the same text in every test: scored on
+    every task as promptfoo scores it) and those written for some tests only, which radar leaves to promptfoo
+    rather than widen their scope to every task."""
+    found = _entries(files, data)
+    tests = [t for t in _tests_inline(data) if isinstance(t, dict)]
+    owners: dict[str, set[int]] = {}
+    for e in found:
+        owners.setdefault(e.text, set()).add(id(e.owner))
+    everywhere = {id(t) for t in tests}
+    default = id(_dict(data.get("defaultTest"))) if isinstance(data.get("defaultTest"), dict) else None
+
+    def global_(text: str) -> bool:
+        return default in owners[text] or (bool(everywhere) and everywhere <= owners[text])
+
+    return [e for e in found if global_(e.text)], [e for e in found if not global_(e.text)]
 
 
 def _ids(found: list[Entry]) -> dict[str, str]:
@@ -225,7 +244,16 @@ def read(path: Path, root: Path | None = None) -> Imported:
     """`root`: the folder `file://` references may read from (default the config's own)."""
     files = Files(path, root)
     data = shared.mapping(path, shared.load_yaml(path), "a promptfooconfig")
-    found = _entries(files, data)
+    found, per_test = _scoped(files, data)
+    if per_test and not found:
+        first = per_test[0]
+        test = _tests_inline(data).index(first.owner) + 1
+        raise InputError(
+            path,
+            f"every {first.assertion['type']} assertion sits in some tests only, written for their input (test "
+            f"{test}: '{first.text[:40]}'); radar scores each criterion on every task: put the criteria to audit "
+            "in defaultTest.assert, or in every test",
+        )
     kinds = {e.assertion["type"] for e in found}
     if not kinds:
         raise InputError(path, "has no llm-rubric or g-eval assertion: nothing a judge scores on a rubric")
@@ -285,6 +313,13 @@ def read(path: Path, root: Path | None = None) -> Imported:
     )
     if others:
         account.append(f"left to promptfoo: {others} assertion(s) of other types (not judged on a rubric)")
+    if per_test:
+        tests = _tests_inline(data)
+        where = sorted({tests.index(e.owner) + 1 for e in per_test})
+        account.append(
+            f"left to promptfoo: {len({e.text for e in per_test})} rubric(s) written for some tests only (tests "
+            f"{', '.join(map(str, where))}); a RADAR criterion is scored on every task, so they are not audited"
+        )
     tasks = _tasks(files, data)
     if isinstance(data.get("tests"), str):
         account.append(f"tests from {data['tests']}: their vars are the tasks; assertions there are not read")
@@ -302,7 +337,7 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
     text (and `metric: <id>` so the criterion keeps its id), dropped ones removed, new ones appended to
     defaultTest.assert with the first criterion's assertion as their model."""
     data = shared.load_yaml(path)
-    found = _entries(Files(path, imported.root), data)
+    found, _ = _scoped(Files(path, imported.root), data)  # a test's own rubric is left as it is
     ids = _ids(found)
     old = imported.rubric
     model = {k: v for k, v in found[0].assertion.items() if k in ("type", "threshold", "weight", "provider")}
