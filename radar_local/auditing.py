@@ -4,10 +4,8 @@ jury juror by juror, adaptive waves, re-scoring with another judge, and reuse of
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Collection
-from fractions import Fraction
 from pathlib import Path
 
 from radar_local.adaptive import adaptive_record, awaited, first_sizes, grow, merged_stages, wave_record, waves_record
@@ -22,6 +20,7 @@ from radar_local.resolved import resolve
 from radar_local.run import Run
 from radar_local.rundir import WAVES, RunDir
 from radar_local.scorers import score_cells_on_cluster
+from radar_local.stats.halo import checked_per_stratum
 from radar_local.stats.result import AuditResult
 from radar_local.stats.stored import AdaptiveRecord
 
@@ -105,8 +104,7 @@ def halo_sample(probes: list[ProbeRecord], share: float) -> list[ProbeRecord]:
     """The probes a halo check scores per criterion: in each stratum the first ceil(share x N) variants, so the
     sample is paired, stratified and the same on resume (a grown stratum adds to it, never swaps it)."""
     counts = Counter((p.task_id, p.target, p.direction) for p in probes)
-    share_exact = Fraction(str(share))
-    return [p for p in probes if p.variant < math.ceil(share_exact * counts[p.task_id, p.target, p.direction])]
+    return [p for p in probes if p.variant < checked_per_stratum(share, counts[p.task_id, p.target, p.direction])]
 
 
 def conclude(

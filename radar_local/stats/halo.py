@@ -11,6 +11,7 @@ however many pairs there are. The global halo index is the mean difference over 
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -53,6 +54,12 @@ class Halo(Block):
     index: Num
     index_ci: Interval | None
     pairs: list[HaloPair]
+
+
+def checked_per_stratum(share: float, n: int) -> int:
+    """The probes of a stratum of `n` a joint judge's halo check scores per criterion (`judge: {halo_check:
+    share}`): the first ceil(share x n), the share taken exactly as written."""
+    return math.ceil(Fraction(str(share)) * n)
 
 
 def same_probes(a: ProbeMatrix, b: ProbeMatrix) -> tuple[ProbeMatrix, ProbeMatrix]:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -33,6 +32,7 @@ from radar_local.stats.bias import BIAS
 from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.coupling import TAU
 from radar_local.stats.flags import Thresholds
+from radar_local.stats.halo import checked_per_stratum
 
 POWER = 0.8
 PLAN_SD = 1.0  # Likert points: a judge's spread over probes of one stratum before any verdict says otherwise
@@ -166,7 +166,7 @@ class ScoringPass:
 
     def probes(self, probes: int, n: int) -> int:
         """The probes this pass scores of `probes` planned at N = n per stratum."""
-        return probes // n * math.ceil(Fraction(str(self.share)) * n)
+        return probes // n * checked_per_stratum(self.share, n)
 
 
 def plan_lines(
