@@ -159,37 +159,41 @@ def one(args: tuple) -> dict:
     return out
 
 
-def pilot_of(truth: Truth, n: int = 400) -> tuple[float, float]:
-    """What a pilot would measure (stats/power.pilot_spread and pilot_correlation), from a large sample of the
-    truth: the pooled within-stratum sd over every criterion, and a probe's residual score on its target
-    criterion against its residuals on the others, pooled."""
+def pilot_of(truth: Truth, n: int = 400) -> tuple[float, float, float]:
+    """What a pilot would measure (stats/power.pilot_spreads and pilot_correlation), from a large sample of the
+    truth: the pooled within-stratum sd of a probe's scores on the criteria it does not target and on the one it
+    does, and its residual score on its target against its residuals on the others, pooled."""
     pm = truth.sample(np.random.default_rng(0), n, "integer")
     key = pm.task * 1000 + pm.target * 10 + pm.direction
     residual = pm.scores.copy()
     for stratum in np.unique(key):
         rows = key == stratum
         residual[rows] -= residual[rows].mean(axis=0)
-    sd = float(np.sqrt((residual**2).mean()))
-    own = residual[np.arange(len(key)), pm.target]
+    targeted = np.zeros(residual.shape, bool)
+    targeted[np.arange(len(key)), pm.target] = True
+    own = residual[targeted]
     x, y = [], []
     for j in range(residual.shape[1]):
         keep = pm.target != j
         x.append(own[keep])
         y.append(residual[keep, j])
     x, y = np.concatenate(x), np.concatenate(y)
-    return sd, float((x * y).sum() / np.sqrt((x**2).sum() * (y**2).sum()))
+    rho = float((x * y).sum() / np.sqrt((x**2).sum() * (y**2).sum()))
+    return float(np.sqrt((residual[~targeted] ** 2).mean())), float(np.sqrt((own**2).mean())), rho
 
 
 def plan_check(args: argparse.Namespace, pool: Pool | InProcess) -> list[dict]:
     """Plant what `radar audit --plan` names (its smallest directional leakage and coupled Sym confirmed with 80%
-    power, told the truth's own spread, self-effect and within-probe correlation, as a pilot would measure them)
+    power, told the truth's own spreads, self-effect and within-probe correlation, as a pilot would measure them)
     and measure how often audits confirm it."""
     rows = []
     for k in args.ks:
         effect, _ = plan_inputs(planted(None, k, args.tasks))
-        sd, rho = pilot_of(planted(None, k, args.tasks))
+        sd, sd_target, rho = pilot_of(planted(None, k, args.tasks))
         for n in args.ns:
-            power = minimum_confirmed(k, args.tasks, n, sd=sd, self_effect=effect, level=args.level, rho=rho)
+            power = minimum_confirmed(
+                k, args.tasks, n, sd=sd, sd_target=sd_target, self_effect=effect, level=args.level, rho=rho
+            )
             for kind, spec, key in (("directional", "dir", "directional"), ("coupled", "sym", "coupled")):
                 named = getattr(power, kind)
                 row = {

@@ -59,7 +59,7 @@ def test_plan_reads_a_pilot_runs_spreads_and_self_effects(tmp_path):
     score sd and mean self-effect instead of the assumed ones; the options still override them."""
     import pandas as pd
 
-    from radar_local.stats.power import pilot_spread
+    from radar_local.stats.power import pilot_spreads
     from tests.conftest import invoke
 
     config = tmp_path / "c.yaml"
@@ -70,15 +70,39 @@ def test_plan_reads_a_pilot_runs_spreads_and_self_effects(tmp_path):
     after = invoke("audit", config, "--plan", "--out", tmp_path / "run")
     observed = after.output.splitlines()[0]
     assert observed.startswith(f"Observed in {tmp_path / 'run'}: score sd ") and "mean self-effect" in observed
-    sd = pilot_spread(pd.read_csv(tmp_path / "run" / "scores.csv", dtype={"variant": str}))
-    assert f"score sd {sd:.2f}" in observed and f"spread {sd:g} points" in after.output
+    sd, sd_target = pilot_spreads(pd.read_csv(tmp_path / "run" / "scores.csv", dtype={"variant": str}))
+    assert f"score sd {sd:.2f}, on the targeted criterion {sd_target:.2f}" in observed
+    assert f"spread {sd:g} points of the 0-4 scale within a stratum ({sd_target:g} on the criterion it targets)" in (
+        after.output
+    )
     assert "spread 1 points" in invoke("audit", config, "--plan", "--out", tmp_path / "run", "--plan-sd", "1").output
-    # known answer: two strata of the target criterion, scores (1, 3) and (2, 2, 5): pooled var (2 + 6) / (1 + 2)
-    table = pd.DataFrame(
-        [("g", "v", "t", "a", d, str(i), "a", s) for d, ss in (("+", (1, 3)), ("-", (2, 2, 5))) for i, s in
-         enumerate(ss)], columns=["generator", "verifier", "task_id", "target", "direction", "variant", "criterion",
-                                  "score"])  # fmt: skip
-    assert pilot_spread(table) == pytest.approx((8 / 3) ** 0.5)
+    # known answer: two strata targeting a, scored (1, 3) and (2, 2, 5) on a: pooled var (2 + 6) / (1 + 2); on b
+    # (0, 4) and (1, 1, 1): (8 + 0) / (1 + 2); a lone probe's stratum adds nothing
+    scores = {"a": ((1, 3), (2, 2, 5)), "b": ((0, 4), (1, 1, 1))}
+    rows = [
+        ("g", "v", "t", "a", d, str(i), c, s)
+        for c, both in scores.items()
+        for d, ss in zip("+-", both)
+        for i, s in enumerate(ss)
+    ] + [("g", "v", "u", "b", "+", "0", c, 2) for c in "ab"]
+    columns = ["generator", "verifier", "task_id", "target", "direction", "variant", "criterion", "score"]
+    assert pilot_spreads(pd.DataFrame(rows, columns=columns)) == pytest.approx(((8 / 3) ** 0.5, (8 / 3) ** 0.5))
+    assert pilot_spreads(pd.DataFrame(rows[:5], columns=columns)) == (None, pytest.approx((8 / 3) ** 0.5))
+
+
+def test_plan_splits_the_spreads_a_shift_and_a_self_effect_rest_on():
+    """Issue 43: a self-effect and its gate rest on the targeted criterion's spread, a shift on the others', and a
+    criterion a leakage pushes spreads between the two; one spread for both (the plan before) is the special case."""
+    from radar_local.stats.power import minimum_confirmed
+
+    one = minimum_confirmed(5, 5, 20, sd=1.0, self_effect=0.69, rho=0.4)
+    assert minimum_confirmed(5, 5, 20, sd=1.0, sd_target=1.0, self_effect=0.69, rho=0.4) == one
+    steadier = minimum_confirmed(5, 5, 20, sd=1.0, sd_target=0.77, self_effect=0.69, rho=0.4)
+    assert steadier.self_effect < one.self_effect and steadier.gates >= one.gates
+    assert steadier.directional < one.directional and steadier.coupled < one.coupled
+    # the others' spread alone moves the pairs, not the gate
+    wider = minimum_confirmed(5, 5, 20, sd=1.2, sd_target=0.77, self_effect=0.69, rho=0.4)
+    assert wider.self_effect == steadier.self_effect and wider.directional > steadier.directional
 
 
 @pytest.mark.parametrize(("other", "rho"), [((2, 4), 0.9), ((4, 2), 0.0), ((1, 2), 0.9)])

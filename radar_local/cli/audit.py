@@ -102,14 +102,21 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
             f"{what} {pilot[key]:.2f}"
             for key, what in (
                 ("sd", "score sd"),
+                ("sd_target", "on the targeted criterion"),
                 ("self_effect", "mean self-effect"),
                 ("rho", "within-probe correlation"),
             )
             if pilot.get(key) is not None
         )
-        sd = sd if sd is not None else max(pilot["sd"], span / 400) if pilot.get("sd") is not None else None
+    sd_target = sd  # --plan-sd sets both spreads
+    if pilot is not None:
+        floor = span / 400  # a pilot whose scores never moved: not a spread of 0
+        sd = sd if sd is not None else max(pilot["sd"], floor) if pilot.get("sd") is not None else None
+        if sd_target is None and pilot.get("sd_target") is not None:
+            sd_target = max(pilot["sd_target"], floor)
         self_effect = self_effect if self_effect is not None else pilot.get("self_effect")
     sd = sd if sd is not None else span / 4
+    sd_target = sd_target if sd_target is not None else sd
     self_effect = self_effect if self_effect is not None else PLAN_SELF_EFFECT
     level = config.adaptive.confidence if config.adaptive else LEVEL
     rho = (pilot or {}).get("rho") or 0.0  # 0 before a pilot: conservative
@@ -126,6 +133,7 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
         pairs_per_task=config.unconditioned,
         bias_threshold=config.bias_threshold,
         rho=rho,
+        sd_target=sd_target,
     )
     passes = [  # every juror and call mode, and a joint judge's halo check
         ScoringPass(joint=spec.judge is not None and spec.judge.joint) for spec in config.verifiers
@@ -136,6 +144,7 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
         n,
         power,
         sd=sd,
+        sd_target=sd_target,
         self_effect=self_effect,
         level=level,
         adaptive=bool(config.adaptive),
@@ -165,7 +174,7 @@ def _pilot(run_dir: Path | None) -> dict | None:
     from radar_local.errors import RadarError
     from radar_local.rundir import load_run
     from radar_local.score_table import read_scores
-    from radar_local.stats.power import pilot_correlation, pilot_spread
+    from radar_local.stats.power import pilot_correlation, pilot_spreads
 
     if run_dir is None or not run_dir.is_dir():
         return None
@@ -176,9 +185,11 @@ def _pilot(run_dir: Path | None) -> dict | None:
     except (RadarError, OSError):
         return None
     effects = [float(v) for v in result.self_effect if v == v and v > 0]
+    sd, sd_target = pilot_spreads(table)
     return {
         "run": str(run_dir),
-        "sd": pilot_spread(table),
+        "sd": sd,
+        "sd_target": sd_target,
         "rho": pilot_correlation(table),
         "self_effect": min(1.0, sum(effects) / len(effects)) if effects else None,
     }

@@ -4,10 +4,13 @@ before any call, and the cheapest design that confirms a given one (issues 29 an
 The variance model is the one the audit's bounds rest on, written out for a design instead of read from
 replicates: a stratum mean of N probes whose scores spread `sd` points of a scale of span `span` (sd/span
 on the 0-1 footing; 1 Likert point is 1/4); a per-task difference of two strata (+ and -) has variance
-2 (sd/span)^2 / N, and its mean over T tasks a T-th of that. A leakage l = shift / self-effect s has, to
-first order, variance (var(shift) + l^2 var(s) - 2 l cov) / s^2 (the delta method), the shift and the
-self-effect correlated as a pilot's scores on two criteria within a probe are (uncorrelated before a pilot,
-which overstates the variance). Sym averages two sources' leakages; l_ij - l_ji differs them.
+2 (sd/span)^2 / N, and its mean over T tasks a T-th of that. Two spreads: a self-effect's, on the targeted
+criterion (pushed toward an end of its scale, the steadier), and a shift's, on another criterion, which a
+leakage l pushes l times as far, so its variance moves from the others' toward the target's by l^2 (a bounded
+score's variance is an even function of its offset). A leakage l = shift / self-effect s has, to first order,
+variance (var(shift) + l^2 var(s) - 2 l cov) / s^2 (the delta method), the shift and the self-effect correlated
+as a pilot's scores on two criteria within a probe are (uncorrelated before a pilot, which overstates the
+variance). Sym averages two sources' leakages; l_ij - l_ji differs them.
 
 The procedure is the audit's (stats/intervals.gatekept): a gate is confirmed when its one-sided bound at
 alpha/K clears tau; the pairs are tested at alpha x (gates confirmed)/K in one one-sided family of
@@ -75,13 +78,19 @@ def minimum_confirmed(
     pairs_per_task: int = 0,
     bias_threshold: float = BIAS,
     rho: float = 0.0,
+    sd_target: float | None = None,
 ) -> Power:
-    """`rho`: the correlation within a probe of its scores on its target and on another criterion (a pilot's;
+    """`sd`: the spread of a probe's scores on the criteria it does not target (a shift rests on them);
+    `sd_target`: on the one it targets (a self-effect and its gate rest on it; None: `sd`). A pushed criterion
+    sits nearer an end of its scale, so its spread is the smaller one (a pilot measures both).
+    `rho`: the correlation within a probe of its scores on its target and on another criterion (a pilot's;
     0, conservative, before any): a shift and the self-effect it is divided by move together by that much."""
     alpha, df = 1 - level, 2 * tasks * (n - 1)
-    var_diff = 2 * (sd / span) ** 2 / (n * tasks)  # a shift's or a self-effect's mean over tasks
+    var_shift, var_self = (  # a shift's and a self-effect's mean over tasks: each a difference of two strata
+        2 * (x / span) ** 2 / (n * tasks) for x in (sd, sd if sd_target is None else sd_target)
+    )
     c_gate = float(special.stdtrit(df, 1 - alpha / k)) if df > 0 else math.inf
-    one_gate = float(special.ndtr((self_effect - tau) / math.sqrt(var_diff) - c_gate))
+    one_gate = float(special.ndtr((self_effect - tau) / math.sqrt(var_self) - c_gate))
     gates = one_gate**2
     cells = 4 * k * (k - 1) + k
     c = critical(cells, df, 1 - alpha * one_gate) if one_gate > 0 else math.inf  # the level the gates leave
@@ -90,7 +99,12 @@ def minimum_confirmed(
     z_both = float(special.ndtri((1 + POWER / gates) / 2)) if gates > POWER else math.inf  # two bounds at once
 
     def se_leak(leak: float) -> float:
-        return math.sqrt(var_diff * max(1 + leak**2 - 2 * rho * leak, 0.0)) / self_effect
+        # A criterion a leakage pushes l times as far as the target spreads between an unpushed one (l = 0) and
+        # the target (l = 1): a bounded score's variance is an even function of its offset, so it falls with l^2.
+        pushed = min(leak**2, 1.0)
+        var_other = var_shift + pushed * (var_self - var_shift)
+        var = var_other + leak**2 * var_self - 2 * rho * leak * math.sqrt(var_other * var_self)
+        return math.sqrt(max(var, 0.0)) / self_effect
 
     def smallest(ok: Callable[[float], bool], start: float, step: float) -> float | None:
         """The first truth from `start` in steps of `step` (up to LARGEST in size) that `ok` accepts."""
@@ -127,7 +141,7 @@ def minimum_confirmed(
     return Power(
         cells=cells,
         critical=c,
-        self_effect=tau + (c_gate + float(special.ndtri(POWER))) * math.sqrt(var_diff),
+        self_effect=tau + (c_gate + float(special.ndtri(POWER))) * math.sqrt(var_self),
         directional=smallest(directional, th.directional_leak, step),
         coupled=smallest(coupled, th.cluster_sym, step),
         cluster=smallest(cluster, th.cluster_sym, step),
@@ -179,6 +193,7 @@ def plan_lines(
     self_effect: float,
     level: float,
     adaptive: bool,
+    sd_target: float | None = None,
     scale: str = "0-4",
     passes: Sequence[ScoringPass] = (ScoringPass(),),
     span: float = 4.0,
@@ -193,6 +208,7 @@ def plan_lines(
         return f"{what} {x:.2f}" if x is not None and x <= most else "not at this N"
 
     probes = k * tasks * 2 * n
+    targeted = "" if sd_target in (None, sd) else f" ({sd_target:g} on the criterion it targets)"
     verdicts = sum(p.probes(probes, n) * k for p in passes)
     calls = sum(p.probes(probes, n) * (1 if p.joint else k) for p in passes)
     lines = [
@@ -200,7 +216,8 @@ def plan_lines(
         f"{probes} directed probes, {verdicts} verdicts in {calls} calls"
         f"{f' ({len(passes)} scoring passes: jurors, call modes, halo check)' if len(passes) > 1 else ''}. "
         "No call is made.",
-        f"Assumed: scores spread {sd:g} points of the {scale} scale within a stratum, self-effects of {self_effect}, "
+        f"Assumed: scores spread {sd:g} points of the {scale} scale within a stratum{targeted}, "
+        f"self-effects of {self_effect}, "
         f"a within-probe correlation of {rho:.2f} (--plan-sd, --plan-self-effect; a pilot's correlation; the variance "
         "model is stats/power.py's).",
         f"With {POWER:.0%} probability this audit confirms (family-wise {level:.0%}: gates first, then "
@@ -221,7 +238,8 @@ def plan_lines(
             f"  a judge bias ({power.bias_cells} attribute x criterion cells): "
             f"{smallest(power.bias, '|sensitivity| >=')}"
         )
-    model: dict[str, Any] = {"sd": sd, "span": span, "self_effect": self_effect, "tau": tau, "level": level, "rho": rho}
+    model: dict[str, Any] = {"sd": sd, "sd_target": sd_target, "span": span, "self_effect": self_effect}
+    model.update(tau=tau, level=level, rho=rho)
     for kind, what in (("directional", "a directional leakage of"), ("coupled", "a coupled pair of Sym")):
         n_best = fewest_probes(k, tasks, TARGET, kind, **model)
         probes_best = k * tasks * 2 * (n_best or 0)
@@ -260,14 +278,20 @@ def pilot_correlation(table: Any) -> float | None:
     return None if scale == 0 else min(max(float((x * y).sum()) / scale, 0.0), 0.9)
 
 
-def pilot_spread(table: Any) -> float | None:
-    """The pooled within-stratum sd of a score table's verdicts on every criterion (a self-effect rests on the
-    target's, a shift on the others': issue 43's --plan-check found the target's alone too steady), in the scale's
-    points; None without a stratum of two scored probes."""
+def pilot_spreads(table: Any) -> tuple[float | None, float | None]:
+    """The pooled within-stratum sd of a score table's verdicts, in the scale's points: (on the criteria a probe
+    does not target, on the one it targets). A shift rests on the first, a self-effect and its gate on the second,
+    which is the steadier one (a pushed score sits nearer an end of its scale: issue 43's --plan-check). None
+    where no stratum holds two scored probes of that kind."""
     rows = table[table["direction"].isin(["+", "-"])].dropna(subset=["score"])
     groups = rows.groupby(["generator", "verifier", "task_id", "target", "direction", "criterion"])["score"]
     var, size = groups.var(ddof=1), groups.size()
-    keep = size >= 2
-    if not keep.any():
-        return None
-    return math.sqrt(float((var[keep] * (size[keep] - 1)).sum() / (size[keep] - 1).sum()))
+    targeted = var.index.get_level_values("target") == var.index.get_level_values("criterion")
+
+    def pooled(keep: Any) -> float | None:
+        keep = keep & (size >= 2).to_numpy()
+        if not keep.any():
+            return None
+        return math.sqrt(float((var[keep] * (size[keep] - 1)).sum() / (size[keep] - 1).sum()))
+
+    return pooled(~targeted), pooled(targeted)
