@@ -56,14 +56,14 @@ def truth(halo: float) -> dict[tuple[str, str], float]:
     return out
 
 
-def audit(out: Path, seed: int, halo: float):
+def audit(out: Path, seed: int, halo: float, n: int = N):
     spec = {"engine": "testing", "model": "planted", "options": {"noise": NOISE, "halo": halo, "coupling": COUPLING}}
     config = {
         "rubric": str(out / "rubric.yaml"),
         "tasks": [{"id": f"t{i}", "prompt": f"Customer question {i} (seed {seed})."} for i in range(TASKS)],
         "generator": {**spec, "options": {}},
         "verifier": {**spec, "judge": {"calls": ["per-criterion", "joint"]}},
-        "n": N,
+        "n": n,
         "seed": seed,
         "bootstrap": 300,
     }
@@ -79,15 +79,16 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--halo", type=float, default=0.25)
     parser.add_argument("--out", type=Path, default=Path("runs/halo-error"))
+    parser.add_argument("--n", type=int, default=N, help="probes per stratum")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "rubric.yaml").write_text(yaml.safe_dump({"id": "support", "name": "Support", "criteria": CRITERIA}))
-    report = {"reps": args.reps, "tasks": TASKS, "n": N, "noise": NOISE, "coupling": COUPLING}
+    report = {"reps": args.reps, "tasks": TASKS, "n": args.n, "noise": NOISE, "coupling": COUPLING}
     for halo in (0.0, args.halo):
         true = truth(halo)
         any_flag, flagged, pairs, covered, index_covered = 0, 0, 0, 0, 0
         for seed in range(args.reps):
-            h = audit(args.out, seed, halo)
+            h = audit(args.out, seed, halo, args.n)
             flags = [p.flag for p in h.pairs]
             any_flag += any(f is not None for f in flags)
             flagged += sum(f == "adds" for f in flags)

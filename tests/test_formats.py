@@ -266,20 +266,26 @@ def mlflow(**data) -> str:
             PROMPTFOO + "    - {type: llm-rubric, value: 'Answers {{question}}'}\n",
             "uses the test variable 'question'",
         ),
-        ("openai-evals", "o.yaml", "fact:\n  prompt: '{input} {completion}'\n  choice_strings: AB\n", "args.criteria"),
+        (
+            "openai-evals",
+            "o.yaml",
+            "fact:\n  prompt: '{input} {completion}'\n  choice_strings: AB\n",
+            "judges one thing",
+        ),
         (
             "openai-evals",
             "s.yaml",
             "q:\n  prompt: '{input} {completion} {criteria}'\n  choice_strings: ABC\n"
             "  args: {criteria: {a: x, b: y}}\n",
-            "must give every choice a score",
+            "gives its choices no scores (choice_scores)",
         ),
         (
             "openai-evals",
             "i.yaml",
             "q:\n  prompt: '{input} {ideal} {criteria}'\n  choice_strings: YN\n  choice_scores: {Y: 1, N: 0}\n"
+            "  eval_type: classify\n"
             "  args: {criteria: {a: x, b: y}}\n",
-            "the variable 'ideal' has no counterpart",
+            "formats {ideal}, which each sample supplies",
         ),
         ("inspect", "x.yaml", "grade_pattern: 'GRADE\\s*([CI])'\ncriteria: {a: x, b: y}\n", "grade_pattern:"),
         ("prometheus", "n.json", json.dumps([{"criteria": "x", "score1_description": "y"}]), "score2_description"),

@@ -21,7 +21,8 @@ ENGINES = ["vllm", "transformers", "openai", "testing"]
 @click.option(
     "--root",
     type=click.Path(path_type=Path, file_okay=False),
-    help="The folder the file's file:// references may be read from (default: the file's own folder).",
+    help="The folder the file's references are read from: promptfoo's file:// (default: the file's own folder), "
+    "openai/evals' registry, holding evals/ and modelgraded/ (default: the eval file's folder's parent).",
 )
 @click.option("--force", is_flag=True, help="Replace files in --out that an earlier import did not write as they are.")
 def import_rubric(
@@ -51,7 +52,8 @@ def import_rubric(
 @click.option(
     "--root",
     type=click.Path(path_type=Path, file_okay=False),
-    help="The folder the file's file:// references may be read from (default: the file's own folder).",
+    help="The folder the file's references are read from: promptfoo's file:// (default: the file's own folder), "
+    "openai/evals' registry, holding evals/ and modelgraded/ (default: the eval file's folder's parent).",
 )
 def export(fmt: str, original: Path, rubric: Path, out: Path | None, root: Path | None) -> None:
     """Write RUBRIC (a repaired one, say) back into ORIGINAL's FORMAT: the criteria that changed are

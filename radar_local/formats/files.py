@@ -18,7 +18,7 @@ from radar_local.common import one_line
 from radar_local.errors import InputError
 from radar_local.formats.names import FORMATS, MODULES
 from radar_local.formats.shared import Imported, carried, changes
-from radar_local.inputs import read_json
+from radar_local.inputs import read_json, read_text
 from radar_local.rubric import Rubric, load_benchmark
 from radar_local.store import make_folder, write_atomic
 
@@ -63,7 +63,12 @@ def export(fmt: str, original: str | Path, rubric: Rubric, root: Path | None = N
                 "on the scale it was imported with",
             )
     account = changes(imported.rubric, rubric)
+    source = read_text(Path(original))
+    if all(line.startswith("kept: ") for line in account):  # nothing to write: the file as it is, byte for byte
+        return source, account
     text = _module(fmt).write(Path(original), imported, rubric, account)
+    if not source.endswith("\n"):  # the writers end with a line break; the file's own last line may have none
+        text = text.removesuffix("\n")
     try:
         _reads_back(fmt, Path(original), text, rubric, root)
     except PermissionError:

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from ruamel.yaml import YAML
+from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.scalarstring import LiteralScalarString
 
@@ -182,6 +183,11 @@ def load_yaml(path: Path) -> Any:
     yaml.preserve_quotes = True
     try:
         return yaml.load(text)
+    except DuplicateKeyError as exc:  # PyYAML keeps the last, ruamel refuses: the file means two things
+        line = exc.problem_mark.line + 1 if exc.problem_mark else "?"
+        raise InputError(
+            path, f"line {line}: {str(exc.problem)[:120]}; YAML readers disagree on which one counts: keep one"
+        ) from None
     except YAMLError as exc:
         raise InputError(path, f"is not valid YAML ({str(exc).splitlines()[0][:120]})") from None
 

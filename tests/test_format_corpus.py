@@ -1,0 +1,164 @@
+"""Imports on the files teams really have (issue 45): real files from each tool's repository, kept unchanged under
+tests/data/formats/<format>/ with their sources (SOURCES.md: repository, commit, paths). Every file either imports
+with its meaning kept or is refused in one line that says what it holds and what radar would need."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from radar_local import formats
+from radar_local.auditing import run_audit
+from radar_local.errors import InputError
+from radar_local.formats.openai_evals import ANSWER_PROMPTS
+from tests.conftest import PLANTED_TASKS
+
+CORPUS = Path(__file__).parent / "data" / "formats"
+REGISTRY = CORPUS / "openai-evals" / "registry"  # openai/evals at 4bfc1f58, evals/registry/ as it is upstream
+
+NO_CRITERION = "no eval here names a criterion (modelgraded_spec_args.criteria)"
+ONE = "holds 1 criterion; a coupling audit needs at least two"
+ONE_THING = "judges one thing (its prompt formats no {criteria}); a coupling audit needs at least two criteria"
+DUPLICATE = 'line 20: found duplicate key "input" with value "completion"'
+OPENAI_EVALS = {  # every file of the corpus: the criteria it imports with, or what its one-line refusal says
+    "evals/coqa-ex.yaml": ["correctness", "relevance", "conciseness"],
+    "evals/abstract2title.yaml": ONE,
+    "evals/non-compound-names.yaml": ONE,  # an eval and its meta-evaluation: one criterion
+    "evals/numerical-cabbala-casanova.yaml": ONE,
+    "evals/ru_rhymes.yaml": ONE,
+    "evals/coq-editing.yaml": "ask spec closedqa with the criterion each sample supplies (samples_jsonl)",
+    "evals/test-modelgraded.yaml": "ask specs best, diversity, humor, humor_likert, humor_out_message' own questions",
+    **{
+        f"evals/{name}.yaml": NO_CRITERION
+        for name in (
+            "Unfamiliar-Chinese-Character ab allergen-information arithmetic-expression categorize_with_distractors "
+            "chinese_idioms co-sql consensus_summary euler_problems event-categories "
+            "hard_russian_computer_science_tasks iambic-pentameter iqbal-poetry-translation japanese_onomatopoeia "
+            "linear-regression logic-container logic-liar-paradox logic-riddles logic loss-logic naughty_strings "
+            "population_span_extraction reasoning_with_contradictory_statements research-question-extraction "
+            "security_guide seo_keywords singlestore-vectorsearch soc_codes sql superficial-patterns "
+            "test-modelgraded-battle test-modelgraded-generated ukraine_electronic_petitions unwanted-rhyming"
+        ).split()
+    },
+    "modelgraded/closedqa.yaml": "formats {criteria}, which each eval that runs it supplies",
+    "modelgraded/humor.yaml": "holds 4 model-graded specs (humor, humor_out_message, humor_likert, humor_jp)",
+    "modelgraded/keywords.yaml": DUPLICATE,
+    **{
+        f"modelgraded/{name}.yaml": f"spec '{name}' {ONE_THING}"
+        for name in (
+            "arithmetic-expression battle best diversity fact iambic_pentameter onomatopoeia possible "
+            "regression-equation research-question-extraction rhyming security singlestore sql translation"
+        ).split()
+    },
+}
+
+
+def test_the_corpus_table_names_every_file():
+    assert sorted(OPENAI_EVALS) == sorted(str(p.relative_to(REGISTRY)) for p in REGISTRY.glob("*/*.yaml"))
+    assert len(OPENAI_EVALS) == 59
+
+
+@pytest.mark.parametrize("name", sorted(OPENAI_EVALS))
+def test_every_openai_evals_registry_file_imports_or_says_why_not(name):
+    expected = OPENAI_EVALS[name]
+    if isinstance(expected, list):
+        assert formats.read("openai-evals", REGISTRY / name).rubric.ids == expected
+        return
+    with pytest.raises(InputError) as refused:
+        formats.read("openai-evals", REGISTRY / name)
+    line = str(refused.value)
+    assert "\n" not in line and expected in line, line
+
+
+def test_an_eval_file_runs_its_spec_as_openai_evals_does():
+    """coqa-ex.yaml: three closedqa evals, each with its criterion; the spec's own answer words stand (no eval names
+    an eval_type, so openai/evals appends none: no second instruction after its "Reasoning:" cue); the choice is
+    read from the line after the reasoning; the two `fact` evals are named as left to openai/evals."""
+    imported = formats.read("openai-evals", REGISTRY / "evals" / "coqa-ex.yaml")
+    assert imported.rubric.criterion("relevance").description == (
+        "relevance: Is the submission referring to a real quote from the text?"
+    )
+    assert imported.rubric.scale.levels == {"Y": 1.0, "N": 0.0}
+    judge = imported.judge
+    assert judge is not None and judge.template.endswith("on a new line.\n\nReasoning:")
+    assert judge.template.count("step by step") == 1 and "[Criterion]: {{ criterion.description }}" in judge.template
+    assert judge.answer.kind == "grade" and judge.answer.pattern == "(Y|N)"
+    assert any("left to openai/evals: coqa-fact.dev.v0, coqa-fact-expl.dev.v0" in line for line in imported.account)
+
+
+def _registry(tmp_path: Path, eval_args: str, spec: str) -> Path:
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "modelgraded").mkdir()
+    (tmp_path / "modelgraded" / "judge.yaml").write_text(spec)
+    evals = "".join(
+        f"e{k}.dev.v0:\n  class: evals.elsuite.modelgraded.classify:ModelBasedClassify\n  args:\n"
+        f"    modelgraded_spec: q\n{eval_args}    modelgraded_spec_args:\n      criteria: '{text}'\n"
+        "      language: Urdu\n"
+        for k, text in enumerate(("clarity: Is it clear?", "tone: Is it kind?"))
+    )
+    (tmp_path / "evals" / "mine.yaml").write_text(evals)
+    return tmp_path / "evals" / "mine.yaml"
+
+
+def test_an_eval_type_the_eval_names_appends_openai_evals_own_answer_words(tmp_path):
+    """Where the eval names the eval_type, openai/evals appends its ANSWER_PROMPTS text (choices as '"Y" or "N"');
+    the eval's other arguments ({language}) are constants of the prompt."""
+    spec = "q:\n  prompt: 'From {language}: {input} / {completion} / {criteria}'\n  choice_strings: YN\n"
+    spec += "  choice_scores: {Y: 1, N: 0}\n"
+    imported = formats.read("openai-evals", _registry(tmp_path, "    eval_type: cot_classify\n", spec))
+    words = ANSWER_PROMPTS["cot_classify"].replace("{choices}", '"Y" or "N"')
+    assert imported.judge is not None
+    assert imported.judge.template == (
+        "From Urdu: {{ prompt }} / {{ response }} / {{ criterion.description }}\n\n" + words
+    )
+    assert imported.rubric.ids == ["clarity", "tone"]
+
+
+def test_a_spec_the_registry_lacks_is_one_line_naming_root(tmp_path):
+    path = _registry(tmp_path, "", "other:\n  prompt: x\n")
+    with pytest.raises(InputError, match="spec 'q' is in none of .*--root"):
+        formats.read("openai-evals", path)
+
+
+def test_an_eval_files_round_trip_keeps_every_other_byte(tmp_path):
+    """An unchanged export is the file byte for byte; a rewritten criterion changes its line only; adding or
+    dropping a criterion (an eval of its own) is refused in one line."""
+    source = REGISTRY / "evals" / "coqa-ex.yaml"
+    imported = formats.read("openai-evals", source)
+    text, _ = formats.export("openai-evals", source, imported.rubric)
+    assert text == source.read_text()
+    rubric = imported.rubric
+    first = rubric.criteria[0].model_copy(update={"description": "correctness: Is every fact in it right?"})
+    edited = rubric.model_copy(update={"criteria": (first, *rubric.criteria[1:])})
+    text, account = formats.export("openai-evals", source, edited)
+    assert account == ["kept: relevance, conciseness", "rewritten: correctness"]
+    old, new = source.read_text().splitlines(), text.splitlines()
+    assert [(a, b) for a, b in zip(old, new) if a != b] == [
+        (
+            '      criteria: "correctness: Is the answer correct?"',
+            '      criteria: "correctness: Is every fact in it right?"',
+        )
+    ]
+    assert len(old) == len(new)
+    with pytest.raises(InputError, match="add or drop an eval in the registry by hand"):
+        formats.export("openai-evals", source, rubric.model_copy(update={"criteria": rubric.criteria[:2]}))
+
+
+def test_an_imported_eval_file_audits_on_the_planted_engine(tmp_path):
+    """Import, then audit: the closedqa judge's Y/N verdicts on the planted engine, its coupling found."""
+    from tests.conftest import invoke
+
+    registry = tmp_path / "registry"
+    shutil.copytree(REGISTRY, registry)
+    out = tmp_path / "imported"
+    result = invoke("import", "openai-evals", registry / "evals" / "coqa-ex.yaml", "--out", out, "--engine", "testing")
+    assert result.exit_code == 0, result.output
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    coupling = {"Correctness": {"Relevance": 0.9}}
+    for role in ("generator", "verifier"):
+        config[role]["options"] = {"noise": 0.3, "coupling": coupling}
+    config |= {"tasks": PLANTED_TASKS, "n": 3, "bootstrap": 100}
+    config.pop("human", None)
+    result = run_audit(config, tmp_path / "audit", base=out)
+    assert result.leakage.loc["correctness", "relevance"] > 0.5
