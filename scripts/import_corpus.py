@@ -20,7 +20,7 @@ from radar_local import formats
 from radar_local.errors import InputError
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "formats"
-FILES = {"openai-evals": ("registry/evals/*.yaml", "registry/modelgraded/*.yaml")}
+FILES = {"openai-evals": ("registry/evals/*.yaml", "registry/modelgraded/*.yaml"), "prometheus": ("*.json",)}
 
 
 def reason(line: str) -> str:

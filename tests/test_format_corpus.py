@@ -162,3 +162,35 @@ def test_an_imported_eval_file_audits_on_the_planted_engine(tmp_path):
     config.pop("human", None)
     result = run_audit(config, tmp_path / "audit", base=out)
     assert result.leakage.loc["correctness", "relevance"] > 0.5
+
+
+PROMETHEUS = CORPUS / "prometheus"  # prometheus-eval at dcfb4427: BiGGen-Bench's files, a slice of each
+
+
+@pytest.mark.parametrize("name", ["biggen_sample_evals.json", "biggen_sample_responses.json"])
+def test_biggen_bench_rubrics_are_each_their_instances_never_widened(name):
+    """BiGGen-Bench: every instance has its own score rubric (682 distinct criteria in 695 instances), written for
+    its own input; a RADAR criterion is scored on every task, so the file is refused in one line saying so."""
+    with pytest.raises(InputError) as refused:
+        formats.read("prometheus", PROMETHEUS / name)
+    line = str(refused.value)
+    assert "\n" not in line and "each of its 4 score rubrics is written for its own instruction ('input'" in line
+
+
+def test_rubrics_of_one_instruction_are_left_out_and_exported_untouched(tmp_path):
+    """A file mixing rubrics of their own with one BiGGen-Bench instance: the instance's rubric is named as left
+    out, and an export with one criterion rewritten writes the instance back as it was."""
+    import json
+
+    general = json.loads((CORPUS / "prometheus_rubrics.json").read_text())
+    instance = next(iter(json.loads((PROMETHEUS / "biggen_sample_evals.json").read_text()).values()))
+    path = tmp_path / "mixed.json"
+    path.write_text(json.dumps([*general, instance], indent=2))
+    imported = formats.read("prometheus", path)
+    assert len(imported.rubric.ids) == len(general)
+    assert any(line.startswith("left out: 1 score rubric(s) written for their own instruction (objects 4)")
+               for line in imported.account)  # fmt: skip
+    first = imported.rubric.criteria[0].model_copy(update={"description": "Does the reply name the feeling?"})
+    edited = imported.rubric.model_copy(update={"criteria": (first, *imported.rubric.criteria[1:])})
+    text, _ = formats.export("prometheus", path, edited)
+    assert json.loads(text)[-1] == instance

@@ -52,7 +52,11 @@ criterion are given.
 ###Feedback: """
 
 
-def _objects(path: Path) -> list[dict]:
+INSTRUCTION_KEYS = ("input", "instruction", "orig_instruction")  # a row that carries the instruction it grades
+
+
+def _raw(path: Path) -> list[dict]:
+    """The file's objects as written: a JSON list, JSONL, or BiGGen-Bench's mapping of instance id -> instance."""
     text = read_text(path)
     try:
         data = (
@@ -62,13 +66,41 @@ def _objects(path: Path) -> list[dict]:
         )
     except (json.JSONDecodeError, RecursionError):  # RecursionError: nested past the parser
         raise InputError(path, "is not JSON (a list of score rubrics) or JSONL (one per line)") from None
+    if isinstance(data, dict) and data and all(isinstance(o, dict) for o in data.values()):
+        data = list(data.values())  # BiGGen-Bench: instance id -> instance
     if not isinstance(data, list) or not all(isinstance(o, dict) for o in data):
         raise InputError(path, "expected a list of score rubrics ({criteria, score1_description, ...})")
     return data
 
 
+def _objects(path: Path) -> list[dict]:
+    """Each object with its rubric's fields at the top (BiGGen-Bench nests them under `score_rubric`)."""
+    return [{**o, **o["score_rubric"]} if isinstance(o.get("score_rubric"), dict) else o for o in _raw(path)]
+
+
 def _prefix(obj: dict) -> str:
     return "orig_" if "orig_criteria" in obj else ""
+
+
+def _bound(obj: dict) -> str | None:
+    """The instruction field of a rubric written for one instruction (a BiGGen-Bench instance, a Feedback-Collection
+    row), None for a rubric of its own."""
+    return next((key for key in INSTRUCTION_KEYS if isinstance(obj.get(key), str) and obj[key].strip()), None)
+
+
+def _general(path: Path, objects: list[dict]) -> tuple[list[dict], list[int]]:
+    """The rubrics radar audits (those of no one instruction) and the 1-based positions of the ones it leaves: a
+    RADAR criterion is scored on every task, and a rubric written for one instruction would be widened to all."""
+    bound = [k for k, o in enumerate(objects, 1) if _bound(o)]
+    if bound and len(bound) == len(objects):
+        key = _bound(objects[0])
+        raise InputError(
+            path,
+            f"each of its {len(objects)} score rubrics is written for its own instruction ('{key}': a BiGGen-Bench "
+            "instance or a Feedback-Collection row), and a RADAR criterion is scored on every task; import rubrics "
+            "that apply to every instruction (a list of {criteria, score1_description .. score5_description})",
+        )
+    return [o for k, o in enumerate(objects, 1) if k not in bound], bound
 
 
 def _ids(path: Path, objects: list[dict]) -> list[str]:
@@ -81,7 +113,7 @@ def _ids(path: Path, objects: list[dict]) -> list[str]:
 
 
 def read(path: Path) -> Imported:
-    objects = _objects(path)
+    objects, bound = _general(path, _objects(path))
     criteria = []
     for k, (o, cid) in enumerate(zip(objects, _ids(path, objects)), 1):
         p = _prefix(o)
@@ -106,26 +138,38 @@ def read(path: Path) -> Imported:
         "feedback is one line, then `[RESULT] N` on the next",
         "tasks: score rubrics carry none: the config uses the bundled helpsteer2 tasks",
     ]
+    if bound:
+        account.append(
+            f"left out: {len(bound)} score rubric(s) written for their own instruction (objects "
+            f"{', '.join(map(str, bound[:10]))}{' ...' if len(bound) > 10 else ''}): a RADAR criterion is scored on "
+            "every task; exported untouched"
+        )
     return Imported("prometheus", path, rub, jud, (), {}, account)
 
 
 def _object(rub: Rubric, cid: str, like: dict) -> dict:
     c, p = rub.criterion(cid), _prefix(like)
     anchors = rub.scale_of(cid).anchors or {}
-    out = {**like, "id": cid, p + "criteria": c.description}
+    stale = {"feedback", "score", "orig_feedback", "orig_score"}  # a grading under the old rubric
+    out = {**{k: v for k, v in like.items() if k not in stale}, "id": cid, p + "criteria": c.description}
     return out | {f"{p}score{n}_description": anchors.get(n, FALLBACK[n]) for n in LEVELS}
 
 
 def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:
     objects = _objects(path)
+    general, _ = _general(path, objects)
+    ids = {id(o): cid for o, cid in zip(general, _ids(path, general))}
     out = []
-    for o, cid in zip(objects, _ids(path, objects)):
-        if cid in rub.ids:
+    for raw, o in zip(_raw(path), objects):
+        cid = ids.get(id(o))
+        if cid is None:  # a rubric written for one instruction: left as it is
+            out.append(raw)
+        elif cid in rub.ids:
             out.append(o if shared.unchanged(imported.rubric, rub, cid) else _object(rub, cid, o))
     for c in rub.criteria:
         if c.id not in imported.rubric.ids:
             out.append(
-                _object(rub, c.id, {k: v for k, v in objects[0].items() if "score" not in k and "criteria" not in k})
+                _object(rub, c.id, {k: v for k, v in general[0].items() if "score" not in k and "criteria" not in k})
             )
     missing = [
         c.id
