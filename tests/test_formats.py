@@ -469,3 +469,45 @@ def test_each_assertion_runs_with_its_own_tests_rubric_prompt(tmp_path):
     same = text.replace("'B {{", "'A {{")
     imported = formats.read("promptfoo", bad(tmp_path, "q.yaml", same))
     assert imported.judge is not None and imported.judge.template == "A {{ response }} {{ criterion.description }}"
+
+
+def _inspect(tmp_path: Path, text: str):
+    path = tmp_path / "scorer.yaml"
+    path.write_text(text + "criteria: {a: The first., b: The second.}\n")
+    return formats.read("inspect", path)
+
+
+def test_inspect_defaults_are_inspects_own_words(tmp_path):
+    """model_graded_fact grades against inspect's fact template ([Expert]: the target), model_graded_qa against its
+    QA template, both with inspect's default instructions (issue 45)."""
+    from radar_local.formats.inspect_ai import default_instructions
+
+    fact = _inspect(tmp_path, "scorer: model_graded_fact\n").judge
+    assert fact is not None and "[Expert]: {{ criterion.description }}" in fact.template
+    assert "Compare the factual content of the submitted answer with the expert answer." in fact.template
+    qa = _inspect(tmp_path, "scorer: model_graded_qa\n").judge
+    assert qa is not None and "[Criterion]: {{ criterion.description }}" in qa.template
+    assert qa.template.endswith(default_instructions(False) + "\n")
+
+
+def test_inspect_reads_a_template_file_as_its_resource_does(tmp_path):
+    (tmp_path / "expert.txt").write_text("Q: {question}\nA: {answer}\nAgainst: {criterion}\n{instructions}")
+    judge = _inspect(tmp_path, "template: expert.txt\n").judge
+    assert judge is not None and judge.template.startswith("Q: {{ prompt }}\nA: {{ response }}")
+    with pytest.raises(InputError, match="template 'missing.txt' is no file in .*put the file there"):
+        _inspect(tmp_path, "template: missing.txt\n")
+
+
+def test_inspect_custom_instructions_keep_every_grade_its_pattern_takes(tmp_path):
+    """With custom instructions inspect's default pattern takes C, P and I (partial_credit shapes the default
+    instructions only): a judge told it may answer P gets P."""
+    imported = _inspect(tmp_path, "instructions: 'Grade C, P (partly) or I. End with GRADE: X.'\n")
+    assert imported.rubric.scale.levels == {"C": 1, "P": 0.5, "I": 0}
+
+
+def test_inspects_default_grade_pattern_written_out_is_its_default(tmp_path):
+    from radar_local.formats.inspect_ai import DEFAULT_PATTERNS
+
+    for pattern in DEFAULT_PATTERNS:
+        imported = _inspect(tmp_path, f"grade_pattern: {json.dumps(pattern)}\n")
+        assert imported.judge is not None and imported.judge.answer.pattern == "GRADE: ([CI])"

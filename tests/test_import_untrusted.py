@@ -192,5 +192,5 @@ def test_root_on_a_format_without_file_references_is_one_line(tmp_path):
     from tests.test_formats import SAMPLES
 
     with pytest.raises(InputError, match="names no other file to read; leave --root out"):
-        formats.read("inspect", SAMPLES["inspect"], root=tmp_path)
-    assert formats.read("inspect", SAMPLES["inspect"]).rubric.criteria
+        formats.read("mlflow", SAMPLES["mlflow"], root=tmp_path)
+    assert formats.read("mlflow", SAMPLES["mlflow"]).rubric.criteria
