@@ -246,8 +246,8 @@ def mlflow(**data) -> str:
         (
             "promptfoo",
             "x.yaml",
-            PROMPTFOO + "    - {type: g-eval, value: 'criterion 3'}\n",
-            "mixes llm-rubric and g-eval assertions",
+            "defaultTest:\n  assert:\n    - {type: llm-rubric, value: c1}\n    - {type: g-eval, value: c2}\n",
+            "mixes llm-rubric and g-eval assertions with one criterion each",
         ),
         (
             "promptfoo",
@@ -511,3 +511,55 @@ def test_inspects_default_grade_pattern_written_out_is_its_default(tmp_path):
     for pattern in DEFAULT_PATTERNS:
         imported = _inspect(tmp_path, f"grade_pattern: {json.dumps(pattern)}\n")
         assert imported.judge is not None and imported.judge.answer.pattern == "GRADE: ([CI])"
+
+
+PROMPT_FILE = """prompts: [{prompt}]
+defaultTest:
+  assert:
+    - {{type: llm-rubric, value: The reply is polite.}}
+    - {{type: llm-rubric, value: The reply is short.}}
+tests:
+  - {{description: refund, vars: {{q: I want a refund.}}}}
+"""
+
+
+def test_promptfoo_prompt_files_are_read_as_promptfoo_reads_them(tmp_path):
+    """Issue 45: a text file is split on '---' lines (the tasks render the first prompt, and the account says how
+    many there are); a JSON or YAML chat file is messages (the task is its user message, rendered); a prompt
+    function is one line (radar runs no code); so is a conversation of several turns."""
+    (tmp_path / "prompts.txt").write_text("Reply to: {{ q }}\n---\nAnswer briefly: {{ q }}\n")
+    imported = formats.read("promptfoo", bad(tmp_path, "t.yaml", PROMPT_FILE.format(prompt="file://prompts.txt")))
+    assert [t.prompt for t in imported.tasks] == ["Reply to: I want a refund."]
+    assert any("the first of the 2 prompts in prompts.txt" in line for line in imported.account)
+    chat = [{"role": "system", "content": "You are a support agent."}, {"role": "user", "content": "Help: {{ q }}"}]
+    (tmp_path / "chat.json").write_text(json.dumps(chat))
+    (tmp_path / "chat.yaml").write_text(yaml.safe_dump(chat))
+    for name in ("chat.json", "chat.yaml"):
+        imported = formats.read("promptfoo", bad(tmp_path, "c.yaml", PROMPT_FILE.format(prompt=f"file://{name}")))
+        assert [t.prompt for t in imported.tasks] == ["Help: I want a refund."]
+        assert any("its system message is not part of a RADAR task" in line for line in imported.account)
+    for prompt, says in (
+        ("file://prompt.js", "prompts[0] is a prompt function (file://prompt.js)"),
+        ("file://build.py:make_prompt", "radar runs no code"),
+    ):
+        result = run("import", "promptfoo", bad(tmp_path, "f.yaml", PROMPT_FILE.format(prompt=prompt)))
+        assert result.exit_code == 2 and says in result.output and "\n" not in result.output.strip()
+    turns = [*chat, {"role": "assistant", "content": "Sure."}, {"role": "user", "content": "{{ q }}"}]
+    (tmp_path / "turns.json").write_text(json.dumps(turns))
+    with pytest.raises(InputError, match="a conversation of 4 messages"):
+        formats.read("promptfoo", bad(tmp_path, "v.yaml", PROMPT_FILE.format(prompt="file://turns.json")))
+
+
+def test_promptfoo_mixing_two_judges_audits_the_one_with_more_criteria(tmp_path):
+    """Issue 45: llm-rubric and g-eval are two judges (their own prompts and scales); radar audits the one that
+    scores more criteria and names the other's as left to promptfoo, exporting them untouched."""
+    text = PROMPTFOO + "    - {type: g-eval, value: 'criterion 3'}\n"
+    path = bad(tmp_path, "x.yaml", text)
+    imported = formats.read("promptfoo", path)
+    assert imported.judge is not None and imported.judge.answer == JsonShape(
+        before={"reason": 300}, score="score", after={}
+    )
+    assert [c.description for c in imported.rubric.criteria] == ["criterion 1", "criterion 2"]
+    assert any(line.startswith("left to promptfoo: the 1 g-eval criteria (criterion 3)") for line in imported.account)
+    exported, _ = formats.export("promptfoo", path, imported.rubric)
+    assert exported == path.read_text()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -212,14 +213,78 @@ def _tests(files: Files, data: dict) -> list:
     return shared.load_yaml(where) if where.suffix in (".yaml", ".yml", ".json") else []
 
 
-def _tasks(files: Files, data: dict) -> tuple[Task, ...]:
+CODE = (".js", ".cjs", ".mjs", ".ts", ".py", ".sh")  # prompt functions promptfoo runs to build each prompt
+TEXT = (".txt", ".md", ".j2", ".jinja", ".jinja2", ".njk")  # text files; promptfoo splits .txt on '---' lines
+
+
+def _chat(value: Any) -> list[dict] | None:
+    """A chat prompt (a list of {role, content}), as promptfoo parses a prompt whose text is JSON; else None."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (json.JSONDecodeError, RecursionError):
+            return None
+    ok = (
+        isinstance(value, list)
+        and value
+        and all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in value)
+    )
+    return value if ok else None
+
+
+def _first_prompt(files: Files, data: dict) -> tuple[str | None, list[str]]:
+    """The text of the config's first prompt as promptfoo reads it, and what the account says of it: a text file
+    split on '---' lines (the first part), a JSON or YAML chat file (its user message); a prompt function is one
+    line (radar runs no code)."""
     path = files.source
     prompts = data.get("prompts")
     first = prompts[0] if isinstance(prompts, list) and prompts else prompts
     if isinstance(first, dict):
         first = first.get("raw") or first.get("id")
+    notes: list[str] = []
     if isinstance(first, str) and first.startswith("file://"):
-        first = files.text(first)
+        ref = first
+        name = ref.removeprefix("file://").split(":", 1)[0] if ref.count(":") > 1 else ref.removeprefix("file://")
+        suffix = Path(name).suffix.lower()
+        if suffix in CODE:
+            raise InputError(
+                path,
+                f"prompts[0] is a prompt function ({ref[:80]}) that promptfoo runs to build each prompt; radar runs "
+                "no code: give the prompt as text, or as a JSON or YAML chat file",
+            )
+        if suffix in (".json", ".yaml", ".yml"):
+            where = files.path("file://" + name)
+            first = shared.load_yaml(where) if suffix != ".json" else _chat(read_text(where))
+            if _chat(first) is None:
+                raise InputError(path, f"prompts[0] ({ref[:80]}) is no chat prompt (a list of {{role, content}})")
+        elif suffix in TEXT or not suffix:
+            parts = [p.strip() for p in re.split(r"^[ \t]*---[ \t]*$", files.text("file://" + name), flags=re.M)]
+            parts = [p for p in parts if p]
+            first = parts[0] if parts else ""
+            if len(parts) > 1:
+                notes.append(f"prompts[0]: the first of the {len(parts)} prompts in {name} (promptfoo splits it on "
+                             "'---' lines and runs every test on each); the tasks render that one")  # fmt: skip
+        else:
+            raise InputError(path, f"prompts[0] ({ref[:80]}): radar reads text, JSON and YAML prompt files")
+    chat = _chat(first)
+    if chat is not None:
+        users = [m for m in chat if m.get("role") == "user"]
+        if len(users) != 1 or any(m.get("role") not in ("system", "user") for m in chat):
+            raise InputError(
+                path,
+                f"prompts[0] is a conversation of {len(chat)} messages; a RADAR task is one prompt: give a text "
+                "prompt, or a chat of one user message (after an optional system message)",
+            )
+        if any(m.get("role") == "system" for m in chat):
+            notes.append("prompts[0] is a chat: each task is its user message; its system message is not part of "
+                         "a RADAR task (the generator writes the response to the user message)")  # fmt: skip
+        first = users[0]["content"]
+    return (first if isinstance(first, str) else None), notes
+
+
+def _tasks(files: Files, data: dict) -> tuple[tuple[Task, ...], list[str]]:
+    path = files.source
+    first, notes = _first_prompt(files, data)
     taken: set[str] = set()
     tasks = []
     for k, test in enumerate(_tests(files, data), 1):
@@ -237,7 +302,7 @@ def _tasks(files: Files, data: dict) -> tuple[Task, ...]:
             raise InputError(path, "tests have several vars and no prompt to put them in; add 'prompts'")
         name = str(test.get("description") or f"test {k}")
         tasks.append(Task(id=shared.criterion_id(name, taken), prompt=prompt))
-    return tuple(tasks)
+    return tuple(tasks), notes if tasks else []
 
 
 def read(path: Path, root: Path | None = None) -> Imported:
@@ -257,9 +322,21 @@ def read(path: Path, root: Path | None = None) -> Imported:
     kinds = {e.assertion["type"] for e in found}
     if not kinds:
         raise InputError(path, "has no llm-rubric or g-eval assertion: nothing a judge scores on a rubric")
-    if len(kinds) > 1:
-        raise InputError(path, "mixes llm-rubric and g-eval assertions; radar audits one judge at a time")
-    (kind,) = kinds
+    mixed: list[str] = []
+    if len(kinds) > 1:  # two judges: audit the one with more criteria (llm-rubric on a tie), name the other's
+        texts = {k: list(dict.fromkeys(e.text for e in found if e.assertion["type"] == k)) for k in sorted(kinds)}
+        kind = max(sorted(kinds, key=lambda k: k != "llm-rubric"), key=lambda k: len(texts[k]))
+        other = next(k for k in kinds if k != kind)
+        if len(texts[kind]) < 2:
+            raise InputError(path, "mixes llm-rubric and g-eval assertions with one criterion each: two judges, and "
+                             "a coupling audit needs two criteria one judge scores")  # fmt: skip
+        found = [e for e in found if e.assertion["type"] == kind]
+        mixed.append(
+            f"left to promptfoo: the {len(texts[other])} {other} criteria ({', '.join(t[:30] for t in texts[other])}): "
+            f"another judge (its own prompt and scale); radar audits the {kind} judge, which scores more criteria"
+        )
+    else:
+        (kind,) = kinds
     ids = _ids(found)
     scale = ZERO_ONE if kind == "llm-rubric" else G_EVAL
     criteria: list[Criterion] = []
@@ -320,7 +397,8 @@ def read(path: Path, root: Path | None = None) -> Imported:
             f"left to promptfoo: {len({e.text for e in per_test})} rubric(s) written for some tests only (tests "
             f"{', '.join(map(str, where))}); a RADAR criterion is scored on every task, so they are not audited"
         )
-    tasks = _tasks(files, data)
+    tasks, notes = _tasks(files, data)
+    account += mixed + notes
     if isinstance(data.get("tests"), str):
         account.append(f"tests from {data['tests']}: their vars are the tasks; assertions there are not read")
     if tasks:
