@@ -235,7 +235,7 @@ def mlflow(**data) -> str:
                     "feedback_value_type": {"type": "boolean"},
                 }
             ),
-            "uses {{ trace }}",
+            "reads {{ trace }}, an agent's whole trace",
         ),
         (
             "promptfoo",
@@ -563,3 +563,33 @@ def test_promptfoo_mixing_two_judges_audits_the_one_with_more_criteria(tmp_path)
     assert any(line.startswith("left to promptfoo: the 1 g-eval criteria (criterion 3)") for line in imported.account)
     exported, _ = formats.export("promptfoo", path, imported.rubric)
     assert exported == path.read_text()
+
+
+def _mlflow_pair(tmp_path: Path, instructions: str, value_type: dict) -> Path:
+    judge = {**MLFLOW_JUDGE, "instructions_judge_pydantic_data": {"instructions": instructions}}
+    judge["instructions_judge_pydantic_data"]["feedback_value_type"] = value_type
+    return bad(tmp_path, "j.json", json.dumps([judge, {**judge, "name": "other"}]))
+
+
+@pytest.mark.parametrize(
+    ("labels", "levels"),
+    [
+        (["complete", "incomplete"], {"complete": 1, "incomplete": 0}),
+        (["unsafe", "safe"], {"unsafe": 0, "safe": 1}),
+        (["good", "bad", "neutral"], {"good": 3, "neutral": 2, "bad": 1}),
+        (["Poor", "Fair", "Good", "Excellent"], {"Excellent": 4, "Good": 3, "Fair": 2, "Poor": 1}),
+    ],
+)
+def test_mlflow_labels_whose_words_give_their_order_are_a_scale(tmp_path, labels, levels):
+    """Issue 45: MLflow's categorical feedback types (Literal[...]) as named levels where the labels say their order."""
+    path = _mlflow_pair(tmp_path, "Judge the {{ outputs }}.", {"type": "string", "enum": labels})
+    assert formats.read("mlflow", path).rubric.scale.levels == levels
+
+
+def test_mlflow_labels_of_no_readable_order_and_expectations_are_one_line(tmp_path):
+    path = _mlflow_pair(tmp_path, "Judge the {{ outputs }}.", {"type": "string", "enum": ["red", "blue"]})
+    with pytest.raises(InputError, match=r"labels \['red', 'blue'\]: their words give no order"):
+        formats.read("mlflow", path)
+    path = _mlflow_pair(tmp_path, "Compare {{ outputs }} with {{ expectations }}.", {"type": "boolean"})
+    with pytest.raises(InputError, match="reads {{ expectations }}, each row's expected answer"):
+        formats.read("mlflow", path)

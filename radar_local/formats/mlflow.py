@@ -4,8 +4,9 @@ feedback_value_type}}`; instructions refer to `{{ inputs }}` and `{{ outputs }}`
 
 The shapes follow MLflow's sources (mlflow/genai/judges/instructions_judge: the serialized scorer and its
 template variables; the judge answers `result` and `rationale`). `feedback_value_type` is the JSON schema
-of the result: a boolean, a yes/no-style pair, or integers put on a scale; a free string, a float or an
-object is refused (no scale to audit on).
+of the result: a boolean, integers, or labels whose words give their order (yes/no, complete/incomplete,
+good/neutral/bad) put on a scale; a free string, a float, an object or labels of no readable order are refused
+(no scale to audit on).
 """
 
 from __future__ import annotations
@@ -24,6 +25,33 @@ from radar_local.scale import Scale
 
 VERSIONS = (1,)
 BINARY = {("yes", "no"), ("pass", "fail"), ("true", "false"), ("correct", "incorrect"), ("good", "bad")}
+NEGATIONS = ("un", "in", "non-", "non", "not ", "not_", "im", "ir", "dis")  # complete/incomplete, safe/unsafe
+# labels whose words say their order (a categorical feedback type, MLflow's Literal[...]): the rank of each
+RANKS = {
+    **dict.fromkeys(("excellent", "outstanding", "perfect", "very good", "very_good"), 4),
+    **dict.fromkeys(("good", "high", "fully", "full", "strong", "yes", "pass", "correct", "complete", "positive"), 3),
+    **dict.fromkeys(
+        (
+            "neutral",
+            "partial",
+            "partially",
+            "mixed",
+            "medium",
+            "moderate",
+            "fair",
+            "average",
+            "okay",
+            "ok",
+            "somewhat",
+            "unsure",
+            "maybe",
+            "acceptable",
+        ),
+        2,
+    ),  # fmt: skip
+    **dict.fromkeys(("poor", "low", "weak", "bad", "no", "fail", "incorrect", "incomplete", "negative", "not"), 1),
+    **dict.fromkeys(("very poor", "very_poor", "very bad", "very_bad", "terrible", "none"), 0),
+}
 SUFFIX = "\n\nInputs: {{ inputs }}\nOutputs: {{ outputs }}"  # what export adds to instructions that name neither
 VARIABLES = ("inputs", "outputs")
 SYSTEM = (
@@ -63,14 +91,8 @@ def _scale(path: Path, name: str, schema: object) -> Scale:
     enum = schema.get("enum")
     if schema.get("type") == "boolean":
         return Scale(levels={"true": 1, "false": 0})
-    if isinstance(enum, list) and all(isinstance(v, str) for v in enum):
-        pair = tuple(v.lower() for v in enum)
-        if pair in BINARY or pair[::-1] in BINARY:
-            good = enum[0] if pair in BINARY else enum[1]
-            return Scale(levels={v: int(v == good) for v in enum})
-        raise InputError(
-            path, f"{where} is the labels {enum}: they have no values, so radar cannot put them on a scale"
-        )
+    if isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
+        return _labels(path, where, enum)
     if isinstance(enum, list) and enum and all(isinstance(v, int) and not isinstance(v, bool) for v in enum):
         return Scale(levels={str(v): v for v in sorted(enum)})
     if (
@@ -86,6 +108,32 @@ def _scale(path: Path, name: str, schema: object) -> Scale:
     )
 
 
+def _labels(path: Path, where: str, enum: list[str]) -> Scale:
+    """Categorical labels on a scale where their words say the order: a pair whose one label negates the other
+    (yes/no, complete/incomplete, safe/unsafe), or labels each of a known rank (good/neutral/bad,
+    excellent/good/fair/poor); otherwise one line asking for values."""
+    low = [v.lower().strip() for v in enum]
+    if len(enum) == 2:
+        pair = tuple(low)
+        good = None
+        if pair in BINARY or pair[::-1] in BINARY:
+            good = enum[0] if pair in BINARY else enum[1]
+        else:
+            for a, b in (pair, pair[::-1]):
+                if any(b == prefix + a for prefix in NEGATIONS):
+                    good = enum[low.index(a)]
+        if good is not None:
+            return Scale(levels={v: int(v == good) for v in enum})
+    ranks = [RANKS[v] for v in low if v in RANKS]
+    if len(ranks) == len(enum) and len(set(ranks)) == len(ranks):
+        return Scale(levels={v: r for v, r in sorted(zip(enum, ranks), key=lambda x: -x[1])})
+    raise InputError(
+        path,
+        f"{where} is the labels {enum}: their words give no order radar can read, so it cannot put them on a scale; "
+        "give the judge an integer or boolean feedback type, or labels such as good/neutral/bad",
+    )
+
+
 def read(path: Path) -> Imported:
     judges = _judges(path)
     taken: set[str] = set()
@@ -95,6 +143,18 @@ def read(path: Path) -> Imported:
         data = j["instructions_judge_pydantic_data"]
         instructions = data["instructions"].removesuffix(SUFFIX)
         unknown = sorted(shared.variables(data["instructions"]) - set(VARIABLES))
+        if "trace" in unknown:
+            raise InputError(
+                path,
+                f"judge '{j['name']}' reads {{{{ trace }}}}, an agent's whole trace: radar audits a response to a "
+                "task, not agent transcripts (yet)",
+            )
+        if "expectations" in unknown:
+            raise InputError(
+                path,
+                f"judge '{j['name']}' reads {{{{ expectations }}}}, each row's expected answer: radar's tasks carry "
+                "no reference answer yet, so the judge would grade with a hole where the answer goes",
+            )
         if unknown:
             raise InputError(
                 path, f"judge '{j['name']}' uses {{{{ {unknown[0]} }}}}; radar binds inputs (the task) and outputs only"
