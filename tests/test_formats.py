@@ -593,3 +593,29 @@ def test_mlflow_labels_of_no_readable_order_and_expectations_are_one_line(tmp_pa
     path = _mlflow_pair(tmp_path, "Compare {{ outputs }} with {{ expectations }}.", {"type": "boolean"})
     with pytest.raises(InputError, match="reads {{ expectations }}, each row's expected answer"):
         formats.read("mlflow", path)
+
+
+@pytest.mark.parametrize("fmt", ["prometheus", "mlflow"])
+@pytest.mark.parametrize("indent", [4, "\t", None])
+def test_a_json_files_layout_survives_a_one_criterion_edit(tmp_path, fmt, indent):
+    """Issue 45: an export writes JSON in the file's own layout (indent, escapes), so an edit changes only the edited
+    criterion's lines."""
+    data = json.loads(SAMPLES[fmt].read_text())
+    key = ("instructions_judge_pydantic_data", "instructions") if fmt == "mlflow" else ("criteria",)
+    last = data[-1]
+    for k in key[:-1]:
+        last = last[k]
+    last[key[-1]] += " (café)"  # escaped as \u00e9 in the file: the export keeps the escape
+    path = tmp_path / SAMPLES[fmt].name
+    path.write_text(json.dumps(data, indent=indent, ensure_ascii=True) + "\n")
+    imported = formats.read(fmt, path)
+    rubric = imported.rubric
+    first = rubric.criteria[0].model_copy(update={"description": rubric.criteria[0].description + " Also this."})
+    text, _ = formats.export(fmt, path, rubric.model_copy(update={"criteria": (first, *rubric.criteria[1:])}))
+    import difflib
+
+    old, new = path.read_text().splitlines(), text.splitlines()
+    changed = [line for line in difflib.unified_diff(old, new, lineterm="", n=0) if line[:1] in "+-"][2:]
+    # the edited text, and for Prometheus the id it now carries (its id no longer follows from its text)
+    assert sorted(line[0] for line in changed) == (["+", "-"] if fmt == "mlflow" or indent is None else ["+", "+", "-"])
+    assert "Also this." in changed[-1] and "\\u00e9" in text, changed

@@ -204,7 +204,7 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
             j["instructions_judge_pydantic_data"]["instructions"] = _instructions(c.description)
             out.append(j)
             account.append(f"{c.id}: a new judge, model and feedback type as '{judges[0]['name']}'")
-    return json.dumps(out, indent=2, ensure_ascii=False) + "\n"
+    return shared.json_like(read_text(path), out)
 
 
 def _instructions(description: str) -> str:

@@ -151,7 +151,8 @@ def _object(rub: Rubric, cid: str, like: dict) -> dict:
     c, p = rub.criterion(cid), _prefix(like)
     anchors = rub.scale_of(cid).anchors or {}
     stale = {"feedback", "score", "orig_feedback", "orig_score"}  # a grading under the old rubric
-    out = {**{k: v for k, v in like.items() if k not in stale}, "id": cid, p + "criteria": c.description}
+    out = {"id": cid, **{k: v for k, v in like.items() if k not in stale}}  # first: no other line of it changes
+    out |= {"id": cid, p + "criteria": c.description}
     return out | {f"{p}score{n}_description": anchors.get(n, FALLBACK[n]) for n in LEVELS}
 
 
@@ -179,5 +180,5 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
     if missing:
         account.append(f"score descriptions: radar's generic ones for {', '.join(missing)}; write your own")
     if path.suffix == ".jsonl":
-        return "".join(json.dumps(o, ensure_ascii=False) + "\n" for o in out)
-    return json.dumps(out, indent=2, ensure_ascii=False) + "\n"
+        return shared.json_like(read_text(path), out, lines=True)
+    return shared.json_like(read_text(path), out)

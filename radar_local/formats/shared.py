@@ -4,6 +4,7 @@ source's names, template variables bound to radar's, and YAML read and written k
 from __future__ import annotations
 
 import io
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -171,6 +172,22 @@ def carried(rub: Rubric) -> dict[str, tuple[str, tuple[str, ...], tuple[float, .
     """What every format carries of a rubric: each criterion's id, description and scale levels (labels,
     kinds, anchors and weights only where a format has a place for them)."""
     return {c.id: (c.description, rub.scale_of(c.id).tokens, rub.scale_of(c.id).values) for c in rub.criteria}
+
+
+# ---- JSON written in the layout of the file it came from ------------------------------------------------
+def json_like(original: str, data: Any, lines: bool = False) -> str:
+    """`data` as JSON in `original`'s layout: its indent (none where compact), its separators, and `\\u` escapes
+    where it has them, so that an edit changes only the lines of what changed. `lines`: JSONL, one value a line."""
+    escaped = "\\u" in original
+    compact = re.search(r'"\s*:\s*', original) is not None and re.search(r'":\S', original) is not None
+    separators = (",", ":") if compact else (", ", ": ")
+    if lines:
+        return "".join(json.dumps(o, ensure_ascii=escaped, separators=separators) + "\n" for o in data)
+    indent_seen = re.search(r"^([ \t]+)\S", original, re.M)
+    if indent_seen is None:
+        return json.dumps(data, ensure_ascii=escaped, separators=separators) + "\n"
+    unit = indent_seen.group(1)
+    return json.dumps(data, ensure_ascii=escaped, indent="\t" if unit[0] == "\t" else len(unit)) + "\n"
 
 
 # ---- YAML that keeps a file's comments and layout (ruamel.yaml's round trip) ------------------------
