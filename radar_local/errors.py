@@ -14,7 +14,8 @@ class InputError(RadarError):
 
     def __init__(self, path: object, message: str):
         self.path = str(path)
-        super().__init__(f"{self.path}: {message}")
+        one_line = " ".join(message.split("\n"))  # a message that quotes the file's text stays one line
+        super().__init__(f"{self.path}: {one_line}")
 
 
 class MissingDependencyError(RadarError):

@@ -20,7 +20,11 @@ from radar_local import formats
 from radar_local.errors import InputError
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "formats"
-FILES = {"openai-evals": ("registry/evals/*.yaml", "registry/modelgraded/*.yaml"), "prometheus": ("*.json",)}
+FILES = {
+    "openai-evals": ("registry/evals/*.yaml", "registry/modelgraded/*.yaml"),
+    "prometheus": ("*.json",),
+    "promptfoo": ("*/promptfooconfig.yaml",),
+}
 
 
 def reason(line: str) -> str:

@@ -194,3 +194,47 @@ def test_rubrics_of_one_instruction_are_left_out_and_exported_untouched(tmp_path
     edited = imported.rubric.model_copy(update={"criteria": (first, *imported.rubric.criteria[1:])})
     text, _ = formats.export("prometheus", path, edited)
     assert json.loads(text)[-1] == instance
+
+
+PROMPTFOO = CORPUS / "promptfoo"  # promptfoo's examples/, each file at the commit SOURCES.md names
+SOME_TESTS = "assertion sits in some tests only, written for their input"
+PROMPTFOO_CONFIGS = {
+    "cohere-benchmark": f"every llm-rubric {SOME_TESTS} (test 1: 'The summary should cover: - The purchase')",
+    "g-eval": f"every g-eval {SOME_TESTS}",
+    "gemma-vs-llama": f"every llm-rubric {SOME_TESTS} (test 3:",
+    "mistral-llama-comparison": f"every llm-rubric {SOME_TESTS} (test 3:",
+    "custom-grading-prompt": "(it has none: a rubric written into the rubricPrompt is not one radar can audit)",
+    "getting-started": "has no llm-rubric or g-eval assertion",
+    "summarization": "has no llm-rubric or g-eval assertion",
+    "self-grading": ONE,
+}
+
+
+def test_the_promptfoo_table_names_every_config():
+    assert sorted(PROMPTFOO_CONFIGS) == sorted(p.parent.name for p in PROMPTFOO.glob("*/promptfooconfig.yaml"))
+
+
+@pytest.mark.parametrize("name", sorted(PROMPTFOO_CONFIGS))
+def test_every_promptfoo_example_imports_or_says_why_not_in_one_line(name):
+    """promptfoo's own examples put their rubrics in single tests (written for that test's input: never widened to
+    every task) or have one; the refusal is one line even where it quotes a rubric of several lines."""
+    with pytest.raises(InputError) as refused:
+        formats.read("promptfoo", PROMPTFOO / name / "promptfooconfig.yaml")
+    line = str(refused.value)
+    assert "\n" not in line and PROMPTFOO_CONFIGS[name] in line, line
+
+
+def test_self_gradings_prompt_file_is_split_as_promptfoo_splits_it(tmp_path):
+    """The real prompts.txt holds two prompts divided by '---': with a second criterion added to its config, the
+    tasks render the first one, and the account says there are two."""
+    folder = tmp_path / "self-grading"
+    shutil.copytree(PROMPTFOO / "self-grading", folder)
+    config = folder / "promptfooconfig.yaml"
+    second = "    - type: llm-rubric\n      value: Answers the question asked\n"
+    config.write_text(config.read_text().replace("    - type: javascript\n", second + "    - type: javascript\n"))
+    imported = formats.read("promptfoo", config)
+    assert imported.tasks[0].prompt == (
+        "You're an ecommerce chat assistant for a shoe company.\n"
+        'Answer this user\'s question: Bob: "Can you help me find a specific product on your website?"'
+    )
+    assert any("the first of the 2 prompts in prompts.txt" in line for line in imported.account)

@@ -121,7 +121,12 @@ def _entries(files: Files, data: dict) -> list[Entry]:
                 raise InputError(path, "a g-eval assertion lists no criteria in its 'value'; name what it scores")
             for sub, text in texts:
                 if not isinstance(text, str) or not text.strip():
-                    raise InputError(path, f"a {a['type']} assertion's 'value' must be the rubric text")
+                    raise InputError(
+                        path,
+                        f"a {a['type']} assertion's 'value' must be the rubric text"
+                        + (" (it has none: a rubric written into the rubricPrompt is not one radar can audit)"
+                           if text is None else ""),
+                    )  # fmt: skip
                 if shared.variables(text):
                     var = sorted(shared.variables(text))[0]
                     raise InputError(
