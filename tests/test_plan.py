@@ -76,6 +76,9 @@ def test_plan_reads_a_pilot_runs_spreads_and_self_effects(tmp_path):
         after.output
     )
     assert "spread 1 points" in invoke("audit", config, "--plan", "--out", tmp_path / "run", "--plan-sd", "1").output
+    # the wall time at the pilot's own pace (run.json's seconds per call); unknown before any pilot on this engine
+    assert "calls at " in after.output and f"the pace of {tmp_path / 'run'} (its run.json)" in after.output
+    assert "Expected wall time: unknown before a pilot on this engine" in before.output
     # known answer: two strata targeting a, scored (1, 3) and (2, 2, 5) on a: pooled var (2 + 6) / (1 + 2); on b
     # (0, 4) and (1, 1, 1): (8 + 0) / (1 + 2); a lone probe's stratum adds nothing
     scores = {"a": ((1, 3), (2, 2, 5)), "b": ((0, 4), (1, 1, 1))}
@@ -117,3 +120,16 @@ def test_plan_reads_a_pilots_within_probe_correlation(other, rho):
     rows += [("g", "v", "t", "a", "+", str(i), "b", s) for i, s in enumerate(other)]
     columns = ["generator", "verifier", "task_id", "target", "direction", "variant", "criterion", "score"]
     assert pilot_correlation(pd.DataFrame(rows, columns=columns)) == pytest.approx(rho)
+
+
+def test_a_plans_wall_time_is_its_calls_at_a_measured_pace():
+    """Issue 43 item 3: the expected wall time is the design's generations and verdict calls at seconds per call
+    measured on the engine (a pilot's run.json; a stage that made no call gives no pace)."""
+    from types import SimpleNamespace as Stage
+
+    from radar_local.stats.power import Pace, pilot_pace
+
+    assert Pace(0.5, 0.25, "x").seconds(100, 400) == 150
+    pace = pilot_pace({"generate": Stage(seconds=30.0, calls=100), "score": Stage(seconds=50.0, calls=500)}, "r")
+    assert pace == Pace(0.3, 0.1, "r (its run.json)")
+    assert pilot_pace({"generate": Stage(seconds=3.0, calls=10), "score": Stage(seconds=0.0, calls=0)}, "r") is None

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from radar_local.cli.options import ray_option, verbose_option, with_ray
 from radar_local.quiet import engine_output_to
+
+if TYPE_CHECKING:
+    from radar_local.config import AuditConfig
 
 
 def run_options(fn):
@@ -88,7 +92,13 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
     from radar_local.config import load_config
     from radar_local.resolved import resolve
     from radar_local.stats.bootstrap import LEVEL
-    from radar_local.stats.power import PLAN_SELF_EFFECT, ScoringPass, minimum_confirmed, plan_lines
+    from radar_local.stats.power import (
+        PLAN_SELF_EFFECT,
+        REFERENCE_PACE,
+        ScoringPass,
+        minimum_confirmed,
+        plan_lines,
+    )
 
     resolved = resolve(load_config(config_path), config_path.parent, config_path)
     config, rubric, tasks = resolved.config, resolved.rubric, resolved.tasks
@@ -153,8 +163,15 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
         span=span,
         tau=config.tau,
         rho=rho,
+        pace=(pilot or {}).get("pace") or (REFERENCE_PACE if _embedded(config) else None),
     )
     return [observed, *lines] if observed else lines
+
+
+def _embedded(config: AuditConfig) -> bool:
+    """Every model of the audit the embedded default on vLLM: the reference pace applies."""
+    specs = [config.generator, *config.verifiers]
+    return all(s.engine == "vllm" and s.model == "smollm2-135m" for s in specs)
 
 
 @click.command()
@@ -174,7 +191,7 @@ def _pilot(run_dir: Path | None) -> dict | None:
     from radar_local.errors import RadarError
     from radar_local.rundir import load_run
     from radar_local.score_table import read_scores
-    from radar_local.stats.power import pilot_correlation, pilot_spreads
+    from radar_local.stats.power import pilot_correlation, pilot_pace, pilot_spreads
 
     if run_dir is None or not run_dir.is_dir():
         return None
@@ -182,6 +199,7 @@ def _pilot(run_dir: Path | None) -> dict | None:
         run = load_run(run_dir)
         result = run.result()
         table = read_scores(run.table_path, run.rubric.scales)
+        stages = run.info().stages
     except (RadarError, OSError):
         return None
     effects = [float(v) for v in result.self_effect if v == v and v > 0]
@@ -191,5 +209,6 @@ def _pilot(run_dir: Path | None) -> dict | None:
         "sd": sd,
         "sd_target": sd_target,
         "rho": pilot_correlation(table),
+        "pace": pilot_pace(stages, str(run_dir)),
         "self_effect": min(1.0, sum(effects) / len(effects)) if effects else None,
     }

