@@ -74,6 +74,11 @@ def awaited(result: AuditResult, fail_on_sym: float | None) -> list[Decision]:
     return [d for d in decisions(result, Thresholds(**result.thresholds), fail_on_sym) if d.kind != COUPLED]
 
 
+def within_budget(sizes: dict[Stratum, int], calls_per_probe: int, budget: int | None) -> bool:
+    """Whether the verifier calls a wave plan (every probe of `sizes`, `calls_per_probe` each) stay within budget."""
+    return budget is None or sum(sizes.values()) * calls_per_probe <= budget
+
+
 def grow(sizes: dict[Stratum, int], sources: set[str], step: int, max_n: int) -> dict[Stratum, int]:
     """The next wave's sizes: `step` more probes for each directed stratum of a source, up to max_n."""
     return {
@@ -111,7 +116,12 @@ def waves_record(sizes: dict[Stratum, int], waves: list[dict]) -> dict:
 
 
 def adaptive_record(
-    spec: Adaptive, waves: list[dict], found: list[Decision], sizes: dict[Stratum, int], scores: list[dict]
+    spec: Adaptive,
+    waves: list[dict],
+    found: list[Decision],
+    sizes: dict[Stratum, int],
+    scores: list[dict],
+    stopped_by: str | None = None,
 ) -> AdaptiveRecord:
     """run.json's and stats.json's `adaptive`: the settings, the waves, what settled and what stayed open."""
     record = {
@@ -126,6 +136,8 @@ def adaptive_record(
         "probes": sum(sizes.values()),
         "verdicts": waves[-1]["verdicts_total"],
         "verifier_calls": sum(s["calls"] for s in scores),
+        "budget": spec.budget,
+        "stopped_by": stopped_by,
     }
     return AdaptiveRecord.model_validate(record)
 

@@ -8,7 +8,16 @@ from collections import Counter
 from collections.abc import Collection
 from pathlib import Path
 
-from radar_local.adaptive import adaptive_record, awaited, first_sizes, grow, merged_stages, wave_record, waves_record
+from radar_local.adaptive import (
+    adaptive_record,
+    awaited,
+    first_sizes,
+    grow,
+    merged_stages,
+    wave_record,
+    waves_record,
+    within_budget,
+)
 from radar_local.audited import assemble, audited_set
 from radar_local.common import parse_model
 from radar_local.config import AuditConfig, Jury, ModelSpec, load_config
@@ -218,6 +227,14 @@ def waves(run: Run, verifier: ModelSpec, pool: EnginePool, progress: bool) -> tu
     if not run.config.bootstrap:
         raise InputError(run.root / "config.yaml", "an adaptive audit decides from intervals: set bootstrap > 0")
     sizes, have = first_sizes(run.config, plan), {stratum: 0 for stratum in plan.strata()}
+    per_probe = 1 if verifier.judge is not None and verifier.judge.joint else len(run.rubric.criteria)
+    if not within_budget(sizes, per_probe, spec.budget):
+        raise InputError(
+            run.root / "config.yaml",
+            f"adaptive.budget {spec.budget} is below the first wave's {sum(sizes.values()) * per_probe} verifier "
+            "calls: raise it or lower start_n",
+        )
+    stopped_by = "settled"
     record: list[dict] = []
     stages: dict[str, list[dict]] = {"generate": [], "score": []}
     while True:
@@ -234,9 +251,13 @@ def waves(run: Run, verifier: ModelSpec, pool: EnginePool, progress: bool) -> tu
         record.append(wave_record(len(record) + 1, have, sizes, stages["score"][-1], record, still_open, spec.max_n))
         run.store.write_json(WAVES, waves_record(sizes, record))
         if following == sizes:
+            stopped_by = "max_n" if still_open else "settled"
+            break
+        if not within_budget(following, per_probe, spec.budget):
+            stopped_by = "budget"
             break
         have, sizes = sizes, following
-    return merged_stages(stages), adaptive_record(spec, record, found, sizes, stages["score"])
+    return merged_stages(stages), adaptive_record(spec, record, found, sizes, stages["score"], stopped_by)
 
 
 def adopt(run: Run, other: RunDir, verifier: ModelSpec) -> dict:

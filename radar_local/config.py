@@ -205,6 +205,12 @@ class Adaptive(Strict):
     fail_on_sym: float | None = Field(
         None, ge=-1, le=2, description="A Sym policy you will gate on (`radar compare --fail-on-sym`): settle it too"
     )
+    budget: int | None = Field(
+        None,
+        ge=1,
+        description="The most verifier calls the audit plans: it stops before a wave that would pass them, with the "
+        "open decisions named (default: max_n alone bounds it)",
+    )
 
     @model_validator(mode="after")
     def _max_at_least_start(self) -> Adaptive:

@@ -75,6 +75,7 @@ def test_adaptive_reaches_the_fixed_decisions_with_fewer_verifier_calls(fixed_an
     # every decision is settled or sits at the budget, and the open ones of the last wave are those
     assert {d["kind"] for d in record["settled"]} >= {"gate", "directional", "tradeoff"}
     assert record["at_budget"] == record["waves"][-1]["open"]
+    assert record["stopped_by"] == ("max_n" if record["at_budget"] else "settled") and record["budget"] is None
     assert load_run(root / "adaptive").info().adaptive == record
 
 
@@ -118,6 +119,21 @@ def test_adaptive_in_expected_mode(tmp_path):
     assert ("directional", ["coherence", "verbosity"]) in [
         (d["kind"], d["criteria"]) for d in result.adaptive.stored()["at_budget"]
     ]
+
+
+def test_an_adaptive_audit_stops_within_its_call_budget(tmp_path):
+    """Issue 43 item 2: `adaptive: {budget: B}` stops before a wave that would plan more than B verifier calls, and
+    the report says the open decisions are open within the budget; a budget below the first wave is one line."""
+    small = {"start_n": 2, "max_n": 8, "step": 2}
+    first = 2 * 5 * 2 * 2 * 5  # 2 tasks x 5 criteria x 2 directions x start_n, 5 per-criterion calls a probe
+    result = run_audit(config(adaptive={**small, "budget": first + 50}, tasks=TASKS[:2]), tmp_path / "run", base=REPO)
+    record = result.adaptive
+    assert record.stopped_by == "budget" and record.budget == first + 50 and record.at_budget
+    assert len(record.waves) == 1 and record.verifier_calls == first
+    report = (write_report(load_run(tmp_path / "run")) / "report.md").read_text()
+    assert f"open within the budget of {first + 50} verifier calls" in report
+    with pytest.raises(InputError, match=f"adaptive.budget {first - 1} is below the first wave's {first} verifier"):
+        run_audit(config(adaptive={**small, "budget": first - 1}, tasks=TASKS[:2]), tmp_path / "low", base=REPO)
 
 
 def test_adaptive_needs_intervals(tmp_path):

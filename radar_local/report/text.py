@@ -300,7 +300,9 @@ def adaptive_line(result: AuditResult) -> str | None:
     return (
         f"Adaptive audit: {len(a.waves)} waves from {a.start_n} to at most {a.max_n} probes per (task, "
         f"criterion, direction), {a.probes} probes ({share:.0%} of a fixed n = {a.max_n}); decisions at "
-        f"{a.confidence:.0%} confidence: {len(a.settled)} settled, {len(a.at_budget)} open at max_n ({open_})."
+        f"{a.confidence:.0%} confidence: {len(a.settled)} settled, {len(a.at_budget)} open "
+        f"{'within the budget of ' + str(a.budget) + ' verifier calls' if a.stopped_by == 'budget' else 'at max_n'} "
+        f"({open_})."
     )
 
 

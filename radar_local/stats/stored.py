@@ -166,3 +166,5 @@ class AdaptiveRecord(Block):
     probes: int
     verdicts: int
     verifier_calls: int
+    budget: int | None = None  # the call budget the audit was given
+    stopped_by: Literal["settled", "max_n", "budget"] | None = None  # why it made no further wave
