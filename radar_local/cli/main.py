@@ -88,7 +88,7 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from radar_local.cli import audit, doctor, formats, grid, init, models, repair, report, score, stats
+    from radar_local.cli import audit, doctor, drift, formats, grid, init, models, repair, report, score, stats
 
     for command in (
         init.init,
@@ -96,6 +96,7 @@ def _register() -> None:
         audit.audit,
         audit.generate,
         score.score,
+        drift.drift,
         report.report,
         report.compare,
         grid.grid,

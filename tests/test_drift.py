@@ -1,0 +1,55 @@
+"""`radar drift` (issue 47, first part): a judge and its replacement on the same stored probes, on the planted
+engine: an unchanged judge under a new name does not drift at all, and a replacement that couples helpfulness into
+correctness shows it where it is (that leakage rises beyond its band, correctness' verdicts shift), nowhere else."""
+
+import json
+
+import pytest
+
+from radar_local.auditing import run_audit
+from tests.conftest import REPO, invoke, one_line_exit_2, planted_config
+
+TASKS = [{"id": f"t{i}", "prompt": f"Customer request number {i}: reply to it."} for i in range(6)]
+COUPLED = "coupling={'Helpfulness / Understanding': {'Correctness / Completeness': 0.9}}"
+
+
+@pytest.fixture(scope="module")
+def rescored(tmp_path_factory):
+    run = tmp_path_factory.mktemp("drift") / "run"
+    run_audit(planted_config(options={"noise": 0.5}, tasks=TASKS, n=4, bootstrap=0), run, base=REPO)
+    for name, options in (("same", ["noise=0.5"]), ("coupled", ["noise=0.5", COUPLED])):
+        flags = [x for o in options for x in ("--option", o)]
+        result = invoke("score", run, "--verifier", "testing:planted", "--name", name, *flags, "--quiet")
+        assert result.exit_code == 0, result.output
+    return run
+
+
+def drift_of(run, after, tmp_path):
+    out = tmp_path / f"{after}.json"
+    result = invoke("drift", run, "--before", "planted", "--after", after, "--resamples", "200", "--json", out)
+    assert result.exit_code == 0, result.output
+    return result.output, json.loads(out.read_text())
+
+
+def test_an_unchanged_judge_does_not_drift(rescored, tmp_path):
+    text, d = drift_of(rescored, "same", tmp_path)
+    assert d["probes"] == 6 * 5 * 2 * 4
+    for c in d["criteria"]:
+        assert c["exact"] == 1 and c["shift"] == 0 and c["self_effect_change"] == 0 and c["kappa"] == 1
+    assert all(p["change"] == 0 and p["flag"] is None for p in d["pairs"])
+    assert "No leakage moves beyond the 95% simultaneous band" in text
+
+
+def test_a_replacement_that_couples_two_criteria_is_seen_where_it_couples(rescored, tmp_path):
+    text, d = drift_of(rescored, "coupled", tmp_path)
+    moved = {(p["source"], p["target"]): p["flag"] for p in d["pairs"] if p["flag"]}
+    assert moved == {("helpfulness", "correctness"): "rises"}
+    rows = {c["criterion"]: c for c in d["criteria"]}
+    assert rows["correctness"]["exact"] < 1 and rows["coherence"]["exact"] == 1
+    assert all(abs(c["self_effect_change"]) < 1e-12 for c in d["criteria"])  # a self-effect is its own target's
+    assert "helpfulness -> correctness" in text and "(1 rise, 0 fall)" in text
+
+
+def test_drift_names_a_verifier_the_run_lacks_in_one_line(rescored):
+    one_line_exit_2(invoke("drift", rescored, "--before", "planted", "--after", "nobody"), "no verifier 'nobody'")
+    one_line_exit_2(invoke("drift", rescored, "--before", "planted", "--after", "planted"), "name two")
