@@ -103,7 +103,7 @@ class ModelSpec(Strict):
         labelled '<label>-per-criterion', and the share of each stratum's probes it scores; None without one."""
         if self.judge is None or self.judge.halo_check is None:
             return None
-        twin = self.judge.model_copy(update={"calls": "per-criterion", "halo_check": None})
+        twin = self.judge.model_copy(update={"calls": "per-criterion", "halo_check": None, **_unordered(self.judge)})
         return self.model_copy(update={"judge": twin, "name": f"{self.label}-per-criterion"}), self.judge.halo_check
 
     def per_mode(self) -> list[ModelSpec]:
@@ -114,7 +114,9 @@ class ModelSpec(Strict):
         return [
             self.model_copy(
                 update={
-                    "judge": self.judge.model_copy(update={"calls": mode}),
+                    "judge": self.judge.model_copy(
+                        update={"calls": mode, **(_unordered(self.judge) if mode == "per-criterion" else {})}
+                    ),
                     "name": self.label if mode == "per-criterion" else f"{self.label}-joint",
                 }
             )
@@ -125,6 +127,11 @@ class ModelSpec(Strict):
     def local_weights(self) -> bool:
         """Weights on this machine (vllm, transformers), whose identity a key includes."""
         return engine_class(self.engine).LOCAL_WEIGHTS
+
+
+def _unordered(judge: Judge) -> dict:
+    """A per-criterion twin of a balanced joint judge has no order to balance (one criterion a call)."""
+    return {"order": "rubric"} if judge.order == "balanced" else {}
 
 
 Aggregate = Literal["mean", "median", "majority", "trimmed_mean"]

@@ -42,8 +42,10 @@ class Judge(Frozen):
         description="per-criterion, joint (one call for all criteria), or both: [per-criterion, joint] "
         "audits the verifier both ways on the same probes and reports the halo joint calls add",
     )
-    order: Literal["rubric", "shuffled"] = Field(
-        "rubric", description="Joint calls: the criteria in the rubric's order, or a seeded order per probe"
+    order: Literal["rubric", "shuffled", "balanced"] = Field(
+        "rubric",
+        description="Joint calls: the criteria in the rubric's order, a seeded order per probe, or balanced: the "
+        "rubric's order rotated by one more place for each variant of a stratum (a Latin square), from a seeded start",
     )
     halo_check: float | None = Field(
         None,
@@ -71,6 +73,9 @@ class Judge(Frozen):
             raise ValueError("calls: name each mode once (per-criterion, joint)")
         if self.system is not None and self.template is None and self.template_file is None:
             raise ValueError("a 'system' template goes with a 'template'")
+        if self.order == "balanced" and self.calls == "per-criterion":
+            raise ValueError("order: balanced orders the criteria of a joint call; this judge makes per-criterion "
+                             "calls (add calls: joint)")  # fmt: skip
         if self.halo_check is not None and self.calls != "joint":
             raise ValueError(
                 "halo_check goes with calls: joint (calls: [per-criterion, joint] already scores every probe both ways)"

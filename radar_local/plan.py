@@ -228,6 +228,12 @@ class Plan:
         if judge is not None and judge.joint:
             if judge.order == "shuffled":  # a seeded order per probe, recorded with each verdict
                 random.Random(digest([config.seed, probe.key])).shuffle(shown)
+            elif judge.order == "balanced":  # each criterion at each position equally often over a stratum's variants
+                start = random.Random(digest([config.seed, probe.task_id, probe.target, probe.direction])).randrange(
+                    len(shown)
+                )
+                turn = (start + probe.variant) % len(shown)
+                shown = shown[turn:] + shown[:turn]
             criteria = [c for c, _ in shown]
             key = digest({**base, "probe": probe.key, "criteria": [scored_text(c, s) for c, s in shown]})
             messages = (

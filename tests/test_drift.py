@@ -16,7 +16,7 @@ COUPLED = "coupling={'Helpfulness / Understanding': {'Correctness / Completeness
 @pytest.fixture(scope="module")
 def rescored(tmp_path_factory):
     run = tmp_path_factory.mktemp("drift") / "run"
-    run_audit(planted_config(options={"noise": 0.5}, tasks=TASKS, n=4, bootstrap=0), run, base=REPO)
+    run_audit(planted_config(options={"noise": 0.5}, tasks=TASKS, n=4, bootstrap=100), run, base=REPO)
     for name, options in (("same", ["noise=0.5"]), ("coupled", ["noise=0.5", COUPLED])):
         flags = [x for o in options for x in ("--option", o)]
         result = invoke("score", run, "--verifier", "testing:planted", "--name", name, *flags, "--quiet")
@@ -24,10 +24,10 @@ def rescored(tmp_path_factory):
     return run
 
 
-def drift_of(run, after, tmp_path):
+def drift_of(run, after, tmp_path, *extra, code=0):
     out = tmp_path / f"{after}.json"
-    result = invoke("drift", run, "--before", "planted", "--after", after, "--resamples", "200", "--json", out)
-    assert result.exit_code == 0, result.output
+    result = invoke("drift", run, "--before", "planted", "--after", after, "--resamples", "200", "--json", out, *extra)
+    assert result.exit_code == code, result.output
     return result.output, json.loads(out.read_text())
 
 
@@ -38,6 +38,8 @@ def test_an_unchanged_judge_does_not_drift(rescored, tmp_path):
         assert c["exact"] == 1 and c["shift"] == 0 and c["self_effect_change"] == 0 and c["kappa"] == 1
     assert all(p["change"] == 0 and p["flag"] is None for p in d["pairs"])
     assert "No leakage moves beyond the 95% simultaneous band" in text
+    assert "Confirmed findings are the same in both audits." in text
+    drift_of(rescored, "same", tmp_path, "--fail-on-change", code=0)  # the CI gate passes
 
 
 def test_a_replacement_that_couples_two_criteria_is_seen_where_it_couples(rescored, tmp_path):
@@ -48,8 +50,27 @@ def test_a_replacement_that_couples_two_criteria_is_seen_where_it_couples(rescor
     assert rows["correctness"]["exact"] < 1 and rows["coherence"]["exact"] == 1
     assert all(abs(c["self_effect_change"]) < 1e-12 for c in d["criteria"])  # a self-effect is its own target's
     assert "helpfulness -> correctness" in text and "(1 rise, 0 fall)" in text
+    assert "Confirmed findings that appear: helpfulness -> correctness directional; that disappear: none." in text
+    drift_of(rescored, "coupled", tmp_path, "--fail-on-change", code=1)  # the CI gate fails
 
 
 def test_drift_names_a_verifier_the_run_lacks_in_one_line(rescored):
     one_line_exit_2(invoke("drift", rescored, "--before", "planted", "--after", "nobody"), "no verifier 'nobody'")
     one_line_exit_2(invoke("drift", rescored, "--before", "planted", "--after", "planted"), "name two")
+
+
+def test_drift_refuses_verifiers_that_scored_other_probes(rescored, tmp_path):
+    """Drift compares verdicts on the same probes: a judge that scored under half of the other's is one line."""
+    import shutil
+
+    import pandas as pd
+
+    run = tmp_path / "run"
+    shutil.copytree(rescored, run, ignore=shutil.ignore_patterns(".radar.lock"))
+    table = pd.read_csv(run / "scores.csv", dtype={"variant": str})
+    keep = (table["verifier"] != "same") | (table["task_id"] == "t0")
+    table[keep].to_csv(run / "scores.csv", index=False)
+    one_line_exit_2(
+        invoke("drift", run, "--before", "planted", "--after", "same"),
+        "scored 40 probes in common of the 240 'planted' scored",
+    )

@@ -20,6 +20,8 @@ SMALL = {  # each script with arguments that run its whole path in seconds; {out
     "flag_error.py": "--reps 2 --resamples 20 --tasks 2 --ks 3 --ns 3 --leak 0.7 --workers 1",
     "coverage.py": "--reps 2 --resamples 20 --tasks 2 --n 3",
     "halo_error.py": "--reps 1 --out {out}",
+    "drift_error.py": "--reps 1 --n 2 --resamples 20 --out {out}",
+    "order_error.py": "--reps 1 --tasks 1 --out {out}",
     "jury_error.py": "--reps 2 --resamples 20 --tasks 2 --n 2 --out {out}",
     "bench_stats.py": "--rows 2000 --bootstrap 10",
     "bench_store.py": "--probes 50 --repeats 1",

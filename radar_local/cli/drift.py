@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from radar_local.cli.options import check_output
+
+if TYPE_CHECKING:
+    from radar_local.rundir import RunDir
 
 
 @click.command()
@@ -15,12 +19,15 @@ from radar_local.cli.options import check_output
 @click.option("--after", required=True, help="The verifier label of the judge that replaces it (`radar score`).")
 @click.option("--resamples", default=500, show_default=True, type=click.IntRange(0, 100_000))
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the drift as JSON.")
-def drift(run_dir: Path, before: str, after: str, resamples: int, json_out: Path | None) -> None:
+@click.option(
+    "--fail-on-change",
+    is_flag=True,
+    help="Exit 1 when a leakage moves beyond its simultaneous band or a confirmed finding appears or disappears.",
+)
+def drift(run_dir: Path, before: str, after: str, resamples: int, json_out: Path | None, fail_on_change: bool) -> None:
     """How a judge's verdicts and audit change from BEFORE to AFTER on RUN_DIR's stored probes (score them with
     `radar score RUN_DIR --verifier ...` first): agreement per criterion, the shift, unscored verdicts, and every
     self-effect's and leakage's change with paired intervals. Reads the run; writes nothing in it."""
-    import numpy as np
-
     from radar_local.errors import InputError
     from radar_local.jury import measurement
     from radar_local.report.drift_text import drift_lines
@@ -42,9 +49,20 @@ def drift(run_dir: Path, before: str, after: str, resamples: int, json_out: Path
         raise InputError(run_dir, "--before and --after name the same verifier; name two")
     criteria = list(run.rubric.ids)
     scales = {c: run.rubric.scale_of(c) for c in criteria}
+    keys = ["task_id", "target", "direction", "variant"]
+    probe = table[keys].fillna("").astype(str).agg("|".join, axis=1)  # an unconditioned probe has no target
+    scored = {label: set(probe[(table["verifier"] == label) & table["score"].notna()]) for label in (before, after)}
+    common = scored[before] & scored[after]
+    if len(common) * 2 < len(scored[before]):  # drift compares verdicts on the same probes
+        raise InputError(
+            run_dir,
+            f"'{before}' and '{after}' scored {len(common)} probes in common of the {len(scored[before])} "
+            f"'{before}' scored; score this run's probes with '{after}' (radar score) before comparing",
+        )
+    shared = table[probe.isin(common)].sort_values([*keys, "criterion"])
     spans = [scales[c].span for c in criteria]
-    generator = str(table["generator"].iloc[0])
-    first, second = (probe_matrix(table, criteria, generator, label, spans) for label in (before, after))
+    generator = str(shared["generator"].iloc[0])
+    first, second = (probe_matrix(shared, criteria, generator, label, spans) for label in (before, after))
     continuous = continuous_scores(first.scores) or continuous_scores(second.scores)
     result = compare(
         first,
@@ -53,8 +71,25 @@ def drift(run_dir: Path, before: str, after: str, resamples: int, json_out: Path
         {c: measurement(scales[c], continuous) for c in criteria},
         resamples=resamples,
     )
-    if not np.isfinite(result.probes) or result.probes == 0:
-        raise InputError(run_dir, f"'{before}' and '{after}' scored no probe in common")
+    findings = {label: _confirmed(run, label) for label in (before, after)}
+    appear, disappear = findings[after] - findings[before], findings[before] - findings[after]
     click.echo("\n".join(drift_lines(result)))
+    moved = (
+        f"that appear: {', '.join(sorted(appear)) or 'none'}; that disappear: {', '.join(sorted(disappear)) or 'none'}"
+    )
+    click.echo(f"Confirmed findings {moved if appear or disappear else 'are the same in both audits'}.")
     if json_out is not None:
         json_out.write_text(result.model_dump_json(indent=2) + "\n")
+    if fail_on_change and (appear or disappear or any(p.flag for p in result.pairs)):
+        raise SystemExit(1)
+
+
+def _confirmed(run: RunDir, label: str) -> set[str]:
+    """The findings the verifier's own audit of the run confirmed ('a -> b directional'), from its stats.json."""
+    pairs = run.result(label).pairs.to_dict("records")
+    return {
+        f"{p['a']} -> {p['b']} {flag}"
+        for p in pairs
+        for flag, level in (p.get("evidence") or {}).items()
+        if level == "confirmed"
+    }

@@ -88,7 +88,7 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from radar_local.cli import audit, doctor, drift, formats, grid, init, models, repair, report, score, stats
+    from radar_local.cli import audit, doctor, drift, formats, grid, init, models, order, repair, report, score, stats
 
     for command in (
         init.init,
@@ -97,6 +97,7 @@ def _register() -> None:
         audit.generate,
         score.score,
         drift.drift,
+        order.order,
         report.report,
         report.compare,
         grid.grid,

@@ -79,11 +79,15 @@ class PlantedEngine(BatchStream):
             default_factory=dict, description="coupling[target label][criterion label]; 0 where absent"
         )
         halo: float = Field(0.0, ge=-1, le=1, description="Joint calls: coupling added into every other criterion")
+        first: float = Field(0.0, ge=-4, le=4, description="Joint calls: points added to the criterion shown first")
         delay_s: float = Field(0.0, ge=0, le=60, description="Sleep per generate call, for interrupting a stage")
         inject: dict[str, str] = Field(
             default_factory=dict, description="Text appended to + probes of a criterion label"
         )
         noise: float = Field(0.0, ge=0, le=4, description="Spread (sd, Likert points) of the judge's belief")
+        draw: int = Field(
+            0, ge=0, description="The judge's own random draws: another value is an independent judge of equal beliefs"
+        )
         wording: bool = Field(False, description="Couple criteria through the words their descriptions share")
         edits: list[dict] = Field(default_factory=list, description="The scripted editor's answers, one per candidate")
         steers: list[str] = Field(
@@ -234,8 +238,8 @@ class PlantedEngine(BatchStream):
                 continue
             scales = dict(answer.scales)
             beliefs = {
-                cid: self._belief(asked, c["label"], c["description"], text, scales[cid], answer.joint)
-                for (cid, _), c in zip(answer.scales, asked["criteria"])
+                cid: self._belief(asked, c["label"], c["description"], text, scales[cid], answer.joint, k == 0)
+                for k, ((cid, _), c) in enumerate(zip(answer.scales, asked["criteria"]))
             }
             if answer.expected:
                 (cid, belief), scale = next(iter(beliefs.items())), answer.scales[0][1]
@@ -247,14 +251,18 @@ class PlantedEngine(BatchStream):
             for cid, belief in beliefs.items():
                 # the same prompt, the same verdict; a joint call's criteria draw apart
                 rng = random.Random(
-                    hashlib.sha256(b"draw" + text.encode() + (cid.encode() if answer.joint else b"")).digest()
+                    hashlib.sha256(
+                        self._salt + b"draw" + text.encode() + (cid.encode() if answer.joint else b"")
+                    ).digest()
                 )
                 levels[cid] = rng.choices(scales[cid].tokens, weights=belief)[0]
             reply = written(answer, levels)
             out.append(Completion(reply, size, len(reply.split()), "stop"))
         return out
 
-    def _belief(self, asked: dict, rated: str, description: str, text: str, scale: Scale, joint: bool) -> list[float]:
+    def _belief(
+        self, asked: dict, rated: str, description: str, text: str, scale: Scale, joint: bool, shown_first: bool = False
+    ) -> list[float]:
         """P(level) for this criterion: all mass on the level nearest the planted value without noise. The
         value is on the 0-4 footing, each level at its share of the scale's span times 4."""
         rated = first_line(rated)
@@ -274,14 +282,22 @@ class PlantedEngine(BatchStream):
         elif (rewritten := REWRITTEN.search(response)) is not None:
             sign = 1 if rewritten.group(1) == "up" else -1
             value = 2 + 2 * sign * self.options.bias.get(rewritten.group(2), {}).get(rated, 0.0)
+        if joint and shown_first and self.options.first:
+            value = min(4.0, max(0.0, value + self.options.first))
         at = [4 * float((v - scale.low) / scale.span) for v in scale.values]
         if self.options.noise == 0:
             nearest = min(range(len(at)), key=lambda i: (abs(at[i] - value), at[i] != round(value)))  # as round()
             return [float(i == nearest) for i in range(len(at))]
-        value += self.options.noise * (random.Random(hashlib.sha256(text.encode()).digest()).random() - 0.5)
+        value += self.options.noise * (
+            random.Random(hashlib.sha256(self._salt + text.encode()).digest()).random() - 0.5
+        )
         weights = [math.exp(-((x - value) ** 2) / (2 * self.options.noise**2)) for x in at]
         total = math.fsum(weights)
         return [w / total for w in weights]
+
+    @property
+    def _salt(self) -> bytes:
+        return f"{self.options.draw}:".encode() if self.options.draw else b""
 
     def counters(self) -> EngineCounters:
         return EngineCounters()

@@ -1,0 +1,66 @@
+"""`radar order`: whether the place a joint judge shows a criterion at moves its score (stats/order.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from radar_local.cli.options import check_output
+
+if TYPE_CHECKING:
+    from radar_local.stats.order import OrderEffects
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--verifier", "label", required=True, help="The joint judge's verifier label.")
+@click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the effects as JSON.")
+def order(run_dir: Path, label: str, json_out: Path | None) -> None:
+    """Per criterion, the score a joint judge gives it when shown first minus when shown later, on RUN_DIR's stored
+    verdicts (best with `judge: {calls: joint, order: balanced}`), with intervals and a flag on the band over
+    the criteria. Reads the run; writes nothing in it."""
+    from radar_local.report.order_text import order_lines
+
+    if json_out is not None:
+        check_output(json_out)
+    result = effects_of(run_dir, label)
+    click.echo("\n".join(order_lines(result)))
+    if json_out is not None:
+        json_out.write_text(result.model_dump_json(indent=2) + "\n")
+
+
+def effects_of(run_dir: Path, label: str) -> OrderEffects:
+    """The run's stored joint verdicts of `label` as stats/order.order_effects reads them."""
+    import numpy as np
+
+    from radar_local.errors import InputError
+    from radar_local.rundir import load_run
+    from radar_local.stats.order import order_effects
+
+    run = load_run(run_dir)
+    if label not in run.verifiers():
+        raise InputError(run_dir, f"no verifier '{label}' scored this run (it holds {', '.join(run.verifiers())})")
+    probes = run.probes()
+    criteria = list(run.rubric.ids)
+    col = {c: k for k, c in enumerate(criteria)}
+    row = {p.key: i for i, p in enumerate(probes)}
+    position = np.full((len(probes), len(criteria)), -1)
+    scores = np.full((len(probes), len(criteria)), np.nan)
+    for _, v in run.verdicts(probes, {label}):
+        if v.position is None:
+            continue
+        scale = run.rubric.scale_of(v.criterion)
+        i, k = row[v.probe_key], col[v.criterion]
+        position[i, k] = v.position
+        if v.score is not None:
+            scores[i, k] = float((v.score - scale.low) / scale.span)
+    used = (position >= 0).any(axis=1)
+    if not used.any():
+        raise InputError(
+            run_dir, f"'{label}' made no joint call here (no verdict records a position): nothing to order"
+        )
+    strata: dict[tuple[str, str | None, str], int] = {}
+    stratum = np.array([strata.setdefault((p.task_id, p.target, p.direction), len(strata)) for p in probes])
+    return order_effects(label, criteria, stratum[used], position[used], scores[used])

@@ -1,0 +1,60 @@
+"""`order: balanced` and `radar order` (issue 47): a joint judge's criteria shown in a Latin square over each
+stratum's variants, and the score a criterion gets when shown first against when shown later, on the planted
+engine (its `first` option adds points to whatever criterion a joint call shows first)."""
+
+import json
+from collections import Counter
+
+import pytest
+import yaml
+
+from radar_local.auditing import run_audit
+from radar_local.rundir import load_run
+from tests.conftest import REPO, invoke, one_line_exit_2, planted_config
+
+TASKS = [{"id": f"t{i}", "prompt": f"Customer request number {i}: reply to it."} for i in range(4)]
+
+
+def joint_run(root, first: float, order: str = "balanced"):
+    spec = {"engine": "testing", "model": "planted", "options": {"noise": 0.5, "first": first}}
+    verifier = {**spec, "judge": {"calls": "joint", "order": order}}
+    run_audit(planted_config(verifier=verifier, tasks=TASKS, n=5, bootstrap=0), root, base=REPO)
+    return root
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("order")
+    return {first: joint_run(base / f"first-{first}", first) for first in (0.0, 1.0)}
+
+
+def test_a_balanced_order_shows_each_criterion_at_each_place_equally_often(runs):
+    run = load_run(runs[0.0])
+    verdicts = run.verdicts(run.probes())
+    places = Counter((v.criterion, v.position) for _, v in verdicts)
+    assert set(places.values()) == {4 * 5 * 2}  # 5 criteria x 5 places, each (criterion, place) in every stratum once
+
+
+@pytest.mark.parametrize(("first", "flagged"), [(0.0, set()), (1.0, {"helpfulness", "correctness", "coherence",
+                                                                    "complexity", "verbosity"})])  # fmt: skip
+def test_radar_order_finds_a_planted_first_place_bonus_and_nothing_without_one(runs, tmp_path, first, flagged):
+    out = tmp_path / "order.json"
+    result = invoke("order", runs[first], "--verifier", "planted", "--json", out)
+    assert result.exit_code == 0, result.output
+    effects = json.loads(out.read_text())["effects"]
+    assert {e["criterion"] for e in effects if e["flag"]} == flagged
+    if first:  # a point of 0-4 is 0.25 on the 0-1 footing, less what rounding and clipping take
+        assert all(0.1 < e["effect"] < 0.3 for e in effects), effects
+        assert "one call is not order-safe" in result.output
+    else:
+        assert "No criterion's score moves with its place" in result.output
+
+
+def test_order_refusals_are_one_line(runs, tmp_path):
+    one_line_exit_2(invoke("order", runs[0.0], "--verifier", "nobody"), "no verifier 'nobody'")
+    per = tmp_path / "per.yaml"
+    config = planted_config(verifier={"engine": "testing", "model": "p", "judge": {"order": "balanced"}})
+    per.write_text(yaml.safe_dump(config))
+    one_line_exit_2(
+        invoke("audit", per, "--out", tmp_path / "r"), "order: balanced orders the criteria of a joint call"
+    )
