@@ -70,15 +70,16 @@ def export(fmt: str, original: str | Path, rubric: Rubric, root: Path | None = N
     if not source.endswith("\n"):  # the writers end with a line break; the file's own last line may have none
         text = text.removesuffix("\n")
     try:
-        _reads_back(fmt, Path(original), text, rubric, root)
+        account += _reads_back(fmt, Path(original), text, rubric, root)
     except PermissionError:
         account.append(f"not checked by importing it again: {Path(original).parent} is not writable")
     return text, account
 
 
-def _reads_back(fmt: str, original: Path, text: str, rubric: Rubric, root: Path | None) -> None:
+def _reads_back(fmt: str, original: Path, text: str, rubric: Rubric, root: Path | None) -> list[str]:
     """An export is only written where importing it gives this rubric back: a criterion text the format reads
-    another way (braces promptfoo takes for a variable, say) is one line, before any file is written."""
+    another way (braces promptfoo takes for a variable, say) is one line, before any file is written. Returns the
+    account's lines for criteria that come back under another id."""
     fd, name = tempfile.mkstemp(dir=original.parent, prefix=".radar-export-", suffix=original.suffix)
     trial = Path(name)  # beside the original, so that its file references read the same files
     try:
@@ -90,13 +91,18 @@ def _reads_back(fmt: str, original: Path, text: str, rubric: Rubric, root: Path 
         raise InputError(original, f"the exported file would not import again ({reason}); reword the rubric") from None
     finally:
         trial.unlink(missing_ok=True)
-    differ = [cid for cid, kept in carried(rubric).items() if carried(back.rubric).get(cid) != kept]
-    if differ or set(carried(back.rubric)) != set(carried(rubric)):
+    mine, theirs = carried(rubric), carried(back.rubric)
+    named = {value: cid for cid, value in theirs.items()}
+    differ = [cid for cid, kept in mine.items() if kept not in named]
+    if differ or len(theirs) != len(mine):
         raise InputError(
             original,
             f"the exported file would import as another rubric ({', '.join(differ) or 'its criteria differ'}); "
             "reword the rubric",
         )
+    # the same criteria, one named again by its new text (a format with no name for it: a g-eval list element)
+    return [f"{cid}: imports again as '{named[kept]}' (the file names it by its text)"
+            for cid, kept in mine.items() if named[kept] != cid]  # fmt: skip
 
 
 def _legible(data: object) -> str:

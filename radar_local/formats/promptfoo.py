@@ -417,8 +417,9 @@ def read(path: Path, root: Path | None = None) -> Imported:
 
 def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:
     """The config with `rub`'s criteria: unchanged assertions untouched, rewritten ones given their new
-    text (and `metric: <id>` so the criterion keeps its id), dropped ones removed, new ones appended to
-    defaultTest.assert with the first criterion's assertion as their model."""
+    text (and `metric: <id>` so the criterion keeps its id; a g-eval list element keeps its place in the list,
+    which has no name for it), dropped ones removed, new ones appended to defaultTest.assert with the first
+    criterion's assertion as their model."""
     data = shared.load_yaml(path)
     found, _ = _scoped(Files(path, imported.root), data)  # a test's own rubric is left as it is
     ids = _ids(found)
@@ -434,15 +435,9 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
             if sub is None:
                 a["value"] = shared.block(description)
                 a["metric"] = cid
-                continue
-            asserts.insert(
-                i + 1,
-                {
-                    **{k: v for k, v in a.items() if k not in ("value", "metric")},
-                    "metric": cid,
-                    "value": shared.block(description),
-                },
-            )
+            else:  # in its list: promptfoo averages a g-eval list, which a criterion of its own would change
+                a["value"][sub] = shared.block(description)
+            continue
         if sub is None:
             del asserts[i]
         else:
