@@ -23,7 +23,7 @@ CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "formats"
 FILES = {
     "openai-evals": ("registry/evals/*.yaml", "registry/modelgraded/*.yaml"),
     "prometheus": ("*.json",),
-    "promptfoo": ("*/promptfooconfig.yaml",),
+    "promptfoo": ("*/promptfooconfig*.yaml",),
 }
 
 

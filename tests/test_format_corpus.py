@@ -198,28 +198,35 @@ def test_rubrics_of_one_instruction_are_left_out_and_exported_untouched(tmp_path
 
 PROMPTFOO = CORPUS / "promptfoo"  # promptfoo's examples/, each file at the commit SOURCES.md names
 SOME_TESTS = "assertion sits in some tests only, written for their input"
-PROMPTFOO_CONFIGS = {
-    "cohere-benchmark": f"every llm-rubric {SOME_TESTS} (test 1: 'The summary should cover: - The purchase')",
-    "g-eval": f"every g-eval {SOME_TESTS}",
-    "gemma-vs-llama": f"every llm-rubric {SOME_TESTS} (test 3:",
-    "mistral-llama-comparison": f"every llm-rubric {SOME_TESTS} (test 3:",
-    "custom-grading-prompt": "(it has none: a rubric written into the rubricPrompt is not one radar can audit)",
-    "getting-started": "has no llm-rubric or g-eval assertion",
-    "summarization": "has no llm-rubric or g-eval assertion",
-    "self-grading": ONE,
+VARIABLE = "uses the test variable 'language'; radar scores one criterion text on every task"
+PROMPTFOO_CONFIGS = {  # each config, by its path under promptfoo's examples/
+    "cohere-benchmark/promptfooconfig.yaml": f"every llm-rubric {SOME_TESTS} (test 1: 'The summary should cover: -",
+    "g-eval/promptfooconfig.yaml": f"every g-eval {SOME_TESTS}",
+    "gemma-vs-llama/promptfooconfig.yaml": f"every llm-rubric {SOME_TESTS} (test 3:",
+    "mistral-llama-comparison/promptfooconfig.yaml": f"every llm-rubric {SOME_TESTS} (test 3:",
+    "rag-full/promptfooconfig.with-asserts.yaml": f"every llm-rubric {SOME_TESTS} (test 2:",
+    "custom-grading-prompt/promptfooconfig.yaml": "(it has none: a rubric written into the rubricPrompt is not one",
+    "getting-started/promptfooconfig.yaml": "has no llm-rubric or g-eval assertion",
+    "summarization/promptfooconfig.yaml": "has no llm-rubric or g-eval assertion",
+    "self-grading/promptfooconfig.yaml": ONE,
+    "assertions-generate/promptfooconfig.yaml": VARIABLE,  # rubrics templated per test: one text per task
+    "assertion-scoring-override/promptfooconfig.yaml": VARIABLE,
 }
 
 
 def test_the_promptfoo_table_names_every_config():
-    assert sorted(PROMPTFOO_CONFIGS) == sorted(p.parent.name for p in PROMPTFOO.glob("*/promptfooconfig.yaml"))
+    assert sorted(PROMPTFOO_CONFIGS) == sorted(
+        str(p.relative_to(PROMPTFOO)) for p in PROMPTFOO.glob("*/promptfooconfig*.yaml")
+    )
 
 
 @pytest.mark.parametrize("name", sorted(PROMPTFOO_CONFIGS))
 def test_every_promptfoo_example_imports_or_says_why_not_in_one_line(name):
     """promptfoo's own examples put their rubrics in single tests (written for that test's input: never widened to
-    every task) or have one; the refusal is one line even where it quotes a rubric of several lines."""
+    every task), template them per test, or have one; the refusal is one line even where it quotes a rubric of
+    several lines."""
     with pytest.raises(InputError) as refused:
-        formats.read("promptfoo", PROMPTFOO / name / "promptfooconfig.yaml")
+        formats.read("promptfoo", PROMPTFOO / name)
     line = str(refused.value)
     assert "\n" not in line and PROMPTFOO_CONFIGS[name] in line, line
 
