@@ -249,7 +249,7 @@ def _first_prompt(files: Files, data: dict) -> tuple[str | None, list[str]]:
     notes: list[str] = []
     if isinstance(first, str) and first.startswith("file://"):
         ref = first
-        name = ref.removeprefix("file://").split(":", 1)[0] if ref.count(":") > 1 else ref.removeprefix("file://")
+        name = ref.removeprefix("file://").split(":", 1)[0]  # `x.py:make_prompt` names a function in x.py
         suffix = Path(name).suffix.lower()
         if suffix in CODE:
             raise InputError(

@@ -179,7 +179,7 @@ def json_like(original: str, data: Any, lines: bool = False) -> str:
     """`data` as JSON in `original`'s layout: its indent (none where compact), its separators, and `\\u` escapes
     where it has them, so that an edit changes only the lines of what changed. `lines`: JSONL, one value a line."""
     escaped = "\\u" in original
-    compact = re.search(r'"\s*:\s*', original) is not None and re.search(r'":\S', original) is not None
+    compact = re.search(r'":\S', original) is not None  # `"key":value`, no space after the colon
     separators = (",", ":") if compact else (", ", ": ")
     if lines:
         return "".join(json.dumps(o, ensure_ascii=escaped, separators=separators) + "\n" for o in data)
