@@ -133,3 +133,29 @@ def test_a_plans_wall_time_is_its_calls_at_a_measured_pace():
     pace = pilot_pace({"generate": Stage(seconds=30.0, calls=100), "score": Stage(seconds=50.0, calls=500)}, "r")
     assert pace == Pace(0.3, 0.1, "r (its run.json)")
     assert pilot_pace({"generate": Stage(seconds=3.0, calls=10), "score": Stage(seconds=0.0, calls=0)}, "r") is None
+
+
+@pytest.mark.parametrize("config", ["quickstart", "helpsteer2"])
+def test_plan_names_what_the_preflights_cost_confirms_with_joint_calls(tmp_path, config):
+    """Issue 43 done-when: at the paper's preflight (N = 5 per criterion, 1,250 calls at K = T = 5) --plan names a
+    confirmable directional pair and a coupled pair: joint calls with a 10% halo check buy N = 15 for that cost.
+    The figures are minimum_confirmed's at N = 15; a design that is already cheapest gets no such line."""
+    from radar_local.stats.power import joint_n_at_cost, minimum_confirmed
+    from tests.conftest import invoke
+
+    assert [joint_n_at_cost(5, 5, c) for c in (1149, 1150, 1250, 1299, 1300)] == [12, 13, 15, 15, 16]
+    spec = yaml.safe_load(open(f"configs/{config}.yaml"))
+    spec["n"] = 5
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    res = invoke("audit", path, "--plan")
+    assert res.exit_code == 0, res.output
+    at_n15 = minimum_confirmed(5, 5, 15)
+    assert res.output.splitlines()[-1] == (
+        "At this design's cost (1250 calls), joint calls with a halo check of 10% (judge: {calls: joint, "
+        f"halo_check: 0.1}}) score N = 15 probes a stratum: they confirm a directional leakage >= "
+        f"{at_n15.directional:.2f} and a coupled pair of Sym >= {at_n15.coupled:.2f} with 80% power."
+    )
+    spec["verifier"] = {**spec["verifier"], "judge": {"template": "{{ response }} {{ criteria }}", "calls": "joint"}}
+    path.write_text(yaml.safe_dump(spec))
+    assert "At this design's cost" not in invoke("audit", path, "--plan").output

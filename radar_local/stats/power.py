@@ -278,7 +278,37 @@ def plan_lines(
             else "none within 200 probes per stratum"
         )
         lines.append(f"Cheapest design confirming {what} {TARGET} with {POWER:.0%} power: {design}.")
+    if tuple(passes) == (ScoringPass(),) and (n_joint := joint_n_at_cost(k, tasks, calls)) > n:
+        joint = minimum_confirmed(k, tasks, n_joint, **model)
+        named = [
+            f"{what} >= {x:.2f}"
+            for what, x in (("a directional leakage", joint.directional), ("a coupled pair of Sym", joint.coupled))
+            if x is not None and x <= LARGEST
+        ]
+        lines.append(
+            f"At this design's cost ({calls} calls), joint calls with a halo check of {HALO_CHECK:.0%} (judge: "
+            f"{{calls: joint, halo_check: {HALO_CHECK}}}) score N = {n_joint} probes a stratum: "
+            + (
+                f"they confirm {' and '.join(named)} with {POWER:.0%} power."
+                if named
+                else f"still no pair with {POWER:.0%} power (both gates are confirmed in {joint.gates:.0%})."
+            )
+        )
     return lines
+
+
+def joint_n_at_cost(k: int, tasks: int, calls: int) -> int:
+    """The most probes per stratum that joint calls with a halo check of HALO_CHECK score within `calls` (the
+    preflight's cost, K = T = 5 at N = 5 per criterion: 1,250 calls, buys N = 15)."""
+
+    def cost(n: int) -> int:
+        probes = k * tasks * 2 * n
+        return ScoringPass(joint=True).probes(probes, n) + ScoringPass(share=HALO_CHECK).probes(probes, n) * k
+
+    n = 0
+    while cost(n + 1) <= calls:
+        n += 1
+    return n
 
 
 def _duration(seconds: float) -> str:
