@@ -117,6 +117,7 @@ def stats_for_table(
             budget=budget,
             advance=advance,
             definition=settings.leakage,
+            screening=settings.screening,
         )
     spans = [scales[c].span for c in criteria]
     blocks: dict[str, Any] = {
@@ -237,12 +238,14 @@ def analyze(
     verifier: str | None = None,
     bias_threshold: float = BIAS,
     leakage: LeakageDefinition = "ratio_of_means",
+    screening: float | None = None,
 ) -> AuditResult:
     """The RADAR audit of a score table: a DataFrame in the long format, or a CSV / Parquet file.
 
     `rubric`: a Rubric, a bundled name or a rubric file (default: the table's criteria, in order);
     a bundled rubric brings its human reference unless `human` names another. `scale`: the table's scale
-    ('1-10', or a Scale) where no rubric declares one; a rubric's own scales win."""
+    ('1-10', or a Scale) where no rubric declares one; a rubric's own scales win. `screening`: a false discovery
+    rate at which flags are also screened (stats/screening.py)."""
     rubric_arg = None if isinstance(rubric, Rubric) or rubric is None else str(rubric)
     rubric_obj = rubric if isinstance(rubric, Rubric) else load_rubric(rubric_arg) if rubric_arg else None
     where: object = "table" if isinstance(table, pd.DataFrame) else table
@@ -271,7 +274,14 @@ def analyze(
     return stats_for_table(
         df,
         where,
-        StatsSettings(tau=tau, resamples=bootstrap, seed=seed, bias_threshold=bias_threshold, leakage=leakage),
+        StatsSettings(
+            tau=tau,
+            resamples=bootstrap,
+            seed=seed,
+            bias_threshold=bias_threshold,
+            leakage=leakage,
+            screening=screening,
+        ),
         rubric=rubric_obj,
         reference=resolve_reference(rubric_obj, rubric_arg, str(human) if human else None),
         generator=generator,

@@ -276,6 +276,13 @@ class AuditSettings(Strict):
         description="A leakage over tasks: ratio_of_means (mean shift over mean self-effect) or paper (eq. 5, the "
         "mean of per-task ratios, to reproduce the paper's tables)",
     )
+    screening: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="Also mark flags that Benjamini-Hochberg passes at this false discovery rate `screened` (a "
+        "screening word beside the family-wise `confirmed`, never one; stats/screening.py)",
+    )
     bootstrap: int = Field(RESAMPLES, ge=0, le=100_000, description="Bootstrap resamples (0 = no CIs)")
     out: str | None = Field(None, description="Run directory; `--out` overrides")
     cluster: ClusterSpec | None = Field(
@@ -291,6 +298,7 @@ class AuditSettings(Strict):
             seed=self.seed,
             bias_threshold=self.bias_threshold,
             leakage=self.leakage,
+            screening=self.screening,
         )
 
     @property

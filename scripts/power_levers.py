@@ -5,7 +5,9 @@ correlated 0.5 within a probe, rounded and clipped to 0-4; `expected`: the judge
 belief of sd 0.6), at the paper's design (T = 5 tasks, K = 5 criteria, or K = 8), self-effects of about 0.7.
 Truths: `null` (no coupling: every claim is false but the gates), `dir0.7` / `dir0.9` (a one-way leakage
 c0 -> c1 of exactly 0.7 / 0.9), `sym0.7` (a two-way pair, both leakages exactly 0.7: Sym 0.7, Asym 0), `edge`
-(a least-favourable null: every leakage 0.49, so every pair's Sym sits 0.01 below the coupled threshold).
+(a least-favourable null: every leakage 0.49, so every pair's Sym sits 0.01 below the coupled threshold), `many0.7`
+(every earlier criterion leaks 0.7 into every later one: K(K-1)/2 directional pairs, where a false-discovery
+procedure gains most; its `found` column is the mean share of the true claims an audit makes).
 
 Every replication draws one audit's probes and its bootstrap replicates once (stats/intervals.replicates, 500
 resamples) and reads them with each procedure, so procedures are compared on the same data:
@@ -13,6 +15,9 @@ resamples) and reads them with each procedure, so procedures are compared on the
   band       one two-sided max-|t| band over every self-effect, leakage, Sym and l_ij - l_ji (radar before issue 43)
   gatekept   stats/intervals.py's procedure: gates first (one-sided, Bonferroni alpha/K), then the pair claims at
              alpha x (gates confirmed)/K in one one-sided max-t family (parallel gatekeeping, Dmitrienko & Tamhane)
+  screening  what a `screening: 0.05` audit reports: gatekept's confirmed claims and the flags Benjamini-Hochberg
+             passes at a false discovery rate of 5% (stats/screening.py); its `fdr` column is the mean share of
+             false claims among those it makes (0 where it makes none), the rate BH controls
 
 Per design (procedure, mode, N), over R replications: the share of audits confirming any false claim (FWER, with
 a 95% Wilson interval), and on planted truths the share confirming the planted finding: `directional` c0 -> c1,
@@ -46,12 +51,21 @@ from flag_error import MOVE, InProcess, plan_inputs, wilson, workers
 from radar_local.stats.bootstrap import Strata
 from radar_local.stats.coupling import TAU
 from radar_local.stats.exact import exact_point
-from radar_local.stats.flags import Thresholds
+from radar_local.stats.flags import CLUSTER, Thresholds
 from radar_local.stats.intervals import Bounds, gatekept, replicates, simultaneous
 from radar_local.stats.power import minimum_confirmed
+from radar_local.stats.screening import benjamini_hochberg, p_values
 
-TRUTHS = {"null": None, "dir0.7": ("dir", 0.7), "dir0.9": ("dir", 0.9), "sym0.7": ("sym", 0.7), "edge": ("all", 0.49)}
-PROCEDURES = ("band", "gatekept")
+TRUTHS = {
+    "null": None,
+    "dir0.7": ("dir", 0.7),
+    "dir0.9": ("dir", 0.9),
+    "sym0.7": ("sym", 0.7),
+    "edge": ("all", 0.49),
+    "many0.7": ("upper", 0.7),
+}
+PROCEDURES = ("band", "gatekept", "screening")
+SCREENING_FDR = 0.05
 
 
 def truth_of(name: str, k: int, tasks: int) -> Truth:
@@ -72,6 +86,8 @@ def planted(spec: tuple[str, float] | None, k: int, tasks: int) -> Truth:
             leak[1, 0] = x
         if kind == "all":
             leak = np.where(np.eye(k, dtype=bool), 1.0, x)
+        if kind == "upper":
+            leak[np.triu_indices(k, 1)] = x
         return Truth(tasks, leak, MOVE)
 
     x = brentq(lambda x: true_values(build(x).stratum_means("integer"), TAU)["leakage"][0, 1] - target, -3, 3)
@@ -149,7 +165,15 @@ def one(args: tuple) -> dict:
             b = gatekept(r, TAU, level)
             gate_low = b.gate_low
         found = claims(b, gate_low, TAU, th)
+        if proc == "screening":
+            p = p_values(r.self_effect[0], r.leakage[0], b.scale, r.df, TAU, th)
+            for flag, i, j in benjamini_hochberg(p, SCREENING_FDR):
+                found["cluster" if flag == CLUSTER else flag, i, j] = True
+        made = [key for key, v in found.items() if v]
+        true = [key for key, v in real.items() if v and key[0] != "gate fail"]
         out[proc] = {
+            "found": sum(found[key] for key in true) / max(len(true), 1),
+            "fdr": sum(not real[key] for key in made) / max(len(made), 1),
             "false": any(v and not real[key] for key, v in found.items()),
             "directional": found["directional", 0, 1],
             "coupled": found["coupled", 0, 1],
@@ -255,6 +279,8 @@ def main() -> int:
                                 "reps": args.reps,
                                 "fwer": round(false / args.reps, 3),
                                 "fwer_95": [round(x, 3) for x in wilson(false, args.reps)],
+                                "fdr": round(sum(g["fdr"] for g in got) / args.reps, 3),
+                                "found": round(sum(g["found"] for g in got) / args.reps, 3),
                                 **{
                                     key: round(sum(g[key] for g in got) / args.reps, 3)
                                     for key in ("directional", "coupled", "cluster", "gates")

@@ -39,6 +39,12 @@ from radar_local.stats.bias import BIAS
     show_default=True,
     help="A leakage over tasks: mean shift over mean self-effect, or the paper's eq. 5 (a mean of per-task ratios).",
 )
+@click.option(
+    "--screening",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    metavar="FDR",
+    help="Also mark flags that Benjamini-Hochberg passes at this false discovery rate `screened` (never confirmed).",
+)
 def stats(scores: Path, json_out: Path | None, md_out: Path | None, **kwargs) -> None:
     """Print the RADAR audit of a score table (CSV or Parquet)."""
     from radar_local.analysis import analyze

@@ -23,7 +23,7 @@ def interval(ci: tuple | list | None) -> str:
     return f"[{ci[0]:+.2f}, {ci[1]:+.2f}]"
 
 
-EVIDENCE_TEXT = {"coupled": "coupled (direction open)"}
+EVIDENCE_TEXT = {"coupled": "coupled (direction open)", "screened": "screened (false discovery rate)"}
 
 
 def flag_text(pair: dict, flags: list[str] | None = None) -> str:
@@ -79,8 +79,8 @@ def verdict(result: AuditResult) -> list[str]:
 
 def findings(result: AuditResult) -> list[str]:
     """Confirmed flags first, with the family level they hold at; then coupled pairs (Sym confirmed, direction
-    open) and possible flags, each with the probes that would settle it; without intervals, the point
-    estimate's flags, saying so."""
+    open), screened flags (a false discovery rate, where asked for) and possible flags, each with the probes that
+    would settle it; without intervals, the point estimate's flags, saying so."""
     flagged = [p for p in pair_records(result) if p["flags"] and p["flags"] != ["gated"]]
 
     def line(p: dict, flags: list[str]) -> str:
@@ -116,6 +116,15 @@ def findings(result: AuditResult) -> list[str]:
             out.append(
                 f"{line(p, flags)}: Sym >= {result.thresholds['cluster_sym']} and both gates confirmed ({held}); "
                 f"which way it runs: {settle(p)}."
+            )
+    screen = fam.get("screening")
+    for p in flagged:
+        flags = [f for f, e in p["evidence"].items() if e == "screened"]
+        if flags and screen:
+            out.append(
+                f"Screened, not confirmed: {line(p, flags)} passes Benjamini-Hochberg at a false discovery rate of "
+                f"{screen['fdr']:.0%} over {screen['hypotheses']} flag hypotheses (about that share of screened "
+                f"flags are noise); {settle(p)}."
             )
     for p in flagged:
         flags = [f for f, e in p["evidence"].items() if e == "possible"]

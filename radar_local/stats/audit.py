@@ -18,11 +18,13 @@ from radar_local.stats.bootstrap import LEVEL, RESAMPLES, Strata
 from radar_local.stats.budget import probe_budget
 from radar_local.stats.coupling import TAU, LeakageDefinition, global_summaries
 from radar_local.stats.decisions import evidence
-from radar_local.stats.exact import exact_point, to_float
+from radar_local.stats.exact import ExactPoint, exact_point, to_float
 from radar_local.stats.flags import DIRECTIONAL, Thresholds, pair_flags, upstream
 from radar_local.stats.intervals import FAMILY_METHOD, METHOD, NO_INTERVAL, Bounds, Intervals, intervals
 from radar_local.stats.probes import ProbeMatrix
 from radar_local.stats.result import PAIR_COLUMNS, AuditResult, Gate
+from radar_local.stats.screening import METHOD as SCREENING_METHOD
+from radar_local.stats.screening import benjamini_hochberg, p_values
 from radar_local.stats.stored import Baselines, BudgetRow, ProbeCounts, ReferenceAgreement, Resampling, Unscored
 
 
@@ -38,9 +40,11 @@ def audit_cell(
     level: float = LEVEL,
     advance: Callable[[int], None] | None = None,
     definition: LeakageDefinition = "ratio_of_means",
+    screening: float | None = None,
 ) -> AuditResult:
     """`advance(k)`: told after each k bootstrap resamples (a progress bar's). `definition`: the leakage over
-    tasks (coupling.LeakageDefinition)."""
+    tasks (coupling.LeakageDefinition). `screening`: a false discovery rate at which flags are also screened
+    (stats/screening.py; None: no screening)."""
     crit = list(pm.criteria)
     k = len(crit)
     if not pm.directed.any():
@@ -67,6 +71,7 @@ def audit_cell(
         }
     )
 
+    screened = None if iv is None or screening is None else _screen(exact, iv, crit, tau, thresholds, screening)
     pair_rows = []
     for idx, (a, b) in enumerate(pairs):
         l_ab, l_ba = exact.leakage[a][b], exact.leakage[b][a]
@@ -141,7 +146,7 @@ def audit_cell(
         agreement=None
         if ref_vec is None
         else ReferenceAgreement.model_validate(to_json(agreement(_gated_sym(pair_rows, pairs, ok, crit), ref_vec))),
-        family=None if iv is None else family_json(iv.family, crit),
+        family=None if iv is None else family_json(iv.family, crit, screened),
         budget=[
             BudgetRow.model_validate(row)
             for row in to_json(probe_budget(strata, pairs, ref_vec, point, tau=tau, seed=seed, definition=definition))
@@ -149,7 +154,7 @@ def audit_cell(
         if budget
         else None,
     )
-    return result if iv is None else evidence(result, thresholds)
+    return result if iv is None else evidence(result, thresholds, None if screened is None else screened[1])
 
 
 def _gated_sym(
@@ -160,11 +165,23 @@ def _gated_sym(
     return np.array([sym[crit[a], crit[b]] if ok[a, b] else np.nan for a, b in pairs], float)
 
 
-def family_json(f: Bounds, crit: list[str]) -> dict[str, Any]:
+def _screen(
+    exact: ExactPoint, iv: Intervals, crit: list[str], tau: float, th: Thresholds, fdr: float
+) -> tuple[dict[str, Any], set[tuple[str, tuple[str, str]]]]:
+    """The screening block of the family and the (flag, pair) its Benjamini-Hochberg step passes, each pair in
+    the rubric's order as the pair rows name it."""
+    p = p_values(exact.self_effect, exact.leakage, iv.family.scale, iv.df, tau, th)
+    passed = benjamini_hochberg(p, fdr)
+    block = {"fdr": fdr, "method": SCREENING_METHOD, "hypotheses": len(p), "passed": len(passed)}
+    return block, {(flag, (crit[min(i, j)], crit[max(i, j)])) for flag, i, j in passed}
+
+
+def family_json(f: Bounds, crit: list[str], screened: tuple[dict[str, Any], Any] | None = None) -> dict[str, Any]:
     def ci(v: np.ndarray) -> list[float | None] | None:
         return [float(v[0]), float(v[1])] if np.isfinite(v).all() else None  # none, or unbounded: open
 
     return {
+        **({} if screened is None else {"screening": screened[0]}),
         "level": f.level,
         "method": FAMILY_METHOD,
         "cells": f.cells,

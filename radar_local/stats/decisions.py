@@ -27,7 +27,17 @@ import pandas as pd
 from scipy import special
 
 from radar_local.stats.exact import decimal
-from radar_local.stats.flags import CLUSTER, CONFIRMED, COUPLED, DIRECTIONAL, GATED, POSSIBLE, TRADEOFF, Thresholds
+from radar_local.stats.flags import (
+    CLUSTER,
+    CONFIRMED,
+    COUPLED,
+    DIRECTIONAL,
+    GATED,
+    POSSIBLE,
+    SCREENED,
+    TRADEOFF,
+    Thresholds,
+)
 from radar_local.stats.result import AuditResult
 
 GATE, POLICY = "gate", "sym policy"
@@ -160,10 +170,15 @@ def _narrowing(result: AuditResult, more: float) -> Callable[[tuple[str, ...]], 
 MOST = 1000  # the most probes per stratum a projection names
 
 
-def evidence(result: AuditResult, thresholds: Thresholds = Thresholds()) -> AuditResult:
+def evidence(
+    result: AuditResult,
+    thresholds: Thresholds = Thresholds(),
+    screened: set[tuple[str, tuple[str, str]]] | None = None,
+) -> AuditResult:
     """The result with every flag of the point estimate marked `confirmed` (its family intervals settle it),
-    `coupled` or `possible` (they do not): pairs' `evidence` and `settle_n` (the probes per stratum that would
-    settle their possible flags if the estimates held; None beyond MOST or at a threshold), and each gate's."""
+    `coupled`, `screened` (among `screened`'s (flag, pair): passed at a false discovery rate, stats/screening.py)
+    or `possible`: pairs' `evidence` and `settle_n` (the probes per stratum that would settle their unconfirmed
+    flags if the estimates held; None beyond MOST or at a threshold), and each gate's."""
     settled = {(d.kind, d.criteria): d.value for d in decisions(result, thresholds)}
     rows = []
     for p in result.pairs.to_dict("records"):
@@ -172,7 +187,10 @@ def evidence(result: AuditResult, thresholds: Thresholds = Thresholds()) -> Audi
             failed = settled[GATE, (p["a"],)] is False or settled[GATE, (p["b"],)] is False
             level = {GATED: CONFIRMED if failed else POSSIBLE}
         else:
-            level = {f: _level(f, settled[f, pair], settled[COUPLED, pair]) for f in p["flags"]}
+            level = {
+                f: _level(f, settled[f, pair], settled[COUPLED, pair], (f, pair) in (screened or ()))
+                for f in p["flags"]
+            }
         possible = [f for f, v in level.items() if v != CONFIRMED and f != GATED]
         rows.append((level, settle_n(result, [(f, pair) for f in possible], None, thresholds) if possible else None))
     pairs = result.pairs.copy()
@@ -190,10 +208,12 @@ def evidence(result: AuditResult, thresholds: Thresholds = Thresholds()) -> Audi
     )
 
 
-def _level(flag: str, settled: bool | None, coupled: bool | None) -> str:
+def _level(flag: str, settled: bool | None, coupled: bool | None, screened: bool) -> str:
     if settled:
         return CONFIRMED
-    return COUPLED if coupled and flag in (DIRECTIONAL, CLUSTER) else POSSIBLE
+    if coupled and flag in (DIRECTIONAL, CLUSTER):
+        return COUPLED
+    return SCREENED if screened else POSSIBLE
 
 
 def settle_n(

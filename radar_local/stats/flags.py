@@ -8,10 +8,11 @@ from radar_local.stats.exact import Q, at_least, at_most
 
 GATED, DIRECTIONAL, CLUSTER, TRADEOFF = "gated", "directional", "bidirectional cluster", "tradeoff"
 # A flag's evidence: its family bounds settle it (stats/decisions.py); or, for a cluster or a directional pair, they
-# settle only that the pair moves together (Sym >= cluster_sym, both gates: "coupled", its direction open); or only
-# its point estimate crosses.
-CONFIRMED, COUPLED, POSSIBLE = "confirmed", "coupled", "possible"
-EVIDENCE = (CONFIRMED, COUPLED, POSSIBLE)
+# settle only that the pair moves together (Sym >= cluster_sym, both gates: "coupled", its direction open); or it
+# passes a false-discovery screening the user asked for (stats/screening.py: never family-wise); or only its point
+# estimate crosses.
+CONFIRMED, COUPLED, SCREENED, POSSIBLE = "confirmed", "coupled", "screened", "possible"
+EVIDENCE = (CONFIRMED, COUPLED, SCREENED, POSSIBLE)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
@@ -304,6 +304,9 @@ class Bounds:
     pair_level: float  # the level the pair family was tested at: alpha x (gates confirmed) / K
     critical: float  # the pair family's max-t quantile (NaN: no level left)
     cells: int  # one-sided hypotheses in the pair family
+    # each quantity's bootstrap scale (self_effect (K,), leakage, sym, diff (K, K)): its studentization, which a
+    # screening's p-values read too (stats/screening.py)
+    scale: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def asym(self) -> np.ndarray:
@@ -369,7 +372,7 @@ def gatekept(r: Replicates, tau: float, level: float = LEVEL) -> Bounds:
     se[:, 0] = gate_low
     leak = bounds("leakage")
     leak[~off] = np.nan
-    return Bounds(se, leak, bounds("sym"), bounds("diff"), gate_low, level, pair_level, float(critical), cells)
+    return Bounds(se, leak, bounds("sym"), bounds("diff"), gate_low, level, pair_level, float(critical), cells, scales)
 
 
 def _scale(deltas: np.ndarray) -> np.ndarray:

@@ -91,6 +91,13 @@ class GlobalFile(Block):
     ci: dict[str, Interval] | None
 
 
+class ScreeningFile(Block):
+    fdr: float  # the false discovery rate the flags were screened at
+    method: str
+    hypotheses: int
+    passed: int
+
+
 class FamilyFile(Block):
     level: float
     method: str
@@ -102,6 +109,7 @@ class FamilyFile(Block):
     leakage: dict[str, dict[str, Interval | None]]
     sym: dict[str, dict[str, Interval | None]]
     asym: dict[str, dict[str, Interval | None]]
+    screening: ScreeningFile | None = None  # only where the audit asked for one
 
 
 class StatsFile(Block):
@@ -312,7 +320,8 @@ class AuditResult:
             thresholds=d.flags.thresholds,
             gate_evidence=None if d.flags.gates is None else {c: d.flags.gates[c] for c in crit},
             unreliable=[Gate(**g.model_dump()) for g in d.flags.unreliable],
-            family=None if d.family is None else d.family.model_dump(mode="json"),
+            # as written: a block the audit did not ask for (screening) stays absent
+            family=None if d.family is None else d.family.model_dump(mode="json", exclude_unset=True),
         )
 
     # ---- views ------------------------------------------------------------------------------

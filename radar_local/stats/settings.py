@@ -20,3 +20,4 @@ class StatsSettings:
     thresholds: Thresholds = field(default_factory=Thresholds)  # the pair flags'
     bias_threshold: float = BIAS  # judge bias's flag
     leakage: LeakageDefinition = "ratio_of_means"  # how a leakage is taken over tasks
+    screening: float | None = None  # a false discovery rate flags are also screened at (stats/screening.py)

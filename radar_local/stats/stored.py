@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 Num = float | None  # a stored number; null is undefined (NaN)
 Interval = tuple[float | None, float | None]
 Matrix = dict[str, dict[str, float | None]]
-Evidence = Literal["confirmed", "coupled", "possible"]  # stats/flags.EVIDENCE
+Evidence = Literal["confirmed", "coupled", "screened", "possible"]  # stats/flags.EVIDENCE
 
 
 class Block(BaseModel):
