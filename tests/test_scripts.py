@@ -33,7 +33,7 @@ SMALL = {  # each script with arguments that run its whole path in seconds; {out
     "config_walk.py": "--config {config} --top 3",
     "import_corpus.py": "",
     "paired_probes.py": "--config {config} --out {out}/paired",
-    "power_levers.py": "--reps 2 --resamples 20 --tasks 2 --ks 3 --ns 3 --modes integer --truths null edge --workers 1",
+    "power_levers.py": "--reps 2 --resamples 20 --tasks 2 --ks 3 --ns 3 --modes integer --truths null edge many0.7 --workers 1",
 }
 MORE = [  # a second path through a script: `make test` runs it
     pytest.param(
