@@ -28,6 +28,7 @@ from radar_local.stats.intervals import CHUNK as INTERVAL_CHUNK
 from radar_local.stats.jurors import JuryBlock, against_jurors, among_jurors
 from radar_local.stats.probes import ProbeMatrix, probe_matrix
 from radar_local.stats.raters import Measurement
+from radar_local.stats.repeats import repeats as repeat_agreement
 from radar_local.stats.result import AuditResult
 from radar_local.stats.settings import StatsSettings
 from radar_local.stats.stored import DoubleCount, Scales
@@ -71,19 +72,20 @@ def stats_for_table(
     manipulation: dict[str, Any] | None = None,
     scale: Scale = LIKERT,
     halo_against: str | None = None,
+    repeats: Sequence[str] = (),
     jurors: Sequence[str] = (),
     measurements: dict[str, Measurement] | None = None,
     juror_errors: dict[str, np.ndarray] | None = None,
 ) -> AuditResult:
     """`settings`: tau, resamples, seed, level, the flags' thresholds and the leakage's definition, one object
-    (stats/settings.py). `halo_against`: the same judge's
-    per-criterion verifier label, where this one is its joint calls on
-    the same probes (stats/halo.py). `manipulation`: the nuisance attributes' manipulation check
-    (radar_local.nuisance), where the rewrites' texts were at hand; an attribute it found not steered gets
-    no flag. Each criterion is on the rubric's scale for it, or on `scale` without a rubric. `jurors`: where
-    this verifier is a jury, its jurors' labels in the table: the jury against each, and their agreement at each
-    criterion's level of measurement (`measurements`, default ordinal), Kish's effective jurors from `juror_errors`
-    (criterion -> jurors x labelled responses) where human labels give errors (stats/jurors.py)."""
+    (stats/settings.py). `halo_against`: the same judge's per-criterion verifier label, where this one is its joint
+    calls on the same probes (stats/halo.py). `repeats`: the labels of its verdicts asked again (stats/repeats.py).
+    `manipulation`: the nuisance attributes' manipulation check (radar_local.nuisance), where the rewrites' texts
+    were at hand; an attribute it found not steered gets no flag. Each criterion is on the rubric's scale for it,
+    or on `scale` without a rubric. `jurors`: where this verifier is a jury, its jurors' labels in the table: the
+    jury against each, and their agreement at each criterion's level of measurement (`measurements`, default
+    ordinal), Kish's effective jurors from `juror_errors` (criterion -> jurors x labelled responses) where human
+    labels give errors (stats/jurors.py)."""
     criteria = rubric.ids if rubric else list(pd.unique(df["criterion"]))
     check_criteria(df, criteria, path)
     gen, ver = select_cell(df, path, generator, verifier)
@@ -146,6 +148,14 @@ def stats_for_table(
     if halo_against is not None:
         per = probe_matrix(df, criteria, gen, halo_against, spans)
         blocks["halo"] = halo(per, pm, resamples=resamples, seed=seed, level=level)
+    if repeats:
+        blocks["repeats"] = repeat_agreement(
+            [pm, *(probe_matrix(df, criteria, gen, label, spans) for label in repeats)],
+            measurements or {},
+            resamples=resamples,
+            seed=seed,
+            level=level,
+        )
     if jurors:
         blocks["jury"] = jury_block(
             df,

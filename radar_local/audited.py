@@ -10,7 +10,7 @@ so a report never shows evidence the audit did not use.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -91,6 +91,7 @@ def assemble(
     adaptive: AdaptiveRecord | None = None,
     level: float = LEVEL,
     interim: bool = False,
+    repeats: Sequence[str] = (),
 ) -> tuple[AuditResult, pd.DataFrame]:
     """The complete audit of the set's verdicts by `verifier`, and the validated score table it was computed
     from: the statistics; for a joint judge its halo against `halo_against`; for a jury its jurors but the
@@ -104,7 +105,7 @@ def assemble(
     labelled = None if labels is None or interim else run.verdicts(labels.probes())
     failed = failed or {}
     jurors = [j.label for j in verifier.jurors if j.label not in failed] if isinstance(verifier, Jury) else []
-    options: dict = {}
+    options: dict = {"measurements": measurements} if repeats else {}
     if jurors:
         found = None if labels is None or labelled is None else label_errors(labels, labelled, jurors)
         options = {"jurors": jurors, "measurements": measurements, "juror_errors": found}
@@ -119,6 +120,7 @@ def assemble(
         intended={frozenset(p) for p in config.intended},
         manipulation=records.manipulation,
         halo_against=halo_against,
+        repeats=repeats,
         budget=not interim,
         **options,
     )

@@ -5,7 +5,7 @@ jury juror by juror, adaptive waves, re-scoring with another judge, and reuse of
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from radar_local.adaptive import (
@@ -104,9 +104,15 @@ def rescore(
             sample = halo_sample(run.probes(), share)
             stages["halo check"] = run.score(twin, pool, progress, probes=sample, stage="halo check")
             halo_against = twin.label
+        repeats = []
+        if (consistency := run.config.consistency) is not None and verifier == run.config.verifiers[0]:
+            sample = halo_sample(run.probes(), consistency.share)  # the first probes of each stratum, as the halo's
+            for twin in verifier.repeats(consistency.repeats):
+                stages[f"repeat {twin.repeat}"] = run.score(twin, pool, progress, probes=sample, stage="repeat")
+                repeats.append(twin.label)
         if (labelled := run.score_labels(verifier, pool, progress)) is not None:
             stages["labels"] = labelled
-    return conclude(run, verifier, stages, adaptive, halo_against=halo_against)
+    return conclude(run, verifier, stages, adaptive, halo_against=halo_against, repeats=repeats)
 
 
 def halo_sample(probes: list[ProbeRecord], share: float) -> list[ProbeRecord]:
@@ -125,19 +131,22 @@ def conclude(
     halo_against: str | None = None,
     jurors: dict | None = None,
     juror_results: dict[str, AuditResult] | None = None,
+    repeats: Sequence[str] = (),
 ) -> AuditResult:
     """The audit of what `verifier` scored, assembled from the audited set and written (Run.finish).
     `judges`: the verifiers calibrated together (a grid's); default every verifier stored in the run.
     `halo_against`: the per-criterion verifier this joint one is compared with (stats/halo.py). `jurors`: a
-    jury's engines and failed jurors (audit_jury); `juror_results`: its jurors' audits, shown beside the jury's."""
+    jury's engines and failed jurors (audit_jury); `juror_results`: its jurors' audits, shown beside the jury's.
+    `repeats`: the labels of its verdicts asked again (stats/repeats.py)."""
     run.store.require_writer()
     probes = run.probes()
-    records = audited_set(run, probes, None if judges is None else {*judges, verifier.label})
+    records = audited_set(run, probes, None if judges is None else {*judges, verifier.label, *repeats})
     result, table = assemble(
         run,
         verifier,
         records,
         halo_against=halo_against,
+        repeats=repeats,
         failed=(jurors or {}).get("failed"),
         juror_results=juror_results,
         adaptive=adaptive,

@@ -40,6 +40,9 @@ def label_problem(label: str) -> None:
         )
 
 
+MOST_REPEATS = 20
+
+
 class ModelSpec(Strict):
     engine: EngineName = Field(
         description="Which engine runs the model; `testing` is the planted engine of the orchestration tests"
@@ -51,6 +54,13 @@ class ModelSpec(Strict):
     options: dict[str, Any] = Field(default_factory=dict, description="Engine options, passed through")
     judge: Judge | None = Field(
         None, description="A verifier's judge: its prompt template, answer shape and calls (radar_local.judge)"
+    )
+    repeat: int = Field(
+        1,
+        ge=1,
+        le=MOST_REPEATS,
+        description="Which asking of each verdict this is: 2 .. R are the repeats `consistency: {repeats: R}` asks, "
+        "labelled '<label>-repeat-r' (set by radar, not by hand)",
     )
 
     @property
@@ -83,11 +93,22 @@ class ModelSpec(Strict):
         """What a content key holds of this model: its engine, name or path, and the options that change
         what it writes (each engine's Options.OPERATIONAL ones, memory, concurrency, timeouts, batch sizes,
         left out; the weights' own identity is the run directory's record, rundir.WEIGHTS)."""
-        identity = {"engine": self.engine, "model": self.model, "options": output_options(self.engine, self.options)}
+        identity: dict[str, Any] = {
+            "engine": self.engine,
+            "model": self.model,
+            "options": output_options(self.engine, self.options),
+        }
         if self.judge is not None:  # what it is asked and how it answers change its verdicts
             # the halo check adds verdicts of another label; the joint ones stay what they are
             identity["judge"] = self.judge.model_dump(mode="json", exclude={"template_file", "halo_check"})
+        if self.repeat > 1:  # the same requests asked again: their own keys, or the store answers the first asking
+            identity["repeat"] = self.repeat
         return identity
+
+    def repeats(self, count: int) -> list[ModelSpec]:
+        """The repeats of this verifier's verdicts (`consistency: {repeats: count}`): askings 2 .. count, each
+        labelled '<label>-repeat-r'."""
+        return [self.model_copy(update={"repeat": r, "name": f"{self.label}-repeat-{r}"}) for r in range(2, count + 1)]
 
     def joint_twin_of(self, other: ModelSpec) -> bool:
         """This verifier is `other`'s judge in one call for all criteria: the same model and options, the same
@@ -226,6 +247,18 @@ class Adaptive(Strict):
         return self
 
 
+class Consistency(Strict):
+    """The verifier's verdicts asked again (stats/repeats.py): its repeat agreement."""
+
+    repeats: int = Field(ge=2, le=MOST_REPEATS, description="Askings of each verdict, the first one included")
+    share: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description="Of each stratum's probes, the first ceil(share x N) are asked again (the same on resume)",
+    )
+
+
 class AuditSettings(Strict):
     """Everything of an audit but its models; shared by one audit and a generator x verifier grid."""
 
@@ -350,6 +383,11 @@ class AuditConfig(AuditSettings):
         description="Criterion pairs coupled on purpose (a hierarchy, a product preference): "
         "`radar repair` leaves them alone; an (attribute, criterion) pair is a wanted nuisance effect",
     )
+    consistency: Consistency | None = Field(
+        None,
+        description="Ask the verifier's verdicts again, in another order and batch: its repeat agreement "
+        "(docs/consistency.md)",
+    )
 
     # What a run directory's probes answer. A config that differs here is another audit, refused in
     # that directory (its stats would replace the first audit's). Every other setting may change
@@ -361,8 +399,11 @@ class AuditConfig(AuditSettings):
     def _judge_on_the_verifier(self) -> AuditConfig:
         for role in ("generator", "editor"):
             spec = getattr(self, role)
-            if spec is not None and spec.judge is not None:
-                raise ValueError(f"'judge' is a verifier's: the {role} writes text, it judges nothing")
+            if spec is not None and (spec.judge is not None or spec.repeat != 1):
+                raise ValueError(
+                    f"'{'judge' if spec.judge is not None else 'repeat'}' is a verifier's: the {role} writes text, "
+                    "it judges nothing"
+                )
         return self
 
     @model_validator(mode="after")
@@ -376,6 +417,8 @@ class AuditConfig(AuditSettings):
             )
         if self.adaptive is not None:
             raise ValueError("adaptive waves follow one judge's intervals: audit a jury at a fixed n")
+        if self.consistency is not None:
+            raise ValueError("consistency repeats one judge's verdicts: audit a juror alone to measure its repeats")
         return self
 
     @property

@@ -6,6 +6,7 @@ together are radar_local.auditing's; the directory, its files and what they hold
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Container
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +22,7 @@ from radar_local.calls import (
     probe_record,
     verdict_records,
 )
-from radar_local.common import slug
+from radar_local.common import digest, slug
 from radar_local.config import AuditConfig, Jury, ModelSpec, load_config
 from radar_local.errors import InputError, RadarError
 from radar_local.inputs import MAX_BYTES, load_yaml, read_json, read_model, yaml_text
@@ -191,7 +192,10 @@ class Run(RunDir):
         meter = StageMeter(requests=len(requests), layout=config.layout, mode=config.scoring.mode, call_mode=call_mode)
         if todo:
             engine, label = pool.get(verifier), verifier.label
-            todo = prefix_order(todo, config.layout, admitted_per_step(engine.settings()))
+            if verifier.repeat > 1:  # asked again in another order, so in other batches: where batch variance shows
+                random.Random(digest([config.seed, verifier.repeat])).shuffle(todo)
+            else:
+                todo = prefix_order(todo, config.layout, admitted_per_step(engine.settings()))
             with meter.running(engine), stage_progress(f"{stage} ({label})", len(todo), progress) as advance:
                 for group in constraint_groups(todo):  # one group unless criteria differ in scale
                     for finished in engine.score_stream(

@@ -23,6 +23,7 @@ SMALL = {  # each script with arguments that run its whole path in seconds; {out
     "drift_error.py": "--reps 1 --n 2 --resamples 20 --out {out}",
     "order_error.py": "--reps 1 --tasks 1 --out {out}",
     "jury_error.py": "--reps 2 --resamples 20 --tasks 2 --n 2 --out {out}",
+    "repeat_error.py": "--reps 2 --resamples 20 --ns 3 --repeats 2 --sds 1.0",
     "bench_stats.py": "--rows 2000 --bootstrap 10",
     "bench_store.py": "--probes 50 --repeats 1",
     "piece_occupancy.py": "--slots 8 --pieces 4,8",
@@ -33,7 +34,8 @@ SMALL = {  # each script with arguments that run its whole path in seconds; {out
     "config_walk.py": "--config {config} --top 3",
     "import_corpus.py": "",
     "paired_probes.py": "--config {config} --out {out}/paired",
-    "power_levers.py": "--reps 2 --resamples 20 --tasks 2 --ks 3 --ns 3 --modes integer --truths null edge many0.7 --workers 1",
+    "power_levers.py": "--reps 2 --resamples 20 --tasks 2 --ks 3 --ns 3 --modes integer --truths null edge many0.7 "
+    "--workers 1",
 }
 MORE = [  # a second path through a script: `make test` runs it
     pytest.param(

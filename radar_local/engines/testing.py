@@ -30,6 +30,7 @@ import os
 import random
 import re
 import time
+from collections import Counter
 from collections.abc import Iterator
 from typing import ClassVar, Literal
 
@@ -88,6 +89,11 @@ class PlantedEngine(BatchStream):
         draw: int = Field(
             0, ge=0, description="The judge's own random draws: another value is an independent judge of equal beliefs"
         )
+        fresh_draws: bool = Field(
+            False,
+            description="Each asking of a prompt draws its verdict afresh from the belief (a judge whose verdicts "
+            "vary between calls, by sampling or batch variance); off: the same prompt, the same verdict",
+        )
         wording: bool = Field(False, description="Couple criteria through the words their descriptions share")
         edits: list[dict] = Field(default_factory=list, description="The scripted editor's answers, one per candidate")
         steers: list[str] = Field(
@@ -129,6 +135,7 @@ class PlantedEngine(BatchStream):
         self.model = model
         self.options = options or self.Options()
         self._scored = 0  # score calls answered (fail_after)
+        self._asked: Counter[bytes] = Counter()  # askings of each verdict so far (fresh_draws)
         if self.options.fail_start:
             # what vLLM's LLM() raises when its engine core fails to start (vllm/v1/engine/utils.py)
             raise RuntimeError("Engine core initialization failed. See root cause above. Failed core proc(s): {}")
@@ -249,12 +256,13 @@ class PlantedEngine(BatchStream):
                 continue
             levels = {}
             for cid, belief in beliefs.items():
-                # the same prompt, the same verdict; a joint call's criteria draw apart
-                rng = random.Random(
-                    hashlib.sha256(
-                        self._salt + b"draw" + text.encode() + (cid.encode() if answer.joint else b"")
-                    ).digest()
-                )
+                # the same prompt, the same verdict (or, with fresh_draws, a new draw each asking); a joint
+                # call's criteria draw apart
+                seed = self._salt + b"draw" + text.encode() + (cid.encode() if answer.joint else b"")
+                if self.options.fresh_draws:
+                    self._asked[seed] += 1
+                    seed += b"#%d" % self._asked[seed]
+                rng = random.Random(hashlib.sha256(seed).digest())
                 levels[cid] = rng.choices(scales[cid].tokens, weights=belief)[0]
             reply = written(answer, levels)
             out.append(Completion(reply, size, len(reply.split()), "stop"))

@@ -28,6 +28,7 @@ from radar_local.report.text import (
     HALO_HEAD,
     NUISANCE_HEAD,
     PAIR_HEAD,
+    REPEATS_HEAD,
     SELF_EFFECT_HEAD,
     adaptive_line,
     adaptive_rows,
@@ -44,6 +45,8 @@ from radar_local.report.text import (
     nuisance_rows,
     num,
     pair_rows,
+    repeats_line,
+    repeats_rows,
     scores_line,
     self_effect_rows,
     verdict,
@@ -151,6 +154,8 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
     ]
     if (line := halo_line(r)) is not None:
         sections.append(Section("Halo of joint calls", [(line,), Table(HALO_HEAD, halo_rows(r))]))
+    if (line := repeats_line(r)) is not None:
+        sections.append(Section("Consistency: repeat agreement", [(line,), Table(REPEATS_HEAD, repeats_rows(r))]))
     if (line := jury_line(r)) is not None:
         sections.append(Section("Jury", [(line,), Table(JURY_HEAD, jury_rows(r))]))
         sections.append(Section("The jury and its jurors", [Table(head, rows) for head, rows in side_by_side_rows(r)]))

@@ -265,6 +265,47 @@ def halo_line(result: AuditResult) -> str | None:
     )
 
 
+REPEATS_HEAD = ["criterion", "probes", "changed", CI, "alpha", CI, "noise sd", CI, "noise share", CI, "unscored"]
+
+
+def repeats_rows(result: AuditResult) -> list[list[str]]:
+    return [
+        [
+            c.criterion,
+            str(c.probes),
+            num(c.changed, signed=False),
+            interval(c.changed_ci),
+            num(c.alpha),
+            interval(c.alpha_ci),
+            num(c.noise_sd, signed=False),
+            interval(c.noise_sd_ci),
+            num(c.noise_share, signed=False),
+            interval(c.noise_share_ci),
+            str(c.unscored),
+        ]
+        for c in (result.repeats.criteria if result.repeats else [])
+    ]
+
+
+def repeats_line(result: AuditResult) -> str | None:
+    """How far the judge agrees with itself when each verdict is asked again, and what its noise costs."""
+    r = result.repeats
+    if not r:
+        return None
+    noisy = [c for c in r.criteria if c.changed_ci is not None and c.changed_ci[0] > 0]
+    found = (
+        f"the verdicts change between askings on {', '.join(c.criterion for c in noisy)} (interval above 0): the "
+        "judge's own noise is the 'noise share' of those criteria's verdict variance, which every self-effect and "
+        "leakage carries, and averaging the askings would divide it by their number"
+        if noisy
+        else "no criterion's verdicts change between askings beyond chance: the judge agrees with itself"
+    )
+    return (
+        f"Each verdict of {r.probes} probes asked {len(r.labels)} times ({', '.join(r.labels)}), greedy, in another "
+        f"order and so in other batches; {found}."
+    )
+
+
 def double_count_line(result: AuditResult) -> str | None:
     """What share of the rubric's weighted aggregate counts one movement twice through coupling."""
     d = result.double_count

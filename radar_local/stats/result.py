@@ -19,6 +19,7 @@ from radar_local.stats.coupling import LeakageDefinition
 from radar_local.stats.halo import Halo
 from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.raters import LabelsBlock
+from radar_local.stats.repeats import Repeats
 from radar_local.stats.stored import (
     AdaptiveRecord,
     Baselines,
@@ -146,6 +147,7 @@ class StatsFile(Block):
     family: FamilyFile | None = None
     scales: Scales | None = None
     halo: Halo | None = None
+    repeats: Repeats | None = None
     jury: JuryBlock | None = None
     labels: LabelsBlock | None = None
 
@@ -204,6 +206,8 @@ class AuditResult:
     scales: Scales | None = None
     # joint calls' added coupling over per-criterion calls on the same probes (stats/halo.py)
     halo: Halo | None = None
+    # the same verdicts asked again: the judge's repeat agreement (stats/repeats.py)
+    repeats: Repeats | None = None
     # a jury against its jurors, and their agreement (stats/jurors.py); aggregate, min_jurors, failed jurors
     jury: JuryBlock | None = None
     # agreement with the team's human labels, per judge and criterion (stats/raters.against_humans)
