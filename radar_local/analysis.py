@@ -32,6 +32,7 @@ from radar_local.stats.repeats import repeats as repeat_agreement
 from radar_local.stats.result import AuditResult
 from radar_local.stats.settings import StatsSettings
 from radar_local.stats.stored import DoubleCount, Scales
+from radar_local.stats.wording import wording
 
 FOOTING = "each criterion's 0-1 range: a difference of mean scores over its scale's span (highest minus lowest level)"
 
@@ -73,13 +74,15 @@ def stats_for_table(
     scale: Scale = LIKERT,
     halo_against: str | None = None,
     repeats: Sequence[str] = (),
+    paraphrases: Sequence[str] = (),
     jurors: Sequence[str] = (),
     measurements: dict[str, Measurement] | None = None,
     juror_errors: dict[str, np.ndarray] | None = None,
 ) -> AuditResult:
     """`settings`: tau, resamples, seed, level, the flags' thresholds and the leakage's definition, one object
     (stats/settings.py). `halo_against`: the same judge's per-criterion verifier label, where this one is its joint
-    calls on the same probes (stats/halo.py). `repeats`: the labels of its verdicts asked again (stats/repeats.py).
+    calls on the same probes (stats/halo.py). `repeats`: the labels of its verdicts asked again (stats/repeats.py);
+    `paraphrases`: of its judge under each other wording of its template (stats/wording.py).
     `manipulation`: the nuisance attributes' manipulation check (radar_local.nuisance), where the rewrites' texts
     were at hand; an attribute it found not steered gets no flag. Each criterion is on the rubric's scale for it,
     or on `scale` without a rubric. `jurors`: where this verifier is a jury, its jurors' labels in the table: the
@@ -151,6 +154,15 @@ def stats_for_table(
     if repeats:
         blocks["repeats"] = repeat_agreement(
             [pm, *(probe_matrix(df, criteria, gen, label, spans) for label in repeats)],
+            measurements or {},
+            resamples=resamples,
+            seed=seed,
+            level=level,
+        )
+    if paraphrases:
+        blocks["wording"] = wording(
+            [pm, *(probe_matrix(df, criteria, gen, label, spans) for label in paraphrases)],
+            {c: [float(v) for v in scales[c].values] for c in criteria},
             measurements or {},
             resamples=resamples,
             seed=seed,

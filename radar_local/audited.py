@@ -19,11 +19,13 @@ import pandas as pd
 from radar_local.analysis import stats_for_table
 from radar_local.config import Jury, ModelSpec
 from radar_local.injection import answer_patterns, flagged_probes
+from radar_local.judge import polarity_warning
 from radar_local.jury import measurement, side_by_side
 from radar_local.labels import agreement as label_agreement
 from radar_local.labels import errors as label_errors
 from radar_local.nuisance import manipulation_check
 from radar_local.records import ProbeRecord, VerdictRecord
+from radar_local.rubric import Rubric
 from radar_local.rundir import RunDir
 from radar_local.score_table import COLUMNS, validate_scores
 from radar_local.stats.bootstrap import LEVEL
@@ -92,6 +94,7 @@ def assemble(
     level: float = LEVEL,
     interim: bool = False,
     repeats: Sequence[str] = (),
+    paraphrases: Sequence[str] = (),
 ) -> tuple[AuditResult, pd.DataFrame]:
     """The complete audit of the set's verdicts by `verifier`, and the validated score table it was computed
     from: the statistics; for a joint judge its halo against `halo_against`; for a jury its jurors but the
@@ -105,7 +108,7 @@ def assemble(
     labelled = None if labels is None or interim else run.verdicts(labels.probes())
     failed = failed or {}
     jurors = [j.label for j in verifier.jurors if j.label not in failed] if isinstance(verifier, Jury) else []
-    options: dict = {"measurements": measurements} if repeats else {}
+    options: dict = {"measurements": measurements} if repeats or paraphrases else {}
     if jurors:
         found = None if labels is None or labelled is None else label_errors(labels, labelled, jurors)
         options = {"jurors": jurors, "measurements": measurements, "juror_errors": found}
@@ -121,6 +124,7 @@ def assemble(
         manipulation=records.manipulation,
         halo_against=halo_against,
         repeats=repeats,
+        paraphrases=paraphrases,
         budget=not interim,
         **options,
     )
@@ -147,4 +151,21 @@ def assemble(
             seed=settings.seed,
             confidence=LEVEL,
         )
-    return replace(result, **extra), table
+    lint = [] if isinstance(verifier, Jury) else polarity_warnings(verifier, run.rubric)
+    return replace(result, warnings=[*result.warnings, *lint], **extra), table
+
+
+def polarity_warnings(verifier: ModelSpec, rubric: Rubric) -> list[str]:
+    """The judge's templates (its own and each paraphrase) that may read a rubric scale the other way."""
+    found = []
+    for spec in [verifier, *verifier.paraphrased()]:
+        template = spec.judge.template if spec.judge is not None else None
+        for scale in {s.name: s for s in rubric.scales.values()}.values():
+            if template is not None and (said := polarity_warning(template, scale)) is not None:
+                top = scale.tokens[scale.values.index(max(scale.values))]
+                found.append(
+                    f"the template of '{spec.label}' may read the scale the other way from the rubric: it says "
+                    f"'{said}', where the rubric's {scale.name} scale puts the best at {top} (a self-effect is the + "
+                    "probes' score minus the - probes'); check the template"
+                )
+    return found

@@ -110,9 +110,15 @@ def rescore(
             for twin in verifier.repeats(consistency.repeats):
                 stages[f"repeat {twin.repeat}"] = run.score(twin, pool, progress, probes=sample, stage="repeat")
                 repeats.append(twin.label)
+        paraphrases = []
+        for twin in verifier.paraphrased():  # the same probes under each other wording of the judge's template
+            stages[twin.label.removeprefix(f"{verifier.label}-")] = run.score(twin, pool, progress, stage="paraphrase")
+            paraphrases.append(twin.label)
         if (labelled := run.score_labels(verifier, pool, progress)) is not None:
             stages["labels"] = labelled
-    return conclude(run, verifier, stages, adaptive, halo_against=halo_against, repeats=repeats)
+    return conclude(
+        run, verifier, stages, adaptive, halo_against=halo_against, repeats=repeats, paraphrases=paraphrases
+    )
 
 
 def halo_sample(probes: list[ProbeRecord], share: float) -> list[ProbeRecord]:
@@ -132,21 +138,25 @@ def conclude(
     jurors: dict | None = None,
     juror_results: dict[str, AuditResult] | None = None,
     repeats: Sequence[str] = (),
+    paraphrases: Sequence[str] = (),
 ) -> AuditResult:
     """The audit of what `verifier` scored, assembled from the audited set and written (Run.finish).
     `judges`: the verifiers calibrated together (a grid's); default every verifier stored in the run.
     `halo_against`: the per-criterion verifier this joint one is compared with (stats/halo.py). `jurors`: a
     jury's engines and failed jurors (audit_jury); `juror_results`: its jurors' audits, shown beside the jury's.
-    `repeats`: the labels of its verdicts asked again (stats/repeats.py)."""
+    `repeats`: the labels of its verdicts asked again (stats/repeats.py); `paraphrases`: of its judge under each
+    other wording of its template (stats/wording.py)."""
     run.store.require_writer()
     probes = run.probes()
-    records = audited_set(run, probes, None if judges is None else {*judges, verifier.label, *repeats})
+    asked = {verifier.label, *repeats, *paraphrases}
+    records = audited_set(run, probes, None if judges is None else {*judges, *asked})
     result, table = assemble(
         run,
         verifier,
         records,
         halo_against=halo_against,
         repeats=repeats,
+        paraphrases=paraphrases,
         failed=(jurors or {}).get("failed"),
         juror_results=juror_results,
         adaptive=adaptive,

@@ -99,11 +99,30 @@ class ModelSpec(Strict):
             "options": output_options(self.engine, self.options),
         }
         if self.judge is not None:  # what it is asked and how it answers change its verdicts
-            # the halo check adds verdicts of another label; the joint ones stay what they are
-            identity["judge"] = self.judge.model_dump(mode="json", exclude={"template_file", "halo_check"})
+            # (a halo check or a paraphrase adds verdicts of another label; this one's stay what they are)
+            identity["judge"] = self.judge.model_dump(
+                mode="json", exclude={"template_file", "halo_check", "paraphrases"}
+            )
         if self.repeat > 1:  # the same requests asked again: their own keys, or the store answers the first asking
             identity["repeat"] = self.repeat
         return identity
+
+    def paraphrased(self) -> list[ModelSpec]:
+        """The judge under each of its paraphrases (`judge: {paraphrases: [...]}`), labelled '<label>-paraphrase-k'
+        (k from 2: the judge's own template is the first wording)."""
+        if self.judge is None or not self.judge.paraphrases:
+            return []
+        return [
+            self.model_copy(
+                update={
+                    "judge": self.judge.model_copy(
+                        update={"template": text, "template_file": None, "paraphrases": None}
+                    ),
+                    "name": f"{self.label}-paraphrase-{k}",
+                }
+            )
+            for k, text in enumerate(self.judge.paraphrases, 2)
+        ]
 
     def repeats(self, count: int) -> list[ModelSpec]:
         """The repeats of this verifier's verdicts (`consistency: {repeats: count}`): askings 2 .. count, each
@@ -116,7 +135,7 @@ class ModelSpec(Strict):
         mine, theirs = self.judge, other.judge or Judge()
         if mine is None or mine.calls != "joint" or theirs.calls != "per-criterion" or not self.same_engine(other):
             return False
-        skip = {"calls", "order", "halo_check"}
+        skip = {"calls", "order", "halo_check", "paraphrases"}
         return mine.model_dump(exclude=skip) == theirs.model_dump(exclude=skip)
 
     def halo_check(self) -> tuple[ModelSpec, float] | None:
@@ -202,6 +221,9 @@ class Jury(Strict):
         both = next((j.label for j in self.jurors if j.judge is not None and isinstance(j.judge.calls, list)), None)
         if both is not None:
             raise ValueError(f"juror '{both}' names two call modes; a juror calls one way (per-criterion or joint)")
+        reworded = next((j.label for j in self.jurors if j.paraphrased()), None)
+        if reworded is not None:
+            raise ValueError(f"juror '{reworded}' has paraphrases; audit that judge alone to measure its wording")
         checked = next((j.label for j in self.jurors if j.halo_check() is not None), None)
         if checked is not None:
             raise ValueError(f"juror '{checked}' has a halo_check; audit that judge alone to check its halo")
@@ -448,6 +470,11 @@ class GridConfig(AuditSettings):
         if self.adaptive is not None:  # its waves follow one judge's intervals; a grid scores with several
             raise ValueError(
                 "adaptive audits run per (generator, verifier) cell: use `radar audit` on each cell's config"
+            )
+        reworded = next((v.label for v in self.verifiers if v.paraphrased()), None)
+        if reworded is not None:  # a grid compares judges: each wording is one
+            raise ValueError(
+                f"verifier '{reworded}' has paraphrases; in a grid, list each wording as a verifier of its own"
             )
         checked = next((v.label for v in self.verifiers if v.halo_check() is not None), None)
         if checked is not None:  # a grid measures a halo on every probe: the same judge listed twice

@@ -12,6 +12,7 @@ value, anchor) and `describe`. Without a template, radar's own prompts run (prom
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from jinja2 import TemplateError, TemplateSyntaxError, meta
@@ -55,6 +56,14 @@ class Judge(Frozen):
         "ceil(share x N)), and report the halo joint calls add on them before their verdicts are trusted",
     )
 
+    paraphrases: list[str] | None = Field(
+        None,
+        min_length=1,
+        description="Other wordings of the template (Jinja2 texts of the user message): each scores the same probes "
+        "as its own verifier '<label>-paraphrase-k', and the audit reports how far the verdicts and leakages move "
+        "with the wording (stats/wording.py)",
+    )
+
     @model_validator(mode="before")
     @classmethod
     def _scales_are_the_rubrics(cls, data: object) -> object:
@@ -76,6 +85,10 @@ class Judge(Frozen):
         if self.order == "balanced" and self.calls == "per-criterion":
             raise ValueError("order: balanced orders the criteria of a joint call; this judge makes per-criterion "
                              "calls (add calls: joint)")  # fmt: skip
+        if self.paraphrases is not None and self.template is None and self.template_file is None:
+            raise ValueError("paraphrases reword a template: give the judge its own 'template' first")
+        if self.paraphrases is not None and any(not p.strip() for p in self.paraphrases):
+            raise ValueError("a paraphrase is empty; write the prompt the judge is given")
         if self.halo_check is not None and self.calls != "joint":
             raise ValueError(
                 "halo_check goes with calls: joint (calls: [per-criterion, joint] already scores every probe both ways)"
@@ -118,6 +131,29 @@ def template_problem(judge: Judge) -> str | None:
         return (
             "the template never shows the criterion ({{ criterion }} or {{ criteria }}): every verdict would be alike"
         )
+    return None
+
+
+GOOD = re.compile(r"\b(?:excellent|best|perfect|outstanding|exceptional|ideal|great|flawless)\b", re.I)
+BAD = re.compile(r"\b(?:poor|worst|bad|terrible|awful|unacceptable|fails?|failing|useless|wrong)\b", re.I)
+INVERTED = re.compile(
+    r"\b(?:lower|lowest|smaller)\b[^.\n]{0,40}?\b(?:better|best)\b|\b(?:higher|highest|larger)\b[^.\n]{0,40}?\b(?:worse|worst)\b",
+    re.I,
+)
+
+
+def polarity_warning(text: str, scale: Scale) -> str | None:
+    """Where a template reads the scale the other way from the rubric (radar's scales put the best at the top:
+    a self-effect is the + probes' score minus the - probes'): what it says, quoted; else None. A lint: it reads
+    "lower is better" and a bottom level named good or a top level named bad ("1 = excellent", "5: poor")."""
+    if (found := INVERTED.search(text)) is not None:
+        return found.group(0)
+    top, bottom = (scale.tokens[scale.values.index(v)] for v in (max(scale.values), min(scale.values)))
+    for token, wrong, right in ((top, BAD, GOOD), (bottom, GOOD, BAD)):
+        claim = rf"(?<![\w.]){re.escape(token)}(?![\w.])\s*(?:=|:|-(?!\s*\d)|means|is)\s*([^\n.;,]{{0,40}})"
+        for said in re.finditer(claim, text):
+            if wrong.search(said.group(1)) and not right.search(said.group(1)):
+                return said.group(0).strip()
     return None
 
 

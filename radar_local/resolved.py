@@ -113,6 +113,30 @@ def judge_conflict(config: AuditSettings, spec: ModelSpec, rubric: Rubric, tasks
             render(judge, task, "A response.", shown if mode == "joint" else shown[:1])
     except InputError as exc:
         return where + str(exc).removeprefix("judge template: ")
+    return paraphrase_problem(config, spec, rubric, tasks)
+
+
+def paraphrase_problem(config: AuditSettings, spec: ModelSpec, rubric: Rubric, tasks: Sequence[Task]) -> str | None:
+    """Why a paraphrase of `spec`'s template cannot stand beside it, in one line: one of its own template problems,
+    or it renders as the template (or an earlier paraphrase) does, which would measure nothing."""
+    shown = [(c, rubric.scale_of(c.id)) for c in rubric.criteria]
+    seen: dict[str, str] = {}
+    for k, twin in enumerate([spec, *spec.paraphrased()], 1):
+        name = "the template" if k == 1 else f"paraphrase {k - 1}"
+        if k > 1 and (problem := judge_conflict(config, twin, rubric, tasks)) is not None:
+            return f"verifier '{spec.label}' judge, {name}: {problem.split(': ', 1)[1]}"
+        assert twin.judge is not None
+        rendered = [
+            str(render(twin.judge, task, "A response.", shown if mode == "joint" else shown[:1]))
+            for mode, task in itertools.product(twin.judge.modes, tasks[:1])
+        ]
+        key = "\n".join(rendered) if tasks else (twin.judge.template or "")
+        if key in seen:
+            return (
+                f"verifier '{spec.label}' judge: {name} renders as {seen[key]} does; a paraphrase must word the "
+                "prompt otherwise"
+            )
+        seen[key] = name
     return None
 
 

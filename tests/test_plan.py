@@ -18,9 +18,10 @@ def test_plan_counts_every_juror_and_call_mode(tmp_path):
     both = {**spec, "judge": {"template": "{{ response }} {{ criteria }}", "calls": ["per-criterion", "joint"]}}
     checked = {**spec, "judge": {"template": "{{ response }} {{ criteria }}", "calls": "joint", "halo_check": 0.3}}
     lines = {}
-    for name, verifier in (("one", spec), ("jury", jury), ("both", both), ("checked", checked)):
+    for name, verifier in (("one", spec), ("jury", jury), ("both", both), ("checked", checked), ("repeated", spec)):
         config = tmp_path / f"{name}.yaml"
-        config.write_text(yaml.safe_dump(planted_config(verifier=verifier, n=3)))
+        extra = {"consistency": {"repeats": 3, "share": 0.3}} if name == "repeated" else {}
+        config.write_text(yaml.safe_dump(planted_config(verifier=verifier, n=3, **extra)))
         res = invoke("audit", config, "--plan")
         assert res.exit_code == 0, res.output
         lines[name] = next(line for line in res.output.splitlines() if line.startswith("Plan:"))
@@ -30,6 +31,9 @@ def test_plan_counts_every_juror_and_call_mode(tmp_path):
     assert f"{probes * 5 * 2} verdicts in {probes * 5 + probes} calls (2 scoring passes" in lines["both"]
     sampled = probes // 3  # ceil(0.3 x 3) = 1 probe of each stratum of 3
     assert f"{probes * 5 + sampled * 5} verdicts in {probes + sampled * 5} calls (2 scoring passes" in lines["checked"]
+    # two repeats of the first ceil(0.3 x 3) = 1 probe of each stratum, per criterion
+    repeated = probes * 5 + 2 * sampled * 5
+    assert f"{repeated} verdicts in {repeated} calls (3 scoring passes" in lines["repeated"]
 
 
 def test_plan_reads_spreads_on_the_rubrics_own_scale(tmp_path):

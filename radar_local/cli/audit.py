@@ -89,6 +89,8 @@ def audit(
 def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: Path | None) -> list[str]:
     """The power of the config's design (stats/power.py), from its rubric and tasks, and from the spreads and
     self-effects its run directory observed where it holds an audit (a pilot); the options override them."""
+    from dataclasses import replace
+
     from radar_local.config import load_config
     from radar_local.resolved import resolve
     from radar_local.stats.bootstrap import LEVEL
@@ -148,6 +150,8 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
     passes = [  # every juror and call mode, and a joint judge's halo check
         ScoringPass(joint=spec.judge is not None and spec.judge.joint) for spec in config.verifiers
     ] + [ScoringPass(share=check[1]) for spec in config.verifiers if (check := spec.halo_check()) is not None]
+    if (consistency := config.consistency) is not None:  # the first verifier's verdicts asked again
+        passes += [replace(passes[0], share=consistency.share)] * (consistency.repeats - 1)
     lines = plan_lines(
         k,
         len(tasks),

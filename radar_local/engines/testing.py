@@ -95,6 +95,11 @@ class PlantedEngine(BatchStream):
             "vary between calls, by sampling or batch variance); off: the same prompt, the same verdict",
         )
         wording: bool = Field(False, description="Couple criteria through the words their descriptions share")
+        phrases: dict[str, float] = Field(
+            default_factory=dict,
+            description="Points added to every verdict whose prompt holds the phrase (a judge swayed by its "
+            "template's wording)",
+        )
         edits: list[dict] = Field(default_factory=list, description="The scripted editor's answers, one per candidate")
         steers: list[str] = Field(
             default_factory=lambda: ["length"],
@@ -292,6 +297,8 @@ class PlantedEngine(BatchStream):
             value = 2 + 2 * sign * self.options.bias.get(rewritten.group(2), {}).get(rated, 0.0)
         if joint and shown_first and self.options.first:
             value = min(4.0, max(0.0, value + self.options.first))
+        if swayed := sum(points for phrase, points in self.options.phrases.items() if phrase in text):
+            value = min(4.0, max(0.0, value + swayed))
         at = [4 * float((v - scale.low) / scale.span) for v in scale.values]
         if self.options.noise == 0:
             nearest = min(range(len(at)), key=lambda i: (abs(at[i] - value), at[i] != round(value)))  # as round()

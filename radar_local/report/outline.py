@@ -30,6 +30,7 @@ from radar_local.report.text import (
     PAIR_HEAD,
     REPEATS_HEAD,
     SELF_EFFECT_HEAD,
+    WORDING_HEAD,
     adaptive_line,
     adaptive_rows,
     agreement_line,
@@ -50,6 +51,8 @@ from radar_local.report.text import (
     scores_line,
     self_effect_rows,
     verdict,
+    wording_line,
+    wording_rows,
 )
 from radar_local.stats.stored import Calibration
 
@@ -156,6 +159,8 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
         sections.append(Section("Halo of joint calls", [(line,), Table(HALO_HEAD, halo_rows(r))]))
     if (line := repeats_line(r)) is not None:
         sections.append(Section("Consistency: repeat agreement", [(line,), Table(REPEATS_HEAD, repeats_rows(r))]))
+    if (line := wording_line(r)) is not None:
+        sections.append(Section("Consistency: template wording", [(line,), Table(WORDING_HEAD, wording_rows(r))]))
     if (line := jury_line(r)) is not None:
         sections.append(Section("Jury", [(line,), Table(JURY_HEAD, jury_rows(r))]))
         sections.append(Section("The jury and its jurors", [Table(head, rows) for head, rows in side_by_side_rows(r)]))

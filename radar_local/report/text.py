@@ -292,7 +292,7 @@ def repeats_line(result: AuditResult) -> str | None:
     r = result.repeats
     if not r:
         return None
-    noisy = [c for c in r.criteria if c.changed_ci is not None and c.changed_ci[0] > 0]
+    noisy = [c for c in r.criteria if c.changed_ci is not None and (c.changed_ci[0] or 0) > 0]
     found = (
         f"the verdicts change between askings on {', '.join(c.criterion for c in noisy)} (interval above 0): the "
         "judge's own noise is the 'noise share' of those criteria's verdict variance, which every self-effect and "
@@ -303,6 +303,67 @@ def repeats_line(result: AuditResult) -> str | None:
     return (
         f"Each verdict of {r.probes} probes asked {len(r.labels)} times ({', '.join(r.labels)}), greedy, in another "
         f"order and so in other batches; {found}."
+    )
+
+
+WORDING_HEAD = ["criterion", "probes", "changed", CI, "alpha", CI, "sd across wordings", CI, "largest flip rate"]
+
+
+def wording_rows(result: AuditResult) -> list[list[str]]:
+    w = result.wording
+    if not w:
+        return []
+    flips = {
+        c.criterion: max(
+            (1 - r.exact for d in w.against for r in d.criteria if r.criterion == c.criterion and r.exact is not None),
+            default=None,
+        )
+        for c in w.agreement.criteria
+    }
+    return [
+        [
+            c.criterion,
+            str(c.probes),
+            num(c.changed, signed=False),
+            interval(c.changed_ci),
+            num(c.alpha),
+            interval(c.alpha_ci),
+            num(c.noise_sd, signed=False),
+            interval(c.noise_sd_ci),
+            num(flips[c.criterion], signed=False),
+        ]
+        for c in w.agreement.criteria
+    ]
+
+
+def wording_line(result: AuditResult) -> str | None:
+    """How far the verdicts and the leakages move when the judge's template is worded otherwise."""
+    w = result.wording
+    if not w:
+        return None
+    moved = [
+        f"{p.source} -> {p.target} {p.flag} by {num(p.change)} {interval(p.ci)} under '{d.after}'"
+        for d in w.against
+        for p in d.pairs
+        if p.flag
+    ]
+    shifted = [c.criterion for c in w.agreement.criteria if c.changed_ci is not None and (c.changed_ci[0] or 0) > 0]
+    return (
+        f"The same {w.agreement.probes} probes scored under {len(w.templates)} wordings of the judge's template "
+        f"({', '.join(w.templates)}): "
+        + (
+            f"the verdicts move with the wording on {', '.join(shifted)}"
+            if shifted
+            else "no criterion's verdicts move with the wording beyond chance"
+        )  # fmt: skip
+        + "; "
+        + (
+            f"leakages that move beyond their simultaneous band: {'; '.join(moved)}: a finding on them depends on "
+            "how the judge is asked"
+            if moved
+            else "no leakage moves beyond its simultaneous band under another wording"
+        )
+        + "."
     )
 
 

@@ -233,7 +233,7 @@ def plan_lines(
     lines = [
         f"Plan: {k} criteria x {tasks} tasks x 2 directions x N = {n} probes{' (max_n)' if adaptive else ''}: "
         f"{probes} directed probes, {verdicts} verdicts in {calls} calls"
-        f"{f' ({len(passes)} scoring passes: jurors, call modes, halo check)' if len(passes) > 1 else ''}. "
+        f"{f' ({len(passes)} scoring passes: jurors, call modes, halo check, repeats)' if len(passes) > 1 else ''}. "
         "No call is made.",
         (
             f"Expected wall time: about {_duration(pace.seconds(probes, calls))} ({probes} generations at "

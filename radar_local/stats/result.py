@@ -37,6 +37,7 @@ from radar_local.stats.stored import (
     Scales,
     Unscored,
 )
+from radar_local.stats.wording import Wording
 
 # 2: pair 'flags' is a list; gating causes; unscored counts and warnings. 3: judge bias is `bias` (was `nuisance`).
 SCHEMA_VERSION = 3
@@ -148,6 +149,7 @@ class StatsFile(Block):
     scales: Scales | None = None
     halo: Halo | None = None
     repeats: Repeats | None = None
+    wording: Wording | None = None
     jury: JuryBlock | None = None
     labels: LabelsBlock | None = None
 
@@ -208,6 +210,8 @@ class AuditResult:
     halo: Halo | None = None
     # the same verdicts asked again: the judge's repeat agreement (stats/repeats.py)
     repeats: Repeats | None = None
+    # the same probes under each paraphrase of the judge's template (stats/wording.py)
+    wording: Wording | None = None
     # a jury against its jurors, and their agreement (stats/jurors.py); aggregate, min_jurors, failed jurors
     jury: JuryBlock | None = None
     # agreement with the team's human labels, per judge and criterion (stats/raters.against_humans)
