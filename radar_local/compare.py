@@ -46,6 +46,8 @@ def compare(
     *,
     sym_confirmed: float | None = None,
     bias_confirmed: float | None = None,
+    fail_on_changed: float | None = None,
+    fail_on_wording: bool = False,
 ) -> dict:
     earlier = {frozenset((p["a"], p["b"])): p for p in before.pairs.to_dict("records")}
     rows = []
@@ -105,13 +107,17 @@ def compare(
             for r in measured
             if _off_zero(r.ci) and r.sensitivity is not None and abs(r.sensitivity) >= fail_on_bias
         ]
+    consistency = consistency_violations(after, fail_on_changed, fail_on_wording, after_path)
     evidence = {
         "sym": None if sym_confirmed is None else sym_evidence(after, sym_confirmed, after_path),
         "bias": None if bias_confirmed is None else bias_evidence(after, bias_confirmed, after_path),
     }
     return {
         "evidence": evidence,
-        "outcome": outcome([v for v in evidence.values() if v is not None], bool(violations or bias_violations)),
+        "outcome": outcome(
+            [v for v in evidence.values() if v is not None], bool(violations or bias_violations or consistency)
+        ),
+        "consistency_violations": consistency,
         "pairs": rows,
         "moved": [r for r in rows if r["moved"]],
         "bias": bias,
@@ -124,6 +130,34 @@ def compare(
         "only_before": sorted(set(before.criteria) - set(after.criteria)),
         "only_after": sorted(set(after.criteria) - set(before.criteria)),
     }
+
+
+def consistency_violations(after: AuditResult, changed: float | None, wording: bool, where: object) -> list[str]:
+    """The consistency policies on `after`, a line each that fails: a criterion whose verdicts changed between
+    askings on at least `changed` of the repeated probes (the point estimate: a count over probes, compared as
+    --fail-on-sym is), and, with `wording`, a leakage that moves beyond its simultaneous band under a paraphrase
+    of the judge's template (stats/drift.py's flag, one band per paraphrase)."""
+    out = []
+    if changed is not None:
+        if after.repeats is None:
+            raise InputError(where, "asked no verdict again, so --fail-on-changed cannot hold; audit with "
+                             "`consistency: {repeats: R}` in the config, or drop the option")  # fmt: skip
+        out += [
+            f"{c.criterion}: verdicts changed between askings on {c.changed:.0%} of {c.probes} probes (>= {changed})"
+            for c in after.repeats.criteria
+            if c.changed is not None and c.changed >= changed
+        ]
+    if wording:
+        if after.wording is None:
+            raise InputError(where, "reworded no template, so --fail-on-wording cannot hold; give the judge "
+                             "`paraphrases:` in the config, or drop the option")  # fmt: skip
+        out += [
+            f"{p.source} -> {p.target} {p.flag} by {p.change:+.2f} under '{d.after}' (beyond its simultaneous band)"
+            for d in after.wording.against
+            for p in d.pairs
+            if p.flag and p.change is not None
+        ]
+    return out
 
 
 PASS, FAIL, OPEN = "pass", "fail", "open"

@@ -128,3 +128,26 @@ def test_repeats_are_refused_where_they_mean_nothing(tmp_path):
     ):
         config.write_text(yaml.safe_dump(planted_config(**bad)))
         one_line_exit_2(invoke("audit", config, "--out", tmp_path / "run"), needle)
+
+
+def test_compare_fails_a_judge_whose_verdicts_change_between_askings(audits):
+    """`radar compare --fail-on-changed X`: exit 1 where a criterion's verdicts changed on at least X of the
+    repeated probes (compared at the boundary as written), 0 where none did; one line where nothing was repeated."""
+    from dataclasses import replace
+
+    from radar_local.compare import consistency_violations
+
+    steady, noisy = audits[False][1], audits[True][1]
+    res = invoke("compare", steady, noisy, "--fail-on-changed", "0.5")
+    assert res.exit_code == 1 and res.output.count("policy: ") == 5, res.output
+    assert invoke("compare", noisy, steady, "--fail-on-changed", "0.01").exit_code == 0
+    result = audits[True][0]
+    quarter = result.repeats.model_copy(
+        update={"criteria": [result.repeats.criteria[0].model_copy(update={"changed": 0.25})]}
+    )
+    at = replace(result, repeats=quarter)
+    assert len(consistency_violations(at, 0.25, False, "b")) == 1
+    assert consistency_violations(at, math.nextafter(0.25, 1), False, "b") == []
+    plain = audits[False][1].parent / "plain"
+    run_audit(planted_config(n=2), plain, progress=False)
+    one_line_exit_2(invoke("compare", steady, plain, "--fail-on-changed", "0.5"), "asked no verdict again")

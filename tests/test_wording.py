@@ -96,3 +96,32 @@ def test_an_audit_warns_of_a_paraphrase_that_inverts_the_scale(tmp_path):
     warned = [w for w in result.warnings if "may read the scale the other way" in w]
     assert len(warned) == 1 and "'planted-paraphrase-2'" in warned[0] and "'4 = poor'" in warned[0]
     assert "puts the best at 4" in warned[0] and f"Warning: {warned[0]}." in audit_markdown(result)
+
+
+def test_plan_counts_each_wording_as_a_scoring_pass(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(judged([CALM, STRICT])))
+    plan = invoke("audit", config, "--plan").output.splitlines()[0]
+    probes = 5 * 2 * 2 * 4  # helpsteer2's 5 criteria x 2 tasks x 2 directions x N = 4
+    assert f"{probes * 5 * 3} verdicts in {probes * 5 * 3} calls (3 scoring passes" in plan
+
+
+def test_compare_fails_a_judge_whose_leakages_move_with_its_wording(reworded, tmp_path):
+    """`radar compare --fail-on-wording`: the planted "Be strict" shifts every verdict by a point, which moves no
+    leakage beyond its band (a shift is no coupling): the policy passes; a leakage flagged as moving under a
+    paraphrase fails it, named. One line where no template was reworded."""
+    from dataclasses import replace
+
+    from radar_local.compare import consistency_violations
+
+    result, run = reworded
+    assert invoke("compare", run, run, "--fail-on-wording").exit_code == 0
+    strict = result.wording.against[1]
+    moved = strict.pairs[0].model_copy(update={"flag": "rises", "change": 0.3})
+    against = [result.wording.against[0], strict.model_copy(update={"pairs": [moved, *strict.pairs[1:]]})]
+    flagged = replace(result, wording=result.wording.model_copy(update={"against": against}))
+    assert consistency_violations(flagged, None, True, "b") == [
+        f"{moved.source} -> {moved.target} rises by +0.30 under 'planted-paraphrase-3' (beyond its simultaneous band)"
+    ]
+    run_audit(planted_config(n=2), tmp_path / "plain", progress=False)
+    one_line_exit_2(invoke("compare", run, tmp_path / "plain", "--fail-on-wording"), "reworded no template")

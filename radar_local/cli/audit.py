@@ -150,6 +150,11 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
     passes = [  # every juror and call mode, and a joint judge's halo check
         ScoringPass(joint=spec.judge is not None and spec.judge.joint) for spec in config.verifiers
     ] + [ScoringPass(share=check[1]) for spec in config.verifiers if (check := spec.halo_check()) is not None]
+    passes += [  # each other wording of a judge's template scores every probe
+        ScoringPass(joint=twin.judge is not None and twin.judge.joint)
+        for spec in config.verifiers
+        for twin in spec.paraphrased()
+    ]
     if (consistency := config.consistency) is not None:  # the first verifier's verdicts asked again
         passes += [replace(passes[0], share=consistency.share)] * (consistency.repeats - 1)
     lines = plan_lines(

@@ -44,6 +44,18 @@ def report(run_dir: Path, out: Path | None, verifier: str | None) -> None:
     help="Evidence policy: exit 1 when a cell's bias is confirmed at or beyond this (0-1 scale), 0 when every cell "
     "is confirmed within it, 3 when some cell is still open.",
 )
+@click.option(
+    "--fail-on-changed",
+    type=Unit(),
+    help="Exit 1 when a criterion's verdicts in RUN_B changed between askings (consistency: repeats) on at least "
+    "this share of the repeated probes.",
+)
+@click.option(
+    "--fail-on-wording",
+    is_flag=True,
+    help="Exit 1 when a leakage of RUN_B moves beyond its simultaneous band under a paraphrase of the judge's "
+    "template (judge: paraphrases).",
+)
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the diff as JSON.")
 def compare(
     run_a: Path,
@@ -52,6 +64,8 @@ def compare(
     fail_on_bias: float | None,
     sym_confirmed: float | None,
     bias_confirmed: float | None,
+    fail_on_changed: float | None,
+    fail_on_wording: bool,
     json_out: Path | None,
 ) -> None:
     """Diff two audits (before/after a rubric edit, or two judges). Exit 0: every policy passes; 1: one
@@ -71,6 +85,8 @@ def compare(
         run_b,
         sym_confirmed=sym_confirmed,
         bias_confirmed=bias_confirmed,
+        fail_on_changed=fail_on_changed,
+        fail_on_wording=fail_on_wording,
     )
     for r in result["moved"]:
         click.echo(
@@ -98,6 +114,8 @@ def compare(
             f"policy: {v['criterion']} moves {num(v['sensitivity'])} with {v['attribute']}, |bias| >= {fail_on_bias}",
             err=True,
         )
+    for line in result["consistency_violations"]:
+        click.echo(f"policy: {line}", err=True)
     for policy in result["evidence"].values():
         if policy is not None:
             for line in evidence_lines(policy):

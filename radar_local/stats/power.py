@@ -230,10 +230,11 @@ def plan_lines(
     targeted = "" if sd_target in (None, sd) else f" ({sd_target:g} on the criterion it targets)"
     verdicts = sum(p.probes(probes, n) * k for p in passes)
     calls = sum(p.probes(probes, n) * (1 if p.joint else k) for p in passes)
+    kinds = "jurors, call modes, halo check, repeats, paraphrases"
     lines = [
         f"Plan: {k} criteria x {tasks} tasks x 2 directions x N = {n} probes{' (max_n)' if adaptive else ''}: "
         f"{probes} directed probes, {verdicts} verdicts in {calls} calls"
-        f"{f' ({len(passes)} scoring passes: jurors, call modes, halo check, repeats)' if len(passes) > 1 else ''}. "
+        f"{f' ({len(passes)} scoring passes: {kinds})' if len(passes) > 1 else ''}. "
         "No call is made.",
         (
             f"Expected wall time: about {_duration(pace.seconds(probes, calls))} ({probes} generations at "
