@@ -14,6 +14,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
+import numpy as np
 import pandas as pd
 
 from radar_local.analysis import stats_for_table
@@ -30,6 +31,7 @@ from radar_local.rundir import RunDir
 from radar_local.score_table import COLUMNS, validate_scores
 from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.jurors import JuryBlock
+from radar_local.stats.order import OrderEffects, order_effects
 from radar_local.stats.result import AuditResult
 from radar_local.stats.stored import AdaptiveRecord
 
@@ -151,8 +153,36 @@ def assemble(
             seed=settings.seed,
             confidence=LEVEL,
         )
+    judge = None if isinstance(verifier, Jury) else verifier.judge
+    if judge is not None and judge.joint and judge.order != "rubric" and not interim:  # its order effects, measured
+        extra["order"] = order_of(run, verifier.label)
     lint = [] if isinstance(verifier, Jury) else polarity_warnings(verifier, run.rubric)
     return replace(result, warnings=[*result.warnings, *lint], **extra), table
+
+
+def order_of(run: RunDir, label: str) -> OrderEffects | None:
+    """The place effects of `label`'s joint calls on the run's probes (stats/order.py); None where none of its
+    verdicts records a position (it made no joint call)."""
+    probes = run.probes()
+    criteria = list(run.rubric.ids)
+    col = {c: k for k, c in enumerate(criteria)}
+    row = {p.key: i for i, p in enumerate(probes)}
+    position = np.full((len(probes), len(criteria)), -1)
+    scores = np.full((len(probes), len(criteria)), np.nan)
+    for _, v in run.verdicts(probes, {label}):
+        if v.position is None:
+            continue
+        scale = run.rubric.scale_of(v.criterion)
+        i, k = row[v.probe_key], col[v.criterion]
+        position[i, k] = v.position
+        if v.score is not None:
+            scores[i, k] = float((v.score - scale.low) / scale.span)
+    used = (position >= 0).any(axis=1)
+    if not used.any():
+        return None
+    strata: dict[tuple[str, str | None, str], int] = {}
+    stratum = np.array([strata.setdefault((p.task_id, p.target, p.direction), len(strata)) for p in probes])
+    return order_effects(label, criteria, stratum[used], position[used], scores[used])
 
 
 def polarity_warnings(verifier: ModelSpec, rubric: Rubric) -> list[str]:

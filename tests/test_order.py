@@ -47,7 +47,7 @@ def test_radar_order_finds_a_planted_first_place_bonus_and_nothing_without_one(r
         assert all(0.1 < e["effect"] < 0.3 for e in effects), effects
         assert "one call is not order-safe" in result.output
     else:
-        assert "No criterion's score moves with its place" in result.output
+        assert "no criterion's score moves with its place" in result.output
 
 
 def test_order_refusals_are_one_line(runs, tmp_path):
@@ -58,3 +58,16 @@ def test_order_refusals_are_one_line(runs, tmp_path):
     one_line_exit_2(
         invoke("audit", per, "--out", tmp_path / "r"), "order: balanced orders the criteria of a joint call"
     )
+
+
+def test_a_joint_audit_in_a_varied_order_carries_its_order_effects(runs, tmp_path):
+    """The audit of a joint judge whose order varies holds the same effects `radar order` reads (stats.json's
+    `order` block) and says them in its report's consistency section."""
+    from radar_local.report.markdown import audit_markdown
+
+    result = load_run(runs[1.0]).result()
+    out = tmp_path / "order.json"
+    assert invoke("order", runs[1.0], "--verifier", "planted", "--json", out).exit_code == 0
+    assert result.order is not None and result.order.model_dump(mode="json") == json.loads(out.read_text())
+    report = audit_markdown(result)
+    assert "Consistency: criterion order" in report and "one call is not order-safe" in report

@@ -33,34 +33,16 @@ def order(run_dir: Path, label: str, json_out: Path | None) -> None:
 
 def effects_of(run_dir: Path, label: str) -> OrderEffects:
     """The run's stored joint verdicts of `label` as stats/order.order_effects reads them."""
-    import numpy as np
-
+    from radar_local.audited import order_of
     from radar_local.errors import InputError
     from radar_local.rundir import load_run
-    from radar_local.stats.order import order_effects
 
     run = load_run(run_dir)
     if label not in run.verifiers():
         raise InputError(run_dir, f"no verifier '{label}' scored this run (it holds {', '.join(run.verifiers())})")
-    probes = run.probes()
-    criteria = list(run.rubric.ids)
-    col = {c: k for k, c in enumerate(criteria)}
-    row = {p.key: i for i, p in enumerate(probes)}
-    position = np.full((len(probes), len(criteria)), -1)
-    scores = np.full((len(probes), len(criteria)), np.nan)
-    for _, v in run.verdicts(probes, {label}):
-        if v.position is None:
-            continue
-        scale = run.rubric.scale_of(v.criterion)
-        i, k = row[v.probe_key], col[v.criterion]
-        position[i, k] = v.position
-        if v.score is not None:
-            scores[i, k] = float((v.score - scale.low) / scale.span)
-    used = (position >= 0).any(axis=1)
-    if not used.any():
+    found = order_of(run, label)
+    if found is None:
         raise InputError(
             run_dir, f"'{label}' made no joint call here (no verdict records a position): nothing to order"
         )
-    strata: dict[tuple[str, str | None, str], int] = {}
-    stratum = np.array([strata.setdefault((p.task_id, p.target, p.direction), len(strata)) for p in probes])
-    return order_effects(label, criteria, stratum[used], position[used], scores[used])
+    return found

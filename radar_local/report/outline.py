@@ -27,6 +27,7 @@ from radar_local.report.text import (
     ADAPTIVE_HEAD,
     HALO_HEAD,
     NUISANCE_HEAD,
+    ORDER_HEAD,
     PAIR_HEAD,
     REPEATS_HEAD,
     SELF_EFFECT_HEAD,
@@ -45,6 +46,8 @@ from radar_local.report.text import (
     nuisance_line,
     nuisance_rows,
     num,
+    order_line,
+    order_rows,
     pair_rows,
     repeats_line,
     repeats_rows,
@@ -161,6 +164,8 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
         sections.append(Section("Consistency: repeat agreement", [(line,), Table(REPEATS_HEAD, repeats_rows(r))]))
     if (line := wording_line(r)) is not None:
         sections.append(Section("Consistency: template wording", [(line,), Table(WORDING_HEAD, wording_rows(r))]))
+    if (line := order_line(r.order)) is not None:
+        sections.append(Section("Consistency: criterion order", [(line,), Table(ORDER_HEAD, order_rows(r.order))]))
     if (line := jury_line(r)) is not None:
         sections.append(Section("Jury", [(line,), Table(JURY_HEAD, jury_rows(r))]))
         sections.append(Section("The jury and its jurors", [Table(head, rows) for head, rows in side_by_side_rows(r)]))

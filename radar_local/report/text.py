@@ -8,6 +8,7 @@ from radar_local.stats.bootstrap import LEVEL
 
 if TYPE_CHECKING:
     from radar_local.records import RunInfo
+    from radar_local.stats.order import OrderEffects
     from radar_local.stats.result import AuditResult
 
 
@@ -364,6 +365,33 @@ def wording_line(result: AuditResult) -> str | None:
             else "no leakage moves beyond its simultaneous band under another wording"
         )
         + "."
+    )
+
+
+ORDER_HEAD = ["criterion", "verdicts", "strata", "first minus later", CI, "flag"]
+
+
+def order_rows(o: OrderEffects | None) -> list[list[str]]:
+    return [
+        [e.criterion, str(e.verdicts), str(e.strata), num(e.effect), interval(e.ci), "order" if e.flag else ""]
+        for e in (o.effects if o else [])
+    ]
+
+
+def order_line(o: OrderEffects | None) -> str | None:
+    """Whether a joint judge scores a criterion otherwise by the place it shows it at."""
+    if o is None:
+        return None
+    moved = [e.criterion for e in o.effects if e.flag]
+    found = (
+        f"shown first, {', '.join(moved)} score otherwise beyond the {o.level:.0%} band over the criteria: one call "
+        "is not order-safe for this judge and rubric"
+        if moved
+        else f"no criterion's score moves with its place beyond the {o.level:.0%} band over the criteria"
+    )
+    return (
+        f"Criterion order in '{o.verifier}''s joint calls, {o.probes} probes ({o.level:.0%} intervals over the "
+        f"strata's contrasts; scores on the 0-1 footing): {found}."
     )
 
 

@@ -18,6 +18,7 @@ from radar_local.stats.bias import Bias, BiasRow
 from radar_local.stats.coupling import LeakageDefinition
 from radar_local.stats.halo import Halo
 from radar_local.stats.jurors import JuryBlock
+from radar_local.stats.order import OrderEffects
 from radar_local.stats.raters import LabelsBlock
 from radar_local.stats.repeats import Repeats
 from radar_local.stats.stored import (
@@ -150,6 +151,7 @@ class StatsFile(Block):
     halo: Halo | None = None
     repeats: Repeats | None = None
     wording: Wording | None = None
+    order: OrderEffects | None = None
     jury: JuryBlock | None = None
     labels: LabelsBlock | None = None
 
@@ -212,6 +214,8 @@ class AuditResult:
     repeats: Repeats | None = None
     # the same probes under each paraphrase of the judge's template (stats/wording.py)
     wording: Wording | None = None
+    # a joint judge's scores by the place it shows each criterion at (stats/order.py), where its order varies
+    order: OrderEffects | None = None
     # a jury against its jurors, and their agreement (stats/jurors.py); aggregate, min_jurors, failed jurors
     jury: JuryBlock | None = None
     # agreement with the team's human labels, per judge and criterion (stats/raters.against_humans)
