@@ -52,6 +52,7 @@ VALUES = {
         "coupling": {"Helpfulness / Understanding": {"Correctness / Completeness": 0.5}},
         "halo": 0.2,
         "first": 0.5,
+        "primed": {"Helpfulness / Understanding": {"Correctness / Completeness": 0.5}},
         "draw": 1,
         "fresh_draws": True,
         "phrases": {"Be strict": -1.0},

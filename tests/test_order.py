@@ -71,3 +71,26 @@ def test_a_joint_audit_in_a_varied_order_carries_its_order_effects(runs, tmp_pat
     assert result.order is not None and result.order.model_dump(mode="json") == json.loads(out.read_text())
     report = audit_markdown(result)
     assert "Consistency: criterion order" in report and "one call is not order-safe" in report
+
+
+def test_a_criterion_that_primes_another_shown_after_it_is_named(tmp_path):
+    """Order leakage: the planted judge adds a point to correctness whenever helpfulness is shown before it. A
+    shuffled order (a rotation of the rubric's order ties the pairs together: in it, whether helpfulness and
+    whether verbosity come before correctness move together)."""
+    from radar_local.audited import order_of
+
+    spec = {
+        "engine": "testing",
+        "model": "planted",
+        "options": {"noise": 1.0, "primed": {"Helpfulness / Understanding": {"Correctness / Completeness": 1.0}}},
+    }
+    verifier = {**spec, "judge": {"calls": "joint", "order": "shuffled"}}
+    run_audit(planted_config(verifier=verifier, tasks=TASKS, n=5, bootstrap=0), tmp_path / "run", base=REPO)
+    effects = order_of(load_run(tmp_path / "run"), "planted")
+    flagged = [(p.source, p.target) for p in effects.pairs if p.flag]
+    assert flagged == [("helpfulness", "correctness")], effects.pairs
+    primed = next(p for p in effects.pairs if p.flag)
+    assert 0.1 < primed.effect < 0.3  # a point of 0-4 on the 0-1 footing, less what rounding and clipping take
+    assert len(effects.pairs) == 5 * 4
+    # correctness shown first is never primed: the priming may show as its position effect, and as no other's
+    assert {e.criterion for e in effects.effects if e.flag} <= {"correctness"}

@@ -81,6 +81,10 @@ class PlantedEngine(BatchStream):
         )
         halo: float = Field(0.0, ge=-1, le=1, description="Joint calls: coupling added into every other criterion")
         first: float = Field(0.0, ge=-4, le=4, description="Joint calls: points added to the criterion shown first")
+        primed: dict[str, dict[str, float]] = Field(
+            default_factory=dict,
+            description="Joint calls: {C: {D: points}} added to D's verdict when C is shown before it (order leakage)",
+        )
         delay_s: float = Field(0.0, ge=0, le=60, description="Sleep per generate call, for interrupting a stage")
         inject: dict[str, str] = Field(
             default_factory=dict, description="Text appended to + probes of a criterion label"
@@ -249,8 +253,9 @@ class PlantedEngine(BatchStream):
                 out.append(Completion("", size, 0, "error"))
                 continue
             scales = dict(answer.scales)
+            shown = [first_line(c["label"]) for c in asked["criteria"]]  # a joint call's order
             beliefs = {
-                cid: self._belief(asked, c["label"], c["description"], text, scales[cid], answer.joint, k == 0)
+                cid: self._belief(asked, c["label"], c["description"], text, scales[cid], answer.joint, shown[:k])
                 for k, ((cid, _), c) in enumerate(zip(answer.scales, asked["criteria"]))
             }
             if answer.expected:
@@ -274,7 +279,7 @@ class PlantedEngine(BatchStream):
         return out
 
     def _belief(
-        self, asked: dict, rated: str, description: str, text: str, scale: Scale, joint: bool, shown_first: bool = False
+        self, asked: dict, rated: str, description: str, text: str, scale: Scale, joint: bool, before: list[str]
     ) -> list[float]:
         """P(level) for this criterion: all mass on the level nearest the planted value without noise. The
         value is on the 0-4 footing, each level at its share of the scale's span times 4."""
@@ -295,8 +300,10 @@ class PlantedEngine(BatchStream):
         elif (rewritten := REWRITTEN.search(response)) is not None:
             sign = 1 if rewritten.group(1) == "up" else -1
             value = 2 + 2 * sign * self.options.bias.get(rewritten.group(2), {}).get(rated, 0.0)
-        if joint and shown_first and self.options.first:
+        if joint and not before and self.options.first:
             value = min(4.0, max(0.0, value + self.options.first))
+        if joint and (primed := sum(self.options.primed.get(c, {}).get(rated, 0.0) for c in before)):
+            value = min(4.0, max(0.0, value + primed))
         if swayed := sum(points for phrase, points in self.options.phrases.items() if phrase in text):
             value = min(4.0, max(0.0, value + swayed))
         at = [4 * float((v - scale.low) / scale.span) for v in scale.values]

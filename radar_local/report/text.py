@@ -389,9 +389,17 @@ def order_line(o: OrderEffects | None) -> str | None:
         if moved
         else f"no criterion's score moves with its place beyond the {o.level:.0%} band over the criteria"
     )
+    primed = [f"{p.source} before {p.target} moves it by {num(p.effect)} {interval(p.ci)}" for p in o.pairs if p.flag]
+    leak = (
+        f"order leakage beyond the band over the {len(o.pairs)} ordered pairs: {'; '.join(primed)} (a position "
+        "effect shows here too: a criterion shown before another is never the other's first)"
+        if primed
+        else f"no criterion moves another's score by being shown before it, beyond the band over the {len(o.pairs)} "
+        "ordered pairs"
+    )
     return (
         f"Criterion order in '{o.verifier}''s joint calls, {o.probes} probes ({o.level:.0%} intervals over the "
-        f"strata's contrasts; scores on the 0-1 footing): {found}."
+        f"strata's contrasts; scores on the 0-1 footing): {found}; {leak}."
     )
 
 

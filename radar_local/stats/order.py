@@ -10,12 +10,20 @@ criterion is shown at every place equally often, so the contrast is not confound
 the flag `order` on the Bonferroni band over the K criteria (t at alpha / 2K), compared exactly. (A stratified
 bootstrap over probes was tried first: with one first-shown probe per stratum of five it flagged 13% of audits
 with no effect, against a nominal 5%: scripts/order_error.py.)
+
+The order leakage of C into D: D's score when C is shown before it minus when C is shown after it, one contrast
+per stratum that shows both, read the same way with the band over the K(K-1) ordered pairs. Read it from a
+shuffled order: a rotation of the rubric's order (balanced) ties the pairs together (whether C and whether E
+come before D move together), so one primed pair shows in others too; and a position effect shows here as well
+(a criterion shown before D is never D's first).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -36,11 +44,22 @@ class PositionEffect(Block):
     flag: bool  # the band excludes 0
 
 
+class OrderPair(Block):
+    source: str  # the criterion shown before or after
+    target: str  # the criterion whose score moves
+    strata: int
+    effect: Num  # the target's score with the source shown before it minus after it
+    ci: Interval | None
+    band: Interval | None
+    flag: bool  # the band over the K(K-1) ordered pairs excludes 0
+
+
 class OrderEffects(Block):
     verifier: str
     probes: int
     level: float
     effects: list[PositionEffect]
+    pairs: list[OrderPair] = []  # the order leakage: does the criterion shown before D move D's score?
 
 
 def order_effects(
@@ -71,26 +90,38 @@ def order_effects(
             for p in range(k):
                 at = here & (position[:, c] == p)
                 by_position[p] += list(scores[at, c] - centre)
-        d = np.asarray(contrasts)
-        effect = float(d.mean()) if len(d) else np.nan
-        ci = band = None
-        flag = False
-        if len(d) >= 2:
-            se = float(d.std(ddof=1)) / np.sqrt(len(d))
-            t, t_family = (float(special.stdtrit(len(d) - 1, 1 - a / 2)) for a in (alpha, alpha / k))
-            ci = [effect - t * se, effect + t * se]
-            band = [effect - t_family * se, effect + t_family * se]
-            flag = Fraction(band[0]) > 0 or Fraction(band[1]) < 0  # exact: the band's float ends against 0
         rows.append(
             PositionEffect(
                 criterion=name,
                 verdicts=int(ok.sum()),
-                strata=len(d),
                 by_position=[json_number(float(np.mean(v)) if v else np.nan) for v in by_position],
-                effect=json_number(effect),
-                ci=ci,
-                band=band,
-                flag=flag,
+                **_over_strata(contrasts, alpha, k),
             )
         )
-    return OrderEffects(verifier=verifier, probes=len(stratum), level=level, effects=rows)
+    pairs = []
+    for (c, source), (d, target) in itertools.permutations(enumerate(criteria), 2):
+        ok = ~np.isnan(scores[:, d]) & (position[:, c] >= 0) & (position[:, d] >= 0)
+        contrasts = []
+        for s in ids:
+            here = ok & (stratum == s)
+            before, after = here & (position[:, c] < position[:, d]), here & (position[:, c] > position[:, d])
+            if before.any() and after.any():
+                contrasts.append(float(scores[before, d].mean() - scores[after, d].mean()))
+        pairs.append(OrderPair(source=source, target=target, **_over_strata(contrasts, alpha, k * (k - 1))))
+    return OrderEffects(verifier=verifier, probes=len(stratum), level=level, effects=rows, pairs=pairs)
+
+
+def _over_strata(contrasts: list[float], alpha: float, family: int) -> dict[str, Any]:
+    """The mean of one contrast per stratum, Student's t interval over the strata, and its flag on the Bonferroni
+    band over `family` effects (compared exactly)."""
+    d = np.asarray(contrasts)
+    effect = float(d.mean()) if len(d) else np.nan
+    ci = band = None
+    flag = False
+    if len(d) >= 2:
+        se = float(d.std(ddof=1)) / np.sqrt(len(d))
+        t, t_family = (float(special.stdtrit(len(d) - 1, 1 - a / 2)) for a in (alpha, alpha / family))
+        ci = [effect - t * se, effect + t * se]
+        band = [effect - t_family * se, effect + t_family * se]
+        flag = Fraction(band[0]) > 0 or Fraction(band[1]) < 0  # exact: the band's float ends against 0
+    return {"strata": len(d), "effect": json_number(effect), "ci": ci, "band": band, "flag": flag}
