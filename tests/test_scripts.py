@@ -42,7 +42,8 @@ MORE = [  # a second path through a script: `make test` runs it
         "power_levers.py",
         "--reps 1 --resamples 20 --tasks 2 --ks 3 --ns 3 --plan-check --workers 1",
         marks=pytest.mark.thorough,
-    )
+    ),
+    pytest.param("order_error.py", "--reps 1 --tasks 1 --primed 0.5 --out {out}", id="order_error.py-primed"),
 ]
 ENGINE_BOUND = {  # a real engine's timings: arguments parsed and imports checked here
     "bench_engine.py",
