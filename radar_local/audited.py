@@ -32,6 +32,7 @@ from radar_local.score_table import COLUMNS, validate_scores
 from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.order import OrderEffects, order_effects
+from radar_local.stats.pairwise import TIE, A, B, PairVerdicts, Pairwise, pairwise
 from radar_local.stats.result import AuditResult
 from radar_local.stats.stored import AdaptiveRecord
 
@@ -156,6 +157,8 @@ def assemble(
     judge = None if isinstance(verifier, Jury) else verifier.judge
     if judge is not None and judge.joint and judge.order != "rubric" and not interim:  # its order effects, measured
         extra["order"] = order_of(run, verifier.label)
+    if config.pairwise is not None and not interim and not isinstance(verifier, Jury):
+        extra["pairwise"] = pairwise_of(run, verifier, settings.resamples, settings.seed, level)
     lint = [] if isinstance(verifier, Jury) else polarity_warnings(verifier, run.rubric)
     return replace(result, warnings=[*result.warnings, *lint], **extra), table
 
@@ -183,6 +186,31 @@ def order_of(run: RunDir, label: str) -> OrderEffects | None:
     strata: dict[tuple[str, str | None, str], int] = {}
     stratum = np.array([strata.setdefault((p.task_id, p.target, p.direction), len(strata)) for p in probes])
     return order_effects(label, criteria, stratum[used], position[used], scores[used])
+
+
+CHOICES = {1.0: A, 0.0: B, 0.5: TIE}  # a pairwise verdict's stored score (config.PairwiseJudge.choices)
+
+
+def pairwise_of(run: RunDir, verifier: ModelSpec, resamples: int, seed: int, level: float) -> Pairwise | None:
+    """The pairwise judge's verdicts on the run's pairs (Plan.pair_requests) as stats/pairwise.py reads them; None
+    where none is stored yet."""
+    requests = run.plan.pair_requests(run.probes(), verifier)
+    stored = [run.store.scores.get(r.key) for r in requests]
+    if not any(v is not None for v in stored):
+        return None
+    crit = list(run.rubric.ids)
+    col, tasks = {c: i for i, c in enumerate(crit)}, {t: i for i, t in enumerate(sorted({r.task_id for r in requests}))}
+    choice = [-1 if v is None or v.score is None else CHOICES.get(float(v.score), -1) for v in stored]
+    verdicts = PairVerdicts(
+        tuple(crit),
+        np.array([tasks[r.task_id] for r in requests]),
+        np.array([col[r.source] for r in requests]),
+        np.array([r.variant for r in requests]),
+        np.array([col[r.criterion] for r in requests]),
+        np.array([r.order for r in requests]),
+        np.array(choice),
+    )
+    return pairwise(verdicts, resamples=resamples, seed=seed, level=level)
 
 
 def polarity_warnings(verifier: ModelSpec, rubric: Rubric) -> list[str]:

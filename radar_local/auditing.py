@@ -114,6 +114,10 @@ def rescore(
         for twin in verifier.paraphrased():  # the same probes under each other wording of the judge's template
             stages[twin.label.removeprefix(f"{verifier.label}-")] = run.score(twin, pool, progress, stage="paraphrase")
             paraphrases.append(twin.label)
+        if run.config.pairwise is not None and verifier == run.config.verifiers[0]:  # the same judge, asked pairwise
+            twin = verifier.model_copy(update={"name": f"{verifier.label}-pairwise"})
+            requests = run.plan.pair_requests(run.probes(), verifier)
+            stages["pairwise"] = run.score(twin, pool, progress, stage="pairwise", requests=requests)
         if (labelled := run.score_labels(verifier, pool, progress)) is not None:
             stages["labels"] = labelled
     return conclude(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar, ov
 
 from pydantic import ConfigDict, Discriminator, Field, PrivateAttr, Tag, model_validator
 
+from radar_local.answer import GradeShape, Shape
 from radar_local.common import Strict, parse_model, slug
 from radar_local.engines.base import EngineOptions
 from radar_local.engines.registry import EngineName, engine_class, output_options, parse_options
@@ -16,6 +17,7 @@ from radar_local.nuisance import ATTRIBUTES, Measure, NuisanceSpec
 from radar_local.placement import ClusterSpec
 from radar_local.prompts import Layout
 from radar_local.rubric import BUNDLED, Task, unique_ids
+from radar_local.scale import Scale
 from radar_local.scoring import ScoreFormat
 from radar_local.stats.bias import BIAS
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES
@@ -281,6 +283,40 @@ class Consistency(Strict):
     )
 
 
+class PairwiseJudge(Strict):
+    """The verifier asked pairwise (issue 46): for each pair of a stratum's up- and down-steered responses, which
+    is better on a criterion, in both orders (stats/pairwise.py reads the verdicts)."""
+
+    template: str = Field(
+        min_length=1,
+        description="Jinja2 text of the user message: prompt, document, response_a, response_b and criterion (id, "
+        "label, description) of the criterion asked",
+    )
+    answer: Shape = Field(
+        default_factory=lambda: GradeShape(kind="grade", pattern=r"\[\[(A|B)\]\]"),
+        description="How the judge names its choice: a grade pattern whose group reads A and B (and tie, with "
+        "ties: true), or json/bare with the choice as the score",
+    )
+    ties: bool = Field(False, description="The judge may answer tie (counted as a tie, never as half a preference)")
+    pairs: int | None = Field(
+        None, ge=1, le=1000, description="Pairs asked per (task, criterion): the first variants (default: every one)"
+    )
+    asked: Literal["all", "diagonal"] = Field(
+        "all", description="Ask each pair about every criterion (the leakage), or only the one it was steered on"
+    )
+
+    @property
+    def choices(self) -> Scale:
+        """The choice as a scale of named levels: A (1) over B (0), and tie (1/2)."""
+        return Scale(levels={"A": 1.0, "B": 0.0, **({"tie": 0.5} if self.ties else {})})
+
+    @model_validator(mode="after")
+    def _answer_names_every_choice(self) -> PairwiseJudge:
+        if isinstance(self.answer, GradeShape) and (problem := self.answer.check(self.choices)) is not None:
+            raise ValueError(f"pairwise answer: {problem.replace('level', 'choice')}")
+        return self
+
+
 class AuditSettings(Strict):
     """Everything of an audit but its models; shared by one audit and a generator x verifier grid."""
 
@@ -410,6 +446,11 @@ class AuditConfig(AuditSettings):
         description="Ask the verifier's verdicts again, in another order and batch: its repeat agreement "
         "(docs/consistency.md)",
     )
+    pairwise: PairwiseJudge | None = Field(
+        None,
+        description="Also ask the verifier which of each stratum's up- and down-steered responses is better, in "
+        "both orders: a pairwise judge audited with the probes' own ground truth (docs/pairwise.md)",
+    )
 
     # What a run directory's probes answer. A config that differs here is another audit, refused in
     # that directory (its stats would replace the first audit's). Every other setting may change
@@ -441,6 +482,8 @@ class AuditConfig(AuditSettings):
             raise ValueError("adaptive waves follow one judge's intervals: audit a jury at a fixed n")
         if self.consistency is not None:
             raise ValueError("consistency repeats one judge's verdicts: audit a juror alone to measure its repeats")
+        if self.pairwise is not None:
+            raise ValueError("pairwise asks one judge the pairs: audit a juror alone as a pairwise judge")
         return self
 
     @property

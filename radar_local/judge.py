@@ -195,3 +195,43 @@ def render(judge: Judge, task: Task, response: str, criteria: list[tuple[Criteri
     except TemplateError as exc:
         raise InputError("judge template", f"does not render ({type(exc).__name__}: {exc}); fix the template") from None
     return messages
+
+
+PAIR_VARIABLES = ("prompt", "document", "response_a", "response_b", "format", "criterion")
+
+
+def pair_template_problem(template: str) -> str | None:
+    """What is wrong with a pairwise judge's template before anything renders, in one line; None where nothing is."""
+    try:
+        used = meta.find_undeclared_variables(environment().parse(template))
+    except TemplateSyntaxError as exc:
+        return f"the pairwise template does not parse (line {exc.lineno}: {exc.message})"
+    unknown = sorted(used - set(PAIR_VARIABLES))
+    if unknown:
+        return (
+            f"the pairwise template uses '{unknown[0]}', which radar does not define; it defines "
+            f"{', '.join(PAIR_VARIABLES)}"
+        )
+    missing = [v for v in ("response_a", "response_b", "criterion") if v not in used]
+    if missing:
+        return (
+            f"the pairwise template never shows {{{{ {missing[0]} }}}}: a pairwise judge compares response_a with "
+            "response_b on the criterion asked"
+        )
+    return None
+
+
+def render_pair(template: str, task: Task, first: str, second: str, criterion: Criterion) -> Messages:
+    """A pairwise judge's message: which of `first` (A) and `second` (B) is better on `criterion`."""
+    values = {
+        "prompt": task.prompt,
+        "document": task.prompt if task.format == "summary" else "",
+        "response_a": first,
+        "response_b": second,
+        "format": task.format,
+        "criterion": {"id": criterion.id, "label": criterion.label, "description": criterion.description},
+    }
+    try:
+        return [{"role": "user", "content": render_bounded(template, values)}]
+    except TemplateError as exc:
+        raise InputError("pairwise template", f"does not render ({type(exc).__name__}: {exc}); fix it") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -9,7 +10,7 @@ from dataclasses import dataclass, field
 from radar_local.answer import Answer
 from radar_local.common import digest
 from radar_local.config import AuditConfig, ModelSpec
-from radar_local.judge import render
+from radar_local.judge import render, render_pair
 from radar_local.nuisance import WAYS, NuisanceSpec
 from radar_local.prompts import (
     PROMPT_VERSION,
@@ -118,6 +119,20 @@ class ScoreRequest:
 
 
 @dataclass(frozen=True)
+class PairRequest(ScoreRequest):
+    """One pairwise call: a stratum's up- and down-steered responses of one variant, asked which is better on one
+    criterion, in one order (A is the up response in order 0, the down one in order 1)."""
+
+    task_id: str = ""
+    source: str = ""  # the criterion the pair was steered on
+    variant: int = 0
+    order: int = 0
+
+
+UP_FIRST, DOWN_FIRST = 0, 1
+
+
+@dataclass(frozen=True)
 class Plan:
     """What an audit asks of its models: the config, the rubric and the tasks, as keyed requests."""
 
@@ -220,6 +235,41 @@ class Plan:
                 cached = self._probe_requests(probe, by_id[probe.task_id], verifier, base)
                 self._score_cache[(scope, probe.key)] = cached
             out += cached
+        return out
+
+    def pair_requests(self, probes: list[ProbeRecord], verifier: ModelSpec) -> list[PairRequest]:
+        """The pairwise judge's calls (config.pairwise): per task, steered criterion and variant (the first
+        `pairs`), the up and down responses asked about each criterion (or the steered one) in both orders."""
+        spec = self.config.pairwise
+        assert spec is not None, "pair requests need `pairwise:` in the config"
+        by_id = {t.id: t for t in self.tasks}
+        up = {(p.task_id, p.target, p.variant): p for p in probes if p.direction == "+"}
+        down = {(p.task_id, p.target, p.variant): p for p in probes if p.direction == "-"}
+        base = {
+            "verifier": model_identity(verifier, self.weights, self.keys),
+            "pairwise": spec.model_dump(mode="json", exclude={"pairs", "asked"}),
+        }
+        out = []
+        for key, first in sorted(up.items()):
+            second = down.get(key)
+            task_id, source, variant = key
+            if second is None or (spec.pairs is not None and variant >= spec.pairs):
+                continue
+            asked = [c for c in self.rubric.criteria if spec.asked == "all" or c.id == source]
+            for crit, order in itertools.product(asked, (UP_FIRST, DOWN_FIRST)):
+                a, b = (first, second) if order == UP_FIRST else (second, first)
+                messages = render_pair(spec.template, by_id[task_id], a.text, b.text, crit)
+                prompt = Prompt(
+                    messages,
+                    kind="pair",
+                    response_a=a.text,
+                    response_b=b.text,
+                    criterion={"label": crit.label, "description": crit.description},
+                )
+                call = digest({**base, "pair": [a.key, b.key], "criterion": scored_text(crit, spec.choices)})
+                pair = f"{first.key}|{second.key}"
+                answer = Answer(spec.answer, ((crit.id, spec.choices),))  # the choice, as the criterion's verdict
+                out.append(PairRequest(call, pair, (crit.id,), prompt, answer, task_id, source or "", variant, order))
         return out
 
     def _probe_requests(self, probe: ProbeRecord, task: Task, verifier: ModelSpec, base: dict) -> list[ScoreRequest]:

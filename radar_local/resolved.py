@@ -13,7 +13,7 @@ from radar_local.answer import Answer, GradeShape
 from radar_local.engines.registry import score_token_problem
 from radar_local.errors import InputError
 from radar_local.inputs import read_text, regular_file
-from radar_local.judge import render, template_problem
+from radar_local.judge import pair_template_problem, render, render_pair, template_problem
 from radar_local.rubric import Rubric, Task, load_rubric, load_tasks, resolve_reference
 from radar_local.tasks import TaskSource, is_task_table, load_task_table
 
@@ -49,8 +49,10 @@ def resolve(config: AuditConfig, base: Path, source: object = "config") -> Resol
     config = config.model_copy(update={"verifier": verifier})
     rubric, tasks, reference = resolve_inputs(config)
     judges = list(verifier.jurors) if isinstance(verifier, Jury) else [verifier]
-    problem = rubric_conflict(config, rubric) or next(
-        (p for spec in judges if (p := judge_conflict(config, spec, rubric, tasks)) is not None), None
+    problem = (
+        rubric_conflict(config, rubric)
+        or next((p for spec in judges if (p := judge_conflict(config, spec, rubric, tasks)) is not None), None)
+        or pairwise_problem(config, rubric, tasks)
     )
     if problem is not None:
         raise InputError(source, problem)
@@ -60,6 +62,22 @@ def resolve(config: AuditConfig, base: Path, source: object = "config") -> Resol
 
         labels = load_labels(Path(config.labels), rubric, tasks)
     return Resolved(config, rubric, tasks, reference, source, labels)
+
+
+def pairwise_problem(config: AuditConfig, rubric: Rubric, tasks: Sequence[Task]) -> str | None:
+    """What keeps the config's pairwise judge from asking its pairs, in one line; None where nothing does (its
+    template is rendered once on the first task, as a judge's is)."""
+    spec = config.pairwise
+    if spec is None:
+        return None
+    if (problem := pair_template_problem(spec.template)) is not None:
+        return f"pairwise: {problem}"
+    try:
+        for task in tasks[:1]:
+            render_pair(spec.template, task, "A response.", "Another response.", rubric.criteria[0])
+    except InputError as exc:
+        return f"pairwise: {exc}"
+    return None
 
 
 def with_template(spec: ModelSpec, base: Path) -> ModelSpec:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Container
+from collections.abc import Container, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,7 +28,7 @@ from radar_local.errors import InputError, RadarError
 from radar_local.inputs import MAX_BYTES, load_yaml, read_json, read_model, yaml_text
 from radar_local.meter import StageMeter, library_versions, reproducibility
 from radar_local.models import weights_identity
-from radar_local.plan import GenerationRequest
+from radar_local.plan import GenerationRequest, ScoreRequest
 from radar_local.pool import EnginePool
 from radar_local.progress import say, stage_progress
 from radar_local.prompts import PROMPT_VERSION
@@ -174,19 +174,22 @@ class Run(RunDir):
         probes: list[ProbeRecord] | None = None,
         criteria: Container[str] | None = None,
         stage: str = "score",
+        requests: Sequence[ScoreRequest] | None = None,
     ) -> dict:
         """Stage 2: every planned verdict (of `probes`, default the planned ones; of the calls that score one of
-        `criteria`, default all) not stored yet, fed and stored as `generate` does."""
+        `criteria`, default all) not stored yet, fed and stored as `generate` does. `requests`: other calls of
+        this model (a pairwise judge's, Plan.pair_requests), stored under their keys and no verifier label's."""
         self.store.require_writer()
         config, store = self.config, self.store
         self.note_weights(verifier)
-        if probes is None:
-            probes = self.probes()
-            probes += self.rewrites(probes)
-        requests = self.plan.score_requests(probes, verifier)
-        if criteria is not None:
-            requests = [r for r in requests if any(c in criteria for c in r.criteria)]
-        self.register_verifier(verifier)
+        if requests is None:
+            if probes is None:
+                probes = self.probes()
+                probes += self.rewrites(probes)
+            requests = self.plan.score_requests(probes, verifier)
+            if criteria is not None:
+                requests = [r for r in requests if any(c in criteria for c in r.criteria)]
+            self.register_verifier(verifier)
         todo = [r for r in requests if any(k not in store.scores for k in r.verdict_keys)]
         call_mode = verifier.judge.calls if verifier.judge is not None else "per-criterion"
         meter = StageMeter(requests=len(requests), layout=config.layout, mode=config.scoring.mode, call_mode=call_mode)

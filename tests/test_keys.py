@@ -52,6 +52,8 @@ VALUES = {
         "coupling": {"Helpfulness / Understanding": {"Correctness / Completeness": 0.5}},
         "halo": 0.2,
         "first": 0.5,
+        "position": 0.15,
+        "pair_ties": 0.2,
         "primed": {"Helpfulness / Understanding": {"Correctness / Completeness": 0.5}},
         "draw": 1,
         "fresh_draws": True,

@@ -71,3 +71,108 @@ def test_a_judge_with_neither_confirms_nothing(simulated):
     r, _ = simulated["null"]
     assert not any(x.confirmed for x in r.leakage) and not r.position.confirmed
     assert not any(e == "confirmed" for p in r.pairs for e in p.evidence.values())
+
+
+PAIR_TEMPLATE = (
+    "Task: {{ prompt }}\nA: {{ response_a }}\nB: {{ response_b }}\n"
+    "Which is better on {{ criterion.label }} ({{ criterion.description }})? Answer [[A]] or [[B]]."
+)
+TASKS = [{"id": f"t{i}", "prompt": f"Customer request {i}."} for i in range(5)]
+COUPLED = {"Helpfulness / Understanding": {"Correctness / Completeness": 0.6}}
+
+
+def pairwise_config(options: dict, **pairwise) -> dict:
+    from tests.conftest import planted_config
+
+    spec = {"template": PAIR_TEMPLATE, **pairwise}
+    return planted_config(tasks=TASKS, n=5, bootstrap=300, options={"noise": 1.0, **options}, pairwise=spec)
+
+
+@pytest.fixture(scope="module")
+def planted_runs(tmp_path_factory):
+    from radar_local.auditing import run_audit
+
+    root = tmp_path_factory.mktemp("pairwise")
+    return {
+        name: (run_audit(pairwise_config(options), root / name, progress=False), root / name)
+        for name, options in (("planted", {"position": 0.15, "coupling": COUPLED}), ("null", {}))
+    }
+
+
+def test_an_audit_asks_its_verifier_the_pairs_and_confirms_a_planted_bias_and_leakage(planted_runs):
+    """The planted pairwise judge prefers the first slot (0.15 on a tie) and lets a steer on helpfulness move its
+    preference on correctness: both confirmed, no other leakage; every pair asked about every criterion in both
+    orders (5 criteria x 5 tasks x 5 variants x 5 asked x 2); the section in the report; stats.json reads back."""
+    from radar_local import load_run
+    from radar_local.report.markdown import audit_markdown
+
+    result, run = planted_runs["planted"]
+    p = result.pairwise
+    assert p.verdicts == 5 * 5 * 5 * 5 * 2 and p.position.unscored == 0
+    assert p.position.confirmed and p.position.bias > 0.05
+    assert [(x.source, x.target) for x in p.leakage if x.confirmed] == [("helpfulness", "correctness")]
+    assert all(c.gate == "passed" for c in p.criteria)
+    report = audit_markdown(result)
+    assert "## Pairwise judge" in report and "a position bias, confirmed" in report
+    assert "helpfulness -> correctness" in report
+    assert load_run(run).result() == result
+
+
+def test_a_pairwise_judge_with_neither_confirms_nothing_and_resumes_without_a_call(planted_runs):
+    import json
+
+    from radar_local.auditing import run_audit
+
+    result, run = planted_runs["null"]
+    assert not result.pairwise.position.confirmed and not any(x.confirmed for x in result.pairwise.leakage)
+    again = run_audit(pairwise_config({}), run, progress=False)
+    stage = json.loads((run / "run.json").read_text())["stages"]["pairwise"]
+    assert stage["requests"] == 1250 and stage.get("calls", 0) == 0 and again.pairwise == result.pairwise
+
+
+def test_the_pair_budget_and_the_criteria_asked(tmp_path):
+    from radar_local.auditing import run_audit
+
+    result = run_audit(pairwise_config({}, pairs=2, asked="diagonal"), tmp_path / "run", progress=False)
+    assert result.pairwise.verdicts == 5 * 5 * 2 * 1 * 2  # 2 variants a (task, criterion), asked about itself
+    assert all(x.leakage is None for x in result.pairwise.leakage)  # nothing asked off the diagonal
+
+
+def test_a_pairwise_judge_that_cannot_ask_or_answer_is_one_line(tmp_path):
+    import yaml
+
+    from tests.conftest import invoke, one_line_exit_2, planted_config
+
+    config = tmp_path / "c.yaml"
+    jury = {"jury": [{"engine": "testing", "model": m} for m in "ab"]}
+    for bad, needle in (
+        (pairwise_config({}, template="{{ response_a }} {{ criterion }}"), "never shows {{ response_b }}"),
+        (pairwise_config({}, template=PAIR_TEMPLATE + "{{ mood }}"), "uses 'mood'"),
+        (pairwise_config({}, answer={"kind": "grade", "pattern": r"\[\[(A)\]\]"}), "does not match the choice 'B'"),
+        (pairwise_config({}, ties=True), "does not match the choice 'tie'"),
+        ({**pairwise_config({}), "verifier": jury}, "pairwise asks one judge the pairs"),
+    ):
+        config.write_text(yaml.safe_dump(bad))
+        one_line_exit_2(invoke("audit", config, "--out", tmp_path / "run"), needle)
+    ok = planted_config(
+        pairwise={"template": PAIR_TEMPLATE, "ties": True, "answer": {"kind": "grade", "pattern": r"\[\[(A|B|tie)\]\]"}}
+    )
+    config.write_text(yaml.safe_dump(ok))
+    plan = invoke("audit", config, "--plan")
+    assert plan.exit_code == 0 and "Pairwise: 20 pairs x 5 criteria asked x 2 orders = 200 more calls" in plan.output
+
+
+def test_the_docs_pairwise_example_is_what_its_config_writes(tmp_path):
+    """docs/pairwise.md's section is what configs/pairwise-example.yaml writes (the report's table rows and line)."""
+    from radar_local.auditing import run_audit
+    from radar_local.report.build import write_report
+    from radar_local.rundir import load_run
+
+    repo = Path(__file__).resolve().parents[1]
+    result = run_audit(repo / "configs" / "pairwise-example.yaml", tmp_path / "run")
+    report = (write_report(load_run(tmp_path / "run"), result=result) / "report.md").read_text()
+    docs = (repo / "docs" / "pairwise.md").read_text()
+    rows = [line for line in docs.splitlines() if line.startswith("| ") and "passed" in line]
+    assert len(rows) == 5 and all(row in report for row in rows)
+    quoted = " ".join(line.removeprefix("> ") for line in docs.splitlines() if line.startswith("> "))
+    assert quoted in report

@@ -174,6 +174,13 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
         rho=rho,
         pace=(pilot or {}).get("pace") or (REFERENCE_PACE if _embedded(config) else None),
     )
+    if (pairwise := config.pairwise) is not None:  # the verifier asked the pairs too
+        pairs = k * len(tasks) * (n if pairwise.pairs is None else min(n, pairwise.pairs))
+        asked = k if pairwise.asked == "all" else 1
+        lines.append(
+            f"Pairwise: {pairs} pairs x {asked} criteria asked x 2 orders = {pairs * asked * 2} more calls of the "
+            "verifier (docs/pairwise.md)."
+        )
     return [observed, *lines] if observed else lines
 
 

@@ -29,6 +29,7 @@ import math
 import os
 import random
 import re
+import statistics
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -81,6 +82,12 @@ class PlantedEngine(BatchStream):
         )
         halo: float = Field(0.0, ge=-1, le=1, description="Joint calls: coupling added into every other criterion")
         first: float = Field(0.0, ge=-4, le=4, description="Joint calls: points added to the criterion shown first")
+        position: float = Field(
+            0.0, ge=-0.49, le=0.49, description="Pairwise calls: the first slot's rate on a tie, minus 1/2"
+        )
+        pair_ties: float = Field(
+            0.0, ge=0, le=1, description="Pairwise calls: a tie's rate on a gap under half a point"
+        )
         primed: dict[str, dict[str, float]] = Field(
             default_factory=dict,
             description="Joint calls: {C: {D: points}} added to D's verdict when C is shown before it (order leakage)",
@@ -252,6 +259,11 @@ class PlantedEngine(BatchStream):
             if self.options.fail_constraints and not answer.expected:
                 out.append(Completion("", size, 0, "error"))
                 continue
+            if asked.get("kind") == "pair":
+                (cid, _), choice = answer.scales[0], self._choice(asked, text)
+                reply = written(answer, {cid: choice})
+                out.append(Completion(reply, size, len(reply.split()), "stop"))
+                continue
             scales = dict(answer.scales)
             shown = [first_line(c["label"]) for c in asked["criteria"]]  # a joint call's order
             beliefs = {
@@ -283,8 +295,21 @@ class PlantedEngine(BatchStream):
     ) -> list[float]:
         """P(level) for this criterion: all mass on the level nearest the planted value without noise. The
         value is on the 0-4 footing, each level at its share of the scale's span times 4."""
+        value = self._value(asked["response"], rated, description, text, joint, before)
+        at = [4 * float((v - scale.low) / scale.span) for v in scale.values]
+        if self.options.noise == 0:
+            nearest = min(range(len(at)), key=lambda i: (abs(at[i] - value), at[i] != round(value)))  # as round()
+            return [float(i == nearest) for i in range(len(at))]
+        value += self.options.noise * (
+            random.Random(hashlib.sha256(self._salt + text.encode()).digest()).random() - 0.5
+        )
+        weights = [math.exp(-((x - value) ** 2) / (2 * self.options.noise**2)) for x in at]
+        total = math.fsum(weights)
+        return [w / total for w in weights]
+
+    def _value(self, response: str, rated: str, description: str, text: str, joint: bool, before: list[str]) -> float:
+        """The planted value of `response` on the criterion `rated`, 0-4, before the judge's noise."""
         rated = first_line(rated)
-        response = asked["response"]
         steer = STEER.search(response)
         value = 2.0
         if self.options.wording:
@@ -306,16 +331,22 @@ class PlantedEngine(BatchStream):
             value = min(4.0, max(0.0, value + primed))
         if swayed := sum(points for phrase, points in self.options.phrases.items() if phrase in text):
             value = min(4.0, max(0.0, value + swayed))
-        at = [4 * float((v - scale.low) / scale.span) for v in scale.values]
-        if self.options.noise == 0:
-            nearest = min(range(len(at)), key=lambda i: (abs(at[i] - value), at[i] != round(value)))  # as round()
-            return [float(i == nearest) for i in range(len(at))]
-        value += self.options.noise * (
-            random.Random(hashlib.sha256(self._salt + text.encode()).digest()).random() - 0.5
+        return value
+
+    def _choice(self, asked: dict, text: str) -> str:
+        """A pairwise verdict: A with probability Phi(gap / noise + z), the gap the planted values' of response A
+        over response B on the criterion asked, z = Phi^-1(1/2 + position): a position bias of `position` on a
+        tie; with `pair_ties`, a tie where the gap is under half a point, at that rate."""
+        rated, description = asked["criterion"]["label"], asked["criterion"]["description"]
+        gap = self._value(asked["response_a"], rated, description, text, False, []) - self._value(
+            asked["response_b"], rated, description, text, False, []
         )
-        weights = [math.exp(-((x - value) ** 2) / (2 * self.options.noise**2)) for x in at]
-        total = math.fsum(weights)
-        return [w / total for w in weights]
+        z = statistics.NormalDist().inv_cdf(0.5 + self.options.position)
+        sd = max(self.options.noise, 1e-9)
+        rng = random.Random(hashlib.sha256(self._salt + b"pair" + text.encode()).digest())
+        if abs(gap) < 0.5 and rng.random() < self.options.pair_ties:
+            return "tie"
+        return "A" if rng.random() < statistics.NormalDist().cdf(gap / sd + z) else "B"
 
     @property
     def _salt(self) -> bytes:

@@ -29,6 +29,7 @@ from radar_local.report.text import (
     NUISANCE_HEAD,
     ORDER_HEAD,
     PAIR_HEAD,
+    PAIRWISE_HEAD,
     REPEATS_HEAD,
     SELF_EFFECT_HEAD,
     WORDING_HEAD,
@@ -49,6 +50,8 @@ from radar_local.report.text import (
     order_line,
     order_rows,
     pair_rows,
+    pairwise_line,
+    pairwise_rows,
     repeats_line,
     repeats_rows,
     scores_line,
@@ -166,6 +169,8 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
         sections.append(Section("Consistency: template wording", [(line,), Table(WORDING_HEAD, wording_rows(r))]))
     if (line := order_line(r.order)) is not None:
         sections.append(Section("Consistency: criterion order", [(line,), Table(ORDER_HEAD, order_rows(r.order))]))
+    if (line := pairwise_line(r)) is not None:
+        sections.append(Section("Pairwise judge", [(line,), Table(PAIRWISE_HEAD, pairwise_rows(r))]))
     if (line := jury_line(r)) is not None:
         sections.append(Section("Jury", [(line,), Table(JURY_HEAD, jury_rows(r))]))
         sections.append(Section("The jury and its jurors", [Table(head, rows) for head, rows in side_by_side_rows(r)]))

@@ -403,6 +403,49 @@ def order_line(o: OrderEffects | None) -> str | None:
     )
 
 
+PAIRWISE_HEAD = ["criterion", "pairs", "accuracy", "pairwise self-effect", CI, "gate"]
+
+
+def pairwise_rows(result: AuditResult) -> list[list[str]]:
+    p = result.pairwise
+    return [
+        [
+            c.criterion,
+            str(c.pairs),
+            num(c.accuracy, signed=False),
+            num(c.self_effect),
+            interval(c.self_effect_ci),
+            c.gate,
+        ]
+        for c in (p.criteria if p else [])
+    ]
+
+
+def pairwise_line(result: AuditResult) -> str | None:
+    """The verifier asked pairwise: what moves its preference, and where it sits on the first slot."""
+    p = result.pairwise
+    if p is None:
+        return None
+    moved = [f"{x.source} -> {x.target} {num(x.leakage)} {interval(x.ci)}" for x in p.leakage if x.confirmed]
+    flagged = [f"{q.a} / {q.b}: {f} {e}" for q in p.pairs for f, e in q.evidence.items() if e == "confirmed"]
+    pos = p.position
+    slot = f"the first slot is chosen at {num(pos.first_slot, signed=False)} (bias {num(pos.bias)} {interval(pos.ci)})"
+    return (
+        f"The verifier asked which of each pair (a stratum's up- and down-steered responses) is better, in both "
+        f"orders ({p.verdicts} verdicts; family-wise {p.level:.0%} over gates, leakages, pairs and position): "
+        + (
+            f"a steer moves its preference beyond chance on {'; '.join(moved)}"
+            if moved
+            else "no steer moves its preference on another criterion beyond chance"
+        )  # fmt: skip
+        + (f"; confirmed flags: {'; '.join(flagged)}" if flagged else "")
+        + f"; {slot}, "
+        + ("a position bias, confirmed" if pos.confirmed else "no position bias confirmed")
+        + f"; the two orders disagree on {num(pos.flip_rate, signed=False)} of the pairs; ties "
+        f"{num(pos.ties, signed=False)}, unscored {pos.unscored}."
+    )
+
+
 def double_count_line(result: AuditResult) -> str | None:
     """What share of the rubric's weighted aggregate counts one movement twice through coupling."""
     d = result.double_count

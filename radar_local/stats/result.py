@@ -19,6 +19,7 @@ from radar_local.stats.coupling import LeakageDefinition
 from radar_local.stats.halo import Halo
 from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.order import OrderEffects
+from radar_local.stats.pairwise import Pairwise
 from radar_local.stats.raters import LabelsBlock
 from radar_local.stats.repeats import Repeats
 from radar_local.stats.stored import (
@@ -152,6 +153,7 @@ class StatsFile(Block):
     repeats: Repeats | None = None
     wording: Wording | None = None
     order: OrderEffects | None = None
+    pairwise: Pairwise | None = None
     jury: JuryBlock | None = None
     labels: LabelsBlock | None = None
 
@@ -216,6 +218,8 @@ class AuditResult:
     wording: Wording | None = None
     # a joint judge's scores by the place it shows each criterion at (stats/order.py), where its order varies
     order: OrderEffects | None = None
+    # the verifier asked pairwise about the probes' up/down pairs (stats/pairwise.py), where the config asks it
+    pairwise: Pairwise | None = None
     # a jury against its jurors, and their agreement (stats/jurors.py); aggregate, min_jurors, failed jurors
     jury: JuryBlock | None = None
     # agreement with the team's human labels, per judge and criterion (stats/raters.against_humans)
