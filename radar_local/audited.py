@@ -25,6 +25,7 @@ from radar_local.jury import measurement, side_by_side
 from radar_local.labels import agreement as label_agreement
 from radar_local.labels import errors as label_errors
 from radar_local.nuisance import manipulation_check
+from radar_local.plan import OVERALL, PairRequest
 from radar_local.records import ProbeRecord, VerdictRecord
 from radar_local.rubric import Rubric
 from radar_local.rundir import RunDir
@@ -199,8 +200,16 @@ def pairwise_of(run: RunDir, verifier: ModelSpec, resamples: int, seed: int, lev
     if not any(v is not None for v in stored):
         return None
     crit = list(run.rubric.ids)
-    col, tasks = {c: i for i, c in enumerate(crit)}, {t: i for i, t in enumerate(sorted({r.task_id for r in requests}))}
+    col = {**{c: i for i, c in enumerate(crit)}, OVERALL.id: len(crit)}
+    tasks = {t: i for i, t in enumerate(sorted({r.task_id for r in requests}))}
     choice = [-1 if v is None or v.score is None else CHOICES.get(float(v.score), -1) for v in stored]
+    scores = {(v.probe_key, v.criterion): v.score for _, v in run.verdicts(run.probes(), {verifier.label})}
+
+    def ranked(r: PairRequest) -> int:
+        """How the same judge's pointwise verdicts rank the pair on the criterion asked (+1 up higher)."""
+        up, down = (scores.get((key, r.criterion)) for key in r.probe_key.split("|"))
+        return 0 if up is None or down is None or up == down else 1 if up > down else -1
+
     verdicts = PairVerdicts(
         tuple(crit),
         np.array([tasks[r.task_id] for r in requests]),
@@ -209,6 +218,7 @@ def pairwise_of(run: RunDir, verifier: ModelSpec, resamples: int, seed: int, lev
         np.array([col[r.criterion] for r in requests]),
         np.array([r.order for r in requests]),
         np.array(choice),
+        np.array([ranked(r) for r in requests]),
     )
     return pairwise(verdicts, resamples=resamples, seed=seed, level=level)
 

@@ -304,6 +304,9 @@ class PairwiseJudge(Strict):
     asked: Literal["all", "diagonal"] = Field(
         "all", description="Ask each pair about every criterion (the leakage), or only the one it was steered on"
     )
+    overall: bool = Field(
+        False, description="Also ask each pair which response is better overall: what the judge's 'better' is made of"
+    )
 
     @property
     def choices(self) -> Scale:

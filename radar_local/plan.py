@@ -130,6 +130,8 @@ class PairRequest(ScoreRequest):
 
 
 UP_FIRST, DOWN_FIRST = 0, 1
+# the question a pairwise judge is asked besides the rubric's criteria (config.PairwiseJudge.overall)
+OVERALL = Criterion(id="overall", label="Overall quality", description="Which response is better overall?")
 
 
 @dataclass(frozen=True)
@@ -256,6 +258,7 @@ class Plan:
             if second is None or (spec.pairs is not None and variant >= spec.pairs):
                 continue
             asked = [c for c in self.rubric.criteria if spec.asked == "all" or c.id == source]
+            asked += [OVERALL] if spec.overall else []
             for crit, order in itertools.product(asked, (UP_FIRST, DOWN_FIRST)):
                 a, b = (first, second) if order == UP_FIRST else (second, first)
                 messages = render_pair(spec.template, by_id[task_id], a.text, b.text, crit)
@@ -265,6 +268,7 @@ class Plan:
                     response_a=a.text,
                     response_b=b.text,
                     criterion={"label": crit.label, "description": crit.description},
+                    rubric=[c.label for c in self.rubric.criteria],
                 )
                 call = digest({**base, "pair": [a.key, b.key], "criterion": scored_text(crit, spec.choices)})
                 pair = f"{first.key}|{second.key}"

@@ -176,3 +176,22 @@ def test_the_docs_pairwise_example_is_what_its_config_writes(tmp_path):
     assert len(rows) == 5 and all(row in report for row in rows)
     quoted = " ".join(line.removeprefix("> ") for line in docs.splitlines() if line.startswith("> "))
     assert quoted in report
+
+
+def test_what_the_overall_preference_is_made_of_and_agreement_with_the_pointwise_verdicts(tmp_path):
+    """Asked overall too, the planted judge prefers the response of the higher mean over the rubric's criteria: a
+    steer on helpfulness also moves correctness (0.6), so it is the largest share of the overall preference. The
+    same planted judge ranks pairs pointwise from the same values: the two agree beyond chance (where no steer
+    separates the pair, its pointwise verdicts differ by noise alone and the pairwise choice is a coin)."""
+    from radar_local.auditing import run_audit
+
+    result = run_audit(pairwise_config({"coupling": COUPLED}, overall=True), tmp_path / "run", progress=False)
+    p = result.pairwise
+    assert p.verdicts == 5 * 5 * 5 * 6 * 2  # asked about the 5 criteria and overall
+    shares = {d.criterion: d.share for d in p.overall}
+    assert max(shares, key=shares.get) == "helpfulness" and sum(shares.values()) == pytest.approx(1)
+    assert all(d.ci[0] > 0 for d in p.overall)  # every steer moves the overall preference
+    assert p.pointwise_agreement_ci[0] > 0.55
+    assert "its overall preference is made of helpfulness" in __import__(
+        "radar_local.report.markdown", fromlist=["audit_markdown"]
+    ).audit_markdown(result)

@@ -338,9 +338,13 @@ class PlantedEngine(BatchStream):
         over response B on the criterion asked, z = Phi^-1(1/2 + position): a position bias of `position` on a
         tie; with `pair_ties`, a tie where the gap is under half a point, at that rate."""
         rated, description = asked["criterion"]["label"], asked["criterion"]["description"]
-        gap = self._value(asked["response_a"], rated, description, text, False, []) - self._value(
-            asked["response_b"], rated, description, text, False, []
-        )
+        # overall quality: the mean of the response's values on the rubric's criteria
+        on = asked["rubric"] if rated == "Overall quality" else [rated]
+
+        def value(response: str) -> float:
+            return statistics.fmean(self._value(response, c, description, text, False, []) for c in on)
+
+        gap = value(asked["response_a"]) - value(asked["response_b"])
         z = statistics.NormalDist().inv_cdf(0.5 + self.options.position)
         sd = max(self.options.noise, 1e-9)
         rng = random.Random(hashlib.sha256(self._salt + b"pair" + text.encode()).digest())

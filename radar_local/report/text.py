@@ -442,7 +442,22 @@ def pairwise_line(result: AuditResult) -> str | None:
         + f"; {slot}, "
         + ("a position bias, confirmed" if pos.confirmed else "no position bias confirmed")
         + f"; the two orders disagree on {num(pos.flip_rate, signed=False)} of the pairs; ties "
-        f"{num(pos.ties, signed=False)}, unscored {pos.unscored}."
+        f"{num(pos.ties, signed=False)}, unscored {pos.unscored}"
+        + (
+            "; it prefers the response its own pointwise verdicts rank higher in "
+            f"{num(p.pointwise_agreement, signed=False)} {interval(p.pointwise_agreement_ci)} of the verdicts where "
+            "they rank the pair"
+            if p.pointwise_agreement is not None
+            else ""
+        )
+        + (
+            "; its overall preference is made of "
+            + ", ".join(f"{d.criterion} {num(d.share, signed=False)}" for d in p.overall)
+            + " (each criterion's share of the steers that move it)"
+            if p.overall
+            else ""
+        )
+        + "."
     )
 
 

@@ -51,9 +51,12 @@ class PairVerdicts:
     task: np.ndarray
     source: np.ndarray
     variant: np.ndarray
-    asked: np.ndarray
+    asked: np.ndarray  # a criterion's index, or len(criteria) for "overall"
     order: np.ndarray
     choice: np.ndarray
+    # per row, how the same judge's pointwise verdicts rank the pair on the criterion asked: +1 the up response
+    # higher, -1 the down one, 0 equal or not scored (None: no pointwise verdicts at hand)
+    pointwise: np.ndarray | None = None
 
     def units(self) -> tuple[np.ndarray, np.ndarray]:
         """(unit of each row, stratum of each unit), units laid out stratum after stratum."""
@@ -96,6 +99,13 @@ class PairwisePair(Block):
     evidence: dict[str, str]  # flag -> confirmed (the family band settles it) or possible
 
 
+class Driver(Block):
+    criterion: str
+    shift: Num  # 2 p - 1 of the overall preference for the pairs steered on it
+    ci: Interval | None
+    share: Num  # its share of the criteria's positive shifts: what the judge's "better" is made of
+
+
 class Position(Block):
     first_slot: Num  # the first slot's rate over decisive verdicts
     bias: Num  # first_slot - 1/2
@@ -118,6 +128,9 @@ class Pairwise(Block):
     leakage: list[PairwiseLeak]
     pairs: list[PairwisePair]
     position: Position
+    overall: list[Driver] | None = None  # where the pairs were asked about overall quality too
+    pointwise_agreement: Num = None  # decisive verdicts preferring the response the pointwise verdicts rank higher
+    pointwise_agreement_ci: Interval | None = None
 
 
 @dataclass(frozen=True)
@@ -130,13 +143,15 @@ class _Counts:
     decided: np.ndarray  # (U,): decisive verdicts
     flips: np.ndarray  # (U,): questions whose two decisive orders prefer different responses
     both: np.ndarray  # (U,): questions with both orders decisive
+    agree: np.ndarray  # (U,): decisive verdicts preferring the response the pointwise verdicts rank higher
+    ranked: np.ndarray  # (U,): decisive verdicts on questions the pointwise verdicts rank
 
 
 def _counts(v: PairVerdicts, unit: np.ndarray, units: int) -> _Counts:
     k = len(v.criteria)
     decisive = (v.choice == A) | (v.choice == B)
     up = decisive & ((v.choice == A) == (v.order == UP_FIRST))
-    shape = (units, k, k, 2)
+    shape = (units, k, k + 1, 2)  # the asked axis: each criterion, then overall
     ups, dec = np.zeros(shape), np.zeros(shape)
     index = (unit, v.source, v.asked, v.order)
     np.add.at(ups, index, up)
@@ -148,7 +163,14 @@ def _counts(v: PairVerdicts, unit: np.ndarray, units: int) -> _Counts:
     preferred = ups.sum(axis=1)
     both = (answered > 0).all(axis=-1)
     flips = both & (preferred[..., 0] != preferred[..., 1])
-    return _Counts(ups, dec, first, decided, flips.sum(axis=1).astype(float), both.sum(axis=1).astype(float))
+    agree, ranked = np.zeros(units), np.zeros(units)
+    if v.pointwise is not None:
+        rank = decisive & (v.pointwise != 0)
+        np.add.at(ranked, unit, rank)
+        np.add.at(agree, unit, rank & (up == (v.pointwise > 0)))
+    return _Counts(
+        ups, dec, first, decided, flips.sum(axis=1).astype(float), both.sum(axis=1).astype(float), agree, ranked
+    )
 
 
 def _estimates(c: _Counts, w: np.ndarray) -> dict[str, np.ndarray]:
@@ -157,13 +179,15 @@ def _estimates(c: _Counts, w: np.ndarray) -> dict[str, np.ndarray]:
         rate = np.einsum("bu,uijo->bijo", w, c.up) / np.einsum("bu,uijo->bijo", w, c.decisive)
         p = rate.mean(axis=-1)  # the two orders weighed alike: a position bias cancels
         shift = 2 * p - 1
-        self_effect = np.diagonal(shift, axis1=1, axis2=2)
-        leakage = shift / self_effect[:, :, None]
+        self_effect = np.diagonal(shift[:, :, :-1], axis1=1, axis2=2)
+        leakage = shift[:, :, :-1] / self_effect[:, :, None]
         return {
             "self_effect": self_effect,
             "leakage": leakage,
+            "overall": shift[:, :, -1],  # how far a steer on each criterion moves the overall preference
             "bias": (w @ c.first) / (w @ c.decided) - 0.5,
             "flip": (w @ c.flips) / (w @ c.both),
+            "agreement": (w @ c.agree) / (w @ c.ranked),
         }
 
 
@@ -281,7 +305,23 @@ def pairwise(
         ties=json_number(float((v.choice[scored] == TIE).mean()) if scored.any() else np.nan),
         unscored=int((~scored).sum()),
     )
+    overall = None
+    if (v.asked == k).any():
+        shifts = np.asarray(point["overall"], float)
+        positive = np.clip(np.nan_to_num(shifts), 0, None)
+        overall = [
+            Driver(
+                criterion=name,
+                shift=json_number(float(shifts[i])),
+                ci=ci("overall", (i,), per_source[i]),
+                share=json_number(float(positive[i] / positive.sum()) if positive.sum() > 0 else np.nan),
+            )
+            for i, name in enumerate(crit)
+        ]
     return Pairwise(
+        overall=overall,
+        pointwise_agreement=json_number(float(point["agreement"])) if v.pointwise is not None else None,
+        pointwise_agreement_ci=ci("agreement") if v.pointwise is not None else None,
         verdicts=len(v.choice),
         level=level,
         resamples=resamples,
