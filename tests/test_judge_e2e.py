@@ -159,3 +159,26 @@ def test_a_jury_of_vllm_and_transformers_with_human_labels_on_the_embedded_model
     text = (write_report(run) / "report.md").read_text()
     for heading in ("## Jury", "## The jury and its jurors", "## Agreement among jurors", "## Agreement with human"):
         assert heading in text
+
+
+PAIR_TEMPLATE = (
+    "Task: {{ prompt }}\nResponse A: {{ response_a }}\nResponse B: {{ response_b }}\n"
+    "Which response is better on {{ criterion.label }}? Answer [[A]] or [[B]]."
+)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "transformers"])
+def test_a_pairwise_judge_on_the_embedded_model(tmp_path, request, engine):
+    """Issue 46: the embedded model asked the pairs (every criterion, both orders), its choice constrained to
+    [[A]] or [[B]]: every verdict parses, and a 135M judge near chance confirms no leakage (its noise is no
+    finding)."""
+    pool = request.getfixturevalue("vllm_pool" if engine == "vllm" else "hf_pool")
+    cfg = tiny_config(engine, n=2 if engine == "vllm" else 1)
+    cfg["pairwise"] = {"template": PAIR_TEMPLATE, "pairs": 1}
+    result = run_audit(AuditConfig.model_validate(cfg), tmp_path / "run", base=REPO, pool=pool)
+    stage = load_run(tmp_path / "run").info().stages["pairwise"]
+    p = result.pairwise
+    tasks, k = len(result.tasks), len(result.criteria)
+    assert stage.calls == p.verdicts == tasks * k * 1 * k * 2
+    assert stage.parse_rate is not None and stage.parse_rate >= 0.995, stage
+    assert p.position.unscored == 0 and not any(x.confirmed for x in p.leakage)

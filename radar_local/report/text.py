@@ -9,6 +9,7 @@ from radar_local.stats.bootstrap import LEVEL
 if TYPE_CHECKING:
     from radar_local.records import RunInfo
     from radar_local.stats.order import OrderEffects
+    from radar_local.stats.repeats import RepeatCriterion
     from radar_local.stats.result import AuditResult
 
 
@@ -269,21 +270,23 @@ def halo_line(result: AuditResult) -> str | None:
 REPEATS_HEAD = ["criterion", "probes", "changed", CI, "alpha", CI, "noise sd", CI, "noise share", CI, "unscored"]
 
 
+def _askings(c: RepeatCriterion) -> list[str]:
+    """A criterion's verdicts asked several times (repeats, wordings): probes, changed, alpha, sd, each with CI."""
+    return [
+        c.criterion,
+        str(c.probes),
+        num(c.changed, signed=False),
+        interval(c.changed_ci),
+        num(c.alpha),
+        interval(c.alpha_ci),
+        num(c.noise_sd, signed=False),
+        interval(c.noise_sd_ci),
+    ]
+
+
 def repeats_rows(result: AuditResult) -> list[list[str]]:
     return [
-        [
-            c.criterion,
-            str(c.probes),
-            num(c.changed, signed=False),
-            interval(c.changed_ci),
-            num(c.alpha),
-            interval(c.alpha_ci),
-            num(c.noise_sd, signed=False),
-            interval(c.noise_sd_ci),
-            num(c.noise_share, signed=False),
-            interval(c.noise_share_ci),
-            str(c.unscored),
-        ]
+        [*_askings(c), num(c.noise_share, signed=False), interval(c.noise_share_ci), str(c.unscored)]
         for c in (result.repeats.criteria if result.repeats else [])
     ]
 
@@ -321,20 +324,7 @@ def wording_rows(result: AuditResult) -> list[list[str]]:
         )
         for c in w.agreement.criteria
     }
-    return [
-        [
-            c.criterion,
-            str(c.probes),
-            num(c.changed, signed=False),
-            interval(c.changed_ci),
-            num(c.alpha),
-            interval(c.alpha_ci),
-            num(c.noise_sd, signed=False),
-            interval(c.noise_sd_ci),
-            num(flips[c.criterion], signed=False),
-        ]
-        for c in w.agreement.criteria
-    ]
+    return [[*_askings(c), num(flips[c.criterion], signed=False)] for c in w.agreement.criteria]
 
 
 def wording_line(result: AuditResult) -> str | None:
