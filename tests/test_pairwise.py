@@ -159,7 +159,7 @@ def test_a_pairwise_judge_that_cannot_ask_or_answer_is_one_line(tmp_path):
     )
     config.write_text(yaml.safe_dump(ok))
     plan = invoke("audit", config, "--plan")
-    assert plan.exit_code == 0 and "Pairwise: 20 pairs x 5 criteria asked x 2 orders = 200 more calls" in plan.output
+    assert plan.exit_code == 0 and "Pairwise: 20 pairs x 5 questions x 2 orders = 200 more calls" in plan.output
 
 
 def test_the_docs_pairwise_example_is_what_its_config_writes(tmp_path):
