@@ -441,9 +441,13 @@ def pairwise_line(result: AuditResult) -> str | None:
             else ""
         )
         + (
-            "; its overall preference is made of "
-            + ", ".join(f"{d.criterion} {num(d.share, signed=False)}" for d in p.overall)
-            + " (each criterion's share of the steers that move it)"
+            (
+                "; its overall preference is made of "
+                + ", ".join(f"{d.criterion} {num(d.share, signed=False)}" for d in p.overall if d.share is not None)
+                + " (each criterion's share of the steers that move it)"
+                if any(d.share is not None for d in p.overall)
+                else "; no steer moves its overall preference"
+            )
             if p.overall
             else ""
         )
