@@ -14,6 +14,7 @@ from radar_local.engines.registry import EngineName, engine_class, output_option
 from radar_local.inputs import read_mapping
 from radar_local.judge import CALL_MODES, Judge
 from radar_local.nuisance import ATTRIBUTES, Measure, NuisanceSpec
+from radar_local.pair_presets import PRESETS
 from radar_local.placement import ClusterSpec
 from radar_local.prompts import Layout
 from radar_local.rubric import BUNDLED, Task, unique_ids
@@ -287,6 +288,11 @@ class PairwiseJudge(Strict):
     """The verifier asked pairwise (issue 46): for each pair of a stratum's up- and down-steered responses, which
     is better on a criterion, in both orders (stats/pairwise.py reads the verdicts)."""
 
+    preset: Literal["prometheus-2-relative", "skywork-critic", "generic"] | None = Field(
+        None,
+        description="A judge's own format (radar_local/pair_presets.py): fills template and answer, each of which "
+        "can still be given",
+    )
     template: str = Field(
         min_length=1,
         description="Jinja2 text of the user message: prompt, document, response_a, response_b and criterion (id, "
@@ -307,6 +313,13 @@ class PairwiseJudge(Strict):
     overall: bool = Field(
         False, description="Also ask each pair which response is better overall: what the judge's 'better' is made of"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_fills_template_and_answer(cls, data: object) -> object:
+        if isinstance(data, dict) and isinstance(data.get("preset"), str) and data["preset"] in PRESETS:
+            return {**PRESETS[data["preset"]], **data}
+        return data
 
     @property
     def choices(self) -> Scale:

@@ -195,3 +195,38 @@ def test_what_the_overall_preference_is_made_of_and_agreement_with_the_pointwise
     assert "its overall preference is made of helpfulness" in __import__(
         "radar_local.report.markdown", fromlist=["audit_markdown"]
     ).audit_markdown(result)
+
+
+@pytest.mark.parametrize(
+    ("preset", "written", "choice"),
+    [
+        # Prometheus 2's relative grading: feedback, then [RESULT] and the letter (on its line or after the feedback)
+        ("prometheus-2-relative", "Feedback: Both address the refund; A names the policy, B does not. [RESULT] A", 1.0),
+        ("prometheus-2-relative", "Feedback: B is clearer.\n[RESULT] B", 0.0),
+        ("skywork-critic", "[[B]]", 0.0),  # Skywork-Critic: the verdict alone
+        ("generic", "[[A]]", 1.0),
+    ],
+)
+def test_each_preset_reads_its_judges_own_output_and_audits_on_the_planted_engine(tmp_path, preset, written, choice):
+    """A preset fills the template and the answer: the judge's own output string parses to its choice, and a planted
+    audit with the preset parses every verdict; a template given beside the preset wins."""
+    from radar_local.answer import Answer
+    from radar_local.auditing import run_audit
+    from radar_local.config import PairwiseJudge
+    from tests.conftest import planted_config
+
+    judge = PairwiseJudge(preset=preset)
+    assert Answer(judge.answer, (("c", judge.choices),)).parse(written)["c"].score == choice
+    result = run_audit(planted_config(pairwise={"preset": preset}), tmp_path / "run", progress=False)
+    assert result.pairwise.position.unscored == 0 and result.pairwise.verdicts == 5 * 2 * 2 * 5 * 2
+    assert PairwiseJudge(preset=preset, template=PAIR_TEMPLATE).template == PAIR_TEMPLATE
+
+
+def test_an_unknown_preset_is_one_line_naming_the_presets(tmp_path):
+    import yaml
+
+    from tests.conftest import invoke, one_line_exit_2, planted_config
+
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(planted_config(pairwise={"preset": "judge-9000"})))
+    one_line_exit_2(invoke("audit", config), "prometheus-2-relative", "skywork-critic")
