@@ -48,6 +48,7 @@ def compare(
     bias_confirmed: float | None = None,
     fail_on_changed: float | None = None,
     fail_on_wording: bool = False,
+    fail_on_pairwise: bool = False,
 ) -> dict:
     earlier = {frozenset((p["a"], p["b"])): p for p in before.pairs.to_dict("records")}
     rows = []
@@ -108,6 +109,7 @@ def compare(
             if _off_zero(r.ci) and r.sensitivity is not None and abs(r.sensitivity) >= fail_on_bias
         ]
     consistency = consistency_violations(after, fail_on_changed, fail_on_wording, after_path)
+    consistency += pairwise_violations(after, after_path) if fail_on_pairwise else []
     evidence = {
         "sym": None if sym_confirmed is None else sym_evidence(after, sym_confirmed, after_path),
         "bias": None if bias_confirmed is None else bias_evidence(after, bias_confirmed, after_path),
@@ -157,6 +159,29 @@ def consistency_violations(after: AuditResult, changed: float | None, wording: b
             for p in d.pairs
             if p.flag and p.change is not None
         ]
+    return out
+
+
+def pairwise_violations(after: AuditResult, where: object) -> list[str]:
+    """The pairwise policy on `after`, a line each that fails: a confirmed position bias, leakage or flag of its
+    pairwise judge (stats/pairwise.py: each on the family band over gates, leakages, pairs and position)."""
+    p = after.pairwise
+    if p is None:
+        raise InputError(where, "asked no pairs, so --fail-on-pairwise cannot hold; give the config `pairwise:`, "
+                         "or drop the option")  # fmt: skip
+    out = (
+        [f"pairwise position bias {p.position.bias:+.2f} (confirmed)"]
+        if p.position.confirmed and p.position.bias
+        else []
+    )
+    out += [
+        f"pairwise leakage {x.source} -> {x.target} {x.leakage:+.2f} (confirmed)"
+        for x in p.leakage
+        if x.confirmed and x.leakage is not None
+    ]
+    out += [
+        f"pairwise {q.a} / {q.b}: {f} (confirmed)" for q in p.pairs for f, e in q.evidence.items() if e == "confirmed"
+    ]
     return out
 
 

@@ -230,3 +230,19 @@ def test_an_unknown_preset_is_one_line_naming_the_presets(tmp_path):
     config = tmp_path / "c.yaml"
     config.write_text(yaml.safe_dump(planted_config(pairwise={"preset": "judge-9000"})))
     one_line_exit_2(invoke("audit", config), "prometheus-2-relative", "skywork-critic")
+
+
+def test_compare_fails_a_pairwise_judge_with_a_confirmed_finding(planted_runs, tmp_path):
+    """`radar compare A B --fail-on-pairwise`: exit 1 naming the planted judge's confirmed position bias and
+    leakage; 0 for the judge with neither; one line where B asked no pairs."""
+    from radar_local.auditing import run_audit
+    from tests.conftest import invoke, one_line_exit_2, planted_config
+
+    planted, null = planted_runs["planted"][1], planted_runs["null"][1]
+    res = invoke("compare", null, planted, "--fail-on-pairwise")
+    assert res.exit_code == 1, res.output
+    assert "policy: pairwise position bias +0.1" in res.output
+    assert "policy: pairwise leakage helpfulness -> correctness" in res.output
+    assert invoke("compare", planted, null, "--fail-on-pairwise").exit_code == 0
+    run_audit(planted_config(n=2), tmp_path / "plain", progress=False)
+    one_line_exit_2(invoke("compare", planted, tmp_path / "plain", "--fail-on-pairwise"), "asked no pairs")

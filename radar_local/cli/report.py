@@ -56,6 +56,11 @@ def report(run_dir: Path, out: Path | None, verifier: str | None) -> None:
     help="Exit 1 when a leakage of RUN_B moves beyond its simultaneous band under a paraphrase of the judge's "
     "template (judge: paraphrases).",
 )
+@click.option(
+    "--fail-on-pairwise",
+    is_flag=True,
+    help="Exit 1 when RUN_B's pairwise judge (pairwise:) has a confirmed position bias, leakage or flag.",
+)
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the diff as JSON.")
 def compare(
     run_a: Path,
@@ -66,6 +71,7 @@ def compare(
     bias_confirmed: float | None,
     fail_on_changed: float | None,
     fail_on_wording: bool,
+    fail_on_pairwise: bool,
     json_out: Path | None,
 ) -> None:
     """Diff two audits (before/after a rubric edit, or two judges). Exit 0: every policy passes; 1: one
@@ -87,6 +93,7 @@ def compare(
         bias_confirmed=bias_confirmed,
         fail_on_changed=fail_on_changed,
         fail_on_wording=fail_on_wording,
+        fail_on_pairwise=fail_on_pairwise,
     )
     for r in result["moved"]:
         click.echo(
