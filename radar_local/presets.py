@@ -1,0 +1,198 @@
+"""Judge presets: each open judge's own answer format, asked in radar's words. A preset fills `template` and
+`answer`; either can still be given to override it. The templates are radar's wording of what each format asks (not
+copies); the answer patterns are the formats'.
+
+Pointwise (`judge: {preset: NAME}` on a verifier, issue 48), each scored on the rubric's scale (a preset's pattern
+reads digits; a scale it cannot read is refused in one line, as any grade pattern's):
+
+- `prometheus-2-absolute`: Prometheus 2's absolute grading without a reference answer (prometheus-eval,
+  libs/prometheus-eval/prometheus_eval/prompts.py, ABSOLUTE_PROMPT_WO_REF, commit dcfb4427): feedback, then
+  `[RESULT] N`, on 1-5 with a score description per level (the rubric's anchors);
+- `flow-judge`: Flow-Judge-v0.1 (the flowaicom/Flow-Judge-v0.1 model card): `<feedback>...</feedback>` then
+  `<score>N</score>`, on binary, 1-3 or 1-5 scales;
+- `selene-mini`: Atla Selene-1-Mini (the AtlaAI/Selene-1-Mini-Llama-3.1-8B model card): `**Reasoning:** ...` then
+  `**Result:** N`;
+- `glider`: Patronus GLIDER (the PatronusAI/glider model card): `<reasoning>...</reasoning>`, then
+  `<highlight>...</highlight>` and `<score>N</score>`.
+
+Pairwise (`pairwise: {preset: NAME}`, issue 46):
+
+- `prometheus-2-relative`: Prometheus 2's relative grading without a reference answer (prometheus-eval,
+  libs/prometheus-eval/prometheus_eval/prompts.py, RELATIVE_PROMPT_WO_REF, commit dcfb4427): the instruction, two
+  responses and the criterion as its score rubric; the judge writes its feedback, then `[RESULT] A` or `[RESULT] B`.
+- `skywork-critic`: Skywork-Critic's pairwise prompt (the Skywork/Skywork-Critic-Llama-3.1-8B model card on Hugging
+  Face): two assistants' responses to one instruction; the verdict alone, `[[A]]` or `[[B]]`.
+- `generic`: radar's own question, answered `[[A]]` or `[[B]]` (the default answer of `pairwise:`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PROMETHEUS_2_RELATIVE = """###Task Description:
+An instruction (which may include an input), two responses to evaluate (Response A and Response B) and the \
+evaluation criterion are given.
+1. Write feedback that compares the two responses strictly by the criterion, not in general: go straight to what \
+they share and where they differ.
+2. Then name the better response, "A" or "B".
+3. The feedback comes first, then "[RESULT]" and the letter.
+4. Write nothing else.
+
+###Instruction:
+{{ prompt }}
+
+###Response A:
+{{ response_a }}
+
+###Response B:
+{{ response_b }}
+
+###Score Rubric:
+[{{ criterion.label }}] {{ criterion.description }}
+
+###Feedback: """
+
+SKYWORK_CRITIC = """Act as an impartial judge of the responses two AI assistants gave to the user instruction \
+below. Judge them on one criterion only: {{ criterion.label }} ({{ criterion.description }}). Do not let the order \
+of the responses, their length or the assistants' names sway you.
+Answer with the verdict alone: "[[A]]" if assistant A is better, "[[B]]" if assistant B is better.
+
+[User Instruction]
+{{ prompt }}
+
+[The Start of Assistant A's Answer]
+{{ response_a }}
+[The End of Assistant A's Answer]
+
+[The Start of Assistant B's Answer]
+{{ response_b }}
+[The End of Assistant B's Answer]
+"""
+
+GENERIC = """Task: {{ prompt }}
+
+Response A: {{ response_a }}
+
+Response B: {{ response_b }}
+
+Which response is better on {{ criterion.label }} ({{ criterion.description }})? Answer [[A]] or [[B]]."""
+
+PAIR_PRESETS: dict[str, dict[str, Any]] = {
+    "prometheus-2-relative": {
+        "template": PROMETHEUS_2_RELATIVE,
+        "answer": {"kind": "grade", "pattern": r"\[RESULT\] (A|B)", "reasoning": 600},
+    },
+    "skywork-critic": {"template": SKYWORK_CRITIC, "answer": {"kind": "grade", "pattern": r"\[\[(A|B)\]\]"}},
+    "generic": {"template": GENERIC, "answer": {"kind": "grade", "pattern": r"\[\[(A|B)\]\]"}},
+}
+
+
+def _levels(lead: str) -> str:
+    """The rubric's levels as a judge template lists them: each with its anchor where the rubric gives one."""
+    return (
+        "{% for level in criterion.scale.levels %}" + lead + '{{ level.name }}: {{ level.anchor or "" }}\n{% endfor %}'
+    )
+
+
+PROMETHEUS_2_ABSOLUTE = (
+    """###Task Description:
+An instruction (which may include an input), a response to evaluate and a score rubric for one evaluation \
+criterion are given.
+1. Write feedback that assesses the response strictly by the score rubric, not in general.
+2. Then write a score, one of the rubric's levels.
+3. The feedback comes first, then "[RESULT]" and the score.
+4. Write nothing else.
+
+###The instruction to evaluate:
+{{ prompt }}
+
+###Response to evaluate:
+{{ response }}
+
+###Score Rubrics:
+[{{ criterion.label }}: {{ criterion.description }}]
+"""
+    + _levels("Score ")
+    + """
+###Feedback: """
+)
+
+FLOW_JUDGE = (
+    """# GOAL
+Evaluate the response below against one criterion and give it a score.
+
+# INPUT
+{{ prompt }}
+
+# OUTPUT
+{{ response }}
+
+# EVALUATION CRITERIA AND SCORING RUBRIC
+{{ criterion.label }}: {{ criterion.description }}
+"""
+    + _levels("- ")
+    + """
+# INSTRUCTIONS
+Think about how well the output meets the criterion, then write your feedback inside <feedback></feedback> tags \
+and the score inside <score></score> tags."""
+)
+
+SELENE_MINI = (
+    """You are assessing a response to a user's request on one criterion.
+
+Request: {{ prompt }}
+
+Response: {{ response }}
+
+Criterion: {{ criterion.label }}: {{ criterion.description }}
+Scores:
+"""
+    + _levels("")
+    + """
+Write your reasoning after "**Reasoning:**", then the score after "**Result:**"."""
+)
+
+GLIDER = (
+    """Analyze the response below against the criterion and rubric, and score it.
+
+<USER INPUT>
+{{ prompt }}
+</USER INPUT>
+
+<MODEL OUTPUT>
+{{ response }}
+</MODEL OUTPUT>
+
+<CRITERIA>
+{{ criterion.label }}: {{ criterion.description }}
+</CRITERIA>
+
+<RUBRIC>
+"""
+    + _levels("")
+    + """</RUBRIC>
+
+Write your reasoning inside <reasoning></reasoning>, the phrases it rests on inside <highlight></highlight>, then the \
+score inside <score></score>."""
+)
+
+DIGIT = "([0-9])"  # a preset reads one digit: the rubric's integer levels (1-5, 1-3, 0-1, 0-4)
+
+JUDGE_PRESETS: dict[str, dict[str, Any]] = {
+    "prometheus-2-absolute": {
+        "template": PROMETHEUS_2_ABSOLUTE,
+        "answer": {"kind": "grade", "pattern": r"\[RESULT\] " + DIGIT, "reasoning": 600},
+    },
+    "flow-judge": {
+        "template": FLOW_JUDGE,
+        "answer": {"kind": "grade", "pattern": "<score>" + DIGIT + "</score>", "reasoning": 600},
+    },
+    "selene-mini": {
+        "template": SELENE_MINI,
+        "answer": {"kind": "grade", "pattern": r"\*\*Result:\*\* " + DIGIT, "reasoning": 600},
+    },
+    "glider": {
+        "template": GLIDER,
+        "answer": {"kind": "grade", "pattern": "<score>" + DIGIT + "</score>", "reasoning": 600},
+    },
+}
