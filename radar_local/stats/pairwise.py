@@ -14,12 +14,13 @@ verdicts give, per (C, D):
   two orders, both decisive, prefer different responses); ties: their share.
 
 Inference: the units are the pairs (task, C, variant), each carrying all its questions; a replicate redraws the
-pairs within each (task, C) stratum (bootstrap.stratified_counts: Rao-Wu's n - 1 draws). Every interval is an
-expanded percentile interval at its design df (intervals.expanded_interval: a source's quantities rest on its own
-pairs less its strata, a pair's on both sources', the position's on every pair); the family is one max-t band
-(intervals.simultaneous) over the K gates' self-effects, the K(K-1) leakages, each pair's difference and Sym, and
-the position bias, at the same design df, so a confirmed gate, leakage, pair flag or position bias holds at the
-family level together. Error rates, power and coverage are scripts/pairwise_error.py's.
+pairs within each (task, C) stratum (bootstrap.stratified_counts: Rao-Wu's n - 1 draws). Each interval is at its
+design df (a source's quantities rest on its own pairs less its strata, a pair's on both sources', the position's
+on every pair): a leakage's studentized (point +- t times the replicates' scale: a ratio over few pairs is skewed,
+and its percentile interval leaned off the truth), a rate's an expanded percentile interval (inside its bounds); the
+family is one max-t band (intervals.simultaneous) over the K gates' self-effects, the K(K-1) leakages, each pair's
+difference and Sym, and the position bias, at the same design df, so a confirmed gate, leakage, pair flag or
+position bias holds at the family level together. Error rates, power and coverage are scripts/pairwise_error.py's.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import numpy as np
 from radar_local.common import json_number
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES, stratified_counts
 from radar_local.stats.flags import Thresholds, pair_flags
-from radar_local.stats.intervals import expanded_interval, simultaneous
+from radar_local.stats.intervals import expanded_interval, simultaneous, studentized_interval
 from radar_local.stats.stored import Block, Interval, Num
 
 A, B, TIE = 0, 1, 2  # a verdict's choice; -1: unscored
@@ -246,13 +247,17 @@ def pairwise(
     per_source, all_df = _source_df(v, k), float(units - len(sizes))
 
     def ci(key: str, index: tuple[int, ...] = (), df: float = all_df) -> Interval | None:
-        """The expanded percentile interval at the quantity's design df (intervals.expanded_interval)."""
+        """A leakage's (an unbounded ratio, skewed over few pairs) studentized interval; a rate's (bounded: a
+        self-effect, the bias, a share) expanded percentile interval, which stays inside its bounds; each at the
+        quantity's design df."""
         if reps is None:
             return None
         value = np.asarray(point[key])
         at = int(np.ravel_multi_index(index, value.shape)) if index else 0
-        samples = reps[key].reshape(len(reps[key]), -1)[:, at]
-        got = expanded_interval(value.ravel()[at], samples - value.ravel()[at], df, level)
+        x, deltas = float(value.ravel()[at]), reps[key].reshape(len(reps[key]), -1)[:, at] - value.ravel()[at]
+        if key == "leakage":
+            return studentized_interval(x, deltas, df, level)
+        got = expanded_interval(np.asarray(x), deltas, df, level)
         return None if np.isnan(got).any() else (float(got[0]), float(got[1]))
 
     def span(x: np.ndarray) -> tuple[float, float] | None:
