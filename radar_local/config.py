@@ -523,6 +523,17 @@ class GridConfig(AuditSettings):
     verifiers: list[ModelSpec] = Field(min_length=1)
     exclude_self_pairs: bool = Field(True, description="Skip cells where a model judges its own probes (paper §4.2)")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_judge_settings(cls, data: object) -> object:
+        one = [key for key in ("pairwise", "consistency") if isinstance(data, dict) and key in data]
+        if one:
+            raise ValueError(
+                f"'{one[0]}' audits one judge: run `radar audit` on a cell's config (one generator, one verifier); "
+                "a grid compares judges"
+            )
+        return data
+
     @model_validator(mode="after")
     def _distinct_labels_and_some_cell(self) -> GridConfig:
         self.verifiers = [m for v in self.verifiers for m in v.per_mode()]  # a judge audited both ways is two

@@ -246,3 +246,20 @@ def test_compare_fails_a_pairwise_judge_with_a_confirmed_finding(planted_runs, t
     assert invoke("compare", planted, null, "--fail-on-pairwise").exit_code == 0
     run_audit(planted_config(n=2), tmp_path / "plain", progress=False)
     one_line_exit_2(invoke("compare", planted, tmp_path / "plain", "--fail-on-pairwise"), "asked no pairs")
+
+
+def test_a_grid_asking_pairs_or_repeats_is_one_line_saying_where_they_go(tmp_path):
+    import yaml
+
+    from tests.conftest import invoke, one_line_exit_2
+
+    for key, value in (("pairwise", {"preset": "generic"}), ("consistency", {"repeats": 2})):
+        grid = {
+            "rubric": "helpsteer2",
+            "generators": [{"engine": "testing", "model": "planted"}],
+            "verifiers": [{"engine": "testing", "model": "v1"}],
+            "exclude_self_pairs": False,
+            key: value,
+        }
+        (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
+        one_line_exit_2(invoke("grid", tmp_path / "grid.yaml", "--out", tmp_path / "g"), f"'{key}' audits one judge")
