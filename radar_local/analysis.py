@@ -151,22 +151,18 @@ def stats_for_table(
     if halo_against is not None:
         per = probe_matrix(df, criteria, gen, halo_against, spans)
         blocks["halo"] = halo(per, pm, resamples=resamples, seed=seed, level=level)
+
+    def asked(labels: Sequence[str]) -> list[ProbeMatrix]:  # the cell's verdicts, then each other asking of them
+        return [pm, *(probe_matrix(df, criteria, gen, label, spans) for label in labels)]
+
     if repeats:
         blocks["repeats"] = repeat_agreement(
-            [pm, *(probe_matrix(df, criteria, gen, label, spans) for label in repeats)],
-            measurements or {},
-            resamples=resamples,
-            seed=seed,
-            level=level,
+            asked(repeats), measurements or {}, resamples=resamples, seed=seed, level=level
         )
     if paraphrases:
+        levels = {c: [float(v) for v in scales[c].values] for c in criteria}
         blocks["wording"] = wording(
-            [pm, *(probe_matrix(df, criteria, gen, label, spans) for label in paraphrases)],
-            {c: [float(v) for v in scales[c].values] for c in criteria},
-            measurements or {},
-            resamples=resamples,
-            seed=seed,
-            level=level,
+            asked(paraphrases), levels, measurements or {}, resamples=resamples, seed=seed, level=level
         )
     if jurors:
         blocks["jury"] = jury_block(

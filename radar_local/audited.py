@@ -10,7 +10,7 @@ so a report never shows evidence the audit did not use.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -157,24 +157,25 @@ def assemble(
         )
     judge = None if isinstance(verifier, Jury) else verifier.judge
     if judge is not None and judge.joint and judge.order != "rubric" and not interim:  # its order effects, measured
-        extra["order"] = order_of(run, verifier.label)
+        extra["order"] = order_of(run, verifier.label, records.probes, records.verdicts)
     if config.pairwise is not None and not interim and not isinstance(verifier, Jury):
-        extra["pairwise"] = pairwise_of(run, verifier, settings.resamples, settings.seed, level)
+        extra["pairwise"] = pairwise_of(run, verifier, records, settings.resamples, settings.seed, level)
     lint = [] if isinstance(verifier, Jury) else polarity_warnings(verifier, run.rubric)
     return replace(result, warnings=[*result.warnings, *lint], **extra), table
 
 
-def order_of(run: RunDir, label: str) -> OrderEffects | None:
-    """The place effects of `label`'s joint calls on the run's probes (stats/order.py); None where none of its
-    verdicts records a position (it made no joint call)."""
-    probes = run.probes()
+def order_of(
+    run: RunDir, label: str, probes: Sequence[ProbeRecord], verdicts: Iterable[tuple[str, VerdictRecord]]
+) -> OrderEffects | None:
+    """The place effects of `label`'s joint calls on `probes` (stats/order.py), read from `verdicts` ((label,
+    verdict), as the audited set or RunDir.verdicts holds them); None where none records a position."""
     criteria = list(run.rubric.ids)
     col = {c: k for k, c in enumerate(criteria)}
     row = {p.key: i for i, p in enumerate(probes)}
     position = np.full((len(probes), len(criteria)), -1)
     scores = np.full((len(probes), len(criteria)), np.nan)
-    for _, v in run.verdicts(probes, {label}):
-        if v.position is None:
+    for by, v in verdicts:
+        if by != label or v.position is None:
             continue
         scale = run.rubric.scale_of(v.criterion)
         i, k = row[v.probe_key], col[v.criterion]
@@ -192,10 +193,12 @@ def order_of(run: RunDir, label: str) -> OrderEffects | None:
 CHOICES = {1.0: A, 0.0: B, 0.5: TIE}  # a pairwise verdict's stored score (config.PairwiseJudge.choices)
 
 
-def pairwise_of(run: RunDir, verifier: ModelSpec, resamples: int, seed: int, level: float) -> Pairwise | None:
-    """The pairwise judge's verdicts on the run's pairs (Plan.pair_requests) as stats/pairwise.py reads them; None
-    where none is stored yet."""
-    requests = run.plan.pair_requests(run.probes(), verifier)
+def pairwise_of(
+    run: RunDir, verifier: ModelSpec, records: AuditedSet, resamples: int, seed: int, level: float
+) -> Pairwise | None:
+    """The pairwise judge's verdicts on the audited set's pairs (Plan.pair_requests) as stats/pairwise.py reads
+    them, beside the same judge's pointwise verdicts on them; None where none is stored yet."""
+    requests = run.plan.pair_requests(list(records.probes), verifier)
     stored = [run.store.scores.get(r.key) for r in requests]
     if not any(v is not None for v in stored):
         return None
@@ -203,11 +206,11 @@ def pairwise_of(run: RunDir, verifier: ModelSpec, resamples: int, seed: int, lev
     col = {**{c: i for i, c in enumerate(crit)}, OVERALL.id: len(crit)}
     tasks = {t: i for i, t in enumerate(sorted({r.task_id for r in requests}))}
     choice = [-1 if v is None or v.score is None else CHOICES.get(float(v.score), -1) for v in stored]
-    scores = {(v.probe_key, v.criterion): v.score for _, v in run.verdicts(run.probes(), {verifier.label})}
+    pointwise = records.verdicts_by_probe.get(verifier.label, {})
 
     def ranked(r: PairRequest) -> int:
         """How the same judge's pointwise verdicts rank the pair on the criterion asked (+1 up higher)."""
-        up, down = (scores.get((key, r.criterion)) for key in r.probe_key.split("|"))
+        up, down = (getattr(pointwise.get(key, {}).get(r.criterion), "score", None) for key in r.probe_key.split("|"))
         return 0 if up is None or down is None or up == down else 1 if up > down else -1
 
     verdicts = PairVerdicts(

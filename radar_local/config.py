@@ -15,7 +15,7 @@ from radar_local.inputs import read_mapping
 from radar_local.judge import CALL_MODES, Judge
 from radar_local.nuisance import ATTRIBUTES, Measure, NuisanceSpec
 from radar_local.placement import ClusterSpec
-from radar_local.presets import PAIR_PRESETS
+from radar_local.presets import PAIR_PRESETS, with_preset
 from radar_local.prompts import Layout
 from radar_local.rubric import BUNDLED, Task, unique_ids
 from radar_local.scale import Scale
@@ -317,9 +317,7 @@ class PairwiseJudge(Strict):
     @model_validator(mode="before")
     @classmethod
     def _preset_fills_template_and_answer(cls, data: object) -> object:
-        if isinstance(data, dict) and isinstance(data.get("preset"), str) and data["preset"] in PAIR_PRESETS:
-            return {**PAIR_PRESETS[data["preset"]], **data}
-        return data
+        return with_preset(data, PAIR_PRESETS)
 
     @property
     def choices(self) -> Scale:

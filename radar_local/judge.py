@@ -21,7 +21,7 @@ from pydantic import Field, model_validator
 from radar_local.answer import JsonShape, Shape
 from radar_local.common import Frozen
 from radar_local.errors import InputError
-from radar_local.presets import JUDGE_PRESETS
+from radar_local.presets import JUDGE_PRESETS, with_preset
 from radar_local.prompts import Messages
 from radar_local.rubric import Criterion, Task
 from radar_local.sandbox import environment, render_bounded
@@ -74,12 +74,7 @@ class Judge(Frozen):
     @model_validator(mode="before")
     @classmethod
     def _preset_fills_template_and_answer(cls, data: object) -> object:
-        if isinstance(data, dict) and isinstance(data.get("preset"), str) and data["preset"] in JUDGE_PRESETS:
-            given = {k: v for k, v in data.items() if k != "template_file" or v is not None}
-            if "template_file" in given:  # a file the team wrote stands in for the preset's template
-                return {"answer": JUDGE_PRESETS[data["preset"]]["answer"], **given}
-            return {**JUDGE_PRESETS[data["preset"]], **given}
-        return data
+        return with_preset(data, JUDGE_PRESETS)
 
     @model_validator(mode="before")
     @classmethod
@@ -129,15 +124,8 @@ def render_text(text: str, **values: object) -> str:
 def template_problem(judge: Judge) -> str | None:
     """What is wrong with a judge's templates before anything renders, in one line; None where nothing is."""
     for what, text in (("template", judge.template), ("system template", judge.system)):
-        if text is None:
-            continue
-        try:
-            used = meta.find_undeclared_variables(environment().parse(text))
-        except TemplateSyntaxError as exc:
-            return f"the {what} does not parse (line {exc.lineno}: {exc.message})"
-        unknown = sorted(used - set(VARIABLES))
-        if unknown:
-            return f"the {what} uses '{unknown[0]}', which radar does not define; it defines {', '.join(VARIABLES)}"
+        if text is not None and isinstance(found := _variables(text, what, VARIABLES), str):
+            return found
     text = (judge.template or "") + (judge.system or "")
     used = meta.find_undeclared_variables(environment().parse(text))
     if "response" not in used:
@@ -174,6 +162,24 @@ def polarity_warning(text: str, scale: Scale) -> str | None:
     return None
 
 
+def _variables(text: str, what: str, defined: tuple[str, ...]) -> set[str] | str:
+    """The variables a template uses, or in one line why it cannot be used: it does not parse, or it uses one
+    radar does not define."""
+    try:
+        used = meta.find_undeclared_variables(environment().parse(text))
+    except TemplateSyntaxError as exc:
+        return f"the {what} does not parse (line {exc.lineno}: {exc.message})"
+    unknown = sorted(used - set(defined))
+    if unknown:
+        return f"the {what} uses '{unknown[0]}', which radar does not define; it defines {', '.join(defined)}"
+    return used
+
+
+def _task_values(task: Task) -> dict[str, str]:
+    """What every judge template sees of the task."""
+    return {"prompt": task.prompt, "document": task.prompt if task.format == "summary" else "", "format": task.format}
+
+
 def _scale_data(scale: Scale) -> dict:
     anchors = scale.anchors or {}
     levels = [{"name": t, "value": v, "anchor": anchors.get(t)} for t, v in zip(scale.tokens, scale.values)]
@@ -196,10 +202,8 @@ def render(judge: Judge, task: Task, response: str, criteria: list[tuple[Criteri
     shared = all(scale == scales[0] for scale in scales)
     shown = [_criterion_data(c, s) for c, s in criteria]
     values = {
-        "prompt": task.prompt,
-        "document": task.prompt if task.format == "summary" else "",
+        **_task_values(task),
         "response": response,
-        "format": task.format,
         "criterion": shown[0] if len(shown) == 1 else None,
         "criteria": shown,
         "scale": _scale_data(scales[0]) if shared else None,
@@ -219,16 +223,9 @@ PAIR_VARIABLES = ("prompt", "document", "response_a", "response_b", "format", "c
 
 def pair_template_problem(template: str) -> str | None:
     """What is wrong with a pairwise judge's template before anything renders, in one line; None where nothing is."""
-    try:
-        used = meta.find_undeclared_variables(environment().parse(template))
-    except TemplateSyntaxError as exc:
-        return f"the pairwise template does not parse (line {exc.lineno}: {exc.message})"
-    unknown = sorted(used - set(PAIR_VARIABLES))
-    if unknown:
-        return (
-            f"the pairwise template uses '{unknown[0]}', which radar does not define; it defines "
-            f"{', '.join(PAIR_VARIABLES)}"
-        )
+    used = _variables(template, "pairwise template", PAIR_VARIABLES)
+    if isinstance(used, str):
+        return used
     missing = [v for v in ("response_a", "response_b", "criterion") if v not in used]
     if missing:
         return (
@@ -241,11 +238,9 @@ def pair_template_problem(template: str) -> str | None:
 def render_pair(template: str, task: Task, first: str, second: str, criterion: Criterion) -> Messages:
     """A pairwise judge's message: which of `first` (A) and `second` (B) is better on `criterion`."""
     values = {
-        "prompt": task.prompt,
-        "document": task.prompt if task.format == "summary" else "",
+        **_task_values(task),
         "response_a": first,
         "response_b": second,
-        "format": task.format,
         "criterion": {"id": criterion.id, "label": criterion.label, "description": criterion.description},
     }
     try:

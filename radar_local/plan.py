@@ -261,19 +261,22 @@ class Plan:
             asked += [OVERALL] if spec.overall else []
             for crit, order in itertools.product(asked, (UP_FIRST, DOWN_FIRST)):
                 a, b = (first, second) if order == UP_FIRST else (second, first)
-                messages = render_pair(spec.template, by_id[task_id], a.text, b.text, crit)
-                prompt = Prompt(
-                    messages,
-                    kind="pair",
-                    response_a=a.text,
-                    response_b=b.text,
-                    criterion={"label": crit.label, "description": crit.description},
-                    rubric=[c.label for c in self.rubric.criteria],
-                )
                 call = digest({**base, "pair": [a.key, b.key], "criterion": scored_text(crit, spec.choices)})
-                pair = f"{first.key}|{second.key}"
-                answer = Answer(spec.answer, ((crit.id, spec.choices),))  # the choice, as the criterion's verdict
-                out.append(PairRequest(call, pair, (crit.id,), prompt, answer, task_id, source or "", variant, order))
+                # scored, then read back by the audit: each prompt rendered once (the key holds all it shows)
+                if (cached := self._score_cache.get(("pair", call))) is None:
+                    prompt = Prompt(
+                        render_pair(spec.template, by_id[task_id], a.text, b.text, crit),
+                        kind="pair",
+                        response_a=a.text,
+                        response_b=b.text,
+                        criterion={"label": crit.label, "description": crit.description},
+                        rubric=[c.label for c in self.rubric.criteria],
+                    )
+                    answer = Answer(spec.answer, ((crit.id, spec.choices),))  # the choice, as the criterion's verdict
+                    pair = f"{first.key}|{second.key}"
+                    cached = PairRequest(call, pair, (crit.id,), prompt, answer, task_id, source or "", variant, order)
+                    self._score_cache["pair", call] = cached
+                out.append(cached)
         return out
 
     def _probe_requests(self, probe: ProbeRecord, task: Task, verifier: ModelSpec, base: dict) -> list[ScoreRequest]:

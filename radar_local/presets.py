@@ -196,3 +196,13 @@ JUDGE_PRESETS: dict[str, dict[str, Any]] = {
         "answer": {"kind": "grade", "pattern": "<score>" + DIGIT + "</score>", "reasoning": 600},
     },
 }
+
+
+def with_preset(data: object, presets: dict[str, dict[str, Any]]) -> object:
+    """A judge's config with its preset's template and answer filled in where it gives none (a `template_file` it
+    gives stands in for the template); anything else, as it is (an unknown name is the validator's to refuse)."""
+    if not (isinstance(data, dict) and isinstance(data.get("preset"), str) and data["preset"] in presets):
+        return data
+    given = {k: v for k, v in data.items() if v is not None or k not in ("template", "template_file")}
+    preset = presets[data["preset"]]
+    return {**({"answer": preset["answer"]} if "template_file" in given else preset), **given}

@@ -76,18 +76,19 @@ def test_drift_refuses_verifiers_that_scored_other_probes(rescored, tmp_path):
     )
 
 
+@pytest.mark.thorough  # a grid and a jury written whole, reports and all: `make test` runs it
 def test_drift_reads_a_grids_verifiers_and_a_jurys_jurors(tmp_path):
     """Issue 47: drift works where two judges scored the same probes in one directory: a grid's generator folder
     (its verifiers) and a jury's run (a juror against another, or against the jury)."""
     import yaml
 
+    FEW = ("--resamples", "200")  # the audits need no intervals of their own: drift draws its own
+
     spec = {"engine": "testing", "options": {"noise": 0.5}}
     coupled = {"coupling": {"Helpfulness / Understanding": {"Correctness / Completeness": 0.9}}, "noise": 0.5}
     grid = {
         **{
-            k: v
-            for k, v in planted_config(tasks=TASKS, n=4, bootstrap=100).items()
-            if k not in ("generator", "verifier")
+            k: v for k, v in planted_config(tasks=TASKS, n=4, bootstrap=0).items() if k not in ("generator", "verifier")
         },
         "generators": [{"engine": "testing", "model": "planted"}],
         "verifiers": [{**spec, "model": "v1"}, {**spec, "model": "v2", "options": coupled}],
@@ -96,15 +97,15 @@ def test_drift_reads_a_grids_verifiers_and_a_jurys_jurors(tmp_path):
     (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
     assert invoke("grid", tmp_path / "grid.yaml", "--out", tmp_path / "grid", "--quiet").exit_code == 0
     out = tmp_path / "g.json"
-    res = invoke("drift", tmp_path / "grid" / "planted", "--before", "v1", "--after", "v2", "--json", out)
+    res = invoke("drift", tmp_path / "grid" / "planted", "--before", "v1", "--after", "v2", "--json", out, *FEW)
     assert res.exit_code == 0, res.output
     moved = [(p["source"], p["target"]) for p in json.loads(out.read_text())["pairs"] if p["flag"]]
     assert moved == [("helpfulness", "correctness")]
     jurors = [{**spec, "model": "a"}, {**spec, "model": "b", "options": coupled}]
-    jury = planted_config(verifier={"name": "panel", "jury": jurors}, tasks=TASKS, n=4, bootstrap=100)
+    jury = planted_config(verifier={"name": "panel", "jury": jurors}, tasks=TASKS, n=4, bootstrap=0)
     run_audit(jury, tmp_path / "jury", base=REPO)
     for before, after in (("a", "b"), ("a", "panel")):
-        res = invoke("drift", tmp_path / "jury", "--before", before, "--after", after, "--json", out)
+        res = invoke("drift", tmp_path / "jury", "--before", before, "--after", after, "--json", out, *FEW)
         assert res.exit_code == 0, res.output
         moved = [(p["source"], p["target"]) for p in json.loads(out.read_text())["pairs"] if p["flag"]]
         assert moved == [("helpfulness", "correctness")], (before, after, moved)

@@ -86,7 +86,8 @@ def test_a_criterion_that_primes_another_shown_after_it_is_named(tmp_path):
     }
     verifier = {**spec, "judge": {"calls": "joint", "order": "shuffled"}}
     run_audit(planted_config(verifier=verifier, tasks=TASKS, n=5, bootstrap=0), tmp_path / "run", base=REPO)
-    effects = order_of(load_run(tmp_path / "run"), "planted")
+    run = load_run(tmp_path / "run")
+    effects = order_of(run, "planted", run.probes(), run.verdicts(run.probes(), {"planted"}))
     flagged = [(p.source, p.target) for p in effects.pairs if p.flag]
     assert flagged == [("helpfulness", "correctness")], effects.pairs
     primed = next(p for p in effects.pairs if p.flag)

@@ -40,7 +40,8 @@ def effects_of(run_dir: Path, label: str) -> OrderEffects:
     run = load_run(run_dir)
     if label not in run.verifiers():
         raise InputError(run_dir, f"no verifier '{label}' scored this run (it holds {', '.join(run.verifiers())})")
-    found = order_of(run, label)
+    probes = run.probes()
+    found = order_of(run, label, probes, run.verdicts(probes, {label}))
     if found is None:
         raise InputError(
             run_dir, f"'{label}' made no joint call here (no verdict records a position): nothing to order"

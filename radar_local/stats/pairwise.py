@@ -293,7 +293,7 @@ def pairwise(
         if i != j
     ]
     pairs = [
-        _pair(crit, i, j, point, [b for b in bands[1:4]] if bands else None, passed[i] and passed[j], thresholds)
+        _pair(crit, i, j, point, bands[1:4] if bands else None, passed[i] and passed[j], thresholds)
         for i in range(k)
         for j in range(i + 1, k)
     ]
