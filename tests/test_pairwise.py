@@ -162,6 +162,7 @@ def test_a_pairwise_judge_that_cannot_ask_or_answer_is_one_line(tmp_path):
     assert plan.exit_code == 0 and "Pairwise: 20 pairs x 5 questions x 2 orders = 200 more calls" in plan.output
 
 
+@pytest.mark.thorough  # the worked example whole (its statistics are checked above in seconds): `make test` runs it
 def test_the_docs_pairwise_example_is_what_its_config_writes(tmp_path):
     """docs/pairwise.md's section is what configs/pairwise-example.yaml writes (the report's table rows and line)."""
     from radar_local.auditing import run_audit
