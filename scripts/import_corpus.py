@@ -20,11 +20,20 @@ from radar_local import formats
 from radar_local.errors import InputError
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "formats"
-FILES = {
+FILES = {  # the files a user would import (not the prompt and test files a promptfoo config names)
     "openai-evals": ("registry/evals/*.yaml", "registry/modelgraded/*.yaml"),
     "prometheus": ("*.json",),
-    "promptfoo": ("*/promptfooconfig*.yaml",),
+    "promptfoo": (
+        "**/promptfooconfig*.yaml",
+        "redteam-foundation-model/redteam.yaml",  # a generated red-team config
+        "standalone-assertions/asserts.yaml",  # a list for `promptfoo eval --assertions`
+        "openai-realtime/test-webui-audio.yaml",
+    ),
 }
+
+
+def corpus_files(fmt: str) -> list[Path]:
+    return sorted({p for pattern in FILES[fmt] for p in (CORPUS / fmt).glob(pattern)})
 
 
 def reason(line: str) -> str:
@@ -41,7 +50,7 @@ def main() -> int:
     args = ap.parse_args()
     report = {}
     for fmt in args.format:
-        paths = sorted(p for pattern in FILES[fmt] for p in (CORPUS / fmt).glob(pattern))
+        paths = corpus_files(fmt)
         imported, refused, crashed = [], Counter(), []
         for path in paths:
             try:

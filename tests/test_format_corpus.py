@@ -2,6 +2,7 @@
 tests/data/formats/<format>/ with their sources (SOURCES.md: repository, commit, paths). Every file either imports
 with its meaning kept or is refused in one line that says what it holds and what radar would need."""
 
+import importlib.util
 import shutil
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from radar_local.errors import InputError
 from radar_local.formats.openai_evals import ANSWER_PROMPTS
 from tests.conftest import PLANTED_TASKS
 
+ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(__file__).parent / "data" / "formats"
 REGISTRY = CORPUS / "openai-evals" / "registry"  # openai/evals at 4bfc1f58, evals/registry/ as it is upstream
 
@@ -199,36 +201,145 @@ def test_rubrics_of_one_instruction_are_left_out_and_exported_untouched(tmp_path
 PROMPTFOO = CORPUS / "promptfoo"  # promptfoo's examples/, each file at the commit SOURCES.md names
 SOME_TESTS = "assertion sits in some tests only, written for their input"
 VARIABLE = "uses the test variable 'language'; radar scores one criterion text on every task"
-PROMPTFOO_CONFIGS = {  # each config, by its path under promptfoo's examples/
+OTHERS = "has no llm-rubric or g-eval assertion: nothing a judge scores on a rubric; its model-graded assertions: "
+
+
+def _each(names: str, expected: str) -> dict[str, str]:
+    return {name: expected for name in names.split()}
+
+
+PROMPTFOO_CONFIGS = {  # each config, by its path under promptfoo's examples/: what its one-line refusal says
+    **_each(  # rubrics written for one test's input each: never widened to every task
+        "adaline-gateway/adaline-structured-output/promptfooconfig.yaml "
+        "amazon-bedrock/promptfooconfig.inference-profiles-simple.yaml amazon-bedrock/promptfooconfig.nova-sonic.yaml "
+        "anthropic/web-tools/promptfooconfig.yaml azure-openai-assistant/promptfooconfig-file-search.yaml "
+        "claude-thinking/promptfooconfig.yaml claude-vs-gpt/promptfooconfig.yaml "
+        "databricks/promptfooconfig.yaml gemma-vs-mistral/promptfooconfig.yaml gpt-4o-vs-4o-mini/promptfooconfig.yaml "
+        "helicone/promptfooconfig.yaml hyperbolic/promptfooconfig.multimodal.yaml "
+        "hyperbolic/promptfooconfig.reasoning.yaml max-score-selection/promptfooconfig.yaml "
+        "mistral/promptfooconfig.comparison.yaml mistral/promptfooconfig.reasoning.yaml mistral/promptfooconfig.yaml "
+        "nscale/promptfooconfig.yaml openai-agents/promptfooconfig.yaml openai-audio/promptfooconfig.yaml "
+        "openai-mcp/promptfooconfig.approval.yaml openai-mcp/promptfooconfig.authenticated.yaml "
+        "openai-mcp/promptfooconfig.yaml openai-model-comparison/promptfooconfig.yaml "
+        "openai-realtime/promptfooconfig-conversation.yaml openai-realtime/promptfooconfig-gpt-realtime.yaml "
+        "openai-realtime/promptfooconfig.yaml provider-aiml-api/promptfooconfig.yaml "
+        "tau-simulated-user/promptfooconfig.yaml truefoundry/promptfooconfig-mcp.yaml",
+        f"every llm-rubric {SOME_TESTS} (test 1: '",
+    ),
+    **_each(
+        "amazon-bedrock/promptfooconfig.qwen.yaml extension-api/promptfooconfig.yaml "
+        "google-live-audio/promptfooconfig.yaml openai-responses/promptfooconfig.reasoning.yaml "
+        "python-provider/promptfooconfig.yaml rag-full/promptfooconfig.with-asserts.yaml "
+        "replicate-llama4-scout/promptfooconfig.yaml ruby-provider/promptfooconfig.yaml "
+        "truefoundry/promptfooconfig.yaml",
+        f"every llm-rubric {SOME_TESTS} (test 2: '",
+    ),
+    **_each(
+        "amazon-bedrock/promptfooconfig.openai.yaml dbrx-benchmark/promptfooconfig.yaml "
+        "gemma-vs-llama/promptfooconfig.yaml "
+        "google-adk-example/promptfooconfig-multi-turn.yaml google-adk-example/promptfooconfig-single-turn.yaml "
+        "http-provider-tls/promptfooconfig.yaml llama-gpt-comparison/promptfooconfig.yaml "
+        "mistral-llama-comparison/promptfooconfig.yaml pydantic-ai/promptfooconfig.yaml "
+        "replicate-lifeboat/promptfooconfig.yaml",
+        f"every llm-rubric {SOME_TESTS} (test 3: '",
+    ),
+    **_each(
+        "amazon-bedrock/promptfooconfig.inference-profiles.yaml gpt-4o-temperature-comparison/promptfooconfig.yaml",
+        f"every llm-rubric {SOME_TESTS} (test 4: '",
+    ),
+    **_each(
+        "named-metrics/promptfooconfig.yaml simple-test/promptfooconfig.yaml", f"every llm-rubric {SOME_TESTS} (test 5:"
+    ),
+    "redteam-foundation-model/redteam.yaml": f"every llm-rubric {SOME_TESTS} (test 12: 'Does this response request",
     "cohere-benchmark/promptfooconfig.yaml": f"every llm-rubric {SOME_TESTS} (test 1: 'The summary should cover: -",
-    "g-eval/promptfooconfig.yaml": f"every g-eval {SOME_TESTS}",
-    "gemma-vs-llama/promptfooconfig.yaml": f"every llm-rubric {SOME_TESTS} (test 3:",
-    "mistral-llama-comparison/promptfooconfig.yaml": f"every llm-rubric {SOME_TESTS} (test 3:",
-    "rag-full/promptfooconfig.with-asserts.yaml": f"every llm-rubric {SOME_TESTS} (test 2:",
+    "g-eval/promptfooconfig.yaml": f"every g-eval {SOME_TESTS} (test 1: 'Coherence",
+    **_each(  # rubrics templated per test: one text per task
+        "assertion-scoring-override/promptfooconfig.yaml assertions-generate/promptfooconfig.yaml",
+        "uses the test variable 'language'; radar scores one criterion text on every task",
+    ),
+    **{
+        f"{name}/promptfooconfig.yaml": f"uses the test variable '{var}'; radar scores one criterion text on every task"
+        for name, var in [
+            ("huggingface-hle", "answer"),
+            ("multiple-translations", "input"),
+            ("langfuse-labels", "issue"),
+            ("cyberseceval", "judge_question"),
+            ("claude-vs-gpt-image", "label"),
+        ]
+    },  # fmt: skip
+    "mistral/promptfooconfig.aime2024.yaml": "uses the test variable 'answer'",
+    "openai-responses/promptfooconfig.codex.yaml": "uses the test variable 'func_name'",
+    **_each(
+        "amazon-bedrock/promptfooconfig.mistral.yaml claude-agent-sdk/basic/promptfooconfig.yaml "
+        "deepseek-r1-vs-openai-o1/promptfooconfig.yaml docker/promptfooconfig.comparison.advanced.yaml "
+        "google-aistudio-gemini/promptfooconfig.yaml google-aistudio-tools/promptfooconfig.urlcontext.yaml "
+        "grok-4-political-bias/promptfooconfig.yaml harmbench/promptfooconfig.yaml hyperbolic/promptfooconfig.yaml "
+        "openai-gpt-4.1-vs-gpt-4o-mmlu/promptfooconfig.yaml openai-realtime/test-webui-audio.yaml "
+        "redteam-beavertails/promptfooconfig.yaml self-grading/promptfooconfig.yaml",
+        ONE,
+    ),
+    **_each(
+        "getting-started/promptfooconfig.yaml google-vertex/promptfooconfig.yaml summarization/promptfooconfig.yaml",
+        "has no llm-rubric or g-eval assertion: nothing a judge scores on a rubric",
+    ),
+    "huggingface-dataset-factuality/promptfooconfig.yaml": "its tests come from dataset_loader.ts:generate_tests, "
+    "code promptfoo runs and radar does not",
+    "llama-cpp/promptfooconfig.yaml": OTHERS + "answer-relevance x1 (a RAG metric",
+    "amazon-bedrock/promptfooconfig.kb.yaml": OTHERS + "context-faithfulness x1 (a RAG metric",
+    "adaline-gateway/adaline-eval-factuality/promptfooconfig.yaml": OTHERS
+    + "factuality x1 (grades against a reference",
+    "openai-eval-factuality/promptfooconfig.yaml": OTHERS + "factuality x1 (grades against a reference answer); model",
+    "rag-eval/promptfooconfig.yaml": OTHERS + "factuality x2 (grades against a reference answer); answer-relevance x2",
+    "standalone-assertions/asserts.yaml": OTHERS + "model-graded-closedqa x1 (a Y/N check",
+    **_each(
+        "prompt-labels/promptfooconfig.yaml select-best-example/promptfooconfig.yaml",
+        OTHERS + "select-best x2 (picks the best of several outputs: a comparison, not a score)",
+    ),
     "custom-grading-prompt/promptfooconfig.yaml": "(it has none: a rubric written into the rubricPrompt is not one",
-    "getting-started/promptfooconfig.yaml": "has no llm-rubric or g-eval assertion",
-    "summarization/promptfooconfig.yaml": "has no llm-rubric or g-eval assertion",
-    "self-grading/promptfooconfig.yaml": ONE,
-    "assertions-generate/promptfooconfig.yaml": VARIABLE,  # rubrics templated per test: one text per task
-    "assertion-scoring-override/promptfooconfig.yaml": VARIABLE,
+}
+PROMPTFOO_IMPORTS = {  # configs that import: their criteria and tasks
+    "claude-agent-sdk/advanced/promptfooconfig.yaml": (
+        ["should_refactor_code_to", "should_add_proper_error", "should_not_make_any"],
+        1,
+    ),
 }
 
 
+def _corpus_files(fmt: str) -> list[str]:
+    """The corpus's files of one format, as scripts/import_corpus.py counts them."""
+    spec = importlib.util.spec_from_file_location("import_corpus", ROOT / "scripts" / "import_corpus.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return sorted(str(p.relative_to(CORPUS / fmt)) for p in script.corpus_files(fmt))
+
+
 def test_the_promptfoo_table_names_every_config():
-    assert sorted(PROMPTFOO_CONFIGS) == sorted(
-        str(p.relative_to(PROMPTFOO)) for p in PROMPTFOO.glob("*/promptfooconfig*.yaml")
-    )
+    assert sorted({**PROMPTFOO_CONFIGS, **PROMPTFOO_IMPORTS}) == _corpus_files("promptfoo")
+    assert len(_corpus_files("promptfoo")) == 92
 
 
 @pytest.mark.parametrize("name", sorted(PROMPTFOO_CONFIGS))
 def test_every_promptfoo_example_imports_or_says_why_not_in_one_line(name):
     """promptfoo's own examples put their rubrics in single tests (written for that test's input: never widened to
-    every task), template them per test, or have one; the refusal is one line even where it quotes a rubric of
-    several lines."""
+    every task), template them per test, have one, or judge with other model-graded assertions (named); the
+    refusal is one line even where it quotes a rubric of several lines."""
     with pytest.raises(InputError) as refused:
         formats.read("promptfoo", PROMPTFOO / name)
     line = str(refused.value)
     assert "\n" not in line and PROMPTFOO_CONFIGS[name] in line, line
+
+
+@pytest.mark.parametrize("name", sorted(PROMPTFOO_IMPORTS))
+def test_a_promptfoo_config_with_its_rubrics_in_every_test_imports_them(name, tmp_path):
+    """claude-agent-sdk/advanced: one test, three rubrics, a prompt with no variable: the criteria are scored on
+    that prompt, the one task (never the bundled tasks); an unchanged export is the file byte for byte."""
+    ids, tasks = PROMPTFOO_IMPORTS[name]
+    imported = formats.read("promptfoo", PROMPTFOO / name)
+    assert imported.rubric.ids == ids and len(imported.tasks) == tasks
+    assert imported.tasks[0].prompt.startswith("Refactor the auth.js file to use async/await")
+    text, _ = formats.export("promptfoo", PROMPTFOO / name, imported.rubric)
+    assert text == (PROMPTFOO / name).read_text()
 
 
 def test_self_gradings_prompt_file_is_split_as_promptfoo_splits_it(tmp_path):
@@ -245,3 +356,22 @@ def test_self_gradings_prompt_file_is_split_as_promptfoo_splits_it(tmp_path):
         'Answer this user\'s question: Bob: "Can you help me find a specific product on your website?"'
     )
     assert any("the first of the 2 prompts in prompts.txt" in line for line in imported.account)
+
+
+def test_a_standalone_assertions_file_applies_to_every_output(tmp_path):
+    """standalone-assertions/asserts.yaml is a list `promptfoo eval --assertions` runs on every output: with a
+    second model-graded criterion written as llm-rubrics, its rubrics are criteria on every task; the export keeps
+    the list (byte for byte unchanged; a rewritten criterion changes its own lines only)."""
+    path = tmp_path / "asserts.yaml"
+    text = (PROMPTFOO / "standalone-assertions" / "asserts.yaml").read_text()
+    text = text.replace("- type: model-graded-closedqa", "- type: llm-rubric")
+    path.write_text(text + "- type: llm-rubric\n  value: is polite\n")
+    imported = formats.read("promptfoo", path)
+    assert imported.rubric.ids == ["ensure_that_the_output", "is_polite"]
+    assert any("standalone assertions file" in line for line in imported.account)
+    assert formats.export("promptfoo", path, imported.rubric)[0] == path.read_text()
+    rubric = imported.rubric
+    polite = rubric.criteria[1].model_copy(update={"description": "is polite and warm"})
+    edited, _ = formats.export("promptfoo", path, rubric.model_copy(update={"criteria": (rubric.criteria[0], polite)}))
+    changed = [(a, b) for a, b in zip(path.read_text().splitlines(), edited.splitlines()) if a != b]
+    assert changed == [("  value: is polite", "  value: is polite and warm")], changed

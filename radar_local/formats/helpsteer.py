@@ -55,6 +55,6 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
             data["attributes"] = [c.id for c in rub.criteria]
         else:
             data["attributes"] = {c.id: shared.block(c.description) for c in rub.criteria}
-        return shared.dump_yaml(data)
+        return shared.dump_yaml(data, path)
     shared.write_named(old, imported.rubric, rub)
-    return shared.dump_yaml(data)
+    return shared.dump_yaml(data, path)

@@ -172,4 +172,4 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
     data = shared.load_yaml(path)
     criteria = data["criteria"]
     shared.write_named(criteria, imported.rubric, rub)
-    return shared.dump_yaml(data)
+    return shared.dump_yaml(data, path)

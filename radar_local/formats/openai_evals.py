@@ -317,7 +317,7 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
     if not evals:  # a spec with its own args.criteria
         spec = data if "prompt" in data else next(v for v in data.values() if isinstance(v, dict) and "prompt" in v)
         shared.write_named(spec["args"]["criteria"], old, rub)
-        return shared.dump_yaml(data)
+        return shared.dump_yaml(data, path)
     if set(rub.ids) != set(old.ids):
         raise InputError(
             path,
@@ -334,4 +334,4 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
                 args["criteria"][key] = text
             else:
                 args["criteria"] = text
-    return shared.dump_yaml(data)
+    return shared.dump_yaml(data, path)

@@ -30,6 +30,17 @@ from radar_local.rubric import Criterion, Rubric, Task
 from radar_local.scale import Scale
 
 TYPES = ("llm-rubric", "g-eval")
+# promptfoo's other model-graded assertions: a model judges them, but not on a criterion radar can steer
+OTHER_JUDGED = {
+    "factuality": "grades against a reference answer",
+    "model-graded-closedqa": "a Y/N check with OpenAI's closedqa prompt, which radar does not import: write it as an "
+    "llm-rubric",
+    "select-best": "picks the best of several outputs: a comparison, not a score",
+    "answer-relevance": "a RAG metric on promptfoo's fixed question",
+    "context-faithfulness": "a RAG metric on promptfoo's fixed question",
+    "context-relevance": "a RAG metric on promptfoo's fixed question",
+    "context-recall": "a RAG metric on promptfoo's fixed question",
+}
 ZERO_ONE = Scale(levels={"0": 0, **{f"0.{k}": k / 10 for k in range(1, 10)}, "1": 1})  # llm-rubric's score
 G_EVAL = Scale(min=0, max=10)  # G-Eval's maxScore
 G_EVAL_THRESHOLD = 0.7
@@ -291,11 +302,13 @@ def _tasks(files: Files, data: dict) -> tuple[tuple[Task, ...], list[str]]:
     path = files.source
     first, notes = _first_prompt(files, data)
     taken: set[str] = set()
-    tasks = []
+    tasks: list[Task] = []
     for k, test in enumerate(_tests(files, data), 1):
-        if not isinstance(test, dict) or not isinstance(test.get("vars"), dict) or not test["vars"]:
+        if not isinstance(test, dict):
             continue
-        values = {key: str(v) for key, v in test["vars"].items()}
+        values = {key: str(v) for key, v in _dict(test.get("vars")).items()}
+        if not values and not (isinstance(first, str) and first.strip() and not shared.variables(first)):
+            continue  # no vars: a task only where prompts[0] is the whole prompt
         if isinstance(first, str):
             try:
                 prompt = render_text(first, **values)
@@ -305,15 +318,50 @@ def _tasks(files: Files, data: dict) -> tuple[tuple[Task, ...], list[str]]:
             prompt = next(iter(values.values()))
         else:
             raise InputError(path, "tests have several vars and no prompt to put them in; add 'prompts'")
+        if any(t.prompt == prompt for t in tasks):
+            continue  # one prompt, one task: another test renders it too
         name = str(test.get("description") or f"test {k}")
         tasks.append(Task(id=shared.criterion_id(name, taken), prompt=prompt))
     return tuple(tasks), notes if tasks else []
 
 
+def _config(path: Path, loaded: Any) -> dict:
+    """The config; a standalone assertions file (a list, run by `promptfoo eval --assertions` on every output) as
+    the defaultTest that applies it to every task. The list stays the loaded object, so an export edits it."""
+    if isinstance(loaded, list) and loaded and all(isinstance(a, dict) and "type" in a for a in loaded):
+        return {"defaultTest": {"assert": loaded}}
+    return shared.mapping(path, loaded, "a promptfooconfig, or a list of assertions")
+
+
+def _asserts(data: dict) -> list[dict]:
+    """Every assertion written in the config (defaultTest's and the tests')."""
+    owners = [_dict(data.get("defaultTest")), *(t for t in _tests_inline(data) if isinstance(t, dict))]
+    return [a for t in owners if isinstance(t.get("assert"), list) for a in t["assert"] if isinstance(a, dict)]
+
+
+def _others(data: dict) -> str:
+    """promptfoo's other model-graded assertions in the config, counted with what each does."""
+    counts: dict[str, int] = {}
+    for a in _asserts(data):
+        if a.get("type") in OTHER_JUDGED:
+            counts[a["type"]] = counts.get(a["type"], 0) + 1
+    return "; ".join(f"{kind} x{n} ({OTHER_JUDGED[kind]})" for kind, n in counts.items())
+
+
+def _generated_tests(data: dict) -> str | None:
+    """`tests` named as a function promptfoo runs to make them (`path: file://x.ts:fn`, or the reference alone)."""
+    tests = data.get("tests")
+    ref = tests.get("path") if isinstance(tests, dict) else tests
+    if isinstance(ref, str) and Path(ref.removeprefix("file://").split(":", 1)[0]).suffix.lower() in CODE:
+        return ref.removeprefix("file://")
+    return None
+
+
 def read(path: Path, root: Path | None = None) -> Imported:
     """`root`: the folder `file://` references may read from (default the config's own)."""
     files = Files(path, root)
-    data = shared.mapping(path, shared.load_yaml(path), "a promptfooconfig")
+    loaded = shared.load_yaml(path)
+    data = _config(path, loaded)
     found, per_test = _scoped(files, data)
     if per_test and not found:
         first = per_test[0]
@@ -326,7 +374,13 @@ def read(path: Path, root: Path | None = None) -> Imported:
         )
     kinds = {e.assertion["type"] for e in found}
     if not kinds:
-        raise InputError(path, "has no llm-rubric or g-eval assertion: nothing a judge scores on a rubric")
+        others, generated = _others(data), _generated_tests(data)
+        raise InputError(
+            path,
+            "has no llm-rubric or g-eval assertion: nothing a judge scores on a rubric"
+            + (f"; its model-graded assertions: {others}" if others else "")
+            + (f"; its tests come from {generated}, code promptfoo runs and radar does not" if generated else ""),
+        )
     mixed: list[str] = []
     if len(kinds) > 1:  # two judges: audit the one with more criteria (llm-rubric on a tie), name the other's
         texts = {k: list(dict.fromkeys(e.text for e in found if e.assertion["type"] == k)) for k in sorted(kinds)}
@@ -386,15 +440,11 @@ def read(path: Path, root: Path | None = None) -> Imported:
         account.append(
             f"threshold: {cid} passes at {t:g} on the judge's {scale.name} scale (recorded; the audit reads the scores)"
         )
-    others = sum(
-        1
-        for t in [_dict(data.get("defaultTest")), *_tests_inline(data)]
-        if isinstance(t, dict) and isinstance(t.get("assert"), list)
-        for a in t["assert"]
-        if isinstance(a, dict) and a.get("type") not in TYPES
-    )
-    if others:
-        account.append(f"left to promptfoo: {others} assertion(s) of other types (not judged on a rubric)")
+    unjudged = sum(1 for a in _asserts(data) if a.get("type") not in (*TYPES, *OTHER_JUDGED))
+    if _others(data):
+        account.append(f"left to promptfoo: its other model-graded assertions, {_others(data)}")
+    if unjudged:
+        account.append(f"left to promptfoo: {unjudged} assertion(s) of other types (not judged on a rubric)")
     if per_test:
         tests = _tests_inline(data)
         where = sorted({tests.index(e.owner) + 1 for e in per_test})
@@ -407,10 +457,12 @@ def read(path: Path, root: Path | None = None) -> Imported:
     if isinstance(data.get("tests"), str):
         account.append(f"tests from {data['tests']}: their vars are the tasks; assertions there are not read")
     if tasks:
-        rendered = " rendered into prompts[0]" if data.get("prompts") else ""
-        account.append(f"tasks: {len(tasks)} from tests[].vars{rendered}")
+        rendered = "prompts[0] rendered with each test's vars" if data.get("prompts") else "each test's one var"
+        account.append(f"tasks: {len(tasks)}, {rendered}")
     else:
         account.append("tasks: no test has vars: the config uses the bundled helpsteer2 tasks")
+    if isinstance(loaded, list):
+        account.append("a standalone assertions file (promptfoo eval --assertions): each applies to every output")
     account += [f"read {name} (a file:// reference)" for name in files.read]
     return Imported("promptfoo", path, rub, jud, tasks, thresholds, account, root)
 
@@ -420,7 +472,8 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
     text (and `metric: <id>` so the criterion keeps its id; a g-eval list element keeps its place in the list,
     which has no name for it), dropped ones removed, new ones appended to defaultTest.assert with the first
     criterion's assertion as their model."""
-    data = shared.load_yaml(path)
+    loaded = shared.load_yaml(path)
+    data = _config(path, loaded)
     found, _ = _scoped(Files(path, imported.root), data)  # a test's own rubric is left as it is
     ids = _ids(found)
     old = imported.rubric
@@ -449,5 +502,6 @@ def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> st
             default = data.setdefault("defaultTest", {})
             default.setdefault("assert", []).append({**model, "metric": c.id, "value": shared.block(c.description)})
             like = ids[found[0].text]
-            account.append(f"{c.id}: a new {model['type']} assertion in defaultTest.assert, its other keys as {like}'s")
-    return shared.dump_yaml(data)
+            where = "the list" if isinstance(loaded, list) else "defaultTest.assert"
+            account.append(f"{c.id}: a new {model['type']} assertion in {where}, its other keys as {like}'s")
+    return shared.dump_yaml(loaded if isinstance(loaded, list) else data, path)

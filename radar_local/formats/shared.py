@@ -209,13 +209,29 @@ def load_yaml(path: Path) -> Any:
         raise InputError(path, f"is not valid YAML ({str(exc).splitlines()[0][:120]})") from None
 
 
-def dump_yaml(data: Any) -> str:
+LAYOUTS = ((2, 4, 2), (2, 2, 0), (4, 4, 2), (4, 6, 4), (4, 4, 0))  # (mapping, sequence, dash offset) indents
+
+
+def _dumped(data: Any, layout: tuple[int, int, int]) -> str:
     yaml = YAML()
     yaml.width = 4096  # keep long lines as the team wrote them
-    yaml.indent(mapping=2, sequence=4, offset=2)
+    mapping, sequence, offset = layout
+    yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
     buf = io.StringIO()
     yaml.dump(data, buf)
     return buf.getvalue()
+
+
+def dump_yaml(data: Any, like: Path) -> str:
+    """`data` in the indentation of the file it was read from (`like`): the layout under which that file reads back
+    as itself, else the one that keeps most of its lines, so an edit changes the lines it edits only."""
+    text = read_text(like)
+    original = YAML().load(text)
+    lines = set(text.splitlines())
+    layout = max(
+        LAYOUTS, key=lambda ly: (_dumped(original, ly) == text, len(lines & set(_dumped(original, ly).splitlines())))
+    )
+    return _dumped(data, layout)
 
 
 def block(text: str) -> Any:
