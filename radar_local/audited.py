@@ -24,6 +24,7 @@ from radar_local.judge import polarity_warning
 from radar_local.jury import measurement, side_by_side
 from radar_local.labels import agreement as label_agreement
 from radar_local.labels import errors as label_errors
+from radar_local.labels import item_key_of
 from radar_local.nuisance import manipulation_check
 from radar_local.plan import OVERALL, PairRequest
 from radar_local.records import ProbeRecord, VerdictRecord
@@ -33,7 +34,7 @@ from radar_local.score_table import COLUMNS, validate_scores
 from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.order import OrderEffects, order_effects
-from radar_local.stats.pairwise import TIE, A, B, PairVerdicts, Pairwise, pairwise
+from radar_local.stats.pairwise import TIE, A, B, HumanPairs, PairVerdicts, Pairwise, against_raters, pairwise
 from radar_local.stats.result import AuditResult
 from radar_local.stats.stored import AdaptiveRecord
 
@@ -109,7 +110,7 @@ def assemble(
     measurements = {c: measurement(run.rubric.scale_of(c), config.scoring.expected) for c in run.rubric.ids}
     labels = run.labels
     # an interim audit (one verifier's wave) reads no labels: they are scored after the last wave
-    labelled = None if labels is None or interim else run.verdicts(labels.probes())
+    labelled = None if labels is None or not labels.labels or interim else run.verdicts(labels.probes())
     failed = failed or {}
     jurors = [j.label for j in verifier.jurors if j.label not in failed] if isinstance(verifier, Jury) else []
     options: dict = {"measurements": measurements} if repeats or paraphrases else {}
@@ -223,7 +224,29 @@ def pairwise_of(
         np.array(choice),
         np.array([ranked(r) for r in requests]),
     )
-    return pairwise(verdicts, resamples=resamples, seed=seed, level=level)
+    found = pairwise(verdicts, resamples=resamples, seed=seed, level=level)
+    if run.labels is None or not run.labels.pairs:
+        return found
+    return found.model_copy(update={"humans": against_labels(run, verifier, resamples, seed, level)})
+
+
+def against_labels(run: RunDir, verifier: ModelSpec, resamples: int, seed: int, level: float) -> HumanPairs:
+    """The pairwise judge's verdicts on the team's pairwise labels against the raters' choices."""
+    assert run.labels is not None
+    questions = run.labels.pair_probes()
+    index = {(a.key, b.key, c): i for i, (a, b, c) in enumerate(questions)}
+    raters = np.zeros((len(questions), 2))
+    for label in run.labels.pairs:
+        a, b = item_key_of(label.task_id, label.response_a), item_key_of(label.task_id, label.response_b)
+        if label.preferred != "tie":
+            raters[index[a, b, label.criterion], 0 if label.preferred == "A" else 1] += 1
+    requests = run.plan.labelled_pair_requests(questions, verifier)  # each question's two orders, in turn
+    stored = [run.store.scores.get(r.key) for r in requests]
+    choice = [-1 if v is None or v.score is None else CHOICES.get(float(v.score), -1) for v in stored]
+    asked = [c for _, _, c in questions]
+    return against_raters(
+        run.labels.source, asked, raters, np.array(choice).reshape(-1, 2), resamples=resamples, seed=seed, level=level
+    )
 
 
 def polarity_warnings(verifier: ModelSpec, rubric: Rubric) -> list[str]:

@@ -117,6 +117,8 @@ def rescore(
         if run.config.pairwise is not None and verifier == run.config.verifiers[0]:  # the same judge, asked pairwise
             twin = verifier.model_copy(update={"name": f"{verifier.label}-pairwise"})
             requests = run.plan.pair_requests(run.probes(), verifier)
+            if run.labels is not None:  # the team's pairwise labels, asked of the same judge
+                requests += run.plan.labelled_pair_requests(run.labels.pair_probes(), verifier)
             stages["pairwise"] = run.score(twin, pool, progress, stage="pairwise", requests=requests)
         if (labelled := run.score_labels(verifier, pool, progress)) is not None:
             stages["labels"] = labelled

@@ -6,7 +6,10 @@ A labels file is JSONL, CSV or Parquet, a row per (response, criterion, rater): 
 (a level as the judge writes it, else a level's value: the same in every file type, a JSON number read as a CSV
 cell writes it), the task as `task_id` (one of the audit's) or `prompt`,
 and optionally `rater` (several raters per response are allowed; without the column, a response's ratings of a
-criterion are raters 1, 2, ... in file order). A run keeps the labels it read in labels.json, as data.
+criterion are raters 1, 2, ... in file order). A row with a `preferred` value is a pairwise label instead (issue
+46): `response_a`, `response_b`, the `criterion` asked (or `overall`) and which one the rater preferred (A, B or
+tie), which the audit's pairwise judge is asked too, in both orders. A run keeps the labels it read in labels.json,
+as data.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from radar_local.common import Frozen, Strict, digest
 from radar_local.errors import InputError
@@ -29,6 +32,9 @@ from radar_local.tasks import read_table
 
 LABELLED = "labels"  # the generator label of a labelled response's probe record
 REQUIRED = ("response", "criterion", "score")
+PAIR_REQUIRED = ("response_a", "response_b", "criterion", "preferred")
+OVERALL = "overall"  # a pairwise label's criterion where the rater chose the better response overall (plan.OVERALL)
+PREFERRED = {"a": "A", "b": "B", "tie": "tie"}
 
 
 class HumanLabel(Frozen):
@@ -41,12 +47,31 @@ class HumanLabel(Frozen):
     rater: str
 
 
+class PairLabel(Frozen):
+    """One rater's choice between two responses to one task on one criterion (or overall)."""
+
+    task_id: str
+    response_a: str = Field(min_length=1)
+    response_b: str = Field(min_length=1)
+    criterion: str
+    preferred: str  # A, B or tie
+    rater: str
+
+
 class LabelSet(Strict):
-    """labels.json: the labels a run scores, and the tasks they name by prompt alone."""
+    """labels.json: the labels a run scores (pointwise scores, pairwise choices), and the tasks they name by prompt
+    alone."""
 
     source: str
     tasks: tuple[Task, ...] = ()
-    labels: tuple[HumanLabel, ...] = Field(min_length=1)
+    labels: tuple[HumanLabel, ...] = ()
+    pairs: tuple[PairLabel, ...] = ()
+
+    @model_validator(mode="after")
+    def _some_label(self) -> LabelSet:
+        if not self.labels and not self.pairs:
+            raise ValueError("a label set holds some label")
+        return self
 
     def problem(self, rubric: Rubric, tasks: Sequence[Task]) -> str | None:
         """What keeps these labels (as a run keeps them) from fitting the rubric and tasks, in one line; else None."""
@@ -59,6 +84,9 @@ class LabelSet(Strict):
                 return f"label {number}: score {lab.score:g} is not a level of {lab.criterion}'s scale ({scale.name})"
             if lab.task_id not in known:
                 return f"label {number}: task '{lab.task_id}' is none of the run's"
+        for number, pair in enumerate(self.pairs, 1):
+            if pair.criterion not in (*rubric.ids, OVERALL) or pair.task_id not in known:
+                return f"pairwise label {number}: criterion {pair.criterion} or task {pair.task_id} is not the run's"
         return None
 
     @property
@@ -67,20 +95,28 @@ class LabelSet(Strict):
 
     def probes(self) -> list[ProbeRecord]:
         """Each labelled response once, as a record a judge scores like a probe (keyed by task and text)."""
-        seen: dict[str, ProbeRecord] = {}
-        for lab in self.labels:
-            key = item_key(lab)
-            if key not in seen:
-                seen[key] = ProbeRecord(
-                    key=key,
-                    generator=LABELLED,
-                    task_id=lab.task_id,
-                    target="",
-                    direction="none",
-                    variant=0,
-                    text=lab.response,
-                )
+        return _records((lab.task_id, lab.response) for lab in self.labels)
+
+    def pair_probes(self) -> list[tuple[ProbeRecord, ProbeRecord, str]]:
+        """Each labelled (response A, response B, criterion) once, its responses as records a pairwise judge is
+        asked about, in the file's order."""
+        seen: dict[tuple[str, str, str], tuple[ProbeRecord, ProbeRecord, str]] = {}
+        for pair in self.pairs:
+            a, b = _records([(pair.task_id, pair.response_a), (pair.task_id, pair.response_b)])
+            seen.setdefault((a.key, b.key, pair.criterion), (a, b, pair.criterion))
         return list(seen.values())
+
+
+def _records(responses: Iterable[tuple[str, str]]) -> list[ProbeRecord]:
+    """Each (task, response) once, as a record a judge scores like a probe (keyed by task and text)."""
+    seen: dict[str, ProbeRecord] = {}
+    for task_id, text in responses:
+        key = item_key_of(task_id, text)
+        if key not in seen:
+            seen[key] = ProbeRecord(
+                key=key, generator=LABELLED, task_id=task_id, target="", direction="none", variant=0, text=text
+            )
+    return list(seen.values())
 
 
 def item_key(label: HumanLabel) -> str:
@@ -95,37 +131,51 @@ def load_labels(path: Path, rubric: Rubric, tasks: Sequence[Task]) -> LabelSet:
     if path.is_file() and path.stat().st_size > MAX_BYTES:  # labels.json keeps every label: it must read back
         raise InputError(path, f"is larger than {MAX_BYTES >> 20} MiB; radar reads no labels file this large")
     df = read_table(path, "labels file")
-    missing = [c for c in REQUIRED if c not in df.columns]
-    if missing or ("task_id" not in df.columns and "prompt" not in df.columns):
-        need = missing or ["task_id or prompt"]
+    pairwise = "preferred" in df.columns
+    needed = [c for c in (PAIR_REQUIRED if pairwise else REQUIRED) if c not in df.columns]
+    if needed or ("task_id" not in df.columns and "prompt" not in df.columns):
+        need = needed or ["task_id or prompt"]
         raise InputError(
             path,
             f"no column {', '.join(need)}; a labels file has response, criterion, score, task_id or prompt, and "
-            f"optionally rater (it has {', '.join(map(str, df.columns)) or 'none'})",
+            "optionally rater (or, for pairwise labels, response_a, response_b, criterion and preferred) (it has "
+            f"{', '.join(map(str, df.columns)) or 'none'})",
         )
     by_id = {t.id: t for t in tasks}
     by_prompt = {t.prompt: t for t in tasks}
     new_tasks: dict[str, Task] = {}
     labels: list[HumanLabel] = []
-    seen: dict[tuple[str, str, str], int] = {}  # (response, criterion, rater) -> its first row
+    pairs: list[PairLabel] = []
+    seen: dict[tuple[str, str, str], int] = {}  # (response or pair, criterion, rater) -> its first row
     count: dict[tuple[str, str], int] = {}  # ratings so far of a (response, criterion) without a rater column
     for number, row in enumerate(df.to_dict("records"), 1):
         where = f"row {number}: "
-        response, criterion = _text(row.get("response")), _text(row.get("criterion"))
-        if not response:
-            raise InputError(path, where + "the response is empty or not text; every label needs the response scored")
-        if criterion not in rubric.ids:
-            raise InputError(
-                path, where + f"criterion '{criterion}' is not the rubric's; it has {', '.join(rubric.ids)}"
-            )
+        preferred = _text(row.get("preferred")).lower() if pairwise else ""
+        criterion = _text(row.get("criterion"))
+        if preferred:
+            responses = (_text(row.get("response_a")), _text(row.get("response_b")))
+            if not all(responses):
+                raise InputError(path, where + "a pairwise label needs both responses (response_a, response_b)")
+            if preferred not in PREFERRED:
+                raise InputError(path, where + f"preferred {row.get('preferred')!r} is none of A, B and tie")
+            if criterion not in (*rubric.ids, OVERALL):
+                raise InputError(
+                    path, where + f"criterion '{criterion}' is not the rubric's; it has {', '.join(rubric.ids)} "
+                    "(and overall, for a pairwise label)",
+                )  # fmt: skip
+        else:
+            response = _text(row.get("response"))
+            if not response:
+                raise InputError(
+                    path, where + "the response is empty or not text; every label needs the response scored"
+                )
+            if criterion not in rubric.ids:
+                raise InputError(
+                    path, where + f"criterion '{criterion}' is not the rubric's; it has {', '.join(rubric.ids)}"
+                )
         task = _task(row, by_id, by_prompt, new_tasks, path, where)
-        scale = rubric.scale_of(criterion)
-        score = _score(row.get("score"), scale)
-        if score is None:
-            raise InputError(
-                path, where + f"score {row.get('score')!r} is not a level of {criterion}'s scale ({scale.name})"
-            )
-        rated = (item_key_of(task.id, response), criterion)
+        item = item_key_of(task.id, "|".join(responses)) if preferred else item_key_of(task.id, response)
+        rated = (item, criterion)
         if "rater" in df.columns:
             rater = _text(row.get("rater"), ids=True)
             if not rater:
@@ -134,12 +184,24 @@ def load_labels(path: Path, rubric: Rubric, tasks: Sequence[Task]) -> LabelSet:
             count[rated] = count.get(rated, 0) + 1
             rater = f"rater {count[rated]}"
         if (first := seen.get((*rated, rater))) is not None:
-            raise InputError(path, where + f"{rater} scored this response on {criterion} already (row {first})")
+            what = "chose between these responses" if preferred else "scored this response"
+            raise InputError(path, where + f"{rater} {what} on {criterion} already (row {first})")
         seen[(*rated, rater)] = number
+        if preferred:
+            a, b = responses
+            pairs.append(PairLabel(task_id=task.id, response_a=a, response_b=b, criterion=criterion,
+                                   preferred=PREFERRED[preferred], rater=rater))  # fmt: skip
+            continue
+        scale = rubric.scale_of(criterion)
+        score = _score(row.get("score"), scale)
+        if score is None:
+            raise InputError(
+                path, where + f"score {row.get('score')!r} is not a level of {criterion}'s scale ({scale.name})"
+            )
         labels.append(HumanLabel(task_id=task.id, response=response, criterion=criterion, score=score, rater=rater))
-    if not labels:
+    if not labels and not pairs:
         raise InputError(path, "holds no labels; give a row per (response, criterion, rater)")
-    return LabelSet(source=str(path), tasks=tuple(new_tasks.values()), labels=tuple(labels))
+    return LabelSet(source=str(path), tasks=tuple(new_tasks.values()), labels=tuple(labels), pairs=tuple(pairs))
 
 
 def item_key_of(task_id: str, response: str) -> str:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import itertools
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from radar_local.answer import Answer
 from radar_local.common import digest
-from radar_local.config import AuditConfig, ModelSpec
+from radar_local.config import AuditConfig, ModelSpec, PairwiseJudge
 from radar_local.judge import render, render_pair
 from radar_local.nuisance import WAYS, NuisanceSpec
 from radar_local.prompts import (
@@ -242,42 +242,68 @@ class Plan:
     def pair_requests(self, probes: list[ProbeRecord], verifier: ModelSpec) -> list[PairRequest]:
         """The pairwise judge's calls (config.pairwise): per task, steered criterion and variant (the first
         `pairs`), the up and down responses asked about each criterion (or the steered one) in both orders."""
-        spec = self.config.pairwise
-        assert spec is not None, "pair requests need `pairwise:` in the config"
-        by_id = {t.id: t for t in self.tasks}
+        spec = self._pairwise
         up = {(p.task_id, p.target, p.variant): p for p in probes if p.direction == "+"}
         down = {(p.task_id, p.target, p.variant): p for p in probes if p.direction == "-"}
+        out = []
+        for key, first in sorted(up.items()):
+            second = down.get(key)
+            _, source, variant = key
+            if second is None or (spec.pairs is not None and variant >= spec.pairs):
+                continue
+            asked = [c for c in self.rubric.criteria if spec.asked == "all" or c.id == source]
+            asked += [OVERALL] if spec.overall else []
+            out += [self._pair_request(verifier, first, second, c, source or "", variant) for c in asked]
+        return [r for both in out for r in both]
+
+    def labelled_pair_requests(
+        self, pairs: list[tuple[ProbeRecord, ProbeRecord, str]], verifier: ModelSpec
+    ) -> list[PairRequest]:
+        """The pairwise judge's calls on the team's pairwise labels (labels.LabelSet.pair_probes): each labelled
+        pair asked about its criterion (or overall) in both orders, as the steered pairs are."""
+        asked = {c.id: c for c in (*self.rubric.criteria, OVERALL)}
+        return [r for a, b, c in pairs for r in self._pair_request(verifier, a, b, asked[c], "", 0)]
+
+    @cached_property
+    def _tasks_by_id(self) -> dict[str, Task]:
+        return {t.id: t for t in (*self.tasks, *self.label_tasks)}
+
+    @property
+    def _pairwise(self) -> PairwiseJudge:
+        spec = self.config.pairwise
+        assert spec is not None, "pair requests need `pairwise:` in the config"
+        return spec
+
+    def _pair_request(
+        self, verifier: ModelSpec, first: ProbeRecord, second: ProbeRecord, crit: Criterion, source: str, variant: int
+    ) -> tuple[PairRequest, PairRequest]:
+        """`first` and `second` asked about `crit` in both orders (A is `first` in order 0, `second` in order 1)."""
+        spec = self._pairwise
+        task = self._tasks_by_id[first.task_id]
         base = {
             "verifier": model_identity(verifier, self.weights, self.keys),
             "pairwise": spec.model_dump(mode="json", exclude={"pairs", "asked", "preset"}),  # the preset's are in it
         }
         out = []
-        for key, first in sorted(up.items()):
-            second = down.get(key)
-            task_id, source, variant = key
-            if second is None or (spec.pairs is not None and variant >= spec.pairs):
-                continue
-            asked = [c for c in self.rubric.criteria if spec.asked == "all" or c.id == source]
-            asked += [OVERALL] if spec.overall else []
-            for crit, order in itertools.product(asked, (UP_FIRST, DOWN_FIRST)):
-                a, b = (first, second) if order == UP_FIRST else (second, first)
-                call = digest({**base, "pair": [a.key, b.key], "criterion": scored_text(crit, spec.choices)})
-                # scored, then read back by the audit: each prompt rendered once (the key holds all it shows)
-                if (cached := self._score_cache.get(("pair", call))) is None:
-                    prompt = Prompt(
-                        render_pair(spec.template, by_id[task_id], a.text, b.text, crit),
-                        kind="pair",
-                        response_a=a.text,
-                        response_b=b.text,
-                        criterion={"label": crit.label, "description": crit.description},
-                        rubric=[c.label for c in self.rubric.criteria],
-                    )
-                    answer = Answer(spec.answer, ((crit.id, spec.choices),))  # the choice, as the criterion's verdict
-                    pair = f"{first.key}|{second.key}"
-                    cached = PairRequest(call, pair, (crit.id,), prompt, answer, task_id, source or "", variant, order)
-                    self._score_cache["pair", call] = cached
-                out.append(cached)
-        return out
+        for order in (UP_FIRST, DOWN_FIRST):
+            a, b = (first, second) if order == UP_FIRST else (second, first)
+            call = digest({**base, "pair": [a.key, b.key], "criterion": scored_text(crit, spec.choices)})
+            # scored, then read back by the audit: each prompt rendered once (the key holds all it shows)
+            if (cached := self._score_cache.get(("pair", call))) is None:
+                prompt = Prompt(
+                    render_pair(spec.template, task, a.text, b.text, crit),
+                    kind="pair",
+                    response_a=a.text,
+                    response_b=b.text,
+                    criterion={"label": crit.label, "description": crit.description},
+                    rubric=[c.label for c in self.rubric.criteria],
+                )
+                answer = Answer(spec.answer, ((crit.id, spec.choices),))  # the choice, as the criterion's verdict
+                pair = f"{first.key}|{second.key}"
+                cached = PairRequest(call, pair, (crit.id,), prompt, answer, task.id, source, variant, order)
+                self._score_cache["pair", call] = cached
+            out.append(cached)
+        return out[0], out[1]
 
     def _probe_requests(self, probe: ProbeRecord, task: Task, verifier: ModelSpec, base: dict) -> list[ScoreRequest]:
         config, judge = self.config, verifier.judge

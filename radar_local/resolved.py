@@ -61,6 +61,12 @@ def resolve(config: AuditConfig, base: Path, source: object = "config") -> Resol
         from radar_local.labels import load_labels  # scipy: the labels' agreement statistics; a config names them
 
         labels = load_labels(Path(config.labels), rubric, tasks)
+        if labels.pairs and getattr(config, "pairwise", None) is None:
+            raise InputError(
+                Path(config.labels),
+                "holds pairwise labels (a preferred column): they are asked of a pairwise judge; add `pairwise:` to "
+                "the config (docs/pairwise.md), or leave those rows out",
+            )
     return Resolved(config, rubric, tasks, reference, source, labels)
 
 

@@ -217,7 +217,7 @@ class Run(RunDir):
     def score_labels(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict | None:
         """The labelled responses (radar_local/labels.py) scored by `verifier` on their labelled criteria, with
         the template and scale it audits with; None without labels."""
-        if self.labels is None:
+        if self.labels is None or not self.labels.labels:  # pairwise labels: the pairwise stage asks them
             return None
         return self.score(verifier, pool, progress, self.labels.probes(), self.labels.criteria, stage="labels")
 

@@ -1,6 +1,7 @@
 """A pairwise judge's statistics (issue 46, first part: stats/pairwise.py): preference for the up-steered response
 of a pair, per criterion asked, in both orders; the pairwise self-effect, leakage, flags and position bias."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -262,3 +263,76 @@ def test_a_grid_asking_pairs_or_repeats_is_one_line_saying_where_they_go(tmp_pat
         }
         (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
         one_line_exit_2(invoke("grid", tmp_path / "grid.yaml", "--out", tmp_path / "g"), f"'{key}' audits one judge")
+
+
+STEERED = "Steered {} on <{}>: reply (seed {})"  # what the planted judge reads back (engines/testing.py)
+HELPFUL, CORRECT = "Helpfulness / Understanding", "Correctness / Completeness"
+
+
+def pair_labels(tmp_path, rows: list[str]):
+    path = tmp_path / "pairs.csv"
+    path.write_text("task_id,response_a,response_b,criterion,preferred,rater\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def test_a_pairwise_judge_is_measured_against_the_teams_pairwise_labels(tmp_path):
+    """A labels file with a `preferred` column holds pairwise labels: each labelled pair is asked of the pairwise
+    judge on its criterion (or overall) in both orders. The planted judge prefers the response steered up on the
+    criterion asked (a gap of 4 points over noise 1): it agrees with raters who chose it on every decisive
+    verdict, and with raters who chose the other never; a split between raters decides nothing; the raters'
+    agreement among themselves is their ceiling."""
+    from radar_local.auditing import run_audit
+    from radar_local.report.markdown import audit_markdown
+
+    up, down = STEERED.format("+", HELPFUL, 7), STEERED.format("-", HELPFUL, 7)
+    up_c, down_c = STEERED.format("+", CORRECT, 8), STEERED.format("-", CORRECT, 8)
+    rows = [
+        f"t0,{up},{down},helpfulness,A,ann",  # the raters agree with the planted judge's truth
+        f"t0,{up},{down},helpfulness,A,bob",
+        f"t1,{down_c},{up_c},correctness,B,ann",
+        f"t2,{up},{down},overall,a,ann",
+        f"t3,{up},{down},helpfulness,A,ann",  # a split: decides nothing
+        f"t3,{up},{down},helpfulness,B,bob",
+        f"t4,{up_c},{down_c},correctness,tie,ann",  # a tie decides nothing
+    ]
+    config = pairwise_config({}, pairs=1, asked="diagonal") | {"labels": str(pair_labels(tmp_path, rows))}
+    result = run_audit(config, tmp_path / "run", progress=False)
+    humans = result.pairwise.humans
+    assert (humans.questions, humans.decided, humans.unscored) == (5, 3, 0)
+    assert humans.agreement == 1.0 and set(humans.criteria) == {"helpfulness", "correctness", "overall"}
+    assert humans.raters_agree == 0.5  # ann and bob agree on t0, split on t3
+    assert "on your 3 pairwise labels the raters decide (pairs.csv), it prefers their choice in 1.00" in (
+        audit_markdown(result)
+    )
+    flipped = [r.replace(",A,", ",X,").replace(",B,", ",A,").replace(",X,", ",B,") for r in rows[:3]]
+    config["labels"] = str(pair_labels(tmp_path, flipped))
+    again = run_audit(config, tmp_path / "run", progress=False)  # the judge's verdicts, stored, read again
+    assert again.pairwise.humans.agreement == 0.0 and again.pairwise.humans.decided == 2
+
+
+@pytest.mark.parametrize(
+    ("rows", "needle"),
+    [
+        (["t0,a,b,helpfulness,maybe,ann"], "row 1: preferred 'maybe' is none of A, B and tie"),
+        (["t0,a,,helpfulness,A,ann"], "row 1: a pairwise label needs both responses"),
+        (["t0,a,b,tone,A,ann"], "row 1: criterion 'tone' is not the rubric's; it has helpfulness"),
+        (["t0,a,b,helpfulness,A,ann", "t0,a,b,helpfulness,B,ann"], "ann chose between these responses on helpful"),
+    ],
+)
+def test_a_bad_pairwise_label_is_one_line(tmp_path, rows, needle):
+    from tests.conftest import radar_run
+
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(json.dumps(pairwise_config({}) | {"labels": str(pair_labels(tmp_path, rows))}))
+    res = radar_run("audit", cfg, "--out", tmp_path / "run")
+    assert res.returncode == 2 and needle in res.stderr and "Traceback" not in res.stderr, res.stderr
+
+
+def test_pairwise_labels_without_a_pairwise_judge_are_one_line(tmp_path):
+    from tests.conftest import planted_config, radar_run
+
+    cfg = tmp_path / "config.yaml"
+    labels = pair_labels(tmp_path, ["t0,a,b,helpfulness,A,ann"])
+    cfg.write_text(json.dumps(planted_config(tasks=TASKS, labels=str(labels))))
+    res = radar_run("audit", cfg, "--out", tmp_path / "run")
+    assert res.returncode == 2 and "holds pairwise labels (a preferred column)" in res.stderr, res.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radar_local.stats.bootstrap import LEVEL
@@ -9,6 +10,7 @@ from radar_local.stats.bootstrap import LEVEL
 if TYPE_CHECKING:
     from radar_local.records import RunInfo
     from radar_local.stats.order import OrderEffects
+    from radar_local.stats.pairwise import HumanPairs
     from radar_local.stats.repeats import RepeatCriterion
     from radar_local.stats.result import AuditResult
 
@@ -440,6 +442,7 @@ def pairwise_line(result: AuditResult) -> str | None:
             if p.pointwise_agreement is not None
             else ""
         )
+        + (_against_raters(p.humans) if p.humans is not None else "")
         + (
             (
                 "; its overall preference is made of "
@@ -452,6 +455,20 @@ def pairwise_line(result: AuditResult) -> str | None:
             else ""
         )
         + "."
+    )
+
+
+def _against_raters(h: HumanPairs) -> str:
+    """The pairwise judge against the team's pairwise labels, in one clause."""
+    ceiling = (
+        f"; the raters agree among themselves on {num(h.raters_agree, signed=False)} of their pairs"
+        if h.raters_agree is not None
+        else ""
+    )
+    return (
+        f"; on your {h.decided} pairwise labels the raters decide ({Path(h.source).name}), it prefers their choice in "
+        f"{num(h.agreement, signed=False)} {interval(h.ci)} of its decisive verdicts (ties "
+        f"{num(h.ties, signed=False)}, unscored {h.unscored}){ceiling}"
     )
 
 

@@ -119,6 +119,22 @@ class Position(Block):
     unscored: int
 
 
+class HumanPairs(Block):
+    """The pairwise judge against the team's pairwise labels (labels.py): each labelled question (a pair and the
+    criterion asked, or overall) asked in both orders; the raters' choice is their majority (a split or a tie
+    decides nothing)."""
+
+    source: str
+    questions: int
+    decided: int  # questions the raters' majority decides
+    agreement: Num  # of the judge's decisive verdicts on those, the share preferring the raters' choice
+    ci: Interval | None
+    ties: Num  # the judge's ties among its scored verdicts on the labelled questions
+    unscored: int
+    raters_agree: Num = None  # where two or more raters decided a question: the share of rater pairs that agree
+    criteria: dict[str, Num] = {}  # the agreement per criterion asked
+
+
 class Pairwise(Block):
     verdicts: int
     level: float
@@ -132,6 +148,7 @@ class Pairwise(Block):
     overall: list[Driver] | None = None  # where the pairs were asked about overall quality too
     pointwise_agreement: Num = None  # decisive verdicts preferring the response the pointwise verdicts rank higher
     pointwise_agreement_ci: Interval | None = None
+    humans: HumanPairs | None = None  # against the team's pairwise labels, where a labels file has them
 
 
 @dataclass(frozen=True)
@@ -390,3 +407,52 @@ def abs_low(interval: np.ndarray) -> float:
 
 def abs_high(interval: np.ndarray) -> float:
     return max(abs(interval[0]), abs(interval[1]))
+
+
+def against_raters(
+    source: str,
+    asked: Sequence[str],
+    raters: np.ndarray,
+    choice: np.ndarray,
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> HumanPairs:
+    """The judge's pairwise verdicts against the raters'. `asked`: each question's criterion; `raters` (Q, 2): the
+    raters choosing the question's first response, its second (ties left out); `choice` (Q, 2): the judge's
+    verdict in order 0 (the first response shown as A) and order 1 (shown as B), A, B, TIE or -1 (unscored). The
+    interval redraws the questions (an expanded percentile interval at Q - 1 df)."""
+    majority = np.sign(raters[:, 0] - raters[:, 1])  # +1: the first response, -1: the second, 0: undecided
+    decisive = (choice == A) | (choice == B)
+    first = decisive & ((choice == A) == (np.arange(2) == UP_FIRST))  # the verdict prefers the first response
+    counted = decisive & (majority != 0)[:, None]
+    agree = (counted & (first == (majority > 0)[:, None])).sum(axis=1).astype(float)
+    counted_n = counted.sum(axis=1).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        point = float(agree.sum() / counted_n.sum())
+        interval = None
+        if resamples and len(agree) > 1:
+            w = stratified_counts(np.random.default_rng(seed), [len(agree)], resamples, small_sample=False)
+            deltas = (w @ agree) / (w @ counted_n) - point
+            low, high = expanded_interval(np.asarray(point), deltas, len(agree) - 1, level)
+            interval = (json_number(float(low)), json_number(float(high)))
+        pairs = raters.sum(axis=1) * (raters.sum(axis=1) - 1) / 2
+        same = (raters * (raters - 1) / 2).sum(axis=1)
+        agreeing = float(same.sum() / pairs.sum()) if pairs.sum() > 0 else np.nan
+        per = {
+            c: json_number(float(agree[np.asarray(asked) == c].sum() / counted_n[np.asarray(asked) == c].sum()))
+            for c in dict.fromkeys(asked)
+        }
+    scored = choice >= 0
+    return HumanPairs(
+        source=source,
+        questions=len(asked),
+        decided=int((majority != 0).sum()),
+        agreement=json_number(point),
+        ci=interval if interval is None or None not in interval else None,
+        ties=json_number(float((choice[scored] == TIE).mean()) if scored.any() else np.nan),
+        unscored=int((~scored).sum()),
+        raters_agree=json_number(agreeing),
+        criteria=per,
+    )
