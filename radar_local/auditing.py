@@ -114,12 +114,8 @@ def rescore(
         for twin in verifier.paraphrased():  # the same probes under each other wording of the judge's template
             stages[twin.label.removeprefix(f"{verifier.label}-")] = run.score(twin, pool, progress, stage="paraphrase")
             paraphrases.append(twin.label)
-        if run.config.pairwise is not None and verifier == run.config.verifiers[0]:  # the same judge, asked pairwise
-            twin = verifier.model_copy(update={"name": f"{verifier.label}-pairwise"})
-            requests = run.plan.pair_requests(run.probes(), verifier)
-            if run.labels is not None:  # the team's pairwise labels, asked of the same judge
-                requests += run.plan.labelled_pair_requests(run.labels.pair_probes(), verifier)
-            stages["pairwise"] = run.score(twin, pool, progress, stage="pairwise", requests=requests)
+        if verifier == run.config.verifiers[0] and (asked := run.score_pairs(verifier, pool, progress)) is not None:
+            stages["pairwise"] = asked  # the same judge, asked pairwise
         if (labelled := run.score_labels(verifier, pool, progress)) is not None:
             stages["labels"] = labelled
     return conclude(

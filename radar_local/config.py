@@ -393,6 +393,12 @@ class AuditSettings(Strict):
     cluster: ClusterSpec | None = Field(
         None, description="Run the models as replicas on a Ray cluster; `--ray` sets it"
     )
+    pairwise: PairwiseJudge | None = Field(
+        None,
+        description="Also ask the verifier (each of a grid's) which of each stratum's up- and down-steered "
+        "responses is better, in both orders: a pairwise judge audited with the probes' own ground truth "
+        "(docs/pairwise.md)",
+    )
 
     @property
     def stats_settings(self) -> StatsSettings:
@@ -460,11 +466,6 @@ class AuditConfig(AuditSettings):
         description="Ask the verifier's verdicts again, in another order and batch: its repeat agreement "
         "(docs/consistency.md)",
     )
-    pairwise: PairwiseJudge | None = Field(
-        None,
-        description="Also ask the verifier which of each stratum's up- and down-steered responses is better, in "
-        "both orders: a pairwise judge audited with the probes' own ground truth (docs/pairwise.md)",
-    )
 
     # What a run directory's probes answer. A config that differs here is another audit, refused in
     # that directory (its stats would replace the first audit's). Every other setting may change
@@ -524,10 +525,9 @@ class GridConfig(AuditSettings):
     @model_validator(mode="before")
     @classmethod
     def _one_judge_settings(cls, data: object) -> object:
-        one = [key for key in ("pairwise", "consistency") if isinstance(data, dict) and key in data]
-        if one:
+        if isinstance(data, dict) and "consistency" in data:
             raise ValueError(
-                f"'{one[0]}' audits one judge: run `radar audit` on a cell's config (one generator, one verifier); "
+                "'consistency' audits one judge: run `radar audit` on a cell's config (one generator, one verifier); "
                 "a grid compares judges"
             )
         return data

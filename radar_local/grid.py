@@ -140,8 +140,34 @@ def grid_summary(results: list[AuditResult]) -> dict:
             "criteria": crit,
             "bias": bias_by_cell(results),
             "judges": judge_ranking(results),
+            "pairwise": pairwise_by_cell(results),
         }
     )
+
+
+def pairwise_by_cell(results: list[AuditResult]) -> list[dict]:
+    """Each cell's judge asked pairwise (config.pairwise), one row per cell: the judges side by side on the gates
+    they pass, the leakages confirmed, their position bias and order flips, and agreement with pairwise labels."""
+    rows = []
+    for r in results:
+        if (p := r.pairwise) is None:
+            continue
+        humans = p.humans
+        rows.append(
+            {
+                "generator": r.generator,
+                "verifier": r.verifier,
+                "gates_passed": sum(c.gate == "passed" for c in p.criteria),
+                "criteria": len(p.criteria),
+                "confirmed_leakage": [f"{x.source} -> {x.target}" for x in p.leakage if x.confirmed],
+                "position_bias": p.position.bias,
+                "position_ci": p.position.ci,
+                "position_confirmed": p.position.confirmed,
+                "flip_rate": p.position.flip_rate,
+                "agreement_with_labels": None if humans is None else humans.agreement,
+            }
+        )
+    return rows
 
 
 def judge_ranking(results: list[AuditResult]) -> list[dict]:

@@ -214,6 +214,17 @@ class Run(RunDir):
         )
         return meter.info
 
+    def score_pairs(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict | None:
+        """The pairwise judge's calls (config.pairwise): the steered pairs and the team's pairwise labels, asked of
+        `verifier` under its own '-pairwise' label; None without `pairwise:`."""
+        if self.config.pairwise is None:
+            return None
+        twin = verifier.model_copy(update={"name": f"{verifier.label}-pairwise"})
+        requests = self.plan.pair_requests(self.probes(), verifier)
+        if self.labels is not None:  # the team's pairwise labels, asked of the same judge
+            requests += self.plan.labelled_pair_requests(self.labels.pair_probes(), verifier)
+        return self.score(twin, pool, progress, stage="pairwise", requests=requests)
+
     def score_labels(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict | None:
         """The labelled responses (radar_local/labels.py) scored by `verifier` on their labelled criteria, with
         the template and scale it audits with; None without labels."""

@@ -17,7 +17,7 @@ from radar_local.pool import EnginePool
 
 
 class Scorer(Protocol):
-    """What these functions ask of a run (run.Run): to score a verifier's probes and labels, and to know it."""
+    """What these functions ask of a run (run.Run): to score a verifier's probes, labels and pairs, and to know it."""
 
     def score(
         self,
@@ -30,6 +30,8 @@ class Scorer(Protocol):
     ) -> dict: ...
 
     def score_labels(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict | None: ...
+
+    def score_pairs(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict | None: ...
 
     def register_verifier(self, spec: ModelSpec) -> None: ...
 
@@ -44,6 +46,8 @@ def score_cells(
             stages[(g.label, v.label)]["score"] = runs[g.label].score(v, pool, progress)
             if (labelled := runs[g.label].score_labels(v, pool, progress)) is not None:
                 stages[(g.label, v.label)]["labels"] = labelled
+            if (asked := runs[g.label].score_pairs(v, pool, progress)) is not None:  # each judge asked pairwise too
+                stages[(g.label, v.label)]["pairwise"] = asked
 
 
 def score_cells_on_cluster(

@@ -248,21 +248,54 @@ def test_compare_fails_a_pairwise_judge_with_a_confirmed_finding(planted_runs, t
     one_line_exit_2(invoke("compare", planted, tmp_path / "plain", "--fail-on-pairwise"), "asked no pairs")
 
 
-def test_a_grid_asking_pairs_or_repeats_is_one_line_saying_where_they_go(tmp_path):
+def test_a_grid_asking_repeats_is_one_line_saying_where_they_go(tmp_path):
     import yaml
 
     from tests.conftest import invoke, one_line_exit_2
 
-    for key, value in (("pairwise", {"preset": "generic"}), ("consistency", {"repeats": 2})):
-        grid = {
+    grid = {
+        "rubric": "helpsteer2",
+        "generators": [{"engine": "testing", "model": "planted"}],
+        "verifiers": [{"engine": "testing", "model": "v1"}],
+        "exclude_self_pairs": False,
+        "consistency": {"repeats": 2},
+    }
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
+    one_line_exit_2(invoke("grid", tmp_path / "grid.yaml", "--out", tmp_path / "g"), "'consistency' audits one judge")
+
+
+def test_a_grid_asks_each_judge_the_pairs_and_sets_them_side_by_side(tmp_path):
+    """`pairwise:` in a grid: every verifier is asked the pairs in every cell; grid.md's table sets the judges side
+    by side (the one planted with a first-slot preference of 0.3 on a tie has its position bias confirmed, the
+    other none), and each cell's stats.json holds its pairwise block."""
+    import yaml
+
+    from radar_local.config import GridConfig
+    from radar_local.grid import run_grid
+
+    generator = {"engine": "testing", "model": "planted", "options": {"noise": 1.0}}
+    grid = GridConfig.model_validate(
+        {
             "rubric": "helpsteer2",
-            "generators": [{"engine": "testing", "model": "planted"}],
-            "verifiers": [{"engine": "testing", "model": "v1"}],
-            "exclude_self_pairs": False,
-            key: value,
+            "tasks": TASKS,
+            "n": 3,
+            "bootstrap": 100,
+            "generators": [generator],
+            "verifiers": [
+                {"engine": "testing", "model": "first-slot", "options": {"noise": 1.0, "position": 0.3}},
+                {"engine": "testing", "model": "balanced", "options": {"noise": 1.0}},
+            ],
+            "pairwise": {"template": PAIR_TEMPLATE},
         }
-        (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
-        one_line_exit_2(invoke("grid", tmp_path / "grid.yaml", "--out", tmp_path / "g"), f"'{key}' audits one judge")
+    )
+    summary = run_grid(grid, tmp_path / "grid", base=tmp_path, progress=False)
+    rows = {row["verifier"]: row for row in summary["pairwise"]}
+    assert set(rows) == {"first-slot", "balanced"}
+    assert rows["first-slot"]["position_confirmed"] and not rows["balanced"]["position_confirmed"]
+    assert all(row["gates_passed"] == 5 for row in rows.values())
+    md = (tmp_path / "grid" / "grid.md").read_text()
+    assert "Pairwise judges per cell" in md and "(confirmed)" in md
+    assert yaml.safe_load((tmp_path / "grid" / "planted" / "stats.json").read_text())["pairwise"]["verdicts"] == 750
 
 
 STEERED = "Steered {} on <{}>: reply (seed {})"  # what the planted judge reads back (engines/testing.py)

@@ -12,6 +12,10 @@ CELL_HEAD = ["generator", "verifier", "Pearson", "Spearman", "MAE", "pairs", "re
 PAIR_HEAD = ["pair", "mean Sym", "sd across cells", "cells", "stability"]
 JUDGE_HEAD = ["verifier", "worst coupling", "rank", "kappa with labels", "rank", "overall rank"]
 BIAS_HEAD = ["generator", "verifier", "attribute", "criterion", "sensitivity", CI, "flag"]
+PAIRWISE_HEAD = [
+    "generator", "verifier", "gates passed", "confirmed leakage", "position bias", CI, "orders disagree",
+    "agrees with your pairwise labels",
+]  # fmt: skip
 
 
 def grid_sections(summary: dict) -> list[Section]:
@@ -62,6 +66,19 @@ def grid_sections(summary: dict) -> list[Section]:
         ]
         for j in summary.get("judges") or []
     ]
+    pairwise: list[list[Part]] = [
+        [
+            Untrusted(p["generator"]),
+            Untrusted(p["verifier"]),
+            f"{p['gates_passed']} of {p['criteria']}",
+            ", ".join(p["confirmed_leakage"]) or "none",
+            num(p["position_bias"]) + (" (confirmed)" if p["position_confirmed"] else ""),
+            interval(p["position_ci"]),
+            num(p["flip_rate"], signed=False),
+            num(p["agreement_with_labels"], signed=False),
+        ]
+        for p in summary.get("pairwise") or []
+    ]
     sections = [
         Section(
             "Judges ranked on coupling and agreement with your labels",
@@ -81,6 +98,13 @@ def grid_sections(summary: dict) -> list[Section]:
         ),
         Section("Pair coupling across cells", [Table(PAIR_HEAD, pairs)]),
     ]
+    if pairwise:
+        sections.append(
+            Section(
+                "Pairwise judges per cell (each cell's verifier asked which of each up/down pair is better)",
+                [Table(PAIRWISE_HEAD, pairwise)],
+            )
+        )
     if bias:
         sections.append(
             Section("Judge bias per cell (sensitivity to nuisance attributes, 0-1 scale)", [Table(BIAS_HEAD, bias)])
