@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from radar_local.plan import GenerationRequest, ScoreRequest
 from radar_local.prompts import strip_think
+from radar_local.reasoning import Thought
 from radar_local.records import ProbeRecord, VerdictRecord
 from radar_local.scoring import expected_score
 
@@ -103,8 +104,9 @@ def constraint_groups(requests: list[ScoreRequest]) -> list[list[ScoreRequest]]:
     return list(groups.values())
 
 
-def verdict_records(req: ScoreRequest, c, verifier: str) -> list[VerdictRecord]:
-    """A call's verdicts: one per criterion it scored, unscored (with why) where its score does not read."""
+def verdict_records(req: ScoreRequest, c, verifier: str, thought: Thought | None = None) -> list[VerdictRecord]:
+    """A call's verdicts: one per criterion it scored, unscored (with why) where its score does not read; a
+    thinking judge's with its reasoning, unscored where that did not end (reasoning.py)."""
     joint = req.answer.joint
     common: dict = {"probe_key": req.probe_key, "verifier": verifier}
     if c.score_logprobs is not None:  # expected mode: the probability-weighted score and its distribution
@@ -130,6 +132,10 @@ def verdict_records(req: ScoreRequest, c, verifier: str) -> list[VerdictRecord]:
     for position, (cid, rec) in enumerate(zip(req.criteria, fields)):
         if c.finish_reason == "error":
             rec.update(score=None, unscored=ENGINE_FAILED)
+        if thought is not None:
+            rec.update(thought=thought.text or None, thought_tokens=thought.tokens if position == 0 else None)
+            if thought.unscored:
+                rec.update(score=None, unscored=thought.unscored, reasoning=None, rationale=None)
         if joint:
             rec.update(call=req.key, position=position)
         out.append(

@@ -32,6 +32,33 @@ CALL_MODES: tuple[CallMode, ...] = ("per-criterion", "joint")
 VARIABLES = ("prompt", "document", "response", "format", "criterion", "criteria", "scale")
 
 
+END_OF_THOUGHT = {"qwen3": "</think>", "deepseek_r1": "</think>"}  # where each family's reasoning ends
+
+
+class Reasoning(Frozen):
+    """`judge: {reasoning: ...}`: the judge thinks freely (up to `budget` tokens) before its verdict, whose
+    constraint applies only after the reasoning ends (radar_local/reasoning.py: two requests, the second continuing
+    the first's reasoning)."""
+
+    budget: int = Field(ge=8, le=32768, description="The most tokens the judge may think before its verdict")
+    parser: Literal["qwen3", "deepseek_r1", "tags"] = Field(
+        "qwen3",
+        description="Where the reasoning ends: qwen3 and deepseek_r1 at </think> (Qwen3 / QwQ / DeepSeek-R1 and "
+        "their distills, J1, JudgeLRM), tags at the `end` you name (a judge told to reason in tags of its own)",
+    )
+    end: str | None = Field(None, min_length=1, description="tags: the text that ends the reasoning")
+
+    @model_validator(mode="after")
+    def _an_end(self) -> Reasoning:
+        if (self.parser == "tags") != (self.end is not None):
+            raise ValueError("reasoning: parser tags names its `end` (say </reasoning>); the others have their own")
+        return self
+
+    @property
+    def ends_with(self) -> str:
+        return self.end if self.end is not None else END_OF_THOUGHT[self.parser]
+
+
 class Judge(Frozen):
     """`judge:` on a verifier: what it is asked and how it answers."""
 
@@ -63,6 +90,11 @@ class Judge(Frozen):
         "ceil(share x N)), and report the halo joint calls add on them before their verdicts are trusted",
     )
 
+    reasoning: Reasoning | None = Field(
+        None,
+        description="Let the judge think before its verdict: {budget: tokens, parser: qwen3 | deepseek_r1 | tags}; "
+        "a verdict whose reasoning hits the budget is unscored with that reason (docs/judges.md)",
+    )
     paraphrases: list[str] | None = Field(
         None,
         min_length=1,

@@ -34,6 +34,12 @@ class StageMeter:
         self.info["prompt_tokens"] += sum(cs[0].prompt_tokens for cs in answers)
         self.info["output_tokens"] += sum(c.output_tokens for cs in answers for c in cs)
 
+    def count_reasoning(self, thoughts: list) -> None:
+        """A thinking judge's first requests (reasoning.Thought), apart from its verdicts: their tokens, and the
+        reasonings that hit the budget or never ended (their verdicts unscored)."""
+        self.info["reasoning_tokens"] = self.info.get("reasoning_tokens", 0) + sum(t.tokens for t in thoughts)
+        self.info["reasoning_unended"] = self.info.get("reasoning_unended", 0) + sum(bool(t.unscored) for t in thoughts)
+
     @contextmanager
     def running(self, engine: Engine):
         start, before = time.monotonic(), engine.counters()

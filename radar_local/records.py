@@ -65,6 +65,8 @@ class VerdictRecord(Record):
     output_tokens: int | None = None
     finish_reason: str | None = None
     constraint: str | None = Field(None, description="A server's verdict: the constraint it was sent")
+    thought: str | None = Field(None, description="A thinking judge's reasoning before the verdict (reasoning.py)")
+    thought_tokens: int | None = None
 
 
 def record_line(record: Record) -> str:
@@ -116,6 +118,12 @@ class Stage(Info):
     parse_rate: float | None = None
     short_answers: int | None = Field(None, description="Samples a server left out, asked for one at a time")
     waves: int | None = Field(None, description="An adaptive audit: the waves the counters sum over")
+    reasoning_tokens: int | None = Field(
+        None, description="A thinking judge: the tokens of its reasoning requests, apart from its verdicts' (above)"
+    )
+    reasoning_unended: int | None = Field(
+        None, description="A thinking judge: reasonings that hit the budget or never ended (their verdicts unscored)"
+    )
 
 
 class ModelRef(Info):

@@ -32,6 +32,7 @@ from radar_local.plan import GenerationRequest, ScoreRequest
 from radar_local.pool import EnginePool
 from radar_local.progress import say, stage_progress
 from radar_local.prompts import PROMPT_VERSION
+from radar_local.reasoning import think_then_answer
 from radar_local.records import Injection, ModelRef, ProbeRecord, RunInfo, Stage
 from radar_local.resolved import Resolved
 from radar_local.rundir import (
@@ -199,11 +200,22 @@ class Run(RunDir):
                 random.Random(digest([config.seed, verifier.repeat])).shuffle(todo)
             else:
                 todo = prefix_order(todo, config.layout, admitted_per_step(engine.settings()))
+            reasoning = verifier.judge.reasoning if verifier.judge is not None else None
             with meter.running(engine), stage_progress(f"{stage} ({label})", len(todo), progress) as advance:
                 for group in constraint_groups(todo):  # one group unless criteria differ in scale
-                    for finished in engine.score_stream(
-                        [r.messages for r in group], fmt=group[0].answer, chunk=config.batch_size
-                    ):
+                    messages, fmt = [r.messages for r in group], group[0].answer
+                    if reasoning is not None:  # a thinking judge: its reasoning, then the constrained verdict
+                        for thought_out in think_then_answer(
+                            engine, messages, fmt=fmt, reasoning=reasoning, chunk=config.batch_size, seed=config.seed
+                        ):
+                            store.add_scores(
+                                [v for i, c, t in thought_out for v in verdict_records(group[i], c, label, t)]
+                            )
+                            meter.count([[c] for _, c, _ in thought_out])
+                            meter.count_reasoning([t for _, _, t in thought_out])
+                            advance(len(thought_out))
+                        continue
+                    for finished in engine.score_stream(messages, fmt=fmt, chunk=config.batch_size):
                         store.add_scores([v for i, c in finished for v in verdict_records(group[i], c, label)])
                         meter.count([[c] for _, c in finished])
                         advance(len(finished))

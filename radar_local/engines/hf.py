@@ -14,6 +14,7 @@ from radar_local.engines.base import (
     EngineOptions,
     JsonFormat,
     ScoreFormat,
+    chat_text,
     single_token_ids,
 )
 from radar_local.errors import MissingDependencyError
@@ -70,7 +71,7 @@ class TransformersEngine(BatchStream):
         return dict(self._settings)
 
     def _encode(self, prompts: list[Messages]) -> dict[str, torch.Tensor]:
-        texts = [self.tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in prompts]
+        texts = [chat_text(self.tokenizer, m) for m in prompts]
         return self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
 
     def _completions(self, inputs, out_ids, per_prompt: int) -> list[Completion]:

@@ -290,6 +290,7 @@ class OpenAIEngine(StreamBatch):
                 **constraint,
                 **(extra or {}),
                 **({"seed": seeds[i]} if seeds else {}),
+                **continuing(m),
             }
             for i, m in enumerate(prompts)
         ]
@@ -381,3 +382,11 @@ def _text(content: object) -> str:
 def _printable(text: str, limit: int = 200) -> str:
     """Server-chosen text for a one-line message: printable, one line, bounded."""
     return "".join(ch if ch.isprintable() else " " for ch in text)[:limit]
+
+
+def continuing(messages: Messages) -> dict:
+    """vLLM's chat options that continue a final assistant message (a thinking judge's reasoning, reasoning.py)
+    instead of starting a new turn after it."""
+    if messages and messages[-1]["role"] == "assistant":
+        return {"continue_final_message": True, "add_generation_prompt": False}
+    return {}

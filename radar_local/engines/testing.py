@@ -92,6 +92,12 @@ class PlantedEngine(BatchStream):
             default_factory=dict,
             description="Joint calls: {C: {D: points}} added to D's verdict when C is shown before it (order leakage)",
         )
+        think: int = Field(
+            0, ge=0, le=100_000, description="A thinking judge's reasoning (reasoning.py): its length in tokens"
+        )
+        think_unended: float = Field(
+            0.0, ge=0, le=1, description="The share of reasonings that never end (they run to the budget)"
+        )
         delay_s: float = Field(0.0, ge=0, le=60, description="Sleep per generate call, for interrupting a stage")
         inject: dict[str, str] = Field(
             default_factory=dict, description="Text appended to + probes of a criterion label"
@@ -191,6 +197,9 @@ class PlantedEngine(BatchStream):
             if asked["kind"] == "rewrite":
                 out.append([self._rewritten(asked, size)])
                 continue
+            if asked["kind"] in ("score", "pair"):  # a thinking judge's first request (reasoning.py)
+                out.append([self._thought("\n".join(m["content"] for m in messages), size, max_tokens)])
+                continue
             # Sample v of a prompt under seed s is the sample of seed s + v, as in vLLM: a cell's variants
             # are the same whether they are asked for at once or in waves.
             if "target" not in asked:
@@ -206,6 +215,15 @@ class PlantedEngine(BatchStream):
                 texts = [f"Steered {sign} on <{steered}>: reply (seed {seed + v}).{extra}" for v in range(n)]
             out.append([Completion(t, size, len(t.split()), "stop") for t in texts])
         return out
+
+    def _thought(self, text: str, prompt_tokens: int, max_tokens: int) -> Completion:
+        """`think` tokens of reasoning and its end, then an answer the constrained request replaces; a reasoning
+        longer than the budget, or one of the `think_unended` share, runs to the budget without its end."""
+        rng = random.Random(hashlib.sha256(self._salt + b"think" + text.encode()).digest())
+        if rng.random() < self.options.think_unended or self.options.think + 2 > max_tokens:
+            return Completion(" ".join(["Hmm,"] * max_tokens), prompt_tokens, max_tokens, "length")
+        thought = "<think> " + " ".join(["step"] * self.options.think) + " </think> It is a 3."
+        return Completion(thought, prompt_tokens, len(thought.split()), "stop")
 
     def _rewritten(self, asked: dict, prompt_tokens: int) -> Completion:
         """The base response, marked with the rewrite; longer (up) or shorter (down) where it steers."""

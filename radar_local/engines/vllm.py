@@ -25,6 +25,7 @@ from radar_local.engines.base import (
     JsonFormat,
     ScoreFormat,
     StreamBatch,
+    chat_text,
     in_order,
     prompt_floor,
     single_token_ids,
@@ -322,8 +323,7 @@ class VLLMEngine(StreamBatch):
     @staticmethod
     def prompt_token_ids(tokenizer, messages: Messages) -> list[int]:
         """The chat prompt's token ids, rendered as `LLM.chat` renders it (template text, no extra specials)."""
-        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        return tokenizer.encode(text, add_special_tokens=False)
+        return tokenizer.encode(chat_text(tokenizer, messages), add_special_tokens=False)
 
     def _count_step(self, fed: bool) -> None:
         """Running requests and the share of KV-cache blocks in use after a step, from vLLM's own gauges

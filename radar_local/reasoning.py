@@ -1,0 +1,67 @@
+"""A thinking judge's verdict in two requests (issue 48, `judge: {reasoning: ...}`).
+
+radar constrains a verdict from its first token, so a judge that reasons before it answers (Qwen3 in thinking mode,
+DeepSeek-R1 and its distills, J1, JudgeLRM) could not think. With `reasoning`, each verdict is two requests to
+the same engine: the first free, greedy, at most `budget` tokens; where its text holds the end of the reasoning
+(`</think>`, or the `end` a `tags` judge is given), the second continues the same turn after it (the reasoning as
+the start of the judge's answer) under the verdict's constraint. A reasoning that hits the budget, or stops
+without its end, is unscored with that reason: never cut short into a score. Every engine takes it: the local
+ones render the turn as the chat template's generation prompt followed by the reasoning as written
+(engines/base.chat_text), the OpenAI-compatible one sends vLLM's `continue_final_message`. What the first request
+wrote after the end of its reasoning (an unconstrained answer) is dropped: the constrained one is the verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from radar_local.engines.base import Completion, Engine, ScoreFormat
+from radar_local.judge import Reasoning
+from radar_local.prompts import Messages, Prompt
+
+OVER_BUDGET = "the reasoning hit its budget before it ended"
+UNENDED = "the reasoning stopped without its end"
+NOT_ASKED = "error"  # the second request's finish where none was made
+
+
+@dataclass(frozen=True)
+class Thought:
+    """The first request's reasoning through its end ("" where it did not end), its tokens, and why no verdict
+    follows (None where one does)."""
+
+    text: str
+    tokens: int
+    unscored: str | None
+
+
+def thought_of(c: Completion, reasoning: Reasoning) -> Thought:
+    at = c.text.find(reasoning.ends_with)
+    if c.finish_reason == "error" or at < 0:
+        why = None if c.finish_reason == "error" else OVER_BUDGET if c.finish_reason == "length" else UNENDED
+        return Thought("", c.output_tokens, why)
+    return Thought(c.text[: at + len(reasoning.ends_with)], c.output_tokens, None)
+
+
+def continued(messages: Messages, thought: str) -> Prompt:
+    """The verdict's messages with the judge's reasoning as the start of its turn (what it asked, kept)."""
+    return Prompt([*messages, {"role": "assistant", "content": thought}], **getattr(messages, "fields", {}))
+
+
+def think_then_answer(
+    engine: Engine, prompts: list[Messages], *, fmt: ScoreFormat, reasoning: Reasoning, chunk: int, seed: int
+) -> Iterator[list[tuple[int, Completion, Thought]]]:
+    """Each prompt's reasoning, then its constrained verdict where the reasoning ended, `chunk` prompts at a time:
+    (index, verdict, thought) as each chunk finishes. Where no verdict was asked, the verdict is an empty
+    completion finished 'error' (its Thought says why)."""
+    for start in range(0, len(prompts), chunk):
+        part = prompts[start : start + chunk]
+        firsts = engine.generate(part, n=1, temperature=0.0, max_tokens=reasoning.budget, seeds=[seed] * len(part))
+        thoughts = [thought_of(c[0], reasoning) for c in firsts]
+        ready = [i for i, t in enumerate(thoughts) if not t.unscored and t.text]
+        answers = engine.score([continued(part[i], thoughts[i].text) for i in ready], fmt=fmt) if ready else []
+        verdicts = dict(zip(ready, answers))
+        yield [
+            (start + i, verdicts.get(i, Completion("", firsts[i][0].prompt_tokens, 0, NOT_ASKED)), t)
+            for i, t in enumerate(thoughts)
+        ]

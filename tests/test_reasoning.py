@@ -1,0 +1,102 @@
+"""A thinking judge (issue 48, radar_local/reasoning.py): it reasons freely up to its budget, then answers under
+the verdict's constraint; a reasoning that hits the budget or never ends leaves its verdict unscored, never cut
+short into a score."""
+
+import json
+
+import pytest
+
+from radar_local.engines.base import Completion, chat_text
+from radar_local.judge import Reasoning
+from radar_local.reasoning import OVER_BUDGET, UNENDED, continued, thought_of
+from tests.conftest import planted_config
+
+QWEN = Reasoning(budget=64)
+
+
+@pytest.mark.parametrize(
+    ("completion", "text", "unscored"),
+    [
+        (Completion("<think> weigh it </think> 4", 9, 6, "stop"), "<think> weigh it </think>", None),
+        (Completion("<think> still weighing", 9, 64, "length"), "", OVER_BUDGET),
+        (Completion("<think> I give up.", 9, 5, "stop"), "", UNENDED),
+        (Completion("", 9, 0, "error"), "", None),  # the engine's failure: its verdict says so
+    ],
+)
+def test_a_reasoning_ends_at_its_marker_or_says_why_not(completion, text, unscored):
+    thought = thought_of(completion, QWEN)
+    assert (thought.text, thought.unscored, thought.tokens) == (text, unscored, completion.output_tokens)
+
+
+def test_tags_name_their_end_and_the_others_have_theirs():
+    assert Reasoning(budget=32, parser="tags", end="</reasoning>").ends_with == "</reasoning>"
+    assert Reasoning(budget=32, parser="deepseek_r1").ends_with == "</think>"
+    with pytest.raises(ValueError, match="parser tags names its `end`"):
+        Reasoning(budget=32, parser="tags")
+
+
+def thinking_config(think: int, budget: int, **options) -> dict:
+    config = planted_config(n=2, bootstrap=50, options={"noise": 0.5})
+    config["verifier"] = {
+        **config["verifier"],
+        "options": {"noise": 0.5, "think": think, **options},
+        "judge": {"reasoning": {"budget": budget}},
+    }
+    return config
+
+
+def test_a_thinking_judge_reasons_then_answers_under_its_constraint(tmp_path):
+    """30 tokens of planted reasoning under a budget of 64: every verdict scored after its reasoning, kept with
+    it; run.json counts the reasoning's tokens apart from the verdicts'; the judge's keys are not the same judge's
+    without reasoning (another judge)."""
+    from radar_local import load_run
+    from radar_local.auditing import run_audit
+
+    run_audit(thinking_config(30, 64), tmp_path / "run", progress=False)
+    verdicts = list(load_run(tmp_path / "run").store.scores.values())
+    assert verdicts and all(v.score is not None and v.thought.endswith("</think>") for v in verdicts)
+    stage = json.loads((tmp_path / "run" / "run.json").read_text())["stages"]["score"]
+    assert stage["reasoning_tokens"] == stage["calls"] * 36 and stage["reasoning_unended"] == 0
+    assert stage["parse_rate"] == 1.0
+    plain = thinking_config(30, 64)
+    del plain["verifier"]["judge"]
+    run_audit(plain, tmp_path / "plain", progress=False)
+    assert not {v.key for v in verdicts} & set(load_run(tmp_path / "plain").store.scores)
+
+
+def test_a_reasoning_over_budget_or_unended_leaves_its_verdict_unscored(tmp_path):
+    """A third of the reasonings never end: their verdicts are unscored with that reason (no score from a cut
+    reasoning), the others scored; with a budget under the reasoning's length, none is scored."""
+    from radar_local import load_run
+    from radar_local.auditing import run_audit
+
+    run_audit(thinking_config(10, 64, think_unended=0.33), tmp_path / "run", progress=False)
+    verdicts = list(load_run(tmp_path / "run").store.scores.values())
+    unended = [v for v in verdicts if v.unscored == OVER_BUDGET]
+    assert 0.2 < len(unended) / len(verdicts) < 0.45
+    assert all(v.score is None and v.thought is None for v in unended)
+    assert all(v.score is not None for v in verdicts if v.unscored is None)
+    stage = json.loads((tmp_path / "run" / "run.json").read_text())["stages"]["score"]
+    run_audit(thinking_config(30, 16), tmp_path / "short", progress=False)  # 30 tokens of reasoning, 16 allowed
+    assert {(v.score, v.unscored) for v in load_run(tmp_path / "short").store.scores.values()} == {(None, OVER_BUDGET)}
+    assert stage["reasoning_unended"] == len(unended) and stage["parse_rate"] == round(
+        1 - len(unended) / len(verdicts), 4
+    )
+
+
+def test_the_reasoning_is_continued_as_written_after_the_generation_prompt(embedded_model):
+    """The local engines render the verdict's request as the chat template's generation prompt followed by the
+    reasoning as written (the template never rewrites it); the HTTP engine asks vLLM to continue the turn."""
+    from transformers import AutoTokenizer
+
+    from radar_local.engines.openai import continuing
+    from radar_local.prompts import Prompt
+
+    tokenizer = AutoTokenizer.from_pretrained(embedded_model)
+    asked = Prompt([{"role": "user", "content": "Rate it."}], kind="score")
+    head = tokenizer.apply_chat_template(list(asked), add_generation_prompt=True, tokenize=False)
+    following = continued(asked, "<think> fine </think>")
+    assert chat_text(tokenizer, following) == head + "<think> fine </think>"
+    assert following.fields == {"kind": "score"} and chat_text(tokenizer, asked) == head
+    assert continuing(following) == {"continue_final_message": True, "add_generation_prompt": False}
+    assert continuing(asked) == {}
