@@ -36,6 +36,7 @@ from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.order import OrderEffects, order_effects
 from radar_local.stats.pairwise import TIE, A, B, HumanPairs, PairVerdicts, Pairwise, against_raters, pairwise
 from radar_local.stats.result import AuditResult
+from radar_local.stats.reward import RewardProfile, reward_profile
 from radar_local.stats.stored import AdaptiveRecord
 
 
@@ -161,6 +162,8 @@ def assemble(
         extra["order"] = order_of(run, verifier.label, records.probes, records.verdicts)
     if config.pairwise is not None and not interim and not isinstance(verifier, Jury):
         extra["pairwise"] = pairwise_of(run, verifier, records, settings.resamples, settings.seed, level)
+    if config.reward is not None and not interim and not isinstance(verifier, Jury):
+        extra["reward"] = reward_of(run, verifier, records, level)
     lint = [] if isinstance(verifier, Jury) else polarity_warnings(verifier, run.rubric)
     return replace(result, warnings=[*result.warnings, *lint], **extra), table
 
@@ -228,6 +231,29 @@ def pairwise_of(
     if run.labels is None or not run.labels.pairs:
         return found
     return found.model_copy(update={"humans": against_labels(run, verifier, resamples, seed, level)})
+
+
+def reward_of(run: RunDir, verifier: ModelSpec, records: AuditedSet, level: float) -> RewardProfile | None:
+    """The reward model's scalars on the audited set's probes (stats/reward.py), beside the verifier's scores of
+    each criterion on them; None where none is stored yet."""
+    assert run.config.reward is not None
+    probes = [p for p in records.probes if p.direction in ("+", "-")]
+    requests = run.plan.reward_requests(probes, run.config.reward)
+    stored = [run.store.scores.get(r.key) for r in requests]
+    if not any(v is not None for v in stored):
+        return None
+    rows = [
+        (p.task_id, p.target, p.direction, p.variant, None if v is None else v.score) for p, v in zip(probes, stored)
+    ]
+    scored = records.verdicts_by_probe.get(verifier.label, {})
+    judge = {
+        c: np.array(
+            [np.nan if (v := scored.get(p.key, {}).get(c)) is None or v.score is None else v.score for p in probes],
+            float,
+        )
+        for c in run.rubric.ids
+    }
+    return reward_profile(run.config.reward.label, list(run.rubric.ids), rows, judge, level=level)
 
 
 def against_labels(run: RunDir, verifier: ModelSpec, resamples: int, seed: int, level: float) -> HumanPairs:

@@ -116,6 +116,8 @@ def rescore(
             paraphrases.append(twin.label)
         if verifier == run.config.verifiers[0] and (asked := run.score_pairs(verifier, pool, progress)) is not None:
             stages["pairwise"] = asked  # the same judge, asked pairwise
+        if verifier == run.config.verifiers[0] and (rewarded := run.score_rewards(pool, progress)) is not None:
+            stages["reward"] = rewarded  # the reward model, on the same probes
         if (labelled := run.score_labels(verifier, pool, progress)) is not None:
             stages["labels"] = labelled
     return conclude(

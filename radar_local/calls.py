@@ -4,10 +4,11 @@ verdict records the store keeps."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Container
 from dataclasses import replace
 
-from radar_local.plan import GenerationRequest, ScoreRequest
+from radar_local.plan import REWARD, GenerationRequest, RewardRequest, ScoreRequest
 from radar_local.prompts import strip_think
 from radar_local.reasoning import Thought
 from radar_local.records import ProbeRecord, VerdictRecord
@@ -155,3 +156,19 @@ def verdict_records(req: ScoreRequest, c, verifier: str, thought: Thought | None
             )
         )
     return out
+
+
+NO_REWARD = "the reward model gave no finite number"
+
+
+def reward_record(req: RewardRequest, reward: object, model: str) -> VerdictRecord:
+    """A reward model's scalar on one probe, as its verdict on `reward` (unscored where it is no finite number)."""
+    ok = isinstance(reward, (int, float)) and not isinstance(reward, bool) and math.isfinite(reward)
+    return VerdictRecord(
+        key=req.key,
+        probe_key=req.probe_key,
+        verifier=model,
+        criterion=REWARD,
+        score=float(reward) if ok else None,  # type: ignore[arg-type]
+        unscored=None if ok else NO_REWARD,
+    )

@@ -466,12 +466,27 @@ class AuditConfig(AuditSettings):
         description="Ask the verifier's verdicts again, in another order and batch: its repeat agreement "
         "(docs/consistency.md)",
     )
+    reward: ModelSpec | None = Field(
+        None,
+        description="A reward model (one scalar per response: transformers with runner: reward) scored on every "
+        "probe: how far each criterion's steer moves its reward, and the criteria it does not see (docs/judges.md)",
+    )
 
     # What a run directory's probes answer. A config that differs here is another audit, refused in
     # that directory (its stats would replace the first audit's). Every other setting may change
     # there: n or adaptive waves extend or shrink what is used, a verifier, tau or bootstrap
     # re-analyse; the stored records, content-keyed, stay valid for both.
     IDENTITY: ClassVar[tuple[str, ...]] = ("rubric", "tasks", "generator", "generation", "seed")
+
+    @model_validator(mode="after")
+    def _a_reward_model_scores_rewards(self) -> AuditConfig:
+        r = self.reward
+        if r is not None and not (r.engine == "testing" or getattr(r.parsed, "runner", None) == "reward"):
+            raise ValueError(
+                f"reward: the {r.engine} engine as configured writes text; a reward model runs on transformers with "
+                "options: {runner: reward}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _judge_on_the_verifier(self) -> AuditConfig:

@@ -129,6 +129,16 @@ class PairRequest(ScoreRequest):
     order: int = 0
 
 
+@dataclass(frozen=True)
+class RewardRequest:
+    """One reward model call: the task and one probe's response as a conversation, one scalar back."""
+
+    key: str
+    probe_key: str
+    messages: Messages
+
+
+REWARD = "reward"  # a reward's verdict record's criterion
 UP_FIRST, DOWN_FIRST = 0, 1
 # the question a pairwise judge is asked besides the rubric's criteria (config.PairwiseJudge.overall)
 OVERALL = Criterion(id="overall", label="Overall quality", description="Which response is better overall?")
@@ -255,6 +265,27 @@ class Plan:
             asked += [OVERALL] if spec.overall else []
             out += [self._pair_request(verifier, first, second, c, source or "", variant) for c in asked]
         return [r for both in out for r in both]
+
+    def reward_requests(self, probes: list[ProbeRecord], model: ModelSpec) -> list[RewardRequest]:
+        """The reward model's calls (config.reward): each probe once, as the conversation of its task and response."""
+        identity = model_identity(model, self.weights, self.keys)
+        labels = [c.label for c in self.rubric.criteria]
+        return [
+            RewardRequest(
+                digest({"reward": identity, "probe": p.key}),
+                p.key,
+                Prompt(
+                    [
+                        {"role": "user", "content": self._tasks_by_id[p.task_id].prompt},
+                        {"role": "assistant", "content": p.text},
+                    ],
+                    kind="reward",
+                    response=p.text,
+                    rubric=labels,
+                ),
+            )
+            for p in probes
+        ]
 
     def labelled_pair_requests(
         self, pairs: list[tuple[ProbeRecord, ProbeRecord, str]], verifier: ModelSpec

@@ -20,6 +20,7 @@ from radar_local.calls import (
     missing_variants,
     prefix_order,
     probe_record,
+    reward_record,
     verdict_records,
 )
 from radar_local.common import digest, slug
@@ -236,6 +237,37 @@ class Run(RunDir):
         if self.labels is not None:  # the team's pairwise labels, asked of the same judge
             requests += self.plan.labelled_pair_requests(self.labels.pair_probes(), verifier)
         return self.score(twin, pool, progress, stage="pairwise", requests=requests)
+
+    def score_rewards(self, pool: EnginePool, progress: bool = True) -> dict | None:
+        """The reward model's scalar on every probe (config.reward), stored as its verdicts on `reward`; None
+        without one. A reward that is no finite number is unscored with why."""
+        model = self.config.reward
+        if model is None:
+            return None
+        self.store.require_writer()
+        self.note_weights(model)
+        requests = self.plan.reward_requests(self.probes(), model)
+        todo = [r for r in requests if r.key not in self.store.scores]
+        meter = StageMeter(requests=len(requests))
+        if todo:
+            engine = pool.get(model)
+            reward = getattr(engine, "reward", None)  # transformers with runner: reward, the planted engine
+            if not callable(reward):
+                raise InputError(self.root, f"reward: the {model.engine} engine scores no reward; use transformers "
+                                 "with the option runner: reward")  # fmt: skip
+            with meter.running(engine), stage_progress(f"reward ({model.label})", len(todo), progress) as advance:
+                for start in range(0, len(todo), self.config.batch_size):
+                    chunk = todo[start : start + self.config.batch_size]
+                    rewards = reward([r.messages for r in chunk])
+                    self.store.add_scores([reward_record(r, x, model.label) for r, x in zip(chunk, rewards)])
+                    meter.info["calls"] += len(chunk)
+                    advance(len(chunk))
+        done = [self.store.scores[r.key] for r in requests if r.key in self.store.scores]
+        parsed = sum(v.score is not None for v in done)
+        meter.info.update(
+            parsed=parsed, unscored=len(done) - parsed, parse_rate=round(parsed / len(done), 4) if done else None
+        )
+        return meter.info
 
     def score_labels(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict | None:
         """The labelled responses (radar_local/labels.py) scored by `verifier` on their labelled criteria, with

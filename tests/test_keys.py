@@ -37,7 +37,7 @@ VALUES = {
         "seed": 1,
         "batch_invariant": True,
     },
-    "transformers": {"device": "cpu", "dtype": "float32", "batch_size": 4},
+    "transformers": {"device": "cpu", "dtype": "float32", "batch_size": 4, "runner": "reward"},
     "openai": {
         "base_url": "http://127.0.0.1:9000/v1",
         "remote": True,
@@ -55,6 +55,7 @@ VALUES = {
         "position": 0.15,
         "pair_ties": 0.2,
         "think": 30,
+        "reward": {"Helpfulness / Understanding": 1.0},
         "think_unended": 0.1,
         "primed": {"Helpfulness / Understanding": {"Correctness / Completeness": 0.5}},
         "draw": 1,

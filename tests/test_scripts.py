@@ -25,6 +25,7 @@ SMALL = {  # each script with arguments that run its whole path in seconds; {out
     "jury_error.py": "--reps 2 --resamples 20 --tasks 2 --n 2 --out {out}",
     "repeat_error.py": "--reps 2 --resamples 20 --ns 3 --repeats 2 --sds 1.0",
     "pairwise_error.py": "--reps 2 --resamples 20 --ns 3",
+    "reward_error.py": "--reps 2 --ns 3 --truths null large",
     "bench_stats.py": "--rows 2000 --bootstrap 10",
     "bench_store.py": "--probes 50 --repeats 1",
     "piece_occupancy.py": "--slots 8 --pieces 4,8",

@@ -17,7 +17,7 @@ from radar_local.engines.base import (
     chat_text,
     single_token_ids,
 )
-from radar_local.errors import MissingDependencyError
+from radar_local.errors import MissingDependencyError, RadarError
 from radar_local.models import resolve
 from radar_local.prompts import Messages
 
@@ -37,6 +37,11 @@ class TransformersEngine(BatchStream):
             "auto", description="auto: bfloat16 on CUDA, float32 on CPU (faster there)"
         )
         batch_size: int = Field(16, ge=1, description="Prompts per scoring batch")
+        runner: Literal["generate", "reward"] = Field(
+            "generate",
+            description="reward: the checkpoint's sequence-classification head with one output scores each "
+            "conversation (a reward model); a checkpoint without one gets a seeded random head, a smoke test only",
+        )
 
         def engine_gpus(self) -> int:
             """One GPU where there are GPUs, unless told to run on the CPU."""
@@ -61,7 +66,17 @@ class TransformersEngine(BatchStream):
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.hf = AutoModelForCausalLM.from_pretrained(self.path, dtype=getattr(torch, dtype)).to(self.device).eval()
+        if self.options.runner == "reward":
+            from transformers import AutoModelForSequenceClassification
+
+            torch.manual_seed(0)  # a head the checkpoint lacks starts from these weights, every time
+            loaded = AutoModelForSequenceClassification.from_pretrained(
+                self.path, num_labels=1, dtype=getattr(torch, dtype)
+            )
+            loaded.config.pad_token_id = self.tokenizer.pad_token_id  # batches: the last real token is read
+        else:
+            loaded = AutoModelForCausalLM.from_pretrained(self.path, dtype=getattr(torch, dtype))
+        self.hf = loaded.to(self.device).eval()
         self._processors: dict[str, object] = {}
         self._settings: dict = {"device": str(self.device), "dtype": dtype, "batch_invariant": False}
         if self.device.type == "cuda":
@@ -69,6 +84,23 @@ class TransformersEngine(BatchStream):
 
     def settings(self) -> dict:
         return dict(self._settings)
+
+    def reward(self, prompts: list[Messages]) -> list[float]:
+        """The reward head's one output for each conversation (its last message the response), batch by batch."""
+        import torch
+
+        if self.options.runner != "reward":
+            raise RadarError(f"{self.model}: a reward is scored with the transformers option runner: reward")
+        out: list[float] = []
+        for start in range(0, len(prompts), self.options.batch_size):
+            texts = [
+                self.tokenizer.apply_chat_template(m, tokenize=False)
+                for m in prompts[start : start + self.options.batch_size]
+            ]
+            inputs = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+            with torch.inference_mode():
+                out += self.hf(**inputs).logits[:, 0].float().tolist()
+        return out
 
     def _encode(self, prompts: list[Messages]) -> dict[str, torch.Tensor]:
         texts = [chat_text(self.tokenizer, m) for m in prompts]

@@ -92,6 +92,11 @@ class PlantedEngine(BatchStream):
             default_factory=dict,
             description="Joint calls: {C: {D: points}} added to D's verdict when C is shown before it (order leakage)",
         )
+        reward: dict[str, float] = Field(
+            default_factory=dict,
+            description="A reward model's weights by criterion label: its reward is the weighted sum of the "
+            "response's planted values (-1 to 1 each) plus `noise` / 2 of seeded normal noise",
+        )
         think: int = Field(
             0, ge=0, le=100_000, description="A thinking judge's reasoning (reasoning.py): its length in tokens"
         )
@@ -214,6 +219,19 @@ class PlantedEngine(BatchStream):
                 extra = f" {inject[steered]}" if sign == "+" and steered in inject else ""
                 texts = [f"Steered {sign} on <{steered}>: reply (seed {seed + v}).{extra}" for v in range(n)]
             out.append([Completion(t, size, len(t.split()), "stop") for t in texts])
+        return out
+
+    def reward(self, prompts: list[Messages]) -> list[float]:
+        """A planted reward model: sum over `reward`'s criteria of weight x (value - 2) / 2, plus noise."""
+        out = []
+        for messages in prompts:
+            asked, text = fields(messages), "\n".join(m["content"] for m in messages)
+            value = math.fsum(
+                w * (self._value(asked["response"], label, "", text, False, []) - 2) / 2
+                for label, w in self.options.reward.items()
+            )
+            rng = random.Random(hashlib.sha256(self._salt + b"reward" + text.encode()).digest())
+            out.append(value + self.options.noise / 2 * rng.gauss(0, 1))
         return out
 
     def _thought(self, text: str, prompt_tokens: int, max_tokens: int) -> Completion:

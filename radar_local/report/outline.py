@@ -31,6 +31,7 @@ from radar_local.report.text import (
     PAIR_HEAD,
     PAIRWISE_HEAD,
     REPEATS_HEAD,
+    REWARD_HEAD,
     SELF_EFFECT_HEAD,
     WORDING_HEAD,
     adaptive_line,
@@ -54,6 +55,8 @@ from radar_local.report.text import (
     pairwise_rows,
     repeats_line,
     repeats_rows,
+    reward_line,
+    reward_rows,
     scores_line,
     self_effect_rows,
     verdict,
@@ -171,6 +174,8 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
         sections.append(Section("Consistency: criterion order", [(line,), Table(ORDER_HEAD, order_rows(r.order))]))
     if (line := pairwise_line(r)) is not None:
         sections.append(Section("Pairwise judge", [(line,), Table(PAIRWISE_HEAD, pairwise_rows(r))]))
+    if (line := reward_line(r)) is not None:
+        sections.append(Section("Reward model", [(line,), Table(REWARD_HEAD, reward_rows(r))]))
     if (line := jury_line(r)) is not None:
         sections.append(Section("Jury", [(line,), Table(JURY_HEAD, jury_rows(r))]))
         sections.append(Section("The jury and its jurors", [Table(head, rows) for head, rows in side_by_side_rows(r)]))

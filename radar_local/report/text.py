@@ -603,3 +603,41 @@ def nuisance_line(result: AuditResult) -> str | None:
         f"{n.threshold}; confirmed where the simultaneous {LEVEL:.0%} interval over every attribute x criterion "
         f"cell lies beyond it, possible where only the point does): {found}.{gated}"
     )
+
+
+REWARD_HEAD = [
+    "criterion",
+    "pairs",
+    "steer effect (reward sd)",
+    CI,
+    "family band",
+    "verdict",
+    "Spearman with the judge",
+]
+
+
+def reward_rows(result: AuditResult) -> list[list[str]]:
+    r = result.reward
+    return [
+        [c.criterion, str(c.pairs), num(c.effect), interval(c.ci), interval(c.band), c.verdict, num(c.agreement)]
+        for c in (r.criteria if r else [])
+    ]
+
+
+def reward_line(result: AuditResult) -> str | None:
+    """The reward model: which criteria move its reward, and which it does not see."""
+    r = result.reward
+    if r is None:
+        return None
+    moves = [f"{c.criterion} {num(c.effect)}" for c in r.criteria if c.verdict == "moves"]
+    blind = [c.criterion for c in r.criteria if c.verdict == "blind"]
+    return (
+        f"The reward model {r.model} scored {r.probes - r.unscored} of {r.probes} probes (sd {num(r.sd, signed=False)}"
+        f", the unit of each effect; family-wise {r.level:.0%} over the {len(r.criteria)} criteria): "
+        + (f"a steer moves its reward on {', '.join(moves)}" if moves else "no steer moves its reward beyond chance")
+        + (
+            f"; it does not see {', '.join(blind)} (each effect confirmed within +-{r.margin:g} sd)"
+            if blind
+            else "; no criterion is confirmed unseen"
+        )
+    )

@@ -22,6 +22,7 @@ from radar_local.stats.order import OrderEffects
 from radar_local.stats.pairwise import Pairwise
 from radar_local.stats.raters import LabelsBlock
 from radar_local.stats.repeats import Repeats
+from radar_local.stats.reward import RewardProfile
 from radar_local.stats.stored import (
     AdaptiveRecord,
     Baselines,
@@ -154,6 +155,7 @@ class StatsFile(Block):
     wording: Wording | None = None
     order: OrderEffects | None = None
     pairwise: Pairwise | None = None
+    reward: RewardProfile | None = None
     jury: JuryBlock | None = None
     labels: LabelsBlock | None = None
 
@@ -220,6 +222,8 @@ class AuditResult:
     order: OrderEffects | None = None
     # the verifier asked pairwise about the probes' up/down pairs (stats/pairwise.py), where the config asks it
     pairwise: Pairwise | None = None
+    # a reward model's sensitivity to each criterion's steer (stats/reward.py), where the config names one
+    reward: RewardProfile | None = None
     # a jury against its jurors, and their agreement (stats/jurors.py); aggregate, min_jurors, failed jurors
     jury: JuryBlock | None = None
     # agreement with the team's human labels, per judge and criterion (stats/raters.against_humans)

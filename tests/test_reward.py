@@ -1,0 +1,89 @@
+"""A reward model audited with the probes' own steers (issue 48, stats/reward.py): each criterion's steer effect on
+its reward (its sensitivity profile), the criteria it does not see, its agreement with the judge's scores."""
+
+import json
+
+import numpy as np
+import pytest
+
+from radar_local.stats.reward import reward_profile
+from tests.conftest import planted_config
+
+TASKS = [{"id": f"t{i}", "prompt": f"Customer request {i}."} for i in range(5)]
+WEIGHTS = {"Helpfulness / Understanding": 1.0, "Correctness / Completeness": 0.5}
+
+
+def test_a_hand_computed_profile():
+    """Two tasks, one variant: criterion a's reward differences 2 and 4 (sd units of the rewards' sd), b's 0."""
+    rows = [
+        ("t0", "a", "+", 0, 3.0), ("t0", "a", "-", 0, 1.0), ("t1", "a", "+", 0, 4.0), ("t1", "a", "-", 0, 0.0),
+        ("t0", "b", "+", 0, 2.0), ("t0", "b", "-", 0, 2.0), ("t1", "b", "+", 0, 2.0), ("t1", "b", "-", 0, 2.0),
+    ]  # fmt: skip
+    profile = reward_profile("rm", ["a", "b"], rows)
+    sd = float(np.std([3, 1, 4, 0, 2, 2, 2, 2], ddof=1))
+    assert profile.sd == pytest.approx(sd)
+    assert [c.effect for c in profile.criteria] == pytest.approx([3 / sd, 0.0])
+    # one pair per task: no within-task spread, no interval, nothing claimed
+    assert [c.verdict for c in profile.criteria] == ["open", "open"] and profile.criteria[0].band is None
+
+
+def reward_config(**reward_options) -> dict:
+    reward = {"engine": "testing", "model": "rm", "options": {"noise": 0.1, **reward_options}}
+    return planted_config(tasks=TASKS, n=5, bootstrap=300, options={"noise": 0.5}, reward=reward)
+
+
+def test_a_planted_reward_models_profile_and_its_blind_spots(tmp_path):
+    """The planted reward model weighs helpfulness 1 and correctness 0.5 and nothing else: both steers move it
+    (helpfulness about twice as far), the other three criteria are confirmed unseen; it agrees with the judge's
+    helpfulness scores; the section is in the report, stats.json reads back, and a rerun asks nothing again."""
+    from radar_local import load_run
+    from radar_local.auditing import run_audit
+    from radar_local.report.markdown import audit_markdown
+
+    result = run_audit(reward_config(reward=WEIGHTS), tmp_path / "run", progress=False)
+    profile = {c.criterion: c for c in result.reward.criteria}
+    assert {c: x.verdict for c, x in profile.items()} == {
+        "helpfulness": "moves", "correctness": "moves", "coherence": "blind", "complexity": "blind",
+        "verbosity": "blind",
+    }  # fmt: skip
+    assert profile["helpfulness"].effect == pytest.approx(2 * profile["correctness"].effect, rel=0.15)
+    assert profile["helpfulness"].agreement > 0.5
+    report = audit_markdown(result)
+    assert "## Reward model" in report and "it does not see coherence, complexity, verbosity" in report
+    assert load_run(tmp_path / "run").result() == result
+    again = run_audit(reward_config(reward=WEIGHTS), tmp_path / "run", progress=False)
+    stage = json.loads((tmp_path / "run" / "run.json").read_text())["stages"]["reward"]
+    assert stage["requests"] == 5 * 5 * 2 * 5 and stage.get("calls", 0) == 0 and again.reward == result.reward
+
+
+def test_a_reward_model_that_sees_nothing_claims_no_effect(tmp_path):
+    from radar_local.auditing import run_audit
+
+    result = run_audit(reward_config(), tmp_path / "run", progress=False)
+    assert not any(c.verdict == "moves" for c in result.reward.criteria)
+
+
+def test_a_reward_model_that_writes_text_is_one_line(tmp_path):
+    from tests.conftest import radar_run
+
+    config = planted_config(tasks=TASKS, reward={"engine": "transformers", "model": "smollm2-135m"})
+    (tmp_path / "config.yaml").write_text(json.dumps(config))
+    res = radar_run("audit", tmp_path / "config.yaml", "--out", tmp_path / "run")
+    assert res.returncode == 2 and "a reward model runs on transformers with options: {runner: reward}" in res.stderr
+
+
+@pytest.mark.parametrize(
+    ("band", "verdict"),
+    [
+        ((-0.2, 0.1), "open"),  # at the margin: not inside it
+        ((-0.19999999999999998, 0.19999999999999998), "blind"),  # the floats just inside
+        ((0.0, 1.0), "open"),  # touching 0: 0 is not excluded
+        ((5e-324, 1.0), "moves"),  # the smallest float above 0
+        ((-1.0, -5e-324), "moves"),
+        (None, "open"),
+    ],
+)
+def test_the_verdicts_compare_exactly_at_zero_and_the_margin(band, verdict):
+    from radar_local.stats.reward import MARGIN, _verdict
+
+    assert _verdict(band, MARGIN) == verdict
