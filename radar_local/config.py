@@ -483,8 +483,8 @@ class AuditConfig(AuditSettings):
         r = self.reward
         if r is not None and not (r.engine == "testing" or getattr(r.parsed, "runner", None) == "reward"):
             raise ValueError(
-                f"reward: the {r.engine} engine as configured writes text; a reward model runs on transformers with "
-                "options: {runner: reward}"
+                f"reward: the {r.engine} engine as configured writes text; a reward model runs on vllm or "
+                "transformers with options: {runner: reward}"
             )
         return self
 

@@ -253,8 +253,8 @@ class Run(RunDir):
             engine = pool.get(model)
             reward = getattr(engine, "reward", None)  # transformers with runner: reward, the planted engine
             if not callable(reward):
-                raise InputError(self.root, f"reward: the {model.engine} engine scores no reward; use transformers "
-                                 "with the option runner: reward")  # fmt: skip
+                raise InputError(self.root, f"reward: the {model.engine} engine scores no reward; use vllm or "
+                                 "transformers with the option runner: reward")  # fmt: skip
             with meter.running(engine), stage_progress(f"reward ({model.label})", len(todo), progress) as advance:
                 for start in range(0, len(todo), self.config.batch_size):
                     chunk = todo[start : start + self.config.batch_size]

@@ -319,7 +319,12 @@ def test_the_promptfoo_table_names_every_config():
     assert len(_corpus_files("promptfoo")) == 92
 
 
-@pytest.mark.parametrize("name", sorted(PROMPTFOO_CONFIGS))
+LARGE = "redteam-foundation-model/redteam.yaml"  # 1.4 MB of generated tests: `make test` reads it
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.thorough) if n == LARGE else n for n in sorted(PROMPTFOO_CONFIGS)]
+)
 def test_every_promptfoo_example_imports_or_says_why_not_in_one_line(name):
     """promptfoo's own examples put their rubrics in single tests (written for that test's input: never widened to
     every task), template them per test, have one, or judge with other model-graded assertions (named); the

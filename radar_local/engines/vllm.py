@@ -184,6 +184,11 @@ class VLLMEngine(StreamBatch):
         enable_chunked_prefill: bool | None = Field(None, description="Default off on CPU builds (see _build)")
         max_num_batched_tokens: int | None = Field(None, ge=1)
         seed: int = 0
+        runner: Literal["generate", "reward"] = Field(
+            "generate",
+            description="reward: vLLM's pooling runner scores each conversation with the checkpoint's one-output "
+            "classification head (a reward model; a causal LM is converted, its head a smoke test only)",
+        )
         batch_invariant: bool = Field(
             False,
             description="vLLM's batch-invariant mode (VLLM_BATCH_INVARIANT=1): a seeded sample the same whatever "
@@ -266,6 +271,11 @@ class VLLMEngine(StreamBatch):
             problem = batch_invariance_problem(current_platform.device_name, tuple(found) if found else None)
             if problem:
                 raise RadarError(f"batch_invariant: {problem}; remove the option (samples then move with batches)")
+        if kwargs.pop("runner", "generate") == "reward":  # vLLM's pooling runner: no sampling, no KV reuse
+            kwargs.update(runner="pooling", enable_prefix_caching=False)
+            architectures = checkpoint_config(self.path).get("architectures") or []
+            if not any(str(a).endswith("ForSequenceClassification") for a in architectures):
+                kwargs.update(convert="classify", hf_overrides={"num_labels": 1})  # a causal LM, given a head
         with vllm_env_kept(self.options.batch_invariant) as changed:
             llm = LLM(model=str(self.path), disable_log_stats=False, **kwargs)
         if changed:  # what vLLM set for itself while starting, undone for the next engine: run.json says so
@@ -274,6 +284,25 @@ class VLLMEngine(StreamBatch):
 
     def settings(self) -> dict:
         return dict(self._settings)
+
+    def reward(self, prompts: list[Messages]) -> list[float]:
+        """The reward head's one raw output for each conversation (its last message the response)."""
+        from vllm.inputs import TokensPrompt
+        from vllm.pooling_params import PoolingParams
+
+        if self.options.runner != "reward":
+            raise RadarError(f"{self.model}: a reward is scored with the vllm option runner: reward")
+        tokenizer = self.llm.get_tokenizer()
+        ids = [
+            tokenizer.encode(tokenizer.apply_chat_template(m, tokenize=False), add_special_tokens=False)
+            for m in prompts
+        ]
+        outputs = self.llm.classify(
+            [TokensPrompt(prompt_token_ids=i) for i in ids],
+            pooling_params=PoolingParams(use_activation=False),
+            use_tqdm=False,
+        )
+        return [float(o.outputs.probs[0]) for o in outputs]
 
     def reset_prefix_cache(self) -> None:
         """A cold cache, and a floor that counts from here (benchmarks compare stages from cold)."""

@@ -629,6 +629,11 @@ def reward_line(result: AuditResult) -> str | None:
     r = result.reward
     if r is None:
         return None
+    if not r.sd:
+        return (
+            f"The reward model {r.model} gave the same reward to all {r.probes - r.unscored} probes it scored: its "
+            "reward carries nothing, and no effect is read (a broken head, or a server that answers a constant)"
+        )
     moves = [f"{c.criterion} {num(c.effect)}" for c in r.criteria if c.verdict == "moves"]
     blind = [c.criterion for c in r.criteria if c.verdict == "blind"]
     return (

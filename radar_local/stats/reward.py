@@ -81,7 +81,8 @@ def reward_profile(
     down = {(t, c, v): x for t, c, d, v, x in rows if d == "-" and x is not None}
     pairs = sorted(key for key in up if key in down and key[1] in criteria)
     k = len(criteria)
-    diff = np.array([(up[p] - down[p]) / sd for p in pairs]) if pairs and sd > 0 else np.zeros(0)
+    # a reward that does not vary has no unit: every effect undefined, nothing claimed
+    diff = np.array([(up[p] - down[p]) / sd if sd > 0 else np.nan for p in pairs])
     alpha = 1 - level
     point, se, df = np.full(k, np.nan), np.full(k, np.nan), np.zeros(k)
     for i, c in enumerate(criteria):
