@@ -11,7 +11,7 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,6 +48,12 @@ class ModelEntry(BaseModel):
         4096, ge=1, description="The model's context window: bounds the vllm engine's max_model_len"
     )
     thinks: bool = Field(False, description="Emits <think> blocks that are stripped from probes")
+    judge: str | None = Field(
+        None, description="The judge format it was trained on: a `judge: {preset}` or `pairwise: {preset}` name"
+    )
+    runner: Literal["generate", "reward"] = Field(
+        "generate", description="reward: a reward model (one scalar per response), run with options {runner: reward}"
+    )
 
 
 def go_offline() -> None:

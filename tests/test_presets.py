@@ -65,3 +65,18 @@ def test_a_preset_the_rubric_scale_cannot_take_or_that_does_not_exist_is_one_lin
         one_line_exit_2(invoke("audit", config, "--out", tmp_path / "run"), needle)
     given = Judge(preset="glider", template="{{ response }} {{ criterion }}")
     assert given.template == "{{ response }} {{ criterion }}" and given.answer.pattern == "<score>([0-9])</score>"
+
+
+def test_the_registrys_open_judges_name_their_own_formats():
+    """Issue 48: each open judge in models/registry.yaml names the preset of the format it was trained on (one
+    radar has), a reward model its runner, a thinking model that it thinks."""
+    from radar_local.models import registry
+    from radar_local.presets import JUDGE_PRESETS, PAIR_PRESETS
+
+    entries = registry()
+    judges = {name: e.judge for name, e in entries.items() if e.judge}
+    assert set(judges.values()) <= set(JUDGE_PRESETS) | set(PAIR_PRESETS)
+    assert {"prometheus-7b-v2.0", "flow-judge-v0.1", "selene-1-mini", "glider", "skywork-critic-llama-3.1-8b"} <= set(
+        judges
+    )
+    assert entries["skywork-reward-v2-qwen3-0.6b"].runner == "reward" and entries["qwen3-1.7b"].thinks

@@ -21,8 +21,9 @@ def list_models() -> None:
             where = str(resolve(name)[0])
         except ModelNotFoundError:
             where = "not on disk" + (f" (radar models fetch {name})" if entry.fetch else "")
-        think = ", emits <think>" if entry.thinks else ""
-        click.echo(f"{name:28} {entry.context_length:>7} ctx  {entry.dtype}{think}  {where}")
+        kind = ", emits <think>" if entry.thinks else ""
+        kind += f", judge: {entry.judge}" if entry.judge else ", reward model" if entry.runner == "reward" else ""
+        click.echo(f"{name:28} {entry.context_length:>7} ctx  {entry.dtype}{kind}  {where}")
 
 
 @models.command()
