@@ -34,6 +34,15 @@ class StageMeter:
         self.info["prompt_tokens"] += sum(cs[0].prompt_tokens for cs in answers)
         self.info["output_tokens"] += sum(c.output_tokens for cs in answers for c in cs)
 
+    def count_parsed(self, verdicts: list) -> None:
+        """The stage's stored verdicts (records.VerdictRecord): how many parsed, how many are unscored."""
+        parsed = sum(v.score is not None for v in verdicts)
+        self.info.update(
+            parsed=parsed,
+            unscored=len(verdicts) - parsed,
+            parse_rate=round(parsed / len(verdicts), 4) if verdicts else None,
+        )
+
     def count_reasoning(self, thoughts: list) -> None:
         """A thinking judge's first requests (reasoning.Thought), apart from its verdicts: their tokens, and the
         reasonings that hit the budget or never ended (their verdicts unscored)."""

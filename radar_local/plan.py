@@ -252,7 +252,7 @@ class Plan:
     def pair_requests(self, probes: list[ProbeRecord], verifier: ModelSpec) -> list[PairRequest]:
         """The pairwise judge's calls (config.pairwise): per task, steered criterion and variant (the first
         `pairs`), the up and down responses asked about each criterion (or the steered one) in both orders."""
-        spec = self._pairwise
+        spec, base = self._pairwise, self._pair_base(verifier)
         up = {(p.task_id, p.target, p.variant): p for p in probes if p.direction == "+"}
         down = {(p.task_id, p.target, p.variant): p for p in probes if p.direction == "-"}
         out = []
@@ -263,7 +263,7 @@ class Plan:
                 continue
             asked = [c for c in self.rubric.criteria if spec.asked == "all" or c.id == source]
             asked += [OVERALL] if spec.overall else []
-            out += [self._pair_request(verifier, first, second, c, source or "", variant) for c in asked]
+            out += [self._pair_request(base, first, second, c, source or "", variant) for c in asked]
         return [r for both in out for r in both]
 
     def reward_requests(self, probes: list[ProbeRecord], model: ModelSpec) -> list[RewardRequest]:
@@ -292,8 +292,8 @@ class Plan:
     ) -> list[PairRequest]:
         """The pairwise judge's calls on the team's pairwise labels (labels.LabelSet.pair_probes): each labelled
         pair asked about its criterion (or overall) in both orders, as the steered pairs are."""
-        asked = {c.id: c for c in (*self.rubric.criteria, OVERALL)}
-        return [r for a, b, c in pairs for r in self._pair_request(verifier, a, b, asked[c], "", 0)]
+        asked, base = {c.id: c for c in (*self.rubric.criteria, OVERALL)}, self._pair_base(verifier)
+        return [r for a, b, c in pairs for r in self._pair_request(base, a, b, asked[c], "", 0)]
 
     @cached_property
     def _tasks_by_id(self) -> dict[str, Task]:
@@ -305,16 +305,19 @@ class Plan:
         assert spec is not None, "pair requests need `pairwise:` in the config"
         return spec
 
+    def _pair_base(self, verifier: ModelSpec) -> dict:
+        """What every pairwise call of `verifier` shares in its key: the judge, and the pairwise spec it asks with."""
+        return {
+            "verifier": model_identity(verifier, self.weights, self.keys),
+            "pairwise": self._pairwise.model_dump(mode="json", exclude={"pairs", "asked", "preset"}),  # preset's in it
+        }
+
     def _pair_request(
-        self, verifier: ModelSpec, first: ProbeRecord, second: ProbeRecord, crit: Criterion, source: str, variant: int
+        self, base: dict, first: ProbeRecord, second: ProbeRecord, crit: Criterion, source: str, variant: int
     ) -> tuple[PairRequest, PairRequest]:
         """`first` and `second` asked about `crit` in both orders (A is `first` in order 0, `second` in order 1)."""
         spec = self._pairwise
         task = self._tasks_by_id[first.task_id]
-        base = {
-            "verifier": model_identity(verifier, self.weights, self.keys),
-            "pairwise": spec.model_dump(mode="json", exclude={"pairs", "asked", "preset"}),  # the preset's are in it
-        }
         out = []
         for order in (UP_FIRST, DOWN_FIRST):
             a, b = (first, second) if order == UP_FIRST else (second, first)

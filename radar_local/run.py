@@ -220,11 +220,7 @@ class Run(RunDir):
                         store.add_scores([v for i, c in finished for v in verdict_records(group[i], c, label)])
                         meter.count([[c] for _, c in finished])
                         advance(len(finished))
-        done = [store.scores[k] for r in requests for k in r.verdict_keys if k in store.scores]
-        parsed = sum(r.score is not None for r in done)
-        meter.info.update(
-            parsed=parsed, unscored=len(done) - parsed, parse_rate=round(parsed / len(done), 4) if done else None
-        )
+        meter.count_parsed([store.scores[k] for r in requests for k in r.verdict_keys if k in store.scores])
         return meter.info
 
     def score_pairs(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict | None:
@@ -262,11 +258,7 @@ class Run(RunDir):
                     self.store.add_scores([reward_record(r, x, model.label) for r, x in zip(chunk, rewards)])
                     meter.info["calls"] += len(chunk)
                     advance(len(chunk))
-        done = [self.store.scores[r.key] for r in requests if r.key in self.store.scores]
-        parsed = sum(v.score is not None for v in done)
-        meter.info.update(
-            parsed=parsed, unscored=len(done) - parsed, parse_rate=round(parsed / len(done), 4) if done else None
-        )
+        meter.count_parsed([self.store.scores[r.key] for r in requests if r.key in self.store.scores])
         return meter.info
 
     def score_labels(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict | None:

@@ -36,7 +36,7 @@ def one_audit(rng: np.random.Generator, k: int, tasks: int, n: int, w: float, si
                 for d, sign in (("+", 1), ("-", -1)):
                     rows.append((f"t{t}", f"c{c}", d, v, float(base + sign * weights[c] + rng.normal(0, sigma))))
     crit = [f"c{c}" for c in range(k)]
-    return reward_profile("rm", crit, rows), rows
+    return reward_profile("rm", crit, rows)
 
 
 def main() -> int:
@@ -58,7 +58,7 @@ def main() -> int:
             false = power = 0
             blind: list[float] = []
             for _ in range(args.reps):
-                profile, _ = one_audit(rng, args.k, args.tasks, n, TRUTHS[truth], args.sigma)
+                profile = one_audit(rng, args.k, args.tasks, n, TRUTHS[truth], args.sigma)
                 verdicts = [c.verdict for c in profile.criteria]
                 nulls = verdicts[1:] if TRUTHS[truth] else verdicts
                 false += "moves" in nulls

@@ -441,8 +441,8 @@ def read(path: Path, root: Path | None = None) -> Imported:
             f"threshold: {cid} passes at {t:g} on the judge's {scale.name} scale (recorded; the audit reads the scores)"
         )
     unjudged = sum(1 for a in _asserts(data) if a.get("type") not in (*TYPES, *OTHER_JUDGED))
-    if _others(data):
-        account.append(f"left to promptfoo: its other model-graded assertions, {_others(data)}")
+    if others := _others(data):
+        account.append(f"left to promptfoo: its other model-graded assertions, {others}")
     if unjudged:
         account.append(f"left to promptfoo: {unjudged} assertion(s) of other types (not judged on a rubric)")
     if per_test:

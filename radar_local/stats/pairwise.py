@@ -36,7 +36,7 @@ from radar_local.common import json_number
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES, stratified_counts
 from radar_local.stats.flags import Thresholds, pair_flags
 from radar_local.stats.intervals import expanded_interval, simultaneous, studentized_interval
-from radar_local.stats.stored import Block, Interval, Num
+from radar_local.stats.stored import Block, Interval, Num, PairCoupling
 
 A, B, TIE = 0, 1, 2  # a verdict's choice; -1: unscored
 UP_FIRST, DOWN_FIRST = 0, 1  # the order a pair was shown in
@@ -89,13 +89,7 @@ class PairwiseLeak(Block):
     confirmed: bool  # both gates passed and the band excludes 0: a steer on the source moves the preference
 
 
-class PairwisePair(Block):
-    a: str
-    b: str
-    leak_ab: Num
-    leak_ba: Num
-    sym: Num
-    asym: Num
+class PairwisePair(PairCoupling):
     flags: list[str]  # stats/flags.pair_flags of the point estimate
     evidence: dict[str, str]  # flag -> confirmed (the family band settles it) or possible
 

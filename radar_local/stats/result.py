@@ -34,6 +34,7 @@ from radar_local.stats.stored import (
     Interval,
     Matrix,
     Num,
+    PairCoupling,
     ProbeCounts,
     ReferenceAgreement,
     Resampling,
@@ -54,13 +55,7 @@ class PairCI(Block):
     asym: Interval
 
 
-class PairFile(Block):
-    a: str
-    b: str
-    leak_ab: Num
-    leak_ba: Num
-    sym: Num
-    asym: Num
+class PairFile(PairCoupling):
     reliable: bool
     flags: list[str]
     ci: PairCI | None

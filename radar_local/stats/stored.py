@@ -28,6 +28,17 @@ class Block(BaseModel):
 # adaptive.py) live here, so the result and its file can name them without an import cycle.
 
 
+class PairCoupling(Block):
+    """One criterion pair's coupling: each direction's leakage, their symmetric and asymmetric parts."""
+
+    a: str
+    b: str
+    leak_ab: Num
+    leak_ba: Num
+    sym: Num
+    asym: Num
+
+
 class Resampling(Block):
     """`bootstrap`: how the intervals were drawn (stats/audit.py)."""
 
