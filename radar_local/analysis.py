@@ -23,6 +23,7 @@ from radar_local.stats.audit import audit_cell
 from radar_local.stats.bias import BIAS, Bias, nuisance_pairs, nuisance_table
 from radar_local.stats.bootstrap import RESAMPLES
 from radar_local.stats.coupling import TAU, LeakageDefinition, double_counted_share
+from radar_local.stats.drift import drift
 from radar_local.stats.halo import halo
 from radar_local.stats.intervals import CHUNK as INTERVAL_CHUNK
 from radar_local.stats.jurors import JuryBlock, against_jurors, among_jurors
@@ -75,6 +76,7 @@ def stats_for_table(
     halo_against: str | None = None,
     repeats: Sequence[str] = (),
     paraphrases: Sequence[str] = (),
+    unreasoned: str | None = None,
     jurors: Sequence[str] = (),
     measurements: dict[str, Measurement] | None = None,
     juror_errors: dict[str, np.ndarray] | None = None,
@@ -82,7 +84,8 @@ def stats_for_table(
     """`settings`: tau, resamples, seed, level, the flags' thresholds and the leakage's definition, one object
     (stats/settings.py). `halo_against`: the same judge's per-criterion verifier label, where this one is its joint
     calls on the same probes (stats/halo.py). `repeats`: the labels of its verdicts asked again (stats/repeats.py);
-    `paraphrases`: of its judge under each other wording of its template (stats/wording.py).
+    `paraphrases`: of its judge under each other wording of its template (stats/wording.py); `unreasoned`: of its
+    thinking judge answering at once, the ablation (stats/drift.py, "before" the reasoning).
     `manipulation`: the nuisance attributes' manipulation check (radar_local.nuisance), where the rewrites' texts
     were at hand; an attribute it found not steered gets no flag. Each criterion is on the rubric's scale for it,
     or on `scale` without a rubric. `jurors`: where this verifier is a jury, its jurors' labels in the table: the
@@ -159,11 +162,16 @@ def stats_for_table(
         blocks["repeats"] = repeat_agreement(
             asked(repeats), measurements or {}, resamples=resamples, seed=seed, level=level
         )
+    levels = {c: [float(v) for v in scales[c].values] for c in criteria}
     if paraphrases:
-        levels = {c: [float(v) for v in scales[c].values] for c in criteria}
         blocks["wording"] = wording(
             asked(paraphrases), levels, measurements or {}, resamples=resamples, seed=seed, level=level
         )
+    if unreasoned is not None:
+        blocks["thinking"] = drift(
+            probe_matrix(df, criteria, gen, unreasoned, spans), pm, levels, measurements or {},
+            resamples=resamples, seed=seed, level=level,
+        )  # fmt: skip
     if jurors:
         blocks["jury"] = jury_block(
             df,

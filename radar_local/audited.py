@@ -101,6 +101,7 @@ def assemble(
     interim: bool = False,
     repeats: Sequence[str] = (),
     paraphrases: Sequence[str] = (),
+    unreasoned: str | None = None,
 ) -> tuple[AuditResult, pd.DataFrame]:
     """The complete audit of the set's verdicts by `verifier`, and the validated score table it was computed
     from: the statistics; for a joint judge its halo against `halo_against`; for a jury its jurors but the
@@ -114,7 +115,7 @@ def assemble(
     labelled = None if labels is None or not labels.labels or interim else run.verdicts(labels.probes())
     failed = failed or {}
     jurors = [j.label for j in verifier.jurors if j.label not in failed] if isinstance(verifier, Jury) else []
-    options: dict = {"measurements": measurements} if repeats or paraphrases else {}
+    options: dict = {"measurements": measurements} if repeats or paraphrases or unreasoned else {}
     if jurors:
         found = None if labels is None or labelled is None else label_errors(labels, labelled, jurors)
         options = {"jurors": jurors, "measurements": measurements, "juror_errors": found}
@@ -131,6 +132,7 @@ def assemble(
         halo_against=halo_against,
         repeats=repeats,
         paraphrases=paraphrases,
+        unreasoned=unreasoned,
         budget=not interim,
         **options,
     )

@@ -114,6 +114,10 @@ def rescore(
         for twin in verifier.paraphrased():  # the same probes under each other wording of the judge's template
             stages[twin.label.removeprefix(f"{verifier.label}-")] = run.score(twin, pool, progress, stage="paraphrase")
             paraphrases.append(twin.label)
+        unreasoned = None
+        if (at_once := verifier.unreasoned()) is not None:  # a thinking judge's ablation: no reasoning, same probes
+            stages["no reasoning"] = run.score(at_once, pool, progress, stage="no reasoning")
+            unreasoned = at_once.label
         if verifier == run.config.verifiers[0] and (asked := run.score_pairs(verifier, pool, progress)) is not None:
             stages["pairwise"] = asked  # the same judge, asked pairwise
         if verifier == run.config.verifiers[0] and (rewarded := run.score_rewards(pool, progress)) is not None:
@@ -121,7 +125,14 @@ def rescore(
         if (labelled := run.score_labels(verifier, pool, progress)) is not None:
             stages["labels"] = labelled
     return conclude(
-        run, verifier, stages, adaptive, halo_against=halo_against, repeats=repeats, paraphrases=paraphrases
+        run,
+        verifier,
+        stages,
+        adaptive,
+        halo_against=halo_against,
+        repeats=repeats,
+        paraphrases=paraphrases,
+        unreasoned=unreasoned,
     )
 
 
@@ -143,16 +154,17 @@ def conclude(
     juror_results: dict[str, AuditResult] | None = None,
     repeats: Sequence[str] = (),
     paraphrases: Sequence[str] = (),
+    unreasoned: str | None = None,
 ) -> AuditResult:
     """The audit of what `verifier` scored, assembled from the audited set and written (Run.finish).
     `judges`: the verifiers calibrated together (a grid's); default every verifier stored in the run.
     `halo_against`: the per-criterion verifier this joint one is compared with (stats/halo.py). `jurors`: a
     jury's engines and failed jurors (audit_jury); `juror_results`: its jurors' audits, shown beside the jury's.
     `repeats`: the labels of its verdicts asked again (stats/repeats.py); `paraphrases`: of its judge under each
-    other wording of its template (stats/wording.py)."""
+    other wording of its template (stats/wording.py); `unreasoned`: of its thinking judge answering at once."""
     run.store.require_writer()
     probes = run.probes()
-    asked = {verifier.label, *repeats, *paraphrases}
+    asked = {verifier.label, *repeats, *paraphrases, *([unreasoned] if unreasoned else [])}
     records = audited_set(run, probes, None if judges is None else {*judges, *asked})
     result, table = assemble(
         run,
@@ -161,6 +173,7 @@ def conclude(
         halo_against=halo_against,
         repeats=repeats,
         paraphrases=paraphrases,
+        unreasoned=unreasoned,
         failed=(jurors or {}).get("failed"),
         juror_results=juror_results,
         adaptive=adaptive,

@@ -106,6 +106,8 @@ class ModelSpec(Strict):
             identity["judge"] = self.judge.model_dump(
                 mode="json", exclude={"template_file", "halo_check", "paraphrases", "preset"}
             )
+            if self.judge.reasoning is not None:
+                identity["judge"]["reasoning"] = self.judge.reasoning.identity()
         if self.repeat > 1:  # the same requests asked again: their own keys, or the store answers the first asking
             identity["repeat"] = self.repeat
         return identity
@@ -126,6 +128,18 @@ class ModelSpec(Strict):
             )
             for k, text in enumerate(self.judge.paraphrases, 2)
         ]
+
+    def unreasoned(self) -> ModelSpec | None:
+        """A thinking judge's ablation (`reasoning: {ablation: true}`): the same judge answering at once after an
+        empty reasoning, labelled '<label>-no-reasoning'; None without one."""
+        reasoning = self.judge.reasoning if self.judge is not None else None
+        if reasoning is None or not reasoning.ablation:
+            return None
+        off = reasoning.model_copy(update={"ablation": False, "think": False})
+        assert self.judge is not None
+        return self.model_copy(
+            update={"judge": self.judge.model_copy(update={"reasoning": off}), "name": f"{self.label}-no-reasoning"}
+        )
 
     def repeats(self, count: int) -> list[ModelSpec]:
         """The repeats of this verifier's verdicts (`consistency: {repeats: count}`): askings 2 .. count, each
@@ -230,6 +244,10 @@ class Jury(Strict):
         checked = next((j.label for j in self.jurors if j.halo_check() is not None), None)
         if checked is not None:
             raise ValueError(f"juror '{checked}' has a halo_check; audit that judge alone to check its halo")
+        ablated = next((j.label for j in self.jurors if j.unreasoned() is not None), None)
+        if ablated is not None:
+            raise ValueError(f"juror '{ablated}' has a reasoning ablation; audit that judge alone to see what "
+                             "thinking buys")  # fmt: skip
         return self
 
 
@@ -558,6 +576,12 @@ class GridConfig(AuditSettings):
         if reworded is not None:  # a grid compares judges: each wording is one
             raise ValueError(
                 f"verifier '{reworded}' has paraphrases; in a grid, list each wording as a verifier of its own"
+            )
+        ablated = next((v.label for v in self.verifiers if v.unreasoned() is not None), None)
+        if ablated is not None:  # a grid compares judges: the judge thinking and not thinking are two
+            raise ValueError(
+                f"verifier '{ablated}' has a reasoning ablation; in a grid, list the judge twice, once without "
+                "reasoning, to compare them"
             )
         checked = next((v.label for v in self.verifiers if v.halo_check() is not None), None)
         if checked is not None:  # a grid measures a halo on every probe: the same judge listed twice

@@ -33,6 +33,9 @@ VARIABLES = ("prompt", "document", "response", "format", "criterion", "criteria"
 
 
 END_OF_THOUGHT = {"qwen3": "</think>", "deepseek_r1": "</think>"}  # where each family's reasoning ends
+# The turn a judge of each family starts when it does not think: Qwen3's chat template with enable_thinking=False
+# writes this empty block (its model card), which DeepSeek-R1's distills read the same way; a `tags` judge answers.
+NO_THOUGHT = {"qwen3": "<think>\n\n</think>\n\n", "deepseek_r1": "<think>\n\n</think>\n\n", "tags": ""}
 
 
 class Reasoning(Frozen):
@@ -47,6 +50,16 @@ class Reasoning(Frozen):
         "their distills, J1, JudgeLRM), tags at the `end` you name (a judge told to reason in tags of its own)",
     )
     end: str | None = Field(None, min_length=1, description="tags: the text that ends the reasoning")
+    ablation: bool = Field(
+        False,
+        description="Also score the same probes without reasoning, as '<label>-no-reasoning', and report what "
+        "thinking changes: every self-effect and leakage, paired (docs/judges.md)",
+    )
+    think: bool = Field(
+        True,
+        description="False: the ablation's other arm, the verdict at once after an empty reasoning (set by radar, "
+        "not by hand)",
+    )
 
     @model_validator(mode="after")
     def _an_end(self) -> Reasoning:
@@ -57,6 +70,14 @@ class Reasoning(Frozen):
     @property
     def ends_with(self) -> str:
         return self.end if self.end is not None else END_OF_THOUGHT[self.parser]
+
+    def identity(self) -> dict:
+        """What of the reasoning changes a verdict: all but the ablation, which adds verdicts of another label
+        (`think` only where it is off, so a thinking judge's keys stay what they were)."""
+        out = self.model_dump(mode="json", exclude={"ablation"})
+        if self.think:
+            del out["think"]
+        return out
 
 
 class Judge(Frozen):

@@ -27,13 +27,14 @@ from radar_local.common import digest, slug
 from radar_local.config import AuditConfig, Jury, ModelSpec, load_config
 from radar_local.errors import InputError, RadarError
 from radar_local.inputs import MAX_BYTES, load_yaml, read_json, read_model, yaml_text
+from radar_local.judge import NO_THOUGHT
 from radar_local.meter import StageMeter, library_versions, reproducibility
 from radar_local.models import weights_identity
 from radar_local.plan import GenerationRequest, ScoreRequest
 from radar_local.pool import EnginePool
 from radar_local.progress import say, stage_progress
 from radar_local.prompts import PROMPT_VERSION
-from radar_local.reasoning import think_then_answer
+from radar_local.reasoning import continued, think_then_answer
 from radar_local.records import Injection, ModelRef, ProbeRecord, RunInfo, Stage
 from radar_local.resolved import Resolved
 from radar_local.rundir import (
@@ -205,7 +206,10 @@ class Run(RunDir):
             with meter.running(engine), stage_progress(f"{stage} ({label})", len(todo), progress) as advance:
                 for group in constraint_groups(todo):  # one group unless criteria differ in scale
                     messages, fmt = [r.messages for r in group], group[0].answer
-                    if reasoning is not None:  # a thinking judge: its reasoning, then the constrained verdict
+                    if reasoning is not None and not reasoning.think:  # the ablation's arm: no reasoning
+                        if empty := NO_THOUGHT[reasoning.parser]:
+                            messages = [continued(m, empty) for m in messages]
+                    elif reasoning is not None:  # a thinking judge: its reasoning, then the constrained verdict
                         for thought_out in think_then_answer(
                             engine, messages, fmt=fmt, reasoning=reasoning, chunk=config.batch_size, seed=config.seed
                         ):

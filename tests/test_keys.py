@@ -58,6 +58,7 @@ VALUES = {
         "think": 30,
         "reward": {"Helpfulness / Understanding": 1.0},
         "think_unended": 0.1,
+        "reasoned": {"noise": 0.2},
         "primed": {"Helpfulness / Understanding": {"Correctness / Completeness": 0.5}},
         "draw": 1,
         "fresh_draws": True,

@@ -100,3 +100,50 @@ def test_the_reasoning_is_continued_as_written_after_the_generation_prompt(embed
     assert following.fields == {"kind": "score"} and chat_text(tokenizer, asked) == head
     assert continuing(following) == {"continue_final_message": True, "add_generation_prompt": False}
     assert continuing(asked) == {}
+
+
+COUPLED = {"Helpfulness / Understanding": {"Correctness / Completeness": 0.8}}
+
+
+def test_the_ablation_reports_what_thinking_buys_with_paired_intervals(tmp_path):
+    """`reasoning: {ablation: true}`: the same probes scored by the judge answering at once after an empty
+    reasoning ('<label>-no-reasoning'). Planted: without reasoning a noisy judge (sd 1) whose helpfulness leaks
+    into correctness; after reasoning a sharp one without the leak. The report says the self-effects rise and
+    the leak falls, with paired intervals; the thinking judge's own verdicts keep their keys."""
+    from radar_local import load_run
+    from radar_local.auditing import run_audit
+    from radar_local.report.markdown import audit_markdown
+
+    config = thinking_config(8, 64, noise=1.0, coupling=COUPLED, reasoned={"noise": 0.2, "coupling": {}})
+    config.update(n=6, bootstrap=400)
+    run_audit(config, tmp_path / "thinks", progress=False)
+    config["verifier"]["judge"]["reasoning"]["ablation"] = True
+    result = run_audit(config, tmp_path / "run", progress=False)
+    store = load_run(tmp_path / "run").store
+    thinking = {k for k, v in store.scores.items() if v.thought is not None}
+    assert thinking == set(load_run(tmp_path / "thinks").store.scores)  # the ablation adds verdicts, keeps these
+    d = result.thinking
+    assert d is not None and d.before == "planted-no-reasoning" and d.after == "planted"
+    assert all(c.self_effect_change_ci[0] > 0 for c in d.criteria), [c.self_effect_change_ci for c in d.criteria]
+    assert [(p.source, p.target, p.flag) for p in d.pairs if p.flag] == [("helpfulness", "correctness", "falls")]
+    stats = json.loads((tmp_path / "run" / "stats.json").read_text())
+    assert stats["thinking"]["pairs"] and stats["thinking"]["before"] == "planted-no-reasoning"
+    report = audit_markdown(result)
+    assert "## What thinking buys" in report and "helpfulness -> correctness falls by" in report
+    assert "self-effects that change (interval per criterion): helpfulness rises" in report
+
+
+def test_without_reasoning_the_judge_answers_after_an_empty_block_of_its_family():
+    """The ablation's arm is the judge as its family runs without thinking: Qwen3's enable_thinking=False turn
+    (an empty <think> block) for qwen3 and deepseek_r1, a plain answer for a tags judge; its keys are its own."""
+    from radar_local.config import ModelSpec
+    from radar_local.judge import NO_THOUGHT
+
+    spec = ModelSpec(engine="testing", model="m", judge={"reasoning": {"budget": 32, "ablation": True}})
+    twin = spec.unreasoned()
+    assert twin is not None and twin.label == "m-no-reasoning" and not twin.judge.reasoning.think
+    assert NO_THOUGHT["qwen3"] == "<think>\n\n</think>\n\n" and NO_THOUGHT["tags"] == ""
+    assert twin.output_identity() != spec.output_identity()
+    plain = ModelSpec(engine="testing", model="m", judge={"reasoning": {"budget": 32}})
+    assert plain.output_identity() == spec.output_identity() and plain.unreasoned() is None
+    assert "think" not in json.dumps(spec.output_identity()["judge"]["reasoning"])

@@ -33,7 +33,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Iterator
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -58,6 +58,12 @@ def words(text: str) -> set[str]:
 def first_line(label: str) -> str:
     """How the planted engine knows a criterion: its label's first line."""
     return label.split("\n", 1)[0]
+
+
+def after_reasoning(messages: Messages) -> bool:
+    """A verdict that continues the judge's own reasoning (reasoning.continued), not an empty block of it."""
+    last = messages[-1]
+    return last["role"] == "assistant" and bool(re.sub(r"</?think>", "", last["content"]).strip())
 
 
 def fields(messages: Messages) -> dict:
@@ -102,6 +108,11 @@ class PlantedEngine(BatchStream):
         )
         think_unended: float = Field(
             0.0, ge=0, le=1, description="The share of reasonings that never end (they run to the budget)"
+        )
+        reasoned: dict[str, Any] = Field(
+            default_factory=dict,
+            description="A thinking judge's verdicts after a reasoning are those of the planted judge with these "
+            "options changed (say {noise: 0.3, coupling: {}}): what thinking buys, for its ablation",
         )
         delay_s: float = Field(0.0, ge=0, le=60, description="Sleep per generate call, for interrupting a stage")
         inject: dict[str, str] = Field(
@@ -234,6 +245,15 @@ class PlantedEngine(BatchStream):
             out.append(value + self.options.noise / 2 * rng.gauss(0, 1))
         return out
 
+    def _with_reasoned(self, prompts: list[Messages], fmt: ScoreFormat) -> list[Completion]:
+        """The verdicts that follow a reasoning from the planted judge of `reasoned`'s options, the others from this."""
+        changed = {**self.options.model_dump(), **self.options.reasoned, "reasoned": {}}
+        thinking = PlantedEngine(self.model, self.Options(**changed))
+        split = [after_reasoning(m) for m in prompts]
+        theirs = iter(thinking.score([m for m, t in zip(prompts, split) if t], fmt=fmt))
+        mine = iter(self.score([m for m, t in zip(prompts, split) if not t], fmt=fmt))
+        return [next(theirs) if t else next(mine) for t in split]
+
     def _thought(self, text: str, prompt_tokens: int, max_tokens: int) -> Completion:
         """`think` tokens of reasoning and its end, then an answer the constrained request replaces; a reasoning
         longer than the budget, or one of the `think_unended` share, runs to the budget without its end."""
@@ -286,6 +306,8 @@ class PlantedEngine(BatchStream):
                 time.sleep(3600)
             except FileExistsError:
                 pass
+        if self.options.reasoned and any(map(after_reasoning, prompts)):
+            return self._with_reasoned(prompts, fmt)
         answer = fmt if isinstance(fmt, Answer) else fmt.answer()  # type: ignore[attr-defined]
         out = []
         for messages in prompts:

@@ -33,6 +33,7 @@ from radar_local.report.text import (
     REPEATS_HEAD,
     REWARD_HEAD,
     SELF_EFFECT_HEAD,
+    THINKING_HEAD,
     WORDING_HEAD,
     adaptive_line,
     adaptive_rows,
@@ -59,6 +60,8 @@ from radar_local.report.text import (
     reward_rows,
     scores_line,
     self_effect_rows,
+    thinking_line,
+    thinking_rows,
     verdict,
     wording_line,
     wording_rows,
@@ -170,6 +173,8 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
         sections.append(Section("Consistency: repeat agreement", [(line,), Table(REPEATS_HEAD, repeats_rows(r))]))
     if (line := wording_line(r)) is not None:
         sections.append(Section("Consistency: template wording", [(line,), Table(WORDING_HEAD, wording_rows(r))]))
+    if (line := thinking_line(r)) is not None:
+        sections.append(Section("What thinking buys", [(line,), Table(THINKING_HEAD, thinking_rows(r))]))
     if (line := order_line(r.order)) is not None:
         sections.append(Section("Consistency: criterion order", [(line,), Table(ORDER_HEAD, order_rows(r.order))]))
     if (line := pairwise_line(r)) is not None:

@@ -329,6 +329,74 @@ def wording_rows(result: AuditResult) -> list[list[str]]:
     return [[*_askings(c), num(flips[c.criterion], signed=False)] for c in w.agreement.criteria]
 
 
+THINKING_HEAD = [
+    "criterion",
+    "probes",
+    "self-effect without",
+    "with reasoning",
+    "change",
+    CI,
+    "unscored without / with",
+]
+
+
+def thinking_rows(result: AuditResult) -> list[list[str]]:
+    return [
+        [
+            c.criterion,
+            str(c.probes),
+            num(c.self_effect_before),
+            num(c.self_effect_after),
+            num(c.self_effect_change),
+            interval(c.self_effect_change_ci),
+            f"{c.unscored_before} / {c.unscored_after}",
+        ]
+        for c in (result.thinking.criteria if result.thinking else [])
+    ]
+
+
+def thinking_line(result: AuditResult) -> str | None:
+    """What the judge's reasoning changes, from its ablation: the same probes scored by it answering at once."""
+    d = result.thinking
+    if not d:
+        return None
+
+    def beyond(ci: tuple | list | None) -> int:  # +1 above 0, -1 below, 0 holds 0 (or undefined)
+        lo, hi = (ci or (None, None))[:2]
+        return 1 if lo is not None and lo > 0 else -1 if hi is not None and hi < 0 else 0
+
+    moved = {+1: "rises", -1: "falls"}
+    effects = [
+        f"{c.criterion} {moved[way]} by {num(c.self_effect_change)} {interval(c.self_effect_change_ci)}"
+        for c in d.criteria
+        if (way := beyond(c.self_effect_change_ci))
+    ]
+    leaks = [f"{p.source} -> {p.target} {p.flag} by {num(p.change)} {interval(p.ci)}" for p in d.pairs if p.flag]
+    lost = sum(c.unscored_after for c in d.criteria)
+    return (
+        f"The same {d.probes} probes scored by the judge with its reasoning and answering at once ('{d.before}'), "
+        f"paired ({d.level:.0%} intervals, {d.resamples} resamples of probes): "
+        + (
+            f"self-effects that change (interval per criterion): {'; '.join(effects)}"
+            if effects
+            else "no self-effect changes beyond its interval"
+        )
+        + "; "
+        + (
+            f"leakages that move beyond the simultaneous band over the ordered pairs: {'; '.join(leaks)}"
+            if leaks
+            else "no leakage moves beyond the simultaneous band over the ordered pairs"
+        )
+        + f"; mean leakage change {num(d.index)} {interval(d.index_ci)}".rstrip()
+        + (
+            f". Reasoning left {lost} verdicts unscored (over its budget or unended) that answering at once scored"
+            if lost
+            else ""
+        )
+        + "."
+    )
+
+
 def wording_line(result: AuditResult) -> str | None:
     """How far the verdicts and the leakages move when the judge's template is worded otherwise."""
     w = result.wording

@@ -16,6 +16,7 @@ from radar_local.common import json_number
 from radar_local.errors import InputError
 from radar_local.stats.bias import Bias, BiasRow
 from radar_local.stats.coupling import LeakageDefinition
+from radar_local.stats.drift import Drift
 from radar_local.stats.halo import Halo
 from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.order import OrderEffects
@@ -148,6 +149,7 @@ class StatsFile(Block):
     halo: Halo | None = None
     repeats: Repeats | None = None
     wording: Wording | None = None
+    thinking: Drift | None = None
     order: OrderEffects | None = None
     pairwise: Pairwise | None = None
     reward: RewardProfile | None = None
@@ -213,6 +215,8 @@ class AuditResult:
     repeats: Repeats | None = None
     # the same probes under each paraphrase of the judge's template (stats/wording.py)
     wording: Wording | None = None
+    # a thinking judge against itself answering at once on the same probes (its ablation, stats/drift.py)
+    thinking: Drift | None = None
     # a joint judge's scores by the place it shows each criterion at (stats/order.py), where its order varies
     order: OrderEffects | None = None
     # the verifier asked pairwise about the probes' up/down pairs (stats/pairwise.py), where the config asks it
