@@ -147,3 +147,16 @@ def test_without_reasoning_the_judge_answers_after_an_empty_block_of_its_family(
     plain = ModelSpec(engine="testing", model="m", judge={"reasoning": {"budget": 32}})
     assert plain.output_identity() == spec.output_identity() and plain.unreasoned() is None
     assert "think" not in json.dumps(spec.output_identity()["judge"]["reasoning"])
+
+
+def test_plan_counts_the_ablation_as_a_scoring_pass(tmp_path):
+    import yaml
+
+    from tests.conftest import invoke
+
+    config = thinking_config(8, 64)
+    config["verifier"]["judge"]["reasoning"]["ablation"] = True
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    plan = invoke("audit", tmp_path / "c.yaml", "--plan").output.splitlines()[0]
+    probes = 5 * 2 * 2 * 2  # helpsteer2's 5 criteria x 2 tasks x 2 directions x N = 2
+    assert f"{probes * 5 * 2} verdicts in {probes * 5 * 2} calls (2 scoring passes" in plan, plan

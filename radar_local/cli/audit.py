@@ -150,10 +150,10 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
     passes = [  # every juror and call mode, and a joint judge's halo check
         ScoringPass(joint=spec.judge is not None and spec.judge.joint) for spec in config.verifiers
     ] + [ScoringPass(share=check[1]) for spec in config.verifiers if (check := spec.halo_check()) is not None]
-    passes += [  # each other wording of a judge's template scores every probe
+    passes += [  # each other wording of a judge's template, and a thinking judge's ablation, score every probe
         ScoringPass(joint=twin.judge is not None and twin.judge.joint)
         for spec in config.verifiers
-        for twin in spec.paraphrased()
+        for twin in [*spec.paraphrased(), *filter(None, [spec.unreasoned()])]
     ]
     if (consistency := config.consistency) is not None:  # the first verifier's verdicts asked again
         passes += [replace(passes[0], share=consistency.share)] * (consistency.repeats - 1)
