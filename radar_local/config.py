@@ -417,6 +417,22 @@ class AuditSettings(Strict):
         "responses is better, in both orders: a pairwise judge audited with the probes' own ground truth "
         "(docs/pairwise.md)",
     )
+    reward: ModelSpec | None = Field(
+        None,
+        description="A reward model (one scalar per response: transformers with runner: reward) scored on every "
+        "probe (each generator's, in a grid): how far each criterion's steer moves its reward, and the criteria it "
+        "does not see (docs/judges.md)",
+    )
+
+    @model_validator(mode="after")
+    def _a_reward_model_scores_rewards(self) -> AuditSettings:
+        r = self.reward
+        if r is not None and not (r.engine == "testing" or getattr(r.parsed, "runner", None) == "reward"):
+            raise ValueError(
+                f"reward: the {r.engine} engine as configured writes text; a reward model runs on vllm or "
+                "transformers with options: {runner: reward}"
+            )
+        return self
 
     @property
     def stats_settings(self) -> StatsSettings:
@@ -484,27 +500,12 @@ class AuditConfig(AuditSettings):
         description="Ask the verifier's verdicts again, in another order and batch: its repeat agreement "
         "(docs/consistency.md)",
     )
-    reward: ModelSpec | None = Field(
-        None,
-        description="A reward model (one scalar per response: transformers with runner: reward) scored on every "
-        "probe: how far each criterion's steer moves its reward, and the criteria it does not see (docs/judges.md)",
-    )
 
     # What a run directory's probes answer. A config that differs here is another audit, refused in
     # that directory (its stats would replace the first audit's). Every other setting may change
     # there: n or adaptive waves extend or shrink what is used, a verifier, tau or bootstrap
     # re-analyse; the stored records, content-keyed, stay valid for both.
     IDENTITY: ClassVar[tuple[str, ...]] = ("rubric", "tasks", "generator", "generation", "seed")
-
-    @model_validator(mode="after")
-    def _a_reward_model_scores_rewards(self) -> AuditConfig:
-        r = self.reward
-        if r is not None and not (r.engine == "testing" or getattr(r.parsed, "runner", None) == "reward"):
-            raise ValueError(
-                f"reward: the {r.engine} engine as configured writes text; a reward model runs on vllm or "
-                "transformers with options: {runner: reward}"
-            )
-        return self
 
     @model_validator(mode="after")
     def _judge_on_the_verifier(self) -> AuditConfig:

@@ -67,6 +67,8 @@ def _audit_cells(grid: GridConfig, runs: dict[str, Run], todo: list, progress: b
             done = {"generate": run.generate(pool, progress)}
             if run.config.nuisance:  # the nuisance rewrites, by the same generator: every judge scores them
                 done["rewrite"] = run.rewrite(pool, progress)
+            if (rewarded := run.score_rewards(pool, progress)) is not None:  # the reward model, on these probes
+                done["reward"] = rewarded
             stages.update({(label, v.label): dict(done) for v in grid.verifiers})
         if grid.cluster is None:  # stage 2: each verifier loaded once, scoring every generator's probes
             score_cells(grid.verifiers, runs, todo, stages, pool, progress)
@@ -141,6 +143,7 @@ def grid_summary(results: list[AuditResult]) -> dict:
             "bias": bias_by_cell(results),
             "judges": judge_ranking(results),
             "pairwise": pairwise_by_cell(results),
+            "reward": reward_by_cell(results),
         }
     )
 
@@ -165,6 +168,28 @@ def pairwise_by_cell(results: list[AuditResult]) -> list[dict]:
                 "position_confirmed": p.position.confirmed,
                 "flip_rate": p.position.flip_rate,
                 "agreement_with_labels": None if humans is None else humans.agreement,
+            }
+        )
+    return rows
+
+
+def reward_by_cell(results: list[AuditResult]) -> list[dict]:
+    """The reward model (config.reward) on each cell's probes, one row per cell: the criteria whose steer moves
+    it (with the effect, in reward sd) and those it is confirmed not to see (one profile per generator's probes),
+    and its mean Spearman with the cell's judge over the criteria."""
+    rows = []
+    for r in results:
+        if (w := r.reward) is None:
+            continue
+        agreement = [c.agreement for c in w.criteria if c.agreement is not None]
+        rows.append(
+            {
+                "generator": r.generator,
+                "verifier": r.verifier,
+                "model": w.model,
+                "moves": {c.criterion: c.effect for c in w.criteria if c.verdict == "moves"},
+                "blind": [c.criterion for c in w.criteria if c.verdict == "blind"],
+                "agreement_with_judge": float(np.mean(agreement)) if agreement else None,
             }
         )
     return rows

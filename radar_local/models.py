@@ -178,12 +178,33 @@ def _convert_gguf(gguf: Path, out: Path, dtype: str) -> None:
 WEIGHT_FILES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 
 
-def weights_identity(model: str) -> str:
+def chat_template(path: Path) -> str | None:
+    """The chat template a checkpoint's tokenizer applies, where transformers finds it first:
+    chat_template.jinja, chat_template.json, then tokenizer_config.json's `chat_template`; None without one."""
+    if (jinja := path / "chat_template.jinja").is_file():
+        return jinja.read_text(encoding="utf-8", errors="replace")
+    for name in ("chat_template.json", "tokenizer_config.json"):
+        if (f := path / name).is_file():
+            try:
+                found = json.loads(f.read_text(encoding="utf-8", errors="replace")).get("chat_template")
+            except (ValueError, AttributeError):
+                continue
+            if found is not None:
+                return json.dumps(found, sort_keys=True)  # a string, or a list of named templates
+    return None
+
+
+def weights_identity(model: str, template: bool = False) -> str:
     """What names these weights in a content key: the checksums `radar models fetch` recorded, or for a
     local checkpoint a digest of its config, its weight index and each weight file's name, size and
     modification time (reading every weight would take minutes on a large model; replacing a file, by
-    copying or converting, gives it a new time)."""
+    copying or converting, gives it a new time). With `template` (key formula 4, plan.KEYS), the digest of
+    its chat template joins it: the same weights asked through another template are another judge."""
     path, _ = resolve(model)
+    if template:
+        text = chat_template(path)
+        named = "none" if text is None else hashlib.sha256(text.encode()).hexdigest()[:16]
+        return f"{weights_identity(model)}+template:{named}"
     record = path / "radar_fetch.json"
     if record.is_file():
         sums = read_json(record, f"rm -r {path} && radar models fetch {path.name}").get("sha256")

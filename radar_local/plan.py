@@ -35,8 +35,9 @@ def cell_seed(run_seed: int, task: str, target: str, direction: str) -> int:
 
 # The key formula of new run directories (rundir.InputsSnapshot.keys). 3: a probe is keyed by what it is
 # (task, target, direction, seed rule and variant), not by the planned n, so raising n adds only the new
-# variants. 2 and 1 keep the planned n in the key, so their directories' records keep their keys.
-KEYS = 3
+# variants. 2 and 1 keep the planned n in the key, so their directories' records keep their keys. 4: a local
+# model's identity holds its chat template's digest (models.weights_identity): a changed template is a new judge.
+KEYS = 4
 
 
 def model_identity(spec: ModelSpec, weights: Mapping[str, str], keys: int = KEYS) -> dict:

@@ -301,7 +301,7 @@ class Run(RunDir):
         weights replaced at the same path get new keys, so nothing the old ones wrote is reused."""
         if self.plan.keys == 1 or not spec.local_weights:
             return
-        now = weights_identity(spec.model)
+        now = weights_identity(spec.model, template=self.plan.keys >= 4)
         if self.weights.get(spec.model) != now:
             self.weights[spec.model] = now
             self.store.write_json(WEIGHTS, self.weights)

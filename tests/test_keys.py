@@ -139,7 +139,7 @@ def test_replacing_the_weights_at_a_path_redoes_everything(tmp_path):
     config = {**planted_config(n=1), "generator": spec, "verifier": spec}
     first = run_audit(config, tmp_path / "run", pool=PlantedPool())
     recorded = json.loads((tmp_path / "run" / WEIGHTS).read_text())
-    assert recorded == {str(model): weights_identity(str(model))}
+    assert recorded == {str(model): weights_identity(str(model), template=True)}
     run_audit(config, tmp_path / "run", pool=PlantedPool())
     assert json.loads((tmp_path / "run" / "run.json").read_text())["stages"]["score"]["calls"] == 0  # untouched
     (model / "model.safetensors").write_bytes(b"other weights")  # replaced in place: new size and time
@@ -165,3 +165,41 @@ def test_the_weights_identity(tmp_path):
     assert fetched.startswith("sha256:") and weights_identity(str(model)) == fetched
     os.utime(model / "model.safetensors")
     assert weights_identity(str(model)) == fetched
+
+
+def test_a_changed_chat_template_is_a_new_judge(tmp_path):
+    """Key formula 4 (issue 48): a local model's identity holds its chat template's digest, so editing the
+    template redoes its verdicts as a new judge's; a directory of formula 3 keeps its keys (the template unread)."""
+    from radar_local.rundir import INPUTS
+
+    model = checkpoint(tmp_path / "ckpt", b"weights")
+    (model / "chat_template.jinja").write_text("{{ messages[0]['content'] }}")
+    spec = {"engine": "transformers", "model": str(model)}
+    config = {**planted_config(n=1), "generator": spec, "verifier": spec}
+    run_audit(config, tmp_path / "run", pool=PlantedPool())
+    (model / "chat_template.jinja").write_text("Judge: {{ messages[0]['content'] }}")
+    run_audit(config, tmp_path / "run", pool=PlantedPool())
+    stages = json.loads((tmp_path / "run" / "run.json").read_text())["stages"]
+    assert stages["score"]["calls"] == stages["score"]["requests"] > 0
+    old = tmp_path / "old"  # a directory made under formula 3: its weights named without the template
+    run_audit(config, old, pool=PlantedPool())
+    inputs = json.loads((old / INPUTS).read_text())
+    (old / INPUTS).write_text(json.dumps({**inputs, "keys": 3}))
+    run_audit(config, old, pool=PlantedPool())  # once under formula 3: its own keys, recorded
+    (model / "chat_template.jinja").write_text("Rate: {{ messages[0]['content'] }}")
+    run_audit(config, old, pool=PlantedPool())
+    assert json.loads((old / "run.json").read_text())["stages"]["score"]["calls"] == 0
+
+
+def test_the_chat_template_is_read_where_transformers_finds_it_first(tmp_path):
+    from radar_local.models import chat_template
+
+    model = checkpoint(tmp_path / "ckpt", b"w")
+    assert chat_template(model) is None
+    (model / "tokenizer_config.json").write_text(json.dumps({"chat_template": "B"}))
+    assert chat_template(model) == '"B"'
+    (model / "chat_template.json").write_text(json.dumps({"chat_template": "C"}))
+    assert chat_template(model) == '"C"'
+    (model / "chat_template.jinja").write_text("J")
+    assert chat_template(model) == "J"
+    assert weights_identity(str(model), template=True).startswith(weights_identity(str(model)) + "+template:")

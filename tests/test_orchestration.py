@@ -113,7 +113,7 @@ def test_raising_n_adds_only_the_new_variants_and_lowering_it_reuses_the_first(t
     assert again.probes.directed == 3 * cells
     fewer = run_audit(planted_config(n=2), run)
     assert load_run(run).info().stages["generate"].calls == 0 and fewer.probes.directed == 2 * cells
-    assert json.loads((run / INPUTS).read_text())["keys"] == 3
+    assert json.loads((run / INPUTS).read_text())["keys"] == 4
 
 
 def test_a_second_model_under_a_label_in_use_is_refused(tmp_path):

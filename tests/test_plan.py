@@ -149,7 +149,7 @@ def test_plan_names_what_the_preflights_cost_confirms_with_joint_calls(tmp_path,
 
     assert [joint_n_at_cost(5, 5, c) for c in (1149, 1150, 1250, 1299, 1300)] == [12, 13, 15, 15, 16]
     spec = yaml.safe_load(open(f"configs/{config}.yaml"))
-    spec["n"] = 5
+    spec.update(n=5, out=str(tmp_path / "run"))  # no pilot: a demo run at the config's own `out` would be one
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(spec))
     res = invoke("audit", path, "--plan")

@@ -103,3 +103,38 @@ def test_a_reward_that_never_varies_claims_nothing_and_the_report_says_so():
     profile = reward_profile("rm", ["a", "b"], rows)
     assert profile.sd == 0 and all(c.effect is None and c.verdict == "open" for c in profile.criteria)
     assert "gave the same reward to all 12 probes" in reward_line(SimpleNamespace(reward=profile))
+
+
+@pytest.mark.thorough  # a grid's two cells and pages: `make test` runs it; the profile's statistics are checked above
+def test_a_grid_scores_each_generators_probes_once_and_sets_the_reward_beside_each_judge(tmp_path):
+    """`reward:` in a grid: the reward model scores each generator's probes once (not once per judge); grid.md's
+    "Reward model per cell" row of every cell names what moves it and what it does not see, and its Spearman
+    with that cell's judge (the sharp judge agrees more than the noisy one)."""
+    from radar_local.config import GridConfig
+    from radar_local.grid import run_grid
+
+    reward = {"engine": "testing", "model": "rm", "options": {"noise": 0.1, "reward": WEIGHTS}}
+    grid = GridConfig.model_validate(
+        {
+            "rubric": "helpsteer2",
+            "tasks": TASKS,
+            "n": 3,
+            "bootstrap": 100,
+            "generators": [{"engine": "testing", "model": "planted"}],
+            "verifiers": [
+                {"engine": "testing", "model": "sharp", "options": {"noise": 0.3}},
+                {"engine": "testing", "model": "noisy", "options": {"noise": 2.0}},
+            ],
+            "reward": reward,
+        }
+    )
+    summary = run_grid(grid, tmp_path / "grid", base=tmp_path, progress=False)
+    rows = {row["verifier"]: row for row in summary["reward"]}
+    assert set(rows) == {"sharp", "noisy"} and all(
+        set(r["moves"]) == {"helpfulness", "correctness"} for r in rows.values()
+    )
+    assert rows["sharp"]["agreement_with_judge"] > rows["noisy"]["agreement_with_judge"]
+    run = json.loads((tmp_path / "grid" / "planted" / "run.json").read_text())
+    assert run["stages"]["reward"]["calls"] == run["stages"]["reward"]["requests"] == 5 * 5 * 2 * 3
+    md = (tmp_path / "grid" / "grid.md").read_text()
+    assert "Reward model per cell" in md and "helpfulness +" in md

@@ -16,6 +16,14 @@ PAIRWISE_HEAD = [
     "generator", "verifier", "gates passed", "confirmed leakage", "position bias", CI, "orders disagree",
     "agrees with your pairwise labels",
 ]  # fmt: skip
+REWARD_HEAD = [
+    "generator",
+    "verifier",
+    "reward model",
+    "its reward moves with",
+    "does not see",
+    "Spearman with the judge",
+]
 
 
 def grid_sections(summary: dict) -> list[Section]:
@@ -79,6 +87,17 @@ def grid_sections(summary: dict) -> list[Section]:
         ]
         for p in summary.get("pairwise") or []
     ]
+    rewards: list[list[Part]] = [
+        [
+            Untrusted(w["generator"]),
+            Untrusted(w["verifier"]),
+            Untrusted(w["model"]),
+            ", ".join(f"{c} {num(e)}" for c, e in w["moves"].items()) or "none",
+            ", ".join(w["blind"]) or "none",
+            num(w["agreement_with_judge"]),
+        ]
+        for w in summary.get("reward") or []
+    ]
     sections = [
         Section(
             "Judges ranked on coupling and agreement with your labels",
@@ -103,6 +122,13 @@ def grid_sections(summary: dict) -> list[Section]:
             Section(
                 "Pairwise judges per cell (each cell's verifier asked which of each up/down pair is better)",
                 [Table(PAIRWISE_HEAD, pairwise)],
+            )
+        )
+    if rewards:
+        sections.append(
+            Section(
+                "Reward model per cell (how far each criterion's steer moves it, in reward sd; family-wise 95%)",
+                [Table(REWARD_HEAD, rewards)],
             )
         )
     if bias:
