@@ -26,6 +26,7 @@ SMALL = {  # each script with arguments that run its whole path in seconds; {out
     "repeat_error.py": "--reps 2 --resamples 20 --ns 3 --repeats 2 --sds 1.0",
     "pairwise_error.py": "--reps 2 --resamples 20 --ns 3",
     "reward_error.py": "--reps 2 --ns 3 --truths null large",
+    "context_sizes.py": "{repo}/configs/quickstart-expected.yaml",  # the embedded model's tokenizer; no engine loads
     "bench_stats.py": "--rows 2000 --bootstrap 10",
     "bench_store.py": "--probes 50 --repeats 1",
     "piece_occupancy.py": "--slots 8 --pieces 4,8",
@@ -71,7 +72,7 @@ def run(script: str, args: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
     config = tmp_path / "planted.yaml"
     config.write_text(yaml.safe_dump(planted_config(tasks=[{"id": "t0", "prompt": "Say hi."}], n=1, bootstrap=0)))
-    argv = [str(SCRIPTS / script), *args.format(out=tmp_path, config=config).split()]
+    argv = [str(SCRIPTS / script), *args.format(out=tmp_path, config=config, repo=SCRIPTS.parent).split()]
     if script in ALONE:
         return subprocess.run([sys.executable, *argv], cwd=tmp_path, timeout=300).returncode
     monkeypatch.chdir(tmp_path)
