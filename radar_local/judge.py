@@ -83,7 +83,7 @@ class Reasoning(Frozen):
 class Judge(Frozen):
     """`judge:` on a verifier: what it is asked and how it answers."""
 
-    preset: Literal["prometheus-2-absolute", "flow-judge", "selene-mini", "glider"] | None = Field(
+    preset: Literal["prometheus-2-absolute", "flow-judge", "selene-mini", "glider", "mt-bench"] | None = Field(
         None,
         description="An open judge's own format (radar_local/presets.py): fills template and answer, each of which "
         "can still be given",

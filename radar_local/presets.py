@@ -14,6 +14,10 @@ reads digits; a scale it cannot read is refused in one line, as any grade patter
   `**Result:** N`;
 - `glider`: Patronus GLIDER (the PatronusAI/glider model card): `<reasoning>...</reasoning>`, then
   `<highlight>...</highlight>` and `<score>N</score>`.
+- `mt-bench`: MT-Bench's single-answer grading (lm-sys/FastChat, fastchat/llm_judge/data/judge_prompts.jsonl,
+  `single-v1`, commit 0e6e7fdc): a short explanation, then `Rating: [[N]]` (1-10 there; here the rubric's levels).
+  The format general judges that follow the prompt's own instructions are evaluated in (CompassJudger, whose model
+  card says it answers "in a specified format"), and the usual one for an instruct model as judge.
 
 Pairwise (`pairwise: {preset: NAME}`, issue 46):
 
@@ -176,6 +180,16 @@ Write your reasoning inside <reasoning></reasoning>, the phrases it rests on ins
 score inside <score></score>."""
 )
 
+MT_BENCH = """[Instruction]
+Act as an impartial judge of the response an AI assistant gave to the user question below, on one criterion only: {{ criterion.label }} ({{ criterion.description }}). Begin with a short explanation. Be as objective as possible. Then rate the response by strictly following this format: "[[rating]]", for example: "Rating: [[{{ criterion.scale.max }}]]", on this scale:
+""" + _levels("") + """
+[Question]
+{{ prompt }}
+
+[The Start of Assistant's Answer]
+{{ response }}
+[The End of Assistant's Answer]"""
+
 DIGIT = "([0-9])"  # a preset reads one digit: the rubric's integer levels (1-5, 1-3, 0-1, 0-4)
 
 JUDGE_PRESETS: dict[str, dict[str, Any]] = {
@@ -194,6 +208,10 @@ JUDGE_PRESETS: dict[str, dict[str, Any]] = {
     "glider": {
         "template": GLIDER,
         "answer": {"kind": "grade", "pattern": "<score>" + DIGIT + "</score>", "reasoning": 600},
+    },
+    "mt-bench": {  # its own scale is 1-10: the level may take two digits
+        "template": MT_BENCH,
+        "answer": {"kind": "grade", "pattern": r"Rating: \[\[([0-9]+)\]\]", "reasoning": 600},
     },
 }
 

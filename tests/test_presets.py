@@ -22,6 +22,7 @@ WRITTEN = {
     "flow-judge": ("<feedback>The output answers the question and stays on topic.</feedback>\n<score>5</score>", 5),
     "selene-mini": ("**Reasoning:** The reply is polite and resolves the issue.\n\n**Result:** 5", 5),
     "glider": ("<reasoning>- clear</reasoning>\n<highlight>refund</highlight>\n<score>3</score>", 3),
+    "mt-bench": ("The reply answers the question and is accurate, but it lacks depth.\n\nRating: [[4]]", 4),
 }
 
 
