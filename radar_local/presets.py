@@ -180,15 +180,14 @@ Write your reasoning inside <reasoning></reasoning>, the phrases it rests on ins
 score inside <score></score>."""
 )
 
-MT_BENCH = """[Instruction]
-Act as an impartial judge of the response an AI assistant gave to the user question below, on one criterion only: {{ criterion.label }} ({{ criterion.description }}). Begin with a short explanation. Be as objective as possible. Then rate the response by strictly following this format: "[[rating]]", for example: "Rating: [[{{ criterion.scale.max }}]]", on this scale:
-""" + _levels("") + """
-[Question]
-{{ prompt }}
-
-[The Start of Assistant's Answer]
-{{ response }}
-[The End of Assistant's Answer]"""
+MT_BENCH = (
+    "[Instruction]\nAct as an impartial judge of the response an AI assistant gave to the user question below, on "
+    "one criterion only: {{ criterion.label }} ({{ criterion.description }}). Begin with a short explanation. Be as "
+    'objective as possible. Then rate the response by strictly following this format: "[[rating]]", for example: '
+    '"Rating: [[N]]", N one of the levels of this scale:\n'
+    + _levels("")
+    + "\n[Question]\n{{ prompt }}\n\n[The Start of Assistant's Answer]\n{{ response }}\n[The End of Assistant's Answer]"
+)
 
 DIGIT = "([0-9])"  # a preset reads one digit: the rubric's integer levels (1-5, 1-3, 0-1, 0-4)
 

@@ -51,7 +51,8 @@ def main() -> None:
                     continue
                 seen.add(engine_key(spec))
                 need = longest_request(run.plan, spec, run.labels)
-                print(f"| {path.name} | {spec.label} | {need.what} | {need.tokens} | {sized(need, spec, window(spec))} |")
+                size = sized(need, spec, window(spec))
+                print(f"| {path.name} | {spec.label} | {need.what} | {need.tokens} | {size} |")
             run.close()
     if args.run is not None:
         recorded = longest_recorded(args.run)
