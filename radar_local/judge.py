@@ -3,6 +3,7 @@
 A template is user input: it renders in Jinja2's immutable sandbox with strict undefined variables, within
 bounds of time, loop steps and size (radar_local/sandbox.py). Its
 variables are `prompt` (the task), `document` (a summary task's source article; empty otherwise),
+`reference` (the task's reference answer, for a judge that grades against one; every task must have one),
 `response`, `format` (response or summary), `criterion` (id, label, description, scale) for a
 per-criterion call, `criteria` (the same for every criterion the call scores, in the order shown: all of
 them in a joint call, the one in a per-criterion call, so one template can serve both), and
@@ -13,6 +14,7 @@ value, anchor) and `describe`. Without a template, radar's own prompts run (prom
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Literal
 
 from jinja2 import TemplateError, TemplateSyntaxError, meta
@@ -29,7 +31,7 @@ from radar_local.scale import Scale
 
 CallMode = Literal["per-criterion", "joint"]
 CALL_MODES: tuple[CallMode, ...] = ("per-criterion", "joint")
-VARIABLES = ("prompt", "document", "response", "format", "criterion", "criteria", "scale")
+VARIABLES = ("prompt", "document", "reference", "response", "format", "criterion", "criteria", "scale")
 
 
 END_OF_THOUGHT = {"qwen3": "</think>", "deepseek_r1": "</think>"}  # where each family's reasoning ends
@@ -83,7 +85,17 @@ class Reasoning(Frozen):
 class Judge(Frozen):
     """`judge:` on a verifier: what it is asked and how it answers."""
 
-    preset: Literal["prometheus-2-absolute", "flow-judge", "selene-mini", "glider", "mt-bench"] | None = Field(
+    preset: (
+        Literal[
+            "prometheus-2-absolute",
+            "prometheus-2-absolute-reference",
+            "flow-judge",
+            "selene-mini",
+            "glider",
+            "mt-bench",
+        ]
+        | None
+    ) = Field(
         None,
         description="An open judge's own format (radar_local/presets.py): fills template and answer, each of which "
         "can still be given",
@@ -192,6 +204,18 @@ def template_problem(judge: Judge) -> str | None:
     return None
 
 
+def missing_reference(texts: list[str | None], tasks: Sequence[Task]) -> str | None:
+    """Where templates show {{ reference }}: the first task without a reference answer, in one line; else None."""
+    used = set().union(*(meta.find_undeclared_variables(environment().parse(t)) for t in texts if t))
+    bare = next((t.id for t in tasks if t.reference is None), None) if "reference" in used else None
+    if bare is None:
+        return None
+    return (
+        f"the template shows {{{{ reference }}}}, a reference answer, and task '{bare}' has none; give every task its "
+        "`reference` (a tasks file: a `reference` column, or columns: {reference: <name>})"
+    )
+
+
 GOOD = re.compile(r"\b(?:excellent|best|perfect|outstanding|exceptional|ideal|great|flawless)\b", re.I)
 BAD = re.compile(r"\b(?:poor|worst|bad|terrible|awful|unacceptable|fails?|failing|useless|wrong)\b", re.I)
 INVERTED = re.compile(
@@ -230,7 +254,12 @@ def _variables(text: str, what: str, defined: tuple[str, ...]) -> set[str] | str
 
 def _task_values(task: Task) -> dict[str, str]:
     """What every judge template sees of the task."""
-    return {"prompt": task.prompt, "document": task.prompt if task.format == "summary" else "", "format": task.format}
+    return {
+        "prompt": task.prompt,
+        "document": task.prompt if task.format == "summary" else "",
+        "reference": task.reference or "",
+        "format": task.format,
+    }
 
 
 def _scale_data(scale: Scale) -> dict:
@@ -271,7 +300,7 @@ def render(judge: Judge, task: Task, response: str, criteria: list[tuple[Criteri
     return messages
 
 
-PAIR_VARIABLES = ("prompt", "document", "response_a", "response_b", "format", "criterion")
+PAIR_VARIABLES = ("prompt", "document", "reference", "response_a", "response_b", "format", "criterion")
 
 
 def pair_template_problem(template: str) -> str | None:

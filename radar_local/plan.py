@@ -49,6 +49,12 @@ def model_identity(spec: ModelSpec, weights: Mapping[str, str], keys: int = KEYS
     return {**spec.output_identity(), "weights": weights.get(spec.model)}
 
 
+def answer_key(task: Task) -> dict:
+    """What a verdict's key holds of its task beyond the probe: the reference answer a judge may be shown (none
+    where the task has none, so keys made before references stay theirs)."""
+    return {"reference": task.reference} if task.reference is not None else {}
+
+
 Stratum = tuple[str, str, str]  # (task id, target criterion id or "", direction)
 
 
@@ -190,7 +196,7 @@ class Plan:
             key = digest(
                 {
                     **base,
-                    "task": task.model_dump(),
+                    "task": task.keyed(),
                     "target": target,
                     "direction": direction,
                     **({"n": n} if self.keys < 3 else {}),
@@ -322,7 +328,9 @@ class Plan:
         out = []
         for order in (UP_FIRST, DOWN_FIRST):
             a, b = (first, second) if order == UP_FIRST else (second, first)
-            call = digest({**base, "pair": [a.key, b.key], "criterion": scored_text(crit, spec.choices)})
+            call = digest(
+                {**base, **answer_key(task), "pair": [a.key, b.key], "criterion": scored_text(crit, spec.choices)}
+            )
             # scored, then read back by the audit: each prompt rendered once (the key holds all it shows)
             if (cached := self._score_cache.get(("pair", call))) is None:
                 prompt = Prompt(
@@ -353,7 +361,9 @@ class Plan:
                 turn = (start + probe.variant) % len(shown)
                 shown = shown[turn:] + shown[:turn]
             criteria = [c for c, _ in shown]
-            key = digest({**base, "probe": probe.key, "criteria": [scored_text(c, s) for c, s in shown]})
+            key = digest(
+                {**base, **answer_key(task), "probe": probe.key, "criteria": [scored_text(c, s) for c, s in shown]}
+            )
             messages = (
                 render(judge, task, probe.text, shown) if judge.template else joint_messages(task, probe.text, shown)
             )
@@ -371,7 +381,7 @@ class Plan:
                 answer = Answer(judge.answer, ((crit.id, scale),), expected=config.scoring.expected)
             out.append(
                 ScoreRequest(
-                    digest({**base, "probe": probe.key, "criterion": scored_text(crit, scale)}),
+                    digest({**base, **answer_key(task), "probe": probe.key, "criterion": scored_text(crit, scale)}),
                     probe.key,
                     (crit.id,),
                     score_prompt(messages, probe.text, [crit]),

@@ -8,6 +8,8 @@ reads digits; a scale it cannot read is refused in one line, as any grade patter
 - `prometheus-2-absolute`: Prometheus 2's absolute grading without a reference answer (prometheus-eval,
   libs/prometheus-eval/prometheus_eval/prompts.py, ABSOLUTE_PROMPT_WO_REF, commit dcfb4427): feedback, then
   `[RESULT] N`, on 1-5 with a score description per level (the rubric's anchors);
+- `prometheus-2-absolute-reference`: the same with a reference answer (ABSOLUTE_PROMPT, same file and commit): the
+  task's `reference` shown as the answer that would score the top level; every task needs one;
 - `flow-judge`: Flow-Judge-v0.1 (the flowaicom/Flow-Judge-v0.1 model card): `<feedback>...</feedback>` then
   `<score>N</score>`, on binary, 1-3 or 1-5 scales;
 - `selene-mini`: Atla Selene-1-Mini (the AtlaAI/Selene-1-Mini-Llama-3.1-8B model card): `**Reasoning:** ...` then
@@ -121,6 +123,21 @@ criterion are given.
 ###Feedback: """
 )
 
+PROMETHEUS_2_ABSOLUTE_REFERENCE = (
+    PROMETHEUS_2_ABSOLUTE.replace(
+        "criterion are given.", "criterion are given, with a reference answer that would get the top score."
+    )
+    .replace(
+        "###Score Rubrics:",
+        "###Reference Answer (Score {{ criterion.scale.max }}):\n{{ reference }}\n\n###Score Rubrics:",
+    )
+    .replace(
+        "1. Write feedback that assesses the response strictly by the score rubric, not in general.",
+        "1. Write feedback that assesses the response strictly by the score rubric, not in general, comparing it "
+        "with the reference answer.",
+    )
+)
+
 FLOW_JUDGE = (
     """# GOAL
 Evaluate the response below against one criterion and give it a score.
@@ -194,6 +211,10 @@ DIGIT = "([0-9])"  # a preset reads one digit: the rubric's integer levels (1-5,
 JUDGE_PRESETS: dict[str, dict[str, Any]] = {
     "prometheus-2-absolute": {
         "template": PROMETHEUS_2_ABSOLUTE,
+        "answer": {"kind": "grade", "pattern": r"\[RESULT\] " + DIGIT, "reasoning": 600},
+    },
+    "prometheus-2-absolute-reference": {
+        "template": PROMETHEUS_2_ABSOLUTE_REFERENCE,
         "answer": {"kind": "grade", "pattern": r"\[RESULT\] " + DIGIT, "reasoning": 600},
     },
     "flow-judge": {

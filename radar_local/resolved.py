@@ -13,7 +13,7 @@ from radar_local.answer import Answer, GradeShape
 from radar_local.engines.registry import score_token_problem
 from radar_local.errors import InputError
 from radar_local.inputs import read_text, regular_file
-from radar_local.judge import pair_template_problem, render, render_pair, template_problem
+from radar_local.judge import missing_reference, pair_template_problem, render, render_pair, template_problem
 from radar_local.rubric import Rubric, Task, load_rubric, load_tasks, resolve_reference
 from radar_local.tasks import TaskSource, is_task_table, load_task_table
 
@@ -76,7 +76,7 @@ def pairwise_problem(config: AuditConfig, rubric: Rubric, tasks: Sequence[Task])
     spec = config.pairwise
     if spec is None:
         return None
-    if (problem := pair_template_problem(spec.template)) is not None:
+    if (problem := pair_template_problem(spec.template) or missing_reference([spec.template], tasks)) is not None:
         return f"pairwise: {problem}"
     try:
         for task in tasks[:1]:
@@ -130,6 +130,8 @@ def judge_conflict(config: AuditSettings, spec: ModelSpec, rubric: Rubric, tasks
     if judge.template is None:
         return None
     if (problem := template_problem(judge)) is not None:
+        return where + problem
+    if (problem := missing_reference([judge.template, judge.system], tasks)) is not None:
         return where + problem
     shown = [(c, rubric.scale_of(c.id)) for c in rubric.criteria]
     try:

@@ -6,7 +6,7 @@ import functools
 from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -75,6 +75,16 @@ class Task(Frozen):
     id: str = Field(min_length=1)
     prompt: str = Field(min_length=1)
     format: Literal["response", "summary"] = "response"
+    reference: str | None = Field(
+        None,
+        min_length=1,
+        description="A reference answer, for a judge that grades against one ({{ reference }} in its template: "
+        "Prometheus 2 with a reference, MT-Bench's math judge); the generator never sees it",
+    )
+
+    def keyed(self) -> dict[str, Any]:
+        """The task as a probe's key holds it: what the generator is asked (the reference is the judge's)."""
+        return self.model_dump(exclude={"reference"})
 
 
 def unique_ids(tasks: Iterable[Task]) -> None:

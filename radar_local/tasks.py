@@ -26,9 +26,10 @@ class TaskSource(Frozen):
     path: str = Field(
         min_length=1, description="A .jsonl, .csv or .parquet file, or a saved Hugging Face dataset folder"
     )
-    columns: dict[Literal["id", "prompt", "document"], str] = Field(
+    columns: dict[Literal["id", "prompt", "document", "reference"], str] = Field(
         default_factory=dict,
-        description="Column names for id, prompt and (summary tasks) document; default: the same names",
+        description="Column names for id, prompt, (summary tasks) document and (a judge that grades against one) "
+        "reference; default: the same names",
     )
     sample: int | None = Field(None, ge=1, description="Draw this many tasks with the run seed (default: all)")
 
@@ -64,7 +65,7 @@ def read_table(path: Path, what: str = "task file") -> pd.DataFrame:
 def load_task_table(source: TaskSource, seed: int) -> tuple[Task, ...]:
     path = Path(source.path)
     df = read_table(path)
-    names = {key: source.columns.get(key, key) for key in ("id", "prompt", "document")}
+    names = {key: source.columns.get(key, key) for key in ("id", "prompt", "document", "reference")}
     for key in ("id", "prompt"):
         if names[key] not in df.columns:
             raise InputError(
@@ -72,11 +73,11 @@ def load_task_table(source: TaskSource, seed: int) -> tuple[Task, ...]:
                 f"no column '{names[key]}' for the task {key}; columns are {', '.join(map(str, df.columns))}; "
                 f"map one with tasks.columns.{key}",
             )
-    has_doc = names["document"] in df.columns
-    if "document" in source.columns and not has_doc:
-        raise InputError(
-            path, f"no column '{names['document']}' for the document; columns are {', '.join(map(str, df.columns))}"
-        )
+    for key in ("document", "reference"):  # optional columns: one named that is not there is a mistake
+        if key in source.columns and names[key] not in df.columns:
+            columns = ", ".join(map(str, df.columns))
+            raise InputError(path, f"no column '{names[key]}' for the {key}; columns are {columns}")
+    has_doc, has_reference = names["document"] in df.columns, names["reference"] in df.columns
     if source.sample is not None and source.sample < len(df):
         rows = np.sort(np.random.default_rng(seed).choice(len(df), source.sample, replace=False))
         df = df.iloc[rows]
@@ -91,11 +92,14 @@ def load_task_table(source: TaskSource, seed: int) -> tuple[Task, ...]:
                     f"row {number}: the {key} is empty or not text ({_kind(rec[names[key]])}); "
                     "every task needs a text id and prompt",
                 )
+        # an empty reference cell is a task without one (a judge that shows references refuses it, naming it)
+        reference = (_text(rec[names["reference"]]) or None) if has_reference else None
         if has_doc:  # a summary task: the source document is what the response summarizes
             document = _text(rec[names["document"]]) or ""
-            tasks.append(Task(id=task_id, prompt=f"{prompt}\n\n{document}" if document else prompt, format="summary"))
+            prompt, form = (f"{prompt}\n\n{document}" if document else prompt), "summary"
         else:
-            tasks.append(Task(id=task_id, prompt=prompt))
+            form = "response"
+        tasks.append(Task(id=task_id, prompt=prompt, format=form, reference=reference))
     if not tasks:
         raise InputError(path, "holds no tasks")
     try:

