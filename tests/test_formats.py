@@ -588,13 +588,25 @@ def test_mlflow_labels_whose_words_give_their_order_are_a_scale(tmp_path, labels
     assert formats.read("mlflow", path).rubric.scale.levels == levels
 
 
-def test_mlflow_labels_of_no_readable_order_and_expectations_are_one_line(tmp_path):
+def test_mlflow_labels_of_no_readable_order_are_one_line(tmp_path):
     path = _mlflow_pair(tmp_path, "Judge the {{ outputs }}.", {"type": "string", "enum": ["red", "blue"]})
     with pytest.raises(InputError, match=r"labels \['red', 'blue'\]: their words give no order"):
         formats.read("mlflow", path)
+
+
+def test_mlflows_expectations_are_each_tasks_reference_answer(tmp_path):
+    """Issue 48: a judge reading {{ expectations }} (each row's expected answer) is shown each task's reference
+    answer; the account says the tasks need one, and tasks without one are refused in one line, naming the task."""
+    from radar_local.judge import missing_reference
+    from radar_local.rubric import Task
+
     path = _mlflow_pair(tmp_path, "Compare {{ outputs }} with {{ expectations }}.", {"type": "boolean"})
-    with pytest.raises(InputError, match="reads {{ expectations }}, each row's expected answer"):
-        formats.read("mlflow", path)
+    imported = formats.read("mlflow", path)
+    assert imported.judge is not None and "expectations: {{ reference }}" in imported.judge.template
+    assert any("{{ expectations }} (" in line and "reference" in line for line in imported.account)
+    bare, given = Task(id="t1", prompt="Hi?"), Task(id="t2", prompt="Hi?", reference="Hello.")
+    assert "task 't1' has none" in (missing_reference([imported.judge.template], [given, bare]) or "")
+    assert missing_reference([imported.judge.template], [given]) is None
 
 
 @pytest.mark.parametrize("fmt", ["prometheus", "mlflow"])

@@ -53,12 +53,13 @@ RANKS = {
     **dict.fromkeys(("very poor", "very_poor", "very bad", "very_bad", "terrible", "none"), 0),
 }
 SUFFIX = "\n\nInputs: {{ inputs }}\nOutputs: {{ outputs }}"  # what export adds to instructions that name neither
-VARIABLES = ("inputs", "outputs")
+VARIABLES = ("inputs", "outputs")  # and expectations, a task's reference answer
 SYSTEM = (
     "{{ criterion.description }}\n\nAnswer with a JSON object: `result`, the assessment on {{ scale.describe }}, "
     "and a brief `rationale`."
 )
 USER = "inputs: {{ prompt }}\noutputs: {{ response }}"
+EXPECTED = "\nexpectations: {{ reference }}"  # MLflow's expected answer: the task's reference answer
 
 
 def _judges(path: Path) -> list[dict]:
@@ -139,6 +140,7 @@ def read(path: Path) -> Imported:
     taken: set[str] = set()
     criteria, scales = [], []
     rationale_first = set()
+    expects: list[str] = []
     for j in judges:
         data = j["instructions_judge_pydantic_data"]
         instructions = data["instructions"].removesuffix(SUFFIX)
@@ -149,12 +151,9 @@ def read(path: Path) -> Imported:
                 f"judge '{j['name']}' reads {{{{ trace }}}}, an agent's whole trace: radar audits a response to a "
                 "task, not agent transcripts (yet)",
             )
-        if "expectations" in unknown:
-            raise InputError(
-                path,
-                f"judge '{j['name']}' reads {{{{ expectations }}}}, each row's expected answer: radar's tasks carry "
-                "no reference answer yet, so the judge would grade with a hole where the answer goes",
-            )
+        if "expectations" in unknown:  # each row's expected answer: the task's reference answer
+            expects.append(j["name"])
+            unknown.remove("expectations")
         if unknown:
             raise InputError(
                 path, f"judge '{j['name']}' uses {{{{ {unknown[0]} }}}}; radar binds inputs (the task) and outputs only"
@@ -174,10 +173,18 @@ def read(path: Path) -> Imported:
         answer = JsonShape(before={"rationale": 300}, score="result", after={})
     else:
         answer = JsonShape(before={}, score="result", after={"rationale": 300})
-    jud = shared.judge(path, template=USER, system=SYSTEM, answer=answer)
+    jud = shared.judge(path, template=USER + (EXPECTED if expects else ""), system=SYSTEM, answer=answer)
     account = [
         f"{len(criteria)} judges, one criterion each: the instructions are the criterion, {{{{ inputs }}}} and "
         "{{ outputs }} bound to the task and the response (shown on every call)",
+        *(
+            [
+                f"{{{{ expectations }}}} ({', '.join(expects)}): each task's reference answer, shown on every call; "
+                "the audit needs tasks that carry one (`reference`; the bundled tasks carry none)"
+            ]
+            if expects
+            else []
+        ),
         "answer: {result, rationale} as MLflow's judge writes them; scales: "
         + ", ".join(f"{c.id} {rub.scale_of(c.id).name}" for c in rub.criteria),
         "tasks: judges carry none: the config uses the bundled helpsteer2 tasks",
