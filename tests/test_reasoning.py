@@ -159,4 +159,6 @@ def test_plan_counts_the_ablation_as_a_scoring_pass(tmp_path):
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
     plan = invoke("audit", tmp_path / "c.yaml", "--plan").output.splitlines()[0]
     probes = 5 * 2 * 2 * 2  # helpsteer2's 5 criteria x 2 tasks x 2 directions x N = 2
-    assert f"{probes * 5 * 2} verdicts in {probes * 5 * 2} calls (2 scoring passes" in plan, plan
+    # the thinking judge's calls twice (reasoning, verdict), its ablation's once
+    assert f"{probes * 5 * 2} verdicts in {probes * 5 * 3} calls (a thinking judge's calls count twice" in plan, plan
+    assert "(2 scoring passes" in plan

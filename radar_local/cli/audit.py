@@ -11,7 +11,7 @@ from radar_local.cli.options import ray_option, verbose_option, with_ray
 from radar_local.quiet import engine_output_to
 
 if TYPE_CHECKING:
-    from radar_local.config import AuditConfig
+    from radar_local.config import AuditConfig, ModelSpec
 
 
 def run_options(fn):
@@ -147,11 +147,16 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
         rho=rho,
         sd_target=sd_target,
     )
-    passes = [  # every juror and call mode, and a joint judge's halo check
-        ScoringPass(joint=spec.judge is not None and spec.judge.joint) for spec in config.verifiers
-    ] + [ScoringPass(share=check[1]) for spec in config.verifiers if (check := spec.halo_check()) is not None]
+
+    def scoring_pass(spec: ModelSpec, share: float = 1.0) -> ScoringPass:
+        judge = spec.judge
+        thinks = judge is not None and judge.reasoning is not None and judge.reasoning.think
+        return ScoringPass(joint=judge is not None and judge.joint, share=share, thinks=thinks)
+
+    passes = [scoring_pass(spec) for spec in config.verifiers]  # every juror and call mode
+    passes += [scoring_pass(*check) for spec in config.verifiers if (check := spec.halo_check()) is not None]
     passes += [  # each other wording of a judge's template, and a thinking judge's ablation, score every probe
-        ScoringPass(joint=twin.judge is not None and twin.judge.joint)
+        scoring_pass(twin)
         for spec in config.verifiers
         for twin in [*spec.paraphrased(), *filter(None, [spec.unreasoned()])]
     ]

