@@ -68,7 +68,12 @@ def request_bounds(plan: Plan, spec: ModelSpec, labels: LabelSet | None = None) 
 
     config = plan.config
     path, _ = resolve(spec.model)
-    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path))
+    except (OSError, ValueError) as exc:  # no tokenizer files, or ones transformers cannot read
+        raise ValueError(
+            f"{spec.label}: cannot read its tokenizer at {path} ({str(exc).splitlines()[0][:120]})"
+        ) from None
     reply = config.generation.max_new_tokens
     bounds: list[Bound] = []
 

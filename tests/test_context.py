@@ -70,3 +70,17 @@ def test_a_request_over_the_models_window_is_one_line(tmp_path, embedded_model):
     run = run_of(quickstart(tmp_path, generation={"temperature": 0.9, "max_new_tokens": 8000}), tmp_path)
     with pytest.raises(InputError, match="more than the model's window of 8192; lower generation.max_new_tokens"):
         run.sized(run.config.verifiers[0])
+
+
+def test_a_model_without_a_tokenizer_is_one_line(tmp_path, embedded_model):
+    """Sizing reads the model's tokenizer: weights without one are one line naming the model, before it loads."""
+    import shutil
+
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(embedded_model / "config.json", bare / "config.json")
+    config = quickstart(tmp_path)
+    config["verifier"]["model"] = str(bare)
+    run = run_of(config, tmp_path)
+    with pytest.raises(InputError, match="bare: cannot read its tokenizer at"):
+        run.sized(run.config.generator)
