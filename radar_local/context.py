@@ -28,6 +28,7 @@ from radar_local.prompts import Messages
 from radar_local.records import ProbeRecord
 
 if TYPE_CHECKING:
+    from radar_local.config import AuditConfig
     from radar_local.labels import LabelSet
 
 HEADROOM = 1.25
@@ -55,6 +56,17 @@ def verifier_specs(verifiers: Sequence[ModelSpec | Jury]) -> Iterator[ModelSpec]
             yield from [spec, *spec.per_mode(), *spec.paraphrased(), *filter(None, [spec.unreasoned()])]
             if (check := spec.halo_check()) is not None:
                 yield check[0]
+
+
+def engines(config: AuditConfig) -> list[ModelSpec]:
+    """One model per vLLM engine the audit loads (the first it serves): the engines sized."""
+    models = [config.generator, *verifier_specs(config.verifiers)]
+    models += [config.reward] if config.reward is not None else []
+    unique: dict[str, ModelSpec] = {}
+    for m in models:
+        if m.engine in ENGINES:
+            unique.setdefault(engine_key(m), m)
+    return list(unique.values())
 
 
 def longest_request(plan: Plan, spec: ModelSpec, labels: LabelSet | None = None) -> Bound:
@@ -124,15 +136,15 @@ def window(spec: ModelSpec) -> int | None:
     return found if isinstance(found, int) and found > 0 else None
 
 
-def sized(need: Bound, spec: ModelSpec, window: int | None) -> int:
+def sized(need: Bound, spec: ModelSpec, limit: int | None) -> int:
     """The max_model_len for `spec`'s engine: the bound with headroom, rounded up to STEP (at most the model's
-    `window`); ValueError in one line where the config's own max_model_len is under the bound, or the bound over
-    the window."""
+    window, `limit`); ValueError in one line where the config's own max_model_len is under the bound, or the bound
+    over the window."""
     given = spec.options.get("max_model_len")
-    if window is not None and need.tokens > window:
+    if limit is not None and need.tokens > limit:
         raise ValueError(
             f"{spec.label}: its longest request, {need.what}, may take {need.tokens} tokens, more than the model's "
-            f"window of {window}; lower generation.max_new_tokens or shorten the tasks"
+            f"window of {limit}; lower generation.max_new_tokens or shorten the tasks"
         )
     if given is not None:
         if given < need.tokens:
@@ -142,4 +154,4 @@ def sized(need: Bound, spec: ModelSpec, window: int | None) -> int:
             )
         return int(given)
     wanted = STEP * math.ceil(need.tokens * HEADROOM / STEP)
-    return wanted if window is None else min(window, wanted)
+    return wanted if limit is None else min(limit, wanted)

@@ -26,7 +26,7 @@ from radar_local.calls import (
 from radar_local.common import digest, slug
 from radar_local.config import AuditConfig, Jury, ModelSpec, load_config
 from radar_local.context import ENGINES as CONTEXT_ENGINES
-from radar_local.context import engine_key, longest_request, sized, verifier_specs, window
+from radar_local.context import engine_key, engines, longest_request, sized, window
 from radar_local.errors import InputError, RadarError
 from radar_local.inputs import MAX_BYTES, load_yaml, read_json, read_model, yaml_text
 from radar_local.judge import NO_THOUGHT
@@ -238,15 +238,12 @@ class Run(RunDir):
             return spec
         if self._contexts is None:  # every engine's, checked before the first loads
             self._contexts = {}
-            models = [self.config.generator, *verifier_specs(self.config.verifiers)]
-            models += [self.config.reward] if self.config.reward is not None else []
-            for model in models:
-                if model.engine in CONTEXT_ENGINES and (key := engine_key(model)) not in self._contexts:
-                    try:
-                        need = longest_request(self.plan, model, self.labels)
-                        self._contexts[key] = sized(need, model, window(model))
-                    except ValueError as exc:
-                        raise InputError(self.root / CONFIG, str(exc)) from None
+            for model in engines(self.config):
+                try:
+                    need = longest_request(self.plan, model, self.labels)
+                    self._contexts[engine_key(model)] = sized(need, model, window(model))
+                except ValueError as exc:
+                    raise InputError(self.root / CONFIG, str(exc)) from None
         out = spec.model_copy()
         out._parsed = spec.parsed.model_copy(update={"max_model_len": self._contexts[engine_key(spec)]})
         return out

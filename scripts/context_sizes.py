@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from radar_local.config import load_config
-from radar_local.context import ENGINES, engine_key, longest_request, sized, verifier_specs, window
+from radar_local.context import engines, longest_request, sized, window
 from radar_local.resolved import resolve
 from radar_local.run import Run
 
@@ -45,11 +45,7 @@ def main() -> None:
         config = load_config(path).model_copy(update={"out": None})
         with tempfile.TemporaryDirectory() as scratch:
             run = Run.create(resolve(config, REPO), Path(scratch) / "run")
-            seen = set()
-            for spec in [run.config.generator, *verifier_specs(run.config.verifiers)]:
-                if spec.engine not in ENGINES or engine_key(spec) in seen:
-                    continue
-                seen.add(engine_key(spec))
+            for spec in engines(run.config):
                 need = longest_request(run.plan, spec, run.labels)
                 size = sized(need, spec, window(spec))
                 print(f"| {path.name} | {spec.label} | {need.what} | {need.tokens} | {size} |")
