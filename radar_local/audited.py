@@ -203,8 +203,11 @@ def pairwise_of(
     run: RunDir, verifier: ModelSpec, records: AuditedSet, resamples: int, seed: int, level: float
 ) -> Pairwise | None:
     """The pairwise judge's verdicts on the audited set's pairs (Plan.pair_requests) as stats/pairwise.py reads
-    them, beside the same judge's pointwise verdicts on them; None where none is stored yet."""
-    requests = run.plan.pair_requests(list(records.probes), verifier)
+    them, beside the verifier's pointwise verdicts on them (the same judge's, unless pairwise has a model of its
+    own); None where none is stored yet."""
+    assert run.config.pairwise is not None
+    judge = run.config.pairwise.judge(verifier)
+    requests = run.plan.pair_requests(list(records.probes), judge)
     stored = [run.store.scores.get(r.key) for r in requests]
     if not any(v is not None for v in stored):
         return None
@@ -215,7 +218,7 @@ def pairwise_of(
     pointwise = records.verdicts_by_probe.get(verifier.label, {})
 
     def ranked(r: PairRequest) -> int:
-        """How the same judge's pointwise verdicts rank the pair on the criterion asked (+1 up higher)."""
+        """How the verifier's pointwise verdicts rank the pair on the criterion asked (+1 up higher)."""
         up, down = (getattr(pointwise.get(key, {}).get(r.criterion), "score", None) for key in r.probe_key.split("|"))
         return 0 if up is None or down is None or up == down else 1 if up > down else -1
 
@@ -230,9 +233,11 @@ def pairwise_of(
         np.array([ranked(r) for r in requests]),
     )
     found = pairwise(verdicts, resamples=resamples, seed=seed, level=level)
+    if judge is not verifier:  # its own model: named, and its agreement is with another judge's pointwise verdicts
+        found = found.model_copy(update={"judge": judge.label})
     if run.labels is None or not run.labels.pairs:
         return found
-    return found.model_copy(update={"humans": against_labels(run, verifier, resamples, seed, level)})
+    return found.model_copy(update={"humans": against_labels(run, judge, resamples, seed, level)})
 
 
 def reward_of(run: RunDir, verifier: ModelSpec, records: AuditedSet, level: float) -> RewardProfile | None:

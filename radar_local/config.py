@@ -331,6 +331,11 @@ class PairwiseJudge(Strict):
     overall: bool = Field(
         False, description="Also ask each pair which response is better overall: what the judge's 'better' is made of"
     )
+    verifier: ModelSpec | None = Field(
+        None,
+        description="The pairwise judge's own model (one trained for pairwise verdicts, such as Skywork-Critic), "
+        "asked the pairs while the config's verifier scores pointwise; default: the config's verifier asks both",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -341,6 +346,19 @@ class PairwiseJudge(Strict):
     def choices(self) -> Scale:
         """The choice as a scale of named levels: A (1) over B (0), and tie (1/2)."""
         return Scale(levels={"A": 1.0, "B": 0.0, **({"tie": 0.5} if self.ties else {})})
+
+    def judge(self, verifier: ModelSpec) -> ModelSpec:
+        """The model asked the pairs in an audit of `verifier`: the pairwise judge's own, else the verifier."""
+        return self.verifier or verifier
+
+    @model_validator(mode="after")
+    def _own_model_without_a_pointwise_judge(self) -> PairwiseJudge:
+        if self.verifier is not None and (self.verifier.judge is not None or self.verifier.repeat != 1):
+            raise ValueError(
+                "pairwise.verifier: its template and answer are pairwise's own (template, answer, preset); "
+                f"give it no '{'judge' if self.verifier.judge is not None else 'repeat'}'"
+            )
+        return self
 
     @model_validator(mode="after")
     def _answer_names_every_choice(self) -> PairwiseJudge:

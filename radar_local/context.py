@@ -62,6 +62,7 @@ def engines(config: AuditConfig) -> list[ModelSpec]:
     """One model per vLLM engine the audit loads (the first it serves): the engines sized."""
     models = [config.generator, *verifier_specs(config.verifiers)]
     models += [config.reward] if config.reward is not None else []
+    models += [config.pairwise.verifier] if config.pairwise is not None and config.pairwise.verifier else []
     unique: dict[str, ModelSpec] = {}
     for m in models:
         if m.engine in ENGINES:
@@ -117,10 +118,13 @@ def request_bounds(plan: Plan, spec: ModelSpec, labels: LabelSet | None = None) 
                 count(
                     s.messages, 0, budget + s.answer.max_tokens, f"a verdict of '{judge.label}' on a labelled response"
                 )
-    if config.pairwise is not None and judges:
+    pair_judge = None if config.pairwise is None or not judges else config.pairwise.judge(judges[0])
+    if config.pairwise is not None and config.pairwise.verifier is not None:  # its own model
+        pair_judge = config.pairwise.verifier if config.pairwise.verifier.same_engine(spec) else None
+    if pair_judge is not None:
         pairs = [*empty, *(p.model_copy(update={"direction": "-"}) for p in empty)]
-        for s in plan.pair_requests(pairs, judges[0]):
-            count(s.messages, 2, s.answer.max_tokens, f"a pairwise verdict of '{judges[0].label}'")
+        for s in plan.pair_requests(pairs, pair_judge):
+            count(s.messages, 2, s.answer.max_tokens, f"a pairwise verdict of '{pair_judge.label}'")
     if config.reward is not None and config.reward.same_engine(spec):
         for w in plan.reward_requests(empty, config.reward):
             count(w.messages, 1, 1, "the reward of a probe")

@@ -21,7 +21,7 @@ from radar_local.report.build import write_report
 from radar_local.report.grid_pages import grid_html, grid_markdown
 from radar_local.resolved import judge_conflict, resolve, with_template
 from radar_local.run import Run
-from radar_local.scorers import score_cells, score_cells_on_cluster
+from radar_local.scorers import score_cells, score_cells_on_cluster, score_own_pairs
 from radar_local.stats.result import AuditResult
 from radar_local.store import write_atomic
 
@@ -62,6 +62,7 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
 
 def _audit_cells(grid: GridConfig, runs: dict[str, Run], todo: list, progress: bool) -> list:
     stages: dict[tuple[str, str], dict] = {}
+    own_pair_judge = grid.pairwise is not None and grid.pairwise.verifier is not None
     with EnginePool(grid.cluster) as pool:
         for label, run in runs.items():  # stage 1: each generator once (on a cluster, on all its replicas)
             done = {"generate": run.generate(pool, progress)}
@@ -71,9 +72,12 @@ def _audit_cells(grid: GridConfig, runs: dict[str, Run], todo: list, progress: b
                 done["reward"] = rewarded
             stages.update({(label, v.label): dict(done) for v in grid.verifiers})
         if grid.cluster is None:  # stage 2: each verifier loaded once, scoring every generator's probes
-            score_cells(grid.verifiers, runs, todo, stages, pool, progress)
+            score_cells(grid.verifiers, runs, todo, stages, pool, progress, pairs=not own_pair_judge)
     if grid.cluster is not None:
-        score_cells_on_cluster(grid.verifiers, grid.cluster, runs, todo, stages)
+        score_cells_on_cluster(grid.verifiers, grid.cluster, runs, todo, stages, pairs=not own_pair_judge)
+    if own_pair_judge:  # pairwise's own model, loaded once after the verifiers
+        with EnginePool(grid.cluster) as pool:
+            score_own_pairs(runs, todo, stages, pool, progress)
     judges = {g.label: [v.label for gg, v in todo if gg is g] for g in grid.generators}  # this grid's, no others
     results = [
         conclude(runs[g.label], v, stages[(g.label, v.label)], judges=judges[g.label], halo_against=grid.halo_base(v))
@@ -160,6 +164,7 @@ def pairwise_by_cell(results: list[AuditResult]) -> list[dict]:
             {
                 "generator": r.generator,
                 "verifier": r.verifier,
+                "pairwise_judge": p.judge or r.verifier,
                 "gates_passed": sum(c.gate == "passed" for c in p.criteria),
                 "criteria": len(p.criteria),
                 "confirmed_leakage": [f"{x.source} -> {x.target}" for x in p.leakage if x.confirmed],

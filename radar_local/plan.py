@@ -316,7 +316,7 @@ class Plan:
         """What every pairwise call of `verifier` shares in its key: the judge, and the pairwise spec it asks with."""
         return {
             "verifier": model_identity(verifier, self.weights, self.keys),
-            "pairwise": self._pairwise.model_dump(mode="json", exclude={"pairs", "asked", "preset"}),  # preset's in it
+            "pairwise": self._pairwise.model_dump(mode="json", exclude={"pairs", "asked", "preset", "verifier"}),
         }
 
     def _pair_request(

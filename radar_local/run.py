@@ -250,13 +250,14 @@ class Run(RunDir):
 
     def score_pairs(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict | None:
         """The pairwise judge's calls (config.pairwise): the steered pairs and the team's pairwise labels, asked of
-        `verifier` under its own '-pairwise' label; None without `pairwise:`."""
+        `verifier` (or pairwise's own model) under its own '-pairwise' label; None without `pairwise:`."""
         if self.config.pairwise is None:
             return None
-        twin = verifier.model_copy(update={"name": f"{verifier.label}-pairwise"})
-        requests = self.plan.pair_requests(self.probes(), verifier)
+        judge = self.config.pairwise.judge(verifier)
+        twin = judge.model_copy(update={"name": f"{judge.label}-pairwise"})
+        requests = self.plan.pair_requests(self.probes(), judge)
         if self.labels is not None:  # the team's pairwise labels, asked of the same judge
-            requests += self.plan.labelled_pair_requests(self.labels.pair_probes(), verifier)
+            requests += self.plan.labelled_pair_requests(self.labels.pair_probes(), judge)
         return self.score(twin, pool, progress, stage="pairwise", requests=requests)
 
     def score_rewards(self, pool: EnginePool, progress: bool = True) -> dict | None:

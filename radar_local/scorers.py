@@ -37,17 +37,31 @@ class Scorer(Protocol):
 
 
 def score_cells(
-    verifiers: list, runs: Mapping[str, Scorer], todo: list, stages: dict, pool: EnginePool, progress: bool
+    verifiers: list,
+    runs: Mapping[str, Scorer],
+    todo: list,
+    stages: dict,
+    pool: EnginePool,
+    progress: bool,
+    pairs: bool = True,
 ) -> None:
-    """Every cell of these verifiers, verifier by verifier, so each is loaded once (scoring the probes and the
-    human labels, where the grid names some, in one visit)."""
+    """Every cell of these verifiers, verifier by verifier, so each is loaded once (scoring the probes, the human
+    labels where the grid names some, and, with `pairs`, the pairs each judge is asked, in one visit)."""
     for v in verifiers:
         for g in (g for g, vv in todo if vv is v):
             stages[(g.label, v.label)]["score"] = runs[g.label].score(v, pool, progress)
             if (labelled := runs[g.label].score_labels(v, pool, progress)) is not None:
                 stages[(g.label, v.label)]["labels"] = labelled
-            if (asked := runs[g.label].score_pairs(v, pool, progress)) is not None:  # each judge asked pairwise too
-                stages[(g.label, v.label)]["pairwise"] = asked
+            if pairs and (asked := runs[g.label].score_pairs(v, pool, progress)) is not None:
+                stages[(g.label, v.label)]["pairwise"] = asked  # each judge asked pairwise too
+
+
+def score_own_pairs(runs: Mapping[str, Scorer], todo: list, stages: dict, pool: EnginePool, progress: bool) -> None:
+    """The pairs of every cell asked of pairwise's own model (`pairwise: {verifier: ...}`), loaded once after the
+    verifiers: each generator's pairs are asked in its first cell, its other cells read them back."""
+    for g, v in todo:
+        if (asked := runs[g.label].score_pairs(v, pool, progress)) is not None:
+            stages[(g.label, v.label)]["pairwise"] = asked
 
 
 def score_cells_on_cluster(
@@ -57,6 +71,7 @@ def score_cells_on_cluster(
     todo: list,
     stages: dict,
     failed: dict[str, str] | None = None,
+    pairs: bool = True,
 ) -> None:
     """Stage 2 on a cluster: the verifier models score at once, each on its own replicas sized by its
     own options, loaded once and reused by every cell of that model; a model that does not fit waits
@@ -87,7 +102,7 @@ def score_cells_on_cluster(
             with room.held(kind, counts[i] * each, stop, models[i][0].model):
                 pool = EnginePool(cluster.model_copy(update={"replicas": counts[i]}), stop)
                 try:
-                    score_cells(models[i], runs, todo, stages, pool, progress=False)
+                    score_cells(models[i], runs, todo, stages, pool, progress=False, pairs=pairs)
                 finally:
                     pool.close()
         except RadarError as exc:

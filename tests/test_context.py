@@ -56,6 +56,19 @@ def test_the_quickstart_is_sized_from_its_longest_request(tmp_path, embedded_mod
     assert a and [y - x for x, y in zip(a, b)] == [200] * len(a)
 
 
+def test_a_pairwise_judge_of_its_own_is_an_engine_sized_for_its_pairs(tmp_path, embedded_model):
+    """`pairwise: {verifier: ...}` on an engine of its own: sized from its pairwise verdicts alone; the verifier's
+    engine is sized without them."""
+    from radar_local.context import engines
+
+    critic = {"engine": "vllm", "model": "smollm2-135m", "name": "critic", "options": {"enforce_eager": False}}
+    run = run_of(quickstart(tmp_path, pairwise={"preset": "generic", "verifier": critic}), tmp_path)
+    assert [m.label for m in engines(run.config)] == ["smollm2-135m", "critic"]
+    own = request_bounds(run.plan, run.config.pairwise.verifier)
+    assert own and all(b.what == "a pairwise verdict of 'critic'" for b in own)
+    assert not any("pairwise" in b.what for b in request_bounds(run.plan, run.config.verifiers[0]))
+
+
 def test_a_max_model_len_under_the_longest_request_is_one_line(tmp_path, embedded_model):
     config = quickstart(tmp_path)
     config["verifier"]["options"]["max_model_len"] = 512

@@ -197,6 +197,41 @@ def test_what_the_overall_preference_is_made_of_and_agreement_with_the_pointwise
     ).audit_markdown(result)
 
 
+def test_a_pairwise_judge_of_its_own_is_asked_the_pairs_beside_the_pointwise_verifier(tmp_path):
+    """`pairwise: {verifier: ...}`: a model of its own (here a planted critic with a position bias and a leak)
+    is asked the pairs under its own label while the config's verifier (no bias, no leak) scores pointwise: the
+    findings are the critic's, named in the section, and its agreement is with the verifier's pointwise verdicts.
+    A pairwise model given a pointwise judge is one line."""
+    import json
+
+    import yaml
+
+    from radar_local import load_run
+    from radar_local.auditing import run_audit
+    from radar_local.cli.audit import _plan
+    from radar_local.config import AuditConfig
+    from radar_local.report.markdown import audit_markdown
+
+    critic = {"engine": "testing", "model": "planted", "name": "critic",
+              "options": {"noise": 1.0, "position": 0.15, "coupling": COUPLED}}  # fmt: skip
+    config = pairwise_config({}, verifier=critic)
+    result = run_audit(config, tmp_path / "run", progress=False)
+    p = result.pairwise
+    assert p.judge == "critic" and p.position.confirmed
+    assert [(x.source, x.target) for x in p.leakage if x.confirmed] == [("helpfulness", "correctness")]
+    assert result.leakage.loc["helpfulness", "correctness"] < 0.3  # the verifier's pointwise verdicts: no leak
+    report = audit_markdown(result)
+    assert "The pairwise judge critic asked" in report and "the verifier's pointwise verdicts" in report
+    assert load_run(tmp_path / "run").result() == result  # stats.json holds the judge's name
+    stages = json.loads((tmp_path / "run" / "run.json").read_text())["stages"]
+    assert stages["pairwise"]["requests"] == 1250
+    (tmp_path / "audit.yaml").write_text(yaml.safe_dump(config))
+    plan = _plan(tmp_path / "audit.yaml", None, None, None)
+    assert any("calls of the pairwise judge critic" in line for line in plan)
+    with pytest.raises(ValueError, match="pairwise.verifier: its template and answer are pairwise's own"):
+        AuditConfig.model_validate(pairwise_config({}, verifier={**critic, "judge": {"calls": "joint"}}))
+
+
 @pytest.mark.parametrize(
     ("preset", "written", "choice"),
     [
@@ -297,6 +332,41 @@ def test_a_grid_asks_each_judge_the_pairs_and_sets_them_side_by_side(tmp_path):
     md = (tmp_path / "grid" / "grid.md").read_text()
     assert "Pairwise judges per cell" in md and "(confirmed)" in md
     assert yaml.safe_load((tmp_path / "grid" / "planted" / "stats.json").read_text())["pairwise"]["verdicts"] == 750
+
+
+@pytest.mark.thorough  # a grid's two cells: `make test` runs it; the pairwise judge of its own is checked above
+def test_a_grid_asks_pairwise_s_own_judge_once_per_generator(tmp_path):
+    """`pairwise: {verifier: ...}` in a grid: the critic (planted with a first-slot preference) is asked each
+    generator's pairs once, after the verifiers; every cell's row names it and reads the same verdicts."""
+    from radar_local.config import GridConfig
+    from radar_local.grid import run_grid
+    from radar_local.pool import EnginePool
+
+    critic = {"engine": "testing", "model": "critic", "options": {"noise": 1.0, "position": 0.3}}
+    grid = GridConfig.model_validate(
+        {
+            "rubric": "helpsteer2",
+            "tasks": TASKS[:3],
+            "n": 3,
+            "bootstrap": 50,
+            "generators": [{"engine": "testing", "model": "planted", "options": {"noise": 1.0}}],
+            "verifiers": [
+                {"engine": "testing", "model": "a", "options": {"noise": 1.0}},
+                {"engine": "testing", "model": "b", "options": {"noise": 1.0}},
+            ],
+            "pairwise": {"template": PAIR_TEMPLATE, "verifier": critic},
+        }
+    )
+    loaded = []
+    get = EnginePool.get
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(EnginePool, "get", lambda self, spec, *a: loaded.append(spec.model) or get(self, spec, *a))
+        summary = run_grid(grid, tmp_path / "grid", base=tmp_path, progress=False)
+    assert loaded.count("critic") == 1  # after both verifiers, once
+    rows = {row["verifier"]: row for row in summary["pairwise"]}
+    assert {r["pairwise_judge"] for r in rows.values()} == {"critic"} and set(rows) == {"a", "b"}
+    assert rows["a"]["position_bias"] == rows["b"]["position_bias"] and rows["a"]["position_confirmed"]
+    assert "critic (beside a)" in (tmp_path / "grid" / "grid.md").read_text()
 
 
 STEERED = "Steered {} on <{}>: reply (seed {})"  # what the planted judge reads back (engines/testing.py)

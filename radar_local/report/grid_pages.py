@@ -77,7 +77,7 @@ def grid_sections(summary: dict) -> list[Section]:
     pairwise: list[list[Part]] = [
         [
             Untrusted(p["generator"]),
-            Untrusted(p["verifier"]),
+            Untrusted(_pair_judge(p)),
             f"{p['gates_passed']} of {p['criteria']}",
             ", ".join(p["confirmed_leakage"]) or "none",
             num(p["position_bias"]) + (" (confirmed)" if p["position_confirmed"] else ""),
@@ -151,3 +151,9 @@ def grid_markdown(summary: dict) -> str:
 
 def grid_html(summary: dict) -> str:
     return page(("RADAR grid",), render_html(grid_sections(summary)))
+
+
+def _pair_judge(row: dict) -> str:
+    """The judge asked a cell's pairs: its verifier, or pairwise's own model beside it."""
+    judge = row.get("pairwise_judge", row["verifier"])  # grid.json files written before it was named
+    return row["verifier"] if judge == row["verifier"] else f"{judge} (beside {row['verifier']})"

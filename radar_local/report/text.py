@@ -490,8 +490,10 @@ def pairwise_line(result: AuditResult) -> str | None:
     flagged = [f"{q.a} / {q.b}: {f} {e}" for q in p.pairs for f, e in q.evidence.items() if e == "confirmed"]
     pos = p.position
     slot = f"the first slot is chosen at {num(pos.first_slot, signed=False)} (bias {num(pos.bias)} {interval(pos.ci)})"
+    own = p.judge is None  # else pairwise's own model, its agreement read against the verifier's verdicts
+    who, ranker = ("The verifier", "its own") if own else (f"The pairwise judge {p.judge}", "the verifier's")
     return (
-        f"The verifier asked which of each pair (a stratum's up- and down-steered responses) is better, in both "
+        f"{who} asked which of each pair (a stratum's up- and down-steered responses) is better, in both "
         f"orders ({p.verdicts} verdicts; family-wise {p.level:.0%} over gates, leakages, pairs and position): "
         + (
             f"a steer moves its preference beyond chance on {'; '.join(moved)}"
@@ -504,7 +506,7 @@ def pairwise_line(result: AuditResult) -> str | None:
         + f"; the two orders disagree on {num(pos.flip_rate, signed=False)} of the pairs; ties "
         f"{num(pos.ties, signed=False)}, unscored {pos.unscored}"
         + (
-            "; it prefers the response its own pointwise verdicts rank higher in "
+            f"; it prefers the response {ranker} pointwise verdicts rank higher in "
             f"{num(p.pointwise_agreement, signed=False)} {interval(p.pointwise_agreement_ci)} of the verdicts where "
             "they rank the pair"
             if p.pointwise_agreement is not None

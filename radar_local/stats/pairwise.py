@@ -140,9 +140,10 @@ class Pairwise(Block):
     pairs: list[PairwisePair]
     position: Position
     overall: list[Driver] | None = None  # where the pairs were asked about overall quality too
-    pointwise_agreement: Num = None  # decisive verdicts preferring the response the pointwise verdicts rank higher
+    pointwise_agreement: Num = None  # decisive verdicts preferring what the verifier's pointwise verdicts rank higher
     pointwise_agreement_ci: Interval | None = None
     humans: HumanPairs | None = None  # against the team's pairwise labels, where a labels file has them
+    judge: str | None = None  # the pairwise judge's own model, where it is not the audit's verifier
 
 
 @dataclass(frozen=True)
