@@ -322,11 +322,18 @@ class PairwiseJudge(Strict):
         "ties: true), or json/bare with the choice as the score",
     )
     ties: bool = Field(False, description="The judge may answer tie (counted as a tie, never as half a preference)")
+    words: dict[Literal["A", "B", "tie"], str] | None = Field(
+        None,
+        description="The words the judge names its choices with, where not A, B and tie (openai/evals' battle: Yes, "
+        "the first response is better; No, the second)",
+    )
     pairs: int | None = Field(
         None, ge=1, le=1000, description="Pairs asked per (task, criterion): the first variants (default: every one)"
     )
-    asked: Literal["all", "diagonal"] = Field(
-        "all", description="Ask each pair about every criterion (the leakage), or only the one it was steered on"
+    asked: Literal["all", "diagonal", "overall"] = Field(
+        "all",
+        description="Ask each pair about every criterion (the leakage), only the one it was steered on, or only "
+        "which is better overall (a judge whose question names no criterion: openai/evals' battle)",
     )
     overall: bool = Field(
         False, description="Also ask each pair which response is better overall: what the judge's 'better' is made of"
@@ -344,8 +351,14 @@ class PairwiseJudge(Strict):
 
     @property
     def choices(self) -> Scale:
-        """The choice as a scale of named levels: A (1) over B (0), and tie (1/2)."""
-        return Scale(levels={"A": 1.0, "B": 0.0, **({"tie": 0.5} if self.ties else {})})
+        """The choice as a scale of named levels: A (1) over B (0), and tie (1/2), each in the judge's words."""
+        word = {"A": "A", "B": "B", "tie": "tie", **(self.words or {})}
+        return Scale(levels={word["A"]: 1.0, word["B"]: 0.0, **({word["tie"]: 0.5} if self.ties else {})})
+
+    @property
+    def asks_criteria(self) -> bool:
+        """Its questions name a criterion (all, diagonal); else each pair is asked only which is better overall."""
+        return self.asked != "overall"
 
     def judge(self, verifier: ModelSpec) -> ModelSpec:
         """The model asked the pairs in an audit of `verifier`: the pairwise judge's own, else the verifier."""

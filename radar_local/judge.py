@@ -303,12 +303,13 @@ def render(judge: Judge, task: Task, response: str, criteria: list[tuple[Criteri
 PAIR_VARIABLES = ("prompt", "document", "reference", "response_a", "response_b", "format", "criterion")
 
 
-def pair_template_problem(template: str) -> str | None:
-    """What is wrong with a pairwise judge's template before anything renders, in one line; None where nothing is."""
+def pair_template_problem(template: str, criterion: bool = True) -> str | None:
+    """What is wrong with a pairwise judge's template before anything renders, in one line; None where nothing is.
+    `criterion`: its questions name one (a judge asked only which is better overall need not show it)."""
     used = _variables(template, "pairwise template", PAIR_VARIABLES)
     if isinstance(used, str):
         return used
-    missing = [v for v in ("response_a", "response_b", "criterion") if v not in used]
+    missing = [v for v in ("response_a", "response_b", *(["criterion"] if criterion else [])) if v not in used]
     if missing:
         return (
             f"the pairwise template never shows {{{{ {missing[0]} }}}}: a pairwise judge compares response_a with "

@@ -268,8 +268,8 @@ class Plan:
             _, source, variant = key
             if second is None or (spec.pairs is not None and variant >= spec.pairs):
                 continue
-            asked = [c for c in self.rubric.criteria if spec.asked == "all" or c.id == source]
-            asked += [OVERALL] if spec.overall else []
+            asked = [c for c in self.rubric.criteria if spec.asked == "all" or c.id == source and spec.asks_criteria]
+            asked += [OVERALL] if spec.overall or not spec.asks_criteria else []
             out += [self._pair_request(base, first, second, c, source or "", variant) for c in asked]
         return [r for both in out for r in both]
 
@@ -316,7 +316,10 @@ class Plan:
         """What every pairwise call of `verifier` shares in its key: the judge, and the pairwise spec it asks with."""
         return {
             "verifier": model_identity(verifier, self.weights, self.keys),
-            "pairwise": self._pairwise.model_dump(mode="json", exclude={"pairs", "asked", "preset", "verifier"}),
+            # what it asks and how it answers; the criteria asked, its model and its words are in each call's key
+            "pairwise": self._pairwise.model_dump(
+                mode="json", exclude={"pairs", "asked", "preset", "verifier", "words"}
+            ),
         }
 
     def _pair_request(

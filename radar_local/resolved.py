@@ -76,7 +76,8 @@ def pairwise_problem(config: AuditConfig, rubric: Rubric, tasks: Sequence[Task])
     spec = config.pairwise
     if spec is None:
         return None
-    if (problem := pair_template_problem(spec.template) or missing_reference([spec.template], tasks)) is not None:
+    problem = pair_template_problem(spec.template, spec.asks_criteria) or missing_reference([spec.template], tasks)
+    if problem is not None:
         return f"pairwise: {problem}"
     try:
         for task in tasks[:1]:

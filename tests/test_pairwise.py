@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from radar_local.errors import InputError
 from radar_local.stats.pairwise import DOWN_FIRST, TIE, UP_FIRST, A, B, PairVerdicts, pairwise
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
@@ -230,6 +231,27 @@ def test_a_pairwise_judge_of_its_own_is_asked_the_pairs_beside_the_pointwise_ver
     assert any("calls of the pairwise judge critic" in line for line in plan)
     with pytest.raises(ValueError, match="pairwise.verifier: its template and answer are pairwise's own"):
         AuditConfig.model_validate(pairwise_config({}, verifier={**critic, "judge": {"calls": "joint"}}))
+
+
+def test_a_judge_asked_only_overall_in_its_own_words(tmp_path):
+    """`asked: overall` with `words`: a judge whose question names no criterion and answers Yes (the first is
+    better) or No (openai/evals' battle). Each pair is asked once per order; no gate or leakage is read; the
+    drivers table says which steers move its preference; the position bias is confirmed on its own family."""
+    from radar_local.auditing import run_audit
+    from radar_local.report.markdown import audit_markdown
+
+    battle = "Task: {{ prompt }}\n[Response 1]\n{{ response_a }}\n[Response 2]\n{{ response_b }}\nIs the first better?"
+    spec = {"template": battle, "asked": "overall", "words": {"A": "Yes", "B": "No"}, "answer": {
+        "kind": "grade", "pattern": "(Yes|No)"}}  # fmt: skip
+    result = run_audit(pairwise_config({"position": 0.15, "coupling": COUPLED}, **spec), tmp_path / "r", progress=False)
+    p = result.pairwise
+    assert p.verdicts == 5 * 5 * 5 * 2 and p.position.unscored == 0
+    assert p.criteria == [] and p.leakage == [] and p.pairs == [] and p.position.confirmed
+    assert all(d.ci[0] > 0 for d in p.overall)  # every steer moves the planted judge's overall preference
+    report = audit_markdown(result)
+    assert "asked only which of each pair" in report and "| criterion steered |" in report
+    with pytest.raises(InputError, match="does not match the choice 'No'"):  # a pattern that cannot say No
+        run_audit(pairwise_config({}, **{**spec, "answer": {"kind": "grade", "pattern": "(Yes)"}}), tmp_path / "x")
 
 
 @pytest.mark.parametrize(

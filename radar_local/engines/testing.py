@@ -318,8 +318,9 @@ class PlantedEngine(BatchStream):
                 out.append(Completion("", size, 0, "error"))
                 continue
             if asked.get("kind") == "pair":
-                (cid, _), choice = answer.scales[0], self._choice(asked, text)
-                reply = written(answer, {cid: choice})
+                (cid, scale), choice = answer.scales[0], self._choice(asked, text)
+                word = dict(zip(scale.values, scale.tokens))[PAIR_SCORE[choice]]  # in the judge's words (Yes/No)
+                reply = written(answer, {cid: word})
                 out.append(Completion(reply, size, len(reply.split()), "stop"))
                 continue
             scales = dict(answer.scales)
@@ -419,6 +420,9 @@ class PlantedEngine(BatchStream):
 
     def close(self) -> None:
         pass
+
+
+PAIR_SCORE = {"A": 1.0, "B": 0.0, "tie": 0.5}  # a choice's level value (config.PairwiseJudge.choices)
 
 
 def written(answer: Answer, levels: dict[str, str]) -> str:

@@ -25,6 +25,7 @@ from radar_local.report.panel import (
 )
 from radar_local.report.text import (
     ADAPTIVE_HEAD,
+    DRIVERS_HEAD,
     HALO_HEAD,
     NUISANCE_HEAD,
     ORDER_HEAD,
@@ -40,6 +41,7 @@ from radar_local.report.text import (
     agreement_line,
     cost_rows,
     double_count_line,
+    driver_rows,
     global_line,
     halo_line,
     halo_rows,
@@ -178,7 +180,9 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
     if (line := order_line(r.order)) is not None:
         sections.append(Section("Consistency: criterion order", [(line,), Table(ORDER_HEAD, order_rows(r.order))]))
     if (line := pairwise_line(r)) is not None:
-        sections.append(Section("Pairwise judge", [(line,), Table(PAIRWISE_HEAD, pairwise_rows(r))]))
+        tables = [Table(PAIRWISE_HEAD, rows)] if (rows := pairwise_rows(r)) else []
+        tables += [Table(DRIVERS_HEAD, rows)] if (rows := driver_rows(r)) else []
+        sections.append(Section("Pairwise judge", [(line,), *tables]))
     if (line := reward_line(r)) is not None:
         sections.append(Section("Reward model", [(line,), Table(REWARD_HEAD, reward_rows(r))]))
     if (line := jury_line(r)) is not None:

@@ -481,6 +481,18 @@ def pairwise_rows(result: AuditResult) -> list[list[str]]:
     ]
 
 
+DRIVERS_HEAD = ["criterion steered", "moves the overall preference (2p - 1)", CI, "share of the preference"]
+
+
+def driver_rows(result: AuditResult) -> list[list[str]]:
+    """What a pairwise judge's overall preference is made of: each criterion's steer, where it was asked overall."""
+    p = result.pairwise
+    return [
+        [d.criterion, num(d.shift), interval(d.ci), num(d.share, signed=False)]
+        for d in (p.overall if p is not None and p.overall else [])
+    ]
+
+
 def pairwise_line(result: AuditResult) -> str | None:
     """The verifier asked pairwise: what moves its preference, and where it sits on the first slot."""
     p = result.pairwise
@@ -492,15 +504,25 @@ def pairwise_line(result: AuditResult) -> str | None:
     slot = f"the first slot is chosen at {num(pos.first_slot, signed=False)} (bias {num(pos.bias)} {interval(pos.ci)})"
     own = p.judge is None  # else pairwise's own model, its agreement read against the verifier's verdicts
     who, ranker = ("The verifier", "its own") if own else (f"The pairwise judge {p.judge}", "the verifier's")
+    if p.criteria:
+        opening = (
+            f"{who} asked which of each pair (a stratum's up- and down-steered responses) is better, in both "
+            f"orders ({p.verdicts} verdicts; family-wise {p.level:.0%} over gates, leakages, pairs and position): "
+            + (
+                f"a steer moves its preference beyond chance on {'; '.join(moved)}"
+                if moved
+                else "no steer moves its preference on another criterion beyond chance"
+            )  # fmt: skip
+            + (f"; confirmed flags: {'; '.join(flagged)}" if flagged else "")
+        )
+    else:  # asked only which is better overall: no gate or leakage to read; the position is the family's one finding
+        opening = (
+            f"{who} asked only which of each pair (a stratum's up- and down-steered responses) is better overall, in "
+            f"both orders ({p.verdicts} verdicts; its questions name no criterion, so no pairwise gate or leakage is "
+            f"read; the steers that move its preference are in the table, each with its own {p.level:.0%} interval)"
+        )
     return (
-        f"{who} asked which of each pair (a stratum's up- and down-steered responses) is better, in both "
-        f"orders ({p.verdicts} verdicts; family-wise {p.level:.0%} over gates, leakages, pairs and position): "
-        + (
-            f"a steer moves its preference beyond chance on {'; '.join(moved)}"
-            if moved
-            else "no steer moves its preference on another criterion beyond chance"
-        )  # fmt: skip
-        + (f"; confirmed flags: {'; '.join(flagged)}" if flagged else "")
+        opening
         + f"; {slot}, "
         + ("a position bias, confirmed" if pos.confirmed else "no position bias confirmed")
         + f"; the two orders disagree on {num(pos.flip_rate, signed=False)} of the pairs; ties "

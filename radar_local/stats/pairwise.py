@@ -221,12 +221,14 @@ def pairwise(
     point = {key: value[0] for key, value in _estimates(c, np.ones((1, units))).items()}
     _, sizes = np.unique(stratum, return_counts=True)
     reps = _estimates(c, stratified_counts(np.random.default_rng(seed), sizes, resamples)) if resamples else None
-    off = ~np.eye(k, dtype=bool)
-    upper = np.triu(np.ones((k, k), dtype=bool), 1)
+    # asked about criteria (else only which is better overall: no gate, leakage or pair to read, nor in the family)
+    named = bool((v.asked < k).any())
+    off = ~np.eye(k, dtype=bool) & named
+    upper = np.triu(np.ones((k, k), dtype=bool), 1) & named
     diff_point = point["leakage"] - point["leakage"].T
     sym_point = (point["leakage"] + point["leakage"].T) / 2
     parts = [  # the family: every quantity a confirmed finding reads
-        (point["self_effect"], None if reps is None else reps["self_effect"], np.ones(k, bool)),
+        (point["self_effect"], None if reps is None else reps["self_effect"], np.full(k, named)),
         (point["leakage"], None if reps is None else reps["leakage"], off),
         (diff_point, None if reps is None else reps["leakage"] - np.swapaxes(reps["leakage"], 1, 2), upper),
         (sym_point, None if reps is None else (reps["leakage"] + np.swapaxes(reps["leakage"], 1, 2)) / 2, upper),
@@ -289,6 +291,7 @@ def pairwise(
             gate=gates[i],
         )
         for i, name in enumerate(crit)
+        if named
     ]
     leak_band = bands[1] if bands else np.full((k, k, 2), np.nan)
     leakage = [
@@ -302,12 +305,13 @@ def pairwise(
         )
         for i in range(k)
         for j in range(k)
-        if i != j
+        if i != j and named
     ]
     pairs = [
         _pair(crit, i, j, point, bands[1:4] if bands else None, passed[i] and passed[j], thresholds)
         for i in range(k)
         for j in range(i + 1, k)
+        if named
     ]
     bias_band = span(bands[4][0]) if bands else None
     scored = v.choice >= 0
