@@ -25,6 +25,9 @@ ONE_THING = "judges one thing (its prompt formats no {criteria}); a coupling aud
 DUPLICATE = 'line 20: found duplicate key "input" with value "completion"'
 OPENAI_EVALS = {  # every file of the corpus: the criteria it imports with, or what its one-line refusal says
     "evals/coqa-ex.yaml": ["correctness", "relevance", "conciseness"],
+    # battle compares two completions: a pairwise judge, its pairs steered on the bundled helpsteer2 rubric
+    "evals/test-modelgraded-battle.yaml": ["helpfulness", "correctness", "coherence", "complexity", "verbosity"],
+    "modelgraded/battle.yaml": "spec 'battle' names no eval_type, nor does an eval that runs it",
     "evals/abstract2title.yaml": ONE,
     "evals/non-compound-names.yaml": ONE,  # an eval and its meta-evaluation: one criterion
     "evals/numerical-cabbala-casanova.yaml": ONE,
@@ -40,7 +43,7 @@ OPENAI_EVALS = {  # every file of the corpus: the criteria it imports with, or w
             "linear-regression logic-container logic-liar-paradox logic-riddles logic loss-logic naughty_strings "
             "population_span_extraction reasoning_with_contradictory_statements research-question-extraction "
             "security_guide seo_keywords singlestore-vectorsearch soc_codes sql superficial-patterns "
-            "test-modelgraded-battle test-modelgraded-generated ukraine_electronic_petitions unwanted-rhyming"
+            "test-modelgraded-generated ukraine_electronic_petitions unwanted-rhyming"
         ).split()
     },
     "modelgraded/closedqa.yaml": "formats {criteria}, which each eval that runs it supplies",
@@ -49,7 +52,7 @@ OPENAI_EVALS = {  # every file of the corpus: the criteria it imports with, or w
     **{
         f"modelgraded/{name}.yaml": f"spec '{name}' {ONE_THING}"
         for name in (
-            "arithmetic-expression battle best diversity fact iambic_pentameter onomatopoeia possible "
+            "arithmetic-expression best diversity fact iambic_pentameter onomatopoeia possible "
             "regression-equation research-question-extraction rhyming security singlestore sql translation"
         ).split()
     },
@@ -164,6 +167,38 @@ def test_an_imported_eval_file_audits_on_the_planted_engine(tmp_path):
     config.pop("human", None)
     result = run_audit(config, tmp_path / "audit", base=out)
     assert result.leakage.loc["correctness", "relevance"] > 0.5
+
+
+def test_openai_evals_battle_imports_as_a_pairwise_judge_and_audits(tmp_path):
+    """test-modelgraded-battle.yaml (four evals running spec battle, cot_classify): the spec's prompt with
+    {completion1} as response A and {completion2} as B, openai/evals' cot_classify words appended, Yes meaning the
+    first is better; asked only overall. The import's config audits on the planted engine (every verdict read, every
+    steer moving its preference); export is refused (no criteria in the file)."""
+    from tests.conftest import invoke
+
+    registry = tmp_path / "registry"
+    shutil.copytree(REGISTRY, registry)
+    out = tmp_path / "imported"
+    source = registry / "evals" / "test-modelgraded-battle.yaml"
+    result = invoke("import", "openai-evals", source, "--out", out, "--engine", "testing")
+    assert result.exit_code == 0, result.output
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    pairwise = config["pairwise"]
+    assert pairwise["asked"] == "overall" and pairwise["words"] == {"A": "Yes", "B": "No"}
+    assert "[Response 1]\n{{ response_a }}" in pairwise["template"] and pairwise["template"].endswith("Reasoning:")
+    assert pairwise["answer"] == {"kind": "grade", "pattern": "(Yes|No)", "reasoning": 600}
+    for role in ("generator", "verifier"):
+        config[role]["options"] = {"noise": 0.5}
+    config |= {"tasks": PLANTED_TASKS, "n": 3, "bootstrap": 100}
+    config.pop("human", None)
+    audited = run_audit(config, tmp_path / "audit", base=out)
+    found = audited.pairwise
+    assert found is not None and found.criteria == [] and found.position.unscored == 0  # every Yes/No read
+    assert all(d.shift > 0 for d in found.overall)  # each steer moves the planted judge's overall preference
+    rubric = formats.read("openai-evals", source).rubric
+    first = rubric.criteria[0].model_copy(update={"description": "Does it help?"})
+    with pytest.raises(InputError, match="holds a pairwise judge and no criteria"):  # a repaired rubric: nowhere to go
+        formats.export("openai-evals", source, rubric.model_copy(update={"criteria": (first, *rubric.criteria[1:])}))
 
 
 PROMETHEUS = CORPUS / "prometheus"  # prometheus-eval at dcfb4427: BiGGen-Bench's files, a slice of each

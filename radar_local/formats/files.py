@@ -135,6 +135,8 @@ def write_import(
     if set(imported.rubric.ids) <= set(load_benchmark("helpsteer2").rubric.ids):
         config["human"] = "helpsteer2"
     config |= {"generator": spec, "verifier": judge, "n": 4, "seed": 0, "out": str(out / "run")}
+    if imported.pairwise is not None:  # asked of the verifier's model beside radar's pointwise judge
+        config["pairwise"] = imported.pairwise
     lines = [f"# Imported from {imported.source} ({imported.format})", ""]
     lines += [f"- {line}" for line in imported.account] + [""]
     files = {

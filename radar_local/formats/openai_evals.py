@@ -25,7 +25,7 @@ from radar_local.errors import InputError
 from radar_local.formats import shared
 from radar_local.formats.shared import Imported
 from radar_local.inputs import read_text
-from radar_local.rubric import Rubric
+from radar_local.rubric import Rubric, load_benchmark
 from radar_local.scale import Scale, literal_regex
 
 REASONING = 600  # characters of reasoning before the choice (one line)
@@ -74,6 +74,8 @@ def _from_spec(path: Path, name: str, spec: dict) -> Imported:
     """A spec alone: its criteria must be its own (`args.criteria`, before #804)."""
     args = spec.get("args")
     criteria = args.get("criteria") if isinstance(args, dict) else None
+    if criteria is None and _compares(spec):
+        return _pairwise(path, name, spec, None, [])
     if criteria is None:
         if "criteria" in _fields(spec.get("prompt")):
             raise InputError(
@@ -120,6 +122,8 @@ def _texts(path: Path, named: dict[str, dict], spec_args: dict[str, dict]) -> tu
 
 def _from_evals(path: Path, evals: dict[str, dict], root: Path | None) -> Imported:
     graded, named, spec_args = _criteria_evals(path, evals)
+    if not named and (compared := _compared(path, graded, root)) is not None:
+        return compared
     if not named:
         specs = sorted({str(a.get("modelgraded_spec")) for a in graded.values()})
         asked = f"spec {specs[0]}'s own question" if len(specs) == 1 else f"specs {', '.join(specs)}' own questions"
@@ -243,16 +247,7 @@ def _imported(
     eval's (its answer words appended), None where the spec's own words stand; `constants`: the eval's other
     arguments, formatted into the prompt as they are."""
     scale = _scale(path, spec)
-    reads = spec.get("eval_type") or eval_type  # how openai/evals reads the answer: the spec's type first
-    if not isinstance(reads, str) or not (reads.startswith("cot_classify") or reads == "classify"):
-        raise InputError(
-            path,
-            f"eval_type '{reads}': radar maps cot_classify (reasoning, then the choice on its own line) and "
-            "classify; a choice before its reasoning is not an answer shape radar constrains"
-            if reads
-            else f"spec '{name}' names no eval_type, nor does an eval that runs it: openai/evals would not know "
-            "how to read its answer",
-        )
+    reads = _reading(path, name, spec, eval_type)
     io = spec.get("input_outputs") or {"input": "completion"}
     if not isinstance(io, dict) or len(io) != 1 or not all(isinstance(v, str) for v in (*io, *io.values())):
         raise InputError(path, "input_outputs: radar maps one input and its completion")
@@ -277,15 +272,9 @@ def _imported(
     for key, value in constants.items():  # the eval's other arguments are constants of its prompt
         escaped = str(value).replace("{", "{{").replace("}", "}}")
         contents = [c.replace("{" + str(key) + "}", escaped) for c in contents]
-    choices = " or ".join(f'"{t}"' for t in scale.tokens)  # classify_utils.choice_to_str
-    if eval_type is not None:
-        if eval_type not in ANSWER_PROMPTS:
-            raise InputError(path, f"eval_type '{eval_type}': radar maps {', '.join(ANSWER_PROMPTS)}")
-        contents[-1] += "\n\n" + ANSWER_PROMPTS[eval_type].replace("{choices}", choices.replace("{", "{{"))
+    contents[-1] += _answer_words(path, eval_type, scale)
     bound = [shared.bind(c, names, path, "prompt", style="format") for c in contents]
-    pattern = "(" + "|".join(literal_regex(t) for t in scale.tokens) + ")"
-    chain = reads.startswith("cot_classify")
-    answer = GradeShape(kind="grade", pattern=pattern, reasoning=REASONING) if chain else BareShape(kind="bare")
+    answer, chain = _answer(scale, reads), reads.startswith("cot_classify")
     jud = shared.judge(path, template=bound[-1], system=bound[0] if len(bound) == 2 else None, answer=answer)
     crit = [
         shared.criterion(path, where, id=cid, label=shared.label_of(cid), description=text)
@@ -310,7 +299,131 @@ def _imported(
     return Imported("openai-evals", path, rub, jud, (), {}, account)
 
 
+def _reading(path: Path, name: str, spec: dict, eval_type: str | None) -> str:
+    """How openai/evals reads the spec's answer (the spec's eval_type first, then the eval's), where radar maps it."""
+    reads = spec.get("eval_type") or eval_type
+    if not isinstance(reads, str) or not (reads.startswith("cot_classify") or reads == "classify"):
+        raise InputError(
+            path,
+            f"eval_type '{reads}': radar maps cot_classify (reasoning, then the choice on its own line) and "
+            "classify; a choice before its reasoning is not an answer shape radar constrains"
+            if reads
+            else f"spec '{name}' names no eval_type, nor does an eval that runs it: openai/evals would not know "
+            "how to read its answer",
+        )
+    return reads
+
+
+def _answer_words(path: Path, eval_type: str | None, scale: Scale) -> str:
+    """openai/evals' own answer words for the eval's eval_type, appended to the prompt ("" where it names none)."""
+    if eval_type is None:
+        return ""
+    if eval_type not in ANSWER_PROMPTS:
+        raise InputError(path, f"eval_type '{eval_type}': radar maps {', '.join(ANSWER_PROMPTS)}")
+    choices = " or ".join(f'"{t}"' for t in scale.tokens)  # classify_utils.choice_to_str
+    return "\n\n" + ANSWER_PROMPTS[eval_type].replace("{choices}", choices.replace("{", "{{"))
+
+
+def _answer(scale: Scale, reads: str) -> GradeShape | BareShape:
+    """The choice after a reasoning line (cot_classify), else the whole answer (classify)."""
+    pattern = "(" + "|".join(literal_regex(t) for t in scale.tokens) + ")"
+    if reads.startswith("cot_classify"):
+        return GradeShape(kind="grade", pattern=pattern, reasoning=REASONING)
+    return BareShape(kind="bare")
+
+
+def _compares(spec: dict) -> bool:
+    """A spec that compares two completions (battle: input1 -> completion1, input2 -> completion2)."""
+    io = spec.get("input_outputs")
+    return isinstance(io, dict) and len(io) == 2
+
+
+def _compared(path: Path, graded: dict[str, dict], root: Path | None) -> Imported | None:
+    """The evals of a file that all run one comparing spec, as its pairwise judge; None where they do not."""
+    specs = {str(a.get("modelgraded_spec")) for a in graded.values()}
+    if len(specs) != 1:
+        return None
+    (name,) = specs
+    try:
+        spec = _load_spec(path, name, root)
+    except InputError:
+        return None  # the refusal that follows names what the evals ask
+    if not _compares(spec):
+        return None
+    eval_types = {a.get("eval_type") for a in graded.values()}
+    if len(eval_types) > 1:
+        raise InputError(path, f"its evals run spec '{name}' with eval_types {sorted(map(str, eval_types))}: radar "
+                         "imports one judge, asked one way; split the evals into one file per eval_type")  # fmt: skip
+    (eval_type,) = eval_types
+    account = [f"spec '{name}' (run by {len(graded)} evals: {', '.join(graded)})"]
+    return _pairwise(path, name, spec, eval_type if isinstance(eval_type, str) else None, account)
+
+
+def _pairwise(path: Path, name: str, spec: dict, eval_type: str | None, account: list[str]) -> Imported:
+    """A spec that compares two completions as radar's pairwise judge, asked only which is better overall (its
+    question names no criterion): the first completion shown as A, the second as B; its choices' scores say which
+    word means which (1: the first is better, 0: the second, 0.5: a tie). It judges no criterion of its own, so the
+    pairs are steered on the bundled helpsteer2 rubric, and the config's verifier scores them pointwise."""
+    scale = _scale(path, spec)
+    reads = _reading(path, name, spec, eval_type)
+    word = {v: t for t, v in zip(scale.tokens, scale.values)}
+    if not {1.0, 0.0} <= set(word) or set(word) - {1.0, 0.0, 0.5} or len(word) != len(scale.tokens):
+        raise InputError(
+            path,
+            f"spec '{name}' compares two completions; radar reads its choices as the first better (score 1), the "
+            "second (0) and a tie (0.5): give choice_scores those values",
+        )
+    (first_in, first), (second_in, second) = ((str(k), str(v)) for k, v in spec["input_outputs"].items())
+    names = {first_in: "prompt", second_in: "prompt", first: "response_a", second: "response_b"}
+    prompt = spec.get("prompt")
+    if not isinstance(prompt, str) and not (
+        isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], dict) and prompt[0].get("role")
+        == "user" and isinstance(prompt[0].get("content"), str)
+    ):  # fmt: skip
+        raise InputError(path, "prompt: radar's pairwise judge is one user message; the spec's is not")
+    text = prompt if isinstance(prompt, str) else prompt[0]["content"]
+    unknown = sorted(_fields(prompt) - set(names))
+    if unknown:
+        shown = ", ".join("{" + u + "}" for u in unknown)
+        raise InputError(path, f"spec '{name}' formats {shown}, which each sample supplies (samples_jsonl); "
+                         "radar's pairs hold a task and two responses only")  # fmt: skip
+    template = shared.bind(text + _answer_words(path, eval_type, scale), names, path, "prompt", style="format")
+    words = {"A": word[1.0], "B": word[0.0], **({"tie": word[0.5]} if 0.5 in word else {})}
+    pairwise = {
+        "template": template,
+        "answer": _answer(scale, reads).model_dump(mode="json", exclude_none=True),
+        "asked": "overall",
+        "words": words,
+        "ties": 0.5 in word,
+    }
+    account = [
+        *account,
+        f"a pairwise judge: {{{first}}} is shown as response A, {{{second}}} as B; both instructions "
+        f"({{{first_in}}}, {{{second_in}}}) are the pair's task (radar compares two responses to one task)",
+        ", ".join(
+            f"{t} = {'the first better' if v == 1 else 'the second better' if v == 0 else 'a tie'}"
+            for t, v in zip(scale.tokens, scale.values)
+        ),  # fmt: skip
+        "its question names no criterion: each pair is asked only which is better overall (pairwise.asked: "
+        "overall); the report says which steers move that preference and its position bias",
+        "no criteria in the file: the pairs are steered on the bundled helpsteer2 rubric's criteria, and the "
+        "config's verifier (radar's default judge) scores them pointwise",
+        (
+            f"eval_type {eval_type}: openai/evals' own answer words for it are appended to the spec's prompt"
+            if eval_type is not None
+            else "the spec's prompt is the judge's as written"
+        )
+        + "; the choice "
+        + ("is read from the line after the reasoning" if reads.startswith("cot_classify") else "is the whole answer"),
+        "tasks: an eval's samples are a separate file (samples_jsonl): the config uses the bundled helpsteer2 tasks",
+    ]
+    rubric = load_benchmark("helpsteer2").rubric
+    return Imported("openai-evals", path, rubric, None, (), {}, account, pairwise=pairwise)
+
+
 def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:
+    if imported.pairwise is not None:
+        raise InputError(path, "holds a pairwise judge and no criteria: there is no rubric in it to write back")
     data = shared.load_yaml(path)
     old = imported.rubric
     evals = {str(k): v for k, v in data.items() if isinstance(v, dict) and "class" in v}

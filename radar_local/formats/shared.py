@@ -37,6 +37,7 @@ class Imported:
     thresholds: dict[str, float] = field(default_factory=dict)
     account: list[str] = field(default_factory=list)
     root: Path | None = None  # the folder its file references were read from, where not the source's own
+    pairwise: dict | None = None  # a pairwise judge (config.PairwiseJudge's fields), where the source holds one
 
 
 def criterion_id(text: str, taken: set[str]) -> str:
