@@ -42,8 +42,8 @@ def hf_pool(hf_engine):
 @pytest.mark.parametrize("name", list(JUDGES))
 def test_the_teams_judge_on_the_embedded_model(tmp_path, request, engine, name):
     scale, judge = JUDGES[name]
-    if engine == "transformers" and name == "joint template":
-        pytest.skip("one joint judge per engine on transformers keeps the slow tier short")
+    if engine == "transformers" and name == "joint":  # its reasoned JSON for every criterion: 100 s on 2 cores
+        pytest.skip("one joint judge per engine on transformers keeps the slow tier short: the bare one")
     pool = request.getfixturevalue("vllm_pool" if engine == "vllm" else "hf_pool")
     rubric = {**yaml.safe_load(SMALL_RUBRIC.read_text()), "scale": scale}
     (tmp_path / "rubric.yaml").write_text(yaml.safe_dump(rubric, sort_keys=False))
@@ -169,17 +169,21 @@ PAIR_TEMPLATE = (
 
 @pytest.mark.parametrize("engine", ["vllm", "transformers"])
 def test_a_pairwise_judge_on_the_embedded_model(tmp_path, request, engine):
-    """Issue 46: the embedded model asked the pairs (every criterion, both orders), its choice constrained to
-    [[A]] or [[B]]: every verdict parses, and a 135M judge near chance confirms no leakage (its noise is no
-    finding)."""
+    """Issue 46: the embedded model asked the pairs in both orders (on vLLM about every criterion; on transformers,
+    outlines token by token, about the criterion steered, its pointwise verdicts in expected mode), its choice
+    constrained to [[A]] or [[B]]: every verdict parses, and a 135M judge near chance confirms no leakage (its noise
+    is no finding)."""
     pool = request.getfixturevalue("vllm_pool" if engine == "vllm" else "hf_pool")
-    cfg = tiny_config(engine, n=2 if engine == "vllm" else 1)
-    cfg["pairwise"] = {"template": PAIR_TEMPLATE, "pairs": 1}
+    hf = engine == "transformers"
+    cfg = tiny_config(engine, rubric=str(SMALL_RUBRIC), n=1 if hf else 2)
+    cfg["pairwise"] = {"template": PAIR_TEMPLATE, "pairs": 1, "asked": "diagonal" if hf else "all"}
+    if hf:
+        cfg["scoring"] = {**cfg["scoring"], "mode": "expected"}  # one forward pass per pointwise verdict
     result = run_audit(AuditConfig.model_validate(cfg), tmp_path / "run", base=REPO, pool=pool)
     stage = load_run(tmp_path / "run").info().stages["pairwise"]
     p = result.pairwise
     tasks, k = len(result.tasks), len(result.criteria)
-    assert stage.calls == p.verdicts == tasks * k * 1 * k * 2
+    assert stage.calls == p.verdicts == tasks * k * 1 * (1 if hf else k) * 2
     assert stage.parse_rate is not None and stage.parse_rate >= 0.995, stage
     assert p.position.unscored == 0 and not any(x.confirmed for x in p.leakage)
 
