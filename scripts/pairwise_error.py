@@ -11,7 +11,12 @@ Per design over R replications: the share of audits confirming any false finding
 position bias where the truth has none), the share confirming the planted leakage c0 -> c1 and the planted
 position bias, and how often their 95% intervals hold the truth.
 
+With `--asked overall` each pair is asked only which response is better overall (a judge whose question names no
+criterion, openai/evals' battle), its gap the mean of the pair's gaps over the criteria (as the planted engine's
+overall quality): no gate or leakage is read, and the family's one finding is the position bias.
+
     .venv/bin/python scripts/pairwise_error.py --reps 400                      # the table in docs/BENCHMARKS.md
+    .venv/bin/python scripts/pairwise_error.py --reps 400 --asked overall
 """
 
 from __future__ import annotations
@@ -42,31 +47,44 @@ def leakage_matrix(k: int, leak: float) -> np.ndarray:
     return m
 
 
-def truth(k: int, leak: float, bias: float) -> dict:
+def truth(k: int, leak: float, bias: float, overall: bool = False) -> dict:
     m, z = leakage_matrix(k, leak), special.ndtri(0.5 + bias)
     s = STEER + STEER_SD * GRID
     gap = s[None, None, :] * m[:, :, None] / SIGMA  # (C, D, grid)
+    if overall:  # one question a pair: the mean gap over the criteria
+        gap = gap.mean(axis=1, keepdims=True)
     up_first, down_first = special.ndtr(gap + z), special.ndtr(gap - z)  # P(up chosen) in each order
     p = ((up_first + down_first) / 2 * WEIGHTS).sum(-1)
     shift = 2 * p - 1
-    leakage = shift / np.diag(shift)[:, None]
+    leakage = shift / np.diag(shift)[:, None] if not overall else np.full((k, k), np.nan)
     first = ((special.ndtr(gap + z) + special.ndtr(-gap + z)) / 2 * WEIGHTS).sum(-1).mean()
     return {"leakage": leakage, "bias": float(first - 0.5)}
 
 
-def sample(rng: np.random.Generator, k: int, tasks: int, n: int, leak: float, bias: float) -> PairVerdicts:
+def sample(
+    rng: np.random.Generator, k: int, tasks: int, n: int, leak: float, bias: float, overall: bool = False
+) -> PairVerdicts:
     m, z = leakage_matrix(k, leak), special.ndtri(0.5 + bias)
-    t, c, v, d, o = np.meshgrid(np.arange(tasks), np.arange(k), np.arange(n), np.arange(k), [UP_FIRST, DOWN_FIRST],
+    asked = [k] if overall else np.arange(k)  # k: the overall question
+    t, c, v, d, o = np.meshgrid(np.arange(tasks), np.arange(k), np.arange(n), asked, [UP_FIRST, DOWN_FIRST],
                                 indexing="ij")  # fmt: skip
     t, c, v, d, o = (x.ravel() for x in (t, c, v, d, o))
     strength = STEER + STEER_SD * rng.standard_normal((tasks, k, n))[t, c, v]  # one draw a pair
-    gap = strength * m[c, d] / SIGMA
+    gap = strength * (m[c].mean(axis=1) if overall else m[c, d]) / SIGMA
     first = rng.random(len(t)) < special.ndtr(np.where(o == UP_FIRST, gap, -gap) + z)
     return PairVerdicts(tuple(f"c{i}" for i in range(k)), t, c, v, d, o, np.where(first, 0, 1))
 
 
-def one(rng, k: int, tasks: int, n: int, leak: float, bias: float, true: dict, resamples: int) -> dict:
-    r = pairwise(sample(rng, k, tasks, n, leak, bias), resamples=resamples, seed=int(rng.integers(1 << 30)))
+def one(rng, k: int, tasks: int, n: int, leak: float, bias: float, true: dict, resamples: int, overall: bool) -> dict:
+    verdicts = sample(rng, k, tasks, n, leak, bias, overall)
+    r = pairwise(verdicts, resamples=resamples, seed=int(rng.integers(1 << 30)))
+    if overall:  # no criterion asked: the position bias is the one finding
+        return {
+            "false": r.position.confirmed and true["bias"] == 0,
+            "position_confirmed": r.position.confirmed,
+            "bias_covered": r.position.ci is not None and r.position.ci[0] <= true["bias"] <= r.position.ci[1],
+            "no_leakage_read": not r.leakage and not r.criteria,
+        }
     real = true["leakage"]
     false = any(x.confirmed and real[int(x.source[1:]), int(x.target[1:])] == 0 for x in r.leakage)
     false |= r.position.confirmed and true["bias"] == 0
@@ -95,22 +113,25 @@ def main() -> int:
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--tasks", type=int, default=5)
     ap.add_argument("--ns", type=int, nargs="+", default=[5])
+    ap.add_argument("--asked", choices=["all", "overall"], default="all", help="the questions each pair is asked")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
+    overall = args.asked == "overall"
     rows = []
     for name, leak, bias in (("null", 0.0, 0.0), ("planted", 0.6, 0.15)):
-        true = truth(args.k, leak, bias)
+        true = truth(args.k, leak, bias, overall)
         for n in args.ns:
             start, rng = time.perf_counter(), np.random.default_rng([n, int(leak * 100), int(bias * 100)])
-            got = [one(rng, args.k, args.tasks, n, leak, bias, true, args.resamples) for _ in range(args.reps)]
+            got = [one(rng, args.k, args.tasks, n, leak, bias, true, args.resamples, overall) for _ in range(args.reps)]
             row = {
                 "truth": name,
+                "asked": args.asked,
                 "K": args.k,
                 "T": args.tasks,
                 "N": n,
-                "verdicts": args.k * args.tasks * n * args.k * 2,
+                "verdicts": args.k * args.tasks * n * (1 if overall else args.k) * 2,
                 "reps": args.reps,
-                "true_leakage": round(float(true["leakage"][0, 1]), 3),
+                "true_leakage": None if overall else round(float(true["leakage"][0, 1]), 3),
                 "true_bias": round(true["bias"], 3),
                 **{key: round(sum(g[key] for g in got) / args.reps, 3) for key in got[0]},
                 "seconds": round(time.perf_counter() - start, 1),

@@ -47,6 +47,7 @@ MORE = [  # a second path through a script: `make test` runs it
         marks=pytest.mark.thorough,
     ),
     pytest.param("order_error.py", "--reps 1 --tasks 1 --primed 0.5 --out {out}", id="order_error.py-primed"),
+    pytest.param("pairwise_error.py", "--reps 2 --resamples 20 --ns 3 --asked overall", id="pairwise_error.py-overall"),
 ]
 ENGINE_BOUND = {  # a real engine's timings: arguments parsed and imports checked here
     "bench_engine.py",
