@@ -151,6 +151,9 @@ def config(**kw) -> AuditConfig:
 def main(out: Path) -> None:
     # A test cluster in a loopback-only namespace: no tokens to share between its nodes and the driver.
     os.environ["RAY_AUTH_MODE"] = "disabled"
+    # The Ctrl-C scenario sends SIGINT to this process: a pytest started in the background (`pytest ... &`) passes
+    # SIGINT on ignored, and Python then leaves it ignored, so the interrupt would never land.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     results: dict = {"elapsed": {}}
     began = time.monotonic()
 
