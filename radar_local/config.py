@@ -360,6 +360,11 @@ class PairwiseJudge(Strict):
         """Its questions name a criterion (all, diagonal); else each pair is asked only which is better overall."""
         return self.asked != "overall"
 
+    @property
+    def asks_overall(self) -> bool:
+        """Each pair is asked which is better overall: besides its criteria (`overall`), or alone."""
+        return self.overall or not self.asks_criteria
+
     def judge(self, verifier: ModelSpec) -> ModelSpec:
         """The model asked the pairs in an audit of `verifier`: the pairwise judge's own, else the verifier."""
         return self.verifier or verifier

@@ -118,10 +118,9 @@ def request_bounds(plan: Plan, spec: ModelSpec, labels: LabelSet | None = None) 
                 count(
                     s.messages, 0, budget + s.answer.max_tokens, f"a verdict of '{judge.label}' on a labelled response"
                 )
-    pair_judge = None if config.pairwise is None or not judges else config.pairwise.judge(judges[0])
-    if config.pairwise is not None and config.pairwise.verifier is not None:  # its own model
-        pair_judge = config.pairwise.verifier if config.pairwise.verifier.same_engine(spec) else None
-    if pair_judge is not None:
+    # the model asked the pairs: pairwise's own, else the first judge this engine serves
+    pair_judge = None if config.pairwise is None else config.pairwise.verifier or next(iter(judges), None)
+    if pair_judge is not None and pair_judge.same_engine(spec):
         pairs = [*empty, *(p.model_copy(update={"direction": "-"}) for p in empty)]
         for s in plan.pair_requests(pairs, pair_judge):
             count(s.messages, 2, s.answer.max_tokens, f"a pairwise verdict of '{pair_judge.label}'")

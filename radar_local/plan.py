@@ -268,8 +268,10 @@ class Plan:
             _, source, variant = key
             if second is None or (spec.pairs is not None and variant >= spec.pairs):
                 continue
-            asked = [c for c in self.rubric.criteria if spec.asked == "all" or c.id == source and spec.asks_criteria]
-            asked += [OVERALL] if spec.overall or not spec.asks_criteria else []
+            asked = [
+                c for c in self.rubric.criteria if spec.asked == "all" or spec.asked == "diagonal" and c.id == source
+            ]
+            asked += [OVERALL] if spec.asks_overall else []
             out += [self._pair_request(base, first, second, c, source or "", variant) for c in asked]
         return [r for both in out for r in both]
 

@@ -181,8 +181,7 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
     )
     if (pairwise := config.pairwise) is not None:  # the verifier asked the pairs too
         pairs = k * len(tasks) * (n if pairwise.pairs is None else min(n, pairwise.pairs))
-        named = {"all": k, "diagonal": 1, "overall": 0}[pairwise.asked]  # criteria asked, then overall
-        asked = named + (pairwise.overall or not pairwise.asks_criteria)
+        asked = {"all": k, "diagonal": 1, "overall": 0}[pairwise.asked] + pairwise.asks_overall
         asker = "the verifier" if pairwise.verifier is None else f"the pairwise judge {pairwise.verifier.label}"
         lines.append(
             f"Pairwise: {pairs} pairs x {asked} questions x 2 orders = {pairs * asked * 2} more calls of {asker} "
