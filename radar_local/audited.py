@@ -19,6 +19,7 @@ import pandas as pd
 
 from radar_local.analysis import stats_for_table
 from radar_local.config import Jury, ModelSpec
+from radar_local.errors import RadarError
 from radar_local.injection import answer_patterns, flagged_probes
 from radar_local.judge import polarity_warning
 from radar_local.jury import measurement, side_by_side
@@ -35,7 +36,8 @@ from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.order import OrderEffects, order_effects
 from radar_local.stats.pairwise import TIE, A, B, HumanPairs, PairVerdicts, Pairwise, against_raters, pairwise
-from radar_local.stats.result import AuditResult
+from radar_local.stats.pairwise_audit import KIND, PairwiseAudit
+from radar_local.stats.result import SCHEMA_VERSION, AuditResult
 from radar_local.stats.reward import RewardProfile, reward_profile
 from radar_local.stats.stored import AdaptiveRecord
 
@@ -215,10 +217,11 @@ def pairwise_of(
     col = {**{c: i for i, c in enumerate(crit)}, OVERALL.id: len(crit)}
     tasks = {t: i for i, t in enumerate(sorted({r.task_id for r in requests}))}
     choice = [-1 if v is None or v.score is None else CHOICES.get(float(v.score), -1) for v in stored]
-    pointwise = records.verdicts_by_probe.get(verifier.label, {})
+    pointwise = records.verdicts_by_probe.get(verifier.label)  # None: a judge asked only pairs (pairwise.only)
 
     def ranked(r: PairRequest) -> int:
         """How the verifier's pointwise verdicts rank the pair on the criterion asked (+1 up higher)."""
+        assert pointwise is not None
         up, down = (getattr(pointwise.get(key, {}).get(r.criterion), "score", None) for key in r.probe_key.split("|"))
         return 0 if up is None or down is None or up == down else 1 if up > down else -1
 
@@ -230,7 +233,7 @@ def pairwise_of(
         np.array([col[r.criterion] for r in requests]),
         np.array([r.order for r in requests]),
         np.array(choice),
-        np.array([ranked(r) for r in requests]),
+        None if pointwise is None else np.array([ranked(r) for r in requests]),
     )
     found = pairwise(verdicts, resamples=resamples, seed=seed, level=level)
     if judge is not verifier:  # its own model: named, and its agreement is with another judge's pointwise verdicts
@@ -238,6 +241,28 @@ def pairwise_of(
     if run.labels is None or not run.labels.pairs:
         return found
     return found.model_copy(update={"humans": against_labels(run, judge, resamples, seed, level)})
+
+
+def pairwise_audit(run: RunDir, verifier: ModelSpec, records: AuditedSet) -> PairwiseAudit:
+    """The audit of a judge asked only pairs (pairwise.only) on the audited set's pairs: the pairwise block alone."""
+    settings = run.config.stats_settings
+    found = pairwise_of(run, verifier, records, settings.resamples, settings.seed, LEVEL)
+    if found is None:
+        raise RadarError(f"{run.root}: no pairwise verdict of '{verifier.label}' is stored; run `radar audit` again")
+    unread = run.labels is not None and bool(run.labels.labels)  # pointwise labels: the judge scores none
+    warnings = ["the labels' pointwise rows are not scored: the judge was asked only pairs"] if unread else []
+    return PairwiseAudit(
+        schema_version=SCHEMA_VERSION,
+        kind=KIND,
+        generator=run.config.generator.label,
+        verifier=verifier.label,
+        rubric=run.rubric.id,
+        criteria=list(run.rubric.ids),
+        tasks=sorted({p.task_id for p in records.probes}),
+        probes=sum(p.direction in ("+", "-") for p in records.probes),
+        warnings=warnings,
+        pairwise=found,
+    )
 
 
 def reward_of(run: RunDir, verifier: ModelSpec, records: AuditedSet, level: float) -> RewardProfile | None:

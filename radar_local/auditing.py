@@ -18,7 +18,7 @@ from radar_local.adaptive import (
     waves_record,
     within_budget,
 )
-from radar_local.audited import assemble, audited_set
+from radar_local.audited import assemble, audited_set, pairwise_audit
 from radar_local.common import parse_model
 from radar_local.config import AuditConfig, Jury, ModelSpec, load_config
 from radar_local.errors import InputError, RadarError
@@ -30,6 +30,7 @@ from radar_local.run import Run
 from radar_local.rundir import WAVES, RunDir
 from radar_local.scorers import score_cells_on_cluster
 from radar_local.stats.halo import checked_per_stratum
+from radar_local.stats.pairwise_audit import PairwiseAudit
 from radar_local.stats.result import AuditResult
 from radar_local.stats.stored import AdaptiveRecord
 
@@ -41,7 +42,7 @@ def run_audit(
     base: Path | None = None,
     pool: EnginePool | None = None,
     progress: bool = False,
-) -> AuditResult:
+) -> AuditResult | PairwiseAudit:
     """Audit a config (an AuditConfig, a dict, or a YAML path) into `out` (default: the config's `out`)."""
     config, folder = config_from(config)
     out = out or config.out
@@ -61,17 +62,37 @@ def config_from(config_or_path: AuditConfig | dict | str | Path) -> tuple[AuditC
     return load_config(path), path.parent
 
 
-def audit(run: Run, pool: EnginePool | None = None, progress: bool = True) -> AuditResult:
+def audit(run: Run, pool: EnginePool | None = None, progress: bool = True) -> AuditResult | PairwiseAudit:
     """Generate, score with the config's verifier, and conclude; a judge audited both ways (`calls:
     [per-criterion, joint]`) scores the same probes per criterion, then jointly, and the joint result
-    carries the halo between them; a jury is audited juror by juror, then as a jury (audit_jury)."""
+    carries the halo between them; a jury is audited juror by juror, then as a jury (audit_jury); a judge asked
+    only pairs, on its pairs alone (audit_pairs)."""
     first, *others = run.config.verifiers
     with pool_for(pool, run.config.cluster) as pool:
         if run.config.jury is not None:
             return audit_jury(run, run.config.jury, pool, progress)
+        if run.config.pairwise is not None and run.config.pairwise.only:
+            return audit_pairs(run, first, pool, progress)
         result = rescore(run, first, pool, progress, generate=True)
         for spec in others:
             result = rescore(run, spec, pool, progress, halo_against=first.label)
+    return result
+
+
+def audit_pairs(run: Run, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> PairwiseAudit:
+    """A judge asked only pairs (pairwise.only): generate, ask it the pairs in both orders, and conclude on them
+    alone; no pointwise verdict is asked."""
+    run.store.require_writer()
+    stages = {"generate": run.generate(pool, progress)}
+    if not verifier.same_engine(run.config.generator):
+        pool.close()  # free the generator before the judge loads
+    asked = run.score_pairs(verifier, pool, progress)
+    assert asked is not None  # pairwise: is in the config
+    stages["pairwise"] = asked
+    probes = run.probes()
+    records = audited_set(run, probes, verifiers=())
+    result = pairwise_audit(run, verifier, records)
+    run.finish(verifier, result, None, stages, len(probes), records.injection)
     return result
 
 

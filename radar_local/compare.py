@@ -13,11 +13,13 @@ from radar_local.stats.bias import beyond
 from radar_local.stats.decisions import POLICY, decisions, settle_n
 from radar_local.stats.exact import decimal
 from radar_local.stats.flags import Thresholds
-from radar_local.stats.result import AuditResult
+from radar_local.stats.pairwise import Pairwise
+from radar_local.stats.pairwise_audit import KIND, PairwiseAudit
+from radar_local.stats.result import AuditResult, read_stats
 from radar_local.stats.stored import Interval
 
 
-def load_stats(path: str | Path) -> AuditResult:
+def load_stats(path: str | Path) -> AuditResult | PairwiseAudit:
     """A run directory's stats.json, or a stats JSON file itself, checked before use."""
     path = Path(path)
     file = path / "stats.json" if path.is_dir() else path
@@ -26,9 +28,9 @@ def load_stats(path: str | Path) -> AuditResult:
             path, "no stats.json here; pass a run directory from `radar audit` or a `radar stats --json` file"
         )
     data = read_json(file, "pass the stats.json of a finished audit")
-    if "pairs" not in data or "reliable" not in data:
+    if not isinstance(data, dict) or not (data.get("kind") == KIND or ("pairs" in data and "reliable" in data)):
         raise InputError(file, "is not a RADAR stats file (no 'pairs' or 'reliable')")
-    return AuditResult.from_json(data, file)
+    return read_stats(data, file)
 
 
 def _disjoint(ci_a: tuple | None, ci_b: tuple | None) -> bool:
@@ -38,8 +40,8 @@ def _disjoint(ci_a: tuple | None, ci_b: tuple | None) -> bool:
 
 
 def compare(
-    before: AuditResult,
-    after: AuditResult,
+    before: AuditResult | PairwiseAudit,
+    after: AuditResult | PairwiseAudit,
     fail_on_sym: float | None = None,
     fail_on_bias: float | None = None,
     after_path: object = "the second audit",
@@ -50,6 +52,21 @@ def compare(
     fail_on_wording: bool = False,
     fail_on_pairwise: bool = False,
 ) -> dict:
+    if isinstance(before, PairwiseAudit) or isinstance(after, PairwiseAudit):
+        given = {
+            "--fail-on-sym": fail_on_sym,
+            "--fail-on-bias": fail_on_bias,
+            "--sym-confirmed": sym_confirmed,
+            "--bias-confirmed": bias_confirmed,
+            "--fail-on-changed": fail_on_changed,
+            "--fail-on-wording": fail_on_wording or None,
+        }
+        option = next((name for name, value in given.items() if value is not None), None)
+        if option is not None:
+            where = after_path if isinstance(after, PairwiseAudit) else "the first audit"
+            raise InputError(where, f"is a pairwise audit (pairwise.only: no pointwise verdict), so {option} "
+                             "cannot hold; gate it with --fail-on-pairwise")  # fmt: skip
+        return compare_pairwise(before, after, after_path, fail_on_pairwise)
     earlier = {frozenset((p["a"], p["b"])): p for p in before.pairs.to_dict("records")}
     rows = []
     for p in after.pairs.to_dict("records"):
@@ -131,7 +148,56 @@ def compare(
         "violations": violations,
         "only_before": sorted(set(before.criteria) - set(after.criteria)),
         "only_after": sorted(set(after.criteria) - set(before.criteria)),
+        **pairwise_changes(before.pairwise, after.pairwise),
     }
+
+
+def compare_pairwise(
+    before: AuditResult | PairwiseAudit, after: AuditResult | PairwiseAudit, where: object, policy: bool
+) -> dict:
+    """Two audits where one asked its judge only pairs: their pairwise blocks diffed, and the pairwise policy on
+    `after` (the same keys as compare's, the pointwise ones empty)."""
+    violations = pairwise_violations(after, where) if policy else []
+    return {
+        "evidence": {"sym": None, "bias": None},
+        "outcome": outcome([], bool(violations)),
+        "consistency_violations": violations,
+        **{key: [] for key in ("pairs", "moved", "bias", "bias_moved", "bias_violations", "gate_changes")},
+        "violations": [],
+        "fail_on_sym": None,
+        "fail_on_bias": None,
+        "only_before": sorted(set(before.criteria) - set(after.criteria)),
+        "only_after": sorted(set(after.criteria) - set(before.criteria)),
+        **pairwise_changes(before.pairwise, after.pairwise),
+    }
+
+
+def pairwise_changes(before: Pairwise | None, after: Pairwise | None) -> dict[str, list[dict]]:
+    """The pairwise leakages both audits measured whose intervals are disjoint, and the pairwise gates that
+    changed (passed, failed or open); none where either asked no pairs."""
+    if before is None or after is None:
+        return {"pairwise_moved": [], "pairwise_gates": []}
+    earlier = {(x.source, x.target): x for x in before.leakage}
+    moved = [
+        {
+            "source": x.source,
+            "target": x.target,
+            "leakage_before": q.leakage,
+            "leakage_after": x.leakage,
+            "ci_before": q.ci,
+            "ci_after": x.ci,
+        }
+        for x in after.leakage
+        if (q := earlier.get((x.source, x.target))) is not None
+        and _disjoint(None if q.ci is None else tuple(q.ci), None if x.ci is None else tuple(x.ci))
+    ]
+    gates = {c.criterion: c.gate for c in before.criteria}
+    changed = [
+        {"criterion": c.criterion, "gate_before": gates[c.criterion], "gate_after": c.gate}
+        for c in after.criteria
+        if c.criterion in gates and gates[c.criterion] != c.gate
+    ]
+    return {"pairwise_moved": moved, "pairwise_gates": changed}
 
 
 def consistency_violations(after: AuditResult, changed: float | None, wording: bool, where: object) -> list[str]:
@@ -162,7 +228,7 @@ def consistency_violations(after: AuditResult, changed: float | None, wording: b
     return out
 
 
-def pairwise_violations(after: AuditResult, where: object) -> list[str]:
+def pairwise_violations(after: AuditResult | PairwiseAudit, where: object) -> list[str]:
     """The pairwise policy on `after`, a line each that fails: a confirmed position bias, leakage or flag of its
     pairwise judge (stats/pairwise.py: each on the family band over gates, leakages, pairs and position)."""
     p = after.pairwise

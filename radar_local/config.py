@@ -343,6 +343,11 @@ class PairwiseJudge(Strict):
         description="The pairwise judge's own model (one trained for pairwise verdicts, such as Skywork-Critic), "
         "asked the pairs while the config's verifier scores pointwise; default: the config's verifier asks both",
     )
+    only: bool = Field(
+        False,
+        description="Ask the verifier only the pairs: no pointwise verdict, so the audit is its pairwise judge's "
+        "alone (its report and stats.json hold the pairwise section; `radar compare --fail-on-pairwise` gates it)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -555,6 +560,33 @@ class AuditConfig(AuditSettings):
         return self
 
     @model_validator(mode="after")
+    def _only_pairs_asked(self) -> AuditConfig:
+        """A judge asked only pairs (pairwise.only): nothing that reads its pointwise verdicts."""
+        if self.pairwise is None or not self.pairwise.only:
+            return self
+        if self.pairwise.verifier is not None:
+            raise ValueError(
+                "pairwise.only asks the config's verifier the pairs: give the pairwise judge's model as `verifier` "
+                "and leave pairwise.verifier out"
+            )
+        spec = self.verifier
+        pointwise = [
+            ("verifier.judge", isinstance(spec, ModelSpec) and spec.judge is not None, "the pairwise template is "
+             "pairwise's own (template, answer, preset)"),
+            ("verifier.repeat", isinstance(spec, ModelSpec) and spec.repeat != 1, "it repeats pointwise verdicts"),
+            ("nuisance", bool(self.nuisance), "its rewrites are scored pointwise"),
+            ("unconditioned", self.unconditioned > 0, "its probes are scored pointwise"),
+            ("adaptive", self.adaptive is not None, "its waves follow the pointwise intervals"),
+            ("consistency", self.consistency is not None, "it repeats pointwise verdicts"),
+            ("reward", self.reward is not None, "its profile reads the verifier's pointwise scores beside the rewards"),
+        ]  # fmt: skip
+        found = next(((key, why) for key, given, why in pointwise if given), None)
+        if found is not None:
+            raise ValueError(f"pairwise.only asks no pointwise verdict, and {found[0]} needs them ({found[1]}): "
+                             f"drop one of the two")  # fmt: skip
+        return self
+
+    @model_validator(mode="after")
     def _a_jury_audit(self) -> AuditConfig:
         if self.jury is None:
             return self
@@ -605,6 +637,11 @@ class GridConfig(AuditSettings):
     @model_validator(mode="after")
     def _distinct_labels_and_some_cell(self) -> GridConfig:
         self.verifiers = [m for v in self.verifiers for m in v.per_mode()]  # a judge audited both ways is two
+        if self.pairwise is not None and self.pairwise.only:  # a grid's pages set each cell's pointwise core apart
+            raise ValueError(
+                "pairwise.only audits one judge asked only pairs: use `radar audit` on each judge's config (a grid "
+                "compares pairwise judges beside their pointwise verdicts)"
+            )
         if self.adaptive is not None:  # its waves follow one judge's intervals; a grid scores with several
             raise ValueError(
                 "adaptive audits run per (generator, verifier) cell: use `radar audit` on each cell's config"

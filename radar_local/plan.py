@@ -320,7 +320,7 @@ class Plan:
             "verifier": model_identity(verifier, self.weights, self.keys),
             # what it asks and how it answers; the criteria asked, its model and its words are in each call's key
             "pairwise": self._pairwise.model_dump(
-                mode="json", exclude={"pairs", "asked", "preset", "verifier", "words"}
+                mode="json", exclude={"pairs", "asked", "preset", "verifier", "words", "only"}
             ),
         }
 

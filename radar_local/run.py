@@ -52,6 +52,7 @@ from radar_local.rundir import (
     open_store,
 )
 from radar_local.score_table import write_scores
+from radar_local.stats.pairwise_audit import PairwiseAudit
 from radar_local.stats.result import AuditResult
 from radar_local.stats.stored import AdaptiveRecord
 from radar_local.store import write_atomic
@@ -343,8 +344,8 @@ class Run(RunDir):
     def finish(
         self,
         verifier: ModelSpec | Jury,
-        result: AuditResult,
-        table: pd.DataFrame,
+        result: AuditResult | PairwiseAudit,
+        table: pd.DataFrame | None,
         stages: dict,
         probes: int,
         injection: dict,
@@ -352,9 +353,11 @@ class Run(RunDir):
         jurors: dict | None = None,
     ) -> None:
         """Write an audit by `verifier` (auditing.conclude): its score table, stats and run info (the earlier
-        runs of this audit kept in it). `jurors`: a jury's engines and failed jurors."""
+        runs of this audit kept in it). `jurors`: a jury's engines and failed jurors. A judge asked only pairs has
+        no score table (`table` None)."""
         self.store.require_writer()
-        write_scores(table, self.table_path)
+        if table is not None:
+            write_scores(table, self.table_path)
         write_atomic(self.stats_path(verifier.label), json.dumps(result.to_json(), indent=2))
         info = RunInfo(
             radar_local_prompt_version=PROMPT_VERSION,

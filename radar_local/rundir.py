@@ -24,6 +24,7 @@ from radar_local.plan import KEYS, GenerationRequest, Plan
 from radar_local.records import ProbeRecord, RunInfo, VerdictRecord
 from radar_local.resolved import Resolved, resolve
 from radar_local.rubric import ReferencePair, Rubric, Task
+from radar_local.stats.pairwise_audit import PairwiseAudit
 from radar_local.stats.result import AuditResult
 from radar_local.store import Store
 
@@ -243,11 +244,23 @@ class RunDir:
         return out
 
     # ---- stored outputs ----
-    def result(self, verifier: str | None = None) -> AuditResult:
+    def stats(self, verifier: str | None = None) -> AuditResult | PairwiseAudit:
+        """That verifier's stats.json, of either kind: a judge's audit, or a judge asked only pairs."""
         path = self.stats_path(verifier)
         if not path.is_file():
             raise InputError(self.root, f"not an audit run directory (no {path.name}); run `radar audit` first")
         return load_stats(path)
+
+    def result(self, verifier: str | None = None) -> AuditResult:
+        """That verifier's audit of pointwise verdicts: a judge asked only pairs has none (one line)."""
+        found = self.stats(verifier)
+        if isinstance(found, PairwiseAudit):
+            raise InputError(
+                self.stats_path(verifier),
+                "is a pairwise audit (pairwise.only): it holds no pointwise verdicts to read here; read its report, "
+                "or `radar compare --fail-on-pairwise`",
+            )
+        return found
 
     def info(self, verifier: str | None = None) -> RunInfo:
         """run.json of that verifier's audit: its own costs, never another verifier's."""

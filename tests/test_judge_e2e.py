@@ -169,19 +169,22 @@ PAIR_TEMPLATE = (
 
 @pytest.mark.parametrize("engine", ["vllm", "transformers"])
 def test_a_pairwise_judge_on_the_embedded_model(tmp_path, request, engine):
-    """Issue 46: the embedded model asked the pairs in both orders (on vLLM about every criterion; on transformers,
-    outlines token by token, about the criterion steered, its pointwise verdicts in expected mode), its choice
-    constrained to [[A]] or [[B]]: every verdict parses, and a 135M judge near chance confirms no leakage (its noise
-    is no finding)."""
+    """Issue 46: the embedded model asked the pairs in both orders (on vLLM about every criterion, asked only the
+    pairs: `only: true`; on transformers, outlines token by token, about the criterion steered, its pointwise
+    verdicts in expected mode beside them), its choice constrained to [[A]] or [[B]]: every verdict parses, and a
+    135M judge near chance confirms no leakage (its noise is no finding)."""
     pool = request.getfixturevalue("vllm_pool" if engine == "vllm" else "hf_pool")
     hf = engine == "transformers"
     cfg = tiny_config(engine, rubric=str(SMALL_RUBRIC), n=1 if hf else 2)
-    cfg["pairwise"] = {"template": PAIR_TEMPLATE, "pairs": 1, "asked": "diagonal" if hf else "all"}
+    cfg["pairwise"] = {"template": PAIR_TEMPLATE, "pairs": 1, "asked": "diagonal" if hf else "all", "only": not hf}
     if hf:
         cfg["scoring"] = {**cfg["scoring"], "mode": "expected"}  # one forward pass per pointwise verdict
     result = run_audit(AuditConfig.model_validate(cfg), tmp_path / "run", base=REPO, pool=pool)
-    stage = load_run(tmp_path / "run").info().stages["pairwise"]
+    stages = load_run(tmp_path / "run").info().stages
+    stage = stages["pairwise"]
+    assert ("score" in stages) is hf  # asked only the pairs on vLLM: no pointwise verdict
     p = result.pairwise
+    assert p is not None
     tasks, k = len(result.tasks), len(result.criteria)
     assert stage.calls == p.verdicts == tasks * k * 1 * (1 if hf else k) * 2
     assert stage.parse_rate is not None and stage.parse_rate >= 0.995, stage

@@ -462,3 +462,83 @@ def test_pairwise_labels_without_a_pairwise_judge_are_one_line(tmp_path):
     cfg.write_text(json.dumps(planted_config(tasks=TASKS, labels=str(labels))))
     res = radar_run("audit", cfg, "--out", tmp_path / "run")
     assert res.returncode == 2 and "holds pairwise labels (a preferred column)" in res.stderr, res.stderr
+
+
+def test_a_judge_asked_only_pairs_is_audited_on_them_alone(planted_runs, tmp_path):
+    """`pairwise: {only: true}` through the CLI: no pointwise verdict is asked (every stored verdict is the pair
+    judge's), the planted position bias and leakage are confirmed from the pairs alone, stats.json (kind pairwise)
+    reads back, the report holds the pairwise findings, section and leakage table and no pointwise section, a rerun
+    makes no call, `--plan` counts only pair calls, and `radar compare` gates it with --fail-on-pairwise (a
+    pointwise policy on it is one line); reading it as a pointwise audit is one line."""
+    import json
+
+    import yaml
+
+    from radar_local import load_run
+    from radar_local.errors import InputError
+    from radar_local.stats.pairwise_audit import PairwiseAudit
+    from tests.conftest import invoke, one_line_exit_2
+
+    config, run = tmp_path / "only.yaml", tmp_path / "run"
+    config.write_text(yaml.safe_dump(pairwise_config({"position": 0.15, "coupling": COUPLED}, only=True)))
+    res = invoke("audit", config, "--out", run, "--quiet")
+    assert res.exit_code == 0, res.output
+    assert "RADAR pairwise audit" in res.output and "a position bias, confirmed" in res.output
+    verdicts = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
+    assert len(verdicts) == 5 * 5 * 5 * 5 * 2 and {v["verifier"] for v in verdicts} == {"planted-pairwise"}
+    assert not (run / "scores.csv").exists()
+    result = load_run(run).stats()
+    assert isinstance(result, PairwiseAudit) and result.probes == 250 and result.pairwise.pointwise_agreement is None
+    p = result.pairwise
+    assert p.position.confirmed and [(x.source, x.target) for x in p.leakage if x.confirmed] == [
+        ("helpfulness", "correctness")
+    ]
+    assert p == planted_runs["planted"][0].pairwise.model_copy(update={"pointwise_agreement": None,
+                                                                        "pointwise_agreement_ci": None})  # fmt: skip
+    report = (run / "report" / "report.md").read_text()
+    assert "# RADAR pairwise audit" in report and "## Pairwise leakage" in report and "## Self-effects" not in report
+    assert "- helpfulness -> correctness: a steer on helpfulness moves the judge's preference" in report
+    assert "<h2>Pairwise judge</h2>" in (run / "report" / "report.html").read_text()
+    assert invoke("audit", config, "--out", run, "--quiet", "--no-report").exit_code == 0
+    assert json.loads((run / "run.json").read_text())["stages"]["pairwise"].get("calls", 0) == 0
+    plan = invoke("audit", config, "--plan")
+    assert "250 directed probes; the judge is asked only pairs" in plan.output
+    assert "Pairwise: 125 pairs x 5 questions x 2 orders = 1250 calls of the verifier" in plan.output
+    null = planted_runs["null"][1]
+    failed = invoke("compare", null, run, "--fail-on-pairwise")
+    assert failed.exit_code == 1 and "policy: pairwise leakage helpfulness -> correctness" in failed.output
+    assert invoke("compare", run, null, "--fail-on-pairwise").exit_code == 0
+    one_line_exit_2(invoke("compare", null, run, "--fail-on-sym", "0.3"), "is a pairwise audit", "--fail-on-sym")
+    with pytest.raises(InputError, match="is a pairwise audit"):
+        load_run(run).result()
+    damaged = json.loads((run / "stats.json").read_text())
+    del damaged["pairwise"]["position"]
+    (tmp_path / "damaged.json").write_text(json.dumps(damaged))
+    one_line_exit_2(invoke("compare", null, tmp_path / "damaged.json"), "not a complete RADAR pairwise stats file")
+
+
+def test_a_judge_asked_only_pairs_refuses_what_reads_pointwise_verdicts(tmp_path):
+    """pairwise.only with anything that needs the judge's pointwise verdicts, with a pairwise model of its own, or
+    in a grid: one line naming both."""
+    import yaml
+
+    from tests.conftest import invoke, one_line_exit_2
+
+    config = tmp_path / "c.yaml"
+    critic = {"engine": "testing", "model": "critic"}
+    for bad, needle in (
+        (pairwise_config({}, only=True, verifier=critic), "leave pairwise.verifier out"),
+        ({**pairwise_config({}, only=True), "nuisance": ["length"], "unconditioned": 2}, "nuisance needs them"),
+        ({**pairwise_config({}, only=True), "unconditioned": 2}, "unconditioned needs them"),
+        ({**pairwise_config({}, only=True), "consistency": {"repeats": 2}}, "consistency needs them"),
+    ):
+        config.write_text(yaml.safe_dump(bad))
+        one_line_exit_2(invoke("audit", config, "--out", tmp_path / "run"), "pairwise.only", needle)
+    judged = pairwise_config({}, only=True)
+    judged["verifier"] = {**judged["verifier"], "judge": {"template": "{{ response }} {{ criterion.label }}"}}
+    config.write_text(yaml.safe_dump(judged))
+    one_line_exit_2(invoke("audit", config, "--out", tmp_path / "run"), "verifier.judge needs them")
+    grid = {k: v for k, v in pairwise_config({}, only=True).items() if k not in ("generator", "verifier")}
+    grid |= {"generators": [critic], "verifiers": [{"engine": "testing", "model": "v1"}]}
+    config.write_text(yaml.safe_dump(grid))
+    one_line_exit_2(invoke("grid", config, "--out", tmp_path / "g"), "pairwise.only audits one judge")

@@ -11,7 +11,7 @@ from radar_local.cli.options import ray_option, verbose_option, with_ray
 from radar_local.quiet import engine_output_to
 
 if TYPE_CHECKING:
-    from radar_local.config import AuditConfig, ModelSpec
+    from radar_local.config import AuditConfig, ModelSpec, PairwiseJudge
 
 
 def run_options(fn):
@@ -105,6 +105,14 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
     resolved = resolve(load_config(config_path), config_path.parent, config_path)
     config, rubric, tasks = resolved.config, resolved.rubric, resolved.tasks
     k, n = len(rubric.criteria), config.adaptive.max_n if config.adaptive else config.n
+    if config.pairwise is not None and config.pairwise.only:
+        return [
+            f"Plan: {k} criteria x {len(tasks)} tasks x 2 directions x N = {n} probes: {k * len(tasks) * 2 * n} "
+            f"directed probes; the judge is asked only pairs, no pointwise verdict. No call is made.",
+            _pair_calls(config.pairwise, k, len(tasks), n),
+            "The pairwise findings' power and error rates at this budget: docs/benchmarks/judges.md "
+            "(scripts/pairwise_error.py).",
+        ]
     narrowest = min(rubric.scales.values(), key=lambda s: s.span)  # mixed scales: the least span, conservative
     span = float(narrowest.span)
     pilot = _pilot(out or (Path(config.out) if config.out else None))
@@ -179,15 +187,21 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
         rho=rho,
         pace=(pilot or {}).get("pace") or (REFERENCE_PACE if _embedded(config) else None),
     )
-    if (pairwise := config.pairwise) is not None:  # the verifier asked the pairs too
-        pairs = k * len(tasks) * (n if pairwise.pairs is None else min(n, pairwise.pairs))
-        asked = {"all": k, "diagonal": 1, "overall": 0}[pairwise.asked] + pairwise.asks_overall
-        asker = "the verifier" if pairwise.verifier is None else f"the pairwise judge {pairwise.verifier.label}"
-        lines.append(
-            f"Pairwise: {pairs} pairs x {asked} questions x 2 orders = {pairs * asked * 2} more calls of {asker} "
-            "(docs/pairwise.md)."
-        )
+    if config.pairwise is not None:  # the verifier asked the pairs too
+        lines.append(_pair_calls(config.pairwise, k, len(tasks), n))
     return [observed, *lines] if observed else lines
+
+
+def _pair_calls(pairwise: PairwiseJudge, k: int, tasks: int, n: int) -> str:
+    """The pairwise judge's calls: each pair (task, criterion, variant) per question asked, in both orders."""
+    pairs = k * tasks * (n if pairwise.pairs is None else min(n, pairwise.pairs))
+    asked = {"all": k, "diagonal": 1, "overall": 0}[pairwise.asked] + pairwise.asks_overall
+    asker = "the verifier" if pairwise.verifier is None else f"the pairwise judge {pairwise.verifier.label}"
+    more = "" if pairwise.only else " more"
+    return (
+        f"Pairwise: {pairs} pairs x {asked} questions x 2 orders = {pairs * asked * 2}{more} calls of {asker} "
+        "(docs/pairwise.md)."
+    )
 
 
 def _embedded(config: AuditConfig) -> bool:

@@ -108,7 +108,15 @@ def compare(
     for g in result["gate_changes"]:
         state = "now passes" if g["reliable_after"] else "now fails"
         click.echo(f"gate: {g['criterion']} {state} the reliability gate")
-    if not result["moved"] and not result["gate_changes"] and not result["bias_moved"]:
+    for r in result["pairwise_moved"]:
+        click.echo(
+            f"pairwise moved: {r['source']} -> {r['target']}: leakage {num(r['leakage_before'])} "
+            f"{interval(r['ci_before'])} -> {num(r['leakage_after'])} {interval(r['ci_after'])}"
+        )
+    for g in result["pairwise_gates"]:
+        click.echo(f"pairwise gate: {g['criterion']} {g['gate_before']} -> {g['gate_after']}")
+    changes = ("moved", "gate_changes", "bias_moved", "pairwise_moved", "pairwise_gates")
+    if not any(result[key] for key in changes):
         click.echo("no pair moved beyond its confidence interval and no criterion crossed the gate")
     if json_out:
         from radar_local.common import to_json

@@ -64,6 +64,9 @@ def repair(
         if config.out is None:
             raise InputError(target, "no run directory: set 'out' in the config")
         original = Run.create(resolve(config, folder, target), config.out)
+    if (pairs := original.config.pairwise) is not None and pairs.only:
+        raise InputError(target, "asks its judge only pairs (pairwise.only): a repair reads the pointwise leakage; "
+                         "audit the judge pointwise to repair its rubric")  # fmt: skip
     with pool_for(pool, original.config.cluster) as pool, engine_output_to(original.engine_log, not engine_log):
         return _repair(original, out, rounds, candidates, fail_on_sym, pool, progress, sym_confirmed)
 
@@ -169,7 +172,9 @@ def _reaudit(
     cand.run_dir = folder / f"candidate-{cand.index}"
     with Run.create(resolve(candidate_config(config, rubric_path, parent.tasks), folder), cand.run_dir) as run:
         cand.reuse, *_ = [adopt(run, parent, spec) for spec in config.verifiers]  # a judge audited both ways: both
-        return audit(run, pool, progress)
+        result = audit(run, pool, progress)
+    assert isinstance(result, AuditResult)  # a pairwise-only config is refused before any round
+    return result
 
 
 def _write(rep: Repair) -> None:

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 from radar_local.errors import InputError
 from radar_local.report import plots
 from radar_local.report.examples import example_probes, nuisance_examples
-from radar_local.report.html import audit_html
+from radar_local.report.html import audit_html, page, render_html
 from radar_local.report.markdown import render_markdown
-from radar_local.report.outline import report_sections, title
+from radar_local.report.outline import pairwise_report_sections, report_sections, subtitle, title
+from radar_local.stats.pairwise_audit import PairwiseAudit
 from radar_local.store import make_folder, write_atomic
 
 if TYPE_CHECKING:
@@ -23,16 +24,24 @@ if TYPE_CHECKING:
 
 
 def write_report(
-    run: RunDir, verifier: str | None = None, out: str | Path | None = None, result: AuditResult | None = None
+    run: RunDir,
+    verifier: str | None = None,
+    out: str | Path | None = None,
+    result: AuditResult | PairwiseAudit | None = None,
 ) -> Path:
     """report.html and report.md (figures beside it) for one verifier's audit of a run (default: the
     config's own; `result`: that audit as just computed, else read from its stats file), in `out` or the
     run directory's own report folder."""
-    from radar_local.audited import audited_set  # scipy and pandas: the statistics', not for `radar report --help`
+    from radar_local.audited import audited_set  # pandas: the score table's, not for `radar report --help`
 
-    result = result if result is not None else run.result(verifier)
+    result = result if result is not None else run.stats(verifier)
     info = run.info(result.verifier)
     out = make_folder(Path(out)) if out is not None else make_folder(run.report_dir(result.verifier), own=True)
+    if isinstance(result, PairwiseAudit):  # a judge asked only pairs: no pointwise figure or example to show
+        sections = pairwise_report_sections(result, info)
+        write_atomic(out / "report.html", page(title(result), render_html(sections), subtitle(result)))
+        write_atomic(out / "report.md", render_markdown(title(result), sections))
+        return out
     records = audited_set(run, verifiers={result.verifier})
     examples = example_probes(result, records)
     pairs = nuisance_examples(result, records)

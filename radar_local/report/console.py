@@ -8,8 +8,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from radar_local.report.outline import Line, Table, Untrusted, audit_sections
+from radar_local.report.outline import Line, Table, Untrusted, audit_sections, pairwise_audit_sections
 from radar_local.report.text import cost_rows, injection_line
+from radar_local.stats.pairwise_audit import PairwiseAudit
 
 if TYPE_CHECKING:
     from radar_local.rundir import RunDir
@@ -20,13 +21,18 @@ def _text(line: str | Line) -> str:
     return escape(line if isinstance(line, str) else "".join(p.text if isinstance(p, Untrusted) else p for p in line))
 
 
-def print_audit(result: AuditResult, console: Console | None = None) -> None:
+def print_audit(result: AuditResult | PairwiseAudit, console: Console | None = None) -> None:
     console = console or Console(width=max(Console().width, 150))
-    console.print(
-        f"[bold]RADAR audit[/bold]  {escape(result.generator)} -> {escape(result.verifier)}"
-        f"  ({result.probes.directed} probes, {len(result.tasks)} tasks, tau={result.tau})"
-    )
-    sections = audit_sections(result)
+    if isinstance(result, PairwiseAudit):  # a judge asked only pairs
+        console.print(f"[bold]RADAR pairwise audit[/bold]  {escape(result.generator)} -> {escape(result.verifier)}"
+                      f"  ({result.probes} probes, {len(result.tasks)} tasks, tau={result.pairwise.tau})")  # fmt: skip
+        sections = pairwise_audit_sections(result)
+    else:
+        console.print(
+            f"[bold]RADAR audit[/bold]  {escape(result.generator)} -> {escape(result.verifier)}"
+            f"  ({result.probes.directed} probes, {len(result.tasks)} tasks, tau={result.tau})"
+        )
+        sections = audit_sections(result)
     for s in sections[1:] + sections[:1]:  # the findings last, where a terminal leaves them in view
         titled = False
         for b in s.blocks:

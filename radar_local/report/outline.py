@@ -31,6 +31,8 @@ from radar_local.report.text import (
     ORDER_HEAD,
     PAIR_HEAD,
     PAIRWISE_HEAD,
+    PAIRWISE_LEAKAGE_HEAD,
+    PAIRWISE_PAIR_HEAD,
     REPEATS_HEAD,
     REWARD_HEAD,
     SELF_EFFECT_HEAD,
@@ -54,7 +56,10 @@ from radar_local.report.text import (
     order_line,
     order_rows,
     pair_rows,
+    pairwise_findings,
+    pairwise_leakage_rows,
     pairwise_line,
+    pairwise_pair_rows,
     pairwise_rows,
     repeats_line,
     repeats_rows,
@@ -68,6 +73,7 @@ from radar_local.report.text import (
     wording_line,
     wording_rows,
 )
+from radar_local.stats.pairwise_audit import PairwiseAudit
 from radar_local.stats.stored import Calibration
 
 if TYPE_CHECKING:
@@ -179,10 +185,8 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
         sections.append(Section("What thinking buys", [(line,), Table(THINKING_HEAD, thinking_rows(r))]))
     if (line := order_line(r.order)) is not None:
         sections.append(Section("Consistency: criterion order", [(line,), Table(ORDER_HEAD, order_rows(r.order))]))
-    if (line := pairwise_line(r)) is not None:
-        tables = [Table(PAIRWISE_HEAD, rows)] if (rows := pairwise_rows(r)) else []
-        tables += [Table(DRIVERS_HEAD, rows)] if (rows := driver_rows(r)) else []
-        sections.append(Section("Pairwise judge", [(line,), *tables]))
+    if (pairwise := pairwise_section(r)) is not None:
+        sections.append(pairwise)
     if (line := reward_line(r)) is not None:
         sections.append(Section("Reward model", [(line,), Table(REWARD_HEAD, reward_rows(r))]))
     if (line := jury_line(r)) is not None:
@@ -211,6 +215,42 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
             )
         )
     return sections
+
+
+def pairwise_section(r: AuditResult | PairwiseAudit) -> Section | None:
+    """The judge asked pairwise: its line, its gates per criterion, and what its overall preference is made of."""
+    if (line := pairwise_line(r)) is None:
+        return None
+    tables = [Table(PAIRWISE_HEAD, rows)] if (rows := pairwise_rows(r)) else []
+    tables += [Table(DRIVERS_HEAD, rows)] if (rows := driver_rows(r)) else []
+    return Section("Pairwise judge", [(line,), *tables])
+
+
+def pairwise_audit_sections(r: PairwiseAudit) -> list[Section]:
+    """A judge asked only pairs (pairwise.only): its findings, the pairwise section, and its leakage and pairs in
+    full, as a judge's audit shows its pointwise ones."""
+    sections = [Section("Findings", _lines(*pairwise_findings(r)), bullets=True)]
+    sections += [s for s in (pairwise_section(r),) if s is not None]
+    if r.pairwise.leakage:
+        sections.append(
+            Section(
+                f"Pairwise leakage (steered -> asked; gate tau = {r.pairwise.tau})",
+                [
+                    Table(PAIRWISE_LEAKAGE_HEAD, pairwise_leakage_rows(r)),
+                    Table(PAIRWISE_PAIR_HEAD, pairwise_pair_rows(r)),
+                ],
+            )
+        )
+    return sections
+
+
+def pairwise_report_sections(r: PairwiseAudit, info: RunInfo) -> list[Section]:
+    """The written report of a judge asked only pairs: its sections, the probes that address the judge, the cost."""
+    return [
+        *pairwise_audit_sections(r),
+        Section("Probes that address the judge", [(injection_line(info),), *_injected(info)]),
+        Section("Cost", [Table(COST_HEAD, list(cost_rows(info)), numeric=True)]),
+    ]
 
 
 def report_sections(
@@ -290,11 +330,18 @@ def calibration_tables(cal: Calibration) -> list[Block]:
     return out
 
 
-def title(r: AuditResult) -> Line:
-    return ("RADAR audit: ", Untrusted(r.generator), " -> ", Untrusted(r.verifier))
+def title(r: AuditResult | PairwiseAudit) -> Line:
+    kind = "RADAR pairwise audit: " if isinstance(r, PairwiseAudit) else "RADAR audit: "
+    return (kind, Untrusted(r.generator), " -> ", Untrusted(r.verifier))
 
 
-def subtitle(r: AuditResult) -> str:
+def subtitle(r: AuditResult | PairwiseAudit) -> str:
+    if isinstance(r, PairwiseAudit):  # a judge asked only pairs
+        p = r.pairwise
+        return (
+            f"Rubric {r.rubric}, {len(r.tasks)} tasks, {r.probes} steered probes, the judge asked only pairs "
+            f"({p.verdicts} verdicts), pairwise gate tau = {p.tau}, {p.resamples} bootstrap resamples."
+        )
     return (
         f"Rubric {r.rubric}, {len(r.tasks)} tasks, {r.probes.directed} steered probes, tau = {r.tau}, "
         f"{r.bootstrap.resamples} bootstrap resamples."

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from radar_local.records import RunInfo
     from radar_local.stats.order import OrderEffects
     from radar_local.stats.pairwise import HumanPairs
+    from radar_local.stats.pairwise_audit import PairwiseAudit
     from radar_local.stats.repeats import RepeatCriterion
     from radar_local.stats.result import AuditResult
 
@@ -466,7 +467,7 @@ def order_line(o: OrderEffects | None) -> str | None:
 PAIRWISE_HEAD = ["criterion", "pairs", "accuracy", "pairwise self-effect", CI, "gate"]
 
 
-def pairwise_rows(result: AuditResult) -> list[list[str]]:
+def pairwise_rows(result: AuditResult | PairwiseAudit) -> list[list[str]]:
     p = result.pairwise
     return [
         [
@@ -484,7 +485,7 @@ def pairwise_rows(result: AuditResult) -> list[list[str]]:
 DRIVERS_HEAD = ["criterion steered", "moves the overall preference (2p - 1)", CI, "share of the preference"]
 
 
-def driver_rows(result: AuditResult) -> list[list[str]]:
+def driver_rows(result: AuditResult | PairwiseAudit) -> list[list[str]]:
     """What a pairwise judge's overall preference is made of: each criterion's steer, where it was asked overall."""
     p = result.pairwise
     return [
@@ -493,7 +494,7 @@ def driver_rows(result: AuditResult) -> list[list[str]]:
     ]
 
 
-def pairwise_line(result: AuditResult) -> str | None:
+def pairwise_line(result: AuditResult | PairwiseAudit) -> str | None:
     """The verifier asked pairwise: what moves its preference, and where it sits on the first slot."""
     p = result.pairwise
     if p is None:
@@ -548,6 +549,63 @@ def pairwise_line(result: AuditResult) -> str | None:
         )
         + "."
     )
+
+
+PAIRWISE_LEAKAGE_HEAD = ["steered", "asked", "pairwise leakage", CI, "confirmed"]
+
+
+def pairwise_leakage_rows(result: PairwiseAudit) -> list[list[str]]:
+    """The pairwise leakage matrix, one row per (steered, asked) criterion: a judge asked only pairs has no other."""
+    return [
+        [x.source, x.target, num(x.leakage), interval(x.ci), "yes" if x.confirmed else "no"]
+        for x in result.pairwise.leakage
+    ]
+
+
+PAIRWISE_PAIR_HEAD = ["pair", "l_ab", "l_ba", "Sym", "Asym", "flag"]
+
+
+def pairwise_pair_rows(result: PairwiseAudit) -> list[list[str]]:
+    return [
+        [
+            f"{q.a} / {q.b}",
+            num(q.leak_ab),
+            num(q.leak_ba),
+            num(q.sym),
+            num(q.asym),
+            ", ".join(f"{f} ({q.evidence.get(f, 'possible')})" for f in q.flags) or "-",
+        ]
+        for q in result.pairwise.pairs
+    ]
+
+
+def pairwise_findings(result: PairwiseAudit) -> list[str]:
+    """A judge asked only pairs: what its family confirms (leakages, pair flags, position bias) and the criteria
+    its gate does not read, else that nothing is confirmed."""
+    p = result.pairwise
+    level = f"family-wise {p.level:.0%}"
+    out = [
+        f"{x.source} -> {x.target}: a steer on {x.source} moves the judge's preference on {x.target} (pairwise "
+        f"leakage {num(x.leakage)} {interval(x.ci)}, confirmed {level})"
+        for x in p.leakage
+        if x.confirmed
+    ]
+    out += [
+        f"{q.a} / {q.b}: {f} (confirmed {level})" for q in p.pairs for f, e in q.evidence.items() if e == "confirmed"
+    ]
+    if p.position.confirmed:
+        out.append(
+            f"position: the first slot is chosen at {num(p.position.first_slot, signed=False)} (bias "
+            f"{num(p.position.bias)} {interval(p.position.ci)}, confirmed {level})"
+        )
+    out += [
+        f"{c.criterion}: the judge {'cannot' if c.gate == 'failed' else 'is not shown to'} tell the up-steered "
+        f"response from the down-steered one (pairwise self-effect {num(c.self_effect)} {interval(c.self_effect_ci)}, "
+        f"gate {c.gate} at tau = {p.tau}): its preference on {c.criterion} is not read"
+        for c in p.criteria
+        if c.gate != "passed"
+    ]
+    return out or [f"no pairwise finding is confirmed ({level} over gates, leakages, pairs and position)"]
 
 
 def _against_raters(h: HumanPairs) -> str:

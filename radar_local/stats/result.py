@@ -21,6 +21,7 @@ from radar_local.stats.halo import Halo
 from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.order import OrderEffects
 from radar_local.stats.pairwise import Pairwise
+from radar_local.stats.pairwise_audit import KIND, PairwiseAudit
 from radar_local.stats.raters import LabelsBlock
 from radar_local.stats.repeats import Repeats
 from radar_local.stats.reward import RewardProfile
@@ -358,6 +359,13 @@ class AuditResult:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, AuditResult) and self.to_json() == other.to_json()
+
+
+def read_stats(data: Any, where: object = "stats") -> AuditResult | PairwiseAudit:
+    """A stats.json of either kind: a judge's audit, or a judge asked only pairs (`kind: pairwise`)."""
+    if isinstance(data, dict) and data.get("kind") == KIND:
+        return PairwiseAudit.from_json(data, SCHEMA_VERSION, where)
+    return AuditResult.from_json(data, where)
 
 
 # The fields an AuditResult holds as stats.json does (the same name and type): read and written as they are.
