@@ -49,6 +49,27 @@ def test_preferences_self_effects_leakage_and_position_on_a_hand_computed_table(
     assert r.position.ci is None and r.leakage[0].band is None  # no resamples, no interval
 
 
+def test_a_source_the_judge_is_at_chance_on_scales_no_leakage():
+    """Steered on a, the judge prefers up on a in one order and down in the other (s_a = 0 exactly: a small judge's
+    coin), yet always up when asked b: the leakage a -> b is undefined (null), never the infinity of a ratio over
+    0, with or without resamples (the embedded model's pairwise-only audit once stopped on it)."""
+    up = {UP_FIRST: A, DOWN_FIRST: B}
+    rows = []
+    for task in (0, 1):
+        for variant in (0, 1, 2):
+            for order in (UP_FIRST, DOWN_FIRST):
+                rows.append((task, 0, variant, 0, order, A))  # on a, asked a: the first slot, so up half the time
+                rows.append((task, 0, variant, 1, order, up[order]))  # on a, asked b: always up
+                rows.append((task, 1, variant, 1, order, up[order]))
+                rows.append((task, 1, variant, 0, order, up[order] if variant else A))
+    for resamples in (0, 200):
+        r = pairwise(verdicts(rows), resamples=resamples)
+        assert r.criteria[0].self_effect == 0.0
+        leak = {(x.source, x.target): x for x in r.leakage}
+        assert leak["a", "b"].leakage is None and not leak["a", "b"].confirmed
+        assert r.model_dump_json()  # every number finite or null, as stats.json holds them
+
+
 @pytest.fixture(scope="module")
 def simulated():
     from pairwise_error import sample, truth

@@ -573,7 +573,7 @@ def pairwise_pair_rows(result: PairwiseAudit) -> list[list[str]]:
             num(q.leak_ba),
             num(q.sym),
             num(q.asym),
-            ", ".join(f"{f} ({q.evidence.get(f, 'possible')})" for f in q.flags) or "-",
+            ", ".join(f"{f} ({q.evidence[f]})" if f in q.evidence else f for f in q.flags) or "-",
         ]
         for q in result.pairwise.pairs
     ]
@@ -598,13 +598,13 @@ def pairwise_findings(result: PairwiseAudit) -> list[str]:
             f"position: the first slot is chosen at {num(p.position.first_slot, signed=False)} (bias "
             f"{num(p.position.bias)} {interval(p.position.ci)}, confirmed {level})"
         )
-    out += [
-        f"{c.criterion}: the judge {'cannot' if c.gate == 'failed' else 'is not shown to'} tell the up-steered "
-        f"response from the down-steered one (pairwise self-effect {num(c.self_effect)} {interval(c.self_effect_ci)}, "
-        f"gate {c.gate} at tau = {p.tau}): its preference on {c.criterion} is not read"
-        for c in p.criteria
-        if c.gate != "passed"
-    ]
+    for gate, says in (("failed", "cannot tell"), ("open", "is not shown to tell")):
+        unread = [f"{c.criterion} {num(c.self_effect)}" for c in p.criteria if c.gate == gate]
+        if unread:
+            out.append(
+                f"the judge {says} the up-steered response from the down-steered one on {', '.join(unread)} "
+                f"(pairwise self-effects; gate {gate} at tau = {p.tau}, {level}): its preferences there are not read"
+            )
     return out or [f"no pairwise finding is confirmed ({level} over gates, leakages, pairs and position)"]
 
 

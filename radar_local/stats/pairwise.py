@@ -193,7 +193,9 @@ def _estimates(c: _Counts, w: np.ndarray) -> dict[str, np.ndarray]:
         p = rate.mean(axis=-1)  # the two orders weighed alike: a position bias cancels
         shift = 2 * p - 1
         self_effect = np.diagonal(shift[:, :, :-1], axis1=1, axis2=2)
-        leakage = shift[:, :, :-1] / self_effect[:, :, None]
+        # a source the judge does not tell apart (s_C <= 0: at chance, a small judge's coin, or backwards) scales no
+        # leakage: undefined, as a pointwise leakage is (stats/exact.py), never the infinity of a ratio over 0
+        leakage = np.where(self_effect[:, :, None] > 0, shift[:, :, :-1] / self_effect[:, :, None], np.nan)
         return {
             "self_effect": self_effect,
             "leakage": leakage,
