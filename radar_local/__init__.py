@@ -4,6 +4,7 @@ import radar_local
 result = radar_local.analyze("scores.csv", rubric="helpsteer2")   # any score table -> AuditResult
 result = radar_local.run_audit("configs/quickstart.yaml")          # models -> run directory -> AuditResult
 run = radar_local.load_run("runs/quickstart")                      # a stored run: .result(), .info(), .probes()
+run.stats()                                                         # its stats of either kind (a pairwise audit too)
 radar_local.write_report(run)                                      # its report.html and report.md
 """
 
