@@ -28,7 +28,7 @@ def load_stats(path: str | Path) -> AuditResult | PairwiseAudit:
             path, "no stats.json here; pass a run directory from `radar audit` or a `radar stats --json` file"
         )
     data = read_json(file, "pass the stats.json of a finished audit")
-    if not isinstance(data, dict) or not (data.get("kind") == KIND or ("pairs" in data and "reliable" in data)):
+    if data.get("kind") != KIND and ("pairs" not in data or "reliable" not in data):
         raise InputError(file, "is not a RADAR stats file (no 'pairs' or 'reliable')")
     return read_stats(data, file)
 

@@ -536,6 +536,8 @@ def test_a_judge_asked_only_pairs_is_audited_on_them_alone(planted_runs, tmp_pat
     del damaged["pairwise"]["position"]
     (tmp_path / "damaged.json").write_text(json.dumps(damaged))
     one_line_exit_2(invoke("compare", null, tmp_path / "damaged.json"), "not a complete RADAR pairwise stats file")
+    (tmp_path / "newer.json").write_text(json.dumps({**damaged, "schema_version": 99}))
+    one_line_exit_2(invoke("compare", null, tmp_path / "newer.json"), "schema_version 99", "upgrade radar_local")
 
 
 def test_a_judge_asked_only_pairs_refuses_what_reads_pointwise_verdicts(tmp_path):

@@ -229,8 +229,9 @@ def pairwise_section(r: AuditResult | PairwiseAudit) -> Section | None:
 def pairwise_audit_sections(r: PairwiseAudit) -> list[Section]:
     """A judge asked only pairs (pairwise.only): its findings, the pairwise section, and its leakage and pairs in
     full, as a judge's audit shows its pointwise ones."""
-    sections = [Section("Findings", _lines(*pairwise_findings(r)), bullets=True)]
-    sections += [s for s in (pairwise_section(r),) if s is not None]
+    section = pairwise_section(r)
+    assert section is not None  # its one block
+    sections = [Section("Findings", _lines(*pairwise_findings(r)), bullets=True), section]
     if r.pairwise.leakage:
         sections.append(
             Section(

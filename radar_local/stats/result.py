@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -281,16 +281,8 @@ class AuditResult:
             renamed = RENAMED[version]
             data = {renamed.get(k, k): v for k, v in data.items()} | {"schema_version": SCHEMA_VERSION}
             version = SCHEMA_VERSION
-        if version != SCHEMA_VERSION:
-            newer = isinstance(version, int) and version > SCHEMA_VERSION
-            fix = "upgrade radar_local" if newer else "re-run `radar audit` or `radar stats --json` to rewrite it"
-            raise InputError(where, f"stats schema_version {version!r}, this radar_local reads {SCHEMA_VERSION}; {fix}")
         rewrite = "re-run `radar audit` or `radar stats --json` to rewrite it"
-        try:
-            stored = StatsFile.model_validate_json(json.dumps(data), strict=True)
-        except (ValidationError, ValueError) as exc:  # ValueError: a number beyond JSON's (10**400)
-            why = _first_error(exc) if isinstance(exc, ValidationError) else str(exc)
-            raise InputError(where, f"is not a complete RADAR stats file ({why}); {rewrite}") from None
+        stored = _validated(StatsFile, data, version, where, rewrite)
         try:
             return cls._from_stored(stored)
         except KeyError as exc:  # a criterion or task the file names but does not fill in
@@ -364,8 +356,26 @@ class AuditResult:
 def read_stats(data: Any, where: object = "stats") -> AuditResult | PairwiseAudit:
     """A stats.json of either kind: a judge's audit, or a judge asked only pairs (`kind: pairwise`)."""
     if isinstance(data, dict) and data.get("kind") == KIND:
-        return PairwiseAudit.from_json(data, SCHEMA_VERSION, where)
+        return _validated(PairwiseAudit, data, data.get("schema_version"), where, "re-run `radar audit` to rewrite it")
     return AuditResult.from_json(data, where)
+
+
+Stored = TypeVar("Stored", StatsFile, PairwiseAudit)
+
+
+def _validated(model: type[Stored], data: dict[str, Any], version: object, where: object, rewrite: str) -> Stored:
+    """A stats file of this schema read strictly as `model`: another version or a file radar could not have
+    written is one line saying what to do."""
+    if version != SCHEMA_VERSION:
+        newer = isinstance(version, int) and version > SCHEMA_VERSION
+        fix = "upgrade radar_local" if newer else rewrite
+        raise InputError(where, f"stats schema_version {version!r}, this radar_local reads {SCHEMA_VERSION}; {fix}")
+    try:
+        return model.model_validate_json(json.dumps(data), strict=True)
+    except (ValidationError, ValueError) as exc:  # ValueError: a number beyond JSON's (10**400)
+        why = _first_error(exc) if isinstance(exc, ValidationError) else str(exc)
+        kind = "pairwise stats" if model is PairwiseAudit else "stats"
+        raise InputError(where, f"is not a complete RADAR {kind} file ({why}); {rewrite}") from None
 
 
 # The fields an AuditResult holds as stats.json does (the same name and type): read and written as they are.
