@@ -26,6 +26,7 @@ from radar_local.stats.coupling import TAU, LeakageDefinition, double_counted_sh
 from radar_local.stats.drift import drift
 from radar_local.stats.halo import halo
 from radar_local.stats.intervals import CHUNK as INTERVAL_CHUNK
+from radar_local.stats.joint import Reading, read_joint
 from radar_local.stats.jurors import JuryBlock, against_jurors, among_jurors
 from radar_local.stats.probes import ProbeMatrix, probe_matrix
 from radar_local.stats.raters import Measurement
@@ -74,6 +75,7 @@ def stats_for_table(
     manipulation: dict[str, Any] | None = None,
     scale: Scale = LIKERT,
     halo_against: str | None = None,
+    joint: Reading | None = None,
     repeats: Sequence[str] = (),
     paraphrases: Sequence[str] = (),
     unreasoned: str | None = None,
@@ -83,7 +85,9 @@ def stats_for_table(
 ) -> AuditResult:
     """`settings`: tau, resamples, seed, level, the flags' thresholds and the leakage's definition, one object
     (stats/settings.py). `halo_against`: the same judge's per-criterion verifier label, where this one is its joint
-    calls on the same probes (stats/halo.py). `repeats`: the labels of its verdicts asked again (stats/repeats.py);
+    calls on the same probes (stats/halo.py); `joint`: where this verifier scores every criterion in one call,
+    whose coupling its findings are about (stats/joint.py). `repeats`: the labels of its verdicts asked again
+    (stats/repeats.py);
     `paraphrases`: of its judge under each other wording of its template (stats/wording.py); `unreasoned`: of its
     thinking judge answering at once, the ablation (stats/drift.py, "before" the reasoning).
     `manipulation`: the nuisance attributes' manipulation check (radar_local.nuisance), where the rewrites' texts
@@ -185,6 +189,8 @@ def stats_for_table(
             seed=seed,
             level=level,
         )
+    if joint is not None:
+        blocks["pairs"], blocks["joint"] = read_joint(core.pairs, blocks.get("halo"), joint, core.family is not None)
     return replace(core, **blocks)
 
 

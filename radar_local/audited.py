@@ -121,6 +121,8 @@ def assemble(
     if jurors:
         found = None if labels is None or labelled is None else label_errors(labels, labelled, jurors)
         options = {"jurors": jurors, "measurements": measurements, "juror_errors": found}
+    judge = None if isinstance(verifier, Jury) else verifier.judge
+    reading = judge.reading if judge is not None and judge.joint else None  # whose coupling joint findings are
     result = stats_for_table(
         table,
         run.table_path,
@@ -132,6 +134,7 @@ def assemble(
         intended={frozenset(p) for p in config.intended},
         manipulation=records.manipulation,
         halo_against=halo_against,
+        joint=reading,
         repeats=repeats,
         paraphrases=paraphrases,
         unreasoned=unreasoned,
@@ -161,7 +164,6 @@ def assemble(
             seed=settings.seed,
             confidence=LEVEL,
         )
-    judge = None if isinstance(verifier, Jury) else verifier.judge
     if judge is not None and judge.joint and judge.order != "rubric" and not interim:  # its order effects, measured
         extra["order"] = order_of(run, verifier.label, records.probes, records.verdicts)
     if config.pairwise is not None and not interim and not isinstance(verifier, Jury):

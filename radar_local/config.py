@@ -104,7 +104,7 @@ class ModelSpec(Strict):
         if self.judge is not None:  # what it is asked and how it answers change its verdicts
             # (a halo check or a paraphrase adds verdicts of another label; this one's stay what they are)
             identity["judge"] = self.judge.model_dump(
-                mode="json", exclude={"template_file", "halo_check", "paraphrases", "preset"}
+                mode="json", exclude={"template_file", "halo_check", "paraphrases", "preset", "reading"}
             )
             if self.judge.reasoning is not None:
                 identity["judge"]["reasoning"] = self.judge.reasoning.identity()
@@ -152,7 +152,7 @@ class ModelSpec(Strict):
         mine, theirs = self.judge, other.judge or Judge()
         if mine is None or mine.calls != "joint" or theirs.calls != "per-criterion" or not self.same_engine(other):
             return False
-        skip = {"calls", "order", "halo_check", "paraphrases", "preset"}
+        skip = {"calls", "order", "halo_check", "paraphrases", "preset", "reading"}
         return mine.model_dump(exclude=skip) == theirs.model_dump(exclude=skip)
 
     def halo_check(self) -> tuple[ModelSpec, float] | None:
@@ -187,8 +187,8 @@ class ModelSpec(Strict):
 
 
 def _unordered(judge: Judge) -> dict:
-    """A per-criterion twin of a balanced joint judge has no order to balance (one criterion a call)."""
-    return {"order": "rubric"} if judge.order == "balanced" else {}
+    """A per-criterion twin of a joint judge has no order to balance (one criterion a call) and no joint reading."""
+    return {"reading": "rubric", **({"order": "rubric"} if judge.order == "balanced" else {})}
 
 
 Aggregate = Literal["mean", "median", "majority", "trimmed_mean"]

@@ -122,6 +122,12 @@ class Judge(Frozen):
         description="Joint calls: also score this share of each stratum's probes per criterion (the first "
         "ceil(share x N)), and report the halo joint calls add on them before their verdicts are trusted",
     )
+    reading: Literal["rubric", "deployed"] = Field(
+        "rubric",
+        description="Joint calls: whose coupling the findings are about. rubric (default): the rubric's, so a "
+        "finding is confirmed only where a halo check finds no halo joint calls add (stats/joint.py); deployed: "
+        "this joint judge's as it scores in production, its halo part of its coupling",
+    )
 
     reasoning: Reasoning | None = Field(
         None,
@@ -166,6 +172,8 @@ class Judge(Frozen):
             raise ValueError("paraphrases reword a template: give the judge its own 'template' first")
         if self.paraphrases is not None and any(not p.strip() for p in self.paraphrases):
             raise ValueError("a paraphrase is empty; write the prompt the judge is given")
+        if self.reading != "rubric" and "joint" not in self.modes:
+            raise ValueError("reading: deployed reads a joint judge as deployed; this judge makes per-criterion calls")
         if self.halo_check is not None and self.calls != "joint":
             raise ValueError(
                 "halo_check goes with calls: joint (calls: [per-criterion, joint] already scores every probe both ways)"

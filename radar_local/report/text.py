@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radar_local.stats.bootstrap import LEVEL
+from radar_local.stats.joint import beyond
 
 if TYPE_CHECKING:
     from radar_local.records import RunInfo
@@ -87,12 +88,13 @@ def findings(result: AuditResult) -> list[str]:
     open), screened flags (a false discovery rate, where asked for) and possible flags, each with the probes that
     would settle it; without intervals, the point estimate's flags, saying so."""
     flagged = [p for p in pair_records(result) if p["flags"] and p["flags"] != ["gated"]]
+    lead = [] if (said := joint_line(result)) is None or not flagged else [said]
 
     def line(p: dict, flags: list[str]) -> str:
         return f"{p['a']} / {p['b']}: {flag_text(p, flags)}, Sym {num(p['sym'])}, Asym {num(p['asym'], signed=False)}"
 
     if result.family is None:
-        return [f"{line(p, p['flags'])} (point estimate: no intervals, bootstrap 0)." for p in flagged]
+        return lead + [f"{line(p, p['flags'])} (point estimate: no intervals, bootstrap 0)." for p in flagged]
     fam = result.family
     held = (
         f"family-wise {fam['level']:.0%}: gates first, then {fam['cells']} one-sided bounds on the pairs"
@@ -100,7 +102,7 @@ def findings(result: AuditResult) -> list[str]:
         else f"simultaneous {fam['level']:.0%} intervals over the cell's {fam['cells']} self-effects, leakages, "
         "Sym and Asym (family-wise)"
     )
-    out = []
+    out = lead
     for p in flagged:
         flags = [f for f, e in p["evidence"].items() if e == "confirmed"]
         if flags:
@@ -250,6 +252,35 @@ def halo_rows(result: AuditResult) -> list[list[str]]:
     ]
 
 
+def joint_line(result: AuditResult) -> str | None:
+    """Where a joint judge's findings come from, in one line beside them: its reading and what its halo check
+    found (stats/joint.py)."""
+    j, h = result.joint, result.halo
+    if j is None:
+        return None
+    index = f"halo index {num(h.index)} {interval(h.index_ci)}".rstrip() if h is not None else ""
+    if j.reading == "deployed":
+        measured = f"the call format's share of it: {index}" if h is not None else "its halo was not measured"
+        return f"Joint judge read as deployed (reading: deployed): its halo is part of the coupling below ({measured})."
+    demoted = ", ".join(f"{a} / {b}" for a, b in j.demoted)
+    if not j.checked:
+        return (
+            "Joint calls (one call scores every criterion) with no halo check: the judge's halo could make criteria "
+            f"move together, so no pair is confirmed from them{f' (demoted to possible: {demoted})' if demoted else ''}"
+            "; add judge: {halo_check: 0.1} to measure it, or read the judge as deployed (reading: deployed)."
+        )
+    if demoted:
+        return (
+            f"Joint calls: the halo check found joint calls moving the coupling ({index}, or a pair's band): "
+            f"{demoted} demoted to possible, since the judge's call format rather than the rubric may make them; "
+            "an audit per criterion settles them."
+        )
+    return (
+        f"Joint calls: the halo check found no halo on the pairs below ({index}, no pair's band beyond 0): their "
+        "findings rest on joint verdicts the check does not contradict."
+    )
+
+
 def halo_line(result: AuditResult) -> str | None:
     """What scoring every criterion in one call adds to the coupling of the same judge's per-criterion calls."""
     h = result.halo
@@ -261,6 +292,9 @@ def halo_line(result: AuditResult) -> str | None:
         f"joint calls add coupling beyond the {h.level:.0%} simultaneous band on {', '.join(adds)}: a joint "
         "flag there may be the judge's halo, not the rubric's coupling (the per-criterion audit settles it)"
         if adds
+        else "no single pair's coupling rises beyond its simultaneous band, but the index's interval lies "
+        f"{'above' if beyond(h.index_ci) > 0 else 'below'} 0: joint calls move the coupling overall"
+        if beyond(h.index_ci)
         else "no pair's coupling rises beyond its simultaneous band under joint calls"
     )
     return (

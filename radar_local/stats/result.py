@@ -18,6 +18,7 @@ from radar_local.stats.bias import Bias, BiasRow
 from radar_local.stats.coupling import LeakageDefinition
 from radar_local.stats.drift import Drift
 from radar_local.stats.halo import Halo
+from radar_local.stats.joint import JointCalls
 from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.order import OrderEffects
 from radar_local.stats.pairwise import Pairwise
@@ -148,6 +149,7 @@ class StatsFile(Block):
     family: FamilyFile | None = None
     scales: Scales | None = None
     halo: Halo | None = None
+    joint: JointCalls | None = None
     repeats: Repeats | None = None
     wording: Wording | None = None
     thinking: Drift | None = None
@@ -212,6 +214,8 @@ class AuditResult:
     scales: Scales | None = None
     # joint calls' added coupling over per-criterion calls on the same probes (stats/halo.py)
     halo: Halo | None = None
+    # a joint judge's reading (the rubric's coupling or the judge's as deployed) and the claims its halo demoted
+    joint: JointCalls | None = None
     # the same verdicts asked again: the judge's repeat agreement (stats/repeats.py)
     repeats: Repeats | None = None
     # the same probes under each paraphrase of the judge's template (stats/wording.py)
