@@ -9,7 +9,8 @@ leakage (2 p_CD - 1) / (2 p_CC - 1), the first slot's rate.
 
 Per design over R replications: the share of audits confirming any false finding (a leakage, a flag or a
 position bias where the truth has none), the share confirming the planted leakage c0 -> c1 and the planted
-position bias, and how often their 95% intervals hold the truth.
+position bias, and how often their 95% intervals hold the truth (the planted leakage's, the position bias's and,
+over every criterion, the pairwise self-effect's).
 
 With `--asked overall` each pair is asked only which response is better overall (a judge whose question names no
 criterion, openai/evals' battle), its gap the mean of the pair's gaps over the criteria (as the planted engine's
@@ -58,7 +59,7 @@ def truth(k: int, leak: float, bias: float, overall: bool = False) -> dict:
     shift = 2 * p - 1
     leakage = shift / np.diag(shift)[:, None] if not overall else np.full((k, k), np.nan)
     first = ((special.ndtr(gap + z) + special.ndtr(-gap + z)) / 2 * WEIGHTS).sum(-1).mean()
-    return {"leakage": leakage, "bias": float(first - 0.5)}
+    return {"leakage": leakage, "self_effect": np.diag(shift[:, :k]), "bias": float(first - 0.5)}
 
 
 def sample(
@@ -103,6 +104,14 @@ def one(rng, k: int, tasks: int, n: int, leak: float, bias: float, true: dict, r
         "leak_covered": planted.ci is not None and planted.ci[0] <= real[0, 1] <= planted.ci[1],
         "bias_covered": r.position.ci is not None and r.position.ci[0] <= true["bias"] <= r.position.ci[1],
         "gates": all(c.gate == "passed" for c in r.criteria),
+        "self_effect_covered": float(
+            np.mean(
+                [
+                    c.self_effect_ci is not None and c.self_effect_ci[0] <= s <= c.self_effect_ci[1]
+                    for c, s in zip(r.criteria, true["self_effect"])
+                ]
+            )
+        ),
     }
 
 

@@ -50,8 +50,27 @@ def test_a_replacement_that_couples_two_criteria_is_seen_where_it_couples(rescor
     assert rows["correctness"]["exact"] < 1 and rows["coherence"]["exact"] == 1
     assert all(abs(c["self_effect_change"]) < 1e-12 for c in d["criteria"])  # a self-effect is its own target's
     assert "helpfulness -> correctness" in text and "(1 rise, 0 fall)" in text
-    assert "Confirmed findings that appear: helpfulness -> correctness directional; that disappear: none." in text
+    assert "Confirmed findings that appear: helpfulness -> correctness directional; that disappear: none (" in text
     drift_of(rescored, "coupled", tmp_path, "--fail-on-change", code=1)  # the CI gate fails
+
+
+def test_findings_only_one_audit_confirms_are_listed_not_gated(rescored, tmp_path):
+    """Issue 61: two audits of one unchanged judge confirm different findings by chance (15% of comparisons failed
+    --fail-on-change so, a rule held to no level); the gate reads the paired band alone. Here the unchanged judge's
+    own stats file is given a confirmed finding its twin lacks: listed, and the gate passes."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(rescored, run)
+    path = run / "stats.same.json"
+    stats = json.loads(path.read_text())
+    pair = stats["pairs"][0]
+    pair["flags"], pair["evidence"] = ["directional"], {"directional": "confirmed"}
+    path.write_text(json.dumps(stats))
+    text, d = drift_of(run, "same", tmp_path, "--fail-on-change", code=0)
+    assert all(p["flag"] is None for p in d["pairs"])
+    assert f"Confirmed findings that appear: {pair['a']} -> {pair['b']} directional; that disappear: none" in text
+    assert "--fail-on-change gates on the bands above" in text
 
 
 def test_drift_names_a_verifier_the_run_lacks_in_one_line(rescored):

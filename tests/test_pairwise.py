@@ -49,6 +49,27 @@ def test_preferences_self_effects_leakage_and_position_on_a_hand_computed_table(
     assert r.position.ci is None and r.leakage[0].band is None  # no resamples, no interval
 
 
+def test_a_judge_right_on_every_pair_keeps_an_interval_the_pairs_allow():
+    """Issue 61: 3 pairs a stratum, 2 tasks, every verdict right on its own criterion (12 decisive verdicts): every
+    replicate is 1, so the bootstrap interval was [1, 1] and missed any truth below 1. Wilson's score interval for
+    the accuracy 12/12 at z = 1.96: 12 / (12 + 1.96^2) = 0.7575..., a self-effect of at least 2 x 0.7575 - 1 =
+    0.515; the family band, at its critical value, is wider still."""
+    up = {UP_FIRST: A, DOWN_FIRST: B}
+    rows = [
+        (task, source, variant, asked, order, up[order] if asked == source else A)
+        for task in (0, 1)
+        for source in (0, 1)
+        for variant in range(3)
+        for asked in (0, 1)
+        for order in (UP_FIRST, DOWN_FIRST)
+    ]
+    r = pairwise(verdicts(rows), resamples=200)
+    for c in r.criteria:
+        assert c.self_effect == 1.0 and c.self_effect_ci[1] == 1.0
+        assert c.self_effect_ci[0] == pytest.approx(2 * 12 / (12 + 1.959963984540054**2) - 1)
+        assert c.band[0] < c.self_effect_ci[0]
+
+
 def test_a_source_the_judge_is_at_chance_on_scales_no_leakage():
     """Steered on a, the judge prefers up on a in one order and down in the other (s_a = 0 exactly: a small judge's
     coin), yet always up when asked b: the leakage a -> b is undefined (null), never the infinity of a ratio over

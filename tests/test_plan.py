@@ -143,7 +143,8 @@ def test_a_plans_wall_time_is_its_calls_at_a_measured_pace():
 def test_plan_names_what_the_preflights_cost_confirms_with_joint_calls(tmp_path, config):
     """Issue 43 done-when: at the paper's preflight (N = 5 per criterion, 1,250 calls at K = T = 5) --plan names a
     confirmable directional pair and a coupled pair: joint calls with a 10% halo check buy N = 15 for that cost.
-    The figures are minimum_confirmed's at N = 15; a design that is already cheapest gets no such line."""
+    The figures are minimum_confirmed's at N = 15 asked for 85% (issue 61: the halo check's false alarms, at most
+    5% of audits, are priced in); a design that is already cheapest gets no such line."""
     from radar_local.stats.power import joint_n_at_cost, minimum_confirmed
     from tests.conftest import invoke
 
@@ -154,12 +155,15 @@ def test_plan_names_what_the_preflights_cost_confirms_with_joint_calls(tmp_path,
     path.write_text(yaml.safe_dump(spec))
     res = invoke("audit", path, "--plan")
     assert res.exit_code == 0, res.output
-    at_n15 = minimum_confirmed(5, 5, 15)
+    at_n15 = minimum_confirmed(5, 5, 15, power=0.85)
+    assert at_n15.directional > minimum_confirmed(5, 5, 15).directional
     assert res.output.splitlines()[-1] == (
         "At this design's cost (1250 calls), joint calls with a halo check of 10% (judge: {calls: joint, "
         f"halo_check: 0.1}}) score N = 15 probes a stratum: they confirm a directional leakage >= "
-        f"{at_n15.directional:.2f} and a coupled pair of Sym >= {at_n15.coupled:.2f} with 80% power."
+        f"{at_n15.directional:.2f} and a coupled pair of Sym >= {at_n15.coupled:.2f} with 80% power where the "
+        "judge adds no halo."
     )
+    assert "joint calls are planned at 85%: on a judge that adds no halo" in res.output
     spec["verifier"] = {**spec["verifier"], "judge": {"template": "{{ response }} {{ criteria }}", "calls": "joint"}}
     path.write_text(yaml.safe_dump(spec))
     assert "At this design's cost" not in invoke("audit", path, "--plan").output

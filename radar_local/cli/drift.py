@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 @click.option(
     "--fail-on-change",
     is_flag=True,
-    help="Exit 1 when a leakage moves beyond its simultaneous band or a confirmed finding appears or disappears.",
+    help="Exit 1 when a leakage moves beyond its simultaneous band (the paired evidence, family-wise 95%); findings "
+    "that only one judge's own audit confirms are listed, not gated.",
 )
 def drift(run_dir: Path, before: str, after: str, resamples: int, json_out: Path | None, fail_on_change: bool) -> None:
     """How a judge's verdicts and audit change from BEFORE to AFTER on RUN_DIR's stored probes (score them with
@@ -77,10 +78,14 @@ def drift(run_dir: Path, before: str, after: str, resamples: int, json_out: Path
     moved = (
         f"that appear: {', '.join(sorted(appear)) or 'none'}; that disappear: {', '.join(sorted(disappear)) or 'none'}"
     )
-    click.echo(f"Confirmed findings {moved if appear or disappear else 'are the same in both audits'}.")
+    held = (
+        " (each judge's own audit, not a paired comparison: two audits of one judge differ so by chance, so "
+        "--fail-on-change gates on the bands above)"
+    )
+    click.echo(f"Confirmed findings {moved + held if appear or disappear else 'are the same in both audits'}.")
     if json_out is not None:
         json_out.write_text(result.model_dump_json(indent=2) + "\n")
-    if fail_on_change and (appear or disappear or any(p.flag for p in result.pairs)):
+    if fail_on_change and any(p.flag for p in result.pairs):  # the paired band alone holds its level (issue 61)
         raise SystemExit(1)
 
 

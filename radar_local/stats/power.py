@@ -79,6 +79,7 @@ def minimum_confirmed(
     bias_threshold: float = BIAS,
     rho: float = 0.0,
     sd_target: float | None = None,
+    power: float = POWER,
 ) -> Power:
     """`sd`: the spread of a probe's scores on the criteria it does not target (a shift rests on them);
     `sd_target`: on the one it targets (a self-effect and its gate rest on it; None: `sd`). A pushed criterion
@@ -94,9 +95,9 @@ def minimum_confirmed(
     gates = one_gate**2
     cells = 4 * k * (k - 1) + k
     c = critical(cells, df, 1 - alpha * one_gate) if one_gate > 0 else math.inf  # the level the gates leave
-    # A pair's claim is confirmed only with both its gates: asked with probability POWER / gates.
-    z = float(special.ndtri(POWER / gates)) if gates > POWER else math.inf
-    z_both = float(special.ndtri((1 + POWER / gates) / 2)) if gates > POWER else math.inf  # two bounds at once
+    # A pair's claim is confirmed only with both its gates: asked with probability power / gates.
+    z = float(special.ndtri(power / gates)) if gates > power else math.inf
+    z_both = float(special.ndtri((1 + power / gates) / 2)) if gates > power else math.inf  # two bounds at once
 
     def se_leak(leak: float) -> float:
         # A criterion a leakage pushes l times as far as the target spreads between an unpushed one (l = 0) and
@@ -137,11 +138,11 @@ def minimum_confirmed(
     if bias_cells and pairs_per_task >= 2:  # up - down of one base: a difference of two scores
         c_bias = float(special.stdtrit(tasks * (pairs_per_task - 1), 1 - (1 - level ** (1 / bias_cells)) / 2))
         se_bias = math.sqrt(2 / (pairs_per_task * tasks)) * sd / span
-        bias = bias_threshold + (c_bias + float(special.ndtri(POWER))) * se_bias
+        bias = bias_threshold + (c_bias + float(special.ndtri(power))) * se_bias
     return Power(
         cells=cells,
         critical=c,
-        self_effect=tau + (c_gate + float(special.ndtri(POWER))) * math.sqrt(var_self),
+        self_effect=tau + (c_gate + float(special.ndtri(power))) * math.sqrt(var_self),
         directional=smallest(directional, th.directional_leak, step),
         coupled=smallest(coupled, th.cluster_sym, step),
         cluster=smallest(cluster, th.cluster_sym, step),
@@ -154,8 +155,8 @@ def minimum_confirmed(
 
 def fewest_probes(k: int, tasks: int, target: float, kind: str, most_n: int = 200, **model: Any) -> int | None:
     """The fewest probes per stratum that confirm a `kind` ("directional" or "coupled") truth of `target` with
-    POWER; None within `most_n`. The call mode does not change it, only what it costs: K calls a probe per
-    criterion, one with joint calls (before the halo a joint call adds, which a run measures on its own probes)."""
+    `power` (default POWER); None within `most_n`. Joint calls are asked for POWER + halo_alarm(level): their
+    halo check demotes a true finding in up to that share of audits on a judge that adds no halo."""
     for n in range(2, most_n + 1):
         got = getattr(minimum_confirmed(k, tasks, n, **model), kind)
         if got is not None and got <= target:
@@ -168,6 +169,12 @@ LARGEST = 2.0  # a leakage or Sym beyond this (a shift twice the self-effect) is
 
 TARGET = 0.7  # the paper's findings a plan is sized for: a leakage or a Sym of 0.7
 HALO_CHECK = 0.1  # the check a plan prices beside joint calls (N = 15 with it: the preflight's cost)
+
+
+def halo_alarm(level: float) -> float:
+    """The most audits in which a halo check demotes a true finding of a judge that adds no halo (stats/joint.py):
+    one tail of the index's interval and one of the pair's band, (1 - level) / 2 each."""
+    return 1 - level
 
 
 @dataclass(frozen=True)
@@ -272,47 +279,56 @@ def plan_lines(
         )
     model: dict[str, Any] = {"sd": sd, "sd_target": sd_target, "span": span, "self_effect": self_effect}
     model.update(tau=tau, level=level, rho=rho)
+    joint_power = POWER + halo_alarm(level)
     for kind, what in (("directional", "a directional leakage of"), ("coupled", "a coupled pair of Sym")):
-        n_best = fewest_probes(k, tasks, TARGET, kind, **model)
-        probes_best = k * tasks * 2 * (n_best or 0)
-        check = ScoringPass(joint=False, share=HALO_CHECK).probes(probes_best, n_best or 1) * k
-        design = (
-            f"N = {n_best}: {probes_best} joint calls (one call scores every criterion), {probes_best + check} with "
-            f"a halo check of {HALO_CHECK:.0%} (judge: {{calls: joint, halo_check: {HALO_CHECK}}}), "
-            f"{probes_best * k} per criterion"
-            if n_best
-            else "none within 200 probes per stratum"
+        n_per = fewest_probes(k, tasks, TARGET, kind, **model)
+        n_joint = fewest_probes(k, tasks, TARGET, kind, **model, power=joint_power)
+        per = f"N = {n_per} per criterion ({k * tasks * 2 * n_per * k} calls)" if n_per else "none per criterion"
+        joint = (
+            f"N = {n_joint} joint ({joint_calls(k, tasks, n_joint)} calls with a halo check of {HALO_CHECK:.0%}: "
+            f"judge: {{calls: joint, halo_check: {HALO_CHECK}}})"
+            if n_joint
+            else "none joint"
         )
-        lines.append(f"Cheapest design confirming {what} {TARGET} with {POWER:.0%} power: {design}.")
-    if tuple(passes) == (ScoringPass(),) and (n_joint := joint_n_at_cost(k, tasks, calls)) > n:
-        joint = minimum_confirmed(k, tasks, n_joint, **model)
+        lines.append(f"Cheapest design confirming {what} {TARGET} with {POWER:.0%} power: {per}, or {joint}.")
+    lines.append(
+        f"  (joint calls are planned at {joint_power:.0%}: on a judge that adds no halo, which this plan assumes, "
+        f"the halo check demotes a true finding in at most {halo_alarm(level):.0%} of audits; a halo it finds "
+        "demotes the joint findings it could have made, stats/joint.py)"
+    )
+    if tuple(passes) == (ScoringPass(),) and (n_cost := joint_n_at_cost(k, tasks, calls)) > n:
+        joint_at = minimum_confirmed(k, tasks, n_cost, **model, power=joint_power)
         named = [
             f"{what} >= {x:.2f}"
-            for what, x in (("a directional leakage", joint.directional), ("a coupled pair of Sym", joint.coupled))
+            for what, x in (
+                ("a directional leakage", joint_at.directional),
+                ("a coupled pair of Sym", joint_at.coupled),
+            )
             if x is not None and x <= LARGEST
         ]
         lines.append(
             f"At this design's cost ({calls} calls), joint calls with a halo check of {HALO_CHECK:.0%} (judge: "
-            f"{{calls: joint, halo_check: {HALO_CHECK}}}) score N = {n_joint} probes a stratum: "
+            f"{{calls: joint, halo_check: {HALO_CHECK}}}) score N = {n_cost} probes a stratum: "
             + (
-                f"they confirm {' and '.join(named)} with {POWER:.0%} power."
+                f"they confirm {' and '.join(named)} with {POWER:.0%} power where the judge adds no halo."
                 if named
-                else f"still no pair with {POWER:.0%} power (both gates are confirmed in {joint.gates:.0%})."
+                else f"still no pair with {POWER:.0%} power (both gates are confirmed in {joint_at.gates:.0%})."
             )
         )
     return lines
 
 
+def joint_calls(k: int, tasks: int, n: int) -> int:
+    """The calls of joint calls at N = n with a halo check of HALO_CHECK: one a probe, K a checked probe."""
+    probes = k * tasks * 2 * n
+    return ScoringPass(joint=True).probes(probes, n) + ScoringPass(share=HALO_CHECK).probes(probes, n) * k
+
+
 def joint_n_at_cost(k: int, tasks: int, calls: int) -> int:
     """The most probes per stratum that joint calls with a halo check of HALO_CHECK score within `calls` (the
     preflight's cost, K = T = 5 at N = 5 per criterion: 1,250 calls, buys N = 15)."""
-
-    def cost(n: int) -> int:
-        probes = k * tasks * 2 * n
-        return ScoringPass(joint=True).probes(probes, n) + ScoringPass(share=HALO_CHECK).probes(probes, n) * k
-
     n = 0
-    while cost(n + 1) <= calls:
+    while joint_calls(k, tasks, n + 1) <= calls:
         n += 1
     return n
 
