@@ -25,6 +25,8 @@ SMALL = {  # each script with arguments that run its whole path in seconds; {out
     "jury_error.py": "--reps 2 --resamples 20 --tasks 2 --n 2 --out {out}",
     "repeat_error.py": "--reps 2 --resamples 20 --ns 3 --repeats 2 --sds 1.0",
     "pairwise_error.py": "--reps 2 --resamples 20 --ns 3",
+    "joint_halo_error.py": "--reps 2 --resamples 20 --tasks 2 --k 3 --ns 4 --share 0.5 --truths dir0.45 --halos 0.25 "
+    "--workers 1",
     "reward_error.py": "--reps 2 --ns 3 --truths null large",
     "context_sizes.py": "{repo}/configs/quickstart-expected.yaml",  # the embedded model's tokenizer; no engine loads
     "bench_stats.py": "--rows 2000 --bootstrap 10",
