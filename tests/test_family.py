@@ -272,3 +272,13 @@ def test_audit_plan_states_what_the_design_can_confirm_and_calls_nothing(tmp_pat
     # the cheapest designs for the paper's findings, in calls, whatever this design can do
     assert "Cheapest design confirming a directional leakage of 0.7 with 80% power: N = " in res.output
     assert "Cheapest design confirming a coupled pair of Sym 0.7 with 80% power: N = " in res.output
+
+
+def test_one_probe_a_stratum_confirms_nothing_and_says_so(tmp_path):
+    """Issue 60 item 14: with n: 1 every stratum's resample is its one probe, the replicates cannot vary and the
+    bounds shrank to the point estimate: a judge's noise was reported as confirmed gates and tradeoffs. A quantity
+    resting on no spread (design df 0) has no bound: nothing is settled, and a warning says why."""
+    result = run_audit(planted_config(n=1, bootstrap=100, options={"noise": 0.5}), tmp_path / "run")
+    assert set(result.gate_evidence.values()) == {"possible"}
+    assert not any("confirmed" in (p["evidence"] or {}).values() for p in result.pairs.to_dict("records"))
+    assert any("strata hold one probe" in w and "n: 2 or more" in w for w in result.warnings)

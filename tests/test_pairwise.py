@@ -70,6 +70,18 @@ def test_a_judge_right_on_every_pair_keeps_an_interval_the_pairs_allow():
         assert c.band[0] < c.self_effect_ci[0]
 
 
+def test_one_pair_a_stratum_confirms_nothing():
+    """Issue 60 item 14: `pairs: 1` leaves each (task, criterion) stratum one pair, so every replicate is the data
+    and the band was the point: a judge with no coupling and no position bias had leakages, gates and a position
+    bias confirmed. With no spread to rest on there is no band and nothing is confirmed."""
+    from pairwise_error import sample
+
+    r = pairwise(sample(np.random.default_rng(3), 5, 5, 1, 0.0, 0.0), resamples=200)
+    assert all(c.band is None and c.gate == "open" for c in r.criteria)
+    assert not any(x.confirmed for x in r.leakage) and not r.position.confirmed and r.position.band is None
+    assert not any(e == "confirmed" for p in r.pairs for e in p.evidence.values())
+
+
 def test_a_source_the_judge_is_at_chance_on_scales_no_leakage():
     """Steered on a, the judge prefers up on a in one order and down in the other (s_a = 0 exactly: a small judge's
     coin), yet always up when asked b: the leakage a -> b is undefined (null), never the infinity of a ratio over

@@ -560,6 +560,11 @@ def pairwise_line(result: AuditResult | PairwiseAudit) -> str | None:
         opening
         + f"; {slot}, "
         + ("a position bias, confirmed" if pos.confirmed else "no position bias confirmed")
+        + (
+            " (one pair a stratum: no interval has a spread to rest on, so nothing is confirmed; ask pairs: 2 or more)"
+            if p.resamples and pos.band is None
+            else ""
+        )
         + f"; the two orders disagree on {num(pos.flip_rate, signed=False)} of the pairs; ties "
         f"{num(pos.ties, signed=False)}, unscored {pos.unscored}"
         + (

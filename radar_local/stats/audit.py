@@ -128,7 +128,7 @@ def audit_cell(
             score_values="continuous" if continuous_scores(pm.scores) else "integer",
         ),
         unscored=Unscored.model_validate(unscored),
-        warnings=_warnings(unscored, pm) + ([] if undefined is None else _thin(undefined, resamples)),
+        warnings=_warnings(unscored, pm, resamples) + ([] if undefined is None else _thin(undefined, resamples)),
         self_effect=pd.Series(se, index=crit, dtype=float),
         self_effect_ci=pd.DataFrame(ci["self_effect"], index=crit, columns=["low", "high"]) if ci else None,
         reliable=pd.Series(point.reliable[0], index=crit, dtype=bool),
@@ -250,7 +250,7 @@ def _thin(undefined: dict[str, dict[str, int]], resamples: int) -> list[str]:
     ]
 
 
-def _warnings(unscored: dict[str, Any], pm: ProbeMatrix) -> list[str]:
+def _warnings(unscored: dict[str, Any], pm: ProbeMatrix, resamples: int) -> list[str]:
     out = []
     if unscored["verdicts"]:
         out.append(
@@ -263,6 +263,15 @@ def _warnings(unscored: dict[str, Any], pm: ProbeMatrix) -> list[str]:
             f"{unscored['strata']} of {unscored['strata_total']} strata (task, target, direction) have no scored "
             f"answer on their target, in {len(unscored['tasks'])} of {len(pm.tasks)} tasks: {tasks}; "
             "their self-effects and leakages are undefined"
+        )
+    directed = pm.directed
+    _, sizes = np.unique(np.stack([pm.task[directed], pm.target[directed], pm.direction[directed]]), axis=1,
+                         return_counts=True)  # fmt: skip
+    if resamples and len(sizes) and sizes.min() < 2:
+        out.append(
+            f"{int((sizes < 2).sum())} of {len(sizes)} strata hold one probe: a quantity resting on them has no "
+            "spread to bound it, so no interval exists and nothing resting on them is confirmed (audit with n: 2 "
+            "or more)"
         )
     return out
 

@@ -184,7 +184,8 @@ def simultaneous(point: np.ndarray, deltas: np.ndarray, df: np.ndarray, level: f
     and N = 3 its band was 5.2 times a cell's 95% interval and held 100% of the time, this one 2.8 and 98%,
     both with the mean of per-task ratios; with the ratio of means this one is 2.4 and 95%).
     A quantity undefined in a replicate does not enter that replicate's maximum (bootstrap.undefined
-    counts them); one that cannot vary is its point; one never defined has no interval (NaN)."""
+    counts them); one that cannot vary is its point; one never defined, or resting on no spread (design df 0: one
+    unit a stratum), has no interval (NaN)."""
     point, df = np.asarray(point, float), np.asarray(df, float)
     scale = _scale(deltas)
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
@@ -196,6 +197,7 @@ def simultaneous(point: np.ndarray, deltas: np.ndarray, df: np.ndarray, level: f
         critical = float(np.quantile(largest, level)) if len(largest) else np.nan
         t = special.stdtrit(np.where(df > 0, df, np.nan), special.ndtr(critical))
         half = np.where(varies, t * scale, np.where(scale == 0, 0.0, np.nan))
+    half = np.where(np.broadcast_to(df, point.shape) > 0, half, np.nan)  # one unit a stratum: no spread, no interval
     out = np.stack([point - half, point + half], axis=-1)
     return np.where(np.isnan(point)[:, None], np.nan, out), critical
 
@@ -350,7 +352,8 @@ def gatekept(r: Replicates, tau: float, level: float = LEVEL) -> Bounds:
     with np.errstate(invalid="ignore"):
         t_gate = special.stdtrit(np.where(df > 0, df, np.nan), 1 - alpha / k)
     scale = scales["self_effect"]
-    gate_low = np.where(np.isnan(point), np.nan, point - np.where(scale > 0, t_gate * scale, 0.0))
+    # a self-effect resting on no spread (design df 0: one probe a stratum) has no bound, so no gate is settled
+    gate_low = np.where(np.isnan(point) | (df <= 0), np.nan, point - np.where(scale > 0, t_gate * scale, 0.0))
     passed = sum(at_least(Fraction(float(x)), tau) for x in gate_low if np.isfinite(x))
     pair_level = alpha * passed / k
 
@@ -377,6 +380,7 @@ def gatekept(r: Replicates, tau: float, level: float = LEVEL) -> Bounds:
         with np.errstate(invalid="ignore"):
             t = special.stdtrit(np.where(f > 0, f, np.nan), special.ndtr(critical)) if np.isfinite(critical) else np.inf
             half = np.where(s > 0, t * s, np.where(s == 0, 0.0, np.nan))
+        half = np.where(f > 0, half, np.nan)  # no spread to rest on (one probe a stratum): no bound
         out = np.stack([p - half, p + half], axis=-1)
         return np.where(np.isnan(p)[..., None], np.nan, out)
 
