@@ -43,9 +43,11 @@ KEYS = 4
 def model_identity(spec: ModelSpec, weights: Mapping[str, str], keys: int = KEYS) -> dict:
     """A model as content keys see it. Formulas 2 and 3: its output identity and the identity of its weights as
     last recorded (a served or planted model has none). Formula 1, of run directories made before it: the
-    engine, model and every option, so their stored records keep their keys."""
-    if keys == 1:
-        return {"engine": spec.engine, "model": spec.model, "options": spec.options}
+    engine, model and every option, so their stored records keep their keys, and a judge or a repeat where the spec
+    has one (formula 1's records have neither: a new judge in an old run is asked, never handed its verdicts)."""
+    if keys == 1:  # a judge or a repeat came after formula 1: none of its records has one, so one is asked anew
+        asked = {k: v for k, v in spec.output_identity().items() if k in ("judge", "repeat")}
+        return {"engine": spec.engine, "model": spec.model, "options": spec.options, **asked}
     return {**spec.output_identity(), "weights": weights.get(spec.model)}
 
 

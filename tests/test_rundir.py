@@ -78,6 +78,21 @@ def test_a_run_made_before_inputs_json_and_keys_2_stays_usable(tmp_path):
     assert load_run(root).result().to_json()["pairs"] == stats["pairs"]
 
 
+def test_a_new_judge_in_a_run_made_before_inputs_json_is_asked(tmp_path):
+    """Issue 60 item 15: key formula 1 keyed a verdict by engine, model and options alone, so a judge with its own
+    template, or a repeat of the verdicts, was handed the old prompt's verdicts (0 calls; repeats agreeing
+    perfectly). Formula 1 predates judges and repeats: one is keyed with them and asked."""
+    root = tmp_path / "old"
+    shutil.copytree(OLD_RUN, root)
+    config = yaml.safe_load((root / "config.yaml").read_text())
+    template = "Task: {{ prompt }}\nReply: {{ response }}\n{{ criterion.label }}: {{ criterion.description }}"
+    config["verifier"] = {**config["verifier"], "name": "templated", "judge": {"template": template}}
+    config["consistency"] = {"repeats": 2, "share": 1.0}
+    run_audit(config, root)
+    stages = json.loads((root / "run.json").read_text())["stages"]
+    assert stages["score"]["calls"] == 20 * 5 and stages["repeat 2"]["calls"] == 20 * 5
+
+
 def test_a_damaged_inputs_json_is_one_line(tmp_path):
     small_audit(tmp_path)
     path = tmp_path / "run" / INPUTS
