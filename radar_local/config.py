@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar, overload
 
-from pydantic import ConfigDict, Discriminator, Field, PrivateAttr, Tag, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, model_validator
 
 from radar_local.answer import GradeShape, Shape
 from radar_local.common import Strict, parse_model, slug
@@ -519,6 +520,24 @@ class AuditSettings(Strict):
         return self
 
     @model_validator(mode="after")
+    def _fields_radar_sets(self) -> AuditSettings:
+        """`repeat` and `reasoning.think` mark the twins radar makes (a repeat, the ablation's other arm): written in
+        a config, a repeat would read its verdicts from the store and a judge would be compared with itself."""
+        for spec in _model_specs(self):
+            if spec.repeat != 1:
+                raise ValueError(
+                    f"model '{spec.label}': `repeat` is set by radar for the repeats it asks; remove it (ask repeats "
+                    "with consistency: {repeats: R})"
+                )
+            reasoning = spec.judge.reasoning if spec.judge is not None else None
+            if reasoning is not None and not reasoning.think:
+                raise ValueError(
+                    f"model '{spec.label}': `reasoning.think` is set by radar for the ablation's other arm; remove "
+                    "it (reasoning: {ablation: true} scores the judge without reasoning too)"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _tasks_for_custom_rubric(self) -> AuditSettings:
         if self.tasks is None and self.rubric not in BUNDLED:
             raise ValueError("a custom rubric needs 'tasks' (a bundled name, a file, or a list)")
@@ -691,6 +710,21 @@ class GridConfig(AuditSettings):
         return AuditConfig.model_validate(
             {**settings, "generator": generator.model_dump(), "verifier": verifier.model_dump()}
         )
+
+
+def _model_specs(model: object) -> Iterator[ModelSpec]:
+    """Every ModelSpec a parsed config holds, at any depth (a verifier, a juror, a pairwise judge, an editor)."""
+    if isinstance(model, ModelSpec):
+        yield model
+    elif isinstance(model, BaseModel):
+        for name in type(model).model_fields:
+            yield from _model_specs(getattr(model, name))
+    elif isinstance(model, (list, tuple)):
+        for item in model:
+            yield from _model_specs(item)
+    elif isinstance(model, dict):
+        for item in model.values():
+            yield from _model_specs(item)
 
 
 Settings = TypeVar("Settings", bound=AuditSettings)

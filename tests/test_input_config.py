@@ -651,3 +651,23 @@ def test_scale_errors_are_one_line_without_pydantics_dump(tmp_path):
     res = invoke("stats", REPO / "radar_local" / "benchmarks" / "example_helpsteer2.csv", "--scale", "5-1")
     assert res.exit_code == 2 and "max (1) must be above min (5)" in res.output
     assert "pydantic" not in res.output and "\\n" not in res.output and len(res.output.strip().splitlines()) == 1
+
+
+THINKING = {"template": "{{ response }} {{ criterion.label }}", "reasoning": {"budget": 64, "ablation": True}}
+
+
+@pytest.mark.parametrize(
+    ("verifier", "needle"),
+    [
+        ({"repeat": 2}, "`repeat` is set by radar"),
+        ({"judge": {**THINKING, "reasoning": {**THINKING["reasoning"], "think": False}}}, "`reasoning.think` is set"),
+    ],
+)
+def test_fields_radar_sets_are_refused_in_a_config(tmp_path, verifier, needle):
+    """Issue 60 item 16: `repeat: 2` made a verifier's repeats come from the store (changed 0, --fail-on-changed
+    passing); `think: false` beside `ablation: true` compared a judge with itself. They mark radar's own twins."""
+    config = planted_config()
+    config["verifier"] = {**config["verifier"], **verifier}
+    path = write_config(tmp_path, config)
+    one_line_exit_2(invoke("audit", path, "--out", tmp_path / "run", "--quiet"), needle)
+    assert not (tmp_path / "run").exists()
