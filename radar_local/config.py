@@ -571,11 +571,8 @@ class AuditConfig(AuditSettings):
     def _judge_on_the_verifier(self) -> AuditConfig:
         for role in ("generator", "editor"):
             spec = getattr(self, role)
-            if spec is not None and (spec.judge is not None or spec.repeat != 1):
-                raise ValueError(
-                    f"'{'judge' if spec.judge is not None else 'repeat'}' is a verifier's: the {role} writes text, "
-                    "it judges nothing"
-                )
+            if spec is not None and spec.judge is not None:  # (a `repeat` is radar's own: _fields_radar_sets)
+                raise ValueError(f"'judge' is a verifier's: the {role} writes text, it judges nothing")
         return self
 
     @model_validator(mode="after")

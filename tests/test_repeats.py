@@ -117,7 +117,7 @@ def test_repeats_are_refused_where_they_mean_nothing(tmp_path):
     for bad, needle in (
         ({"consistency": {"repeats": 1}}, "consistency.repeats"),
         ({"consistency": {"repeats": 3, "share": 0}}, "consistency.share"),
-        ({"generator": {"engine": "testing", "model": "p", "repeat": 2}}, "'repeat' is a verifier's"),
+        ({"generator": {"engine": "testing", "model": "p", "repeat": 2}}, "`repeat` is set by radar"),
         (
             {
                 "consistency": {"repeats": 2},
