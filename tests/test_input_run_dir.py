@@ -445,3 +445,28 @@ def test_a_hand_edited_stats_block_is_one_line(labelled_run, tmp_path, block):
     stats.write_text(json.dumps(data))
     res = invoke("report", run)
     assert res.exit_code == 2 and "stats.json" in res.output and len(res.output.strip().splitlines()) == 1, res.output
+
+
+def test_drift_and_order_json_never_write_through_a_fifo_or_a_link(tmp_path):
+    """Issue 60 item 18: `radar drift --json` and `radar order --json` opened their output as given: a FIFO hung
+    the command, a link had its target overwritten. They write as every output does (store.write_atomic)."""
+    import os
+
+    joint = {"engine": "testing", "model": "planted", "judge": {"calls": "joint", "order": "balanced"}}
+    run = tmp_path / "run"
+    run_audit(planted_config(verifier=joint, bootstrap=0), run)
+    assert invoke("score", run, "--verifier", "testing:planted", "--name", "again", "--quiet").exit_code == 0
+    commands = {
+        "drift": ["drift", run, "--before", "planted", "--after", "again", "--resamples", "20"],
+        "order": ["order", run, "--verifier", "planted"],
+    }
+    for name, args in commands.items():
+        fifo = tmp_path / f"{name}.fifo"
+        os.mkfifo(fifo)
+        one_line_exit_2(invoke(*args, "--json", fifo), "is not a regular file")
+        target, link = tmp_path / f"{name}-target.txt", tmp_path / f"{name}.json"
+        target.write_text("keep me")
+        link.symlink_to(target)
+        result = invoke(*args, "--json", link)
+        assert result.exit_code == 0, result.output
+        assert target.read_text() == "keep me" and not link.is_symlink() and json.loads(link.read_text())

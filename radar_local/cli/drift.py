@@ -37,6 +37,7 @@ def drift(run_dir: Path, before: str, after: str, resamples: int, json_out: Path
     from radar_local.scoring import continuous_scores
     from radar_local.stats.drift import drift as compare
     from radar_local.stats.probes import probe_matrix
+    from radar_local.store import write_atomic
 
     if json_out is not None:
         check_output(json_out)
@@ -84,7 +85,7 @@ def drift(run_dir: Path, before: str, after: str, resamples: int, json_out: Path
     )
     click.echo(f"Confirmed findings {moved + held if appear or disappear else 'are the same in both audits'}.")
     if json_out is not None:
-        json_out.write_text(result.model_dump_json(indent=2) + "\n")
+        write_atomic(json_out, result.model_dump_json(indent=2) + "\n")  # never through a FIFO, device or link
     if fail_on_change and any(p.flag for p in result.pairs):  # the paired band alone holds its level (issue 61)
         raise SystemExit(1)
 

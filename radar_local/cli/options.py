@@ -11,11 +11,14 @@ from radar_local.stats.coupling import TAU
 
 
 def check_output(path: Path | None) -> None:
-    """Before any work: an output file's folder must exist (nothing is created behind the user's back)."""
+    """Before any work: an output file's folder must exist (nothing is created behind the user's back), and the
+    path must not be a FIFO, socket or device (store.write_atomic, every output's one writer, refuses those too)."""
     from radar_local.errors import InputError
 
     if path is not None and not path.parent.is_dir():
         raise InputError(path, f"the folder {path.parent} does not exist; create it or write somewhere else")
+    if path is not None and not path.is_symlink() and path.exists() and not (path.is_file() or path.is_dir()):
+        raise InputError(path, "is not a regular file (a FIFO, socket or device); pick another output path")
 
 
 class Unit(click.FloatRange):

@@ -22,13 +22,14 @@ def order(run_dir: Path, label: str, json_out: Path | None) -> None:
     verdicts (best with `judge: {calls: joint, order: balanced}`), with intervals and a flag on the band over
     the criteria. Reads the run; writes nothing in it."""
     from radar_local.report.order_text import order_lines
+    from radar_local.store import write_atomic
 
     if json_out is not None:
         check_output(json_out)
     result = effects_of(run_dir, label)
     click.echo("\n".join(order_lines(result)))
     if json_out is not None:
-        json_out.write_text(result.model_dump_json(indent=2) + "\n")
+        write_atomic(json_out, result.model_dump_json(indent=2) + "\n")  # never through a FIFO, device or link
 
 
 def effects_of(run_dir: Path, label: str) -> OrderEffects:
