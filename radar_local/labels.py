@@ -156,6 +156,8 @@ def load_labels(path: Path, rubric: Rubric, tasks: Sequence[Task]) -> LabelSet:
             responses = (_text(row.get("response_a")), _text(row.get("response_b")))
             if not all(responses):
                 raise InputError(path, where + "a pairwise label needs both responses (response_a, response_b)")
+            if responses[0] == responses[1]:
+                raise InputError(path, where + "response_a and response_b are the same text; a pair compares two")
             if preferred not in PREFERRED:
                 raise InputError(path, where + f"preferred {row.get('preferred')!r} is none of A, B and tie")
             if criterion not in (*rubric.ids, OVERALL):

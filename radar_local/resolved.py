@@ -14,6 +14,7 @@ from radar_local.engines.registry import score_token_problem
 from radar_local.errors import InputError
 from radar_local.inputs import read_text, regular_file
 from radar_local.judge import missing_reference, pair_template_problem, render, render_pair, template_problem
+from radar_local.plan import OVERALL
 from radar_local.rubric import Rubric, Task, load_rubric, load_tasks, resolve_reference
 from radar_local.tasks import TaskSource, is_task_table, load_task_table
 
@@ -67,6 +68,15 @@ def resolve(config: AuditConfig, base: Path, source: object = "config") -> Resol
                 "holds pairwise labels (a preferred column): they are asked of a pairwise judge; add `pairwise:` to "
                 "the config (docs/pairwise.md), or leave those rows out",
             )
+        templates = [t for spec in judges if spec.judge is not None for t in (spec.judge.template, spec.judge.system)]
+        pairwise = getattr(config, "pairwise", None)
+        if missing_reference([*templates, pairwise.template if pairwise is not None else None], labels.tasks):
+            raise InputError(
+                Path(config.labels),
+                "a row names its task by `prompt`, which carries no reference answer, and the judge's template shows "
+                "{{ reference }}; name one of the audit's tasks by `task_id` (its reference is shown), or leave "
+                "those rows out",
+            )
     return Resolved(config, rubric, tasks, reference, source, labels)
 
 
@@ -76,6 +86,11 @@ def pairwise_problem(config: AuditConfig, rubric: Rubric, tasks: Sequence[Task])
     spec = config.pairwise
     if spec is None:
         return None
+    if OVERALL.id in rubric.ids:  # the overall question's own id: its verdicts and a criterion's would share a column
+        return (
+            f"pairwise: the rubric has a criterion with id '{OVERALL.id}', the id pairwise verdicts give the "
+            "overall question; rename that criterion (say overall_quality)"
+        )
     problem = pair_template_problem(spec.template, spec.asks_criteria) or missing_reference([spec.template], tasks)
     if problem is not None:
         return f"pairwise: {problem}"

@@ -130,6 +130,7 @@ def test_grid_lets_a_bug_surface_as_a_bug(tmp_path, monkeypatch):
 
 def test_nan_tau_and_unknown_options_are_one_line():
     one_line_exit_2(invoke("stats", EXAMPLE, "--tau", "nan"), "--tau", "nan is not a number in [0, 1]")
+    one_line_exit_2(invoke("stats", EXAMPLE, "--screening", "nan"), "--screening", "nan is not a number")  # issue 60
     one_line_exit_2(invoke("stats", EXAMPLE, "--bogus"), "--bogus", "radar stats --help")
 
 

@@ -370,3 +370,26 @@ def test_labels_added_to_a_stored_run_score_only_the_labels(tmp_path):
     assert (stages["generate"].calls, stages["score"].calls, stages["labels"].calls) == (0, 0, 4)
     assert len(load_run(out).store.scores) == len(before) + 4  # four labelled responses, on helpfulness alone
     assert result.labels.judges["planted"]["helpfulness"].kappa == pytest.approx(12 / 13)
+
+
+def test_labels_the_judge_cannot_be_asked_rightly_are_one_line(tmp_path):
+    """Issue 60 items 17 and 19: a pairwise label comparing a response with itself raised a ValueError; labels
+    naming their task by `prompt` were judged with an empty {{ reference }} (exit 0, no warning)."""
+    from radar_local.labels import load_labels
+    from radar_local.rubric import load_benchmark
+
+    bench = load_benchmark("helpsteer2")
+    same = tmp_path / "same.csv"
+    same.write_text(f"task_id,response_a,response_b,criterion,preferred\n{bench.tasks[0].id},One.,One.,overall,A\n")
+    with pytest.raises(InputError, match="row 1: response_a and response_b are the same text"):
+        load_labels(same, bench.rubric, bench.tasks)
+    path = tmp_path / "by-prompt.csv"
+    path.write_text("prompt,response,criterion,score,rater\nA new question.,A reply.,helpfulness,3,ann\n")
+    template = "Task: {{ prompt }}\nReference: {{ reference }}\nReply: {{ response }}\n{{ criterion.label }}"
+    config = planted_config(tasks=[{**t, "reference": "The answer."} for t in TASKS], labels=str(path))
+    config["verifier"] = {**config["verifier"], "judge": {"template": template}}
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(json.dumps(config))
+    res = radar_run("audit", cfg, "--out", tmp_path / "run")
+    assert res.returncode == 2 and "names its task by `prompt`" in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "run").exists()

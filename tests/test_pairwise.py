@@ -598,3 +598,21 @@ def test_a_judge_asked_only_pairs_refuses_what_reads_pointwise_verdicts(tmp_path
     grid |= {"generators": [critic], "verifiers": [{"engine": "testing", "model": "v1"}]}
     config.write_text(yaml.safe_dump(grid))
     one_line_exit_2(invoke("grid", config, "--out", tmp_path / "g"), "pairwise.only audits one judge")
+
+
+def test_a_criterion_named_overall_beside_pairwise_is_one_line(tmp_path):
+    """Issue 60 item 19: a criterion whose id is `overall` (the id of the pairwise overall question) raised an
+    IndexError after every verdict was stored; it is refused before any model loads."""
+    import yaml
+
+    from tests.conftest import invoke, one_line_exit_2
+
+    criteria = [
+        {"id": "overall", "label": "Overall", "description": "How good the reply is overall."},
+        {"id": "tone", "label": "Tone", "description": "How polite the reply is."},
+    ]
+    (tmp_path / "rubric.yaml").write_text(yaml.safe_dump({"id": "r", "name": "R", "criteria": criteria}))
+    config = {**pairwise_config({}), "rubric": str(tmp_path / "rubric.yaml")}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    one_line_exit_2(invoke("audit", tmp_path / "c.yaml", "--out", tmp_path / "run"), "id 'overall'", "rename")
+    assert not (tmp_path / "run").exists()

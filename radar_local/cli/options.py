@@ -24,8 +24,8 @@ def check_output(path: Path | None) -> None:
 class Unit(click.FloatRange):
     """A number in [0, 1]; NaN is not one (it compares false with both bounds)."""
 
-    def __init__(self):
-        super().__init__(0, 1)
+    def __init__(self, open_ends: bool = False):
+        super().__init__(0, 1, min_open=open_ends, max_open=open_ends)
 
     def convert(self, value, param, ctx):
         value = super().convert(value, param, ctx)

@@ -41,7 +41,7 @@ from radar_local.stats.bias import BIAS
 )
 @click.option(
     "--screening",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=Unit(open_ends=True),
     metavar="FDR",
     help="Also mark flags that Benjamini-Hochberg passes at this false discovery rate `screened` (never confirmed).",
 )
