@@ -107,6 +107,22 @@ def checkpoint_config(path: Path) -> dict:
     return config if isinstance(config, dict) else {}
 
 
+def reward_head_problem(path: Path) -> str | None:
+    """Why vLLM's pooling runner cannot score rewards with a local checkpoint, in one line; None where it can. A
+    causal LM has no reward head: vLLM 0.32 converts it (as_seq_cls_model) with a `score` layer made by torch.empty,
+    which its loader's initialisation check exempts, so every reward is uninitialised memory (measured on SmolLM2:
+    -4.9e-43, then inf, then 2.3e36 in three fresh runs)."""
+    architectures = [str(a) for a in checkpoint_config(path).get("architectures") or []]
+    if any(a.endswith("ForSequenceClassification") for a in architectures):
+        return None
+    named = ", ".join(architectures) or "none named in config.json"
+    return (
+        f"{path} has no reward head (architectures: {named}): vLLM's pooling runner would score with an "
+        "uninitialised one; give a reward model (a *ForSequenceClassification checkpoint), or run this one on "
+        "transformers, whose seeded head is a smoke test of the path only"
+    )
+
+
 def checkpoint_dtype(path: Path) -> str | None:
     """The dtype a local checkpoint's config.json declares, or None."""
     config = checkpoint_config(path)

@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING
 
 from radar_local.answer import Answer, GradeShape
 from radar_local.engines.registry import score_token_problem
-from radar_local.errors import InputError
+from radar_local.errors import InputError, RadarError
+from radar_local.hardware import reward_head_problem
 from radar_local.inputs import read_text, regular_file
 from radar_local.judge import missing_reference, pair_template_problem, render, render_pair, template_problem
+from radar_local.models import resolve as local_model
 from radar_local.plan import OVERALL
 from radar_local.rubric import Rubric, Task, load_rubric, load_tasks, resolve_reference
 from radar_local.tasks import TaskSource, is_task_table, load_task_table
@@ -54,6 +56,7 @@ def resolve(config: AuditConfig, base: Path, source: object = "config") -> Resol
         rubric_conflict(config, rubric)
         or next((p for spec in judges if (p := judge_conflict(config, spec, rubric, tasks)) is not None), None)
         or pairwise_problem(config, rubric, tasks)
+        or reward_problem(config)
     )
     if problem is not None:
         raise InputError(source, problem)
@@ -100,6 +103,20 @@ def pairwise_problem(config: AuditConfig, rubric: Rubric, tasks: Sequence[Task])
     except InputError as exc:
         return f"pairwise: {exc}"
     return None
+
+
+def reward_problem(config: AuditSettings) -> str | None:
+    """A reward model on vLLM's pooling runner whose checkpoint has no reward head, in one line (hardware.
+    reward_head_problem); None where it has one, or where it is not a local vLLM one."""
+    spec = config.reward
+    if spec is None or spec.engine != "vllm":
+        return None
+    try:  # a model missing here is the engine's one line later
+        path, _ = local_model(spec.model)
+    except RadarError:
+        return None
+    problem = reward_head_problem(path)
+    return None if problem is None else f"reward: {problem}"
 
 
 def with_template(spec: ModelSpec, base: Path) -> ModelSpec:

