@@ -158,3 +158,40 @@ def test_a_grid_scores_each_generators_probes_once_and_sets_the_reward_beside_ea
     assert run["stages"]["reward"]["calls"] == run["stages"]["reward"]["requests"] == 5 * 5 * 2 * 3
     md = (tmp_path / "grid" / "grid.md").read_text()
     assert "Reward model per cell" in md and "helpfulness +" in md
+
+
+def test_the_transformers_reward_head_reads_each_rows_last_token(tmp_path):
+    """Issue 60 item 8: a tokenizer without a pad token was padded with eos and the checkpoint's pad id overwritten
+    with it, so the head read the rightmost token that is not eos: one early where a turn ends with eos (as
+    Llama-3.1's <|eot_id|>). On a tiny random Llama sequence classifier whose template ends each turn with eos, each
+    batched reward equals the same conversation's head output at its last token, one at a time."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForSequenceClassification, PreTrainedTokenizerFast
+
+    from radar_local.engines.hf import TransformersEngine
+
+    words = ["<eos>", "<pad>", "user", "assistant", ":", "a", "short", "reply", "longer", "one", "here", "hello"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<pad>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<eos>")  # no pad token
+    fast.chat_template = "{% for m in messages %}{{ m.role }} : {{ m.content }} <eos> {% endfor %}"
+    config = LlamaConfig(vocab_size=len(words), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=4, num_labels=1, pad_token_id=1,
+                         eos_token_id=0)  # fmt: skip
+    torch.manual_seed(1)
+    LlamaForSequenceClassification(config).save_pretrained(tmp_path / "rm")
+    fast.save_pretrained(tmp_path / "rm")
+    engine = TransformersEngine(str(tmp_path / "rm"), TransformersEngine.Options(runner="reward", device="cpu"))
+    conversations = [
+        [{"role": "user", "content": "hello"}, {"role": "assistant", "content": text}]
+        for text in ("a short reply", "a longer one here a longer one here", "reply")
+    ]
+    batched = engine.reward(conversations)
+    for conversation, reward in zip(conversations, batched):
+        ids = torch.tensor([fast.encode(fast.apply_chat_template(conversation, tokenize=False))])
+        with torch.inference_mode():
+            hidden = engine.hf.model(input_ids=ids).last_hidden_state
+            alone = float(engine.hf.score(hidden[:, -1])[0, 0])
+        assert ids[0, -1] == fast.eos_token_id and reward == pytest.approx(alone, abs=1e-5)
+    assert engine.hf.config.pad_token_id == 1  # the checkpoint's own, kept

@@ -63,8 +63,8 @@ class TransformersEngine(BatchStream):
             dtype = "bfloat16" if device.startswith("cuda") else "float32"
         self.device = torch.device(device)
         self.tokenizer = AutoTokenizer.from_pretrained(self.path)
-        self.tokenizer.padding_side = "left"
-        if self.tokenizer.pad_token is None:
+        self.tokenizer.padding_side = "left"  # every row's last position is its last real token
+        if self.tokenizer.pad_token is None:  # batches only: a left pad is masked out, whatever its id
             self.tokenizer.pad_token = self.tokenizer.eos_token
         if self.options.runner == "reward":
             from transformers import AutoModelForSequenceClassification
@@ -72,8 +72,7 @@ class TransformersEngine(BatchStream):
             torch.manual_seed(0)  # a head the checkpoint lacks starts from these weights, every time
             loaded = AutoModelForSequenceClassification.from_pretrained(
                 self.path, num_labels=1, dtype=getattr(torch, dtype)
-            )
-            loaded.config.pad_token_id = self.tokenizer.pad_token_id  # batches: the last real token is read
+            )  # its config's pad id stays the checkpoint's: the head is read at the last position (reward)
         else:
             loaded = AutoModelForCausalLM.from_pretrained(self.path, dtype=getattr(torch, dtype))
         self.hf = loaded.to(self.device).eval()
@@ -99,8 +98,21 @@ class TransformersEngine(BatchStream):
             ]
             inputs = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
             with torch.inference_mode():
-                out += self.hf(**inputs).logits[:, 0].float().tolist()
+                out += self._last_token_reward(inputs).float().tolist()
         return out
+
+    def _last_token_reward(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The head's one output at each row's last token. Left-padded, that is the last position; the checkpoint's
+        own pooling takes the rightmost token that is not its pad id, one too early where a turn ends with that id
+        (a tokenizer without a pad token padded with eos; Llama-3.1's turns end with <|eot_id|>). Positions count
+        real tokens only, as generate() does, so a row's reward does not move with its batch."""
+        base, head = getattr(self.hf, self.hf.base_model_prefix, None), getattr(self.hf, "score", None)
+        if base is None or head is None:  # another head shape (a classifier over a pooled output): its own rule
+            return self.hf(**inputs).logits[:, 0]
+        mask = inputs["attention_mask"]
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        hidden = base(input_ids=inputs["input_ids"], attention_mask=mask, position_ids=positions).last_hidden_state
+        return head(hidden[:, -1])[:, 0]
 
     def _encode(self, prompts: list[Messages]) -> dict[str, torch.Tensor]:
         texts = [chat_text(self.tokenizer, m) for m in prompts]
