@@ -156,3 +156,23 @@ def test_a_grade_constraint_compiles_in_xgrammar_without_a_warning(capfd, patter
     xgrammar.Grammar.from_regex(answer.regex)
     assert "Warning" not in capfd.readouterr().err
     assert re.fullmatch(answer.regex, "Fine.\n" + pattern.replace("\\", "").replace("([CPI])", "P"))
+
+
+@pytest.mark.parametrize(("models", "sampling"), [
+    (VLLM_MODELS, {"top_p": 1.0, "top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0}),
+    (OTHER_MODELS, {"top_p": 1.0}),
+])  # fmt: skip
+def test_a_served_judge_samples_as_the_offline_engine_does(models, sampling):
+    """Issue 60 item 12: a vLLM server applies the model's generation_config.json (Qwen2.5-Instruct: repetition
+    penalty 1.05, top_k 20, top_p 0.8) where radar's offline engine applies none: every request now sends the neutral
+    values to vLLM (top_p alone elsewhere), and run.json's engine settings record them."""
+    with FakeServer(lambda path, *_: http(200, models) if path.endswith("/models") else completion("hi")) as fake:
+        engine = OpenAIEngine("m", OpenAIEngine.Options(base_url=fake.url, retries=0))
+        try:
+            engine.generate([[{"role": "user", "content": "hi"}]], n=1, temperature=0.7, max_tokens=8, seeds=[1])
+            settings = engine.settings()
+        finally:
+            engine.close()
+    (body,) = [json.loads(body) for path, _, body in fake.requests if path.endswith("/chat/completions")]
+    assert {k: body.get(k) for k in sampling} == sampling and settings["sampling"] == sampling
+    assert body["temperature"] == 0.7 and ("top_k" in body) == ("top_k" in sampling)

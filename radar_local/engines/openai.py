@@ -229,6 +229,7 @@ class OpenAIEngine(StreamBatch):
                 "messages": m,
                 "n": n,
                 "temperature": temperature,
+                **self.sampling,
                 "max_tokens": max_tokens,
                 "seed": s,
             }
@@ -255,7 +256,17 @@ class OpenAIEngine(StreamBatch):
         )
 
     def settings(self) -> dict:
-        return {"concurrency": self.options.concurrency, "constraint": self.constraint}
+        return {"concurrency": self.options.concurrency, "constraint": self.constraint, "sampling": self.sampling}
+
+    @property
+    def sampling(self) -> dict[str, float]:
+        """The sampling fields every request sends beside its temperature. A vLLM server (one that takes the regex
+        constraint) applies the model's generation_config.json otherwise (Qwen2.5-Instruct: repetition_penalty 1.05,
+        top_k 20, top_p 0.8), which the offline engine never does: the neutral values make both engines sample
+        alike. Another server is sent the OpenAI API's top_p alone (its other defaults are its own)."""
+        if self.constraint == "regex":
+            return {"top_p": 1.0, "top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0}
+        return {"top_p": 1.0}
 
     def _bodies(
         self,
@@ -286,6 +297,7 @@ class OpenAIEngine(StreamBatch):
                 "model": self.model,
                 "messages": m,
                 "temperature": temperature,
+                **self.sampling,
                 "max_tokens": fmt.max_tokens,
                 **constraint,
                 **(extra or {}),
