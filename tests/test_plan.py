@@ -167,3 +167,23 @@ def test_plan_names_what_the_preflights_cost_confirms_with_joint_calls(tmp_path,
     spec["verifier"] = {**spec["verifier"], "judge": {"template": "{{ response }} {{ criteria }}", "calls": "joint"}}
     path.write_text(yaml.safe_dump(spec))
     assert "At this design's cost" not in invoke("audit", path, "--plan").output
+
+
+def test_a_pilot_that_passed_no_gate_plans_no_finding(tmp_path):
+    """Issue 60 item 24: the quickstart's 135M judge scores every probe alike (every self-effect 0), yet --plan
+    assumed self-effects of 0.6 and a spread of 0.01 and promised a directional leakage "confirmed with 80% power"
+    at N = 2. A pilot whose judge passed no gate says that no design confirms anything with it; --plan-self-effect
+    still plans for another judge."""
+    from tests.conftest import invoke
+
+    spec = planted_config(n=3, bootstrap=0, tau=0.99, options={"noise": 2.0})
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(spec))
+    result = run_audit(spec, tmp_path / "run")
+    assert not result.reliable.any()
+    plan = invoke("audit", config, "--plan", "--out", tmp_path / "run")
+    assert plan.exit_code == 0, plan.output
+    assert "passed no criterion's gate (tau = 0.99" in plan.output and "no design confirms anything" in plan.output
+    assert "with 80% power" not in plan.output and "Plan: 5 criteria" in plan.output
+    assumed = invoke("audit", config, "--plan", "--out", tmp_path / "run", "--plan-self-effect", "0.7").output
+    assert "Cheapest design confirming" in assumed

@@ -128,7 +128,7 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
             )
             if pilot.get(key) is not None
         )
-    sd_target = sd  # --plan-sd sets both spreads
+    sd_target, self_effect_given = sd, self_effect  # --plan-sd sets both spreads
     if pilot is not None:
         floor = span / 400  # a pilot whose scores never moved: not a spread of 0
         sd = sd if sd is not None else max(pilot["sd"], floor) if pilot.get("sd") is not None else None
@@ -187,6 +187,15 @@ def _plan(config_path: Path, sd: float | None, self_effect: float | None, out: P
         rho=rho,
         pace=(pilot or {}).get("pace") or (REFERENCE_PACE if _embedded(config) else None),
     )
+    if pilot is not None and pilot["gates"] == 0 and self_effect_given is None:  # its judge never moved a criterion
+        mean = pilot["self_effect"]
+        lines = [
+            *lines[:2],  # the design and its time
+            f"The pilot in {pilot['run']} passed no criterion's gate (tau = {config.tau}: every self-effect below it"
+            f"{'' if mean is None else f', the positive ones averaging {mean:.2f}'}"
+            "): no design confirms anything with this judge, whatever N. A judge that moves with the steers comes "
+            "first (--plan-self-effect plans for one you have not run).",
+        ]
     if config.pairwise is not None:  # the verifier asked the pairs too
         lines.append(_pair_calls(config.pairwise, k, len(tasks), n))
     return [observed, *lines] if observed else lines
@@ -247,4 +256,5 @@ def _pilot(run_dir: Path | None) -> dict | None:
         "rho": pilot_correlation(table),
         "pace": pilot_pace(stages, str(run_dir)),
         "self_effect": min(1.0, sum(effects) / len(effects)) if effects else None,
+        "gates": int(sum(bool(v) for v in result.reliable)),  # criteria whose gate the pilot's estimate passed
     }
