@@ -227,7 +227,8 @@ def missing_reference(texts: list[str | None], tasks: Sequence[Task]) -> str | N
 GOOD = re.compile(r"\b(?:excellent|best|perfect|outstanding|exceptional|ideal|great|flawless)\b", re.I)
 BAD = re.compile(r"\b(?:poor|worst|bad|terrible|awful|unacceptable|fails?|failing|useless|wrong)\b", re.I)
 INVERTED = re.compile(
-    r"\b(?:lower|lowest|smaller)\b[^.\n]{0,40}?\b(?:better|best)\b|\b(?:higher|highest|larger)\b[^.\n]{0,40}?\b(?:worse|worst)\b",
+    r"\b(?:lower|lowest|smaller)\b[^.\n,;]{0,40}?\b(?:better|best)\b|\b(?:higher|highest|larger)\b[^.\n,;]{0,40}?"
+    r"\b(?:worse|worst)\b",
     re.I,
 )
 
@@ -240,10 +241,16 @@ def polarity_warning(text: str, scale: Scale) -> str | None:
         return found.group(0)
     top, bottom = (scale.tokens[scale.values.index(v)] for v in (max(scale.values), min(scale.values)))
     for token, wrong, right in ((top, BAD, GOOD), (bottom, GOOD, BAD)):
-        claim = rf"(?<![\w.]){re.escape(token)}(?![\w.])\s*(?:=|:|-(?!\s*\d)|means|is)\s*([^\n.;,]{{0,40}})"
-        for said in re.finditer(claim, text):
-            if wrong.search(said.group(1)) and not right.search(said.group(1)):
-                return said.group(0).strip()
+        level = rf"(?<![\w.]){re.escape(token)}(?![\w.])"
+        claims = (
+            rf"{level}\s*(?:=|:|-(?!\s*\d)|means|is)\s*([^\n.;,]{{0,40}})",  # "1 = excellent", "5: poor"
+            rf"{level}\s*\(([^)\n]{{0,40}})\)",  # "from 1 (best) to 5 (worst)"
+            rf"\b(?:give|assign|award)\s+(?:an?\s+)?{level}\s+(?:to|for)\s+([^\n.;,]{{0,40}})",  # "give 1 to the best"
+        )
+        for claim in claims:
+            for said in re.finditer(claim, text, re.I):
+                if wrong.search(said.group(1)) and not right.search(said.group(1)):
+                    return said.group(0).strip()
     return None
 
 

@@ -81,6 +81,10 @@ def test_paraphrases_that_cannot_measure_wording_are_one_line(tmp_path):
         ("Answer 1-5: 5 = excellent, 1 = poor.", None),
         ("Higher is better; 1 means the reply fails the criterion.", None),
         ("Score {{ scale.describe }}; 1 means not helpful at all, 5 means perfect.", None),
+        ("Higher is better, lower is worse.", None),  # issue 60 item 20: read as one claim across the comma
+        ("Rate from 1 (best) to 5 (worst).", "5 (worst)"),
+        ("Give 1 to the best replies.", "Give 1 to the best replies"),
+        ("Rate from 1 (worst) to 5 (best).", None),
     ],
 )
 def test_a_template_that_reads_the_scale_the_other_way_is_named(text, said):
