@@ -95,3 +95,15 @@ def test_a_criterion_that_primes_another_shown_after_it_is_named(tmp_path):
     assert len(effects.pairs) == 5 * 4
     # correctness shown first is never primed: the priming may show as its position effect, and as no other's
     assert {e.criterion for e in effects.effects if e.flag} <= {"correctness"}
+
+
+def test_order_that_compared_no_stratum_says_so():
+    """Issue 60 item 20: `radar order` on verdicts where no stratum showed a criterion both first and later said
+    "no criterion's score moves with its place" after comparing nothing."""
+    from radar_local.report.text import order_line
+    from radar_local.stats.order import OrderEffects, PositionEffect
+
+    none = {"verdicts": 10, "strata": 0, "by_position": [], "effect": None, "ci": None, "band": None, "flag": False}
+    o = OrderEffects(verifier="v", probes=10, level=0.95, effects=[PositionEffect(criterion="a", **none)], pairs=[])
+    line = order_line(o)
+    assert "nothing about order was compared" in line and "no criterion's score moves" not in line

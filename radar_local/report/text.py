@@ -478,10 +478,14 @@ def order_line(o: OrderEffects | None) -> str | None:
     if o is None:
         return None
     moved = [e.criterion for e in o.effects if e.flag]
+    compared = max((e.strata for e in o.effects), default=0)
     found = (
         f"shown first, {', '.join(moved)} score otherwise beyond the {o.level:.0%} band over the criteria: one call "
         "is not order-safe for this judge and rubric"
         if moved
+        else "no stratum showed a criterion both first and later, so nothing about order was compared (order: "
+        "balanced shows each criterion at each place)"
+        if compared == 0
         else f"no criterion's score moves with its place beyond the {o.level:.0%} band over the criteria"
     )
     primed = [f"{p.source} before {p.target} moves it by {num(p.effect)} {interval(p.ci)}" for p in o.pairs if p.flag]
