@@ -400,6 +400,7 @@ def read(path: Path, root: Path | None = None) -> Imported:
     scale = ZERO_ONE if kind == "llm-rubric" else G_EVAL
     criteria: list[Criterion] = []
     thresholds: dict[str, float] = {}
+    lists: dict[int, tuple[float, list[str]]] = {}  # a g-eval list's assertion -> its threshold and criteria
     account: list[str] = []
     for e in found:
         text, a = e.text, e.assertion
@@ -410,7 +411,9 @@ def read(path: Path, root: Path | None = None) -> Imported:
             shared.criterion(path, f"criterion {cid}", id=cid, label=shared.label_of(cid), description=text)
         )
         threshold = a.get("threshold", G_EVAL_THRESHOLD if kind == "g-eval" else None)
-        if threshold is not None:
+        if threshold is not None and e.sub is not None:  # promptfoo passes a list on the mean of its scores
+            lists.setdefault(id(a), (float(threshold) * float(scale.high), []))[1].append(cid)
+        elif threshold is not None:
             thresholds[cid] = float(threshold) * float(scale.high)
     rub = shared.rubric(
         path, str(data.get("description") or path.stem), str(data.get("description") or path.stem), criteria, scale
@@ -439,6 +442,12 @@ def read(path: Path, root: Path | None = None) -> Imported:
     for cid, t in thresholds.items():
         account.append(
             f"threshold: {cid} passes at {t:g} on the judge's {scale.name} scale (recorded; the audit reads the scores)"
+        )
+    for t, listed in lists.values():
+        account.append(
+            f"threshold: the g-eval list {', '.join(listed)} passes when the mean of its scores reaches {t:g} on the "
+            f"judge's {scale.name} scale, as promptfoo's g-eval does (src/assertions/geval.ts); no criterion passes "
+            "alone (recorded; the audit reads the scores)"
         )
     unjudged = sum(1 for a in _asserts(data) if a.get("type") not in (*TYPES, *OTHER_JUDGED))
     if others := _others(data):
