@@ -162,3 +162,55 @@ def test_plan_counts_the_ablation_as_a_scoring_pass(tmp_path):
     # the thinking judge's calls twice (reasoning, verdict), its ablation's once
     assert f"{probes * 5 * 2} verdicts in {probes * 5 * 3} calls (a thinking judge's calls count twice" in plan, plan
     assert "(2 scoring passes" in plan
+
+
+# The generation prompts of three templates that open the reasoning block themselves, and Qwen3's hybrid one (its
+# enable_thinking=False turn closes an empty block), as their chat_template files write them (the turn markers
+# shortened to what the rendering needs).
+OPENING = {
+    "Qwen3-Thinking-2507": "<|im_start|>assistant\n<think>\n",
+    "QwQ-32B": "<|im_start|>assistant\n<think>\n",
+    "DeepSeek-R1-Distill": "<｜Assistant｜><think>\n",
+}
+HYBRID = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n"
+    "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}{% endif %}"
+)
+
+
+def tokenizer_with(template: str):
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    fast = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({"x": 0}, unk_token="x")))
+    fast.chat_template = template
+    return fast
+
+
+@pytest.mark.parametrize("family", list(OPENING))
+def test_the_ablation_never_opens_a_reasoning_block_twice(family):
+    """Issue 60 item 5: where the generation prompt already opens <think>, the no-reasoning arm's empty block
+    was appended whole (`<think>\\n<think>\\n\\n</think>\\n\\n`), so 'What thinking buys' compared with a malformed
+    prompt; and a thinking judge's reasoning is continued after the one <think> too."""
+    from radar_local.judge import NO_THOUGHT
+
+    opening = OPENING[family]
+    template = "{% for m in messages %}" + "{{ m.content }}\n{% endfor %}{% if add_generation_prompt %}" + opening
+    tokenizer = tokenizer_with(template + "{% endif %}")
+    asked = [{"role": "user", "content": "Rate it."}]
+    text = chat_text(tokenizer, continued(asked, NO_THOUGHT["qwen3"]))
+    assert text.count("<think>") == 1 and text.endswith(opening + "\n</think>\n\n"), text
+    assert text.endswith("<think>\n\n</think>\n\n")  # the empty block as the family writes it
+    thought = chat_text(tokenizer, continued(asked, "<think>\nfine\n</think>"))
+    assert thought.count("<think>") == 1 and thought.endswith(opening + "fine\n</think>")
+
+
+def test_a_hybrid_judge_without_reasoning_is_asked_in_its_non_thinking_mode():
+    """Issue 60 item 5: a Qwen3 hybrid judge without `reasoning` was rendered in thinking mode, its <think> then
+    masked by the grammar (neither mode of its model card); an answer asked at once now renders with
+    enable_thinking=False, which closes an empty block, and a generation keeps the template's default."""
+    tokenizer = tokenizer_with(HYBRID)
+    asked = [{"role": "user", "content": "Rate it."}]
+    assert chat_text(tokenizer, asked, thinking=False).endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    assert chat_text(tokenizer, asked).endswith("<|im_start|>assistant\n")

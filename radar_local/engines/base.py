@@ -106,14 +106,32 @@ class Engine(Protocol):
         """Free the model's memory."""
 
 
-def chat_text(tokenizer, messages: Messages) -> str:
+THINK = "<think>"
+
+
+def chat_text(tokenizer, messages: Messages, thinking: bool = True) -> str:
     """The chat prompt as text: the template with its generation prompt; a final assistant message (a thinking
-    judge's reasoning, reasoning.py) continued as written after the generation prompt, whatever the template
-    would make of an assistant turn (some move a turn's <think> block, which would no longer be continued)."""
+    judge's reasoning, reasoning.py, or the ablation's empty one) continued as written after the generation prompt,
+    whatever the template would make of an assistant turn (some move a turn's <think> block, which would no longer
+    be continued), its <think> not opened twice where the generation prompt opens one (Qwen3-*-Thinking-2507,
+    QwQ, DeepSeek-R1-Distill). `thinking` False: an answer asked at once (a verdict), rendered with
+    enable_thinking=False, so a hybrid template (Qwen3) asks in the mode its model card gives for that; other
+    templates ignore the variable."""
     if messages and messages[-1]["role"] == "assistant":
         head = tokenizer.apply_chat_template(list(messages[:-1]), add_generation_prompt=True, tokenize=False)
-        return head + messages[-1]["content"]
-    return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return head + _after_opened(head, messages[-1]["content"])
+    options = {} if thinking else {"enable_thinking": False}
+    return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **options)
+
+
+def _after_opened(head: str, content: str) -> str:
+    """`content` without the <think> (and the white space after it) that `head`, a generation prompt, already
+    ends with."""
+    opened = head.rstrip()
+    if not (content.startswith(THINK) and opened.endswith(THINK)):
+        return content
+    rest, after = content[len(THINK) :], head[len(opened) :]
+    return rest[len(after) :] if rest.startswith(after) else rest
 
 
 def single_token_ids(tokenizer, model: str, tokens: tuple[str, ...]) -> list[int]:

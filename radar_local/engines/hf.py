@@ -114,8 +114,8 @@ class TransformersEngine(BatchStream):
         hidden = base(input_ids=inputs["input_ids"], attention_mask=mask, position_ids=positions).last_hidden_state
         return head(hidden[:, -1])[:, 0]
 
-    def _encode(self, prompts: list[Messages]) -> dict[str, torch.Tensor]:
-        texts = [chat_text(self.tokenizer, m) for m in prompts]
+    def _encode(self, prompts: list[Messages], thinking: bool = True) -> dict[str, torch.Tensor]:
+        texts = [chat_text(self.tokenizer, m, thinking) for m in prompts]
         return self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
 
     def _completions(self, inputs, out_ids, per_prompt: int) -> list[Completion]:
@@ -179,7 +179,7 @@ class TransformersEngine(BatchStream):
         size = 1 if sample else self.options.batch_size
         out: list[Completion] = []
         for start in range(0, len(prompts), size):
-            inputs = self._encode(prompts[start : start + size])
+            inputs = self._encode(prompts[start : start + size], thinking=False)  # an answer asked at once
             processor.reset()
             if sample:
                 torch.manual_seed(seeds[start])
@@ -213,7 +213,7 @@ class TransformersEngine(BatchStream):
         ids = single_token_ids(self.tokenizer, self.model, tokens)
         out: list[Completion] = []
         for start in range(0, len(prompts), self.options.batch_size):
-            inputs = self._encode(prompts[start : start + self.options.batch_size])
+            inputs = self._encode(prompts[start : start + self.options.batch_size], thinking=False)
             mask = inputs["attention_mask"]
             with torch.inference_mode():  # left padding: positions count real tokens only, as generate() does
                 logits = self.hf(**inputs, position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits[:, -1, :]

@@ -319,7 +319,7 @@ class VLLMEngine(StreamBatch):
 
     # ---- the continuous feed: one long-lived engine loop, answers yielded as they finish ----
     def _stream(
-        self, prompts: list[Messages], params: list[SamplingParams]
+        self, prompts: list[Messages], params: list[SamplingParams], thinking: bool = True
     ) -> Iterator[list[tuple[int, RequestOutput]]]:
         """Keep the scheduler full: submit in order while fewer than twice `max_num_seqs` requests are
         in flight (the engine admits FCFS, so submission order is the prefix-shared order), step the
@@ -335,7 +335,7 @@ class VLLMEngine(StreamBatch):
         try:
             while submitted < len(prompts) or in_flight:
                 batch = range(submitted, min(len(prompts), submitted + window - len(in_flight)))
-                token_ids = [self.prompt_token_ids(tokenizer, prompts[i]) for i in batch]
+                token_ids = [self.prompt_token_ids(tokenizer, prompts[i], thinking) for i in batch]
                 first = submitted == 0
                 if first:  # the first window is admitted as one batch, not as the requests happen to arrive
                     engine.sleep(level=0, mode="keep")
@@ -358,9 +358,10 @@ class VLLMEngine(StreamBatch):
                 engine.abort_request(list(in_flight))
 
     @staticmethod
-    def prompt_token_ids(tokenizer, messages: Messages) -> list[int]:
-        """The chat prompt's token ids, rendered as `LLM.chat` renders it (template text, no extra specials)."""
-        return tokenizer.encode(chat_text(tokenizer, messages), add_special_tokens=False)
+    def prompt_token_ids(tokenizer, messages: Messages, thinking: bool = True) -> list[int]:
+        """The chat prompt's token ids, rendered as `LLM.chat` renders it (template text, no extra specials);
+        `thinking` False for an answer asked at once (base.chat_text)."""
+        return tokenizer.encode(chat_text(tokenizer, messages, thinking), add_special_tokens=False)
 
     def _count_step(self, fed: bool) -> None:
         """Running requests and the share of KV-cache blocks in use after a step, from vLLM's own gauges
@@ -408,7 +409,7 @@ class VLLMEngine(StreamBatch):
             )
             for s in (seeds if seeds is not None else [None] * len(prompts))
         ]
-        for finished in self._stream(prompts, params):
+        for finished in self._stream(prompts, params, thinking=False):  # an answer asked at once
             yield [(i, _sample(o, o.outputs[0])) for i, o in finished]
 
     def score_stream(self, prompts: list[Messages], *, fmt: ScoreFormat, chunk: int = 0) -> Iterator[Finished]:
@@ -421,7 +422,7 @@ class VLLMEngine(StreamBatch):
         params = [
             SamplingParams(temperature=0.0, max_tokens=1, allowed_token_ids=ids, logprob_token_ids=ids) for _ in prompts
         ]
-        for finished in self._stream(prompts, params):
+        for finished in self._stream(prompts, params, thinking=False):
             out = []
             for i, o in finished:
                 got = o.outputs[0].logprobs[0] if o.outputs[0].logprobs else {}
