@@ -179,19 +179,29 @@ WEIGHT_FILES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 
 
 def chat_template(path: Path) -> str | None:
-    """The chat template a checkpoint's tokenizer applies, where transformers finds it first:
-    chat_template.jinja, chat_template.json, then tokenizer_config.json's `chat_template`; None without one."""
+    """The chat template(s) a checkpoint's tokenizer applies, read as transformers 5 reads them: chat_template.jinja
+    (the default) and additional_chat_templates/*.jinja (named ones), which together replace tokenizer_config.json's
+    `chat_template`; None without one. chat_template.json is a processor's file, which the tokenizer never reads.
+    Named templates without a default are one line: transformers would fail at the first prompt it renders."""
+    found: dict[str, str] = {}
     if (jinja := path / "chat_template.jinja").is_file():
-        return jinja.read_text(encoding="utf-8", errors="replace")
-    for name in ("chat_template.json", "tokenizer_config.json"):
-        if (f := path / name).is_file():
-            try:
-                found = json.loads(f.read_text(encoding="utf-8", errors="replace")).get("chat_template")
-            except (ValueError, AttributeError):
-                continue
-            if found is not None:
-                return json.dumps(found, sort_keys=True)  # a string, or a list of named templates
-    return None
+        found["default"] = jinja.read_text(encoding="utf-8", errors="replace")
+    if (named := path / "additional_chat_templates").is_dir():
+        for f in sorted(named.glob("*.jinja")):
+            found[f.stem] = f.read_text(encoding="utf-8", errors="replace")
+    if found and "default" not in found:
+        raise ModelNotFoundError(
+            f"{path} has named chat templates (additional_chat_templates/: {', '.join(found)}) and no default "
+            "(chat_template.jinja), so its tokenizer has none to apply; copy the one to use to chat_template.jinja"
+        )
+    if found:
+        return found["default"] if len(found) == 1 else json.dumps(found, sort_keys=True)
+    try:
+        config = json.loads((path / "tokenizer_config.json").read_text(encoding="utf-8", errors="replace"))
+        written = config.get("chat_template")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return None if written is None else json.dumps(written, sort_keys=True)  # a string, or named templates
 
 
 def weights_identity(model: str, template: bool = False) -> str:

@@ -11,6 +11,7 @@ from radar_local.auditing import run_audit
 from radar_local.config import AuditConfig, ModelSpec
 from radar_local.engines.registry import ENGINES, engine_class
 from radar_local.engines.testing import PlantedEngine
+from radar_local.errors import RadarError
 from radar_local.models import weights_identity
 from radar_local.plan import Plan
 from radar_local.pool import EnginePool
@@ -199,7 +200,22 @@ def test_the_chat_template_is_read_where_transformers_finds_it_first(tmp_path):
     (model / "tokenizer_config.json").write_text(json.dumps({"chat_template": "B"}))
     assert chat_template(model) == '"B"'
     (model / "chat_template.json").write_text(json.dumps({"chat_template": "C"}))
-    assert chat_template(model) == '"C"'
+    assert chat_template(model) == '"B"'  # issue 60 item 11: a processor's file, which the tokenizer never reads
+    (model / "additional_chat_templates").mkdir()
+    (model / "additional_chat_templates" / "tool_use.jinja").write_text("T")
+    with pytest.raises(RadarError, match="named chat templates .* and no default"):  # was a traceback at rendering
+        chat_template(model)
     (model / "chat_template.jinja").write_text("J")
+    assert json.loads(chat_template(model)) == {"default": "J", "tool_use": "T"}  # what the tokenizer holds
+    (model / "additional_chat_templates" / "tool_use.jinja").unlink()
     assert chat_template(model) == "J"
     assert weights_identity(str(model), template=True).startswith(weights_identity(str(model)) + "+template:")
+    from tokenizers import Tokenizer, models
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast  # what transformers applies, for comparison
+
+    PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel({"x": 0}, unk_token="x"))).save_pretrained(
+        model
+    )
+    (model / "chat_template.jinja").write_text("J")
+    (model / "chat_template.json").write_text(json.dumps({"chat_template": "C"}))
+    assert AutoTokenizer.from_pretrained(model).chat_template == chat_template(model) == "J"
