@@ -153,3 +153,47 @@ def test_a_planted_engine_is_not_warned_about_memory_it_never_took(capsys, monke
     pool.get(ModelSpec(engine="testing", model="p"))
     pool.close()
     assert "gave back" not in capsys.readouterr().err
+
+
+def test_a_request_vllm_refuses_in_the_first_window_leaves_the_engine_awake():
+    """Issue 60 item 13: the first window is admitted with the scheduler paused (engine.sleep(level=0)); a request
+    vLLM refused there (a prompt over its window) raised past the wake-up and left the engine paused for every later
+    stage. Here on an engine object whose vLLM refuses its second request."""
+    from radar_local.engines.vllm import VLLMEngine
+
+    class Refusing:
+        def __init__(self):
+            self.calls: list[str] = []
+
+        def sleep(self, **_):
+            self.calls.append("sleep")
+
+        def wake_up(self, **_):
+            self.calls.append("wake")
+
+        def add_request(self, request_id, *_):
+            if request_id.endswith("-1"):
+                raise ValueError("This model's maximum context length is 8 tokens")
+            self.calls.append("add")
+
+        def abort_request(self, ids):
+            self.calls.append("abort")
+
+    class Tokenizer:
+        def apply_chat_template(self, messages, **_):
+            return messages[-1]["content"]
+
+        def encode(self, text, **_):
+            return [1] * len(text)
+
+    engine = object.__new__(VLLMEngine)
+    inner = Refusing()
+    engine.llm = type("LLM", (), {"llm_engine": inner, "get_tokenizer": lambda self: Tokenizer()})()
+    engine.max_num_seqs, engine.block_size, engine._floor, engine._seen_blocks = 8, 16, 0, set()
+    engine._ids = iter(range(100))
+    from vllm import SamplingParams
+
+    prompts = [[{"role": "user", "content": "hi"}], [{"role": "user", "content": "too long"}]]
+    with pytest.raises(ValueError, match="maximum context length"):
+        next(engine._stream(prompts, [SamplingParams(max_tokens=1), SamplingParams(max_tokens=1)]))
+    assert inner.calls == ["sleep", "add", "wake", "abort"]

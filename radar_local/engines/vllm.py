@@ -339,15 +339,17 @@ class VLLMEngine(StreamBatch):
                 first = submitted == 0
                 if first:  # the first window is admitted as one batch, not as the requests happen to arrive
                     engine.sleep(level=0, mode="keep")
-                for i, ids in zip(batch, token_ids):
-                    self._floor += prompt_floor(ids, self.block_size, self._seen_blocks, per)
-                    request_id = f"radar-{next(self._ids)}"
-                    params[i].output_kind = RequestOutputKind.FINAL_ONLY
-                    engine.add_request(request_id, TokensPrompt(prompt_token_ids=ids), params[i])
-                    in_flight[request_id] = i
+                try:
+                    for i, ids in zip(batch, token_ids):
+                        self._floor += prompt_floor(ids, self.block_size, self._seen_blocks, per)
+                        request_id = f"radar-{next(self._ids)}"
+                        params[i].output_kind = RequestOutputKind.FINAL_ONLY
+                        engine.add_request(request_id, TokensPrompt(prompt_token_ids=ids), params[i])
+                        in_flight[request_id] = i
+                finally:  # a request vLLM refuses (too long, say) must not leave the engine paused for the next stage
+                    if first:
+                        engine.wake_up(tags=["scheduling"])
                 submitted += len(batch)
-                if first:
-                    engine.wake_up(tags=["scheduling"])
                 fed = len(in_flight) * per >= self.max_num_seqs  # the scheduler could run its limit this step
                 finished = [(in_flight.pop(o.request_id), o) for o in engine.step() if o.finished]
                 self._count_step(fed)
