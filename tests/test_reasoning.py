@@ -214,3 +214,10 @@ def test_a_hybrid_judge_without_reasoning_is_asked_in_its_non_thinking_mode():
     asked = [{"role": "user", "content": "Rate it."}]
     assert chat_text(tokenizer, asked, thinking=False).endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
     assert chat_text(tokenizer, asked).endswith("<|im_start|>assistant\n")
+
+
+def test_a_template_that_shows_todays_date_renders_the_same_every_day():
+    """Issue 60 item 13: a template calling strftime_now (Llama 3.x's "Today Date") rendered a new prompt each day
+    under the same content key; radar's rendering shows one pinned date."""
+    tokenizer = tokenizer_with("Today {{ strftime_now('%d %b %Y') }}: {{ messages[0].content }}")
+    assert chat_text(tokenizer, [{"role": "user", "content": "hi"}]) == "Today 01 Jan 2026: hi"

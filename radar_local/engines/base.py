@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TypeVar
@@ -117,11 +118,21 @@ def chat_text(tokenizer, messages: Messages, thinking: bool = True) -> str:
     QwQ, DeepSeek-R1-Distill). `thinking` False: an answer asked at once (a verdict), rendered with
     enable_thinking=False, so a hybrid template (Qwen3) asks in the mode its model card gives for that; other
     templates ignore the variable."""
+    pinned = {"strftime_now": pinned_strftime}
     if messages and messages[-1]["role"] == "assistant":
-        head = tokenizer.apply_chat_template(list(messages[:-1]), add_generation_prompt=True, tokenize=False)
+        head = tokenizer.apply_chat_template(list(messages[:-1]), add_generation_prompt=True, tokenize=False, **pinned)
         return head + _after_opened(head, messages[-1]["content"])
-    options = {} if thinking else {"enable_thinking": False}
+    options = pinned if thinking else {**pinned, "enable_thinking": False}
     return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **options)
+
+
+PINNED_DATE = datetime.datetime(2026, 1, 1)
+
+
+def pinned_strftime(fmt: str) -> str:
+    """What a chat template's `strftime_now` shows (Llama 3.x's "Today Date: ..."): one fixed date, so a prompt
+    is the same text every day under its content key, as a key promises."""
+    return PINNED_DATE.strftime(fmt)
 
 
 def _after_opened(head: str, content: str) -> str:
