@@ -94,6 +94,11 @@ ENGINE_FAILED = (
     "the engine failed the request before the model answered (finish reason 'error': its answer constraint "
     "did not compile, or the engine erred; see engine.log)"
 )
+# A server's reasoning parser moved the judge's answer out of `content` (vllm serve --reasoning-parser).
+IN_REASONING = (
+    "the server put the answer in message.reasoning (vllm serve --reasoning-parser), not in its content; serve the "
+    "judge without --reasoning-parser"
+)
 
 
 def constraint_groups(requests: list[ScoreRequest]) -> list[list[ScoreRequest]]:
@@ -133,6 +138,8 @@ def verdict_records(req: ScoreRequest, c, verifier: str, thought: Thought | None
     for position, (cid, rec) in enumerate(zip(req.criteria, fields)):
         if c.finish_reason == "error":
             rec.update(score=None, unscored=ENGINE_FAILED)
+        elif rec["score"] is None and c.reasoning is not None and not rec.get("unscored"):
+            rec.update(unscored=IN_REASONING)  # the answer is in the field a server's reasoning parser filled
         if thought is not None:
             rec.update(thought=thought.text or None, thought_tokens=thought.tokens if position == 0 else None)
             if thought.unscored:

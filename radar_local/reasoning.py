@@ -17,12 +17,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from radar_local.engines.base import Completion, Engine, ScoreFormat
+from radar_local.errors import RadarError
 from radar_local.judge import Reasoning
 from radar_local.prompts import Messages, Prompt
 
 OVER_BUDGET = "the reasoning hit its budget before it ended"
 UNENDED = "the reasoning stopped without its end"
 NOT_ASKED = "error"  # the second request's finish where none was made
+SPLIT_BY_SERVER = (
+    "the server split the judge's reasoning off its answer (message.reasoning: `vllm serve --reasoning-parser`), so "
+    "radar cannot read where it ends; serve the judge without --reasoning-parser (radar reads the reasoning itself, "
+    "judge: {reasoning: ...})"
+)
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,8 @@ def think_then_answer(
     for start in range(0, len(prompts), chunk):
         part = prompts[start : start + chunk]
         firsts = engine.generate(part, n=1, temperature=0.0, max_tokens=reasoning.budget, seeds=[seed] * len(part))
+        if any(c[0].reasoning is not None for c in firsts):
+            raise RadarError(SPLIT_BY_SERVER)
         thoughts = [thought_of(c[0], reasoning) for c in firsts]
         ready = [i for i, t in enumerate(thoughts) if not t.unscored and t.text]
         answers = engine.score([continued(part[i], thoughts[i].text) for i in ready], fmt=fmt) if ready else []

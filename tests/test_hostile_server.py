@@ -247,3 +247,36 @@ def test_a_server_answer_nested_past_the_recursion_limit_is_unscored():
 
     deep = "{" + '"a": ' + "[" * 200_000 + "]" * 200_000 + "}"
     assert ScoreFormat().answer().parse(deep)["score"].score is None
+
+
+def test_a_server_that_moves_the_answer_into_its_reasoning_field_is_named(tmp_path):
+    """Issue 60 items 3 and 20: behind `vllm serve --reasoning-parser`, a judge's answer (and a thinking judge's
+    reasoning) arrive in message.reasoning (older vLLM: reasoning_content) with the content empty; radar read the
+    content alone, so every verdict was unscored "did not parse" and a thinking judge's every reasoning "stopped
+    without its end". A verdict says which field holds it; a thinking judge stops on its first reasoning, in one
+    line saying what to do."""
+    from radar_local.calls import IN_REASONING
+    from radar_local.judge import Reasoning
+    from radar_local.reasoning import SPLIT_BY_SERVER, think_then_answer
+
+    for field in ("reasoning", "reasoning_content"):
+        split = json.dumps({"choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": None, field: "<think> fine </think> " + VERDICT}}]}).encode()  # fmt: skip
+        with FakeServer(lambda *_, body=split: http(200, body)) as server:
+            got = answer(server.url)
+            assert got.text == "" and got.reasoning.endswith(VERDICT)
+            e = engine(server.url)
+            try:
+                with pytest.raises(RadarError, match="--reasoning-parser") as err:
+                    next(think_then_answer(e, HI, fmt=ScoreFormat(), reasoning=Reasoning(budget=64), chunk=4, seed=0))
+            finally:
+                e.close()
+        assert str(err.value) == SPLIT_BY_SERVER
+    from radar_local.auditing import run_audit
+    from radar_local.rundir import load_run
+
+    with FakeServer(lambda *_: http(200, split)) as server:
+        judge = {"engine": "openai", "model": "m", "options": {"base_url": server.url, "retries": 0}}
+        run_audit(planted_config(verifier=judge, n=1, bootstrap=0), tmp_path / "run", progress=False)
+    verdicts = list(load_run(tmp_path / "run").store.scores.values())
+    assert verdicts and all(v.score is None and v.unscored == IN_REASONING for v in verdicts)

@@ -45,6 +45,9 @@ class Completion:
     # expected mode: the log-probability of each score token (a server's top list as sent: checked when read)
     score_logprobs: dict[str, float] | list[tuple[object, object]] | None = None
     constraint: str | None = None  # a server's: the constraint it was sent (regex, json_schema); local engines: regex
+    # a server's reasoning field (`vllm serve --reasoning-parser`: message.reasoning or reasoning_content), the text it
+    # split off the answer; radar reads a judge's reasoning from the answer's whole text itself (reasoning.py)
+    reasoning: str | None = None
 
 
 @dataclass

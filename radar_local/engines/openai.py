@@ -203,6 +203,7 @@ class OpenAIEngine(StreamBatch):
                 _count(usage.get("prompt_tokens")),
                 per_choice,
                 _printable(str(c.get("finish_reason") or "")),
+                reasoning=_split_reasoning(c["message"]),
             )
             for c in choices
         ]
@@ -377,6 +378,15 @@ def _count(value: object) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     return value if type(value) is int and 0 <= value < MAX_COUNT else 0
+
+
+def _split_reasoning(message: dict) -> str | None:
+    """The reasoning a server's reasoning parser split off the answer (vLLM: `reasoning`, older `reasoning_content`),
+    where it did; None otherwise."""
+    for field in ("reasoning", "reasoning_content"):
+        if (text := _text(message.get(field))).strip():
+            return text
+    return None
 
 
 def _text(content: object) -> str:
