@@ -24,6 +24,11 @@ from radar_local.common import Frozen
 from radar_local.scale import Scale, literal_regex
 
 SAFE_CHAR = r"[ !#-\[\]-~]"  # printable ASCII without " and \
+# A grade answer's reasoning: printable ASCII over lines (a judge's feedback runs to paragraphs, and Flow-Judge and
+# GLIDER open their tags with a newline); ASCII, so each character is a token at most and `max_tokens` bounds it.
+GRADE_TEXT = r"[ -~\n]"
+PAD_MOST = 2
+PAD = rf"[ \n]{{0,{PAD_MOST}}}"  # between a grade's literal text and its level: "<score>\n3\n</score>"
 FIELD_NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,39}$"
 FieldName = Annotated[str, Field(pattern=FIELD_NAME)]
 Bound = Annotated[int, Field(ge=1, le=4000)]
@@ -49,12 +54,13 @@ class JsonShape(Frozen):
 
 
 class GradeShape(Frozen):
-    """Reasoning on one line (up to `reasoning` characters, 0 for none), then the grade: `pattern` is a
-    regex with one group, the level (inspect_ai's `GRADE: ([CPI])`); the text around the group is literal."""
+    """Reasoning (up to `reasoning` characters of printable text over any lines, 0 for none), then the grade:
+    `pattern` is a regex with one group, the level (inspect_ai's `GRADE: ([CPI])`); the text around the group is
+    literal, and up to two spaces or newlines may stand between it and the level."""
 
     kind: Literal["grade"]
     pattern: str = Field(min_length=3, max_length=200)
-    reasoning: int = Field(0, ge=0, le=4000, description="Longest reasoning line before the grade (0: none)")
+    reasoning: int = Field(0, ge=0, le=4000, description="Longest reasoning before the grade, any lines (0: none)")
 
     @model_validator(mode="after")
     def _one_group_in_literal_text(self) -> GradeShape:
@@ -225,8 +231,9 @@ class Answer:
             return r"\{" + ", ".join(parts) + r"\}"
         if isinstance(shape, GradeShape):
             prefix, _, suffix = shape.parts
-            reasoning = f"{SAFE_CHAR}{{1,{shape.reasoning}}}\\n" if shape.reasoning else ""
-            return reasoning + literal_regex(prefix) + scale.regex + literal_regex(suffix)
+            reasoning = f"{GRADE_TEXT}{{1,{shape.reasoning}}}" if shape.reasoning else ""
+            before, after = (PAD if prefix else ""), (PAD if suffix else "")
+            return reasoning + literal_regex(prefix) + before + scale.regex + after + literal_regex(suffix)
         return self._value(scale, self.joint)
 
     @cached_property  # asked per request by engines and the run: built once per answer
@@ -247,7 +254,8 @@ class Answer:
             )
         if isinstance(shape, GradeShape):
             prefix, _, suffix = shape.parts
-            return (shape.reasoning + 1 if shape.reasoning else 0) + len(prefix) + value + len(suffix)
+            pads = PAD_MOST * (bool(prefix) + bool(suffix))
+            return shape.reasoning + len(prefix) + value + len(suffix) + pads
         return value
 
     @cached_property
@@ -284,9 +292,13 @@ class Answer:
         """Every criterion's score from the answer; a criterion whose score does not read is unscored."""
         if isinstance(self.shape, GradeShape):
             ((cid, scale),) = self.scales
-            # after a reasoning line the grade is on the next: a level the reasoning mentions is no grade
-            start = text.find("\n") + 1 if self.shape.reasoning else 0
-            match = re.compile(self.shape.pattern).search(text, start)
+            prefix, group, suffix = self.shape.parts
+            pattern = re.compile(
+                re.escape(prefix) + (PAD if prefix else "") + f"({group})" + (PAD if suffix else "") + re.escape(suffix)
+            )
+            # the grade ends the answer: a level the reasoning mentions before it (its own marker too) is no grade
+            found = list(pattern.finditer(text)) if self.shape.reasoning else [m for m in [pattern.match(text)] if m]
+            match = found[-1] if found else None
             value = scale.value(match.group(1)) if match else None
             reasoning = text[: match.start()].strip() or None if match else None
             return {cid: Parsed(value, reasoning)}

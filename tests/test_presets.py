@@ -11,9 +11,8 @@ from radar_local.judge import Judge
 from radar_local.scale import Scale
 from tests.conftest import PLANTED_TASKS, invoke, one_line_exit_2, planted_config
 
-# each judge's output in its own format (radar_local/presets.py cites each source); radar's constraint writes the
-# score's tags and their level on one line (the text around a grade is literal), where Flow-Judge and GLIDER put
-# newlines inside their tags
+# each judge's output in its own format, on one line per part (radar_local/presets.py cites each source); the
+# formats' multi-line writing is AS_THEY_WRITE, below
 WRITTEN = {
     "prometheus-2-absolute": (
         "Feedback: The response meets most of the rubric but omits the refund window. [RESULT] 4",
@@ -125,3 +124,50 @@ def test_a_tasks_file_names_its_reference_column(tmp_path):
 
     with pytest.raises(InputError, match="no column 'answer' for the reference"):
         load_task_table(TaskSource(path=str(table), columns={"reference": "answer"}), seed=0)
+
+
+# Each judge's output as its documented format writes it (radar_local/presets.py cites each source): feedback over
+# several lines and paragraphs, Prometheus' verdict inline after its feedback, Flow-Judge's and GLIDER's tags opened
+# with a newline. Written here in those formats (the model cards' own examples are not reachable offline).
+AS_THEY_WRITE = {
+    "prometheus-2-absolute": (
+        "The response addresses the refund but omits the return window.\nIt stays polite throughout. [RESULT] 4",
+        4,
+    ),
+    "prometheus-2-absolute-reference": (
+        "Compared with the reference answer, the response gives the same steps.\n\nIt skips the last one. [RESULT] 3",
+        3,
+    ),
+    "flow-judge": (
+        "<feedback>\nThe output answers the question.\nIt stays on topic and cites the \"order number\".\n</feedback>\n"
+        "<score>\n5\n</score>",
+        5,
+    ),
+    "selene-mini": ("**Reasoning:** The reply is polite.\n\nIt resolves the issue in two steps.\n\n**Result:** 5", 5),
+    "glider": (
+        "<reasoning>\n- The reply is clear.\n- It names the refund [RESULT] 1 policy.\n</reasoning>\n"
+        "<highlight>\nrefund\n</highlight>\n<score>\n3\n</score>",
+        3,
+    ),
+    "mt-bench": (
+        "The reply answers the question and is accurate.\n\nHowever, it lacks depth: Rating: [[2]] would be too "
+        "harsh.\n\nRating: [[4]]",
+        4,
+    ),
+}
+
+
+@pytest.mark.parametrize("preset", sorted(AS_THEY_WRITE))
+def test_a_presets_constraint_admits_its_judges_own_output_and_reads_its_score(preset):
+    """Issue 60 item 6: a grade answer allowed one line of reasoning, so the first newline forced the score: Flow-Judge
+    and GLIDER scored before writing feedback, MT-Bench and Selene lost all after a paragraph, Prometheus' inline
+    verdict was forced into a second one; the parse rate stayed 100% and hid it. Each output is accepted by the
+    constraint (xgrammar's matcher, as vLLM runs it) and read to its score, the last grade in it."""
+    xgrammar = pytest.importorskip("xgrammar")
+    from xgrammar.testing import _is_grammar_accept_string
+
+    text, score = AS_THEY_WRITE[preset]
+    answer = Answer(Judge(preset=preset).answer, (("c", Scale(min=1, max=5)),))
+    assert _is_grammar_accept_string(xgrammar.Grammar.from_regex(answer.regex), text)
+    assert len(text) <= answer.max_tokens
+    assert answer.parse(text)["c"].score == score
