@@ -70,13 +70,20 @@ def engines(config: AuditConfig) -> list[ModelSpec]:
     return list(unique.values())
 
 
-def longest_request(plan: Plan, spec: ModelSpec, labels: LabelSet | None = None) -> Bound:
+def longest_request(
+    plan: Plan, spec: ModelSpec, labels: LabelSet | None = None, probes: Sequence[ProbeRecord] = ()
+) -> Bound:
     """The longest request the audit of `plan` sends the engine that serves `spec`, bounded."""
-    return max(request_bounds(plan, spec, labels), key=lambda b: b.tokens)
+    return max(request_bounds(plan, spec, labels, probes), key=lambda b: b.tokens)
 
 
-def request_bounds(plan: Plan, spec: ModelSpec, labels: LabelSet | None = None) -> list[Bound]:
-    """Every kind of request the audit of `plan` sends the engine that serves `spec`, each bounded."""
+def request_bounds(
+    plan: Plan, spec: ModelSpec, labels: LabelSet | None = None, probes: Sequence[ProbeRecord] = ()
+) -> list[Bound]:
+    """Every kind of request the audit of `plan` sends the engine that serves `spec`, each bounded. `probes`: the
+    stored ones, where the engine loads after they were written: a response it holds then counts as the longest of
+    its task's probes in this engine's own tokenizer (a generator's max_new_tokens in its tokenizer may be twice as
+    many of another's: 2.16x between tekken and SmolLM2's on Chinese text), else as max_new_tokens."""
     from transformers import AutoTokenizer  # heavy: only where a vLLM engine is sized
 
     config = plan.config
@@ -89,10 +96,15 @@ def request_bounds(plan: Plan, spec: ModelSpec, labels: LabelSet | None = None) 
         ) from None
     reply = config.generation.max_new_tokens
     bounds: list[Bound] = []
+    written: dict[str, int] = {}  # task -> its longest stored probe, in this tokenizer's tokens
+    for p in probes:
+        written[p.task_id] = max(
+            written.get(p.task_id, 0), len(tokenizer(p.text, add_special_tokens=False)["input_ids"])
+        )
 
-    def count(messages: Messages, held: int, answer: int, what: str) -> None:
+    def count(messages: Messages, held: int, answer: int, what: str, task: str = "") -> None:
         tokens = len(tokenizer(chat_text(tokenizer, messages), add_special_tokens=False)["input_ids"])
-        bounds.append(Bound(tokens + held * reply + answer, what))
+        bounds.append(Bound(tokens + held * written.get(task, reply) + answer, what))
 
     # one empty response per task: a verdict's prompt differs by task and criterion, never by the steer
     first = plan.rubric.criteria[0].id
@@ -105,14 +117,13 @@ def request_bounds(plan: Plan, spec: ModelSpec, labels: LabelSet | None = None) 
             count(g.messages, 0, reply, f"the generator's probe of task '{g.task.id}'")
         if config.nuisance_specs:  # a rewrite holds a probe and writes one
             for r in plan.rewrite_requests(empty, config.nuisance_specs):
-                count(r.messages, 1, reply, f"the rewrite of a probe of task '{r.task.id}'")
+                count(r.messages, 1, reply, f"the rewrite of a probe of task '{r.task.id}'", r.task.id)
     judges = [j for j in verifier_specs(config.verifiers) if j.same_engine(spec)]
     for judge in judges:
-        thinking = judge.judge.reasoning if judge.judge is not None else None
-        budget = thinking.budget if thinking is not None and thinking.think else 0
+        budget = _reasoning_budget(judge)
         for s in plan.score_requests(empty, judge):
             task = s.probe_key.removeprefix("bound:")
-            count(s.messages, 1, budget + s.answer.max_tokens, f"a verdict of '{judge.label}' on task '{task}'")
+            count(s.messages, 1, budget + s.answer.max_tokens, f"a verdict of '{judge.label}' on task '{task}'", task)
         if labels is not None:
             for s in plan.score_requests(labels.probes(), judge):
                 count(
@@ -122,12 +133,23 @@ def request_bounds(plan: Plan, spec: ModelSpec, labels: LabelSet | None = None) 
     pair_judge = None if config.pairwise is None else config.pairwise.verifier or next(iter(judges), None)
     if pair_judge is not None and pair_judge.same_engine(spec):
         pairs = [*empty, *(p.model_copy(update={"direction": "-"}) for p in empty)]
+        budget = _reasoning_budget(pair_judge)  # a thinking judge reasons before its pairwise verdict too
         for s in plan.pair_requests(pairs, pair_judge):
-            count(s.messages, 2, s.answer.max_tokens, f"a pairwise verdict of '{pair_judge.label}'")
+            count(s.messages, 2, budget + s.answer.max_tokens, f"a pairwise verdict of '{pair_judge.label}'", s.task_id)
+        if labels is not None and labels.pairs:  # the team's labelled pairs: their responses as written
+            for s in plan.labelled_pair_requests(labels.pair_probes(), pair_judge):
+                count(s.messages, 0, budget + s.answer.max_tokens, f"a pairwise verdict of '{pair_judge.label}' on a "
+                      "labelled pair")  # fmt: skip
     if config.reward is not None and config.reward.same_engine(spec):
         for w in plan.reward_requests(empty, config.reward):
-            count(w.messages, 1, 1, "the reward of a probe")
+            count(w.messages, 1, 1, "the reward of a probe", w.probe_key.removeprefix("bound:"))
     return bounds
+
+
+def _reasoning_budget(judge: ModelSpec) -> int:
+    """The tokens a thinking judge may reason before its answer (0 for one that answers at once)."""
+    thinking = judge.judge.reasoning if judge.judge is not None else None
+    return thinking.budget if thinking is not None and thinking.think else 0
 
 
 def window(spec: ModelSpec) -> int | None:

@@ -63,6 +63,7 @@ class Run(RunDir):
     end of a `with` block), and its methods are the stages."""
 
     _contexts: dict[str, int] | None = None  # each vLLM engine's max_model_len (sized), once computed
+    _sized_from_probes: frozenset[str] = frozenset()  # the engines re-sized from the stored probes
 
     @classmethod
     def create(cls, resolved: Resolved, out: str | Path) -> Run:
@@ -238,16 +239,23 @@ class Run(RunDir):
         if spec.engine not in CONTEXT_ENGINES:
             return spec
         if self._contexts is None:  # every engine's, checked before the first loads
-            self._contexts = {}
-            for model in engines(self.config):
-                try:
-                    need = longest_request(self.plan, model, self.labels)
-                    self._contexts[engine_key(model)] = sized(need, model, window(model))
-                except ValueError as exc:
-                    raise InputError(self.root / CONFIG, str(exc)) from None
+            self._contexts = {engine_key(m): self._context(m) for m in engines(self.config)}
+        key = engine_key(spec)
+        if not spec.same_engine(self.config.generator) and key not in self._sized_from_probes:
+            # a judge loads after the probes are written: sized from them too, in its own tokenizer (never below
+            # the first sizing, which later waves' probes may need)
+            if stored := self.probes():
+                self._contexts[key] = max(self._contexts[key], self._context(spec, stored))
+                self._sized_from_probes = self._sized_from_probes | {key}
         out = spec.model_copy()
-        out._parsed = spec.parsed.model_copy(update={"max_model_len": self._contexts[engine_key(spec)]})
+        out._parsed = spec.parsed.model_copy(update={"max_model_len": self._contexts[key]})
         return out
+
+    def _context(self, model: ModelSpec, probes: Sequence[ProbeRecord] = ()) -> int:
+        try:
+            return sized(longest_request(self.plan, model, self.labels, probes), model, window(model))
+        except ValueError as exc:
+            raise InputError(self.root / CONFIG, str(exc)) from None
 
     def score_pairs(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict | None:
         """The pairwise judge's calls (config.pairwise): the steered pairs and the team's pairwise labels, asked of

@@ -97,3 +97,59 @@ def test_a_model_without_a_tokenizer_is_one_line(tmp_path, embedded_model):
     run = run_of(config, tmp_path)
     with pytest.raises(InputError, match="bare: cannot read its tokenizer at"):
         run.sized(run.config.generator)
+
+
+def test_what_sizing_missed_is_counted(tmp_path, embedded_model):
+    """Issue 60 item 7: a judge is sized from the stored probes it will be asked, in its own tokenizer (a probe as
+    long as max_new_tokens in the generator's tokenizer was 2.16x as many of tekken's on Chinese text); a thinking
+    judge's pairwise verdicts count its reasoning budget; the team's labelled pairs are counted."""
+    from transformers import AutoTokenizer
+
+    from radar_local.records import ProbeRecord
+
+    run = run_of(quickstart(tmp_path), tmp_path)
+    verifier = run.config.verifiers[0]
+    task = run.plan.tasks[0].id
+    text = "退款已经处理完毕，请查收您的账户。" * 40  # many tokens a character in this tokenizer
+    tokens = len(AutoTokenizer.from_pretrained(embedded_model)(text, add_special_tokens=False)["input_ids"])
+    probe = ProbeRecord(key="p", generator="g", task_id=task, target="helpfulness", direction="+", variant=0, text=text)
+    what = f"a verdict of 'smollm2-135m' on task '{task}'"
+    before = {b.what: b.tokens for b in request_bounds(run.plan, verifier)}
+    after = {b.what: b.tokens for b in request_bounds(run.plan, verifier, probes=[probe])}
+    reply = run.config.generation.max_new_tokens
+    assert tokens > reply and after[what] - before[what] == tokens - reply
+    thinking = {"template": "{{ prompt }} {{ response }} {{ criterion.label }}", "reasoning": {"budget": 300}}
+    plain, thinks = (
+        run_of(quickstart(tmp_path / d, pairwise={"preset": "generic", "asked": "all"}, verifier={
+            **quickstart(tmp_path)["verifier"], **({"judge": thinking} if d == "t" else {})}), tmp_path / d)
+        for d in ("p", "t")
+    )  # fmt: skip
+    pairs = [
+        max(b.tokens for b in request_bounds(r.plan, r.config.verifiers[0]) if "pairwise" in b.what)
+        for r in (plain, thinks)
+    ]
+    assert pairs[1] - pairs[0] >= 300
+    labels = tmp_path / "pairs.csv"
+    labels.write_text(f"task_id,response_a,response_b,criterion,preferred\n{task},{text},A short one.,overall,B\n")
+    labelled = run_of(quickstart(tmp_path / "l", pairwise={"preset": "generic"}, labels=str(labels)), tmp_path / "l")
+    bounds = request_bounds(labelled.plan, labelled.config.verifiers[0], labelled.labels)
+    found = [b for b in bounds if "labelled" in b.what]
+    assert found and max(b.tokens for b in found) > tokens
+
+
+def test_a_judge_that_loads_after_the_probes_is_sized_from_them(tmp_path, embedded_model):
+    """Run.sized: an engine of the judge's own, loaded after generation, is sized from the stored probes in its
+    own tokenizer (never below its first sizing, which later waves may need); the generator's engine is not."""
+    from radar_local.records import ProbeRecord
+
+    config = quickstart(tmp_path)
+    config["verifier"]["options"] = {"enforce_eager": False}  # another engine than the generator's
+    run = run_of(config, tmp_path)
+    verifier, generator = run.config.verifiers[0], run.config.generator
+    first, own = run.sized(verifier).parsed.max_model_len, run.sized(generator).parsed.max_model_len
+    text = "退款已经处理完毕，请查收您的账户。" * 60
+    g = run.plan.generation_requests()[0]  # a planned probe: the ones a judge is asked
+    run.store.add_probes([ProbeRecord(key=f"{g.key}:0", generator=generator.label, task_id=g.task.id, target=g.target,
+                                      direction=g.direction, variant=0, text=text)])  # fmt: skip
+    assert run.sized(verifier).parsed.max_model_len > first
+    assert run.sized(generator).parsed.max_model_len == own  # sized before any probe, as it loads

@@ -139,7 +139,7 @@ AS_THEY_WRITE = {
         3,
     ),
     "flow-judge": (
-        "<feedback>\nThe output answers the question.\nIt stays on topic and cites the \"order number\".\n</feedback>\n"
+        '<feedback>\nThe output answers the question.\nIt stays on topic and cites the "order number".\n</feedback>\n'
         "<score>\n5\n</score>",
         5,
     ),

@@ -344,7 +344,14 @@ class VLLMEngine(StreamBatch):
                         self._floor += prompt_floor(ids, self.block_size, self._seen_blocks, per)
                         request_id = f"radar-{next(self._ids)}"
                         params[i].output_kind = RequestOutputKind.FINAL_ONLY
-                        engine.add_request(request_id, TokensPrompt(prompt_token_ids=ids), params[i])
+                        try:
+                            engine.add_request(request_id, TokensPrompt(prompt_token_ids=ids), params[i])
+                        except ValueError as exc:  # vLLM's validation (a prompt over max_model_len): one line
+                            raise RadarError(
+                                f"{self.model}: vLLM refused a request of {len(ids)} prompt tokens "
+                                f"({str(exc).splitlines()[0][:200]}); raise max_model_len, or leave it unset for "
+                                "radar to size from the requests"
+                            ) from None
                         in_flight[request_id] = i
                 finally:  # a request vLLM refuses (too long, say) must not leave the engine paused for the next stage
                     if first:
