@@ -5,10 +5,12 @@ cache for one request that long, and such a judge fails to start on a 24 GB card
 shorter. Each request's bound is its prompt's tokens under the model's own chat template with every response it
 holds at the longest the generator may write (`generation.max_new_tokens` each), plus the longest answer it may
 write: the generator's max_new_tokens, a verdict's constraint (answer.Answer.max_tokens) after a thinking judge's
-reasoning budget. With `max_model_len` unset an engine gets the longest bound of every model it serves, with a
-quarter of headroom (a response is counted in the generator's tokenizer: another model's may need more of its
-own tokens), rounded up to 256 tokens; a `max_model_len` set under that bound, or a bound over the model's own
-window, is one line before any model loads.
+reasoning budget (a pairwise verdict's too). With `max_model_len` unset an engine gets the longest bound of every
+model it serves, with a quarter of headroom, rounded up to 256 tokens; a `max_model_len` set under that bound, or a
+bound over the model's own window, is one line before any model loads. A judge's engine that loads after the probes
+are written is sized again from them (Run.sized), each response counted in its own tokenizer (issue 60: the
+generator's max_new_tokens may be twice as many of another tokenizer's); the team's labelled responses and pairs are
+counted as written.
 """
 
 from __future__ import annotations
