@@ -25,7 +25,7 @@ from radar_local.errors import InputError, RadarError
 from radar_local.pool import EnginePool, pool_for
 from radar_local.progress import say
 from radar_local.records import ProbeRecord
-from radar_local.resolved import resolve
+from radar_local.resolved import resolve, served_schema_problem
 from radar_local.run import Run
 from radar_local.rundir import WAVES, RunDir
 from radar_local.scorers import score_cells_on_cluster
@@ -107,6 +107,8 @@ def rescore(
     """Score the stored probes with `verifier` (another judge: `radar score`; with `generate`, the probes
     not stored yet are written first) and conclude."""
     run.store.require_writer()  # before any engine loads
+    if generate and (problem := served_schema_problem(run.config, verifier, run.rubric)) is not None:
+        raise InputError(run.root, problem)  # before the generator's time is spent
     adaptive: AdaptiveRecord | None = None
     with pool_for(pool, run.config.cluster) as pool:
         stages: dict[str, dict] = {}

@@ -199,10 +199,11 @@ def paraphrase_problem(config: AuditSettings, spec: ModelSpec, rubric: Rubric, t
     return None
 
 
-def schema_problem(config: AuditSettings, spec: ModelSpec, rubric: Rubric) -> str | None:
-    """Where `spec` sends JSON schemas (an openai engine's `constraint: json_schema`): why some answer it asks
-    for has no schema that holds it as the prompt asks for it, in one line; else None."""
-    if getattr(spec.parsed, "constraint", None) != "json_schema":
+def schema_problem(config: AuditSettings, spec: ModelSpec, rubric: Rubric, constraint: str = "") -> str | None:
+    """Where `spec` sends JSON schemas (an openai engine's `constraint: json_schema`, or `constraint` as a server
+    resolved `auto`): why some answer it asks for has no schema that holds it as the prompt asks for it, in one
+    line; else None."""
+    if (constraint or getattr(spec.parsed, "constraint", None)) != "json_schema":
         return None
     judge = spec.judge
     shape = judge.answer if judge is not None and judge.template else config.scoring.shape
@@ -244,3 +245,20 @@ def rubric_conflict(config: AuditSettings, rubric: Rubric) -> str | None:
                 f" and the attributes {', '.join(attributes)}" if attributes else ""
             )
     return None
+
+
+def served_schema_problem(config: AuditSettings, spec: ModelSpec, rubric: Rubric) -> str | None:
+    """schema_problem for a served judge whose constraint is `auto`: where some answer has no JSON schema, the
+    server is asked (GET /v1/models) which constraint it takes, before any probe is generated; a server that is
+    not vLLM then cannot hold the answer, in one line. None where nothing needs asking or it holds."""
+    if spec.engine != "openai" or getattr(spec.parsed, "constraint", None) != "auto":
+        return None
+    if schema_problem(config, spec, rubric, constraint="json_schema") is None:
+        return None
+    from radar_local.engines.registry import build_engine  # the engine's module: only for a served judge
+
+    engine = build_engine(spec.engine, spec.model, spec.parsed)
+    try:
+        return schema_problem(config, spec, rubric, constraint=engine.constraint)  # type: ignore[attr-defined]
+    finally:
+        engine.close()

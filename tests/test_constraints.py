@@ -176,3 +176,25 @@ def test_a_served_judge_samples_as_the_offline_engine_does(models, sampling):
     (body,) = [json.loads(body) for path, _, body in fake.requests if path.endswith("/chat/completions")]
     assert {k: body.get(k) for k in sampling} == sampling and settings["sampling"] == sampling
     assert body["temperature"] == 0.7 and ("top_k" in body) == ("top_k" in sampling)
+
+
+def test_auto_with_decimal_levels_on_a_server_that_is_not_vllm_is_refused_before_generation(tmp_path):
+    """Issue 60 item 13: `constraint: auto` asked the server only at the first verdict, so a server that is not
+    vLLM refused a decimal scale after every probe had been generated; it is asked before the generator runs."""
+    from tests.conftest import invoke, one_line_exit_2
+
+    rubric = tmp_path / "rubric.yaml"
+    rubric.write_text(
+        "id: r\nname: r\nscale: {levels: {'0.0': 0.0, '0.5': 0.5, '1.0': 1.0}}\ncriteria:\n"
+        "  - {id: a, label: A, description: The first.}\n  - {id: b, label: B, description: The second.}\n"
+    )
+    with FakeServer(lambda path, *_: http(200, OTHER_MODELS) if path.endswith("/models") else completion("")) as fake:
+        config = tmp_path / "c.yaml"
+        config.write_text(
+            f"rubric: {rubric}\ntasks: [{{id: t, prompt: Say hi.}}]\ngenerator: {{engine: testing, model: g}}\n"
+            f"verifier: {{engine: openai, model: m, options: {{base_url: '{fake.url}', retries: 0}}}}\nn: 1\n"
+        )
+        one_line_exit_2(invoke("audit", config, "--out", tmp_path / "run", "--quiet"), "decimal levels")
+    assert not [p for p, _, _ in fake.requests if p.endswith("/chat/completions")]
+    probes = tmp_path / "run" / "probes.jsonl"
+    assert not probes.exists() or probes.read_text() == ""  # no probe generated for a judge that cannot answer
