@@ -638,3 +638,22 @@ def test_a_json_files_layout_survives_a_one_criterion_edit(tmp_path, fmt, indent
     # the edited text, and for Prometheus the id it now carries (its id no longer follows from its text)
     assert sorted(line[0] for line in changed) == (["+", "-"] if fmt == "mlflow" or indent is None else ["+", "+", "-"])
     assert "Also this." in changed[-1] and "\\u00e9" in text, changed
+
+
+def test_an_export_with_relative_file_references_written_elsewhere_is_one_line(tmp_path):
+    """Issue 60 item 20: `radar export --out` in another folder kept the config's relative `file://` references,
+    which promptfoo reads from the config's own folder: the export did not import again. Refused, nothing written;
+    beside the original it is written and imports again."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "prompt.txt").write_text("Summarize: {{article}}")
+    (tmp_path / "src" / "tests.csv").write_text("article,__description\nA cat sat.,cat\n")
+    path = tmp_path / "src" / "promptfooconfig.yaml"
+    path.write_text(G_EVAL)
+    rubric = tmp_path / "r.yaml"
+    rubric.write_text(yaml.safe_dump(formats.read("promptfoo", path).rubric.model_dump(mode="json", exclude_none=True)))
+    (tmp_path / "elsewhere").mkdir()
+    result = run("export", "promptfoo", path, rubric, "--out", tmp_path / "elsewhere" / "p.yaml")
+    assert result.exit_code == 2 and "file://prompt.txt" in result.output and "would not import again" in result.output
+    assert not (tmp_path / "elsewhere" / "p.yaml").exists()
+    assert run("export", "promptfoo", path, rubric).exit_code == 0
+    assert formats.read("promptfoo", tmp_path / "src" / "promptfooconfig.repaired.yaml").rubric.ids

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import click
@@ -58,12 +59,19 @@ def import_rubric(
 def export(fmt: str, original: Path, rubric: Path, out: Path | None, root: Path | None) -> None:
     """Write RUBRIC (a repaired one, say) back into ORIGINAL's FORMAT: the criteria that changed are
     rewritten, everything else of ORIGINAL is kept."""
+    from radar_local.errors import InputError
     from radar_local.formats import export as export_rubric
     from radar_local.rubric import load_rubric
     from radar_local.store import write_atomic
 
     text, account = export_rubric(fmt, original, load_rubric(rubric), root)
     out = out or original.with_name(f"{original.stem}.repaired{original.suffix}")
+    base = (root or original.parent).resolve()
+    if (found := re.search(r"file://(?![/~])([^\s'\"]+)", text)) and out.parent.resolve() != base:
+        raise InputError(  # promptfoo reads a relative file:// from the config's own folder
+            out, f"the export names files relative to {base} (file://{found.group(1)}), so written elsewhere it "
+            "would not import again; write it in that folder (leave --out out), or copy those files beside it",
+        )  # fmt: skip
     write_atomic(out, text)
     for line in account:
         click.echo(f"- {line}")
