@@ -247,9 +247,26 @@ class RunDir:
     def stats(self, verifier: str | None = None) -> AuditResult | PairwiseAudit:
         """That verifier's stats.json, of either kind: a judge's audit, or a judge asked only pairs."""
         path = self.stats_path(verifier)
+        if not path.is_file() and verifier is not None and verifier in self.verifiers():
+            raise InputError(
+                self.root,
+                f"'{verifier}' has no audit of its own here: it scored as part of another verifier's audit (a repeat, "
+                "a paraphrase, a halo check, the thinking ablation or pairwise verdicts; that report holds what it "
+                "measured), or its own audit has not finished (run it again)",
+            )
         if not path.is_file():
             raise InputError(self.root, f"not an audit run directory (no {path.name}); run `radar audit` first")
         return load_stats(path)
+
+    def require_pointwise(self, what: str) -> None:
+        """One line where this run's judge was asked only pairs: `what` reads pointwise verdicts it has none of."""
+        pairwise = getattr(self.config, "pairwise", None)
+        if pairwise is not None and pairwise.only:
+            raise InputError(
+                self.root,
+                f"its judge was asked only pairs (pairwise: {{only: true}}), so it holds no pointwise verdicts for "
+                f"{what}; read its report, or `radar compare --fail-on-pairwise`",
+            )
 
     def result(self, verifier: str | None = None) -> AuditResult:
         """That verifier's audit of pointwise verdicts: a judge asked only pairs has none (one line)."""

@@ -470,3 +470,18 @@ def test_drift_and_order_json_never_write_through_a_fifo_or_a_link(tmp_path):
         result = invoke(*args, "--json", link)
         assert result.exit_code == 0, result.output
         assert target.read_text() == "keep me" and not link.is_symlink() and json.loads(link.read_text())
+
+
+def test_commands_on_verdicts_a_run_does_not_hold_name_why(tmp_path):
+    """Issue 60 item 20: `radar drift` on a pairwise-only run said "score file not found", `radar order` listed no
+    verifier, and `radar drift` / `radar report` on a repeat's label said "not an audit run directory"."""
+    template = "{{ prompt }} A: {{ response_a }} B: {{ response_b }} {{ criterion.label }}? [[A]] or [[B]]."
+    pairs, repeats = tmp_path / "pairs", tmp_path / "repeats"
+    run_audit(planted_config(pairwise={"template": template, "only": True}, bootstrap=0), pairs)
+    run_audit(planted_config(consistency={"repeats": 2}, bootstrap=0), repeats)
+    for args in (["drift", pairs, "--before", "planted", "--after", "planted-pairwise"], ["order", pairs, "--verifier",
+                 "planted"]):  # fmt: skip
+        one_line_exit_2(invoke(*args), "asked only pairs (pairwise: {only: true})", "no pointwise verdicts")
+    for args in (["drift", repeats, "--before", "planted", "--after", "planted-repeat-2"], ["report", repeats,
+                 "--verifier", "planted-repeat-2"]):  # fmt: skip
+        one_line_exit_2(invoke(*args), "'planted-repeat-2' has no audit of its own here", "a repeat")

@@ -42,6 +42,7 @@ def drift(run_dir: Path, before: str, after: str, resamples: int, json_out: Path
     if json_out is not None:
         check_output(json_out)
     run = load_run(run_dir)
+    run.require_pointwise("`radar drift`")
     table = read_scores(run.table_path, run.rubric.scales)
     labels = sorted(table["verifier"].unique())
     for label in (before, after):

@@ -39,6 +39,7 @@ def effects_of(run_dir: Path, label: str) -> OrderEffects:
     from radar_local.rundir import load_run
 
     run = load_run(run_dir)
+    run.require_pointwise("`radar order`")
     if label not in run.verifiers():
         raise InputError(run_dir, f"no verifier '{label}' scored this run (it holds {', '.join(run.verifiers())})")
     probes = run.probes()
