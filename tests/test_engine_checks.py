@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from radar_local.errors import InputError, RadarError
@@ -198,3 +200,26 @@ def test_a_request_vllm_refuses_in_the_first_window_leaves_the_engine_awake():
     with pytest.raises(RadarError, match="vLLM refused a request of 8 prompt tokens .*maximum context length"):
         next(engine._stream(prompts, [SamplingParams(max_tokens=1), SamplingParams(max_tokens=1)]))
     assert inner.calls == ["sleep", "add", "wake", "abort"]  # and one line, not vLLM's traceback (item 7)
+
+
+def test_a_mistral_format_checkpoint_is_asked_its_own_ids(tmp_path):
+    """Issue 60 item 1: a folder with a Mistral tokenizer file makes vLLM pick its MistralTokenizer, whose `encode`
+    does not parse control tokens: radar rendered the chat to text and re-encoded it, so `<s>[INST]` reached the
+    model as plain-text tokens. Its ids are now the tokenizer's own chat template's (mistral_common's v3 tokenizer,
+    shipped with it), for a question and for a reasoning continued."""
+    import shutil
+
+    mistral_common = pytest.importorskip("mistral_common")
+    from vllm.tokenizers.mistral import MistralTokenizer
+
+    from radar_local.engines.vllm import VLLMEngine
+
+    data = Path(mistral_common.__file__).parent / "data" / "mistral_instruct_tokenizer_240323.model.v3"
+    shutil.copy(data, tmp_path / "tokenizer.model.v3")
+    tokenizer = MistralTokenizer.from_pretrained(str(tmp_path))
+    asked = [{"role": "user", "content": "Rate it."}]
+    ids = VLLMEngine.prompt_token_ids(tokenizer, asked)
+    assert ids == tokenizer.apply_chat_template(asked, tokenize=True, add_generation_prompt=True)
+    assert ids[:2] == [tokenizer.bos_token_id, 3]  # <s>, then [INST] as its one control id
+    continued = [*asked, {"role": "assistant", "content": "<think> fine </think>"}]
+    assert VLLMEngine.prompt_token_ids(tokenizer, continued)[: len(ids)] == ids
