@@ -301,8 +301,11 @@ class VLLMEngine(StreamBatch):
         if self.options.runner != "reward":
             raise RadarError(f"{self.model}: a reward is scored with the vllm option runner: reward")
         tokenizer = self.llm.get_tokenizer()
+        mistral = getattr(tokenizer, "IS_MISTRAL_TOKENIZER", False)  # its control tokens as ids (prompt_token_ids)
         ids = [
-            tokenizer.encode(tokenizer.apply_chat_template(m, tokenize=False), add_special_tokens=False)
+            list(tokenizer.apply_chat_template(list(m), tokenize=True))
+            if mistral
+            else tokenizer.encode(tokenizer.apply_chat_template(m, tokenize=False), add_special_tokens=False)
             for m in prompts
         ]
         outputs = self.llm.classify(
