@@ -184,13 +184,19 @@ CASES = {  # beyond the paper's per-criterion JSON on 0-4: what issue 42 asks th
     "jury": "a jury of the engine and a juror that cannot start (min_jurors 1): the jury goes on",
     "batch-invariant": "vLLM's batch-invariant mode, and the VLLM_* environment it leaves (vllm only)",
     "shared-gpu": "two replicas sharing a GPU on a local Ray instance, started in turn (vllm only)",
+    "thinking": "a thinking judge (reasoning in tags, a budget) and its ablation, the verdict after the reasoning",
+    "preset": "an open judge's preset (flow-judge) on 1-5: feedback over lines, then <score>N</score>",
+    "pairwise": "the judge asked the up/down pairs in both orders, [[A]] or [[B]]",
+    "reward": "the model as a reward model (runner: reward; the random model's seeded head: the path, not a judge)",
 }
 
 
 def case_config(config: dict, case: str, engine: str) -> dict:
     """The small audit's config changed for one case."""
     spec = config["verifier"]
-    scale = {"1-10": {"min": 1, "max": 10}, "expected-1-10": {"min": 1, "max": 10}}.get(case)
+    scale = {"1-10": {"min": 1, "max": 10}, "expected-1-10": {"min": 1, "max": 10}, "preset": {"min": 1, "max": 5}}.get(
+        case
+    )
     if case in ("grade", "named"):
         scale = {"levels": {"C": 1, "P": 0.5, "I": 0}}
     if scale is not None:
@@ -210,6 +216,15 @@ def case_config(config: dict, case: str, engine: str) -> dict:
         config["verifier"] = {"jury": [spec, broken], "min_jurors": 1}
     if case == "batch-invariant":
         config["verifier"] = config["generator"] = {**spec, "options": {**spec["options"], "batch_invariant": True}}
+    if case == "thinking":
+        reasoning = {"budget": 48, "parser": "tags", "end": "</reasoning>", "ablation": True}
+        config["verifier"] = {**spec, "judge": {"template": ONE + " Reason first.", "reasoning": reasoning}}
+    if case == "preset":
+        config["verifier"] = {**spec, "judge": {"preset": "flow-judge"}}
+    if case == "pairwise":
+        config["pairwise"] = {"preset": "generic", "pairs": 2}
+    if case == "reward":  # vLLM refuses a causal LM as a reward model (no head): the case's outcome there
+        config["reward"] = {**spec, "name": "reward", "options": {**spec["options"], "runner": "reward"}}
     if case == "shared-gpu":
         opts = {**spec["options"], "gpu_memory_utilization": 0.4}
         config["verifier"] = config["generator"] = {**spec, "options": opts}
@@ -254,6 +269,8 @@ def run_engine(engine: str, model: Path, device: str, mode: str, out: Path, case
         }
     score = next(s for name, s in run["stages"].items() if name.startswith("score"))  # a jury: "score (juror)"
     result.update(parse_rate=score["parse_rate"], prefix_cache_hit_rate=score.get("prefix_cache_hit_rate"))
+    if score.get("reasoning_tokens") is not None:  # a thinking judge: its reasonings, and those that never ended
+        result.update(reasoning_tokens=score["reasoning_tokens"], reasoning_unended=score.get("reasoning_unended"))
     result["reproducibility"] = run.get("reproducibility")
     if case:
         result["case"] = case
@@ -378,11 +395,17 @@ def main() -> int:
             + (f", peak memory {r['peak_memory_gib']} GiB" if "peak_memory_gib" in r else "")
         )
     for name, r in report.get("cases", {}).items():
-        print(f"{name}: " + (f"refused: {r['refused']}" if "refused" in r else f"parse rate {r['parse_rate']:.1%}"))
+        unended = f", {r['reasoning_unended']} reasonings unended" if r.get("reasoning_unended") is not None else ""
+        print(
+            f"{name}: "
+            + (f"refused: {r['refused']}" if "refused" in r else f"parse rate {r['parse_rate']:.1%}{unended}")
+        )
     for line in report["not_run"]:
         print(f"not run: {line}")
     print(f"wrote {args.out}")
-    parsed = [*report["engines"].values(), *(r for r in report.get("cases", {}).values() if "refused" not in r)]
+    # a thinking judge's verdicts follow only the reasonings that end (a random model's rarely do): not counted
+    cases = report.get("cases", {}).values()
+    parsed = [*report["engines"].values(), *(r for r in cases if "refused" not in r and "reasoning_unended" not in r)]
     return 1 if any(r["parse_rate"] != 1.0 for r in parsed) else 0
 
 

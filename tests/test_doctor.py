@@ -256,3 +256,16 @@ def test_gpu_check_cases_run_on_the_transformers_path(tmp_path):
     assert list(cases["transformers jury"]["jurors"]["failed"]) == ["missing"]
     assert "transformers batch-invariant: vLLM on a CUDA GPU only" in report["not_run"]
     assert "transformers jury: parse rate 100.0%" in stdout
+
+
+@pytest.mark.slow  # four small audits in child processes, each importing torch and transformers
+def test_gpu_check_runs_the_new_judge_kinds_on_the_transformers_path(tmp_path):
+    """Issue 60 item 13: the GPU check covers a thinking judge with its ablation, a preset, pairwise verdicts and a
+    reward model, so a lent GPU runs them (here on the tiny random model on the CPU: each case's audit completes)."""
+    report, _ = gpu_check(tmp_path, "--engines", "transformers", "--cases", "thinking,preset,pairwise,reward")
+    cases = report["cases"]
+    assert cases["transformers preset"]["parse_rate"] == 1.0
+    assert cases["transformers pairwise"]["pairwise"]["calls"] > 0
+    assert cases["transformers reward"]["reward"]["calls"] > 0
+    assert cases["transformers thinking"]["no reasoning"]["calls"] > 0  # the ablation's arm ran too
+    assert cases["transformers thinking"]["reasoning_tokens"] > 0
