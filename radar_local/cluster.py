@@ -21,6 +21,7 @@ code path for what `Engine` already does; actors keep one path and let the drive
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -61,6 +62,10 @@ PROGRESS_CHECK_S = 10.0  # how often the replicas holding pieces are asked when 
 # each piece (it is fed a piece at a time), which a simulation of FCFS admission puts at 61% mean
 # occupancy for pieces of 2x, 86% for 8x (generation lengths uniform in 1-800; docs/BENCHMARKS.md).
 PIECE_PER_SEQS = 8
+# Replicas that take a share of a GPU start one at a time in this process, whichever model they serve: a grid's or
+# a jury's models start on threads of their own (scorers.score_cells_on_cluster), and vLLM's start-up check and
+# profiler read the device's free memory, which another model starting beside them changes.
+SHARED_GPU_START = threading.Lock()
 
 
 class Stopped(RadarError):
@@ -145,11 +150,12 @@ class ClusterEngine(StreamBatch):
         # free memory, so two starting together get a smaller KV cache or fail, depending on timing
         shared = kind == "GPU" and each < 1
         try:
-            for _ in range(count):
-                self.replicas.append(actor.remote(engine, model, options, env))
-                if shared:
-                    self._wait_started()
-            self._wait_started()
+            with SHARED_GPU_START if shared else contextlib.nullcontext():
+                for _ in range(count):
+                    self.replicas.append(actor.remote(engine, model, options, env))
+                    if shared:
+                        self._wait_started()
+                self._wait_started()
         except BaseException:  # Ctrl-C or a stop while the replicas load: none is left behind
             self.close(graceful=False)
             raise

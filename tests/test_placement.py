@@ -201,3 +201,46 @@ def test_an_engine_in_this_process_waits_for_the_last_engines_gpu_memory(monkeyp
     assert waited == [(0.8, 2)]
     wait_for_gpu_memory(0.8, timeout_s=10, runner=run, gpus=2)  # the machine's GPUs 0 and 1, until freed
     assert len(calls) == 2 and calls[0][-2:] == ["-i", "0,1"]
+
+
+def test_replicas_sharing_a_gpu_start_one_at_a_time_whichever_model_they_serve(monkeypatch):
+    """Issue 60 item 10: a grid's or a jury's models start their replicas on threads of their own; replicas of one
+    model sharing a GPU started in turn, but two models' started together, which vLLM's start-up check and profiler
+    (reading the device's free memory) do not survive. Here two models' replicas of half a GPU, on a stand-in for
+    Ray: no two starts overlap."""
+    import radar_local.cluster as cluster
+    from radar_local.placement import ClusterSpec
+
+    class Actor:
+        def options(self, **_):
+            return self
+
+        def remote(self, *_):
+            return object()
+
+    monkeypatch.setattr(cluster, "ray_module", lambda: type("Ray", (), {"remote": staticmethod(lambda _: Actor())}))
+    monkeypatch.setattr(cluster, "connect", lambda spec: "127.0.0.1:6379")
+    monkeypatch.setattr(cluster, "replica_unit", lambda options, spec: ("GPU", 0.5))
+    monkeypatch.setattr(cluster.ClusterEngine, "_room", lambda self, kind, each: 2)
+    starting, overlaps, lock = [0], [], threading.Lock()
+
+    def wait_started(self):
+        with lock:
+            starting[0] += 1
+            overlaps.append(starting[0])
+        time.sleep(0.05)
+        with lock:
+            starting[0] -= 1
+        self.places = [{"engine": {}}] * len(self.replicas)
+
+    monkeypatch.setattr(cluster.ClusterEngine, "_wait_started", wait_started)
+    options = parse_options("vllm", {})
+    threads = [
+        threading.Thread(target=cluster.ClusterEngine, args=("vllm", name, options, ClusterSpec(ray="local")))
+        for name in ("judge-a", "judge-b")
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(overlaps) == 6 and max(overlaps) == 1  # each model: one wait per replica, then one for all
