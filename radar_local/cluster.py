@@ -227,10 +227,18 @@ class ClusterEngine(StreamBatch):
 
     # ---- the Engine interface: a stage's requests are spread at once, each piece stored as it returns ----
     def generate_stream(
-        self, prompts, *, n: int, temperature: float, max_tokens: int, seeds: list[int], chunk: int = 0
+        self,
+        prompts,
+        *,
+        n: int,
+        temperature: float,
+        max_tokens: int,
+        seeds: list[int],
+        chunk: int = 0,
+        stop: tuple[str, ...] = (),
     ) -> Iterator[FinishedSamples]:
         return self._spread(
-            "generate", prompts, seeds, n=n, temperature=temperature, max_tokens=max_tokens, chunk=chunk
+            "generate", prompts, seeds, n=n, temperature=temperature, max_tokens=max_tokens, chunk=chunk, stop=stop
         )
 
     def score_stream(self, prompts, *, fmt, chunk: int = 0) -> Iterator[Finished]:

@@ -62,7 +62,14 @@ def think_then_answer(
     completion finished 'error' (its Thought says why)."""
     for start in range(0, len(prompts), chunk):
         part = prompts[start : start + chunk]
-        firsts = engine.generate(part, n=1, temperature=0.0, max_tokens=reasoning.budget, seeds=[seed] * len(part))
+        firsts = engine.generate(  # stopped at the reasoning's end: what would follow is the constrained verdict's
+            part,
+            n=1,
+            temperature=0.0,
+            max_tokens=reasoning.budget,
+            seeds=[seed] * len(part),
+            stop=(reasoning.ends_with,),
+        )
         if any(c[0].reasoning is not None for c in firsts):
             raise RadarError(SPLIT_BY_SERVER)
         thoughts = [thought_of(c[0], reasoning) for c in firsts]

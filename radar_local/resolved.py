@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radar_local.answer import Answer, GradeShape
-from radar_local.engines.registry import score_token_problem
+from radar_local.engines.registry import build_engine, score_token_problem
 from radar_local.errors import InputError, RadarError
 from radar_local.hardware import reward_head_problem
 from radar_local.inputs import read_text, regular_file
@@ -255,8 +255,6 @@ def served_schema_problem(config: AuditSettings, spec: ModelSpec, rubric: Rubric
         return None
     if schema_problem(config, spec, rubric, constraint="json_schema") is None:
         return None
-    from radar_local.engines.registry import build_engine  # the engine's module: only for a served judge
-
     engine = build_engine(spec.engine, spec.model, spec.parsed)
     try:
         return schema_problem(config, spec, rubric, constraint=engine.constraint)  # type: ignore[attr-defined]

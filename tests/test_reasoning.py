@@ -56,7 +56,9 @@ def test_a_thinking_judge_reasons_then_answers_under_its_constraint(tmp_path):
     verdicts = list(load_run(tmp_path / "run").store.scores.values())
     assert verdicts and all(v.score is not None and v.thought.endswith("</think>") for v in verdicts)
     stage = json.loads((tmp_path / "run" / "run.json").read_text())["stages"]["score"]
-    assert stage["reasoning_tokens"] == stage["calls"] * 36 and stage["reasoning_unended"] == 0
+    # the reasoning's 32 tokens (<think>, 30 steps, </think>): the first request stops at its end (issue 60 item 9),
+    # so the answer the planted judge would write after it ("It is a 3.", 4 more) is never written nor counted
+    assert stage["reasoning_tokens"] == stage["calls"] * 32 and stage["reasoning_unended"] == 0
     assert stage["parse_rate"] == 1.0
     plain = thinking_config(30, 64)
     del plain["verifier"]["judge"]

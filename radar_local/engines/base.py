@@ -77,9 +77,17 @@ class Engine(Protocol):
     model: str  # model id as configured
 
     def generate(
-        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int]
+        self,
+        prompts: list[Messages],
+        *,
+        n: int,
+        temperature: float,
+        max_tokens: int,
+        seeds: list[int],
+        stop: tuple[str, ...] = (),
     ) -> list[list[Completion]]:
-        """n samples per prompt; prompt i samples with seed seeds[i] so reruns reproduce it."""
+        """n samples per prompt; prompt i samples with seed seeds[i] so reruns reproduce it. A sample ends at the
+        first of `stop` it writes, which its text keeps (a thinking judge's reasoning ends at its marker)."""
 
     def constrained(
         self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0, seeds: list[int] | None = None
@@ -92,7 +100,15 @@ class Engine(Protocol):
         token, with the log-probability of every level (`fmt.tokens`) at that position."""
 
     def generate_stream(
-        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int], chunk: int
+        self,
+        prompts: list[Messages],
+        *,
+        n: int,
+        temperature: float,
+        max_tokens: int,
+        seeds: list[int],
+        chunk: int,
+        stop: tuple[str, ...] = (),
     ) -> Iterator[FinishedSamples]:
         """`generate`, yielding answers as they finish; `chunk` bounds a batch where the engine answers
         in batches (the vLLM and OpenAI engines keep their schedulers full instead)."""
@@ -205,7 +221,14 @@ class BatchStream(EngineKind):
 
     # The engine's batch calls, which its streams cut `chunk` at a time.
     def generate(
-        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int]
+        self,
+        prompts: list[Messages],
+        *,
+        n: int,
+        temperature: float,
+        max_tokens: int,
+        seeds: list[int],
+        stop: tuple[str, ...] = (),
     ) -> list[list[Completion]]:
         raise NotImplementedError
 
@@ -213,7 +236,15 @@ class BatchStream(EngineKind):
         raise NotImplementedError
 
     def generate_stream(
-        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int], chunk: int
+        self,
+        prompts: list[Messages],
+        *,
+        n: int,
+        temperature: float,
+        max_tokens: int,
+        seeds: list[int],
+        chunk: int,
+        stop: tuple[str, ...] = (),
     ) -> Iterator[FinishedSamples]:
         for start in range(0, len(prompts), chunk):
             outs = self.generate(
@@ -222,6 +253,7 @@ class BatchStream(EngineKind):
                 temperature=temperature,
                 max_tokens=max_tokens,
                 seeds=seeds[start : start + chunk],
+                stop=stop,
             )
             yield list(enumerate(outs, start))
 
@@ -238,7 +270,15 @@ class StreamBatch(EngineKind):
     request order, the inverse of BatchStream."""
 
     def generate_stream(
-        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int], chunk: int = 0
+        self,
+        prompts: list[Messages],
+        *,
+        n: int,
+        temperature: float,
+        max_tokens: int,
+        seeds: list[int],
+        chunk: int = 0,
+        stop: tuple[str, ...] = (),
     ) -> Iterator[FinishedSamples]:
         raise NotImplementedError
 
@@ -246,9 +286,18 @@ class StreamBatch(EngineKind):
         raise NotImplementedError
 
     def generate(
-        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int]
+        self,
+        prompts: list[Messages],
+        *,
+        n: int,
+        temperature: float,
+        max_tokens: int,
+        seeds: list[int],
+        stop: tuple[str, ...] = (),
     ) -> list[list[Completion]]:
-        stream = self.generate_stream(prompts, n=n, temperature=temperature, max_tokens=max_tokens, seeds=seeds)
+        stream = self.generate_stream(
+            prompts, n=n, temperature=temperature, max_tokens=max_tokens, seeds=seeds, stop=stop
+        )
         return in_order(stream, len(prompts))
 
     def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:

@@ -133,10 +133,18 @@ class TransformersEngine(BatchStream):
         return result
 
     def generate(
-        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int]
+        self,
+        prompts: list[Messages],
+        *,
+        n: int,
+        temperature: float,
+        max_tokens: int,
+        seeds: list[int],
+        stop: tuple[str, ...] = (),
     ) -> list[list[Completion]]:
         import torch
 
+        ends = {"stop_strings": list(stop), "tokenizer": self.tokenizer} if stop else {}
         out = []
         for messages, seed in zip(prompts, seeds):  # one seeded batch of n samples per prompt: reproducible
             inputs = self._encode([messages])
@@ -149,6 +157,7 @@ class TransformersEngine(BatchStream):
                     max_new_tokens=max_tokens,
                     num_return_sequences=n,
                     pad_token_id=self.tokenizer.pad_token_id,
+                    **ends,
                 )
             out.append(self._completions(inputs, ids, n))
         return out

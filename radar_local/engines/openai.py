@@ -222,8 +222,19 @@ class OpenAIEngine(StreamBatch):
                 f.cancel()
 
     def generate_stream(
-        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int], chunk: int = 0
+        self,
+        prompts: list[Messages],
+        *,
+        n: int,
+        temperature: float,
+        max_tokens: int,
+        seeds: list[int],
+        chunk: int = 0,
+        stop: tuple[str, ...] = (),
     ) -> Iterator[FinishedSamples]:
+        # a stop is sent where the server keeps it in the text (vLLM's include_stop_str_in_output): the OpenAI API
+        # drops it, and a reasoning is read up to its end marker (reasoning.py)
+        ends = {"stop": list(stop), "include_stop_str_in_output": True} if stop and self.constraint == "regex" else {}
         bodies = [
             {
                 "model": self.model,
@@ -233,6 +244,7 @@ class OpenAIEngine(StreamBatch):
                 **self.sampling,
                 "max_tokens": max_tokens,
                 "seed": s,
+                **ends,
             }
             for m, s in zip(prompts, seeds)
         ]

@@ -204,7 +204,14 @@ class PlantedEngine(BatchStream):
             yield [(i, self.score([prompts[i]], fmt=fmt)[0])]
 
     def generate(
-        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int]
+        self,
+        prompts: list[Messages],
+        *,
+        n: int,
+        temperature: float,
+        max_tokens: int,
+        seeds: list[int],
+        stop: tuple[str, ...] = (),
     ) -> list[list[Completion]]:
         time.sleep(self.options.delay_s)
         out = []
@@ -214,7 +221,7 @@ class PlantedEngine(BatchStream):
                 out.append([self._rewritten(asked, size)])
                 continue
             if asked["kind"] in ("score", "pair"):  # a thinking judge's first request (reasoning.py)
-                out.append([self._thought("\n".join(m["content"] for m in messages), size, max_tokens)])
+                out.append([self._thought("\n".join(m["content"] for m in messages), size, max_tokens, stop)])
                 continue
             # Sample v of a prompt under seed s is the sample of seed s + v, as in vLLM: a cell's variants
             # are the same whether they are asked for at once or in waves.
@@ -254,13 +261,17 @@ class PlantedEngine(BatchStream):
         mine = iter(self.score([m for m, t in zip(prompts, split) if not t], fmt=fmt))
         return [next(theirs) if t else next(mine) for t in split]
 
-    def _thought(self, text: str, prompt_tokens: int, max_tokens: int) -> Completion:
-        """`think` tokens of reasoning and its end, then an answer the constrained request replaces; a reasoning
-        longer than the budget, or one of the `think_unended` share, runs to the budget without its end."""
+    def _thought(self, text: str, prompt_tokens: int, max_tokens: int, stop: tuple[str, ...] = ()) -> Completion:
+        """`think` tokens of reasoning and its end, then an answer the constrained request replaces (none where the
+        request stops at the end: the stop string kept, as the engines keep it); a reasoning longer than the budget,
+        or one of the `think_unended` share, runs to the budget without its end."""
         rng = random.Random(hashlib.sha256(self._salt + b"think" + text.encode()).digest())
         if rng.random() < self.options.think_unended or self.options.think + 2 > max_tokens:
             return Completion(" ".join(["Hmm,"] * max_tokens), prompt_tokens, max_tokens, "length")
         thought = "<think> " + " ".join(["step"] * self.options.think) + " </think> It is a 3."
+        for end in stop:
+            if (at := thought.find(end)) >= 0:
+                thought = thought[: at + len(end)]
         return Completion(thought, prompt_tokens, len(thought.split()), "stop")
 
     def _rewritten(self, asked: dict, prompt_tokens: int) -> Completion:

@@ -405,11 +405,20 @@ class VLLMEngine(StreamBatch):
                 self._fed_kv_sum += kv
 
     def generate_stream(
-        self, prompts: list[Messages], *, n: int, temperature: float, max_tokens: int, seeds: list[int], chunk: int = 0
+        self,
+        prompts: list[Messages],
+        *,
+        n: int,
+        temperature: float,
+        max_tokens: int,
+        seeds: list[int],
+        chunk: int = 0,
+        stop: tuple[str, ...] = (),
     ) -> Iterator[FinishedSamples]:
         from vllm import SamplingParams
 
-        params = [SamplingParams(n=n, temperature=temperature, max_tokens=max_tokens, seed=s) for s in seeds]
+        ends = {"stop": list(stop), "include_stop_str_in_output": True} if stop else {}
+        params = [SamplingParams(n=n, temperature=temperature, max_tokens=max_tokens, seed=s, **ends) for s in seeds]
         for finished in self._stream(prompts, params):
             yield [(i, [_sample(o, c) for c in o.outputs]) for i, o in finished]
 
