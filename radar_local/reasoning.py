@@ -7,8 +7,9 @@ the same engine: the first free, greedy, at most `budget` tokens; where its text
 the start of the judge's answer) under the verdict's constraint. A reasoning that hits the budget, or stops
 without its end, is unscored with that reason: never cut short into a score. Every engine takes it: the local
 ones render the turn as the chat template's generation prompt followed by the reasoning as written
-(engines/base.chat_text), the OpenAI-compatible one sends vLLM's `continue_final_message`. What the first request
-wrote after the end of its reasoning (an unconstrained answer) is dropped: the constrained one is the verdict.
+(engines/base.chat_text), the OpenAI-compatible one sends vLLM's `continue_final_message`. The first request stops
+at the end of its reasoning (a stop string each engine keeps in the text): no unconstrained answer is written after
+it; the constrained one is the verdict.
 """
 
 from __future__ import annotations
