@@ -40,6 +40,7 @@ def test_a_halo_with_no_coupling_confirms_no_pair_and_the_findings_say_why(tmp_p
     lines = findings(result)
     assert lines[0].startswith("Joint calls: the halo check found joint calls moving the coupling (halo index +")
     assert not any("confirmed (" in line for line in lines), lines
+    assert sum(line.startswith("Possible, from joint calls the halo may make") for line in lines) == 3
     stored = json.loads((tmp_path / "rubric" / "stats.json").read_text())["joint"]
     assert stored == {"reading": "rubric", "checked": True, "adds": True, "removes": False,
                       "demoted": result.joint.demoted}  # fmt: skip

@@ -133,9 +133,13 @@ def findings(result: AuditResult) -> list[str]:
                 f"{screen['fdr']:.0%} over {screen['hypotheses']} flag hypotheses (about that share of screened "
                 f"flags are noise); {settle(p)}."
             )
+    demoted = {(a, b) for a, b in result.joint.demoted} if result.joint is not None else set()
     for p in flagged:
         flags = [f for f, e in p["evidence"].items() if e == "possible"]
-        if flags:
+        if flags and (p["a"], p["b"]) in demoted:  # its family bounds settle the joint judge's, not the rubric's
+            out.append(f"Possible, from joint calls the halo may make: {line(p, flags)}; an audit per criterion "
+                       "settles it.")  # fmt: skip
+        elif flags:
             out.append(f"Possible, not settled by the family bounds: {line(p, flags)}; {settle(p)}.")
     return out
 
