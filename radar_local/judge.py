@@ -38,6 +38,10 @@ END_OF_THOUGHT = {"qwen3": "</think>", "deepseek_r1": "</think>"}  # where each 
 # The turn a judge of each family starts when it does not think: Qwen3's chat template with enable_thinking=False
 # writes this empty block (its model card), which DeepSeek-R1's distills read the same way; a `tags` judge answers.
 NO_THOUGHT = {"qwen3": "<think>\n\n</think>\n\n", "deepseek_r1": "<think>\n\n</think>\n\n", "tags": ""}
+# What each family's chat template writes between the end of a reasoning and the answer (Qwen3's and R1's render an
+# assistant turn as `<think>\n...\n</think>\n\n` + answer): the verdict is asked after it on every engine, as a
+# server continuing the turn through the template asks it (issue 60 item 4)
+AFTER_THOUGHT = {"qwen3": "\n\n", "deepseek_r1": "\n\n", "tags": ""}
 
 
 class Reasoning(Frozen):

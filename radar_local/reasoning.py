@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from radar_local.engines.base import Completion, Engine, ScoreFormat
 from radar_local.errors import RadarError
-from radar_local.judge import Reasoning
+from radar_local.judge import AFTER_THOUGHT, Reasoning
 from radar_local.prompts import Messages, Prompt
 
 OVER_BUDGET = "the reasoning hit its budget before it ended"
@@ -75,7 +75,8 @@ def think_then_answer(
             raise RadarError(SPLIT_BY_SERVER)
         thoughts = [thought_of(c[0], reasoning) for c in firsts]
         ready = [i for i, t in enumerate(thoughts) if not t.unscored and t.text]
-        answers = engine.score([continued(part[i], thoughts[i].text) for i in ready], fmt=fmt) if ready else []
+        after = AFTER_THOUGHT[reasoning.parser]  # the template's own break before the answer
+        answers = engine.score([continued(part[i], thoughts[i].text + after) for i in ready], fmt=fmt) if ready else []
         verdicts = dict(zip(ready, answers))
         yield [
             (start + i, verdicts.get(i, Completion("", firsts[i][0].prompt_tokens, 0, NOT_ASKED)), t)

@@ -223,3 +223,32 @@ def test_a_template_that_shows_todays_date_renders_the_same_every_day():
     under the same content key; radar's rendering shows one pinned date."""
     tokenizer = tokenizer_with("Today {{ strftime_now('%d %b %Y') }}: {{ messages[0].content }}")
     assert chat_text(tokenizer, [{"role": "user", "content": "hi"}]) == "Today 01 Jan 2026: hi"
+
+
+@pytest.mark.parametrize(("parser", "end", "after"), [("qwen3", None, "\n\n"), ("tags", "</r>", "")])
+def test_the_verdict_is_asked_after_the_templates_own_break(parser, end, after):
+    """Issue 60 item 4: a server continuing the turn renders it through the template, which writes
+    `</think>\\n\\n` before the answer (Qwen3, R1), while the local engines asked the verdict right after
+    `</think>`: the same judge asked two prompts. Every engine now asks it after the family's break (the ablation's
+    empty block ends with it too), and the stored thought is the reasoning as written."""
+    from radar_local.judge import NO_THOUGHT
+    from radar_local.reasoning import think_then_answer
+    from radar_local.scoring import ScoreFormat
+
+    marker = end or "</think>"
+
+    class Engine:
+        asked: list = []
+
+        def generate(self, prompts, **_):
+            return [[Completion(f"<think> fine {marker} It is 3.", 1, 6, "stop")] for _ in prompts]
+
+        def score(self, prompts, **_):
+            self.asked += prompts
+            return [Completion('{"score": 3}', 1, 1, "stop") for _ in prompts]
+
+    engine, reasoning = Engine(), Reasoning(budget=32, parser=parser, end=end)
+    (done,) = think_then_answer(engine, [[{"role": "user", "content": "hi"}]], fmt=ScoreFormat(), reasoning=reasoning,
+                                chunk=4, seed=0)  # fmt: skip
+    assert engine.asked[0][-1]["content"] == f"<think> fine {marker}{after}" and done[0][2].text.endswith(marker)
+    assert NO_THOUGHT["qwen3"].endswith("</think>" + after if parser == "qwen3" else "</think>\n\n")
