@@ -99,10 +99,9 @@ def request_bounds(
     reply = config.generation.max_new_tokens
     bounds: list[Bound] = []
     written: dict[str, int] = {}  # task -> its longest stored probe, in this tokenizer's tokens
-    for p in probes:
-        written[p.task_id] = max(
-            written.get(p.task_id, 0), len(tokenizer(p.text, add_special_tokens=False)["input_ids"])
-        )
+    texts = [p.text for p in probes]
+    for p, ids in zip(probes, tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []):  # one call
+        written[p.task_id] = max(written.get(p.task_id, 0), len(ids))
 
     def count(messages: Messages, held: int, answer: int, what: str, task: str = "") -> None:
         tokens = len(tokenizer(chat_text(tokenizer, messages), add_special_tokens=False)["input_ids"])

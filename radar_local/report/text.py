@@ -292,13 +292,14 @@ def halo_line(result: AuditResult) -> str | None:
         return None
     adds = [f"{p.source} -> {p.target}" for p in h.pairs if p.flag == "adds"]
     index = f"halo index {num(h.index)} {interval(h.index_ci)}".rstrip()
+    side = beyond(h.index_ci)  # the index's interval above (+1) or below (-1) 0
     found = (
         f"joint calls add coupling beyond the {h.level:.0%} simultaneous band on {', '.join(adds)}: a joint "
         "flag there may be the judge's halo, not the rubric's coupling (the per-criterion audit settles it)"
         if adds
         else "no single pair's coupling rises beyond its simultaneous band, but the index's interval lies "
-        f"{'above' if beyond(h.index_ci) > 0 else 'below'} 0: joint calls move the coupling overall"
-        if beyond(h.index_ci)
+        f"{'above' if side > 0 else 'below'} 0: joint calls move the coupling overall"
+        if side
         else "no pair's coupling rises beyond its simultaneous band under joint calls"
     )
     return (
