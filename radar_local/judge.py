@@ -193,8 +193,9 @@ class Judge(Frozen):
         return self.calls == "joint"
 
 
-def render_text(text: str, **values: object) -> str:
-    """Any template text rendered in the judge's sandbox (an imported prompt with its variables)."""
+def render_text(text: str, /, **values: object) -> str:
+    """Any template text rendered in the judge's sandbox (an imported prompt with its variables, any of them
+    named `text`)."""
     return render_bounded(text, values)
 
 

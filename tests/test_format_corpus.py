@@ -287,7 +287,6 @@ PROMPTFOO_CONFIGS = {  # each config, by its path under promptfoo's examples/: w
     ),
     "redteam-foundation-model/redteam.yaml": f"every llm-rubric {SOME_TESTS} (test 12: 'Does this response request",
     "cohere-benchmark/promptfooconfig.yaml": f"every llm-rubric {SOME_TESTS} (test 1: 'The summary should cover: -",
-    "g-eval/promptfooconfig.yaml": f"every g-eval {SOME_TESTS} (test 1: 'Coherence",
     **_each(  # rubrics templated per test: one text per task
         "assertion-scoring-override/promptfooconfig.yaml assertions-generate/promptfooconfig.yaml",
         "uses the test variable 'language'; radar scores one criterion text on every task",
@@ -337,6 +336,16 @@ PROMPTFOO_IMPORTS = {  # configs that import: their criteria and tasks
         ["should_refactor_code_to", "should_add_proper_error", "should_not_make_any"],
         1,
     ),
+    # five tests, each asking the one prompt (no vars): every criterion is scored on that task (issue 60 item 23)
+    "g-eval/promptfooconfig.yaml": (
+        [
+            "coherence_the_collective_quality",
+            "consistency_the_factual_alignment",
+            "fluency_the_quality_of",
+            "relevance_selection_of_important",
+        ],
+        1,
+    ),
 }
 
 
@@ -377,7 +386,8 @@ def test_a_promptfoo_config_with_its_rubrics_in_every_test_imports_them(name, tm
     ids, tasks = PROMPTFOO_IMPORTS[name]
     imported = formats.read("promptfoo", PROMPTFOO / name)
     assert imported.rubric.ids == ids and len(imported.tasks) == tasks
-    assert imported.tasks[0].prompt.startswith("Refactor the auth.js file to use async/await")
+    prompt = yaml.safe_load((PROMPTFOO / name).read_text())["prompts"][0]
+    assert imported.tasks[0].prompt.strip() == (prompt if isinstance(prompt, str) else prompt["raw"]).strip()
     text, _ = formats.export("promptfoo", PROMPTFOO / name, imported.rubric)
     assert text == (PROMPTFOO / name).read_text()
 
@@ -415,3 +425,50 @@ def test_a_standalone_assertions_file_applies_to_every_output(tmp_path):
     edited, _ = formats.export("promptfoo", path, rubric.model_copy(update={"criteria": (rubric.criteria[0], polite)}))
     changed = [(a, b) for a, b in zip(path.read_text().splitlines(), edited.splitlines()) if a != b]
     assert changed == [("  value: is polite", "  value: is polite and warm")], changed
+
+
+def test_g_eval_lists_criteria_alone_and_as_a_mean_on_the_one_prompt():
+    """examples/g-eval: tests 1-4 score one criterion each, test 5 the four as a list (passing on their mean), all on
+    'Hello! How are you?': each criterion passes alone at 7, and the account names the list's mean too."""
+    imported = formats.read("promptfoo", PROMPTFOO / "g-eval" / "promptfooconfig.yaml")
+    assert set(imported.thresholds.values()) == {7.0} and len(imported.thresholds) == 4
+    (line,) = [a for a in imported.account if a.startswith("threshold: the g-eval list")]
+    assert "passes when the mean of its scores reaches 7" in line and "alone" not in line and "only within" not in line
+    assert "tasks: 1, prompts[0] as written, which every test asks" in imported.account
+
+
+def test_rubrics_in_an_assert_set_or_behind_a_ref_are_read_as_promptfoo_runs_them(tmp_path):
+    """examples/simple-test (real): its llm-rubric moved into an `assert-set` in defaultTest, and a second rubric
+    kept in `assertionTemplates` reached by `$ref` (as the file reaches its icontains): both are criteria on every
+    task; an export rewrites the one inside the set in place."""
+    shutil.copytree(PROMPTFOO / "simple-test", tmp_path, dirs_exist_ok=True)
+    data = yaml.safe_load((tmp_path / "promptfooconfig.yaml").read_text())
+    data["assertionTemplates"]["pirate"] = {"type": "llm-rubric", "value": "Sounds like a pirate"}
+    data["defaultTest"] = {
+        "assert": [
+            {"type": "assert-set", "threshold": 0.5, "assert": [{"type": "llm-rubric", "value": "Is polite"}]},
+            {"$ref": "#/assertionTemplates/pirate"},
+        ]
+    }
+    path = tmp_path / "promptfooconfig.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    imported = formats.read("promptfoo", path)
+    assert imported.rubric.ids == ["is_polite", "sounds_like_a_pirate"]
+    first = imported.rubric.criteria[0].model_copy(update={"description": "Is polite and brief"})
+    text, _ = formats.export("promptfoo", path, imported.rubric.model_copy(update={"criteria": (first,
+                             *imported.rubric.criteria[1:])}))  # fmt: skip
+    written = yaml.safe_load(text)["defaultTest"]["assert"]
+    assert written[0]["assert"][0]["value"].strip() == "Is polite and brief" and written[1] == {
+        "$ref": "#/assertionTemplates/pirate"
+    }
+
+
+def test_a_test_variable_named_text_renders_the_tasks(tmp_path):
+    """examples/assertion-scoring-override (real) names a var `text`: with its rubrics written without variables,
+    the tasks render (no TypeError from the renderer's own argument name)."""
+    source = PROMPTFOO / "assertion-scoring-override" / "promptfooconfig.yaml"
+    path = tmp_path / "promptfooconfig.yaml"
+    path.write_text(source.read_text().replace(" of {{text}} from English to {{language}}", ""))
+    imported = formats.read("promptfoo", path)
+    assert imported.rubric.ids == ["accuracy", "fluency", "grammar"]
+    assert imported.tasks[0].prompt == "Translate the following text to Spanish: Hello, how are you today?"

@@ -118,11 +118,8 @@ def _entries(files: Files, data: dict) -> list[Entry]:
     ]
     found = []
     for owner, owner_prompt in owners:  # a tests file gives tasks only
-        asserts = owner.get("assert")
-        if not isinstance(asserts, list):
-            continue
-        for i, a in enumerate(asserts):
-            if not isinstance(a, dict) or a.get("type") not in TYPES:
+        for asserts, i, a in _placed(data, owner.get("assert")):
+            if a.get("type") not in TYPES:
                 continue
             value = a.get("value")
             listed = a["type"] == "g-eval" and isinstance(value, list)
@@ -155,10 +152,15 @@ def _scoped(files: Files, data: dict) -> tuple[list[Entry], list[Entry]]:
     rather than widen their scope to every task."""
     found = _entries(files, data)
     tests = [t for t in _tests_inline(data) if isinstance(t, dict)]
-    owners: dict[str, set[int]] = {}
+    try:
+        first = _first_prompt(files, data)[0]
+    except InputError:  # said where the tasks are read
+        first = None
+    task = {id(t): _task_of(first, t) or id(t) for t in tests}  # tests that ask one prompt: one task
+    owners: dict[str, set] = {}
     for e in found:
-        owners.setdefault(e.text, set()).add(id(e.owner))
-    everywhere = {id(t) for t in tests}
+        owners.setdefault(e.text, set()).add(task.get(id(e.owner), id(e.owner)))
+    everywhere = set(task.values())
     default = id(_dict(data.get("defaultTest"))) if isinstance(data.get("defaultTest"), dict) else None
 
     def global_(text: str) -> bool:
@@ -298,6 +300,18 @@ def _first_prompt(files: Files, data: dict) -> tuple[str | None, list[str]]:
     return (first if isinstance(first, str) else None), notes
 
 
+def _task_of(first: str | None, test: dict) -> str | None:
+    """The prompt a test asks (prompts[0] with its vars), None where radar cannot tell or the test holds more than
+    its prompt (a var the prompt does not show feeds something else: a simulated user, a provider)."""
+    values = {key: str(v) for key, v in _dict(test.get("vars")).items()}
+    if not isinstance(first, str) or set(values) != shared.variables(first):
+        return None
+    try:
+        return render_text(first, **values)
+    except TemplateError:
+        return None
+
+
 def _tasks(files: Files, data: dict) -> tuple[tuple[Task, ...], list[str]]:
     path = files.source
     first, notes = _first_prompt(files, data)
@@ -333,10 +347,41 @@ def _config(path: Path, loaded: Any) -> dict:
     return shared.mapping(path, loaded, "a promptfooconfig, or a list of assertions")
 
 
+def _placed(data: dict, asserts: Any, depth: int = 0) -> list[tuple[list, int, dict]]:
+    """Each assertion of an assert list with its place (the list, its index there), as promptfoo runs them: a
+    `$ref: '#/...'` as the part of the config it points to (promptfoo dereferences the config on load), an
+    `assert-set` as the assertions it groups."""
+    if not isinstance(asserts, list) or depth > 8:  # a set of sets of sets...: promptfoo's own nesting is shallow
+        return []
+    out = []
+    for i, a in enumerate(asserts):
+        a = _dereferenced(data, a)
+        if not isinstance(a, dict):
+            continue
+        if a.get("type") == "assert-set":
+            out += _placed(data, a.get("assert"), depth + 1)
+        else:
+            out.append((asserts, i, a))
+    return out
+
+
+def _dereferenced(data: dict, value: Any) -> Any:
+    """A `{$ref: '#/a/b'}` as what the JSON pointer names in the config; a reference elsewhere stays itself (an
+    assertion of no type radar judges)."""
+    ref = value.get("$ref") if isinstance(value, dict) else None
+    if not isinstance(ref, str) or not ref.startswith("#/"):
+        return value
+    found: Any = data
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        found = found.get(part) if isinstance(found, dict) else None
+    return found
+
+
 def _asserts(data: dict) -> list[dict]:
     """Every assertion written in the config (defaultTest's and the tests')."""
     owners = [_dict(data.get("defaultTest")), *(t for t in _tests_inline(data) if isinstance(t, dict))]
-    return [a for t in owners if isinstance(t.get("assert"), list) for a in t["assert"] if isinstance(a, dict)]
+    return [a for t in owners for _, _, a in _placed(data, t.get("assert"))]
 
 
 def _others(data: dict) -> str:
@@ -405,16 +450,17 @@ def read(path: Path, root: Path | None = None) -> Imported:
     for e in found:
         text, a = e.text, e.assertion
         cid = ids[text]
-        if cid in thresholds or any(c.id == cid for c in criteria):
+        threshold = a.get("threshold", G_EVAL_THRESHOLD if kind == "g-eval" else None)
+        if threshold is not None and e.sub is not None:  # promptfoo passes a list on the mean of its scores
+            listed = lists.setdefault(id(a), (float(threshold) * float(scale.high), []))[1]
+            listed += [cid] if cid not in listed else []
+        elif threshold is not None and cid not in thresholds:
+            thresholds[cid] = float(threshold) * float(scale.high)
+        if any(c.id == cid for c in criteria):
             continue
         criteria.append(
             shared.criterion(path, f"criterion {cid}", id=cid, label=shared.label_of(cid), description=text)
         )
-        threshold = a.get("threshold", G_EVAL_THRESHOLD if kind == "g-eval" else None)
-        if threshold is not None and e.sub is not None:  # promptfoo passes a list on the mean of its scores
-            lists.setdefault(id(a), (float(threshold) * float(scale.high), []))[1].append(cid)
-        elif threshold is not None:
-            thresholds[cid] = float(threshold) * float(scale.high)
     rub = shared.rubric(
         path, str(data.get("description") or path.stem), str(data.get("description") or path.stem), criteria, scale
     )
@@ -446,9 +492,12 @@ def read(path: Path, root: Path | None = None) -> Imported:
     for t, listed in lists.values():
         account.append(
             f"threshold: the g-eval list {', '.join(listed)} passes when the mean of its scores reaches {t:g} on the "
-            f"judge's {scale.name} scale, as promptfoo's g-eval does (src/assertions/geval.ts); no criterion passes "
-            "alone (recorded; the audit reads the scores)"
-        )
+            f"judge's {scale.name} scale, as promptfoo's g-eval does (src/assertions/geval.ts)"
+            + ("" if not (within := [c for c in listed if c not in thresholds]) else
+               f"; {', '.join(within)} pass only within it" if len(within) < len(listed) else
+               "; no criterion passes alone")
+            + " (recorded; the audit reads the scores)"
+        )  # fmt: skip
     unjudged = sum(1 for a in _asserts(data) if a.get("type") not in (*TYPES, *OTHER_JUDGED))
     if others := _others(data):
         account.append(f"left to promptfoo: its other model-graded assertions, {others}")
@@ -467,6 +516,8 @@ def read(path: Path, root: Path | None = None) -> Imported:
         account.append(f"tests from {data['tests']}: their vars are the tasks; assertions there are not read")
     if tasks:
         rendered = "prompts[0] rendered with each test's vars" if data.get("prompts") else "each test's one var"
+        if not any(_dict(t.get("vars")) for t in _tests_inline(data) if isinstance(t, dict)):
+            rendered = "prompts[0] as written, which every test asks"
         account.append(f"tasks: {len(tasks)}, {rendered}")
     else:
         account.append("tasks: no test has vars: the config uses the bundled helpsteer2 tasks")
