@@ -76,9 +76,11 @@ class GradeShape(Frozen):
             raise ValueError(f"the grade pattern does not compile ({exc})") from None
         if compiled.groups != 1:
             raise ValueError(f"the grade pattern needs exactly one group, the level; it has {compiled.groups}")
-        start = _group_start(self.pattern)
-        end = _matching_paren(self.pattern, start)
-        prefix, group, suffix = self.pattern[:start], self.pattern[start + 1 : end], self.pattern[end + 1 :]
+        flags = re.match(r"\(\?[aiLmsux]+\)", self.pattern)  # inline flags (inspect's `(?i)`): radar writes the text as given
+        body = self.pattern[flags.end() if flags else 0 :]
+        start = _group_start(body)
+        end = _matching_paren(body, start)
+        prefix, group, suffix = body[:start], body[start + 1 : end], body[end + 1 :]
         if group.startswith("?"):
             raise ValueError(f"the grade pattern's group '({group[:30]})' must be a plain capturing group ( ... )")
         if _nested_repeat(compiled.pattern):
@@ -140,8 +142,8 @@ def _group_start(pattern: str) -> int:
             escaped = False
         elif ch == "\\":
             escaped = True
-        elif ch == "(":
-            return i
+        elif ch == "(" and (not pattern.startswith("?", i + 1) or pattern.startswith("?P<", i + 1)):
+            return i  # the capturing group, past any (?:...) or (?i) before it
     raise ValueError("the grade pattern has no group")
 
 

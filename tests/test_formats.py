@@ -3,6 +3,7 @@ formats' documentation) imported, audited on the planted engine, repaired, expor
 round trips; and every refusal as one line naming the file."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -510,6 +511,16 @@ def test_inspect_custom_instructions_keep_every_grade_its_pattern_takes(tmp_path
     instructions only): a judge told it may answer P gets P."""
     imported = _inspect(tmp_path, "instructions: 'Grade C, P (partly) or I. End with GRADE: X.'\n")
     assert imported.rubric.scale.levels == {"C": 1, "P": 0.5, "I": 0}
+
+
+def test_an_inline_flag_is_no_group_of_an_inspect_grade_pattern(tmp_path):
+    """Issue 60 item 23: `(?i)` before the grade's group is a flag (it read as the group, refused); radar writes
+    the text around the group as given, which the flagged pattern reads too."""
+    imported = _inspect(tmp_path, "grade_pattern: '(?is)ANSWER: ([CI])'\n")
+    assert imported.judge is not None and imported.judge.answer.parts == ("ANSWER: ", "[CI]", "")
+    assert re.search(imported.judge.answer.pattern, "I think so.\nanswer: " + "C").group(1) == "C"  # as inspect reads
+    with pytest.raises(InputError, match=r"text around its group \('\(\?:x\)GRADE: '\) must be literal"):
+        _inspect(tmp_path, "grade_pattern: '(?:x)GRADE: ([CI])'\n")
 
 
 def test_inspects_default_grade_pattern_written_out_is_its_default(tmp_path):
