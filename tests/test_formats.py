@@ -604,6 +604,25 @@ def test_mlflow_labels_whose_words_give_their_order_are_a_scale(tmp_path, labels
     assert formats.read("mlflow", path).rubric.scale.levels == levels
 
 
+def test_an_mlflow_judge_radar_cannot_map_is_left_to_mlflow_and_kept_on_export(tmp_path):
+    """Issue 60 item 23: a page of judges where one reads {{ trace }} audits the others (it blocked them all); the
+    account names it and radar's framing of the instructions; an export writes it back untouched."""
+    judges = json.loads(SAMPLES["mlflow"].read_text())
+    tracer = {**judges[0], "name": "tool_use"}
+    tracer["instructions_judge_pydantic_data"] = {"instructions": "Check the {{ trace }}.", "feedback_value_type":
+                                                  {"type": "boolean"}}  # fmt: skip
+    path = tmp_path / "judges.json"
+    path.write_text(json.dumps([tracer, *judges], indent=2))
+    imported = formats.read("mlflow", path)
+    assert imported.rubric.ids == formats.read("mlflow", SAMPLES["mlflow"]).rubric.ids
+    assert any(a.startswith("left to MLflow: judge 'tool_use' reads {{ trace }}") for a in imported.account)
+    assert any(a.startswith("judge prompt: radar's words around each judge's instructions") for a in imported.account)
+    first = imported.rubric.criteria[0].model_copy(update={"description": "Is {{ outputs }} kind?"})
+    text, _ = formats.export("mlflow", path, imported.rubric.model_copy(update={"criteria": (first,
+                             *imported.rubric.criteria[1:])}))  # fmt: skip
+    assert json.loads(text)[0] == tracer and len(json.loads(text)) == len(judges) + 1
+
+
 def test_mlflow_labels_of_no_readable_order_are_one_line(tmp_path):
     path = _mlflow_pair(tmp_path, "Judge the {{ outputs }}.", {"type": "string", "enum": ["red", "blue"]})
     with pytest.raises(InputError, match=r"labels \['red', 'blue'\]: their words give no order"):

@@ -20,7 +20,7 @@ from radar_local.errors import InputError
 from radar_local.formats import shared
 from radar_local.formats.shared import Imported
 from radar_local.inputs import read_text
-from radar_local.rubric import Rubric
+from radar_local.rubric import Criterion, Rubric
 from radar_local.scale import Scale
 
 VERSIONS = (1,)
@@ -135,36 +135,58 @@ def _labels(path: Path, where: str, enum: list[str]) -> Scale:
     )
 
 
+def _mapped(path: Path, j: dict, cid: str) -> tuple[Criterion, Scale, bool]:
+    """One judge as a criterion, its scale, and whether it reads `{{ expectations }}`; one line where it does not
+    map."""
+    data = j["instructions_judge_pydantic_data"]
+    instructions = data["instructions"].removesuffix(SUFFIX)
+    unknown = sorted(shared.variables(data["instructions"]) - set(VARIABLES))
+    if "trace" in unknown:
+        raise InputError(
+            path,
+            f"judge '{j['name']}' reads {{{{ trace }}}}, an agent's whole trace: radar audits a response to a "
+            "task, not agent transcripts (yet)",
+        )
+    expects = "expectations" in unknown  # each row's expected answer: the task's reference answer
+    unknown = [v for v in unknown if v != "expectations"]
+    if unknown:
+        raise InputError(
+            path, f"judge '{j['name']}' uses {{{{ {unknown[0]} }}}}; radar binds inputs (the task) and outputs only"
+        )
+    scale = _scale(path, j["name"], data.get("feedback_value_type"))
+    crit = shared.criterion(path, f"judge '{j['name']}'", id=cid, label=j["name"], description=instructions)
+    return crit, scale, expects
+
+
+def _ids(judges: list[dict]) -> list[str]:
+    taken: set[str] = set()
+    return [shared.criterion_id(j["name"], taken) for j in judges]
+
+
+def _unmapped(path: Path, judges: list[dict]) -> dict[int, InputError]:
+    """The judges radar leaves to MLflow (by index) and why: the others still make a rubric."""
+    out = {}
+    for k, (j, cid) in enumerate(zip(judges, _ids(judges))):
+        try:
+            _mapped(path, j, cid)
+        except InputError as exc:
+            out[k] = exc
+    return out
+
+
 def read(path: Path) -> Imported:
     judges = _judges(path)
-    taken: set[str] = set()
-    criteria, scales = [], []
-    rationale_first = set()
-    expects: list[str] = []
-    for j in judges:
-        data = j["instructions_judge_pydantic_data"]
-        instructions = data["instructions"].removesuffix(SUFFIX)
-        unknown = sorted(shared.variables(data["instructions"]) - set(VARIABLES))
-        if "trace" in unknown:
-            raise InputError(
-                path,
-                f"judge '{j['name']}' reads {{{{ trace }}}}, an agent's whole trace: radar audits a response to a "
-                "task, not agent transcripts (yet)",
-            )
-        if "expectations" in unknown:  # each row's expected answer: the task's reference answer
-            expects.append(j["name"])
-            unknown.remove("expectations")
-        if unknown:
-            raise InputError(
-                path, f"judge '{j['name']}' uses {{{{ {unknown[0]} }}}}; radar binds inputs (the task) and outputs only"
-            )
-        scale = _scale(path, j["name"], data.get("feedback_value_type"))
-        scales.append(scale)
-        rationale_first.add(bool(data.get("generate_rationale_first")))
-        cid = shared.criterion_id(j["name"], taken)
-        criteria.append(
-            shared.criterion(path, f"judge '{j['name']}'", id=cid, label=j["name"], description=instructions)
-        )
+    left = _unmapped(path, judges)
+    if len(judges) - len(left) < 2 and left:  # what keeps the rest from an audit
+        first = str(next(iter(left.values()))).removeprefix(f"{path}: ")
+        raise InputError(path, f"{first}; {len(judges) - len(left)} other judge(s) map, and a coupling audit "
+                         "needs at least two criteria")  # fmt: skip
+    mapped = [_mapped(path, j, cid) for k, (j, cid) in enumerate(zip(judges, _ids(judges))) if k not in left]
+    criteria = [c for c, _, _ in mapped]
+    scales = [s for _, s, _ in mapped]
+    expects = [c.label for c, _, e in mapped if e]
+    kept = [j for k, j in enumerate(judges) if k not in left]
+    rationale_first = {bool(j["instructions_judge_pydantic_data"].get("generate_rationale_first")) for j in kept}
     if len(rationale_first) > 1:
         raise InputError(path, "some judges give the rationale first and some last; radar audits one answer shape")
     criteria = [c if s == scales[0] else c.model_copy(update={"scale": s}) for c, s in zip(criteria, scales)]
@@ -187,17 +209,22 @@ def read(path: Path) -> Imported:
         ),
         "answer: {result, rationale} as MLflow's judge writes them; scales: "
         + ", ".join(f"{c.id} {rub.scale_of(c.id).name}" for c in rub.criteria),
+        "judge prompt: radar's words around each judge's instructions (a system message asking for the JSON "
+        "answer, a user message with the task and the response), not MLflow's own framing of them",
         "tasks: judges carry none: the config uses the bundled helpsteer2 tasks",
+        *(f"left to MLflow: {str(exc).removeprefix(f'{path}: ')}" for exc in left.values()),
     ]
     return Imported("mlflow", path, rub, jud, (), {}, account)
 
 
 def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:
     judges = _judges(path)
-    taken: set[str] = set()
-    ids = [shared.criterion_id(j["name"], taken) for j in judges]
+    left = _unmapped(path, judges)
     out = []
-    for j, cid in zip(judges, ids):
+    for k, (j, cid) in enumerate(zip(judges, _ids(judges))):
+        if k in left:  # a judge radar does not audit stays as it is
+            out.append(j)
+            continue
         if cid not in rub.ids:
             continue
         if not shared.unchanged(imported.rubric, rub, cid):
