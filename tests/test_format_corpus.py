@@ -472,3 +472,43 @@ def test_a_test_variable_named_text_renders_the_tasks(tmp_path):
     imported = formats.read("promptfoo", path)
     assert imported.rubric.ids == ["accuracy", "fluency", "grammar"]
     assert imported.tasks[0].prompt == "Translate the following text to Spanish: Hello, how are you today?"
+
+
+INSPECT = CORPUS / "inspect"  # inspect_ai's example datasets (SOURCES.md)
+
+
+@pytest.mark.parametrize(
+    ("dataset", "fields", "scorer", "says"),
+    [
+        ("security_guide.jsonl", "", "model_graded_fact", "model_graded_fact grades a response against its sample's "
+         "expert answer"),
+        ("security_guide.jsonl", "", "model_graded_qa", "carry targets, each written for its own input (sample 1: "
+         "'use parameterized queries and prepared"),
+        ("biology_qa.jsonl", "sample_fields: {input: question, target: answer}\n", "model_graded_qa",
+         "(sample 1: 'whateva')"),
+    ],
+)  # fmt: skip
+def test_inspect_sample_targets_are_never_widened_to_every_task(tmp_path, dataset, fields, scorer, says):
+    """Issue 60 item 21: inspect's model-graded scorers grade each sample against its own target (the expert
+    answer of examples/security_guide.py, biology_qa.py); a criterion radar scores on every task cannot stand for
+    one, so the dataset's targets, and the fact scorer, are refused in one line."""
+    shutil.copy(INSPECT / dataset, tmp_path / dataset)
+    path = tmp_path / "scorer.yaml"
+    path.write_text(f"scorer: {scorer}\ndataset: {dataset}\n{fields}criteria: {{a: Is right., b: Is kind.}}\n")
+    with pytest.raises(InputError) as refused:
+        formats.read("inspect", path)
+    assert "\n" not in str(refused.value) and says in str(refused.value), str(refused.value)
+
+
+def test_inspect_dataset_inputs_without_targets_are_the_tasks(tmp_path):
+    """The real security_guide inputs (chats of one user message) with their targets removed: the tasks, with the
+    criteria scored on each."""
+    import json
+
+    lines = (INSPECT / "security_guide.jsonl").read_text().splitlines()
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps({"input": json.loads(x)["input"]}) + "\n" for x in lines))
+    path = tmp_path / "scorer.yaml"
+    path.write_text("dataset: q.jsonl\ncriteria: {a: Is right., b: Is kind.}\n")
+    imported = formats.read("inspect", path)
+    assert len(imported.tasks) == 16 and imported.tasks[0].prompt == "How do I prevent SQL Injection attacks?"
+    assert "tasks: 16, the inputs of q.jsonl" in imported.account

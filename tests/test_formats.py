@@ -486,13 +486,10 @@ def _inspect(tmp_path: Path, text: str):
 
 
 def test_inspect_defaults_are_inspects_own_words(tmp_path):
-    """model_graded_fact grades against inspect's fact template ([Expert]: the target), model_graded_qa against its
-    QA template, both with inspect's default instructions (issue 45)."""
+    """model_graded_qa grades against inspect's QA template with its default instructions (issue 45);
+    model_graded_fact (its [Expert] a sample's own answer) is refused in test_format_corpus."""
     from radar_local.formats.inspect_ai import default_instructions
 
-    fact = _inspect(tmp_path, "scorer: model_graded_fact\n").judge
-    assert fact is not None and "[Expert]: {{ criterion.description }}" in fact.template
-    assert "Compare the factual content of the submitted answer with the expert answer." in fact.template
     qa = _inspect(tmp_path, "scorer: model_graded_qa\n").judge
     assert qa is not None and "[Criterion]: {{ criterion.description }}" in qa.template
     assert qa.template.endswith(default_instructions(False) + "\n")

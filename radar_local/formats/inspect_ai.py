@@ -11,6 +11,7 @@ which that pattern reads. A custom pattern maps where its text around the group 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -20,7 +21,7 @@ from radar_local.errors import InputError
 from radar_local.formats import shared
 from radar_local.formats.shared import Imported
 from radar_local.inputs import read_text
-from radar_local.rubric import Rubric
+from radar_local.rubric import Rubric, Task
 from radar_local.scale import Scale
 
 SCORERS = ("model_graded_qa", "model_graded_fact")
@@ -118,11 +119,57 @@ def _template(path: Path, value: object, scorer: str, root: Path | None) -> str:
     )
 
 
+def _samples(path: Path, data: dict, root: Path | None) -> tuple[Task, ...]:
+    """The tasks of `dataset` (a JSON-lines file as inspect's json_dataset reads it; `sample_fields` names its
+    input and target fields as inspect's FieldSpec does): each sample's input, a text or a chat of one user
+    message. A sample's target is what its response is graded against, written for its own input: radar scores a
+    criterion on every task, so a dataset whose samples carry targets is refused rather than widened."""
+    ref = data.get("dataset")
+    if ref is None:
+        return ()
+    where = shared.referenced(path, str(ref), root)
+    fields = data.get("sample_fields") if isinstance(data.get("sample_fields"), dict) else {}
+    name_in, name_target = str(fields.get("input", "input")), str(fields.get("target", "target"))
+    tasks = []
+    for k, line in enumerate(read_text(where).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            sample = json.loads(line)
+        except json.JSONDecodeError:
+            raise InputError(where, f"line {k} is not JSON; radar reads inspect datasets as JSON lines") from None
+        got = sample.get(name_in) if isinstance(sample, dict) else None
+        if isinstance(got, list):  # a chat: its one user message
+            users = [m.get("content") for m in got if isinstance(m, dict) and m.get("role") == "user"]
+            got = users[0] if len(users) == 1 and len(got) == 1 else None
+        if not isinstance(got, str) or not got.strip():
+            raise InputError(where, f"sample {k}: its '{name_in}' is no prompt (a text, or a chat of one user "
+                             "message); name the input field in sample_fields")  # fmt: skip
+        if sample.get(name_target):
+            raise InputError(
+                path,
+                f"the samples of {ref} carry targets, each written for its own input (sample {k}: "
+                f"'{str(sample[name_target])[:40]}'); {data.get('scorer', 'model_graded_qa')} grades each response "
+                "against its own target, and radar scores a criterion on every task: give the criteria that hold "
+                "for every sample in `criteria`, and a dataset without targets",
+            )
+        tasks.append(Task(id=f"sample_{sample.get('id', k)}", prompt=got))
+    return tuple(tasks)
+
+
 def read(path: Path, root: Path | None = None) -> Imported:
     data = shared.mapping(path, shared.load_yaml(path), "inspect scorer arguments")
     scorer = data.get("scorer", "model_graded_qa")
     if scorer not in SCORERS:
         raise InputError(path, f"scorer '{scorer}': radar imports {', '.join(SCORERS)}")
+    if scorer == "model_graded_fact":  # its [Expert] is a sample's target: the answer to one question
+        raise InputError(
+            path,
+            "model_graded_fact grades a response against its sample's expert answer (the target, written for that "
+            "question); radar scores each criterion on every task, so it would grade every answer against one "
+            "question's expert answer: audit model_graded_qa with criteria that hold for every task",
+        )
+    tasks = _samples(path, data, root)
     partial = bool(data.get("partial_credit", False))
     custom = bool(data.get("instructions"))
     pattern = data.get("grade_pattern")
@@ -163,9 +210,11 @@ def read(path: Path, root: Path | None = None) -> Imported:
         "judge prompt: "
         + (f"the file's template ({data['template']})" if data.get("template") else f"inspect's {scorer} template")
         + ("; the file's instructions" if custom else "; inspect's default instructions"),
-        "tasks: scorer arguments carry none: the config uses the bundled helpsteer2 tasks",
+        f"tasks: {len(tasks)}, the inputs of {data['dataset']}"
+        if tasks
+        else "tasks: scorer arguments carry none: the config uses the bundled helpsteer2 tasks",
     ]
-    return Imported("inspect", path, rub, jud, (), {}, account)
+    return Imported("inspect", path, rub, jud, tasks, {}, account)
 
 
 def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:
