@@ -76,7 +76,8 @@ class GradeShape(Frozen):
             raise ValueError(f"the grade pattern does not compile ({exc})") from None
         if compiled.groups != 1:
             raise ValueError(f"the grade pattern needs exactly one group, the level; it has {compiled.groups}")
-        flags = re.match(r"\(\?[aiLmsux]+\)", self.pattern)  # inline flags (inspect's `(?i)`): radar writes the text as given
+        # inline flags (inspect's `(?i)`) are no group: radar writes the text as given, which they read too
+        flags = re.match(r"\(\?[aiLmsux]+\)", self.pattern)
         body = self.pattern[flags.end() if flags else 0 :]
         start = _group_start(body)
         end = _matching_paren(body, start)
