@@ -128,7 +128,8 @@ def _samples(path: Path, data: dict, root: Path | None) -> tuple[Task, ...]:
     if ref is None:
         return ()
     where = shared.referenced(path, str(ref), root)
-    fields = data.get("sample_fields") if isinstance(data.get("sample_fields"), dict) else {}
+    fields = data.get("sample_fields")
+    fields = fields if isinstance(fields, dict) else {}
     name_in, name_target = str(fields.get("input", "input")), str(fields.get("target", "target"))
     tasks = []
     for k, line in enumerate(read_text(where).splitlines(), 1):
