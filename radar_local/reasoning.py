@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from radar_local.engines.base import Completion, Engine, ScoreFormat
+from radar_local.engines.base import THINK, Completion, Engine, ScoreFormat
 from radar_local.errors import RadarError
-from radar_local.judge import AFTER_THOUGHT, Reasoning
+from radar_local.judge import AFTER_THOUGHT, END_OF_THOUGHT, Reasoning
 from radar_local.prompts import Messages, Prompt
 
 OVER_BUDGET = "the reasoning hit its budget before it ended"
@@ -50,6 +50,25 @@ def thought_of(c: Completion, reasoning: Reasoning) -> Thought:
     return Thought(c.text[: at + len(reasoning.ends_with)], c.output_tokens, None)
 
 
+def as_the_template_writes(thought: str, parser: str) -> str:
+    """The reasoning as Qwen3's template re-writes an assistant turn's (`<think>\n` + its text without the new
+    lines around it + `\n</think>`): a server continuing the turn (continue_final_message) must find the turn as
+    sent in what the template renders, or refuses it (HTTP 400), so every engine sends it so. Only new lines at
+    its two ends change; other families' reasoning is sent as written."""
+    if parser != "qwen3" or END_OF_THOUGHT["qwen3"] not in thought:
+        return thought
+    inner = thought.split(END_OF_THOUGHT["qwen3"])[0].rstrip("\n").split(THINK)[-1].strip("\n")
+    return f"{THINK}\n{inner}\n{END_OF_THOUGHT['qwen3']}"
+
+
+def check_continuation(engine: Engine, messages: Messages, reasoning: Reasoning) -> None:
+    """Refuse, before any call of a stage, a thinking judge whose engine cannot continue its turn."""
+    opened = "" if reasoning.parser == "tags" else f"{THINK}\n"
+    probe = as_the_template_writes(f"{opened}A check.\n{reasoning.ends_with}", reasoning.parser)
+    if problem := engine.continuation_problem(continued(messages, probe + AFTER_THOUGHT[reasoning.parser])):
+        raise RadarError(problem)
+
+
 def continued(messages: Messages, thought: str) -> Prompt:
     """The verdict's messages with the judge's reasoning as the start of its turn (what it asked, kept)."""
     return Prompt([*messages, {"role": "assistant", "content": thought}], **getattr(messages, "fields", {}))
@@ -76,7 +95,8 @@ def think_then_answer(
         thoughts = [thought_of(c[0], reasoning) for c in firsts]
         ready = [i for i, t in enumerate(thoughts) if not t.unscored and t.text]
         after = AFTER_THOUGHT[reasoning.parser]  # the template's own break before the answer
-        answers = engine.score([continued(part[i], thoughts[i].text + after) for i in ready], fmt=fmt) if ready else []
+        asked = [continued(part[i], as_the_template_writes(thoughts[i].text, reasoning.parser) + after) for i in ready]
+        answers = engine.score(asked, fmt=fmt) if ready else []
         verdicts = dict(zip(ready, answers))
         yield [
             (start + i, verdicts.get(i, Completion("", firsts[i][0].prompt_tokens, 0, NOT_ASKED)), t)

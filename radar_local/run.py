@@ -36,7 +36,7 @@ from radar_local.plan import GenerationRequest, ScoreRequest
 from radar_local.pool import EnginePool
 from radar_local.progress import say, stage_progress
 from radar_local.prompts import PROMPT_VERSION
-from radar_local.reasoning import continued, think_then_answer
+from radar_local.reasoning import check_continuation, continued, think_then_answer
 from radar_local.records import Injection, ModelRef, ProbeRecord, RunInfo, Stage
 from radar_local.resolved import Resolved
 from radar_local.rundir import (
@@ -209,6 +209,8 @@ class Run(RunDir):
             else:
                 todo = prefix_order(todo, config.layout, admitted_per_step(engine.settings()))
             reasoning = verifier.judge.reasoning if verifier.judge is not None else None
+            if reasoning is not None:  # both arms continue the judge's turn: refused before any call where it cannot
+                check_continuation(engine, todo[0].messages, reasoning)
             with meter.running(engine), stage_progress(f"{stage} ({label})", len(todo), progress) as advance:
                 for group in constraint_groups(todo):  # one group unless criteria differ in scale
                     messages, fmt = [r.messages for r in group], group[0].answer

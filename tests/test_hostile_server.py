@@ -280,3 +280,28 @@ def test_a_server_that_moves_the_answer_into_its_reasoning_field_is_named(tmp_pa
         run_audit(planted_config(verifier=judge, n=1, bootstrap=0), tmp_path / "run", progress=False)
     verdicts = list(load_run(tmp_path / "run").store.scores.values())
     assert verdicts and all(v.score is None and v.unscored == IN_REASONING for v in verdicts)
+
+
+def test_a_server_that_cannot_continue_the_reasoning_turn_is_refused_before_any_call(tmp_path):
+    """Issue 60 item 4: DeepSeek-R1-Distill's and QwQ's templates drop an assistant turn's reasoning, so vLLM refuses
+    continue_final_message (HTTP 400) on every verdict, after the reasonings were paid for. One request continuing a
+    short reasoning goes first: the stage stops in one line naming what to do, before any reasoning is asked."""
+    from radar_local.auditing import run_audit
+
+    refused = b'{"object": "error", "message": "continue_final_message is set but the final message does not appear'
+    refused += b' in the chat after applying the chat template!", "code": 400}'
+
+    def answer(_path, _headers, body):
+        return http(400, refused) if json.loads(body or b"{}").get("continue_final_message") else completion(VERDICT)
+
+    with FakeServer(answer) as server:
+        judge = {"engine": "openai", "model": "m", "options": {"base_url": server.url, "retries": 0},
+                 "judge": {"reasoning": {"budget": 64, "parser": "deepseek_r1"}}}  # fmt: skip
+        with pytest.raises(RadarError) as err:
+            run_audit(planted_config(verifier=judge, n=1, bootstrap=0), tmp_path / "run", progress=False)
+        asked = [json.loads(body) for _, _, body in server.requests if body]
+    line = str(err.value)
+    assert "\n" not in line and "refuses to continue the judge's turn after its reasoning" in line
+    assert "continue_final_message is set but the final message does not appear" in line and "--chat-template" in line
+    assert len(asked) == 1 and asked[0]["max_tokens"] == 1  # the probe alone: no reasoning was asked
+    assert asked[0]["messages"][-1]["content"] == "<think>\nA check.\n</think>\n\n"

@@ -250,5 +250,62 @@ def test_the_verdict_is_asked_after_the_templates_own_break(parser, end, after):
     engine, reasoning = Engine(), Reasoning(budget=32, parser=parser, end=end)
     (done,) = think_then_answer(engine, [[{"role": "user", "content": "hi"}]], fmt=ScoreFormat(), reasoning=reasoning,
                                 chunk=4, seed=0)  # fmt: skip
-    assert engine.asked[0][-1]["content"] == f"<think> fine {marker}{after}" and done[0][2].text.endswith(marker)
+    sent = f"<think>\n fine \n{marker}" if parser == "qwen3" else f"<think> fine {marker}"  # as Qwen3's turn writes it
+    assert engine.asked[0][-1]["content"] == sent + after and done[0][2].text == f"<think> fine {marker}"
     assert NO_THOUGHT["qwen3"].endswith("</think>" + after if parser == "qwen3" else "</think>\n\n")
+
+
+# An assistant turn as each family's chat_template writes it (the lines that handle a turn's reasoning, verbatim in
+# substance; turn markers shortened): Qwen3 re-writes the reasoning between one new line each side, R1-Distill drops it.
+TURNS = {
+    "qwen3": (
+        "{%- set content = m.content.split('</think>')[-1].lstrip('\\n') %}"
+        "{%- set r = m.content.split('</think>')[0].rstrip('\\n').split('<think>')[-1].lstrip('\\n') %}"
+        "<|im_start|>assistant\n<think>\n{{ r.strip('\\n') }}\n</think>\n\n{{ content.lstrip('\\n') }}"
+    ),
+    "deepseek_r1": (
+        "{% set content = m.content %}{% if '</think>' in content %}{% set content = content.split('</think>')[-1] %}"
+        "{% endif %}<｜Assistant｜>{{ content }}"
+    ),
+}
+
+
+def family_tokenizer(parser: str):
+    return tokenizer_with(
+        "{% for m in messages %}{% if m.role == 'assistant' %}" + TURNS[parser] + "{% else %}<|user|>{{ m.content }}"
+        "{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+
+
+@pytest.mark.parametrize("raw", ["<think>\nfine\n</think>", "<think>\n\nfine\n\n</think>", "<think>fine</think>"])
+def test_a_qwen3_reasoning_is_sent_as_its_template_writes_it_so_a_server_continues_it(raw):
+    """Issue 60 item 4: a server continuing the turn (transformers' continue_final_message, which vLLM's server
+    applies) refuses a reasoning whose new lines differ from the template's; radar sends it as Qwen3's template
+    writes it, which every form continues, and the local engines render the same text."""
+    from radar_local.judge import AFTER_THOUGHT
+    from radar_local.reasoning import as_the_template_writes
+
+    tokenizer, asked = family_tokenizer("qwen3"), [{"role": "user", "content": "Rate it."}]
+
+    def served(content):
+        turn = [*asked, {"role": "assistant", "content": content}]
+        return tokenizer.apply_chat_template(turn, tokenize=False, continue_final_message=True)
+
+    sent = as_the_template_writes(raw, "qwen3") + AFTER_THOUGHT["qwen3"]
+    assert sent == "<think>\nfine\n</think>\n\n" and served(sent).endswith("<|im_start|>assistant\n" + sent)
+    if raw != "<think>\nfine\n</think>":
+        with pytest.raises(ValueError, match="final message does not appear"):
+            served(raw + AFTER_THOUGHT["qwen3"])  # as sent before
+    assert chat_text(tokenizer, continued(asked, sent)).endswith("<|im_start|>assistant\n" + sent)
+
+
+def test_an_r1_distill_template_cannot_continue_a_reasoning_turn():
+    """Why a served R1-Distill (or QwQ) thinking judge is refused before its stage: its template drops the turn's
+    reasoning, so no reasoning is ever continued (the probe, engines/openai.continuation_problem, finds it)."""
+    from radar_local.judge import NO_THOUGHT
+
+    tokenizer, asked = family_tokenizer("deepseek_r1"), [{"role": "user", "content": "Rate it."}]
+    for content in ("<think>\nA check.\n</think>\n\n", NO_THOUGHT["deepseek_r1"]):
+        with pytest.raises(ValueError, match="final message does not appear"):
+            tokenizer.apply_chat_template([*asked, {"role": "assistant", "content": content}], tokenize=False,
+                                          continue_final_message=True)  # fmt: skip

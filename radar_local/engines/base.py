@@ -116,6 +116,10 @@ class Engine(Protocol):
     def score_stream(self, prompts: list[Messages], *, fmt: ScoreFormat, chunk: int) -> Iterator[Finished]:
         """`score`, yielding verdicts as they finish (in submission order where the engine queues)."""
 
+    def continuation_problem(self, messages: Messages) -> str | None:
+        """What keeps the engine from continuing `messages`' final assistant turn (a thinking judge's reasoning,
+        reasoning.py), asked once before a stage; None where it continues it."""
+
     def settings(self) -> dict:
         """What the engine resolved from this machine (dtype and why, threads, KV cache, limits)."""
 
@@ -209,6 +213,9 @@ class EngineKind:
     def load(cls, model: str, options: Any) -> Any:
         """The engine with its model loaded (after registry.build_engine's checks)."""
         return cls(model, options)  # type: ignore[call-arg]
+
+    def continuation_problem(self, messages: Messages) -> str | None:
+        return None  # a local engine renders the turn itself (chat_text): it always continues
 
     @staticmethod
     def replica_env(env: dict[str, str]) -> dict[str, str]:

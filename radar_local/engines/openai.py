@@ -42,7 +42,11 @@ MAX_COUNT = 1 << 31  # a token count beyond this is no count a server could have
 
 
 class ServerError(RadarError):
-    """The server answered, but not with a usable chat completion."""
+    """The server answered, but not with a usable chat completion (`status`: its HTTP status, where an error)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 class OpenAIEngine(StreamBatch):
@@ -148,7 +152,8 @@ class OpenAIEngine(StreamBatch):
                     tries = f" after {attempt + 1} attempts" if attempt else ""
                     raise ServerError(
                         f"{self.url} answered HTTP {exc.code}{tries}: {detail or _printable(str(exc.reason))}; "
-                        "check the server's log, then run again (stored calls are kept)"
+                        "check the server's log, then run again (stored calls are kept)",
+                        status=exc.code,
                     ) from None
             except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
                 if last:
@@ -267,6 +272,24 @@ class OpenAIEngine(StreamBatch):
             self._stream(self._bodies(prompts, fmt, temperature, seeds), self._verdict),
             len(prompts),
         )
+
+    def continuation_problem(self, messages: Messages) -> str | None:
+        """One request continuing the turn (one token): a server whose chat template drops an assistant turn's
+        reasoning (DeepSeek-R1-Distill's, QwQ's) refuses continue_final_message with HTTP 400, which would end the
+        stage after its reasonings were paid for."""
+        body = {"model": self.model, "messages": messages, "max_tokens": 1, "temperature": 0.0, **continuing(messages)}
+        try:
+            self._post(body)
+        except ServerError as exc:
+            if exc.status != 400:
+                raise
+            return (
+                f"{self.url} refuses to continue the judge's turn after its reasoning (continue_final_message: "
+                f"{str(exc).split('; check the')[0].split(': ', 1)[-1]}): its chat template drops an assistant turn's "
+                "reasoning, as DeepSeek-R1-Distill's and QwQ's do; serve the judge with a template that keeps it "
+                "(vllm serve --chat-template), or run it on the vllm engine"
+            )
+        return None
 
     def settings(self) -> dict:
         return {"concurrency": self.options.concurrency, "constraint": self.constraint, "sampling": self.sampling}
