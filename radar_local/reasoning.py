@@ -95,7 +95,9 @@ def think_then_answer(
         thoughts = [thought_of(c[0], reasoning) for c in firsts]
         ready = [i for i, t in enumerate(thoughts) if not t.unscored and t.text]
         after = AFTER_THOUGHT[reasoning.parser]  # the template's own break before the answer
-        asked = [continued(part[i], as_the_template_writes(thoughts[i].text, reasoning.parser) + after) for i in ready]
+        asked: list[Messages] = [
+            continued(part[i], as_the_template_writes(thoughts[i].text, reasoning.parser) + after) for i in ready
+        ]
         answers = engine.score(asked, fmt=fmt) if ready else []
         verdicts = dict(zip(ready, answers))
         yield [
