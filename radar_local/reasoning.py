@@ -77,30 +77,43 @@ def continued(messages: Messages, thought: str) -> Prompt:
 def think_then_answer(
     engine: Engine, prompts: list[Messages], *, fmt: ScoreFormat, reasoning: Reasoning, chunk: int, seed: int
 ) -> Iterator[list[tuple[int, Completion, Thought]]]:
-    """Each prompt's reasoning, then its constrained verdict where the reasoning ended, `chunk` prompts at a time:
-    (index, verdict, thought) as each chunk finishes. Where no verdict was asked, the verdict is an empty
+    """Each prompt's reasoning, then its constrained verdict where the reasoning ended: (index, verdict, thought)
+    as they finish. The reasonings stream (vLLM and a server keep their schedulers full, a batch engine answers
+    `chunk` at a time); the verdicts of every `chunk` ended reasonings are asked while the others still run, so
+    no verdict waits for the longest reasoning of its batch. Where no verdict was asked, the verdict is an empty
     completion finished 'error' (its Thought says why)."""
-    for start in range(0, len(prompts), chunk):
-        part = prompts[start : start + chunk]
-        firsts = engine.generate(  # stopped at the reasoning's end: what would follow is the constrained verdict's
-            part,
-            n=1,
-            temperature=0.0,
-            max_tokens=reasoning.budget,
-            seeds=[seed] * len(part),
-            stop=(reasoning.ends_with,),
-        )
-        if any(c[0].reasoning is not None for c in firsts):
-            raise RadarError(SPLIT_BY_SERVER)
-        thoughts = [thought_of(c[0], reasoning) for c in firsts]
-        ready = [i for i, t in enumerate(thoughts) if not t.unscored and t.text]
-        after = AFTER_THOUGHT[reasoning.parser]  # the template's own break before the answer
+    after = AFTER_THOUGHT[reasoning.parser]  # the template's own break before the answer
+    ready: list[tuple[int, Thought]] = []
+
+    def answered(thought_out: list[tuple[int, Thought]]) -> list[tuple[int, Completion, Thought]]:
         asked: list[Messages] = [
-            continued(part[i], as_the_template_writes(thoughts[i].text, reasoning.parser) + after) for i in ready
+            continued(prompts[i], as_the_template_writes(t.text, reasoning.parser) + after) for i, t in thought_out
         ]
-        answers = engine.score(asked, fmt=fmt) if ready else []
-        verdicts = dict(zip(ready, answers))
-        yield [
-            (start + i, verdicts.get(i, Completion("", firsts[i][0].prompt_tokens, 0, NOT_ASKED)), t)
-            for i, t in enumerate(thoughts)
-        ]
+        return [(i, c, t) for (i, t), c in zip(thought_out, engine.score(asked, fmt=fmt))]
+
+    firsts = engine.generate_stream(  # stopped at the reasoning's end: what would follow is the constrained verdict's
+        prompts,
+        n=1,
+        temperature=0.0,
+        max_tokens=reasoning.budget,
+        seeds=[seed] * len(prompts),
+        chunk=chunk,
+        stop=(reasoning.ends_with,),
+    )
+    for finished in firsts:
+        out = []
+        for i, (first, *_) in finished:
+            if first.reasoning is not None:
+                raise RadarError(SPLIT_BY_SERVER)
+            thought = thought_of(first, reasoning)
+            if thought.unscored or not thought.text:
+                out.append((i, Completion("", first.prompt_tokens, 0, NOT_ASKED), thought))
+            else:
+                ready.append((i, thought))
+        if len(ready) >= chunk:
+            out += answered(ready)
+            ready = []
+        if out:
+            yield out
+    if ready:
+        yield answered(ready)

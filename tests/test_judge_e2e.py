@@ -261,3 +261,28 @@ def test_a_reward_model_on_the_embedded_model(tmp_path, vllm_pool):  # noqa: F81
     assert stages["reward"].parse_rate == 1.0
     assert [c.criterion for c in result.reward.criteria] == list(result.criteria)
     assert result.reward.sd and all(c.effect is not None for c in result.reward.criteria), result.reward
+
+
+def test_a_thinking_judges_verdicts_are_asked_while_its_other_reasonings_run(vllm_engine):
+    """Issue 60 item 9: reasonings ran in chunks, each waiting for its longest one before its verdicts. Now every
+    reasoning is in the scheduler at once and the verdicts of each `chunk` that ended are asked in the same engine
+    loop (streams nest): the first verdicts come back while reasonings still run, and the engine ends empty."""
+    from radar_local.judge import Reasoning
+    from radar_local.reasoning import NOT_ASKED, think_then_answer
+    from radar_local.scoring import ScoreFormat
+
+    asks = ("Count from 1 to 20, separated by commas.", "Write a long story about a cat named Tom.")
+    prompts = [[{"role": "user", "content": asks[k % 2]}] for k in range(12)]
+    reasoning = Reasoning(budget=256, parser="tags", end="7")  # counting ends its reasoning at 31 tokens, a story late
+    engine, running = vllm_engine.llm.llm_engine, []
+    out = []
+    short = ScoreFormat(max_reasoning_chars=8, max_rationale_chars=8)  # a verdict far shorter than a story
+    for batch in think_then_answer(vllm_engine, prompts, fmt=short, reasoning=reasoning, chunk=2, seed=0):
+        if any(c.finish_reason != NOT_ASKED for _, c, _ in batch):
+            running.append(engine.get_num_unfinished_requests())
+        out += batch
+    assert sorted(i for i, _, _ in out) == list(range(12))
+    assert running and running[0] > 0, running  # reasonings still ran when the first verdicts came back
+    assert engine.get_num_unfinished_requests() == 0
+    ended = [(c, t) for _, c, t in out if t.text]
+    assert ended and all(c.finish_reason != NOT_ASKED and c.text for c, _ in ended)

@@ -215,13 +215,21 @@ class OpenAIEngine(StreamBatch):
 
     def _stream(self, bodies: list[dict], answer: Callable[[dict], object]) -> Iterator[list]:
         """`concurrency` requests in flight at all times: each thread takes the next body as its last one
-        is answered, and answers are yielded as they arrive. An error or Ctrl-C cancels what has not started."""
-        futures = {self._pool.submit(self._post, body): i for i, body in enumerate(bodies)}
-        pending = set(futures)
+        is answered, and answers are yielded as they arrive. At most twice `concurrency` are queued, so a stream
+        opened meanwhile (a thinking judge's verdicts, asked while its other reasonings run) waits behind those
+        only. An error or Ctrl-C cancels what has not started."""
+        futures: dict = {}
+        pending: set = set()
+        window, submitted = 2 * self.options.concurrency, 0
         try:
-            while pending:
+            while submitted < len(bodies) or pending:
+                for i in range(submitted, min(len(bodies), submitted + window - len(pending))):
+                    future = self._pool.submit(self._post, bodies[i])
+                    futures[future] = i
+                    pending.add(future)
+                    submitted = i + 1
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                yield [(futures[f], answer(f.result())) for f in sorted(done, key=futures.__getitem__)]
+                yield [(futures.pop(f), answer(f.result())) for f in sorted(done, key=futures.__getitem__)]
         finally:
             for f in pending:
                 f.cancel()

@@ -244,6 +244,7 @@ class VLLMEngine(StreamBatch):
             max_model_len=config.model_config.max_model_len,
         )
         self._ids = itertools.count()
+        self._mail: dict[str, RequestOutput] = {}  # requests another stream's step finished (streams nest)
         self._seen_blocks: set[int] = set()
         self._floor = self._steps = self._running_sum = self._fed_steps = self._fed_running_sum = 0
         self._kv_sum = self._fed_kv_sum = 0.0
@@ -327,7 +328,9 @@ class VLLMEngine(StreamBatch):
         """Keep the scheduler full: submit in order while fewer than twice `max_num_seqs` requests are
         in flight (the engine admits FCFS, so submission order is the prefix-shared order), step the
         engine, and yield each step's finished requests. Whatever stops the loop (Ctrl-C, an error)
-        aborts what is still in flight, so the engine is left empty."""
+        aborts what is still in flight, so the engine is left empty. Streams nest (a thinking judge's verdicts are
+        asked while its other reasonings run): a step finishes any stream's requests, and each stream takes its own
+        from the mail."""
         from vllm import TokensPrompt
         from vllm.sampling_params import RequestOutputKind
 
@@ -361,13 +364,17 @@ class VLLMEngine(StreamBatch):
                         engine.wake_up(tags=["scheduling"])
                 submitted += len(batch)
                 fed = len(in_flight) * per >= self.max_num_seqs  # the scheduler could run its limit this step
-                finished = [(in_flight.pop(o.request_id), o) for o in engine.step() if o.finished]
-                self._count_step(fed)
+                if not any(r in self._mail for r in in_flight):  # what a nested stream stepped is ready at once
+                    self._mail.update((o.request_id, o) for o in engine.step() if o.finished)
+                    self._count_step(fed)
+                finished = [(in_flight.pop(r), self._mail.pop(r)) for r in list(in_flight) if r in self._mail]
                 if finished:
                     yield finished
         finally:
             if in_flight:
                 engine.abort_request(list(in_flight))
+                for r in in_flight:
+                    self._mail.pop(r, None)
 
     @staticmethod
     def prompt_token_ids(tokenizer, messages: Messages, thinking: bool = True) -> list[int]:
