@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 
 from radar_local.common import digest
 from radar_local.config import Jury, ModelSpec
-from radar_local.engines.base import chat_text
+from radar_local.engines.base import prompt_token_ids
 from radar_local.hardware import checkpoint_config
-from radar_local.models import resolve
+from radar_local.models import local_tokenizer, resolve
 from radar_local.plan import Plan
 from radar_local.prompts import Messages
 from radar_local.records import ProbeRecord
@@ -86,12 +86,10 @@ def request_bounds(
     stored ones, where the engine loads after they were written: a response it holds then counts as the longest of
     its task's probes in this engine's own tokenizer (a generator's max_new_tokens in its tokenizer may be twice as
     many of another's: 2.16x between tekken and SmolLM2's on Chinese text), else as max_new_tokens."""
-    from transformers import AutoTokenizer  # heavy: only where a vLLM engine is sized
-
     config = plan.config
     path, _ = resolve(spec.model)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(str(path))
+        tokenizer = local_tokenizer(path, spec.engine)  # vLLM's own for a Mistral-format folder
     except (OSError, ValueError) as exc:  # no tokenizer files, or ones transformers cannot read
         raise ValueError(
             f"{spec.label}: cannot read its tokenizer at {path} ({str(exc).splitlines()[0][:120]})"
@@ -100,11 +98,15 @@ def request_bounds(
     bounds: list[Bound] = []
     written: dict[str, int] = {}  # task -> its longest stored probe, in this tokenizer's tokens
     texts = [p.text for p in probes]
-    for p, ids in zip(probes, tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []):  # one call
+    if getattr(tokenizer, "IS_MISTRAL_TOKENIZER", False):
+        held = [tokenizer.encode(t, add_special_tokens=False) for t in texts]
+    else:
+        held = tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []  # one call
+    for p, ids in zip(probes, held):
         written[p.task_id] = max(written.get(p.task_id, 0), len(ids))
 
     def count(messages: Messages, held: int, answer: int, what: str, task: str = "") -> None:
-        tokens = len(tokenizer(chat_text(tokenizer, messages), add_special_tokens=False)["input_ids"])
+        tokens = len(prompt_token_ids(tokenizer, messages))  # the ids the engine sends
         bounds.append(Bound(tokens + held * written.get(task, reply) + answer, what))
 
     # one empty response per task: a verdict's prompt differs by task and criterion, never by the steer

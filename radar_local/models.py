@@ -179,6 +179,15 @@ WEIGHT_FILES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 
 
 def chat_template(path: Path) -> str | None:
+    """What renders a chat for this checkpoint: its template(s) (jinja_template) and, in a Mistral-format folder,
+    the digest of the Mistral tokenizer file vLLM renders with instead (mistral_tokenizer_file)."""
+    text = jinja_template(path)
+    if (mistral := mistral_tokenizer_file(path)) is None:
+        return text
+    return json.dumps({"template": text, mistral.name: hashlib.sha256(mistral.read_bytes()).hexdigest()})
+
+
+def jinja_template(path: Path) -> str | None:
     """The chat template(s) a checkpoint's tokenizer applies, read as transformers 5 reads them: chat_template.jinja
     (the default) and additional_chat_templates/*.jinja (named ones), which together replace tokenizer_config.json's
     `chat_template`; None without one. chat_template.json is a processor's file, which the tokenizer never reads.
@@ -202,6 +211,26 @@ def chat_template(path: Path) -> str | None:
     except (OSError, ValueError, AttributeError):
         return None
     return None if written is None else json.dumps(written, sort_keys=True)  # a string, or named templates
+
+
+def mistral_tokenizer_file(path: Path) -> Path | None:
+    """The Mistral tokenizer file vLLM's tokenizer_mode=auto reads instead of tokenizer.json, for a folder that holds
+    consolidated weights and one (vllm/tokenizers/registry.py: tekken.json or tokenizer.model.v*); None otherwise."""
+    if not any(path.glob("consolidated*.safetensors")):
+        return None
+    return next(iter(sorted([*path.glob("tekken.json"), *path.glob("tokenizer.model.v*")])), None)
+
+
+def local_tokenizer(path: Path, engine: str):
+    """The tokenizer an engine applies to a local checkpoint: vLLM's own MistralTokenizer for a Mistral-format folder
+    on vllm, else transformers' AutoTokenizer (ValueError or OSError where its files do not read)."""
+    if engine == "vllm" and mistral_tokenizer_file(path) is not None:
+        from vllm.tokenizers import get_tokenizer  # heavy: vLLM's choice, only for a Mistral-format folder
+
+        return get_tokenizer(str(path), tokenizer_mode="auto")
+    from transformers import AutoTokenizer  # heavy: only where a tokenizer is read
+
+    return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
 
 
 def weights_identity(model: str, template: bool = False) -> str:

@@ -153,3 +153,44 @@ def test_a_judge_that_loads_after_the_probes_is_sized_from_them(tmp_path, embedd
                                       direction=g.direction, variant=0, text=text)])  # fmt: skip
     assert run.sized(verifier).parsed.max_model_len > first
     assert run.sized(generator).parsed.max_model_len == own  # sized before any probe, as it loads
+
+
+def test_a_mistral_format_judge_is_sized_and_keyed_by_what_vllm_renders_with(tmp_path, embedded_model):
+    """Issue 60 item 1: in a folder with consolidated weights and a Mistral tokenizer file vLLM renders with its
+    MistralTokenizer, while radar sized the judge, digested its template and checked expected mode with the folder's
+    tokenizer.json. Each now reads vLLM's (mistral_common's v3 tokenizer beside SmolLM2's files): the bounds are
+    its ids (mistral_common's [INST] turns, not SmolLM2's), and a changed Mistral file is another judge's key."""
+    import shutil
+
+    mistral_common = pytest.importorskip("mistral_common")
+    from radar_local.engines.base import prompt_token_ids
+    from radar_local.engines.registry import score_token_problem
+    from radar_local.models import local_tokenizer, weights_identity
+
+    folder = tmp_path / "mistral"
+    shutil.copytree(embedded_model, folder)
+    (folder / "radar_fetch.json").unlink()
+    (folder / "consolidated.safetensors").write_bytes(b"")
+    data = Path(mistral_common.__file__).parent / "data"
+    shutil.copy(data / "mistral_instruct_tokenizer_240323.model.v3", folder / "tokenizer.model.v3")
+    served = local_tokenizer(folder, "vllm")
+    assert getattr(served, "IS_MISTRAL_TOKENIZER", False)
+    assert not getattr(local_tokenizer(folder, "transformers"), "IS_MISTRAL_TOKENIZER", False)
+    config = quickstart(tmp_path)
+    config["verifier"]["model"] = str(folder)
+    run = run_of(config, tmp_path)
+    mine = {b.what: b.tokens for b in request_bounds(run.plan, run.config.verifiers[0]) if "a verdict of" in b.what}
+    config["verifier"]["model"] = "smollm2-135m"
+    smol_run = run_of(config, tmp_path / "s")
+    smols = {b.what: b.tokens for b in request_bounds(smol_run.plan, smol_run.config.verifiers[0])}
+    assert mine and all(mine[w] != smols[w.replace(f"'{folder.name}'", "'smollm2-135m'")] for w in mine)
+    asked = [{"role": "user", "content": "Rate it."}]
+    assert prompt_token_ids(served, asked)[:2] == [served.bos_token_id, 3]  # <s>[INST] as two ids
+    smol = local_tokenizer(embedded_model, "vllm")
+    assert len(prompt_token_ids(served, asked)) != len(prompt_token_ids(smol, asked))
+    # expected mode's one-token levels, checked in the tokenizer the engine applies: sentencepiece's v3 splits "1"
+    assert "splits the level(s) 1, 2, 3" in (score_token_problem("vllm", str(folder), [("1", "2", "3")]) or "")
+    assert score_token_problem("transformers", str(folder), [("1", "2", "3")]) is None  # SmolLM2's tokenizer.json
+    key = weights_identity(str(folder), template=True)
+    shutil.copy(data / "tokenizer.model.v1", folder / "tokenizer.model.v3")
+    assert weights_identity(str(folder), template=True) != key

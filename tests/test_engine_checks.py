@@ -193,7 +193,7 @@ def test_a_request_vllm_refuses_in_the_first_window_leaves_the_engine_awake():
     inner = Refusing()
     engine.llm = type("LLM", (), {"llm_engine": inner, "get_tokenizer": lambda self: Tokenizer()})()
     engine.max_num_seqs, engine.block_size, engine._floor, engine._seen_blocks = 8, 16, 0, set()
-    engine._ids = iter(range(100))
+    engine._ids, engine._mail = iter(range(100)), {}
     from vllm import SamplingParams
 
     prompts = [[{"role": "user", "content": "hi"}], [{"role": "user", "content": "too long"}]]

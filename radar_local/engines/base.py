@@ -149,6 +149,19 @@ def chat_text(tokenizer, messages: Messages, thinking: bool = True) -> str:
     return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **options)
 
 
+def prompt_token_ids(tokenizer, messages: Messages, thinking: bool = True) -> list[int]:
+    """The chat prompt's token ids, rendered as vLLM's `LLM.chat` renders it (template text, no extra specials);
+    `thinking` False for an answer asked at once (chat_text). A Mistral-format checkpoint (vLLM's MistralTokenizer,
+    picked by tokenizer_mode=auto for a folder holding consolidated weights and a Mistral tokenizer file,
+    models.mistral_tokenizer_file) renders its control tokens as ids only: its `encode` reads `<s>[INST]` as plain
+    text (13 tokens where the prompt is 7 ids), so its own template makes the ids."""
+    if getattr(tokenizer, "IS_MISTRAL_TOKENIZER", False):
+        final = bool(messages) and messages[-1]["role"] == "assistant"  # a reasoning continued
+        turn = {"continue_final_message": True} if final else {"add_generation_prompt": True}
+        return list(tokenizer.apply_chat_template(list(messages), tokenize=True, **turn))
+    return tokenizer.encode(chat_text(tokenizer, messages, thinking), add_special_tokens=False)
+
+
 PINNED_DATE = datetime.datetime(2026, 1, 1)
 
 

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from radar_local.engines.base import Engine, EngineOptions, single_token_ids
 from radar_local.errors import EngineStartError, InputError, MissingDependencyError, RadarError
-from radar_local.models import go_offline
+from radar_local.models import go_offline, local_tokenizer
 from radar_local.models import resolve as resolve_model
 
 EngineName = Literal["vllm", "transformers", "openai", "testing"]  # a config's `engine` (tests: == ENGINES)
@@ -78,10 +78,9 @@ def score_token_problem(engine: str, model: str, levels: list[tuple[str, ...]]) 
         return None
     path, _ = resolve_model(model)
     try:
-        from transformers import AutoTokenizer  # heavy: loaded only to check an expected-mode config
+        tokenizer = local_tokenizer(path, engine)  # the engine's own: vLLM's for a Mistral-format folder
     except ImportError:
         return None  # the engine's own check runs where it loads
-    tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     for tokens in levels:
         try:
             single_token_ids(tokenizer, model, tokens)

@@ -25,9 +25,9 @@ from radar_local.engines.base import (
     JsonFormat,
     ScoreFormat,
     StreamBatch,
-    chat_text,
     in_order,
     prompt_floor,
+    prompt_token_ids,
     single_token_ids,
 )
 from radar_local.engines.vllm_build import (
@@ -341,7 +341,7 @@ class VLLMEngine(StreamBatch):
         try:
             while submitted < len(prompts) or in_flight:
                 batch = range(submitted, min(len(prompts), submitted + window - len(in_flight)))
-                token_ids = [self.prompt_token_ids(tokenizer, prompts[i], thinking) for i in batch]
+                token_ids = [prompt_token_ids(tokenizer, prompts[i], thinking) for i in batch]
                 first = submitted == 0
                 if first:  # the first window is admitted as one batch, not as the requests happen to arrive
                     engine.sleep(level=0, mode="keep")
@@ -376,18 +376,7 @@ class VLLMEngine(StreamBatch):
                 for r in in_flight:
                     self._mail.pop(r, None)
 
-    @staticmethod
-    def prompt_token_ids(tokenizer, messages: Messages, thinking: bool = True) -> list[int]:
-        """The chat prompt's token ids, rendered as `LLM.chat` renders it (template text, no extra specials);
-        `thinking` False for an answer asked at once (base.chat_text). A Mistral-format checkpoint (vLLM's
-        MistralTokenizer, picked by tokenizer_mode=auto for a folder holding consolidated weights and a Mistral
-        tokenizer file) renders its control tokens as ids only: its `encode` reads `<s>[INST]` as plain text (13
-        tokens where the prompt is 7 ids), so its own template makes the ids."""
-        if getattr(tokenizer, "IS_MISTRAL_TOKENIZER", False):
-            final = bool(messages) and messages[-1]["role"] == "assistant"  # a reasoning continued
-            turn = {"continue_final_message": True} if final else {"add_generation_prompt": True}
-            return list(tokenizer.apply_chat_template(list(messages), tokenize=True, **turn))
-        return tokenizer.encode(chat_text(tokenizer, messages, thinking), add_special_tokens=False)
+    prompt_token_ids = staticmethod(prompt_token_ids)  # the ids it sends (engines/base.prompt_token_ids)
 
     def _count_step(self, fed: bool) -> None:
         """Running requests and the share of KV-cache blocks in use after a step, from vLLM's own gauges
