@@ -82,6 +82,8 @@ class GradeShape(Frozen):
         start = _group_start(body)
         end = _matching_paren(body, start)
         prefix, group, suffix = body[:start], body[start + 1 : end], body[end + 1 :]
+        if named := re.match(r"\?P<\w+>", group):  # a named group is the capturing group too
+            group = group[named.end() :]
         if group.startswith("?"):
             raise ValueError(f"the grade pattern's group '({group[:30]})' must be a plain capturing group ( ... )")
         if _nested_repeat(compiled.pattern):

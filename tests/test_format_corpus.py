@@ -512,3 +512,28 @@ def test_inspect_dataset_inputs_without_targets_are_the_tasks(tmp_path):
     imported = formats.read("inspect", path)
     assert len(imported.tasks) == 16 and imported.tasks[0].prompt == "How do I prevent SQL Injection attacks?"
     assert "tasks: 16, the inputs of q.jsonl" in imported.account
+
+
+def test_what_a_sweep_of_the_new_readers_found(tmp_path):
+    """Issue 60's own sweep over the readers changed this round: an empty dataset fell back to the bundled tasks
+    silently, samples of one id made tasks of one id, a target of 0 read as none, a $ref into a list read as
+    nothing, and a named grade group was refused as no group."""
+    from radar_local.formats.inspect_ai import read as read_inspect
+
+    def scorer(extra: str, dataset: str = "") -> Path:
+        (tmp_path / "d.jsonl").write_text(dataset)
+        (tmp_path / "s.yaml").write_text(f"{extra}criteria: {{a: Is right., b: Is kind.}}\n")
+        return tmp_path / "s.yaml"
+
+    with pytest.raises(InputError, match="d.jsonl: holds no samples"):
+        read_inspect(scorer("dataset: d.jsonl\n"))
+    two = read_inspect(scorer("dataset: d.jsonl\n", '{"id": 1, "input": "q"}\n{"id": 1, "input": "r"}\n'))
+    assert len({t.id for t in two.tasks}) == 2
+    with pytest.raises(InputError, match="carry targets.*\\(sample 1: '0'\\)"):
+        read_inspect(scorer("dataset: d.jsonl\n", '{"input": "q", "target": 0}\n'))
+    named = read_inspect(scorer("grade_pattern: 'GRADE: (?P<g>[CI])'\n"))
+    assert named.judge is not None and named.judge.answer.parts[1] == "[CI]"
+    (tmp_path / "p.yaml").write_text(
+        "x: [{type: llm-rubric, value: c}]\ndefaultTest:\n  assert: [{$ref: '#/x/0'}, {type: llm-rubric, value: a}]\n"
+    )
+    assert formats.read("promptfoo", tmp_path / "p.yaml").rubric.ids == ["c", "a"]

@@ -131,7 +131,7 @@ def _samples(path: Path, data: dict, root: Path | None) -> tuple[Task, ...]:
     fields = data.get("sample_fields")
     fields = fields if isinstance(fields, dict) else {}
     name_in, name_target = str(fields.get("input", "input")), str(fields.get("target", "target"))
-    tasks = []
+    tasks, taken = [], set[str]()
     for k, line in enumerate(read_text(where).splitlines(), 1):
         if not line.strip():
             continue
@@ -146,7 +146,7 @@ def _samples(path: Path, data: dict, root: Path | None) -> tuple[Task, ...]:
         if not isinstance(got, str) or not got.strip():
             raise InputError(where, f"sample {k}: its '{name_in}' is no prompt (a text, or a chat of one user "
                              "message); name the input field in sample_fields")  # fmt: skip
-        if sample.get(name_target):
+        if sample.get(name_target) not in (None, "", []):
             raise InputError(
                 path,
                 f"the samples of {ref} carry targets, each written for its own input (sample {k}: "
@@ -154,7 +154,9 @@ def _samples(path: Path, data: dict, root: Path | None) -> tuple[Task, ...]:
                 "against its own target, and radar scores a criterion on every task: give the criteria that hold "
                 "for every sample in `criteria`, and a dataset without targets",
             )
-        tasks.append(Task(id=f"sample_{sample.get('id', k)}", prompt=got))
+        tasks.append(Task(id=shared.criterion_id(f"sample {sample.get('id', k)}", taken), prompt=got))
+    if not tasks:
+        raise InputError(where, "holds no samples; give the dataset the tasks are, or leave `dataset` out")
     return tuple(tasks)
 
 

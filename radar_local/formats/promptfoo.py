@@ -374,7 +374,10 @@ def _dereferenced(data: dict, value: Any) -> Any:
     found: Any = data
     for part in ref[2:].split("/"):
         part = part.replace("~1", "/").replace("~0", "~")
-        found = found.get(part) if isinstance(found, dict) else None
+        if isinstance(found, list):
+            found = found[int(part)] if part.isdigit() and int(part) < len(found) else None
+        else:
+            found = found.get(part) if isinstance(found, dict) else None
     return found
 
 
