@@ -100,7 +100,7 @@ def test_a_criterion_that_primes_another_shown_after_it_is_named(tmp_path):
 def test_order_that_compared_no_stratum_says_so():
     """Issue 60 item 20: `radar order` on verdicts where no stratum showed a criterion both first and later said
     "no criterion's score moves with its place" after comparing nothing."""
-    from radar_local.report.text import order_line
+    from radar_local.report.order_text import order_line
     from radar_local.stats.order import OrderEffects, PositionEffect
 
     none = {"verdicts": 10, "strata": 0, "by_position": [], "effect": None, "ci": None, "band": None, "flag": False}

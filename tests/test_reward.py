@@ -117,7 +117,7 @@ def test_a_reward_that_never_varies_claims_nothing_and_the_report_says_so():
     effect undefined, every verdict open, and the report's line says the reward carries nothing."""
     from types import SimpleNamespace
 
-    from radar_local.report.text import reward_line
+    from radar_local.report.bias_text import reward_line
 
     rows = [(f"t{t}", c, d, 0, 0.0) for t in range(3) for c in ("a", "b") for d in "+-"]
     profile = reward_profile("rm", ["a", "b"], rows)

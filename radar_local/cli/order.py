@@ -21,13 +21,14 @@ def order(run_dir: Path, label: str, json_out: Path | None) -> None:
     """Per criterion, the score a joint judge gives it when shown first minus when shown later, on RUN_DIR's stored
     verdicts (best with `judge: {calls: joint, order: balanced}`), with intervals and a flag on the band over
     the criteria. Reads the run; writes nothing in it."""
-    from radar_local.report.order_text import order_lines
+    from radar_local.report.markdown import md_table
+    from radar_local.report.order_text import ORDER_HEAD, order_line, order_rows
     from radar_local.store import write_atomic
 
     if json_out is not None:
         check_output(json_out)
     result = effects_of(run_dir, label)
-    click.echo("\n".join(order_lines(result)))
+    click.echo("\n".join([str(order_line(result)), "", *md_table(ORDER_HEAD, order_rows(result))]))
     if json_out is not None:
         write_atomic(json_out, result.model_dump_json(indent=2) + "\n")  # never through a FIFO, device or link
 

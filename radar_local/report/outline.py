@@ -10,6 +10,39 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from radar_local.nuisance import WAYS
+from radar_local.report.bias_text import (
+    NUISANCE_HEAD,
+    REWARD_HEAD,
+    nuisance_line,
+    nuisance_rows,
+    reward_line,
+    reward_rows,
+)
+from radar_local.report.halo_text import HALO_HEAD, halo_line, halo_rows
+from radar_local.report.order_text import ORDER_HEAD, order_line, order_rows
+from radar_local.report.paired_text import (
+    REPEATS_HEAD,
+    THINKING_HEAD,
+    WORDING_HEAD,
+    repeats_line,
+    repeats_rows,
+    thinking_line,
+    thinking_rows,
+    wording_line,
+    wording_rows,
+)
+from radar_local.report.pairwise_text import (
+    DRIVERS_HEAD,
+    PAIRWISE_HEAD,
+    PAIRWISE_LEAKAGE_HEAD,
+    PAIRWISE_PAIR_HEAD,
+    driver_rows,
+    pairwise_findings,
+    pairwise_leakage_rows,
+    pairwise_line,
+    pairwise_pair_rows,
+    pairwise_rows,
+)
 from radar_local.report.panel import (
     JUROR_AGREEMENT_HEAD,
     JURY_HEAD,
@@ -25,53 +58,22 @@ from radar_local.report.panel import (
 )
 from radar_local.report.text import (
     ADAPTIVE_HEAD,
-    DRIVERS_HEAD,
-    HALO_HEAD,
-    NUISANCE_HEAD,
-    ORDER_HEAD,
     PAIR_HEAD,
-    PAIRWISE_HEAD,
-    PAIRWISE_LEAKAGE_HEAD,
-    PAIRWISE_PAIR_HEAD,
-    REPEATS_HEAD,
-    REWARD_HEAD,
     SELF_EFFECT_HEAD,
-    THINKING_HEAD,
-    WORDING_HEAD,
     adaptive_line,
     adaptive_rows,
     agreement_line,
     cost_rows,
     double_count_line,
-    driver_rows,
     global_line,
-    halo_line,
-    halo_rows,
     injection_line,
     leakage_definition,
     leakage_rows,
-    nuisance_line,
-    nuisance_rows,
     num,
-    order_line,
-    order_rows,
     pair_rows,
-    pairwise_findings,
-    pairwise_leakage_rows,
-    pairwise_line,
-    pairwise_pair_rows,
-    pairwise_rows,
-    repeats_line,
-    repeats_rows,
-    reward_line,
-    reward_rows,
     scores_line,
     self_effect_rows,
-    thinking_line,
-    thinking_rows,
     verdict,
-    wording_line,
-    wording_rows,
 )
 from radar_local.stats.pairwise_audit import PairwiseAudit
 from radar_local.stats.stored import Calibration
