@@ -18,7 +18,6 @@ import numpy as np
 import pandas as pd
 
 from radar_local.analysis import stats_for_table
-from radar_local.config import Jury, ModelSpec
 from radar_local.errors import RadarError
 from radar_local.injection import answer_patterns, flagged_probes
 from radar_local.judge import polarity_warning
@@ -32,6 +31,7 @@ from radar_local.records import ProbeRecord, VerdictRecord
 from radar_local.rubric import Rubric
 from radar_local.rundir import RunDir
 from radar_local.score_table import COLUMNS, validate_scores
+from radar_local.specs import Jury, ModelSpec
 from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.order import OrderEffects, order_effects

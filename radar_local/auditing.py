@@ -20,7 +20,7 @@ from radar_local.adaptive import (
 )
 from radar_local.audited import assemble, audited_set, pairwise_audit
 from radar_local.common import parse_model
-from radar_local.config import AuditConfig, Jury, ModelSpec, load_config
+from radar_local.config import AuditConfig, load_config
 from radar_local.errors import InputError, RadarError
 from radar_local.pool import EnginePool, pool_for
 from radar_local.progress import say
@@ -29,6 +29,7 @@ from radar_local.resolved import resolve, served_schema_problem
 from radar_local.run import Run
 from radar_local.rundir import WAVES, RunDir
 from radar_local.scorers import score_cells_on_cluster
+from radar_local.specs import Jury, ModelSpec
 from radar_local.stats.halo import checked_per_stratum
 from radar_local.stats.pairwise_audit import PairwiseAudit
 from radar_local.stats.result import AuditResult

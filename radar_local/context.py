@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from radar_local.common import digest
-from radar_local.config import Jury, ModelSpec
 from radar_local.engines.base import prompt_token_ids
 from radar_local.hardware import checkpoint_config
 from radar_local.models import local_tokenizer, resolve
 from radar_local.plan import Plan
 from radar_local.prompts import Messages
 from radar_local.records import ProbeRecord
+from radar_local.specs import Jury, ModelSpec
 
 if TYPE_CHECKING:
     from radar_local.config import AuditConfig

@@ -10,9 +10,9 @@ from collections.abc import Iterable, Sequence
 from fractions import Fraction
 
 from radar_local.common import digest, json_number, to_json
-from radar_local.config import Aggregate, Jury
 from radar_local.records import VerdictRecord
 from radar_local.scale import Scale
+from radar_local.specs import Aggregate, Jury
 from radar_local.stats.jurors import JudgeSide
 from radar_local.stats.raters import Measurement
 from radar_local.stats.result import AuditResult

@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from radar_local.cluster import ClusterEngine
-from radar_local.config import ModelSpec
 from radar_local.engines.base import Engine
 from radar_local.engines.registry import build_engine
 from radar_local.hardware import memory_free
 from radar_local.placement import ClusterSpec, wait_for_gpu_memory
 from radar_local.progress import say
+from radar_local.specs import ModelSpec
 
 log = logging.getLogger("radar_local")
 

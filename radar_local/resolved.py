@@ -23,7 +23,8 @@ from radar_local.tasks import TaskSource, is_task_table, load_task_table
 if TYPE_CHECKING:
     from radar_local.labels import LabelSet
 
-from radar_local.config import AuditConfig, AuditSettings, Jury, ModelSpec, with_absolute_paths
+from radar_local.config import AuditConfig, AuditSettings, with_absolute_paths
+from radar_local.specs import Jury, ModelSpec
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from radar_local.calls import (
     verdict_records,
 )
 from radar_local.common import digest, slug
-from radar_local.config import AuditConfig, Jury, ModelSpec, load_config
+from radar_local.config import AuditConfig, load_config
 from radar_local.context import ENGINES as CONTEXT_ENGINES
 from radar_local.context import engine_key, engines, longest_request, sized, window
 from radar_local.errors import InputError, RadarError
@@ -52,6 +52,7 @@ from radar_local.rundir import (
     open_store,
 )
 from radar_local.score_table import write_scores
+from radar_local.specs import Jury, ModelSpec
 from radar_local.stats.pairwise_audit import PairwiseAudit
 from radar_local.stats.result import AuditResult
 from radar_local.stats.stored import AdaptiveRecord

@@ -15,7 +15,7 @@ from pydantic import Field
 from radar_local.adaptive import recorded_sizes
 from radar_local.common import Strict, slug
 from radar_local.compare import load_stats
-from radar_local.config import AuditConfig, ModelSpec, load_config
+from radar_local.config import AuditConfig, load_config
 from radar_local.errors import InputError
 from radar_local.inputs import read_model
 from radar_local.jury import jury_verdicts
@@ -24,6 +24,7 @@ from radar_local.plan import KEYS, GenerationRequest, Plan
 from radar_local.records import ProbeRecord, RunInfo, VerdictRecord
 from radar_local.resolved import Resolved, resolve
 from radar_local.rubric import ReferencePair, Rubric, Task
+from radar_local.specs import ModelSpec
 from radar_local.stats.pairwise_audit import PairwiseAudit
 from radar_local.stats.result import AuditResult
 from radar_local.store import Store

@@ -10,10 +10,10 @@ from contextlib import contextmanager
 from typing import Protocol
 
 from radar_local.cluster import Stopped
-from radar_local.config import ModelSpec
 from radar_local.errors import RadarError
 from radar_local.placement import POLL_S, ClusterSpec, connect, ray_module, replica_unit
 from radar_local.pool import EnginePool
+from radar_local.specs import ModelSpec
 
 
 class Scorer(Protocol):

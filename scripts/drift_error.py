@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from halo_error import CRITERIA, NOISE, TASKS, belief_mean
 
 from radar_local.auditing import rescore, run_audit
-from radar_local.config import ModelSpec
 from radar_local.run import Run
 from radar_local.score_table import read_scores
+from radar_local.specs import ModelSpec
 from radar_local.stats.drift import drift
 from radar_local.stats.probes import probe_matrix
 

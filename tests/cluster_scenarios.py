@@ -28,12 +28,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from radar_local.auditing import run_audit  # noqa: E402
-from radar_local.config import AuditConfig, GridConfig, ModelSpec  # noqa: E402
+from radar_local.config import AuditConfig, GridConfig  # noqa: E402
 from radar_local.errors import RadarError  # noqa: E402
 from radar_local.grid import run_grid  # noqa: E402
 from radar_local.placement import ClusterSpec  # noqa: E402
 from radar_local.pool import EnginePool  # noqa: E402
 from radar_local.rundir import load_run  # noqa: E402
+from radar_local.specs import ModelSpec  # noqa: E402
 from tests.test_pipeline import SMALL_RUBRIC, tiny_config  # noqa: E402
 
 

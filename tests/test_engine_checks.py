@@ -146,8 +146,8 @@ def test_the_cpu_engines_arguments_carry_the_plan_and_its_reason():
 
 def test_a_planted_engine_is_not_warned_about_memory_it_never_took(capsys, monkeypatch):
     from radar_local import pool as pool_module
-    from radar_local.config import ModelSpec
     from radar_local.pool import EnginePool
+    from radar_local.specs import ModelSpec
 
     frees = iter([{"memory": 8 << 30}, {"memory": 7 << 30}, {"memory": 7 << 30}])  # others took 1 GiB meanwhile
     monkeypatch.setattr(pool_module, "memory_free", lambda: next(frees))

@@ -135,10 +135,11 @@ def test_nan_tau_and_unknown_options_are_one_line():
 
 
 def test_verifier_labels_that_share_a_file_name(tmp_path):
-    from radar_local.config import AuditConfig, ModelSpec
+    from radar_local.config import AuditConfig
     from radar_local.errors import InputError
     from radar_local.resolved import resolve
     from radar_local.run import Run
+    from radar_local.specs import ModelSpec
 
     run = Run.create(resolve(AuditConfig.model_validate(planted_config()), tmp_path), tmp_path / "run")
     run.register_verifier(ModelSpec(engine="testing", model="one", name="judge/a"))

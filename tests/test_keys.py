@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from radar_local.auditing import run_audit
-from radar_local.config import AuditConfig, ModelSpec
+from radar_local.config import AuditConfig
 from radar_local.engines.registry import ENGINES, engine_class
 from radar_local.engines.testing import PlantedEngine
 from radar_local.errors import RadarError
@@ -17,6 +17,7 @@ from radar_local.plan import Plan
 from radar_local.pool import EnginePool
 from radar_local.rubric import load_benchmark
 from radar_local.rundir import WEIGHTS
+from radar_local.specs import ModelSpec
 from tests.conftest import planted_config, probe_record
 
 # engine -> option -> a value other than its default. Every option of every engine is here (checked), so an

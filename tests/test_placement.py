@@ -186,8 +186,8 @@ def test_an_engine_in_this_process_waits_for_the_last_engines_gpu_memory(monkeyp
     the next vLLM engine waits for its share of its GPUs (the machine's first tensor x pipeline parallel of them,
     CUDA_VISIBLE_DEVICES being unset), as Ray replicas do."""
     from radar_local import pool as pool_module
-    from radar_local.config import ModelSpec
     from radar_local.pool import EnginePool
+    from radar_local.specs import ModelSpec
 
     monkeypatch.setattr("radar_local.cluster.POLL_S", 0.01)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)

@@ -138,8 +138,8 @@ def test_the_ablation_reports_what_thinking_buys_with_paired_intervals(tmp_path)
 def test_without_reasoning_the_judge_answers_after_an_empty_block_of_its_family():
     """The ablation's arm is the judge as its family runs without thinking: Qwen3's enable_thinking=False turn
     (an empty <think> block) for qwen3 and deepseek_r1, a plain answer for a tags judge; its keys are its own."""
-    from radar_local.config import ModelSpec
     from radar_local.judge import NO_THOUGHT
+    from radar_local.specs import ModelSpec
 
     spec = ModelSpec(engine="testing", model="m", judge={"reasoning": {"budget": 32, "ablation": True}})
     twin = spec.unreasoned()

@@ -11,7 +11,8 @@ from radar_local.cli.options import ray_option, verbose_option, with_ray
 from radar_local.quiet import engine_output_to
 
 if TYPE_CHECKING:
-    from radar_local.config import AuditConfig, ModelSpec, PairwiseJudge
+    from radar_local.config import AuditConfig, PairwiseJudge
+    from radar_local.specs import ModelSpec
 
 
 def run_options(fn):

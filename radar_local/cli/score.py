@@ -50,11 +50,11 @@ def score(
     """Score RUN_DIR's probes with another verifier; writes its stats next to the first."""
     from radar_local.auditing import rescore
     from radar_local.common import parse_model
-    from radar_local.config import ModelSpec
     from radar_local.errors import InputError
     from radar_local.quiet import engine_output_to
     from radar_local.report.console import print_audit
     from radar_local.run import Run
+    from radar_local.specs import ModelSpec
 
     engine, sep, model = verifier_arg.partition(":")
     if not sep or not model:

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from radar_local.auditing import adopt, audit, config_from
 from radar_local.calls import ENGINE_FAILED
-from radar_local.config import AuditConfig, ModelSpec
+from radar_local.config import AuditConfig
 from radar_local.errors import InputError
 from radar_local.inputs import yaml_text
 from radar_local.plan import cell_seed
@@ -30,6 +30,7 @@ from radar_local.resolved import resolve, rubric_conflict
 from radar_local.rubric import Rubric
 from radar_local.run import Run
 from radar_local.rundir import RunDir
+from radar_local.specs import ModelSpec
 from radar_local.stats.result import AuditResult
 from radar_local.store import make_folder, write_atomic
 
