@@ -11,22 +11,17 @@ the scores the judge writes (0.0-1.0 in steps of 0.1; g-eval's integer 0-10) and
 
 from __future__ import annotations
 
-import csv
 import json
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from jinja2 import TemplateError
 
 from radar_local.answer import JsonShape
 from radar_local.errors import InputError
 from radar_local.formats import shared
+from radar_local.formats.promptfoo_tasks import CODE, Files, as_dict, first_prompt, task_of, tasks_of, tests_inline
 from radar_local.formats.shared import Imported
-from radar_local.inputs import read_text
-from radar_local.judge import render_text
-from radar_local.rubric import Criterion, Rubric, Task
+from radar_local.rubric import Criterion, Rubric
 from radar_local.scale import Scale
 
 TYPES = ("llm-rubric", "g-eval")
@@ -69,25 +64,6 @@ NAMES = {
 }
 
 
-@dataclass
-class Files:
-    """The files a promptfooconfig names (`file://`): read inside its folder or `root` (shared.referenced), each
-    one listed in `read` for the account."""
-
-    source: Path
-    root: Path | None = None
-    read: list[str] = field(default_factory=list)
-
-    def path(self, ref: str) -> Path:
-        found = shared.referenced(self.source, ref, self.root)
-        if str(found) not in self.read:
-            self.read.append(str(found))
-        return found
-
-    def text(self, ref: str) -> str:
-        return read_text(self.path(ref))
-
-
 def _inline(files: Files, value: Any) -> Any:
     """A `file://` value as the file's text (promptfoo loads it), any other value as it is."""
     return files.text(value).strip() if isinstance(value, str) and value.startswith("file://") else value
@@ -110,11 +86,11 @@ class Entry:
 
 def _entries(files: Files, data: dict) -> list[Entry]:
     path = files.source
-    default = _dict(data.get("defaultTest"))
-    fallback = _dict(default.get("options")).get("rubricPrompt")
+    default = as_dict(data.get("defaultTest"))
+    fallback = as_dict(default.get("options")).get("rubricPrompt")
     owners = [(default, fallback)]
     owners += [
-        (t, _dict(t.get("options")).get("rubricPrompt", fallback)) for t in _tests_inline(data) if isinstance(t, dict)
+        (t, as_dict(t.get("options")).get("rubricPrompt", fallback)) for t in tests_inline(data) if isinstance(t, dict)
     ]
     found = []
     for owner, owner_prompt in owners:  # a tests file gives tasks only
@@ -151,17 +127,17 @@ def _scoped(files: Files, data: dict) -> tuple[list[Entry], list[Entry]]:
     every task as promptfoo scores it) and those written for some tests only, which radar leaves to promptfoo
     rather than widen their scope to every task."""
     found = _entries(files, data)
-    tests = [t for t in _tests_inline(data) if isinstance(t, dict)]
+    tests = [t for t in tests_inline(data) if isinstance(t, dict)]
     try:
-        first = _first_prompt(files, data)[0]
+        first = first_prompt(files, data)[0]
     except InputError:  # said where the tasks are read
         first = None
-    task = {id(t): _task_of(first, t) or id(t) for t in tests}  # tests that ask one prompt: one task
+    task = {id(t): task_of(first, t) or id(t) for t in tests}  # tests that ask one prompt: one task
     owners: dict[str, set] = {}
     for e in found:
         owners.setdefault(e.text, set()).add(task.get(id(e.owner), id(e.owner)))
     everywhere = set(task.values())
-    default = id(_dict(data.get("defaultTest"))) if isinstance(data.get("defaultTest"), dict) else None
+    default = id(as_dict(data.get("defaultTest"))) if isinstance(data.get("defaultTest"), dict) else None
 
     def global_(text: str) -> bool:
         return default in owners[text] or (bool(everywhere) and everywhere <= owners[text])
@@ -178,10 +154,6 @@ def _ids(found: list[Entry]) -> dict[str, str]:
             metric = e.assertion.get("metric") if e.sub is None else None
             ids[e.text] = shared.criterion_id(metric if isinstance(metric, str) and metric else e.text, taken)
     return ids
-
-
-def _dict(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
 
 
 def _rubric_prompt(path: Path, found: list[Entry]) -> Any:
@@ -208,135 +180,6 @@ def _messages(files: Files, prompt: Any) -> list[dict]:
     if roles not in (["user"], ["system", "user"]) or not all(isinstance(m.get("content"), str) for m in prompt):
         raise InputError(path, "rubricPrompt: radar maps a user message, optionally after one system message")
     return prompt
-
-
-def _tests_inline(data: dict) -> list:
-    tests = data.get("tests")
-    return tests if isinstance(tests, list) else []
-
-
-def _tests(files: Files, data: dict) -> list:
-    """The tests inline, or from `tests: file://...` (YAML or JSON list, or CSV whose columns are the vars;
-    promptfoo's `__`-prefixed columns are its own, `__description` names the test)."""
-    tests = data.get("tests")
-    if not isinstance(tests, str):
-        return _tests_inline(data)
-    where = files.path(tests)
-    if where.suffix == ".csv":
-        rows = list(csv.DictReader(read_text(where).splitlines()))
-        return [
-            {"description": r.get("__description"), "vars": {k: v for k, v in r.items() if not k.startswith("__")}}
-            for r in rows
-        ]
-    return shared.load_yaml(where) if where.suffix in (".yaml", ".yml", ".json") else []
-
-
-CODE = (".js", ".cjs", ".mjs", ".ts", ".py", ".sh")  # prompt functions promptfoo runs to build each prompt
-TEXT = (".txt", ".md", ".j2", ".jinja", ".jinja2", ".njk")  # text files; promptfoo splits .txt on '---' lines
-
-
-def _chat(value: Any) -> list[dict] | None:
-    """A chat prompt (a list of {role, content}), as promptfoo parses a prompt whose text is JSON; else None."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except (json.JSONDecodeError, RecursionError):
-            return None
-    ok = (
-        isinstance(value, list)
-        and value
-        and all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in value)
-    )
-    return value if ok else None
-
-
-def _first_prompt(files: Files, data: dict) -> tuple[str | None, list[str]]:
-    """The text of the config's first prompt as promptfoo reads it, and what the account says of it: a text file
-    split on '---' lines (the first part), a JSON or YAML chat file (its user message); a prompt function is one
-    line (radar runs no code)."""
-    path = files.source
-    prompts = data.get("prompts")
-    first = prompts[0] if isinstance(prompts, list) and prompts else prompts
-    if isinstance(first, dict):
-        first = first.get("raw") or first.get("id")
-    notes: list[str] = []
-    if isinstance(first, str) and first.startswith("file://"):
-        ref = first
-        name = ref.removeprefix("file://").split(":", 1)[0]  # `x.py:make_prompt` names a function in x.py
-        suffix = Path(name).suffix.lower()
-        if suffix in CODE:
-            raise InputError(
-                path,
-                f"prompts[0] is a prompt function ({ref[:80]}) that promptfoo runs to build each prompt; radar runs "
-                "no code: give the prompt as text, or as a JSON or YAML chat file",
-            )
-        if suffix in (".json", ".yaml", ".yml"):
-            where = files.path("file://" + name)
-            first = shared.load_yaml(where) if suffix != ".json" else _chat(read_text(where))
-            if _chat(first) is None:
-                raise InputError(path, f"prompts[0] ({ref[:80]}) is no chat prompt (a list of {{role, content}})")
-        elif suffix in TEXT or not suffix:
-            parts = [p.strip() for p in re.split(r"^[ \t]*---[ \t]*$", files.text("file://" + name), flags=re.M)]
-            parts = [p for p in parts if p]
-            first = parts[0] if parts else ""
-            if len(parts) > 1:
-                notes.append(f"prompts[0]: the first of the {len(parts)} prompts in {name} (promptfoo splits it on "
-                             "'---' lines and runs every test on each); the tasks render that one")  # fmt: skip
-        else:
-            raise InputError(path, f"prompts[0] ({ref[:80]}): radar reads text, JSON and YAML prompt files")
-    chat = _chat(first)
-    if chat is not None:
-        users = [m for m in chat if m.get("role") == "user"]
-        if len(users) != 1 or any(m.get("role") not in ("system", "user") for m in chat):
-            raise InputError(
-                path,
-                f"prompts[0] is a conversation of {len(chat)} messages; a RADAR task is one prompt: give a text "
-                "prompt, or a chat of one user message (after an optional system message)",
-            )
-        if any(m.get("role") == "system" for m in chat):
-            notes.append("prompts[0] is a chat: each task is its user message; its system message is not part of "
-                         "a RADAR task (the generator writes the response to the user message)")  # fmt: skip
-        first = users[0]["content"]
-    return (first if isinstance(first, str) else None), notes
-
-
-def _task_of(first: str | None, test: dict) -> str | None:
-    """The prompt a test asks (prompts[0] with its vars), None where radar cannot tell or the test holds more than
-    its prompt (a var the prompt does not show feeds something else: a simulated user, a provider)."""
-    values = {key: str(v) for key, v in _dict(test.get("vars")).items()}
-    if not isinstance(first, str) or set(values) != shared.variables(first):
-        return None
-    try:
-        return render_text(first, **values)
-    except TemplateError:
-        return None
-
-
-def _tasks(files: Files, data: dict) -> tuple[tuple[Task, ...], list[str]]:
-    path = files.source
-    first, notes = _first_prompt(files, data)
-    taken: set[str] = set()
-    tasks: list[Task] = []
-    for k, test in enumerate(_tests(files, data), 1):
-        if not isinstance(test, dict):
-            continue
-        values = {key: str(v) for key, v in _dict(test.get("vars")).items()}
-        if not values and not (isinstance(first, str) and first.strip() and not shared.variables(first)):
-            continue  # no vars: a task only where prompts[0] is the whole prompt
-        if isinstance(first, str):
-            try:
-                prompt = render_text(first, **values)
-            except TemplateError as exc:
-                raise InputError(path, f"prompts[0] does not render with test {k}'s vars ({exc})") from None
-        elif len(values) == 1:
-            prompt = next(iter(values.values()))
-        else:
-            raise InputError(path, "tests have several vars and no prompt to put them in; add 'prompts'")
-        if any(t.prompt == prompt for t in tasks):
-            continue  # one prompt, one task: another test renders it too
-        name = str(test.get("description") or f"test {k}")
-        tasks.append(Task(id=shared.criterion_id(name, taken), prompt=prompt))
-    return tuple(tasks), notes if tasks else []
 
 
 def _config(path: Path, loaded: Any) -> dict:
@@ -383,7 +226,7 @@ def _dereferenced(data: dict, value: Any) -> Any:
 
 def _asserts(data: dict) -> list[dict]:
     """Every assertion written in the config (defaultTest's and the tests')."""
-    owners = [_dict(data.get("defaultTest")), *(t for t in _tests_inline(data) if isinstance(t, dict))]
+    owners = [as_dict(data.get("defaultTest")), *(t for t in tests_inline(data) if isinstance(t, dict))]
     return [a for t in owners for _, _, a in _placed(data, t.get("assert"))]
 
 
@@ -413,7 +256,7 @@ def read(path: Path, root: Path | None = None) -> Imported:
     found, per_test = _scoped(files, data)
     if per_test and not found:
         first = per_test[0]
-        test = _tests_inline(data).index(first.owner) + 1
+        test = tests_inline(data).index(first.owner) + 1
         raise InputError(
             path,
             f"every {first.assertion['type']} assertion sits in some tests only, written for their input (test "
@@ -507,19 +350,19 @@ def read(path: Path, root: Path | None = None) -> Imported:
     if unjudged:
         account.append(f"left to promptfoo: {unjudged} assertion(s) of other types (not judged on a rubric)")
     if per_test:
-        tests = _tests_inline(data)
+        tests = tests_inline(data)
         where = sorted({tests.index(e.owner) + 1 for e in per_test})
         account.append(
             f"left to promptfoo: {len({e.text for e in per_test})} rubric(s) written for some tests only (tests "
             f"{', '.join(map(str, where))}); a RADAR criterion is scored on every task, so they are not audited"
         )
-    tasks, notes = _tasks(files, data)
+    tasks, notes = tasks_of(files, data)
     account += mixed + notes
     if isinstance(data.get("tests"), str):
         account.append(f"tests from {data['tests']}: their vars are the tasks; assertions there are not read")
     if tasks:
         rendered = "prompts[0] rendered with each test's vars" if data.get("prompts") else "each test's one var"
-        if not any(_dict(t.get("vars")) for t in _tests_inline(data) if isinstance(t, dict)):
+        if not any(as_dict(t.get("vars")) for t in tests_inline(data) if isinstance(t, dict)):
             rendered = "prompts[0] as written, which every test asks"
         account.append(f"tasks: {len(tasks)}, {rendered}")
     else:
