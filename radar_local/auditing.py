@@ -26,7 +26,7 @@ from radar_local.pool import EnginePool, pool_for
 from radar_local.progress import say
 from radar_local.records import ProbeRecord
 from radar_local.resolved import resolve, served_schema_problem
-from radar_local.run import Run
+from radar_local.run import Run, score_rewards, write_audit
 from radar_local.rundir import WAVES, RunDir
 from radar_local.scorers import score_cells_on_cluster
 from radar_local.specs import Jury, ModelSpec
@@ -93,7 +93,7 @@ def audit_pairs(run: Run, verifier: ModelSpec, pool: EnginePool, progress: bool 
     probes = run.probes()
     records = audited_set(run, probes, verifiers=())
     result = pairwise_audit(run, verifier, records)
-    run.finish(verifier, result, None, stages, len(probes), records.injection)
+    write_audit(run, verifier, result, None, stages, len(probes), records.injection)
     return result
 
 
@@ -144,7 +144,7 @@ def rescore(
             unreasoned = at_once.label
         if verifier == run.config.verifiers[0] and (asked := run.score_pairs(verifier, pool, progress)) is not None:
             stages["pairwise"] = asked  # the same judge, asked pairwise
-        if verifier == run.config.verifiers[0] and (rewarded := run.score_rewards(pool, progress)) is not None:
+        if verifier == run.config.verifiers[0] and (rewarded := score_rewards(run, pool, progress)) is not None:
             stages["reward"] = rewarded  # the reward model, on the same probes
         if (labelled := run.score_labels(verifier, pool, progress)) is not None:
             stages["labels"] = labelled
@@ -202,7 +202,7 @@ def conclude(
         juror_results=juror_results,
         adaptive=adaptive,
     )
-    run.finish(verifier, result, table, stages, len(probes), records.injection, adaptive, jurors)
+    write_audit(run, verifier, result, table, stages, len(probes), records.injection, adaptive, jurors)
     return result
 
 

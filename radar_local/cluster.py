@@ -131,7 +131,7 @@ class ClusterEngine(StreamBatch):
         self.stop = stop or threading.Event()
         self.address = connect(spec)
         kind, each = replica_unit(options, spec)
-        count = self._room(kind, each)
+        count = replicas_with_room(self, kind, each)
         env = forwarded_env(os.environ)
         if kind == "CPU":  # Ray would leave it seeing every GPU of its node; others may share its cores
             env = engine_class(engine).replica_env({**env, "CUDA_VISIBLE_DEVICES": ""})
@@ -162,41 +162,7 @@ class ClusterEngine(StreamBatch):
         seqs = [p["engine"]["max_num_seqs"] for p in self.places if p["engine"].get("max_num_seqs")]
         self.piece = spec.piece if spec.piece != "auto" else (PIECE_PER_SEQS * min(seqs) if seqs else 64)
 
-    def _room(self, kind: str, each: float) -> int:
-        """How many replicas to start, once the cluster's free resources hold them (the previous model's
-        replicas may still be letting theirs go)."""
-        ray = ray_module()
-        total = ray.cluster_resources().get(kind, 0)
-        if total < each:
-            raise RadarError(
-                f"a replica of {self.model} needs {each:g} {kind}; the Ray cluster at {self.address} has "
-                f"{total:g} in all (set cluster.gpus_per_replica, or the engine's parallel sizes)"
-            )
-        nodes = [n.get("Resources", {}).get(kind, 0) for n in ray.nodes() if n.get("Alive")]
-        if (problem := node_problem(kind, each, nodes)) is not None:
-            raise RadarError(f"a replica of {self.model} {problem} (the Ray cluster at {self.address})")
-        fits = sum(int(n // each) for n in nodes) if kind == "GPU" else None  # whole replicas, node by node
-        if fits is not None and self.spec.replicas != "auto" and self.spec.replicas > fits:
-            raise RadarError(
-                f"{self.spec.replicas} replicas of {self.model} at {each:g} GPUs each do not fit the nodes of the "
-                f"Ray cluster at {self.address} ({fits} do): set cluster.replicas to {fits} or lower"
-            )
-        deadline = time.monotonic() + FREE_WAIT_S
-        while True:
-            free = ray.available_resources().get(kind, 0)
-            count = int(free // each) if self.spec.replicas == "auto" else self.spec.replicas
-            if fits is not None and self.spec.replicas == "auto":
-                count = min(count, fits)
-            if count >= 1 and free >= count * each:
-                return count
-            if time.monotonic() > deadline:
-                raise RadarError(
-                    f"the Ray cluster at {self.address} has no room for {max(count, 1)} replica(s) of "
-                    f"{self.model} at {each:g} {kind} each (free: {free:g} {kind})"
-                )
-            self._sleep()
-
-    def _sleep(self) -> None:
+    def wait_a_poll(self) -> None:
         if self.stop.wait(POLL_S):
             raise Stopped(f"stopped while the replicas of {self.model} were starting or working")
 
@@ -222,7 +188,7 @@ class ClusterEngine(StreamBatch):
                         f"replica {refs[ref] + 1} of {self.model} could not start on {_node_of(exc)}: {_cause(exc)}"
                     ) from None
             if self.stop.is_set():
-                self._sleep()
+                self.wait_a_poll()
         self.places = [places[i] for i in range(len(refs))]
 
     # ---- the Engine interface: a stage's requests are spread at once, each piece stored as it returns ----
@@ -307,7 +273,7 @@ class ClusterEngine(StreamBatch):
         while queue or running:
             if self.stop.is_set():
                 self.close(graceful=False)
-                self._sleep()
+                self.wait_a_poll()
             while queue and idle:
                 k, replica = queue.popleft(), idle.popleft()
                 start, part, part_seeds = pieces[k]
@@ -401,6 +367,41 @@ class ClusterEngine(StreamBatch):
                 for i, p in enumerate(self.places)
             ],
         }
+
+
+def replicas_with_room(cluster: ClusterEngine, kind: str, each: float) -> int:
+    """How many replicas to start, once the cluster's free resources hold them (the previous model's
+    replicas may still be letting theirs go)."""
+    ray = ray_module()
+    total = ray.cluster_resources().get(kind, 0)
+    if total < each:
+        raise RadarError(
+            f"a replica of {cluster.model} needs {each:g} {kind}; the Ray cluster at {cluster.address} has "
+            f"{total:g} in all (set cluster.gpus_per_replica, or the engine's parallel sizes)"
+        )
+    nodes = [n.get("Resources", {}).get(kind, 0) for n in ray.nodes() if n.get("Alive")]
+    if (problem := node_problem(kind, each, nodes)) is not None:
+        raise RadarError(f"a replica of {cluster.model} {problem} (the Ray cluster at {cluster.address})")
+    fits = sum(int(n // each) for n in nodes) if kind == "GPU" else None  # whole replicas, node by node
+    if fits is not None and cluster.spec.replicas != "auto" and cluster.spec.replicas > fits:
+        raise RadarError(
+            f"{cluster.spec.replicas} replicas of {cluster.model} at {each:g} GPUs each do not fit the nodes of the "
+            f"Ray cluster at {cluster.address} ({fits} do): set cluster.replicas to {fits} or lower"
+        )
+    deadline = time.monotonic() + FREE_WAIT_S
+    while True:
+        free = ray.available_resources().get(kind, 0)
+        count = int(free // each) if cluster.spec.replicas == "auto" else cluster.spec.replicas
+        if fits is not None and cluster.spec.replicas == "auto":
+            count = min(count, fits)
+        if count >= 1 and free >= count * each:
+            return count
+        if time.monotonic() > deadline:
+            raise RadarError(
+                f"the Ray cluster at {cluster.address} has no room for {max(count, 1)} replica(s) of "
+                f"{cluster.model} at {each:g} {kind} each (free: {free:g} {kind})"
+            )
+        cluster.wait_a_poll()
 
 
 def piece_size(requests: int, replicas: int, largest: int) -> int:

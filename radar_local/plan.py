@@ -9,7 +9,7 @@ from functools import cached_property
 
 from radar_local.answer import Answer
 from radar_local.common import digest
-from radar_local.config import AuditConfig, PairwiseJudge
+from radar_local.config import AuditConfig
 from radar_local.judge import render, render_pair
 from radar_local.nuisance import WAYS, NuisanceSpec
 from radar_local.prompts import (
@@ -26,7 +26,7 @@ from radar_local.prompts import (
 from radar_local.records import ProbeRecord
 from radar_local.rubric import Criterion, Rubric, Task
 from radar_local.scale import LIKERT, Scale
-from radar_local.specs import ModelSpec
+from radar_local.specs import ModelSpec, PairwiseJudge
 
 
 def cell_seed(run_seed: int, task: str, target: str, direction: str) -> int:

@@ -91,7 +91,7 @@ class Run(RunDir):
             raise InputError(source, "a setting does not survive being written down as YAML; use plain values")
         run = cls(Path(out), config, store, snapshot)
         for spec in config.verifiers:  # a label that holds another model's or judge's verdicts: before any model loads
-            if (problem := run.verifier_conflict(spec)) is not None:
+            if (problem := verifier_conflict(run, spec)) is not None:
                 raise InputError(run.root, problem)
         jury = config.jury
         if jury is not None and any(slug(label) == slug(jury.label) for label in run.verifiers()):
@@ -272,33 +272,6 @@ class Run(RunDir):
             requests += self.plan.labelled_pair_requests(self.labels.pair_probes(), judge)
         return self.score(twin, pool, progress, stage="pairwise", requests=requests)
 
-    def score_rewards(self, pool: EnginePool, progress: bool = True) -> dict | None:
-        """The reward model's scalar on every probe (config.reward), stored as its verdicts on `reward`; None
-        without one. A reward that is no finite number is unscored with why."""
-        model = self.config.reward
-        if model is None:
-            return None
-        self.store.require_writer()
-        self.note_weights(model)
-        requests = self.plan.reward_requests(self.probes(), model)
-        todo = [r for r in requests if r.key not in self.store.scores]
-        meter = StageMeter(requests=len(requests))
-        if todo:
-            engine = pool.get(self.sized(model))
-            reward = getattr(engine, "reward", None)  # transformers with runner: reward, the planted engine
-            if not callable(reward):
-                raise InputError(self.root, f"reward: the {model.engine} engine scores no reward; use vllm or "
-                                 "transformers with the option runner: reward")  # fmt: skip
-            with meter.running(engine), stage_progress(f"reward ({model.label})", len(todo), progress) as advance:
-                for start in range(0, len(todo), self.config.batch_size):
-                    chunk = todo[start : start + self.config.batch_size]
-                    rewards = reward([r.messages for r in chunk])
-                    self.store.add_scores([reward_record(r, x, model.label) for r, x in zip(chunk, rewards)])
-                    meter.info["calls"] += len(chunk)
-                    advance(len(chunk))
-        meter.count_parsed([self.store.scores[r.key] for r in requests if r.key in self.store.scores])
-        return meter.info
-
     def score_labels(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict | None:
         """The labelled responses (radar_local/labels.py) scored by `verifier` on their labelled criteria, with
         the template and scale it audits with; None without labels."""
@@ -321,72 +294,101 @@ class Run(RunDir):
         known = self.verifiers()
         if known.get(spec.label) == spec:
             return  # already registered: nothing to write (a grid's cells may score at once)
-        if (problem := self.verifier_conflict(spec)) is not None:
+        if (problem := verifier_conflict(self, spec)) is not None:
             raise InputError(self.root, problem)
         known[spec.label] = spec
         self.store.write_json(VERIFIERS, {label: s.model_dump(mode="json") for label, s in known.items()})
 
-    def verifier_conflict(self, spec: ModelSpec) -> str | None:
-        """Why `spec` cannot score under its label in this run, in one line: the label holds another model's
-        or another judge's verdicts, or shares a file name with another label; else None."""
-        known = self.verifiers()
-        jury = self.config.jury
-        if jury is not None and slug(spec.label) == slug(jury.label):  # the jury's verdicts would mix with its
-            return f"'{spec.label}' is this run's jury; give this verifier another name (--name)"
-        stored = known.get(spec.label)
-        if stored is not None and stored.output_identity() != spec.output_identity():  # operational options may change
-            if {**stored.output_identity(), "judge": None} == {**spec.output_identity(), "judge": None}:
-                return (
-                    f"verifier '{spec.label}' was audited here with another judge (template, answer or calls); "
-                    "restore it, or give this judge its own name (--name)"
-                )
-            return (
-                f"verifier label '{spec.label}' already holds scores from another model; give this verifier its own "
-                "name (--name)"
-            )
-        clash = next((label for label in known if label != spec.label and slug(label) == slug(spec.label)), None)
-        if clash is not None:  # both would write stats.<slug>.json
-            return (
-                f"verifier labels '{clash}' and '{spec.label}' share a file name; give this verifier another name "
-                "(--name)"
-            )
-        return None
 
-    def finish(
-        self,
-        verifier: ModelSpec | Jury,
-        result: AuditResult | PairwiseAudit,
-        table: pd.DataFrame | None,
-        stages: dict,
-        probes: int,
-        injection: dict,
-        adaptive: AdaptiveRecord | None = None,
-        jurors: dict | None = None,
-    ) -> None:
-        """Write an audit by `verifier` (auditing.conclude): its score table, stats and run info (the earlier
-        runs of this audit kept in it). `jurors`: a jury's engines and failed jurors. A judge asked only pairs has
-        no score table (`table` None)."""
-        self.store.require_writer()
-        if table is not None:
-            write_scores(table, self.table_path)
-        write_atomic(self.stats_path(verifier.label), json.dumps(result.to_json(), indent=2))
-        info = RunInfo(
-            radar_local_prompt_version=PROMPT_VERSION,
-            generator=model_ref(self.config.generator),
-            verifier=model_ref(verifier),
-            probes=probes,
-            injection=Injection(**injection),
-            stages={name: Stage(**stage) for name, stage in stages.items()},
-            libraries=library_versions(),
-            reproducibility=reproducibility(self.config, stages),
-            **({} if adaptive is None else {"adaptive": adaptive.stored()}),
-            **({} if jurors is None else {"jurors": jurors}),
+def score_rewards(run: Run, pool: EnginePool, progress: bool = True) -> dict | None:
+    """The reward model's scalar on every probe (config.reward), stored as its verdicts on `reward`; None
+    without one. A reward that is no finite number is unscored with why."""
+    model = run.config.reward
+    if model is None:
+        return None
+    run.store.require_writer()
+    run.note_weights(model)
+    requests = run.plan.reward_requests(run.probes(), model)
+    todo = [r for r in requests if r.key not in run.store.scores]
+    meter = StageMeter(requests=len(requests))
+    if todo:
+        engine = pool.get(run.sized(model))
+        reward = getattr(engine, "reward", None)  # transformers with runner: reward, the planted engine
+        if not callable(reward):
+            raise InputError(run.root, f"reward: the {model.engine} engine scores no reward; use vllm or "
+                             "transformers with the option runner: reward")  # fmt: skip
+        with meter.running(engine), stage_progress(f"reward ({model.label})", len(todo), progress) as advance:
+            for start in range(0, len(todo), run.config.batch_size):
+                chunk = todo[start : start + run.config.batch_size]
+                rewards = reward([r.messages for r in chunk])
+                run.store.add_scores([reward_record(r, x, model.label) for r, x in zip(chunk, rewards)])
+                meter.info["calls"] += len(chunk)
+                advance(len(chunk))
+    meter.count_parsed([run.store.scores[r.key] for r in requests if r.key in run.store.scores])
+    return meter.info
+
+
+def verifier_conflict(run: Run, spec: ModelSpec) -> str | None:
+    """Why `spec` cannot score under its label in this run, in one line: the label holds another model's
+    or another judge's verdicts, or shares a file name with another label; else None."""
+    known = run.verifiers()
+    jury = run.config.jury
+    if jury is not None and slug(spec.label) == slug(jury.label):  # the jury's verdicts would mix with its
+        return f"'{spec.label}' is this run's jury; give this verifier another name (--name)"
+    stored = known.get(spec.label)
+    if stored is not None and stored.output_identity() != spec.output_identity():  # operational options may change
+        if {**stored.output_identity(), "judge": None} == {**spec.output_identity(), "judge": None}:
+            return (
+                f"verifier '{spec.label}' was audited here with another judge (template, answer or calls); "
+                "restore it, or give this judge its own name (--name)"
+            )
+        return (
+            f"verifier label '{spec.label}' already holds scores from another model; give this verifier its own "
+            "name (--name)"
         )
-        path = self.info_path(verifier.label)
-        if path.exists():  # the earlier runs of this audit, as they were written
-            history = read_json(path)
-            info.previous_runs = history.pop("previous_runs", []) + [history]
-        write_atomic(path, json.dumps(info.model_dump(mode="json", exclude_unset=True), indent=2))
+    clash = next((label for label in known if label != spec.label and slug(label) == slug(spec.label)), None)
+    if clash is not None:  # both would write stats.<slug>.json
+        return (
+            f"verifier labels '{clash}' and '{spec.label}' share a file name; give this verifier another name (--name)"
+        )
+    return None
+
+
+def write_audit(
+    run: Run,
+    verifier: ModelSpec | Jury,
+    result: AuditResult | PairwiseAudit,
+    table: pd.DataFrame | None,
+    stages: dict,
+    probes: int,
+    injection: dict,
+    adaptive: AdaptiveRecord | None = None,
+    jurors: dict | None = None,
+) -> None:
+    """Write an audit by `verifier` (auditing.conclude): its score table, stats and run info (the earlier
+    runs of this audit kept in it). `jurors`: a jury's engines and failed jurors. A judge asked only pairs has
+    no score table (`table` None)."""
+    run.store.require_writer()
+    if table is not None:
+        write_scores(table, run.table_path)
+    write_atomic(run.stats_path(verifier.label), json.dumps(result.to_json(), indent=2))
+    info = RunInfo(
+        radar_local_prompt_version=PROMPT_VERSION,
+        generator=model_ref(run.config.generator),
+        verifier=model_ref(verifier),
+        probes=probes,
+        injection=Injection(**injection),
+        stages={name: Stage(**stage) for name, stage in stages.items()},
+        libraries=library_versions(),
+        reproducibility=reproducibility(run.config, stages),
+        **({} if adaptive is None else {"adaptive": adaptive.stored()}),
+        **({} if jurors is None else {"jurors": jurors}),
+    )
+    path = run.info_path(verifier.label)
+    if path.exists():  # the earlier runs of this audit, as they were written
+        history = read_json(path)
+        info.previous_runs = history.pop("previous_runs", []) + [history]
+    write_atomic(path, json.dumps(info.model_dump(mode="json", exclude_unset=True), indent=2))
 
 
 def model_ref(spec: ModelSpec | Jury) -> ModelRef:

@@ -8,10 +8,13 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
+from radar_local.answer import GradeShape, Shape
 from radar_local.common import Strict, slug
 from radar_local.engines.base import EngineOptions
 from radar_local.engines.registry import EngineName, engine_class, output_options, parse_options
 from radar_local.judge import CALL_MODES, Judge
+from radar_local.presets import PAIR_PRESETS, with_preset
+from radar_local.scale import Scale
 
 MAX_LABEL = 100  # characters of a model label: it becomes part of file names
 
@@ -232,4 +235,92 @@ class Jury(Strict):
         if ablated is not None:
             raise ValueError(f"juror '{ablated}' has a reasoning ablation; audit that judge alone to see what "
                              "thinking buys")  # fmt: skip
+        return self
+
+
+class PairwiseJudge(Strict):
+    """The verifier asked pairwise (issue 46): for each pair of a stratum's up- and down-steered responses, which
+    is better on a criterion, in both orders (stats/pairwise.py reads the verdicts)."""
+
+    preset: Literal["prometheus-2-relative", "skywork-critic", "generic"] | None = Field(
+        None,
+        description="A judge's own format (radar_local/presets.py): fills template and answer, each of which "
+        "can still be given",
+    )
+    template: str = Field(
+        min_length=1,
+        description="Jinja2 text of the user message: prompt, document, response_a, response_b and criterion (id, "
+        "label, description) of the criterion asked",
+    )
+    answer: Shape = Field(
+        default_factory=lambda: GradeShape(kind="grade", pattern=r"\[\[(A|B)\]\]"),
+        description="How the judge names its choice: a grade pattern whose group reads A and B (and tie, with "
+        "ties: true), or json/bare with the choice as the score",
+    )
+    ties: bool = Field(False, description="The judge may answer tie (counted as a tie, never as half a preference)")
+    words: dict[Literal["A", "B", "tie"], str] | None = Field(
+        None,
+        description="The words the judge names its choices with, where not A, B and tie (openai/evals' battle: Yes, "
+        "the first response is better; No, the second)",
+    )
+    pairs: int | None = Field(
+        None, ge=1, le=1000, description="Pairs asked per (task, criterion): the first variants (default: every one)"
+    )
+    asked: Literal["all", "diagonal", "overall"] = Field(
+        "all",
+        description="Ask each pair about every criterion (the leakage), only the one it was steered on, or only "
+        "which is better overall (a judge whose question names no criterion: openai/evals' battle)",
+    )
+    overall: bool = Field(
+        False, description="Also ask each pair which response is better overall: what the judge's 'better' is made of"
+    )
+    verifier: ModelSpec | None = Field(
+        None,
+        description="The pairwise judge's own model (one trained for pairwise verdicts, such as Skywork-Critic), "
+        "asked the pairs while the config's verifier scores pointwise; default: the config's verifier asks both",
+    )
+    only: bool = Field(
+        False,
+        description="Ask the verifier only the pairs: no pointwise verdict, so the audit is its pairwise judge's "
+        "alone (its report and stats.json hold the pairwise section; `radar compare --fail-on-pairwise` gates it)",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_fills_template_and_answer(cls, data: object) -> object:
+        return with_preset(data, PAIR_PRESETS)
+
+    @property
+    def choices(self) -> Scale:
+        """The choice as a scale of named levels: A (1) over B (0), and tie (1/2), each in the judge's words."""
+        word = {"A": "A", "B": "B", "tie": "tie", **(self.words or {})}
+        return Scale(levels={word["A"]: 1.0, word["B"]: 0.0, **({word["tie"]: 0.5} if self.ties else {})})
+
+    @property
+    def asks_criteria(self) -> bool:
+        """Its questions name a criterion (all, diagonal); else each pair is asked only which is better overall."""
+        return self.asked != "overall"
+
+    @property
+    def asks_overall(self) -> bool:
+        """Each pair is asked which is better overall: besides its criteria (`overall`), or alone."""
+        return self.overall or not self.asks_criteria
+
+    def judge(self, verifier: ModelSpec) -> ModelSpec:
+        """The model asked the pairs in an audit of `verifier`: the pairwise judge's own, else the verifier."""
+        return self.verifier or verifier
+
+    @model_validator(mode="after")
+    def _own_model_without_a_pointwise_judge(self) -> PairwiseJudge:
+        if self.verifier is not None and (self.verifier.judge is not None or self.verifier.repeat != 1):
+            raise ValueError(
+                "pairwise.verifier: its template and answer are pairwise's own (template, answer, preset); "
+                f"give it no '{'judge' if self.verifier.judge is not None else 'repeat'}'"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _answer_names_every_choice(self) -> PairwiseJudge:
+        if isinstance(self.answer, GradeShape) and (problem := self.answer.check(self.choices)) is not None:
+            raise ValueError(f"pairwise answer: {problem.replace('level', 'choice')}")
         return self

@@ -323,7 +323,7 @@ def test_each_preset_reads_its_judges_own_output_and_audits_on_the_planted_engin
     audit with the preset parses every verdict; a template given beside the preset wins."""
     from radar_local.answer import Answer
     from radar_local.auditing import run_audit
-    from radar_local.config import PairwiseJudge
+    from radar_local.specs import PairwiseJudge
     from tests.conftest import planted_config
 
     judge = PairwiseJudge(preset=preset)

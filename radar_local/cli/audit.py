@@ -11,8 +11,8 @@ from radar_local.cli.options import ray_option, verbose_option, with_ray
 from radar_local.quiet import engine_output_to
 
 if TYPE_CHECKING:
-    from radar_local.config import AuditConfig, PairwiseJudge
-    from radar_local.specs import ModelSpec
+    from radar_local.config import AuditConfig
+    from radar_local.specs import ModelSpec, PairwiseJudge
 
 
 def run_options(fn):
