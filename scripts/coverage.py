@@ -249,7 +249,7 @@ def run_at_threshold(truth: Truth, reps: int, resamples: int, tau: float, spec: 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=200)
-    ap.add_argument("--resamples", type=int, default=500)
+    ap.add_argument("--bootstrap", dest="resamples", type=int, default=500)
     ap.add_argument("--tasks", type=int, default=2)
     ap.add_argument("--n", type=int, nargs="+", default=[3, 5, 20])
     ap.add_argument("--modes", nargs="+", default=["integer", "expected"])

@@ -89,7 +89,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--n", type=int, default=20, help="probes per stratum")
     parser.add_argument("--move", type=float, default=0.2, help="the planted coupling's rise, in engine levels")
-    parser.add_argument("--resamples", type=int, default=300)
+    parser.add_argument("--bootstrap", dest="resamples", type=int, default=300)
     parser.add_argument("--out", type=Path, default=Path("runs/drift-error"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -222,7 +222,7 @@ def wilson(hits: int, total: int, z: float = 1.96) -> tuple[float, float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=200)
-    ap.add_argument("--resamples", type=int, default=500)
+    ap.add_argument("--bootstrap", dest="resamples", type=int, default=500)
     ap.add_argument("--tasks", type=int, default=3)
     ap.add_argument("--ks", type=int, nargs="+", default=[3, 4, 5, 6, 7, 8])
     ap.add_argument("--ns", type=int, nargs="+", default=[3, 5, 20])

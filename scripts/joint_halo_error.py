@@ -144,7 +144,7 @@ def one(args: tuple) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=400)
-    ap.add_argument("--resamples", type=int, default=500)
+    ap.add_argument("--bootstrap", dest="resamples", type=int, default=500)
     ap.add_argument("--tasks", type=int, default=5)
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--ns", type=int, nargs="+", default=[15], help="joint probes per stratum")

@@ -68,7 +68,7 @@ def table(cs: dict[str, np.ndarray], rng: np.random.Generator, tasks: int, n: in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=200)
-    parser.add_argument("--resamples", type=int, default=300)
+    parser.add_argument("--bootstrap", dest="resamples", type=int, default=300)
     parser.add_argument("--n", type=int, default=N, help="Probes per (task, criterion, direction)")
     parser.add_argument("--tasks", type=int, default=TASKS)
     parser.add_argument("--out", type=Path, default=Path("runs/jury-error"))

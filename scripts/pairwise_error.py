@@ -118,7 +118,7 @@ def one(rng, k: int, tasks: int, n: int, leak: float, bias: float, true: dict, r
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=400)
-    ap.add_argument("--resamples", type=int, default=500)
+    ap.add_argument("--bootstrap", dest="resamples", type=int, default=500)
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--tasks", type=int, default=5)
     ap.add_argument("--ns", type=int, nargs="+", default=[5])

@@ -242,7 +242,7 @@ def plan_check(args: argparse.Namespace, pool: Pool | InProcess) -> list[dict]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=400)
-    ap.add_argument("--resamples", type=int, default=500)
+    ap.add_argument("--bootstrap", dest="resamples", type=int, default=500)
     ap.add_argument("--tasks", type=int, default=5)
     ap.add_argument("--ks", type=int, nargs="+", default=[5])
     ap.add_argument("--ns", type=int, nargs="+", default=[3, 5, 20, 25])

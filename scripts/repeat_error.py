@@ -85,7 +85,7 @@ def one(values: np.ndarray, tasks: int, k: int, n: int, r: int, sd: float, rng, 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=400)
-    ap.add_argument("--resamples", type=int, default=200)
+    ap.add_argument("--bootstrap", dest="resamples", type=int, default=200)
     ap.add_argument("--tasks", type=int, default=5)
     ap.add_argument("--ks", type=int, default=5)
     ap.add_argument("--ns", type=int, nargs="+", default=[3, 5, 10])

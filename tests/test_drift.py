@@ -26,7 +26,7 @@ def rescored(tmp_path_factory):
 
 def drift_of(run, after, tmp_path, *extra, code=0):
     out = tmp_path / f"{after}.json"
-    result = invoke("drift", run, "--before", "planted", "--after", after, "--resamples", "200", "--json", out, *extra)
+    result = invoke("drift", run, "--before", "planted", "--after", after, "--bootstrap", "200", "--json", out, *extra)
     assert result.exit_code == code, result.output
     return result.output, json.loads(out.read_text())
 
@@ -101,7 +101,7 @@ def test_drift_reads_a_grids_verifiers_and_a_jurys_jurors(tmp_path):
     (its verifiers) and a jury's run (a juror against another, or against the jury)."""
     import yaml
 
-    FEW = ("--resamples", "200")  # the audits need no intervals of their own: drift draws its own
+    FEW = ("--bootstrap", "200")  # the audits need no intervals of their own: drift draws its own
 
     spec = {"engine": "testing", "options": {"noise": 0.5}}
     coupled = {"coupling": {"Helpfulness / Understanding": {"Correctness / Completeness": 0.9}}, "noise": 0.5}

@@ -457,7 +457,7 @@ def test_drift_and_order_json_never_write_through_a_fifo_or_a_link(tmp_path):
     run_audit(planted_config(verifier=joint, bootstrap=0), run)
     assert invoke("score", run, "--verifier", "testing:planted", "--name", "again", "--quiet").exit_code == 0
     commands = {
-        "drift": ["drift", run, "--before", "planted", "--after", "again", "--resamples", "20"],
+        "drift": ["drift", run, "--before", "planted", "--after", "again", "--bootstrap", "20"],
         "order": ["order", run, "--verifier", "planted"],
     }
     for name, args in commands.items():

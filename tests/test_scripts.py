@@ -17,15 +17,15 @@ from tests.conftest import planted_config
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 SMALL = {  # each script with arguments that run its whole path in seconds; {out} is a fresh folder
-    "flag_error.py": "--reps 2 --resamples 20 --tasks 2 --ks 3 --ns 3 --leak 0.7 --workers 1",
-    "coverage.py": "--reps 2 --resamples 20 --tasks 2 --n 3",
+    "flag_error.py": "--reps 2 --bootstrap 20 --tasks 2 --ks 3 --ns 3 --leak 0.7 --workers 1",
+    "coverage.py": "--reps 2 --bootstrap 20 --tasks 2 --n 3",
     "halo_error.py": "--reps 1 --out {out}",
-    "drift_error.py": "--reps 1 --n 2 --resamples 20 --out {out}",
+    "drift_error.py": "--reps 1 --n 2 --bootstrap 20 --out {out}",
     "order_error.py": "--reps 1 --tasks 1 --out {out}",
-    "jury_error.py": "--reps 2 --resamples 20 --tasks 2 --n 2 --out {out}",
-    "repeat_error.py": "--reps 2 --resamples 20 --ns 3 --repeats 2 --sds 1.0",
-    "pairwise_error.py": "--reps 2 --resamples 20 --ns 3",
-    "joint_halo_error.py": "--reps 2 --resamples 20 --tasks 2 --k 3 --ns 4 --share 0.5 --truths dir0.45 --halos 0.25 "
+    "jury_error.py": "--reps 2 --bootstrap 20 --tasks 2 --n 2 --out {out}",
+    "repeat_error.py": "--reps 2 --bootstrap 20 --ns 3 --repeats 2 --sds 1.0",
+    "pairwise_error.py": "--reps 2 --bootstrap 20 --ns 3",
+    "joint_halo_error.py": "--reps 2 --bootstrap 20 --tasks 2 --k 3 --ns 4 --share 0.5 --truths dir0.45 --halos 0.25 "
     "--workers 1",
     "reward_error.py": "--reps 2 --ns 3 --truths null large",
     "context_sizes.py": "{repo}/configs/quickstart-expected.yaml",  # the embedded model's tokenizer; no engine loads
@@ -39,17 +39,17 @@ SMALL = {  # each script with arguments that run its whole path in seconds; {out
     "config_walk.py": "--config {config} --top 3",
     "import_corpus.py": "--format prometheus",
     "paired_probes.py": "--config {config} --out {out}/paired",
-    "power_levers.py": "--reps 2 --resamples 20 --tasks 2 --ks 3 --ns 3 --modes integer --truths null edge many0.7 "
+    "power_levers.py": "--reps 2 --bootstrap 20 --tasks 2 --ks 3 --ns 3 --modes integer --truths null edge many0.7 "
     "--workers 1",
 }
 MORE = [  # a second path through a script: `make test` runs it
     pytest.param(
         "power_levers.py",
-        "--reps 1 --resamples 20 --tasks 2 --ks 3 --ns 3 --plan-check --workers 1",
+        "--reps 1 --bootstrap 20 --tasks 2 --ks 3 --ns 3 --plan-check --workers 1",
         marks=pytest.mark.thorough,
     ),
     pytest.param("order_error.py", "--reps 1 --tasks 1 --primed 0.5 --out {out}", id="order_error.py-primed"),
-    pytest.param("pairwise_error.py", "--reps 2 --resamples 20 --ns 3 --asked overall", id="pairwise_error.py-overall"),
+    pytest.param("pairwise_error.py", "--reps 2 --bootstrap 20 --ns 3 --asked overall", id="pairwise_error.py-overall"),
 ]
 ENGINE_BOUND = {  # a real engine's timings: arguments parsed and imports checked here
     "bench_engine.py",

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from radar_local.cli.options import check_output
+from radar_local.stats.bootstrap import RESAMPLES
 
 if TYPE_CHECKING:
     from radar_local.rundir import RunDir
@@ -17,7 +18,14 @@ if TYPE_CHECKING:
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--before", required=True, help="The verifier label of the judge as it was.")
 @click.option("--after", required=True, help="The verifier label of the judge that replaces it (`radar score`).")
-@click.option("--resamples", default=500, show_default=True, type=click.IntRange(0, 100_000))
+@click.option(
+    "--bootstrap",
+    "resamples",
+    default=RESAMPLES,
+    show_default=True,
+    type=click.IntRange(0, 100_000),
+    help="Bootstrap resamples (0 = no intervals).",
+)
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the drift as JSON.")
 @click.option(
     "--fail-on-change",
