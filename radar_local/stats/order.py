@@ -26,10 +26,10 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from radar_local.common import json_number
 from radar_local.stats.bootstrap import LEVEL
+from radar_local.stats.intervals import t_interval
 from radar_local.stats.stored import Block, Interval, Num
 
 
@@ -120,8 +120,7 @@ def _over_strata(contrasts: list[float], alpha: float, family: int) -> dict[str,
     flag = False
     if len(d) >= 2:
         se = float(d.std(ddof=1)) / np.sqrt(len(d))
-        t, t_family = (float(special.stdtrit(len(d) - 1, 1 - a / 2)) for a in (alpha, alpha / family))
-        ci = [effect - t * se, effect + t * se]
-        band = [effect - t_family * se, effect + t_family * se]
+        ci = [float(x) for x in t_interval(effect, se, len(d) - 1, 1 - alpha)]
+        band = [float(x) for x in t_interval(effect, se, len(d) - 1, 1 - alpha, family)]
         flag = Fraction(band[0]) > 0 or Fraction(band[1]) < 0  # exact: the band's float ends against 0
     return {"strata": len(d), "effect": json_number(effect), "ci": ci, "band": band, "flag": flag}

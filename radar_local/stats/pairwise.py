@@ -31,12 +31,17 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from radar_local.common import json_number
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES, stratified_counts
 from radar_local.stats.flags import Thresholds, pair_flags
-from radar_local.stats.intervals import expanded_interval, simultaneous, studentized_interval
+from radar_local.stats.intervals import (
+    expanded_interval,
+    simultaneous,
+    studentized_interval,
+    with_wilson,
+    z_critical,
+)
 from radar_local.stats.stored import Block, Interval, Num, PairCoupling
 
 A, B, TIE = 0, 1, 2  # a verdict's choice; -1: unscored
@@ -287,16 +292,16 @@ def pairwise(
     if bands:  # a judge right on every pair has replicates all at 1: keep the band the width its pairs allow
         for i in range(k):
             # the family's critical value, on the normal scale; Bonferroni's over its quantities where none varied
-            family = float(critical) if np.isfinite(critical) else float(special.ndtri(1 - (1 - level) / (2 * size)))
+            family = float(critical) if np.isfinite(critical) else z_critical(level, size)
             z = family if per_source[i] > 0 else np.nan
-            se_band[i] = _with_wilson(se_band[i], point["self_effect"][i], verdicts[i], z)
+            se_band[i] = with_wilson(se_band[i], point["self_effect"][i], verdicts[i], z)
 
     def self_effect_ci(i: int) -> Interval | None:
         got = ci("self_effect", (i,), per_source[i])
         if got is None or per_source[i] <= 0:
             return got
-        z = float(special.ndtri(1 - (1 - level) / 2))  # a score interval's: the variance is p's own, not estimated
-        low, high = _with_wilson(np.asarray(got), point["self_effect"][i], verdicts[i], z)
+        z = z_critical(level)  # a score interval's
+        low, high = with_wilson(np.asarray(got), point["self_effect"][i], verdicts[i], z)
         return float(low), float(high)
 
     gates = ["passed" if se_band[i, 0] >= tau else "failed" if se_band[i, 1] < tau else "open" for i in range(k)]
@@ -374,20 +379,6 @@ def pairwise(
         pairs=pairs,
         position=position,
     )
-
-
-def _with_wilson(interval: np.ndarray, self_effect: float, verdicts: int, z: float) -> np.ndarray:
-    """A self-effect's interval widened to hold Wilson's score interval (Wilson 1927, JASA 22:209) for its accuracy
-    (1 + s) / 2 over its decisive verdicts at `z`, on the self-effect's scale: the bootstrap's collapses to the point
-    where every verdict is right (an accurate judge at 3-10 pairs a stratum: it covered 65-94%), Wilson's keeps the
-    width the verdicts allow; the bootstrap's, which sees the pairs' and tasks' clustering, can be the wider."""
-    pairs = verdicts
-    if pairs < 1 or not np.isfinite(z) or np.isnan(interval).any() or not np.isfinite(self_effect):
-        return interval
-    p, zz = (1 + self_effect) / 2, z * z
-    centre = (p + zz / (2 * pairs)) / (1 + zz / pairs)
-    half = z * np.sqrt(p * (1 - p) / pairs + zz / (4 * pairs * pairs)) / (1 + zz / pairs)
-    return np.array([min(interval[0], 2 * (centre - half) - 1), max(interval[1], 2 * (centre + half) - 1)])
 
 
 def _source_df(v: PairVerdicts, k: int) -> np.ndarray:

@@ -23,11 +23,11 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
-from scipy import special
 from scipy import stats as sps
 
 from radar_local.common import json_number
 from radar_local.stats.bootstrap import LEVEL
+from radar_local.stats.intervals import t_critical, t_interval
 from radar_local.stats.stored import Block, Interval, Num
 
 MARGIN = 0.2  # an effect inside +-0.2 reward sd, confirmed, is a criterion the reward does not see
@@ -83,7 +83,6 @@ def reward_profile(
     k = len(criteria)
     # a reward that does not vary has no unit: every effect undefined, nothing claimed
     diff = np.array([(up[p] - down[p]) / sd if sd > 0 else np.nan for p in pairs])
-    alpha = 1 - level
     point, se, df = np.full(k, np.nan), np.full(k, np.nan), np.zeros(k)
     for i, c in enumerate(criteria):
         mine = [j for j, p in enumerate(pairs) if p[1] == c]
@@ -95,15 +94,14 @@ def reward_profile(
         if df[i] > 0:  # the stratified mean's variance: each task's share squared times its mean's variance
             var = sum((len(g) / len(mine)) ** 2 * np.var(g, ddof=1) / len(g) for g in groups if len(g) > 1)
             se[i] = float(np.sqrt(var))
-    with np.errstate(invalid="ignore"):
-        t_one = special.stdtrit(np.where(df > 0, df, np.nan), 1 - alpha / 2)
-        t_family = special.stdtrit(np.where(df > 0, df, np.nan), 1 - alpha / (2 * k))  # Bonferroni over K effects
+    t_family = t_critical(df, level, k)  # Bonferroni over the K effects
     critical = float(np.nanmax(t_family)) if np.isfinite(t_family).any() else np.nan
+    one, bands = t_interval(point, se, df, level), t_interval(point, se, df, level, k)
     out = []
     for i, c in enumerate(criteria):
         ok = bool(np.isfinite(point[i]) and np.isfinite(se[i]) and np.isfinite(t_family[i]))
-        b = (point[i] - t_family[i] * se[i], point[i] + t_family[i] * se[i]) if ok else None
-        ci = (json_number(point[i] - t_one[i] * se[i]), json_number(point[i] + t_one[i] * se[i])) if ok else None
+        b = (float(bands[i, 0]), float(bands[i, 1])) if ok else None
+        ci = (json_number(one[i, 0]), json_number(one[i, 1])) if ok else None
         agreement = None
         if judge is not None and c in judge:
             both = scored & ~np.isnan(judge[c])
