@@ -60,6 +60,7 @@ ENGINE_BOUND = {  # a real engine's timings: arguments parsed and imports checke
     "bench_nuisance.py",
     "floor_check.py",
     "bench_constraints.py",
+    "bench_thinking.py",
     "gpu_check.py",  # tests/test_doctor.py runs it on a tiny random model on the CPU
 }
 
