@@ -221,7 +221,7 @@ def test_replicas_sharing_a_gpu_start_one_at_a_time_whichever_model_they_serve(m
     monkeypatch.setattr(cluster, "ray_module", lambda: type("Ray", (), {"remote": staticmethod(lambda _: Actor())}))
     monkeypatch.setattr(cluster, "connect", lambda spec: "127.0.0.1:6379")
     monkeypatch.setattr(cluster, "replica_unit", lambda options, spec: ("GPU", 0.5))
-    monkeypatch.setattr(cluster.ClusterEngine, "_room", lambda self, kind, each: 2)
+    monkeypatch.setattr(cluster, "replicas_with_room", lambda engine, kind, each: 2)
     starting, overlaps, lock = [0], [], threading.Lock()
 
     def wait_started(self):
