@@ -25,6 +25,7 @@ from radar_local.jury import measurement, side_by_side
 from radar_local.labels import agreement as label_agreement
 from radar_local.labels import errors as label_errors
 from radar_local.labels import item_key_of
+from radar_local.measures import Asked
 from radar_local.nuisance import manipulation_check
 from radar_local.plan import OVERALL, PairRequest
 from radar_local.records import ProbeRecord, VerdictRecord
@@ -117,12 +118,20 @@ def assemble(
     labelled = None if labels is None or not labels.labels or interim else run.verdicts(labels.probes())
     failed = failed or {}
     jurors = [j.label for j in verifier.jurors if j.label not in failed] if isinstance(verifier, Jury) else []
-    options: dict = {"measurements": measurements} if repeats or paraphrases or unreasoned else {}
-    if jurors:
-        found = None if labels is None or labelled is None else label_errors(labels, labelled, jurors)
-        options = {"jurors": jurors, "measurements": measurements, "juror_errors": found}
+    errors = label_errors(labels, labelled, jurors) if jurors and labels is not None and labelled is not None else None
     judge = None if isinstance(verifier, Jury) else verifier.judge
-    reading = judge.reading if judge is not None and judge.joint else None  # whose coupling joint findings are
+    asked = Asked(
+        halo_against=halo_against,
+        joint=judge.reading if judge is not None and judge.joint else None,  # whose coupling joint findings are
+        repeats=tuple(repeats),
+        paraphrases=tuple(paraphrases),
+        unreasoned=unreasoned,
+        jurors=tuple(jurors),
+        measurements=measurements,
+        juror_errors=errors,
+        manipulation=records.manipulation,
+        intended={frozenset(p) for p in config.intended},
+    )
     result = stats_for_table(
         table,
         run.table_path,
@@ -131,15 +140,8 @@ def assemble(
         reference=run.reference,
         generator=config.generator.label,
         verifier=verifier.label,
-        intended={frozenset(p) for p in config.intended},
-        manipulation=records.manipulation,
-        halo_against=halo_against,
-        joint=reading,
-        repeats=repeats,
-        paraphrases=paraphrases,
-        unreasoned=unreasoned,
         budget=not interim,
-        **options,
+        asked=asked,
     )
     extra: dict = {"adaptive": adaptive}
     if isinstance(verifier, Jury) and result.jury is not None:

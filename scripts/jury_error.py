@@ -23,6 +23,7 @@ import pandas as pd
 
 from radar_local.analysis import stats_for_table
 from radar_local.hardware import cpu_info
+from radar_local.measures import Asked
 from radar_local.scale import range_scale
 from radar_local.stats.settings import StatsSettings
 
@@ -94,9 +95,8 @@ def main() -> None:
                 "simulated",
                 StatsSettings(resamples=args.resamples, seed=rep),
                 verifier="jury",
-                jurors=JURORS,
-                measurements=dict.fromkeys(CRITERIA, "interval"),  # continuous scores
                 scale=scale,
+                asked=Asked(jurors=tuple(JURORS), measurements=dict.fromkeys(CRITERIA, "interval")),  # continuous
             )
             wrong = False
             for row in result.jury.coupling.jurors:
