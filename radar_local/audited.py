@@ -20,7 +20,7 @@ import pandas as pd
 from radar_local.analysis import stats_for_table
 from radar_local.errors import RadarError
 from radar_local.injection import answer_patterns, flagged_probes
-from radar_local.judge import polarity_warning
+from radar_local.judge import Judge, polarity_warning
 from radar_local.jury import measurement, side_by_side
 from radar_local.labels import agreement as label_agreement
 from radar_local.labels import errors as label_errors
@@ -38,8 +38,10 @@ from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.order import OrderEffects, order_effects
 from radar_local.stats.pairwise import TIE, A, B, HumanPairs, PairVerdicts, Pairwise, against_raters, pairwise
 from radar_local.stats.pairwise_audit import KIND, PairwiseAudit
+from radar_local.stats.raters import Measurement
 from radar_local.stats.result import SCHEMA_VERSION, AuditResult
 from radar_local.stats.reward import RewardProfile, reward_profile
+from radar_local.stats.settings import StatsSettings
 from radar_local.stats.stored import AdaptiveRecord
 
 
@@ -143,37 +145,83 @@ def assemble(
         budget=not interim,
         asked=asked,
     )
+    audit = Audit(run, verifier, records, result, settings, measurements, labelled, jurors, failed, juror_results,
+                  interim)  # fmt: skip
     extra: dict = {"adaptive": adaptive}
-    if isinstance(verifier, Jury) and result.jury is not None:
-        extra["jury"] = JuryBlock(
-            jurors=result.jury.jurors,
-            coupling=result.jury.coupling,
-            agreement=result.jury.agreement,
-            aggregate=verifier.aggregate,
-            min_jurors=verifier.quorum,
-            failed=failed,
-            side_by_side=side_by_side({verifier.label: result, **(juror_results or {})}),
-        )
-    if labels is not None and labelled is not None:
-        extra["labels"] = label_agreement(
-            labels,
-            labelled,
-            [verifier.label, *jurors],
-            run.rubric.ids,
-            measurements,
-            run.rubric.scales,
-            resamples=settings.resamples,
-            seed=settings.seed,
-            confidence=LEVEL,
-        )
-    if judge is not None and judge.joint and judge.order != "rubric" and not interim:  # its order effects, measured
-        extra["order"] = order_of(run, verifier.label, records.probes, records.verdicts)
-    if config.pairwise is not None and not interim and not isinstance(verifier, Jury):
-        extra["pairwise"] = pairwise_of(run, verifier, records, settings.resamples, settings.seed, level)
-    if config.reward is not None and not interim and not isinstance(verifier, Jury):
-        extra["reward"] = reward_of(run, verifier, records, level)
+    for measure in RUN_MEASUREMENTS:
+        extra |= measure(audit)
     lint = [] if isinstance(verifier, Jury) else polarity_warnings(verifier, run.rubric)
     return replace(result, warnings=[*result.warnings, *lint], **extra), table
+
+
+@dataclass(frozen=True)
+class Audit:
+    """What the measurements read from the run directory read (beyond measures.Measured, the score table): the run,
+    the verifier, the audited set, the cell's audit so far and how it was asked."""
+
+    run: RunDir
+    verifier: ModelSpec | Jury
+    records: AuditedSet
+    result: AuditResult
+    settings: StatsSettings
+    measurements: dict[str, Measurement]
+    labelled: list[tuple[str, VerdictRecord]] | None  # the verdicts on the labelled responses (none if interim)
+    jurors: list[str]  # a jury's jurors that did not fail
+    failed: dict[str, str]
+    juror_results: dict[str, AuditResult] | None
+    interim: bool
+
+    @property
+    def judge(self) -> Judge | None:
+        return None if isinstance(self.verifier, Jury) else self.verifier.judge
+
+
+def jury_details(a: Audit) -> dict:
+    """A jury's block as the run knows it: its aggregate, quorum, failed jurors and each juror's audit beside it."""
+    v, found = a.verifier, a.result.jury
+    if not isinstance(v, Jury) or found is None:
+        return {}
+    beside = side_by_side({v.label: a.result, **(a.juror_results or {})})
+    block = JuryBlock(jurors=found.jurors, coupling=found.coupling, agreement=found.agreement, aggregate=v.aggregate,
+                      min_jurors=v.quorum, failed=a.failed, side_by_side=beside)  # fmt: skip
+    return {"jury": block}
+
+
+def labelled_agreement(a: Audit) -> dict:
+    """labels.py: the verifier's (and each juror's) agreement with the team's labels."""
+    labels = a.run.labels
+    if labels is None or a.labelled is None:
+        return {}
+    rubric, s = a.run.rubric, a.settings
+    found = label_agreement(labels, a.labelled, [a.verifier.label, *a.jurors], rubric.ids, a.measurements,
+                            rubric.scales, resamples=s.resamples, seed=s.seed, confidence=LEVEL)  # fmt: skip
+    return {"labels": found}
+
+
+def place_effects(a: Audit) -> dict:
+    """stats/order.py: a joint judge's order effects, where it asks the criteria in another order than the rubric's."""
+    judge = a.judge
+    if judge is None or not judge.joint or judge.order == "rubric" or a.interim:
+        return {}
+    return {"order": order_of(a.run, a.verifier.label, a.records.probes, a.records.verdicts)}
+
+
+def pairs_asked(a: Audit) -> dict:
+    """stats/pairwise.py: the pairwise judge on the audited set's pairs."""
+    if a.run.config.pairwise is None or a.interim or isinstance(a.verifier, Jury):
+        return {}
+    s = a.settings
+    return {"pairwise": pairwise_of(a.run, a.verifier, a.records, s.resamples, s.seed, s.level)}
+
+
+def rewards(a: Audit) -> dict:
+    """stats/reward.py: the reward model's profile on the audited set's probes."""
+    if a.run.config.reward is None or a.interim or isinstance(a.verifier, Jury):
+        return {}
+    return {"reward": reward_of(a.run, a.verifier, a.records, a.settings.level)}
+
+
+RUN_MEASUREMENTS = (jury_details, labelled_agreement, place_effects, pairs_asked, rewards)
 
 
 def order_of(
