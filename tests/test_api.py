@@ -34,7 +34,7 @@ def test_analyze_the_bundled_example_and_round_trip_exactly():
 
 def test_every_stored_block_is_held_by_the_result_as_its_producer_made_it():
     """A stats.json block is one model: StatsFile and AuditResult hold it with one type, so to_json writes it and
-    from_json reads it with no code of its own (docs/ARCHITECTURE.md, "Adding a stats.json block")."""
+    from_json reads it with no code of its own (docs/ARCHITECTURE.md, "Adding a measurement")."""
     from typing import get_args
 
     from radar_local.stats.result import AS_STORED, StatsFile
