@@ -5,7 +5,7 @@ each renderer makes it inert its own way (a Markdown code span or fence, HTML es
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -177,46 +177,60 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
             ],
         ),
     ]
-    if (line := halo_line(r)) is not None:
-        sections.append(Section("Halo of joint calls", [(line,), Table(HALO_HEAD, halo_rows(r))]))
-    if (line := repeats_line(r)) is not None:
-        sections.append(Section("Consistency: repeat agreement", [(line,), Table(REPEATS_HEAD, repeats_rows(r))]))
-    if (line := wording_line(r)) is not None:
-        sections.append(Section("Consistency: template wording", [(line,), Table(WORDING_HEAD, wording_rows(r))]))
-    if (line := thinking_line(r)) is not None:
-        sections.append(Section("What thinking buys", [(line,), Table(THINKING_HEAD, thinking_rows(r))]))
-    if (line := order_line(r.order)) is not None:
-        sections.append(Section("Consistency: criterion order", [(line,), Table(ORDER_HEAD, order_rows(r.order))]))
-    if (pairwise := pairwise_section(r)) is not None:
-        sections.append(pairwise)
-    if (line := reward_line(r)) is not None:
-        sections.append(Section("Reward model", [(line,), Table(REWARD_HEAD, reward_rows(r))]))
-    if (line := jury_line(r)) is not None:
-        sections.append(Section("Jury", [(line,), Table(JURY_HEAD, jury_rows(r))]))
-        sections.append(Section("The jury and its jurors", [Table(head, rows) for head, rows in side_by_side_rows(r)]))
-        sections.append(
-            Section(
-                "Agreement among jurors",
-                [*_lines(juror_agreement_line(r)), Table(JUROR_AGREEMENT_HEAD, juror_agreement_rows(r))],
-            )
-        )
-    if (line := labels_line(r)) is not None:
-        sections.append(Section("Agreement with human labels", [(line,), Table(LABELS_HEAD, labels_rows(r))]))
-    if (line := adaptive_line(r)) is not None:
-        sections.append(Section("Adaptive audit", [(line,), Table(ADAPTIVE_HEAD, adaptive_rows(r), numeric=True)]))
-    if (line := nuisance_line(r)) is not None:
-        sections.append(
-            Section(
-                "Judge bias",
-                [
-                    (line,),
-                    Table(NUISANCE_HEAD, nuisance_rows(r)),
-                    *figure("nuisance", "Judge bias"),
-                    *_bias_examples(bias),
-                ],
-            )
-        )
+    for measured in MEASURED:
+        sections += measured(r, figure, bias)
     return sections
+
+
+Measured = Callable[..., list[Section]]  # (the audit, its figure maker, the bias examples) -> its sections
+
+
+def titled(title: str, line: Callable, head: list[str], rows: Callable, numeric: bool = False) -> Measured:
+    """A measurement's section: its line, then its table, where the audit measured it (its line is not None)."""
+
+    def sections(r: AuditResult, _figure: Callable, _bias: Sequence[dict]) -> list[Section]:
+        said = line(r)
+        return [] if said is None else [Section(title, [(said,), Table(head, rows(r), numeric=numeric)])]
+
+    return sections
+
+
+def jury_sections(r: AuditResult, _figure: Callable, _bias: Sequence[dict]) -> list[Section]:
+    """A jury: its line, the jury beside its jurors, and how far the jurors agree."""
+    if (line := jury_line(r)) is None:
+        return []
+    return [
+        Section("Jury", [(line,), Table(JURY_HEAD, jury_rows(r))]),
+        Section("The jury and its jurors", [Table(head, rows) for head, rows in side_by_side_rows(r)]),
+        Section(
+            "Agreement among jurors",
+            [*_lines(juror_agreement_line(r)), Table(JUROR_AGREEMENT_HEAD, juror_agreement_rows(r))],
+        ),
+    ]
+
+
+def bias_sections(r: AuditResult, figure: Callable, bias: Sequence[dict]) -> list[Section]:
+    """Judge bias: its line, its table, its figure and the rewrites that show it."""
+    if (line := nuisance_line(r)) is None:
+        return []
+    parts = [(line,), Table(NUISANCE_HEAD, nuisance_rows(r)), *figure("nuisance", "Judge bias"), *_bias_examples(bias)]
+    return [Section("Judge bias", parts)]
+
+
+# Each measurement's sections, in the report's order, after the coupling's (a new measurement adds its line here).
+MEASURED: tuple[Measured, ...] = (
+    titled("Halo of joint calls", halo_line, HALO_HEAD, halo_rows),
+    titled("Consistency: repeat agreement", repeats_line, REPEATS_HEAD, repeats_rows),
+    titled("Consistency: template wording", wording_line, WORDING_HEAD, wording_rows),
+    titled("What thinking buys", thinking_line, THINKING_HEAD, thinking_rows),
+    titled("Consistency: criterion order", lambda r: order_line(r.order), ORDER_HEAD, lambda r: order_rows(r.order)),
+    lambda r, _figure, _bias: [s for s in [pairwise_section(r)] if s is not None],
+    titled("Reward model", reward_line, REWARD_HEAD, reward_rows),
+    jury_sections,
+    titled("Agreement with human labels", labels_line, LABELS_HEAD, labels_rows),
+    titled("Adaptive audit", adaptive_line, ADAPTIVE_HEAD, adaptive_rows, numeric=True),
+    bias_sections,
+)
 
 
 def pairwise_section(r: AuditResult | PairwiseAudit) -> Section | None:
