@@ -13,7 +13,7 @@ Usage: python scripts/gpu_check.py [--out gpu_check.json] [--device cuda|cpu] [-
            [--engines transformers,vllm] [--budget-s 280] [--cases all --budget-s 460]
 (`--cases` adds joint calls, a grade pattern, 1-10 and named-level scales, expected mode on 1-10, a jury with a
 juror that cannot start, batch-invariant mode and two replicas sharing a GPU: about eight minutes on one H200.)
-(`--device cpu --size tiny` exercises the same path on a CPU machine; the tests do that.)
+(`--device cpu --size tiny` exercises the same path on a CPU machine, one probe per stratum; the tests do that.)
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ def audit_config(engine: str, model: Path, device: str, mode: str) -> dict:
         "tasks": tasks,
         "generator": spec,
         "verifier": spec,
-        "n": 2,
+        "n": 2 if device == "cuda" else 1,  # on a CPU the path is what is checked: one probe per stratum
         "seed": 0,
         "layout": "prefix-shared",
         "generation": {"max_new_tokens": 64},
@@ -222,7 +222,7 @@ def case_config(config: dict, case: str, engine: str) -> dict:
     if case == "preset":
         config["verifier"] = {**spec, "judge": {"preset": "flow-judge"}}
     if case == "pairwise":
-        config["pairwise"] = {"preset": "generic", "pairs": 2}
+        config["pairwise"] = {"preset": "generic", "pairs": config["n"]}
     if case == "reward":  # vLLM refuses a causal LM as a reward model (no head): the case's outcome there
         config["reward"] = {**spec, "name": "reward", "options": {**spec["options"], "runner": "reward"}}
     if case == "shared-gpu":
