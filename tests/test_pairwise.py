@@ -263,8 +263,8 @@ def test_a_pairwise_judge_of_its_own_is_asked_the_pairs_beside_the_pointwise_ver
 
     from radar_local import load_run
     from radar_local.auditing import run_audit
-    from radar_local.cli.audit import _plan
     from radar_local.config import AuditConfig
+    from radar_local.design import design_lines
     from radar_local.report.markdown import audit_markdown
 
     critic = {"engine": "testing", "model": "planted", "name": "critic",
@@ -281,7 +281,7 @@ def test_a_pairwise_judge_of_its_own_is_asked_the_pairs_beside_the_pointwise_ver
     stages = json.loads((tmp_path / "run" / "run.json").read_text())["stages"]
     assert stages["pairwise"]["requests"] == 1250
     (tmp_path / "audit.yaml").write_text(yaml.safe_dump(config))
-    plan = _plan(tmp_path / "audit.yaml", None, None, None)
+    plan = design_lines(tmp_path / "audit.yaml", None, None, None)
     assert any("calls of the pairwise judge critic" in line for line in plan)
     with pytest.raises(ValueError, match="pairwise.verifier: its template and answer are pairwise's own"):
         AuditConfig.model_validate(pairwise_config({}, verifier={**critic, "judge": {"calls": "joint"}}))

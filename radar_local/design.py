@@ -1,0 +1,169 @@
+"""What a config's design can confirm (`radar audit --plan`): the power of its rubric, tasks and N (stats/power.py),
+from the spreads and self-effects a pilot run observed where its run directory holds one."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from radar_local.config import AuditConfig, load_config
+from radar_local.errors import RadarError
+from radar_local.resolved import resolve
+from radar_local.rundir import load_run
+from radar_local.score_table import read_scores
+from radar_local.specs import ModelSpec, PairwiseJudge
+from radar_local.stats.bootstrap import LEVEL
+from radar_local.stats.power import (
+    PLAN_SELF_EFFECT,
+    REFERENCE_PACE,
+    ScoringPass,
+    minimum_confirmed,
+    pilot_correlation,
+    pilot_pace,
+    pilot_spreads,
+    plan_lines,
+)
+
+
+def design_lines(config_path: Path, sd: float | None, self_effect: float | None, out: Path | None) -> list[str]:
+    """The power of the config's design (stats/power.py), from its rubric and tasks, and from the spreads and
+    self-effects its run directory observed where it holds an audit (a pilot); the options override them."""
+    resolved = resolve(load_config(config_path), config_path.parent, config_path)
+    config, rubric, tasks = resolved.config, resolved.rubric, resolved.tasks
+    k, n = len(rubric.criteria), config.adaptive.max_n if config.adaptive else config.n
+    if config.pairwise is not None and config.pairwise.only:
+        return [
+            f"Plan: {k} criteria x {len(tasks)} tasks x 2 directions x N = {n} probes: {k * len(tasks) * 2 * n} "
+            f"directed probes; the judge is asked only pairs, no pointwise verdict. No call is made.",
+            pair_calls(config.pairwise, k, len(tasks), n),
+            "The pairwise findings' power and error rates at this budget: docs/benchmarks/judges.md "
+            "(scripts/pairwise_error.py).",
+        ]
+    narrowest = min(rubric.scales.values(), key=lambda s: s.span)  # mixed scales: the least span, conservative
+    span = float(narrowest.span)
+    pilot = pilot_of(out or (Path(config.out) if config.out else None))
+    observed = ""
+    if pilot is not None and (sd is None or self_effect is None):
+        observed = f"Observed in {pilot['run']}: " + ", ".join(
+            f"{what} {pilot[key]:.2f}"
+            for key, what in (
+                ("sd", "score sd"),
+                ("sd_target", "on the targeted criterion"),
+                ("self_effect", "mean self-effect"),
+                ("rho", "within-probe correlation"),
+            )
+            if pilot.get(key) is not None
+        )
+    sd_target, self_effect_given = sd, self_effect  # --plan-sd sets both spreads
+    if pilot is not None:
+        floor = span / 400  # a pilot whose scores never moved: not a spread of 0
+        sd = sd if sd is not None else max(pilot["sd"], floor) if pilot.get("sd") is not None else None
+        if sd_target is None and pilot.get("sd_target") is not None:
+            sd_target = max(pilot["sd_target"], floor)
+        self_effect = self_effect if self_effect is not None else pilot.get("self_effect")
+    sd = sd if sd is not None else span / 4
+    sd_target = sd_target if sd_target is not None else sd
+    self_effect = self_effect if self_effect is not None else PLAN_SELF_EFFECT
+    level = config.adaptive.confidence if config.adaptive else LEVEL
+    rho = (pilot or {}).get("rho") or 0.0  # 0 before a pilot: conservative
+    power = minimum_confirmed(
+        k,
+        len(tasks),
+        n,
+        sd=sd,
+        span=span,
+        self_effect=self_effect,
+        tau=config.tau,
+        level=level,
+        attributes=len(config.nuisance_specs),
+        pairs_per_task=config.unconditioned,
+        bias_threshold=config.bias_threshold,
+        rho=rho,
+        sd_target=sd_target,
+    )
+
+    def scoring_pass(spec: ModelSpec, share: float = 1.0) -> ScoringPass:
+        judge = spec.judge
+        thinks = judge is not None and judge.reasoning is not None and judge.reasoning.think
+        return ScoringPass(joint=judge is not None and judge.joint, share=share, thinks=thinks)
+
+    passes = [scoring_pass(spec) for spec in config.verifiers]  # every juror and call mode
+    passes += [scoring_pass(*check) for spec in config.verifiers if (check := spec.halo_check()) is not None]
+    passes += [  # each other wording of a judge's template, and a thinking judge's ablation, score every probe
+        scoring_pass(twin)
+        for spec in config.verifiers
+        for twin in [*spec.paraphrased(), *filter(None, [spec.unreasoned()])]
+    ]
+    if (consistency := config.consistency) is not None:  # the first verifier's verdicts asked again
+        passes += [replace(passes[0], share=consistency.share)] * (consistency.repeats - 1)
+    lines = plan_lines(
+        k,
+        len(tasks),
+        n,
+        power,
+        sd=sd,
+        sd_target=sd_target,
+        self_effect=self_effect,
+        level=level,
+        adaptive=bool(config.adaptive),
+        passes=passes,
+        scale=narrowest.name,
+        span=span,
+        tau=config.tau,
+        rho=rho,
+        pace=(pilot or {}).get("pace") or (REFERENCE_PACE if embedded_only(config) else None),
+    )
+    if pilot is not None and pilot["gates"] == 0 and self_effect_given is None:  # its judge never moved a criterion
+        mean = pilot["self_effect"]
+        lines = [
+            *lines[:2],  # the design and its time
+            f"The pilot in {pilot['run']} passed no criterion's gate (tau = {config.tau}: every self-effect below it"
+            f"{'' if mean is None else f', the positive ones averaging {mean:.2f}'}"
+            "): no design confirms anything with this judge, whatever N. A judge that moves with the steers comes "
+            "first (--plan-self-effect plans for one you have not run).",
+        ]
+    if config.pairwise is not None:  # the verifier asked the pairs too
+        lines.append(pair_calls(config.pairwise, k, len(tasks), n))
+    return [observed, *lines] if observed else lines
+
+
+def pair_calls(pairwise: PairwiseJudge, k: int, tasks: int, n: int) -> str:
+    """The pairwise judge's calls: each pair (task, criterion, variant) per question asked, in both orders."""
+    pairs = k * tasks * (n if pairwise.pairs is None else min(n, pairwise.pairs))
+    asked = {"all": k, "diagonal": 1, "overall": 0}[pairwise.asked] + pairwise.asks_overall
+    asker = "the verifier" if pairwise.verifier is None else f"the pairwise judge {pairwise.verifier.label}"
+    more = "" if pairwise.only else " more"
+    return (
+        f"Pairwise: {pairs} pairs x {asked} questions x 2 orders = {pairs * asked * 2}{more} calls of {asker} "
+        "(docs/pairwise.md)."
+    )
+
+
+def embedded_only(config: AuditConfig) -> bool:
+    """Every model of the audit the embedded default on vLLM: the reference pace applies."""
+    specs = [config.generator, *config.verifiers]
+    return all(s.engine == "vllm" and s.model == "smollm2-135m" for s in specs)
+
+
+def pilot_of(run_dir: Path | None) -> dict | None:
+    """A finished audit's observed spread and self-effects in `run_dir`, else None (no run, or not one yet)."""
+    if run_dir is None or not run_dir.is_dir():
+        return None
+    try:
+        run = load_run(run_dir)
+        result = run.result()
+        table = read_scores(run.table_path, run.rubric.scales)
+        stages = run.info().stages
+    except (RadarError, OSError):
+        return None
+    effects = [float(v) for v in result.self_effect if v == v and v > 0]
+    sd, sd_target = pilot_spreads(table)
+    return {
+        "run": str(run_dir),
+        "sd": sd,
+        "sd_target": sd_target,
+        "rho": pilot_correlation(table),
+        "pace": pilot_pace(stages, str(run_dir)),
+        "self_effect": min(1.0, sum(effects) / len(effects)) if effects else None,
+        "gates": int(sum(bool(v) for v in result.reliable)),  # criteria whose gate the pilot's estimate passed
+    }
