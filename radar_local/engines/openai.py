@@ -42,11 +42,12 @@ MAX_COUNT = 1 << 31  # a token count beyond this is no count a server could have
 
 
 class ServerError(RadarError):
-    """The server answered, but not with a usable chat completion (`status`: its HTTP status, where an error)."""
+    """The server answered, but not with a usable chat completion (`status` and `detail`: its HTTP error status and
+    what it said, where it answered one)."""
 
-    def __init__(self, message: str, status: int | None = None):
+    def __init__(self, message: str, status: int | None = None, detail: str = ""):
         super().__init__(message)
-        self.status = status
+        self.status, self.detail = status, detail
 
 
 class OpenAIOptions(EngineOptions):
@@ -142,6 +143,7 @@ class Connection:
                         f"{self.url} answered HTTP {exc.code}{tries}: {detail or _printable(str(exc.reason))}; "
                         "check the server's log, then run again (stored calls are kept)",
                         status=exc.code,
+                        detail=detail,
                     ) from None
             except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
                 if last:
@@ -305,7 +307,7 @@ class OpenAIEngine(StreamBatch):
                 raise
             return (
                 f"{self.url} refuses to continue the judge's turn after its reasoning (continue_final_message: "
-                f"{str(exc).split('; check the')[0].split(': ', 1)[-1]}): its chat template drops an assistant turn's "
+                f"{exc.detail or 'HTTP 400'}): its chat template drops an assistant turn's "
                 "reasoning, as DeepSeek-R1-Distill's and QwQ's do; serve the judge with a template that keeps it "
                 "(vllm serve --chat-template), or run it on the vllm engine"
             )
