@@ -22,11 +22,13 @@ from radar_local.rubric import Task
 @dataclass
 class Files:
     """The files a promptfooconfig names (`file://`): read inside its folder or `root` (shared.referenced), each
-    one listed in `read` for the account."""
+    one listed in `read` for the account, and each text read once (the rubrics and the tasks both read the first
+    prompt)."""
 
     source: Path
     root: Path | None = None
     read: list[str] = field(default_factory=list)
+    texts: dict[Path, str] = field(default_factory=dict)
 
     def path(self, ref: str) -> Path:
         found = shared.referenced(self.source, ref, self.root)
@@ -35,7 +37,10 @@ class Files:
         return found
 
     def text(self, ref: str) -> str:
-        return read_text(self.path(ref))
+        where = self.path(ref)
+        if where not in self.texts:
+            self.texts[where] = read_text(where)
+        return self.texts[where]
 
 
 def as_dict(value: Any) -> dict:
