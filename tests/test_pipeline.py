@@ -15,60 +15,13 @@ import yaml
 
 from radar_local.auditing import run_audit
 from radar_local.config import AuditConfig
-from radar_local.pool import EnginePool
 from radar_local.resolved import resolve
 from radar_local.run import Run
 from radar_local.rundir import load_run
-from tests.conftest import small_vllm
+from tests.conftest import SMALL_RUBRIC, tiny_config
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
-TINY_TASK = [{"id": "refund", "prompt": "A customer wants a refund for a cracked blender jug. Reply in two sentences."}]
-
-
-SMALL_RUBRIC = REPO / "tests" / "data" / "small_rubric.yaml"  # 3 criteria: 12 probes at n = 2, 36 score calls
-
-
-def tiny_config(engine: str, **kw) -> dict:
-    options = small_vllm() if engine == "vllm" else {"batch_size": 8}  # the session engine's options
-    spec = {"engine": engine, "model": "smollm2-135m", "options": options}
-    return {
-        "rubric": "helpsteer2",
-        "tasks": TINY_TASK,
-        "generator": spec,
-        "verifier": spec,
-        "n": 2,
-        "seed": 0,
-        "generation": {"max_new_tokens": 24},
-        "scoring": {"max_reasoning_chars": 24, "max_rationale_chars": 16},
-        "bootstrap": 50,
-        **kw,
-    }
-
-
-class SharedPool(EnginePool):
-    """The session's engine, never closed by the pipeline (one engine per test session)."""
-
-    def __init__(self, engine, spec):
-        super().__init__()
-        self.engine, self.spec = engine, spec
-
-    def close(self):
-        pass
-
-
-@pytest.fixture(scope="module")
-def vllm_pool(vllm_engine):
-    cfg = AuditConfig.model_validate(tiny_config("vllm"))
-    return SharedPool(vllm_engine, cfg.generator)
-
-
-@pytest.fixture(scope="module")
-def small_run(vllm_pool, tmp_path_factory):
-    """One small audit, copied by each test that builds on it."""
-    run = tmp_path_factory.mktemp("small") / "run"
-    run_audit(AuditConfig.model_validate(tiny_config("vllm", rubric=str(SMALL_RUBRIC))), run, base=REPO, pool=vllm_pool)
-    return run
 
 
 def copy_run(src: Path, dst: Path) -> Path:

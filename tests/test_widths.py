@@ -70,9 +70,14 @@ def reference(df: pd.DataFrame, crit: list[str]) -> dict:
         n = counts[t, i, d, j]
         return sums[t, i, d, j] / n if n else None
 
-    def shift(t, i, j):
+    def shifted(t, i, j):
         p, m = mean(t, i, "+", j), mean(t, i, "-", j)
         return None if p is None or m is None else p - m
+
+    shifts = {(t, i, j): shifted(t, i, j) for t in tasks for i in crit for j in crit}  # each computed once
+
+    def shift(t, i, j):
+        return shifts[t, i, j]
 
     se_t = {(t, i): shift(t, i, i) for t in tasks for i in crit}
     leak_t = {
