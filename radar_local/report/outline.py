@@ -6,7 +6,7 @@ each renderer makes it inert its own way (a Markdown code span or fence, HTML es
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from radar_local.nuisance import WAYS
@@ -63,6 +63,7 @@ from radar_local.report.text import (
     adaptive_line,
     adaptive_rows,
     agreement_line,
+    at_level,
     cost_rows,
     double_count_line,
     global_line,
@@ -179,7 +180,21 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
     ]
     for measured in MEASURED:
         sections += measured(r, figure, bias)
-    return sections
+    return at_levels(sections, r.bootstrap.level)
+
+
+def at_levels(sections: list[Section], level: float) -> list[Section]:
+    """The sections with their tables' interval columns at `level`, the level the audit's intervals were drawn at
+    (every block's, stats.json's `level`)."""
+    return [
+        replace(
+            s,
+            blocks=[
+                replace(b, head=[at_level(h, level) for h in b.head]) if isinstance(b, Table) else b for b in s.blocks
+            ],
+        )  # fmt: skip
+        for s in sections
+    ]
 
 
 Measured = Callable[..., list[Section]]  # (the audit, its figure maker, the bias examples) -> its sections
@@ -258,7 +273,7 @@ def pairwise_audit_sections(r: PairwiseAudit) -> list[Section]:
                 ],
             )
         )
-    return sections
+    return at_levels(sections, r.pairwise.level)
 
 
 def pairwise_report_sections(r: PairwiseAudit, info: RunInfo) -> list[Section]:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from radar_local.report.text import CI, flag_text, pair_records
+from radar_local.report.text import CI, at_level, flag_text, pair_records
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -53,7 +53,7 @@ def leakage_heatmap(result: AuditResult) -> Figure:
     ax.set_yticks(range(k), [f"{c} (gated)" if not result.reliable[c] else c for c in crit])
     ax.set_xlabel("target criterion (scored)")
     ax.set_ylabel("source criterion (steered)")
-    ax.set_title(f"Leakage with {CI} half-width")
+    ax.set_title(at_level(f"Leakage with {CI} half-width", result.bootstrap.level))
     return fig
 
 

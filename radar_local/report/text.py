@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from radar_local.stats.bootstrap import LEVEL
-
 if TYPE_CHECKING:
     from radar_local.records import RunInfo
     from radar_local.stats.result import AuditResult
@@ -140,7 +138,14 @@ def findings(result: AuditResult) -> list[str]:
 
 # ---- one row builder for the console, Markdown and HTML renderers ----
 
-CI = f"{LEVEL:.0%} CI"  # the level every interval of a report is at
+CI = "{level} CI"  # a column of intervals, at the level of the audit's (at_level writes it in)
+
+
+def at_level(text: str, level: float) -> str:
+    """`text` with the level of the intervals it names written in: a head or title that says CI."""
+    return text.replace("{level}", f"{level:.0%}")
+
+
 SELF_EFFECT_HEAD = ["criterion", "self-effect", CI, "reliable", "tasks <= 0"]
 PAIR_HEAD = ["pair", "l_ab", "l_ba", "Sym", f"Sym {CI}", "Asym", "human r", "flag"]
 
