@@ -213,6 +213,11 @@ FIGURES: dict[str, Callable[[AuditResult], Figure]] = {
 }
 
 
+COUPLING = ("leakage", "sym_asym", "task_spread", "budget")  # drawn where a rubric has two criteria or more
+
+
 def figures_for(result: AuditResult) -> dict[str, Callable[[AuditResult], Figure]]:
-    """The report's figures for this result: the bias heatmap where it measured nuisance attributes."""
-    return {**FIGURES, "nuisance": nuisance_heatmap} if result.bias_rows else FIGURES
+    """The report's figures for this result: the bias heatmap where it measured nuisance attributes; of a rubric of
+    one criterion, no coupling's."""
+    figures = {**FIGURES, "nuisance": nuisance_heatmap} if result.bias_rows else FIGURES
+    return figures if len(result.criteria) > 1 else {k: f for k, f in figures.items() if k not in COUPLING}
