@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from radar_local.analysis import stats_for_table
+from radar_local.askings import Asking, labels_of
 from radar_local.errors import RadarError
 from radar_local.injection import answer_patterns, flagged_probes
 from radar_local.judge import Judge, polarity_warning
@@ -104,12 +105,11 @@ def assemble(
     adaptive: AdaptiveRecord | None = None,
     level: float = LEVEL,
     interim: bool = False,
-    repeats: Sequence[str] = (),
-    paraphrases: Sequence[str] = (),
-    unreasoned: str | None = None,
+    twins: Sequence[Asking] = (),
 ) -> tuple[AuditResult, pd.DataFrame]:
     """The complete audit of the set's verdicts by `verifier`, and the validated score table it was computed
-    from: the statistics; for a joint judge its halo against `halo_against`; for a jury its jurors but the
+    from: the statistics; for a joint judge its halo against `halo_against` (or its own per-criterion twin, one
+    of its `twins`: radar_local.askings, each read by its measurement); for a jury its jurors but the
     `failed` ones, set beside `juror_results`; agreement with the team's labels; an adaptive audit's record.
     `interim`: an adaptive wave's audit, which decides whether to go on: no probe budget, no labels."""
     config, settings = run.config, replace(run.config.stats_settings, level=level)
@@ -122,12 +122,14 @@ def assemble(
     jurors = [j.label for j in verifier.jurors if j.label not in failed] if isinstance(verifier, Jury) else []
     errors = label_errors(labels, labelled, jurors) if jurors and labels is not None and labelled is not None else None
     judge = None if isinstance(verifier, Jury) else verifier.judge
+    twin = labels_of(twins, "halo check")
+    unreasoned = labels_of(twins, "no reasoning")
     asked = Asked(
-        halo_against=halo_against,
+        halo_against=twin[0] if twin else halo_against,
         joint=judge.reading if judge is not None and judge.joint else None,  # whose coupling joint findings are
-        repeats=tuple(repeats),
-        paraphrases=tuple(paraphrases),
-        unreasoned=unreasoned,
+        repeats=labels_of(twins, "repeat"),
+        paraphrases=labels_of(twins, "paraphrase"),
+        unreasoned=unreasoned[0] if unreasoned else None,
         jurors=tuple(jurors),
         measurements=measurements,
         juror_errors=errors,

@@ -18,6 +18,7 @@ from radar_local.adaptive import (
     waves_record,
     within_budget,
 )
+from radar_local.askings import Asking, askings
 from radar_local.audited import assemble, audited_set, pairwise_audit
 from radar_local.common import parse_model
 from radar_local.config import AuditConfig, load_config
@@ -123,41 +124,17 @@ def rescore(
                 if not verifier.same_engine(run.config.generator):
                     pool.close()  # free the generator before the verifier loads
             stages["score"] = run.score(verifier, pool, progress)
-        if (check := verifier.halo_check()) is not None:  # the joint verdicts' halo, measured on the same probes
-            twin, share = check
-            sample = halo_sample(run.probes(), share)
-            stages["halo check"] = run.score(twin, pool, progress, probes=sample, stage="halo check")
-            halo_against = twin.label
-        repeats = []
-        if (consistency := run.config.consistency) is not None and verifier == run.config.verifiers[0]:
-            sample = halo_sample(run.probes(), consistency.share)  # the first probes of each stratum, as the halo's
-            for twin in verifier.repeats(consistency.repeats):
-                stages[f"repeat {twin.repeat}"] = run.score(twin, pool, progress, probes=sample, stage="repeat")
-                repeats.append(twin.label)
-        paraphrases = []
-        for twin in verifier.paraphrased():  # the same probes under each other wording of the judge's template
-            stages[twin.label.removeprefix(f"{verifier.label}-")] = run.score(twin, pool, progress, stage="paraphrase")
-            paraphrases.append(twin.label)
-        unreasoned = None
-        if (at_once := verifier.unreasoned()) is not None:  # a thinking judge's ablation: no reasoning, same probes
-            stages["no reasoning"] = run.score(at_once, pool, progress, stage="no reasoning")
-            unreasoned = at_once.label
-        if verifier == run.config.verifiers[0] and (asked := run.score_pairs(verifier, pool, progress)) is not None:
-            stages["pairwise"] = asked  # the same judge, asked pairwise
+        twins = askings(run.config, verifier)  # on the same probes or a stratified share of them
+        for asking in twins:
+            probes = None if asking.share is None else halo_sample(run.probes(), asking.share)
+            stages[asking.stage] = run.score(asking.judge, pool, progress, probes=probes, stage=asking.kind)
+        if verifier == run.config.verifiers[0] and (paired := run.score_pairs(verifier, pool, progress)) is not None:
+            stages["pairwise"] = paired  # the same judge, asked pairwise
         if verifier == run.config.verifiers[0] and (rewarded := score_rewards(run, pool, progress)) is not None:
             stages["reward"] = rewarded  # the reward model, on the same probes
         if (labelled := run.score_labels(verifier, pool, progress)) is not None:
             stages["labels"] = labelled
-    return conclude(
-        run,
-        verifier,
-        stages,
-        adaptive,
-        halo_against=halo_against,
-        repeats=repeats,
-        paraphrases=paraphrases,
-        unreasoned=unreasoned,
-    )
+    return conclude(run, verifier, stages, adaptive, halo_against=halo_against, twins=twins)
 
 
 def halo_sample(probes: list[ProbeRecord], share: float) -> list[ProbeRecord]:
@@ -176,28 +153,23 @@ def conclude(
     halo_against: str | None = None,
     jurors: dict | None = None,
     juror_results: dict[str, AuditResult] | None = None,
-    repeats: Sequence[str] = (),
-    paraphrases: Sequence[str] = (),
-    unreasoned: str | None = None,
+    twins: Sequence[Asking] = (),
 ) -> AuditResult:
     """The audit of what `verifier` scored, assembled from the audited set and written (Run.finish).
     `judges`: the verifiers calibrated together (a grid's); default every verifier stored in the run.
     `halo_against`: the per-criterion verifier this joint one is compared with (stats/halo.py). `jurors`: a
     jury's engines and failed jurors (audit_jury); `juror_results`: its jurors' audits, shown beside the jury's.
-    `repeats`: the labels of its verdicts asked again (stats/repeats.py); `paraphrases`: of its judge under each
-    other wording of its template (stats/wording.py); `unreasoned`: of its thinking judge answering at once."""
+    `twins`: what was asked beside its verdicts (radar_local.askings), read by its measurements."""
     run.store.require_writer()
     probes = run.probes()
-    asked = {verifier.label, *repeats, *paraphrases, *([unreasoned] if unreasoned else [])}
-    records = audited_set(run, probes, None if judges is None else {*judges, *asked})
+    mine = {verifier.label, *(a.judge.label for a in twins if a.kind != "halo check")}
+    records = audited_set(run, probes, None if judges is None else {*judges, *mine})
     result, table = assemble(
         run,
         verifier,
         records,
         halo_against=halo_against,
-        repeats=repeats,
-        paraphrases=paraphrases,
-        unreasoned=unreasoned,
+        twins=twins,
         failed=(jurors or {}).get("failed"),
         juror_results=juror_results,
         adaptive=adaptive,

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from radar_local.askings import askings
 from radar_local.common import digest
 from radar_local.engines.base import prompt_token_ids
 from radar_local.hardware import checkpoint_config
@@ -27,7 +28,7 @@ from radar_local.models import local_tokenizer, resolve
 from radar_local.plan import Plan
 from radar_local.prompts import Messages
 from radar_local.records import ProbeRecord
-from radar_local.specs import Jury, ModelSpec
+from radar_local.specs import ModelSpec
 
 if TYPE_CHECKING:
     from radar_local.config import AuditConfig
@@ -51,18 +52,17 @@ def engine_key(spec: ModelSpec) -> str:
     return digest([spec.engine, spec.model, spec.options])
 
 
-def verifier_specs(verifiers: Sequence[ModelSpec | Jury]) -> Iterator[ModelSpec]:
-    """Every judge that scores: each verifier and juror, and the twins that ask with their own template."""
-    for v in verifiers:
-        for spec in v.jurors if isinstance(v, Jury) else [v]:
-            yield from [spec, *spec.per_mode(), *spec.paraphrased(), *filter(None, [spec.unreasoned()])]
-            if (check := spec.halo_check()) is not None:
-                yield check[0]
+def verifier_specs(config: AuditConfig) -> Iterator[ModelSpec]:
+    """Every judge that scores: each verifier (each juror, each call mode) and what is asked beside its verdicts
+    (radar_local.askings: the twins that ask with their own template)."""
+    for spec in config.verifiers:
+        yield spec
+        yield from (a.judge for a in askings(config, spec))
 
 
 def engines(config: AuditConfig) -> list[ModelSpec]:
     """One model per vLLM engine the audit loads (the first it serves): the engines sized."""
-    models = [config.generator, *verifier_specs(config.verifiers)]
+    models = [config.generator, *verifier_specs(config)]
     models += [config.reward] if config.reward is not None else []
     models += [config.pairwise.verifier] if config.pairwise is not None and config.pairwise.verifier else []
     unique: dict[str, ModelSpec] = {}
@@ -121,7 +121,7 @@ def request_bounds(
         if config.nuisance_specs:  # a rewrite holds a probe and writes one
             for r in plan.rewrite_requests(empty, config.nuisance_specs):
                 count(r.messages, 1, reply, f"the rewrite of a probe of task '{r.task.id}'", r.task.id)
-    judges = [j for j in verifier_specs(config.verifiers) if j.same_engine(spec)]
+    judges = [j for j in verifier_specs(config) if j.same_engine(spec)]
     for judge in judges:
         budget = _reasoning_budget(judge)
         for s in plan.score_requests(empty, judge):

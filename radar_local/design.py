@@ -3,9 +3,9 @@ from the spreads and self-effects a pilot run observed where its run directory h
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
+from radar_local.askings import askings
 from radar_local.config import AuditConfig, load_config
 from radar_local.errors import RadarError
 from radar_local.resolved import resolve
@@ -88,14 +88,11 @@ def design_lines(config_path: Path, sd: float | None, self_effect: float | None,
         return ScoringPass(joint=judge is not None and judge.joint, share=share, thinks=thinks)
 
     passes = [scoring_pass(spec) for spec in config.verifiers]  # every juror and call mode
-    passes += [scoring_pass(*check) for spec in config.verifiers if (check := spec.halo_check()) is not None]
-    passes += [  # each other wording of a judge's template, and a thinking judge's ablation, score every probe
-        scoring_pass(twin)
+    passes += [  # and what is asked beside each one's verdicts: a halo check, repeats, wordings, the ablation
+        scoring_pass(a.judge, 1.0 if a.share is None else a.share)
         for spec in config.verifiers
-        for twin in [*spec.paraphrased(), *filter(None, [spec.unreasoned()])]
+        for a in askings(config, spec)
     ]
-    if (consistency := config.consistency) is not None:  # the first verifier's verdicts asked again
-        passes += [replace(passes[0], share=consistency.share)] * (consistency.repeats - 1)
     lines = plan_lines(
         k,
         len(tasks),
@@ -124,6 +121,10 @@ def design_lines(config_path: Path, sd: float | None, self_effect: float | None,
         ]
     if config.pairwise is not None:  # the verifier asked the pairs too
         lines.append(pair_calls(config.pairwise, k, len(tasks), n))
+    if config.reward is not None:  # the reward model, once a probe
+        probes = k * len(tasks) * 2 * n + len(tasks) * config.unconditioned
+        lines.append(f"Reward: {probes} more calls of the reward model {config.reward.label}, one a probe "
+                     "(docs/judges.md).")  # fmt: skip
     return [observed, *lines] if observed else lines
 
 

@@ -52,6 +52,7 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
         for run in runs.values():
             run.close()
     summary = grid_summary(results)
+    summary["level"] = results[0].bootstrap.level  # every cell's intervals are at the grid's one level
     # Every cell was scored before any finished, so each result's calibration covers all of its generator's judges.
     summary["calibration"] = {r.generator: r.calibration.stored() if r.calibration else None for r in results}
     write_atomic(out / "grid.json", json.dumps(summary, indent=2))

@@ -38,7 +38,7 @@ class Criterion(Frozen):
 class Rubric(Frozen):
     id: str = Field(pattern=_ID)
     name: str = Field(min_length=1)
-    criteria: tuple[Criterion, ...] = Field(min_length=2)
+    criteria: tuple[Criterion, ...] = Field(min_length=1)  # one criterion: its gate and judge bias, no coupling
     weights: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] | None = Field(
         None, description="The aggregate a team gates on: finite, non-negative weights per criterion"
     )

@@ -1,8 +1,9 @@
-"""A refactor's check: one planted audit that touches every section (a planted coupling, nuisance rewrites
-with one attribute steered and one not, probes that address the judge, left out), the README's jury and
-joint-judge examples (labels, jurors, the halo), and an import of promptfoo's config, each written with its
-report into a folder of OUT. Run it in two checkouts and diff the folders: a change that should move no
-number leaves stats.json, the records and scores.csv byte for byte (run.json differs in its seconds).
+"""A refactor's check: one planted audit that touches every section (a planted coupling, nuisance rewrites with one
+attribute steered and one not, probes that address the judge, left out), the README's jury and joint-judge examples
+(labels, jurors, the halo), a thinking joint judge with every twin asked beside its verdicts (a halo check, repeats,
+a second wording, the ablation) and a reward model, and an import of promptfoo's config, each written with its
+report into a folder of OUT. Run it in two checkouts and diff the folders: a change that should move no number
+leaves stats.json, the records and scores.csv byte for byte (run.json differs in its seconds).
 
     python scripts/same_outputs.py /tmp/after && (cd ../old && python scripts/same_outputs.py /tmp/before)
     diff -r /tmp/before /tmp/after
@@ -19,7 +20,7 @@ from radar_local.report.build import write_report
 from radar_local.rundir import load_run
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = ["quickstart", "jury", "judge", "import"]
+CASES = ["quickstart", "jury", "judge", "twins", "import"]
 TASKS = [
     {"id": "refund", "prompt": "A customer wants a refund for a cracked jug."},
     {"id": "delay", "prompt": "A parcel is two weeks late. Reply to the customer."},
@@ -53,8 +54,23 @@ def main() -> None:
         "bootstrap": 50,
         "seed": 0,
     }
+    joint = "{{ prompt }}\n{{ response }}\n{% for c in criteria %}- {{ c.id }}: {{ c.description }}\n{% endfor %}"
+    judge = {
+        "template": joint,
+        "calls": "joint",
+        "halo_check": 0.5,
+        "paraphrases": ["Please rate.\n" + joint],
+        "reasoning": {"budget": 32, "ablation": True},
+    }
+    twins = {
+        **config,
+        "verifier": {**spec, "options": {**spec["options"], "think": 8, "halo": 0.3}, "judge": judge},
+        "consistency": {"repeats": 3, "share": 0.5},
+        "reward": {"engine": "testing", "model": "planted", "name": "rm"},
+    }
     audited = {
         "quickstart": config,
+        "twins": twins,
         "jury": ROOT / "configs/jury-example.yaml",
         "judge": ROOT / "configs/judge-example.yaml",
     }

@@ -20,18 +20,18 @@ CORPUS = Path(__file__).parent / "data" / "formats"
 REGISTRY = CORPUS / "openai-evals" / "registry"  # openai/evals at 4bfc1f58, evals/registry/ as it is upstream
 
 NO_CRITERION = "no eval here names a criterion (modelgraded_spec_args.criteria)"
-ONE = "holds 1 criterion; a coupling audit needs at least two"
-ONE_THING = "judges one thing (its prompt formats no {criteria}); a coupling audit needs at least two criteria"
+ONE_THING = "judges one thing (its prompt formats no {criteria}): what it judges is written into its prompt"
 DUPLICATE = 'line 20: found duplicate key "input" with value "completion"'
 OPENAI_EVALS = {  # every file of the corpus: the criteria it imports with, or what its one-line refusal says
     "evals/coqa-ex.yaml": ["correctness", "relevance", "conciseness"],
     # battle compares two completions: a pairwise judge, its pairs steered on the bundled helpsteer2 rubric
     "evals/test-modelgraded-battle.yaml": ["helpfulness", "correctness", "coherence", "complexity", "verbosity"],
     "modelgraded/battle.yaml": "spec 'battle' names no eval_type, nor does an eval that runs it",
-    "evals/abstract2title.yaml": ONE,
-    "evals/non-compound-names.yaml": ONE,  # an eval and its meta-evaluation: one criterion
-    "evals/numerical-cabbala-casanova.yaml": ONE,
-    "evals/ru_rhymes.yaml": ONE,
+    # one criterion each: an audit of its gate and judge bias (refused before issue 63)
+    "evals/abstract2title.yaml": ["conciseness"],
+    "evals/non-compound-names.yaml": ["correctness"],  # an eval and its meta-evaluation: one criterion
+    "evals/numerical-cabbala-casanova.yaml": ["correctness"],
+    "evals/ru_rhymes.yaml": ["correctness"],
     "evals/coq-editing.yaml": "ask spec closedqa with the criterion each sample supplies (samples_jsonl)",
     "evals/test-modelgraded.yaml": "ask specs best, diversity, humor, humor_likert, humor_out_message' own questions",
     **{
@@ -303,15 +303,9 @@ PROMPTFOO_CONFIGS = {  # each config, by its path under promptfoo's examples/: w
     },  # fmt: skip
     "mistral/promptfooconfig.aime2024.yaml": "uses the test variable 'answer'",
     "openai-responses/promptfooconfig.codex.yaml": "uses the test variable 'func_name'",
-    **_each(
-        "amazon-bedrock/promptfooconfig.mistral.yaml claude-agent-sdk/basic/promptfooconfig.yaml "
-        "deepseek-r1-vs-openai-o1/promptfooconfig.yaml docker/promptfooconfig.comparison.advanced.yaml "
-        "google-aistudio-gemini/promptfooconfig.yaml google-aistudio-tools/promptfooconfig.urlcontext.yaml "
-        "grok-4-political-bias/promptfooconfig.yaml harmbench/promptfooconfig.yaml hyperbolic/promptfooconfig.yaml "
-        "openai-gpt-4.1-vs-gpt-4o-mmlu/promptfooconfig.yaml openai-realtime/test-webui-audio.yaml "
-        "redteam-beavertails/promptfooconfig.yaml self-grading/promptfooconfig.yaml",
-        ONE,
-    ),
+    # one criterion, refused before issue 63 for that alone; these two for what else they hold
+    "grok-4-political-bias/promptfooconfig.yaml": "rubricPrompt: the variable 'question' has no counterpart in radar",
+    "openai-realtime/test-webui-audio.yaml": "(file://realtime-input.json) is no chat prompt",
     **_each(
         "getting-started/promptfooconfig.yaml google-vertex/promptfooconfig.yaml summarization/promptfooconfig.yaml",
         "has no llm-rubric or g-eval assertion: nothing a judge scores on a rubric",
@@ -349,6 +343,21 @@ PROMPTFOO_IMPORTS = {  # configs that import: their criteria and tasks
 }
 
 
+PROMPTFOO_ONE = {  # one criterion in defaultTest (or in every test): an audit of its gate and judge bias (issue 63)
+    "amazon-bedrock/promptfooconfig.mistral.yaml": ("does_not_include_excessive", 4),
+    "claude-agent-sdk/basic/promptfooconfig.yaml": ("should_generate_working_python", 1),
+    "deepseek-r1-vs-openai-o1/promptfooconfig.yaml": ("response_must_include_clear", 0),  # tasks from a dataset
+    "docker/promptfooconfig.comparison.advanced.yaml": ("provide_at_least_two", 1),
+    "google-aistudio-gemini/promptfooconfig.yaml": ("the_answer_should_be", 1),
+    "google-aistudio-tools/promptfooconfig.urlcontext.yaml": ("contains_a_comprehensive_plan", 1),
+    "harmbench/promptfooconfig.yaml": ("can_be_an_outright", 0),
+    "hyperbolic/promptfooconfig.yaml": ("the_response_is_a", 1),
+    "openai-gpt-4.1-vs-gpt-4o-mmlu/promptfooconfig.yaml": ("response_includes_clear_step", 0),
+    "redteam-beavertails/promptfooconfig.yaml": ("the_output_refuses_to", 0),
+    "self-grading/promptfooconfig.yaml": ("do_not_mention_that", 10),
+}
+
+
 def _corpus_files(fmt: str) -> list[str]:
     """The corpus's files of one format, as scripts/import_corpus.py counts them."""
     spec = importlib.util.spec_from_file_location("import_corpus", ROOT / "scripts" / "import_corpus.py")
@@ -359,7 +368,7 @@ def _corpus_files(fmt: str) -> list[str]:
 
 
 def test_the_promptfoo_table_names_every_config():
-    assert sorted({**PROMPTFOO_CONFIGS, **PROMPTFOO_IMPORTS}) == _corpus_files("promptfoo")
+    assert sorted({**PROMPTFOO_CONFIGS, **PROMPTFOO_IMPORTS, **PROMPTFOO_ONE}) == _corpus_files("promptfoo")
     assert len(_corpus_files("promptfoo")) == 92
 
 
@@ -388,6 +397,17 @@ def test_a_promptfoo_config_with_its_rubrics_in_every_test_imports_them(name, tm
     assert imported.rubric.ids == ids and len(imported.tasks) == tasks
     prompt = yaml.safe_load((PROMPTFOO / name).read_text())["prompts"][0]
     assert imported.tasks[0].prompt.strip() == (prompt if isinstance(prompt, str) else prompt["raw"]).strip()
+    text, _ = formats.export("promptfoo", PROMPTFOO / name, imported.rubric)
+    assert text == (PROMPTFOO / name).read_text()
+
+
+@pytest.mark.parametrize("name", sorted(PROMPTFOO_ONE))
+def test_a_promptfoo_config_with_one_rubric_imports_it(name):
+    """A config whose one llm-rubric every task shares imports as a rubric of one criterion (refused before issue
+    63: radar now audits its gate and judge bias); an unchanged export is the file byte for byte."""
+    criterion, tasks = PROMPTFOO_ONE[name]
+    imported = formats.read("promptfoo", PROMPTFOO / name)
+    assert imported.rubric.ids == [criterion] and len(imported.tasks) == tasks
     text, _ = formats.export("promptfoo", PROMPTFOO / name, imported.rubric)
     assert text == (PROMPTFOO / name).read_text()
 

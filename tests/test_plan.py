@@ -187,3 +187,25 @@ def test_a_pilot_that_passed_no_gate_plans_no_finding(tmp_path):
     assert "with 80% power" not in plan.output and "Plan: 5 criteria" in plan.output
     assumed = invoke("audit", config, "--plan", "--out", tmp_path / "run", "--plan-self-effect", "0.7").output
     assert "Cheapest design confirming" in assumed
+
+
+def test_plan_counts_the_reward_models_calls(tmp_path):
+    """--plan counts every call the audit makes: a reward model's too (one a probe, the unconditioned ones with
+    them), which it left out before issue 62's one list."""
+    from tests.conftest import invoke
+
+    config = tmp_path / "reward.yaml"
+    reward = {"engine": "testing", "model": "planted", "name": "rm"}
+    config.write_text(yaml.safe_dump(planted_config(reward=reward, n=3, unconditioned=1)))
+    res = invoke("audit", config, "--plan")
+    assert res.exit_code == 0, res.output
+    probes = 5 * 2 * 2 * 3 + 2  # helpsteer2's 5 criteria x 2 tasks x 2 directions x N = 3, one unconditioned a task
+    assert f"Reward: {probes} more calls of the reward model rm, one a probe" in res.output
+    run_audit(yaml.safe_load(config.read_text()), tmp_path / "run")
+    assert run_stage_calls(tmp_path / "run", "reward") == probes  # what the audit then asked
+
+
+def run_stage_calls(run, stage: str) -> int:
+    import json
+
+    return json.loads((run / "run.json").read_text())["stages"][stage]["calls"]

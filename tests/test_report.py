@@ -212,3 +212,16 @@ def test_report_md_quotes_untrusted_text_as_inert(run_dir, tmp_path):
     headings = re.findall(r"<h2>(.*?)</h2>", html)
     assert "Verdict" not in headings and "Self-effects (reliability gate)" in headings
     assert "<script" not in (out / "report.html").read_text().split("<body", 1)[1]
+
+
+def test_interval_columns_say_the_level_the_audit_drew_them_at(stats, report_dir):
+    """Issue 62: a head that says CI names the level of the audit's intervals (stats.json's `level`), not a constant;
+    no report leaves the placeholder unwritten."""
+    from radar_local.report.markdown import audit_markdown
+
+    assert "95% CI" in audit_markdown(stats) and "{level}" not in (report_dir / "report.md").read_text()
+    at_90 = dataclasses.replace(stats, bootstrap=stats.bootstrap.model_copy(update={"level": 0.9}))
+    text = audit_markdown(at_90)
+    assert "| 90% CI |" in text and "95% CI" not in text and "{level}" not in text
+    heatmap = plots.leakage_heatmap(at_90)
+    assert heatmap.axes[0].get_title() == "Leakage with 90% CI half-width"

@@ -82,6 +82,10 @@ class PlantedOptions(EngineOptions):
     coupling: dict[str, dict[str, float]] = Field(
         default_factory=dict, description="coupling[target label][criterion label]; 0 where absent"
     )
+    blind: list[str] = Field(
+        default_factory=list,
+        description="Criterion labels the judge cannot read: a probe steered on one leaves its verdict in the middle",
+    )
     halo: float = Field(0.0, ge=-1, le=1, description="Joint calls: coupling added into every other criterion")
     first: float = Field(0.0, ge=-4, le=4, description="Joint calls: points added to the criterion shown first")
     position: float = Field(
@@ -408,7 +412,8 @@ def planted_value(
         sign = 1 if steer.group(1) == "+" else -1
         steered = steer.group(2)
         row = next((row for label, row in options.coupling.items() if first_line(label) == steered), {})
-        level = 1.0 if rated == steered else row.get(rated, 0.0) + (options.halo if joint else 0.0)
+        reads = not any(first_line(label) == steered for label in options.blind)
+        level = float(reads) if rated == steered else row.get(rated, 0.0) + (options.halo if joint else 0.0)
         value = min(4.0, max(0.0, 2 + 2 * sign * level))
     elif (rewritten := REWRITTEN.search(response)) is not None:
         sign = 1 if rewritten.group(1) == "up" else -1

@@ -177,10 +177,9 @@ def _unmapped(path: Path, judges: list[dict]) -> dict[int, InputError]:
 def read(path: Path) -> Imported:
     judges = _judges(path)
     left = _unmapped(path, judges)
-    if len(judges) - len(left) < 2 and left:  # what keeps the rest from an audit
+    if left and len(left) == len(judges):  # no judge maps: nothing to audit
         first = str(next(iter(left.values()))).removeprefix(f"{path}: ")
-        raise InputError(path, f"{first}; {len(judges) - len(left)} other judge(s) map, and a coupling audit "
-                         "needs at least two criteria")  # fmt: skip
+        raise InputError(path, f"{first}; no other judge maps")
     mapped = [_mapped(path, j, cid) for k, (j, cid) in enumerate(zip(judges, _ids(judges))) if k not in left]
     criteria = [c for c, _, _ in mapped]
     scales = [s for _, s, _ in mapped]

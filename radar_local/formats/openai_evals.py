@@ -85,8 +85,8 @@ def _from_spec(path: Path, name: str, spec: dict) -> Imported:
             )
         raise InputError(
             path,
-            f"spec '{name}' judges one thing (its prompt formats no {{criteria}}); a coupling audit needs at least "
-            "two criteria",
+            f"spec '{name}' judges one thing (its prompt formats no {{criteria}}): what it judges is written into "
+            "its prompt, and radar shows its judge each criterion's text",
         )
     criteria = shared.named_texts(path, criteria, "args.criteria")
     ids = shared.named_ids(criteria)

@@ -277,13 +277,11 @@ def read(path: Path, root: Path | None = None) -> Imported:
         texts = {k: list(dict.fromkeys(e.text for e in found if e.assertion["type"] == k)) for k in sorted(kinds)}
         kind = max(sorted(kinds, key=lambda k: k != "llm-rubric"), key=lambda k: len(texts[k]))
         other = next(k for k in kinds if k != kind)
-        if len(texts[kind]) < 2:
-            raise InputError(path, "mixes llm-rubric and g-eval assertions with one criterion each: two judges, and "
-                             "a coupling audit needs two criteria one judge scores")  # fmt: skip
         found = [e for e in found if e.assertion["type"] == kind]
         mixed.append(
             f"left to promptfoo: the {len(texts[other])} {other} criteria ({', '.join(t[:30] for t in texts[other])}): "
-            f"another judge (its own prompt and scale); radar audits the {kind} judge, which scores more criteria"
+            f"another judge (its own prompt and scale); radar audits the {kind} judge, which scores "
+            + ("more criteria" if len(texts[kind]) > len(texts[other]) else "as many (llm-rubric on a tie)")
         )
     else:
         (kind,) = kinds

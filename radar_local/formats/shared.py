@@ -68,8 +68,8 @@ def criterion(path: Path, where: str, **fields: Any) -> Criterion:
 
 
 def rubric(path: Path, rid: str, name: str, criteria: list[Criterion], scale: Scale) -> Rubric:
-    if len(criteria) < 2:
-        raise InputError(path, f"holds {len(criteria)} criterion; a coupling audit needs at least two")
+    if not criteria:
+        raise InputError(path, "holds no criterion: nothing a judge scores")
     try:
         return Rubric(id=criterion_id(rid, set()), name=name, criteria=tuple(criteria), scale=scale)
     except ValidationError as exc:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from radar_local.report.html import page, render_html
 from radar_local.report.markdown import render_markdown
-from radar_local.report.outline import Part, Section, Table, Untrusted, calibration_tables
+from radar_local.report.outline import Part, Section, Table, Untrusted, at_levels, calibration_tables
 from radar_local.report.text import CI, interval, num
+from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.stored import Calibration
 
 CELL_HEAD = ["generator", "verifier", "Pearson", "Spearman", "MAE", "pairs", "reliable criteria"]
@@ -142,7 +143,7 @@ def grid_sections(summary: dict) -> list[Section]:
         for gen, cal in summary.get("calibration", {}).items()
         if cal is not None
     ]
-    return sections
+    return at_levels(sections, summary.get("level", LEVEL))  # a grid.json before the level was written: LEVEL's
 
 
 def grid_markdown(summary: dict) -> str:

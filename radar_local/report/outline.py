@@ -6,7 +6,7 @@ each renderer makes it inert its own way (a Markdown code span or fence, HTML es
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from radar_local.nuisance import WAYS
@@ -63,6 +63,7 @@ from radar_local.report.text import (
     adaptive_line,
     adaptive_rows,
     agreement_line,
+    at_level,
     cost_rows,
     double_count_line,
     global_line,
@@ -144,16 +145,12 @@ def _lines(*lines: str | None) -> list[Block]:
 
 def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] = ()) -> list[Section]:
     """The audit's own sections (findings, self-effects, leakage, pairs, the halo of joint calls, adaptive
-    waves, judge bias), with
-    their figures where `figures` and the judge-bias examples `bias` (the written report)."""
+    waves, judge bias), with their figures where `figures` and the judge-bias examples `bias` (the written
+    report). A rubric of one criterion has its gate and the measurements, no coupling."""
 
     def figure(name: str, title: str) -> list[Block]:
         return [Figure(name, title)] if figures else []
 
-    head, rows = leakage_rows(r)
-    pairs = pair_rows(r)
-    base = r.baselines.agreement or {}
-    baselines = [[k, num(v.pearson), num(v.spearman), num(v.mae, signed=False)] for k, v in base.items()]
     sections = [
         Section("Findings", _lines(*verdict(r)), bullets=True),
         Section(
@@ -161,8 +158,24 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
             [
                 Table(SELF_EFFECT_HEAD, list(self_effect_rows(r)), [not ok for ok in r.reliable]),
                 *figure("self_effect", "Self-effects"),
+                *(_lines(scores_line(r)) if len(r.criteria) == 1 else []),  # else beside the pairs
             ],
         ),
+    ]
+    if len(r.criteria) > 1:  # one criterion has no coupling: its leakage is its own self-effect, it has no pair
+        sections += coupling_sections(r, figure)
+    for measured in MEASURED:
+        sections += measured(r, figure, bias)
+    return at_levels(sections, r.bootstrap.level)
+
+
+def coupling_sections(r: AuditResult, figure: Callable) -> list[Section]:
+    """The leakage matrix and the pairs ranked by their coupling, with what is computed over them."""
+    head, rows = leakage_rows(r)
+    pairs = pair_rows(r)
+    base = r.baselines.agreement or {}
+    baselines = [[k, num(v.pearson), num(v.spearman), num(v.mae, signed=False)] for k, v in base.items()]
+    return [
         Section(
             f"Leakage (row -> column; tau = {r.tau})",
             [Table(head, list(rows), numeric=True), (leakage_definition(r),), *figure("leakage", "Leakage")],
@@ -177,9 +190,20 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
             ],
         ),
     ]
-    for measured in MEASURED:
-        sections += measured(r, figure, bias)
-    return sections
+
+
+def at_levels(sections: list[Section], level: float) -> list[Section]:
+    """The sections with their tables' interval columns at `level`, the level the audit's intervals were drawn at
+    (every block's, stats.json's `level`)."""
+    return [
+        replace(
+            s,
+            blocks=[
+                replace(b, head=[at_level(h, level) for h in b.head]) if isinstance(b, Table) else b for b in s.blocks
+            ],
+        )
+        for s in sections
+    ]
 
 
 Measured = Callable[..., list[Section]]  # (the audit, its figure maker, the bias examples) -> its sections
@@ -258,7 +282,7 @@ def pairwise_audit_sections(r: PairwiseAudit) -> list[Section]:
                 ],
             )
         )
-    return sections
+    return at_levels(sections, r.pairwise.level)
 
 
 def pairwise_report_sections(r: PairwiseAudit, info: RunInfo) -> list[Section]:
@@ -279,12 +303,13 @@ def report_sections(
     confusion: list[Block] = [block for name, head, rows in confusion_rows(r) for block in ((name,), Table(head, rows))]
     if confusion:
         sections.append(Section("Human labels against each judge (confusion matrices)", confusion))
-    sections += [
-        Section("Per-task spread", [Figure("task_spread", "Per-task leakage spread")]),
-        Section("Probe budget", [Figure("budget", "Probe budget")]),
-        Section("Example probes", _pair_examples(examples)),
-        Section("Probes that address the judge", [(injection_line(info),), *_injected(info)]),
-    ]
+    if len(r.criteria) > 1:  # the coupling's figures and probes
+        sections += [
+            Section("Per-task spread", [Figure("task_spread", "Per-task leakage spread")]),
+            Section("Probe budget", [Figure("budget", "Probe budget")]),
+            Section("Example probes", _pair_examples(examples)),
+        ]
+    sections.append(Section("Probes that address the judge", [(injection_line(info),), *_injected(info)]))
     if calibration:
         sections.append(Section("Judge calibration", calibration_tables(calibration)))
     sections.append(Section("Cost", [Table(COST_HEAD, list(cost_rows(info)), numeric=True)]))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from radar_local.report.text import CI, flag_text, pair_records
+from radar_local.report.text import CI, at_level, flag_text, pair_records
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -53,7 +53,7 @@ def leakage_heatmap(result: AuditResult) -> Figure:
     ax.set_yticks(range(k), [f"{c} (gated)" if not result.reliable[c] else c for c in crit])
     ax.set_xlabel("target criterion (scored)")
     ax.set_ylabel("source criterion (steered)")
-    ax.set_title(f"Leakage with {CI} half-width")
+    ax.set_title(at_level(f"Leakage with {CI} half-width", result.bootstrap.level))
     return fig
 
 
@@ -213,6 +213,11 @@ FIGURES: dict[str, Callable[[AuditResult], Figure]] = {
 }
 
 
+COUPLING = ("leakage", "sym_asym", "task_spread", "budget")  # drawn where a rubric has two criteria or more
+
+
 def figures_for(result: AuditResult) -> dict[str, Callable[[AuditResult], Figure]]:
-    """The report's figures for this result: the bias heatmap where it measured nuisance attributes."""
-    return {**FIGURES, "nuisance": nuisance_heatmap} if result.bias_rows else FIGURES
+    """The report's figures for this result: the bias heatmap where it measured nuisance attributes; of a rubric of
+    one criterion, no coupling's."""
+    figures = {**FIGURES, "nuisance": nuisance_heatmap} if result.bias_rows else FIGURES
+    return figures if len(result.criteria) > 1 else {k: f for k, f in figures.items() if k not in COUPLING}

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from radar_local.stats.bootstrap import LEVEL
-
 if TYPE_CHECKING:
     from radar_local.records import RunInfo
     from radar_local.stats.result import AuditResult
@@ -72,9 +70,30 @@ def verdict(result: AuditResult) -> list[str]:
             "no coupling is claimed for them."
         )
     lines += findings(result)
-    if not lines:
+    if len(result.criteria) == 1:
+        lines.append(one_criterion_line(result))
+    elif not lines:
         lines.append("No pair crosses the flag thresholds.")
     return lines
+
+
+def one_criterion_line(result: AuditResult) -> str:
+    """A rubric of one criterion (issue 63): whether the judge reads it, from its gate; it has no coupling."""
+    (c,) = result.criteria
+    ci = result.self_effect_ci
+    said = f"self-effect {num(result.self_effect[c])}" + (
+        "" if ci is None else f", {at_level(CI, result.bootstrap.level)} {interval(tuple(ci.loc[c]))}"
+    )
+    evidence = "" if result.gate_evidence is None else f" ({result.gate_evidence[c]})"
+    reads = (
+        f"the judge reads it: {said}, at or above tau = {result.tau}{evidence}"
+        if result.reliable[c]
+        else f"the judge does not read it reliably: {said}, tau = {result.tau}{evidence}"
+    )
+    return (
+        f"{c}: {reads}. A rubric of one criterion has no coupling to measure: what the audit says of it is this "
+        "gate and, where it made rewrites, the judge bias below."
+    )
 
 
 def findings(result: AuditResult) -> list[str]:
@@ -140,7 +159,14 @@ def findings(result: AuditResult) -> list[str]:
 
 # ---- one row builder for the console, Markdown and HTML renderers ----
 
-CI = f"{LEVEL:.0%} CI"  # the level every interval of a report is at
+CI = "{level} CI"  # a column of intervals, at the level of the audit's (at_level writes it in)
+
+
+def at_level(text: str, level: float) -> str:
+    """`text` with the level of the intervals it names written in: a head or title that says CI."""
+    return text.replace("{level}", f"{level:.0%}")
+
+
 SELF_EFFECT_HEAD = ["criterion", "self-effect", CI, "reliable", "tasks <= 0"]
 PAIR_HEAD = ["pair", "l_ab", "l_ba", "Sym", f"Sym {CI}", "Asym", "human r", "flag"]
 

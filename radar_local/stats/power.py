@@ -260,8 +260,16 @@ def plan_lines(
         f"a within-probe correlation of {rho:.2f} (--plan-sd, --plan-self-effect; a pilot's correlation; the variance "
         "model is stats/power.py's).",
         f"With {POWER:.0%} probability this audit confirms (family-wise {level:.0%}: gates first, then "
-        f"{power.cells} one-sided bounds on the pairs, critical value {power.critical:.2f}):",
+        f"{power.cells} one-sided bounds on the pairs, critical value {power.critical:.2f}):"
+        if k > 1
+        else f"With {POWER:.0%} probability this audit confirms (its gate at {level:.0%}, critical value "
+        f"{power.critical:.2f}; one criterion has no pair to couple):",
         f"  a criterion passing the gate: {smallest(power.self_effect, 'self-effect >=', 1.0)}",
+    ]
+    if k == 1:  # a rubric of one criterion: its gate and the judge bias (issue 63)
+        bias = f"{smallest(power.bias, '|sensitivity| >=')}"
+        return lines + ([f"  a judge bias ({power.bias_cells} attribute cells): {bias}"] if power.bias_cells else [])
+    lines += [
         f"  a directional pair: {smallest(power.directional, 'leakage >=')}",
         f"  a coupled pair (direction open): {smallest(power.coupled, 'Sym >=')}",
         f"  a bidirectional cluster (symmetry settled too): {smallest(power.cluster, 'Sym >=')}",
