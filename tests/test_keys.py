@@ -54,6 +54,7 @@ VALUES = {
     "testing": {
         "coupling": {"Helpfulness / Understanding": {"Correctness / Completeness": 0.5}},
         "halo": 0.2,
+        "blind": ["Helpfulness / Understanding"],
         "first": 0.5,
         "position": 0.15,
         "pair_ties": 0.2,
