@@ -35,11 +35,13 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# The fast tier on both cores (as test-fast, with the full fuzzing pass), then the rest one test at a time:
-# real engines use both cores, and Ray's memory monitor stops the loopback cluster's replicas when another
-# engine runs beside them.
-test: lint $(MODEL) browser
-	$(BIN)/python -m pytest -q -m "not slow and not process and not thorough" -n 2
+# The fast tier on both cores with the lint beside it (as test-fast, with the full fuzzing pass), then the rest
+# one test at a time: real engines use both cores, and Ray's memory monitor stops the loopback cluster's replicas
+# when another engine runs beside them.
+test: $(MODEL) browser
+	@$(MAKE) --no-print-directory lint > .lint.log 2>&1 & lint=$$!; \
+	$(BIN)/python -m pytest -q -m "not slow and not process and not thorough" -n 2; \
+	tests=$$?; wait $$lint; linted=$$?; cat .lint.log; rm -f .lint.log; [ $$tests = 0 ] && [ $$linted = 0 ]
 	$(BIN)/python -m pytest -q -m "slow or process or thorough"
 
 # Everything but the real engines, the child-process tests (kill, signals, a lock held by another
