@@ -225,7 +225,7 @@ class Answer:
         return self.scales[0][1].tokens
 
     def _value(self, scale: Scale, in_json: bool) -> str:
-        return f'"{scale.regex}"' if in_json and not scale.numeric else scale.regex
+        return f'"{scale.regex}"' if in_json and scale.quoted else scale.regex
 
     def _one(self, scale: Scale) -> str:
         shape = self.shape
@@ -249,7 +249,7 @@ class Answer:
 
     def _longest(self, scale: Scale) -> int:
         shape = self.shape
-        value = scale.longest + (2 if not scale.numeric and (self.joint or isinstance(shape, JsonShape)) else 0)
+        value = scale.longest + (2 if scale.quoted and (self.joint or isinstance(shape, JsonShape)) else 0)
         if isinstance(shape, JsonShape):
             texts = {**shape.before, **shape.after}
             names = [*texts, shape.score]
@@ -275,7 +275,7 @@ class Answer:
     def _schema_one(self, scale: Scale) -> dict:
         shape = self.shape
         if not isinstance(shape, JsonShape):
-            if not self.joint and not scale.numeric:
+            if not self.joint and scale.quoted:
                 raise ValueError(f"a bare level name ({scale.name}) is no JSON value; JSON would quote it")
             return scale.json_schema()
         text = lambda b: {"type": "string", "minLength": 1, "maxLength": b}

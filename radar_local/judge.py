@@ -97,6 +97,7 @@ class Judge(Frozen):
             "selene-mini",
             "glider",
             "mt-bench",
+            "healthbench",
         ]
         | None
     ) = Field(

@@ -20,6 +20,10 @@ reads digits; a scale it cannot read is refused in one line, as any grade patter
   `single-v1`, commit 0e6e7fdc): a short explanation, then `Rating: [[N]]` (1-10 there; here the rubric's levels).
   The format general judges that follow the prompt's own instructions are evaluated in (CompassJudger, whose model
   card says it answers "in a specified format"), and the usual one for an instruct model as judge.
+- `healthbench`: HealthBench's rubric grader (openai/simple-evals, healthbench_eval.py, GRADER_TEMPLATE, commit
+  9e2fafd1): the conversation and one rubric item; `{"explanation": ..., "criteria_met": true|false}`, on a rubric
+  whose scale is met / not met (`{levels: {"true": 1, "false": 0}}`, quoted in YAML); an undesirable item is met
+  when the response commits it.
 
 Pairwise (`pairwise: {preset: NAME}`, issue 46):
 
@@ -206,6 +210,27 @@ MT_BENCH = (
     + "\n[Question]\n{{ prompt }}\n\n[The Start of Assistant's Answer]\n{{ response }}\n[The End of Assistant's Answer]"
 )
 
+HEALTHBENCH = """Your job is to read a conversation and one rubric item, and judge whether the last turn, the \
+assistant's response, meets the item.
+
+# Conversation
+user: {{ prompt }}
+
+assistant: {{ response }}
+
+# Rubric item
+{{ criterion.description }}
+
+# Instructions
+Answer with a JSON object of two fields, "explanation" and then "criteria_met".
+- "explanation": why the response does or does not meet the rubric item.
+- "criteria_met": true or false. An item of several sentences or criteria is met only when all of them are. An item \
+that gives examples ("such as", "for example", "including") is met without every example it lists.
+- Some items describe something undesirable. Say whether the item is met, not whether the response is good: a good \
+response does not meet an undesirable item, so its answer is false.
+
+Return the JSON object alone."""
+
 DIGIT = "([0-9])"  # a preset reads one digit: the rubric's integer levels (1-5, 1-3, 0-1, 0-4)
 
 JUDGE_PRESETS: dict[str, dict[str, Any]] = {
@@ -233,7 +258,12 @@ JUDGE_PRESETS: dict[str, dict[str, Any]] = {
         "template": MT_BENCH,
         "answer": {"kind": "grade", "pattern": r"Rating: \[\[([0-9]+)\]\]", "reasoning": 600},
     },
+    "healthbench": {  # JSON's true or false: the rubric's scale names its levels so (Scale.boolean)
+        "template": HEALTHBENCH,
+        "answer": {"kind": "json", "before": {"explanation": 600}, "score": "criteria_met", "after": {}},
+    },
 }
+BOOLEAN_PRESETS = frozenset({"healthbench"})  # read a met / not met scale alone
 
 
 def with_preset(data: object, presets: dict[str, dict[str, Any]]) -> object:

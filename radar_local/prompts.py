@@ -143,7 +143,7 @@ def _anchors(scale: Scale) -> str:
 
 
 def _example(scale: Scale) -> str:
-    return scale.tokens[0] if scale.numeric else f'"{scale.tokens[0]}"'
+    return f'"{scale.tokens[0]}"' if scale.quoted else scale.tokens[0]
 
 
 def schema_text(scale: Scale) -> str:

@@ -81,6 +81,20 @@ class Scale(Frozen):
             JSON_NUMBER.fullmatch(t) is not None and float(t) == v for t, v in self.levels.items()
         )
 
+    @property
+    def boolean(self) -> bool:
+        """Levels named `true` and `false` (HealthBench's `criteria_met`): written as JSON's true and false."""
+        return self.levels is not None and set(self.levels) == {"true", "false"}
+
+    @property
+    def quoted(self) -> bool:
+        """Written as a JSON string: named levels that are neither numbers nor JSON's true and false."""
+        return not self.numeric and not self.boolean
+
+    def json_value(self, token: str) -> object:
+        """A level as a JSON answer holds it: a number, true or false, or its name."""
+        return self.value(token) if self.numeric else (token == "true") if self.boolean else token
+
     @cached_property
     def tokens(self) -> tuple[str, ...]:
         """Each level as the judge writes it, in the scale's order (a range: lowest first)."""
@@ -154,17 +168,21 @@ class Scale(Frozen):
             )
         if self.numeric:
             return {"type": "integer", "enum": [int(v) for v in self.values]}
+        if self.boolean:
+            return {"type": "boolean"}
         return {"type": "string", "enum": list(self.tokens)}
 
     def read(self, answer: object) -> int | float | None:
-        """A JSON answer's value on the scale (an integer of a range, a numeric level's number, a level's
-        name), None otherwise."""
+        """A JSON answer's value on the scale (an integer of a range, a numeric level's number, true or false, a
+        level's name), None otherwise."""
         if self.is_range:
             ok = isinstance(answer, int) and not isinstance(answer, bool) and self.low <= answer <= self.high
             return answer if ok else None  # type: ignore[return-value]
         if self.numeric:
             number = isinstance(answer, int | float) and not isinstance(answer, bool)
             return next((v for v in self.values if number and v == answer), None)
+        if self.boolean:
+            return self.value("true" if answer else "false") if isinstance(answer, bool) else None
         return self.value(answer) if isinstance(answer, str) else None
 
 

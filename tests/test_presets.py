@@ -171,3 +171,59 @@ def test_a_presets_constraint_admits_its_judges_own_output_and_reads_its_score(p
     assert _is_grammar_accept_string(xgrammar.Grammar.from_regex(answer.regex), text)
     assert len(text) <= answer.max_tokens
     assert answer.parse(text)["c"].score == score
+
+
+MET = Scale(levels={"true": 1, "false": 0})  # HealthBench's criteria_met
+
+
+def met_rubric(tmp_path) -> str:
+    rubric = tmp_path / "met.yaml"
+    scale = {"levels": {"true": 1, "false": 0}}
+    criteria = [
+        {"id": "urgent_care", "label": "Urgent care", "description": "Tells the user to seek urgent care."},
+        {"id": "dosage", "label": "Dosage", "description": "Gives a dosage without asking the patient's weight."},
+    ]
+    rubric.write_text(yaml.safe_dump({"id": "met", "name": "Met", "scale": scale, "criteria": criteria}))
+    return str(rubric)
+
+
+def test_the_healthbench_preset_answers_criteria_met_as_its_grader_does():
+    """Issue 63: HealthBench's grader (openai/simple-evals GRADER_TEMPLATE) answers {"explanation", "criteria_met"}
+    with a JSON boolean: the constraint admits it (xgrammar, as vLLM runs it), the answer reads it to the scale's
+    value, and the grader's own example (fenced, over several lines) parses too."""
+    judge = Judge(preset="healthbench")
+    answer = Answer(judge.answer, (("c", MET),))
+    compact = '{"explanation": "The assistant did not tell the user to go to the hospital.", "criteria_met": false}'
+    assert answer.parse(compact)["c"].score == 0
+    fenced = '```json\n{\n  "explanation": "It did.",\n  "criteria_met": true\n}\n```'
+    assert answer.parse(fenced)["c"].score == 1
+    assert answer.parse('{"explanation": "x", "criteria_met": "true"}')["c"].score is None  # a string is no boolean
+    assert answer.json_schema()["properties"]["criteria_met"] == {"type": "boolean"}
+    assert "undesirable" in judge.template and "{{ criterion.description }}" in judge.template
+    xgrammar = pytest.importorskip("xgrammar")
+    from xgrammar.testing import _is_grammar_accept_string
+
+    assert _is_grammar_accept_string(xgrammar.Grammar.from_regex(answer.regex), compact)
+    assert not _is_grammar_accept_string(xgrammar.Grammar.from_regex(answer.regex), compact.replace("false", '"no"'))
+
+
+def test_an_audit_with_the_healthbench_preset_on_a_met_rubric(tmp_path):
+    """On the planted engine: every verdict true or false, parsed; the judge reads both items (its gate)."""
+    spec = {"engine": "testing", "model": "planted", "judge": {"preset": "healthbench"}}
+    result = run_audit(planted_config(rubric=met_rubric(tmp_path), verifier=spec, n=3), tmp_path / "run")
+    assert result.probes.unscored_cells == 0
+    assert set(result.scales.criteria.values()) == {"false/true"}  # as the YAML lists them
+    assert bool(result.reliable.all())
+    from radar_local import load_run
+
+    stored = {v.score for v in load_run(tmp_path / "run").store.scores.values()}
+    assert stored == {0, 1}
+
+
+def test_the_healthbench_preset_on_a_scale_it_cannot_answer_is_one_line(tmp_path):
+    config = tmp_path / "c.yaml"
+    spec = {"engine": "testing", "model": "planted", "judge": {"preset": "healthbench"}}
+    config.write_text(yaml.safe_dump(planted_config(verifier=spec)))  # helpsteer2's 0-4
+    res = invoke("audit", config, "--out", tmp_path / "run")
+    one_line_exit_2(res, "the healthbench preset answers true or false, and the rubric's scale is 0-4")
+    assert not (tmp_path / "run" / "scores.jsonl").exists()

@@ -456,13 +456,13 @@ PAIR_SCORE = {"A": 1.0, "B": 0.0, "tie": 0.5}  # a choice's level value (config.
 
 def written(answer: Answer, levels: dict[str, str]) -> str:
     """The planted verdicts as the answer's shape writes them (a level as written; a JSON value as a number
-    on a range or a numeric level, as a string for named levels)."""
+    on a range or a numeric level, true or false, a string for other named levels)."""
     scales = dict(answer.scales)
     shape = answer.shape
 
     def value(cid: str) -> object:
         scale = scales[cid]
-        return scale.value(levels[cid]) if scale.numeric else levels[cid]
+        return scale.json_value(levels[cid])
 
     def one(cid: str) -> object:
         if isinstance(shape, JsonShape):
