@@ -37,7 +37,18 @@ Pairwise (`pairwise: {preset: NAME}`, issue 46):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+
+
+@dataclass(frozen=True)
+class Preset:
+    """An open judge's format: the template that asks it, in radar's words, and the answer it writes (an
+    answer.py shape, as a config writes it)."""
+
+    template: str
+    answer: dict[str, Any]
+
 
 PROMETHEUS_2_RELATIVE = """###Task Description:
 An instruction (which may include an input), two responses to evaluate (Response A and Response B) and the \
@@ -87,13 +98,12 @@ Response B: {{ response_b }}
 
 Which response is better on {{ criterion.label }} ({{ criterion.description }})? Answer [[A]] or [[B]]."""
 
-PAIR_PRESETS: dict[str, dict[str, Any]] = {
-    "prometheus-2-relative": {
-        "template": PROMETHEUS_2_RELATIVE,
-        "answer": {"kind": "grade", "pattern": r"\[RESULT\] (A|B)", "reasoning": 600},
-    },
-    "skywork-critic": {"template": SKYWORK_CRITIC, "answer": {"kind": "grade", "pattern": r"\[\[(A|B)\]\]"}},
-    "generic": {"template": GENERIC, "answer": {"kind": "grade", "pattern": r"\[\[(A|B)\]\]"}},
+PAIR_PRESETS: dict[str, Preset] = {
+    "prometheus-2-relative": Preset(
+        PROMETHEUS_2_RELATIVE, {"kind": "grade", "pattern": r"\[RESULT\] (A|B)", "reasoning": 600}
+    ),
+    "skywork-critic": Preset(SKYWORK_CRITIC, {"kind": "grade", "pattern": r"\[\[(A|B)\]\]"}),
+    "generic": Preset(GENERIC, {"kind": "grade", "pattern": r"\[\[(A|B)\]\]"}),
 }
 
 
@@ -233,44 +243,36 @@ Return the JSON object alone."""
 
 DIGIT = "([0-9])"  # a preset reads one digit: the rubric's integer levels (1-5, 1-3, 0-1, 0-4)
 
-JUDGE_PRESETS: dict[str, dict[str, Any]] = {
-    "prometheus-2-absolute": {
-        "template": PROMETHEUS_2_ABSOLUTE,
-        "answer": {"kind": "grade", "pattern": r"\[RESULT\] " + DIGIT, "reasoning": 600},
-    },
-    "prometheus-2-absolute-reference": {
-        "template": PROMETHEUS_2_ABSOLUTE_REFERENCE,
-        "answer": {"kind": "grade", "pattern": r"\[RESULT\] " + DIGIT, "reasoning": 600},
-    },
-    "flow-judge": {
-        "template": FLOW_JUDGE,
-        "answer": {"kind": "grade", "pattern": "<score>" + DIGIT + "</score>", "reasoning": 600},
-    },
-    "selene-mini": {
-        "template": SELENE_MINI,
-        "answer": {"kind": "grade", "pattern": r"\*\*Result:\*\* " + DIGIT, "reasoning": 600},
-    },
-    "glider": {
-        "template": GLIDER,
-        "answer": {"kind": "grade", "pattern": "<score>" + DIGIT + "</score>", "reasoning": 600},
-    },
-    "mt-bench": {  # its own scale is 1-10: the level may take two digits
-        "template": MT_BENCH,
-        "answer": {"kind": "grade", "pattern": r"Rating: \[\[([0-9]+)\]\]", "reasoning": 600},
-    },
-    "healthbench": {  # JSON's true or false: the rubric's scale names its levels so (Scale.boolean)
-        "template": HEALTHBENCH,
-        "answer": {"kind": "json", "before": {"explanation": 600}, "score": "criteria_met", "after": {}},
-    },
+JUDGE_PRESETS: dict[str, Preset] = {
+    "prometheus-2-absolute": Preset(
+        PROMETHEUS_2_ABSOLUTE, {"kind": "grade", "pattern": r"\[RESULT\] " + DIGIT, "reasoning": 600}
+    ),
+    "prometheus-2-absolute-reference": Preset(
+        PROMETHEUS_2_ABSOLUTE_REFERENCE, {"kind": "grade", "pattern": r"\[RESULT\] " + DIGIT, "reasoning": 600}
+    ),
+    "flow-judge": Preset(FLOW_JUDGE, {"kind": "grade", "pattern": "<score>" + DIGIT + "</score>", "reasoning": 600}),
+    "selene-mini": Preset(SELENE_MINI, {"kind": "grade", "pattern": r"\*\*Result:\*\* " + DIGIT, "reasoning": 600}),
+    "glider": Preset(GLIDER, {"kind": "grade", "pattern": "<score>" + DIGIT + "</score>", "reasoning": 600}),
+    # its own scale is 1-10: the level may take two digits
+    "mt-bench": Preset(MT_BENCH, {"kind": "grade", "pattern": r"Rating: \[\[([0-9]+)\]\]", "reasoning": 600}),
+    # JSON's true or false: the rubric's scale names its levels so (Scale.boolean)
+    "healthbench": Preset(
+        HEALTHBENCH, {"kind": "json", "before": {"explanation": 600}, "score": "criteria_met", "after": {}}
+    ),
 }
 BOOLEAN_PRESETS = frozenset({"healthbench"})  # read a met / not met scale alone
 
 
-def with_preset(data: object, presets: dict[str, dict[str, Any]]) -> object:
+def with_preset(data: object, presets: dict[str, Preset]) -> object:
     """A judge's config with its preset's template and answer filled in where it gives none (a `template_file` it
     gives stands in for the template); anything else, as it is (an unknown name is the validator's to refuse)."""
     if not (isinstance(data, dict) and isinstance(data.get("preset"), str) and data["preset"] in presets):
         return data
     given = {k: v for k, v in data.items() if v is not None or k not in ("template", "template_file")}
     preset = presets[data["preset"]]
-    return {**({"answer": preset["answer"]} if "template_file" in given else preset), **given}
+    filled = (
+        {"answer": preset.answer}
+        if "template_file" in given
+        else {"template": preset.template, "answer": preset.answer}
+    )
+    return {**filled, **given}

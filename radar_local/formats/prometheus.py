@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from radar_local.answer import GradeShape
 from radar_local.errors import InputError
 from radar_local.formats import shared
 from radar_local.formats.shared import Imported
@@ -30,26 +29,6 @@ FALLBACK = {  # export's score descriptions for a criterion the editor wrote wit
     "4": "The response meets the criterion with minor lapses.",
     "5": "The response fully meets the criterion.",
 }
-# radar's words after Prometheus' absolute grading prompt without a reference answer (not a copy)
-TEMPLATE = """###Task Description:
-An instruction (which may include an input), a response to evaluate and a score rubric for one evaluation \
-criterion are given.
-1. Write feedback that assesses the response strictly by the score rubric, not in general.
-2. Then write a score, an integer from 1 to 5, referring to the score rubric.
-3. The feedback comes first, then "[RESULT]" and the score.
-4. Write nothing else.
-
-###The instruction to evaluate:
-{{ prompt }}
-
-###Response to evaluate:
-{{ response }}
-
-###Score Rubrics:
-[{{ criterion.description }}]
-{% for level in criterion.scale.levels %}Score {{ level.name }}: {{ level.anchor or "" }}
-{% endfor %}
-###Feedback: """
 
 
 INSTRUCTION_KEYS = ("input", "instruction", "orig_instruction")  # a row that carries the instruction it grades
@@ -129,13 +108,11 @@ def read(path: Path) -> Imported:
             )
         )
     rub = shared.rubric(path, path.stem, path.stem, criteria, FIVE)
-    jud = shared.judge(
-        path, template=TEMPLATE, answer=GradeShape(kind="grade", pattern=r"\[RESULT\] ([1-5])", reasoning=600)
-    )
+    jud = shared.judge(path, preset="prometheus-2-absolute")  # the preset's template and answer: one home
     account = [
         f"{len(criteria)} score rubrics, one criterion each, scored 1-5 with their score descriptions as anchors",
-        "judge prompt: radar's words after Prometheus' absolute grading prompt without a reference answer; the "
-        "feedback is one line, then `[RESULT] N` on the next",
+        "judge prompt: the prometheus-2-absolute preset, radar's words after Prometheus' absolute grading prompt "
+        "without a reference answer: the feedback, then `[RESULT] N`",
         "tasks: score rubrics carry none: the config uses the bundled helpsteer2 tasks",
     ]
     if bound:
