@@ -37,6 +37,7 @@ from radar_local.engines.base import (
     EngineOptions,
     Finished,
     FinishedSamples,
+    Sampling,
     StreamBatch,
     in_order,
 )
@@ -193,19 +194,9 @@ class ClusterEngine(StreamBatch):
 
     # ---- the Engine interface: a stage's requests are spread at once, each piece stored as it returns ----
     def generate_stream(
-        self,
-        prompts,
-        *,
-        n: int,
-        temperature: float,
-        max_tokens: int,
-        seeds: list[int],
-        chunk: int = 0,
-        stop: tuple[str, ...] = (),
+        self, prompts, sampling: Sampling, *, seeds: list[int], chunk: int = 0
     ) -> Iterator[FinishedSamples]:
-        return self._spread(
-            "generate", prompts, seeds, n=n, temperature=temperature, max_tokens=max_tokens, chunk=chunk, stop=stop
-        )
+        return self._spread("generate", prompts, seeds, sampling=sampling, chunk=chunk)
 
     def score_stream(self, prompts, *, fmt, chunk: int = 0) -> Iterator[Finished]:
         return self._spread("score", prompts, None, fmt=fmt, chunk=chunk)

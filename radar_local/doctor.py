@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from radar_local.engines.base import Sampling
 from radar_local.engines.registry import build_engine
 from radar_local.engines.vllm import CPU_BLOCK_SIZE, VLLMEngine
 from radar_local.engines.vllm_build import VLLM_LINE, installed_vllm
@@ -248,9 +249,7 @@ def smoke(engine: str, model: str, options: dict, problems: list[str]) -> dict:
         t0 = time.monotonic()
         probes = built.generate(
             [generation_prompt(task, target, d) for d in ("+", "-")],
-            n=1,
-            temperature=0.9,
-            max_tokens=48,
+            Sampling(n=1, temperature=0.9, max_tokens=48),
             seeds=[1, 2],
         )
         gen_s = time.monotonic() - t0

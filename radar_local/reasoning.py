@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from radar_local.engines.base import THINK, Completion, Engine, ScoreFormat
+from radar_local.engines.base import THINK, Completion, Engine, Sampling, ScoreFormat
 from radar_local.errors import RadarError
 from radar_local.judge import AFTER_THOUGHT, END_OF_THOUGHT, Reasoning
 from radar_local.prompts import Messages, Prompt
@@ -92,13 +92,7 @@ def think_then_answer(
         return [(i, c, t) for (i, t), c in zip(thought_out, engine.score(asked, fmt=fmt))]
 
     firsts = engine.generate_stream(  # stopped at the reasoning's end: what would follow is the constrained verdict's
-        prompts,
-        n=1,
-        temperature=0.0,
-        max_tokens=reasoning.budget,
-        seeds=[seed] * len(prompts),
-        chunk=chunk,
-        stop=(reasoning.ends_with,),
+        prompts, Sampling(1, 0.0, reasoning.budget, (reasoning.ends_with,)), seeds=[seed] * len(prompts), chunk=chunk
     )
     for finished in firsts:
         out = []

@@ -27,6 +27,7 @@ from radar_local.common import digest, slug
 from radar_local.config import AuditConfig, load_config
 from radar_local.context import ENGINES as CONTEXT_ENGINES
 from radar_local.context import engine_key, engines, longest_request, sized, window
+from radar_local.engines.base import Sampling
 from radar_local.errors import InputError, RadarError
 from radar_local.inputs import MAX_BYTES, load_yaml, read_json, read_model, yaml_text
 from radar_local.judge import NO_THOUGHT
@@ -141,9 +142,7 @@ class Run(RunDir):
                     same_n = [r for r in todo if r.n == n]
                     for finished in engine.generate_stream(
                         [r.messages for r in same_n],
-                        n=n,
-                        temperature=config.generation.temperature,
-                        max_tokens=config.generation.max_new_tokens,
+                        Sampling(n, config.generation.temperature, config.generation.max_new_tokens),
                         seeds=[r.call_seed for r in same_n],
                         chunk=max(1, config.batch_size // n),
                     ):

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from radar_local.calls import admitted_per_step, prefix_order
 from radar_local.config import load_config, with_absolute_paths
+from radar_local.engines.base import Sampling
 from radar_local.hardware import cpu_info
 from radar_local.pool import EnginePool
 from radar_local.resolved import resolve
@@ -118,16 +119,16 @@ def long_generation(cfg, pool: EnginePool, count: int, chunk: int) -> dict:
     prompts = [base[i % len(base)] for i in range(count)]
     seeds = list(range(1000, 1000 + count))
     engine = pool.get(cfg.generator)
-    kw = {"n": 1, "temperature": 0.9, "max_tokens": 800}
+    sampling = Sampling(n=1, temperature=0.9, max_tokens=800)
     out = {"requests": count, "chunk": chunk}
     engine.reset_prefix_cache()
     start = time.monotonic()
     for s in range(0, count, chunk):  # the loop before the feed: each chunk waits for its longest request
-        engine.generate(prompts[s : s + chunk], seeds=seeds[s : s + chunk], **kw)
+        engine.generate(prompts[s : s + chunk], sampling, seeds=seeds[s : s + chunk])
     out["chunked_seconds"] = round(time.monotonic() - start, 2)
     engine.reset_prefix_cache()
     start, tokens = time.monotonic(), []
-    for finished in engine.generate_stream(prompts, seeds=seeds, chunk=chunk, **kw):
+    for finished in engine.generate_stream(prompts, sampling, seeds=seeds, chunk=chunk):
         tokens += [cs[0].output_tokens for _, cs in finished]
     out["continuous_seconds"] = round(time.monotonic() - start, 2)
     out["output_tokens_min_mean_max"] = [min(tokens), round(sum(tokens) / len(tokens)), max(tokens)]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 
 def measure(size: int, prompts: int) -> dict:
+    from radar_local.engines.base import Sampling
     from radar_local.engines.registry import build_engine
     from radar_local.prompts import generation_messages, verification_messages
     from radar_local.rubric import load_benchmark
@@ -33,7 +34,7 @@ def measure(size: int, prompts: int) -> dict:
             for sign in "+-"
         ][:prompts]
         start = time.monotonic()
-        out = engine.generate(probes, n=1, temperature=0.9, max_tokens=64, seeds=list(range(len(probes))))
+        out = engine.generate(probes, Sampling(1, 0.9, 64), seeds=list(range(len(probes))))
         gen_s = time.monotonic() - start
         tokens = sum(c.output_tokens for cs in out for c in cs)
         fmt = ScoreFormat(max_reasoning_chars=80, max_rationale_chars=60)

@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from radar_local.engines.base import Sampling
 from radar_local.hardware import cpu_info
 from radar_local.judge import AFTER_THOUGHT, Reasoning
 from radar_local.reasoning import as_the_template_writes, continued, think_then_answer, thought_of
@@ -29,8 +30,9 @@ def chunked(engine, prompts, fmt, reasoning, chunk):
     done = 0
     for start in range(0, len(prompts), chunk):
         part = prompts[start : start + chunk]
-        firsts = engine.generate(part, n=1, temperature=0.0, max_tokens=reasoning.budget, seeds=[0] * len(part),
-                                 stop=(reasoning.ends_with,))  # fmt: skip
+        firsts = engine.generate(
+            part, Sampling(1, 0.0, reasoning.budget, (reasoning.ends_with,)), seeds=[0] * len(part)
+        )
         thoughts = [thought_of(c[0], reasoning) for c in firsts]
         ready = [i for i, t in enumerate(thoughts) if not t.unscored and t.text]
         after = AFTER_THOUGHT[reasoning.parser]

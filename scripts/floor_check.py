@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from radar_local.config import load_config, with_absolute_paths
+from radar_local.engines.base import Sampling
 from radar_local.pool import EnginePool
 from radar_local.resolved import resolve
 from radar_local.run import Run
@@ -35,7 +36,7 @@ def main() -> None:
             engine.reset_prefix_cache()
             before = engine.counters()
             for _ in engine.generate_stream(
-                [r.messages for r in requests], n=n, temperature=0.9, max_tokens=16, seeds=[r.seed for r in requests]
+                [r.messages for r in requests], Sampling(n, 0.9, 16), seeds=[r.seed for r in requests]
             ):
                 pass
             after = engine.counters()

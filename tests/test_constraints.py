@@ -11,6 +11,7 @@ import re
 import pytest
 
 from radar_local.answer import Answer, BareShape, GradeShape, JsonShape
+from radar_local.engines.base import Sampling
 from radar_local.engines.openai import OpenAIEngine
 from radar_local.errors import RadarError
 from radar_local.scale import Scale
@@ -169,7 +170,7 @@ def test_a_served_judge_samples_as_the_offline_engine_does(models, sampling):
     with FakeServer(lambda path, *_: http(200, models) if path.endswith("/models") else completion("hi")) as fake:
         engine = OpenAIEngine("m", OpenAIEngine.Options(base_url=fake.url, retries=0))
         try:
-            engine.generate([[{"role": "user", "content": "hi"}]], n=1, temperature=0.7, max_tokens=8, seeds=[1])
+            engine.generate([[{"role": "user", "content": "hi"}]], Sampling(1, 0.7, 8), seeds=[1])
             settings = engine.settings()
         finally:
             engine.close()

@@ -3,6 +3,7 @@ client against a real `vllm serve` on 127.0.0.1."""
 
 import pytest
 
+from radar_local.engines.base import Sampling
 from radar_local.prompts import generation_messages, verification_messages
 from radar_local.rubric import load_benchmark
 from radar_local.scoring import SCORE_TOKENS, ScoreFormat, expected_score, matches, parse_score
@@ -25,15 +26,15 @@ def gen_prompts():
 
 
 def check_generation(engine):
-    out = engine.generate(gen_prompts(), n=2, temperature=0.9, max_tokens=24, seeds=[11, 12])
+    out = engine.generate(gen_prompts(), Sampling(2, 0.9, 24), seeds=[11, 12])
     assert [len(cs) for cs in out] == [2, 2]
     assert all(c.text.strip() and 0 < c.output_tokens <= 24 and c.prompt_tokens > 50 for cs in out for c in cs)
-    other = engine.generate(gen_prompts()[:1], n=2, temperature=0.9, max_tokens=24, seeds=[99])
+    other = engine.generate(gen_prompts()[:1], Sampling(2, 0.9, 24), seeds=[99])
     assert [c.text for c in other[0]] != [c.text for c in out[0]]
     settings = engine.settings()
     if settings.get("device", "cpu") != "cpu" and not settings.get("batch_invariant"):
         pytest.skip("identical samples in another batch need batch-invariant mode on a GPU (batch_invariant: true)")
-    again = engine.generate(gen_prompts()[:1], n=2, temperature=0.9, max_tokens=24, seeds=[11])
+    again = engine.generate(gen_prompts()[:1], Sampling(2, 0.9, 24), seeds=[11])
     assert [c.text for c in again[0]] == [c.text for c in out[0]]  # a seeded prompt reproduces its samples
 
 
@@ -128,7 +129,7 @@ def test_openai_engine_against_vllm_serve(vllm_server):
 
     engine = build_engine("openai", "smol", {"base_url": vllm_server, "concurrency": 4, "constraint": "regex"})
     try:
-        out = engine.generate(gen_prompts(), n=2, temperature=0.9, max_tokens=16, seeds=[1, 2])
+        out = engine.generate(gen_prompts(), Sampling(2, 0.9, 16), seeds=[1, 2])
         assert [len(cs) for cs in out] == [2, 2] and all(c.text for cs in out for c in cs)
         check_scoring(engine, score_prompts()[:5])
         assert engine.counters().prefix_cache_queries > 0  # read from the server's /metrics

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from radar_local.engines import openai as openai_engine
+from radar_local.engines.base import Sampling
 from radar_local.engines.openai import OpenAIEngine
 from radar_local.engines.registry import parse_options
 from radar_local.errors import RadarError
@@ -152,7 +153,7 @@ def test_choices_in_index_order_or_as_sent_when_indices_are_mixed():
     with FakeServer(answer) as server:
         e = engine(server.url)
         try:
-            (samples,) = e.generate(HI, n=2, temperature=1.0, max_tokens=8, seeds=[0])
+            (samples,) = e.generate(HI, Sampling(2, 1.0, 8), seeds=[0])
         finally:
             e.close()
     assert [c.text for c in samples] == ["b", "a"] and [c.output_tokens for c in samples] == [2, 2]

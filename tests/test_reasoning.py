@@ -240,7 +240,7 @@ def test_the_verdict_is_asked_after_the_templates_own_break(parser, end, after):
     class Engine:
         asked: list = []
 
-        def generate_stream(self, prompts, **_):
+        def generate_stream(self, prompts, sampling, **_):
             yield [(i, [Completion(f"<think> fine {marker} It is 3.", 1, 6, "stop")]) for i in range(len(prompts))]
 
         def score(self, prompts, **_):

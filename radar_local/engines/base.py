@@ -37,6 +37,18 @@ class ScoreFormat(JsonFormat, Protocol):
 
 
 @dataclass(frozen=True)
+class Sampling:
+    """How each prompt of a `generate` call is sampled: `n` samples of at most `max_tokens` tokens at `temperature`,
+    each ending at the first of `stop` it writes, which its text keeps (a thinking judge's reasoning ends at its
+    marker)."""
+
+    n: int
+    temperature: float
+    max_tokens: int
+    stop: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Completion:
     text: str
     prompt_tokens: int
@@ -79,15 +91,11 @@ class Engine(Protocol):
     def generate(
         self,
         prompts: list[Messages],
+        sampling: Sampling,
         *,
-        n: int,
-        temperature: float,
-        max_tokens: int,
         seeds: list[int],
-        stop: tuple[str, ...] = (),
     ) -> list[list[Completion]]:
-        """n samples per prompt; prompt i samples with seed seeds[i] so reruns reproduce it. A sample ends at the
-        first of `stop` it writes, which its text keeps (a thinking judge's reasoning ends at its marker)."""
+        """`sampling.n` samples per prompt; prompt i samples with seed seeds[i] so reruns reproduce it."""
 
     def constrained(
         self, prompts: list[Messages], *, fmt: JsonFormat, temperature: float = 0.0, seeds: list[int] | None = None
@@ -102,13 +110,10 @@ class Engine(Protocol):
     def generate_stream(
         self,
         prompts: list[Messages],
+        sampling: Sampling,
         *,
-        n: int,
-        temperature: float,
-        max_tokens: int,
         seeds: list[int],
         chunk: int,
-        stop: tuple[str, ...] = (),
     ) -> Iterator[FinishedSamples]:
         """`generate`, yielding answers as they finish; `chunk` bounds a batch where the engine answers
         in batches (the vLLM and OpenAI engines keep their schedulers full instead)."""
@@ -243,12 +248,9 @@ class BatchStream(EngineKind):
     def generate(
         self,
         prompts: list[Messages],
+        sampling: Sampling,
         *,
-        n: int,
-        temperature: float,
-        max_tokens: int,
         seeds: list[int],
-        stop: tuple[str, ...] = (),
     ) -> list[list[Completion]]:
         raise NotImplementedError
 
@@ -258,23 +260,13 @@ class BatchStream(EngineKind):
     def generate_stream(
         self,
         prompts: list[Messages],
+        sampling: Sampling,
         *,
-        n: int,
-        temperature: float,
-        max_tokens: int,
         seeds: list[int],
         chunk: int,
-        stop: tuple[str, ...] = (),
     ) -> Iterator[FinishedSamples]:
         for start in range(0, len(prompts), chunk):
-            outs = self.generate(
-                prompts[start : start + chunk],
-                n=n,
-                temperature=temperature,
-                max_tokens=max_tokens,
-                seeds=seeds[start : start + chunk],
-                stop=stop,
-            )
+            outs = self.generate(prompts[start : start + chunk], sampling, seeds=seeds[start : start + chunk])
             yield list(enumerate(outs, start))
 
     def score_stream(self, prompts: list[Messages], *, fmt: ScoreFormat, chunk: int) -> Iterator[Finished]:
@@ -292,13 +284,10 @@ class StreamBatch(EngineKind):
     def generate_stream(
         self,
         prompts: list[Messages],
+        sampling: Sampling,
         *,
-        n: int,
-        temperature: float,
-        max_tokens: int,
         seeds: list[int],
         chunk: int = 0,
-        stop: tuple[str, ...] = (),
     ) -> Iterator[FinishedSamples]:
         raise NotImplementedError
 
@@ -308,16 +297,11 @@ class StreamBatch(EngineKind):
     def generate(
         self,
         prompts: list[Messages],
+        sampling: Sampling,
         *,
-        n: int,
-        temperature: float,
-        max_tokens: int,
         seeds: list[int],
-        stop: tuple[str, ...] = (),
     ) -> list[list[Completion]]:
-        stream = self.generate_stream(
-            prompts, n=n, temperature=temperature, max_tokens=max_tokens, seeds=seeds, stop=stop
-        )
+        stream = self.generate_stream(prompts, sampling, seeds=seeds)
         return in_order(stream, len(prompts))
 
     def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:

@@ -13,6 +13,7 @@ from radar_local.engines.base import (
     EngineCounters,
     EngineOptions,
     JsonFormat,
+    Sampling,
     ScoreFormat,
     chat_text,
     single_token_ids,
@@ -135,16 +136,14 @@ class TransformersEngine(BatchStream):
     def generate(
         self,
         prompts: list[Messages],
+        sampling: Sampling,
         *,
-        n: int,
-        temperature: float,
-        max_tokens: int,
         seeds: list[int],
-        stop: tuple[str, ...] = (),
     ) -> list[list[Completion]]:
         import torch
 
-        ends = {"stop_strings": list(stop), "tokenizer": self.tokenizer} if stop else {}
+        n, temperature = sampling.n, sampling.temperature
+        ends = {"stop_strings": list(sampling.stop), "tokenizer": self.tokenizer} if sampling.stop else {}
         out = []
         for messages, seed in zip(prompts, seeds):  # one seeded batch of n samples per prompt: reproducible
             inputs = self._encode([messages])
@@ -154,7 +153,7 @@ class TransformersEngine(BatchStream):
                     **inputs,
                     do_sample=temperature > 0,
                     temperature=temperature or None,
-                    max_new_tokens=max_tokens,
+                    max_new_tokens=sampling.max_tokens,
                     num_return_sequences=n,
                     pad_token_id=self.tokenizer.pad_token_id,
                     **ends,

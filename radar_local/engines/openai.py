@@ -28,6 +28,7 @@ from radar_local.engines.base import (
     Finished,
     FinishedSamples,
     JsonFormat,
+    Sampling,
     ScoreFormat,
     StreamBatch,
     in_order,
@@ -251,25 +252,23 @@ class OpenAIEngine(StreamBatch):
     def generate_stream(
         self,
         prompts: list[Messages],
+        sampling: Sampling,
         *,
-        n: int,
-        temperature: float,
-        max_tokens: int,
         seeds: list[int],
         chunk: int = 0,
-        stop: tuple[str, ...] = (),
     ) -> Iterator[FinishedSamples]:
         # a stop is sent where the server keeps it in the text (vLLM's include_stop_str_in_output): the OpenAI API
         # drops it, and a reasoning is read up to its end marker (reasoning.py)
+        stop = sampling.stop
         ends = {"stop": list(stop), "include_stop_str_in_output": True} if stop and self.constraint == "regex" else {}
         bodies = [
             {
                 "model": self.model,
                 "messages": m,
-                "n": n,
-                "temperature": temperature,
+                "n": sampling.n,
+                "temperature": sampling.temperature,
                 **self.sampling,
-                "max_tokens": max_tokens,
+                "max_tokens": sampling.max_tokens,
                 "seed": s,
                 **ends,
             }

@@ -38,7 +38,15 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from radar_local.answer import Answer, GradeShape, JsonShape
-from radar_local.engines.base import BatchStream, Completion, EngineCounters, EngineOptions, Finished, ScoreFormat
+from radar_local.engines.base import (
+    BatchStream,
+    Completion,
+    EngineCounters,
+    EngineOptions,
+    Finished,
+    Sampling,
+    ScoreFormat,
+)
 from radar_local.errors import RadarError
 from radar_local.prompts import Messages
 from radar_local.scale import Scale
@@ -209,14 +217,12 @@ class PlantedEngine(BatchStream):
     def generate(
         self,
         prompts: list[Messages],
+        sampling: Sampling,
         *,
-        n: int,
-        temperature: float,
-        max_tokens: int,
         seeds: list[int],
-        stop: tuple[str, ...] = (),
     ) -> list[list[Completion]]:
         time.sleep(self.options.delay_s)
+        n = sampling.n
         out = []
         for messages, seed in zip(prompts, seeds):
             asked, size = fields(messages), len(messages[-1]["content"].split())
@@ -224,7 +230,9 @@ class PlantedEngine(BatchStream):
                 out.append([self._rewritten(asked, size)])
                 continue
             if asked["kind"] in ("score", "pair"):  # a thinking judge's first request (reasoning.py)
-                out.append([self._thought("\n".join(m["content"] for m in messages), size, max_tokens, stop)])
+                out.append(
+                    [self._thought("\n".join(m["content"] for m in messages), size, sampling.max_tokens, sampling.stop)]
+                )
                 continue
             # Sample v of a prompt under seed s is the sample of seed s + v, as in vLLM: a cell's variants
             # are the same whether they are asked for at once or in waves.

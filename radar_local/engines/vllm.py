@@ -23,6 +23,7 @@ from radar_local.engines.base import (
     Finished,
     FinishedSamples,
     JsonFormat,
+    Sampling,
     ScoreFormat,
     StreamBatch,
     in_order,
@@ -410,18 +411,19 @@ class VLLMEngine(StreamBatch):
     def generate_stream(
         self,
         prompts: list[Messages],
+        sampling: Sampling,
         *,
-        n: int,
-        temperature: float,
-        max_tokens: int,
         seeds: list[int],
         chunk: int = 0,
-        stop: tuple[str, ...] = (),
     ) -> Iterator[FinishedSamples]:
         from vllm import SamplingParams
 
-        ends = {"stop": list(stop), "include_stop_str_in_output": True} if stop else {}
-        params = [SamplingParams(n=n, temperature=temperature, max_tokens=max_tokens, seed=s, **ends) for s in seeds]
+        s = sampling
+        ends = {"stop": list(s.stop), "include_stop_str_in_output": True} if s.stop else {}
+        params = [
+            SamplingParams(n=s.n, temperature=s.temperature, max_tokens=s.max_tokens, seed=seed, **ends)
+            for seed in seeds
+        ]
         for finished in self._stream(prompts, params):
             yield [(i, [_sample(o, c) for c in o.outputs]) for i, o in finished]
 
