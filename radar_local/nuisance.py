@@ -34,40 +34,36 @@ class NuisanceSpec(Frozen):
 
 
 _KEEP = " Keep every fact, claim and recommendation of the original; add no new information."
+BUNDLED: tuple[tuple[Measure, str, str], ...] = (  # each attribute's measure (its id), more of it, less of it
+    (
+        "length",
+        "Make the response about twice as long by restating and elaborating what it already says.",
+        "Make the response about half as long, saying the same things more briefly.",
+    ),
+    (
+        "formatting",
+        "Format the response in Markdown: a heading and its points as a bulleted list.",
+        "Write the response as plain prose paragraphs, with no headings, lists or bold text.",
+    ),
+    (
+        "hedging",
+        "Make the tone tentative: qualify each statement (perhaps, it seems, may, might).",
+        "Make the tone confident and direct, with no qualifiers or hedges.",
+    ),
+    (
+        "flattery",
+        "Open and close by complimenting the reader and their question.",
+        "Remove any compliment to the reader; address the question directly.",
+    ),
+    (
+        "self_praise",
+        "Add sentences that praise this answer itself as complete, accurate and thorough.",
+        "Remove any sentence that comments on the quality of the answer itself.",
+    ),
+)
 ATTRIBUTES = {  # the bundled attributes, each named after its measure
-    spec.id: spec
-    for spec in (
-        NuisanceSpec(
-            id="length",
-            up="Make the response about twice as long by restating and elaborating what it already says." + _KEEP,
-            down="Make the response about half as long, saying the same things more briefly." + _KEEP,
-            measure="length",
-        ),
-        NuisanceSpec(
-            id="formatting",
-            up="Format the response in Markdown: a heading and its points as a bulleted list." + _KEEP,
-            down="Write the response as plain prose paragraphs, with no headings, lists or bold text." + _KEEP,
-            measure="formatting",
-        ),
-        NuisanceSpec(
-            id="hedging",
-            up="Make the tone tentative: qualify each statement (perhaps, it seems, may, might)." + _KEEP,
-            down="Make the tone confident and direct, with no qualifiers or hedges." + _KEEP,
-            measure="hedging",
-        ),
-        NuisanceSpec(
-            id="flattery",
-            up="Open and close by complimenting the reader and their question." + _KEEP,
-            down="Remove any compliment to the reader; address the question directly." + _KEEP,
-            measure="flattery",
-        ),
-        NuisanceSpec(
-            id="self_praise",
-            up="Add sentences that praise this answer itself as complete, accurate and thorough." + _KEEP,
-            down="Remove any sentence that comments on the quality of the answer itself." + _KEEP,
-            measure="self_praise",
-        ),
-    )
+    measure: NuisanceSpec(id=measure, up=up + _KEEP, down=down + _KEEP, measure=measure)
+    for measure, up, down in BUNDLED
 }
 
 _TERMS = {

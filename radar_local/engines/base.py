@@ -88,13 +88,7 @@ class Engine(Protocol):
     name: str  # engine kind: vllm, transformers, openai
     model: str  # model id as configured
 
-    def generate(
-        self,
-        prompts: list[Messages],
-        sampling: Sampling,
-        *,
-        seeds: list[int],
-    ) -> list[list[Completion]]:
+    def generate(self, prompts: list[Messages], sampling: Sampling, *, seeds: list[int]) -> list[list[Completion]]:
         """`sampling.n` samples per prompt; prompt i samples with seed seeds[i] so reruns reproduce it."""
 
     def constrained(
@@ -108,12 +102,7 @@ class Engine(Protocol):
         token, with the log-probability of every level (`fmt.tokens`) at that position."""
 
     def generate_stream(
-        self,
-        prompts: list[Messages],
-        sampling: Sampling,
-        *,
-        seeds: list[int],
-        chunk: int,
+        self, prompts: list[Messages], sampling: Sampling, *, seeds: list[int], chunk: int
     ) -> Iterator[FinishedSamples]:
         """`generate`, yielding answers as they finish; `chunk` bounds a batch where the engine answers
         in batches (the vLLM and OpenAI engines keep their schedulers full instead)."""
@@ -245,25 +234,14 @@ class BatchStream(EngineKind):
     """The streams of an engine that answers a batch at a time: its batches, in order, `chunk` each."""
 
     # The engine's batch calls, which its streams cut `chunk` at a time.
-    def generate(
-        self,
-        prompts: list[Messages],
-        sampling: Sampling,
-        *,
-        seeds: list[int],
-    ) -> list[list[Completion]]:
+    def generate(self, prompts: list[Messages], sampling: Sampling, *, seeds: list[int]) -> list[list[Completion]]:
         raise NotImplementedError
 
     def score(self, prompts: list[Messages], *, fmt: ScoreFormat) -> list[Completion]:
         raise NotImplementedError
 
     def generate_stream(
-        self,
-        prompts: list[Messages],
-        sampling: Sampling,
-        *,
-        seeds: list[int],
-        chunk: int,
+        self, prompts: list[Messages], sampling: Sampling, *, seeds: list[int], chunk: int
     ) -> Iterator[FinishedSamples]:
         for start in range(0, len(prompts), chunk):
             outs = self.generate(prompts[start : start + chunk], sampling, seeds=seeds[start : start + chunk])
@@ -282,25 +260,14 @@ class StreamBatch(EngineKind):
     request order, the inverse of BatchStream."""
 
     def generate_stream(
-        self,
-        prompts: list[Messages],
-        sampling: Sampling,
-        *,
-        seeds: list[int],
-        chunk: int = 0,
+        self, prompts: list[Messages], sampling: Sampling, *, seeds: list[int], chunk: int = 0
     ) -> Iterator[FinishedSamples]:
         raise NotImplementedError
 
     def score_stream(self, prompts: list[Messages], *, fmt: ScoreFormat, chunk: int = 0) -> Iterator[Finished]:
         raise NotImplementedError
 
-    def generate(
-        self,
-        prompts: list[Messages],
-        sampling: Sampling,
-        *,
-        seeds: list[int],
-    ) -> list[list[Completion]]:
+    def generate(self, prompts: list[Messages], sampling: Sampling, *, seeds: list[int]) -> list[list[Completion]]:
         stream = self.generate_stream(prompts, sampling, seeds=seeds)
         return in_order(stream, len(prompts))
 

@@ -133,13 +133,7 @@ class TransformersEngine(BatchStream):
             )
         return result
 
-    def generate(
-        self,
-        prompts: list[Messages],
-        sampling: Sampling,
-        *,
-        seeds: list[int],
-    ) -> list[list[Completion]]:
+    def generate(self, prompts: list[Messages], sampling: Sampling, *, seeds: list[int]) -> list[list[Completion]]:
         import torch
 
         n, temperature = sampling.n, sampling.temperature

@@ -250,12 +250,7 @@ class OpenAIEngine(StreamBatch):
                 f.cancel()
 
     def generate_stream(
-        self,
-        prompts: list[Messages],
-        sampling: Sampling,
-        *,
-        seeds: list[int],
-        chunk: int = 0,
+        self, prompts: list[Messages], sampling: Sampling, *, seeds: list[int], chunk: int = 0
     ) -> Iterator[FinishedSamples]:
         # a stop is sent where the server keeps it in the text (vLLM's include_stop_str_in_output): the OpenAI API
         # drops it, and a reasoning is read up to its end marker (reasoning.py)

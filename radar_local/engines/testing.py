@@ -214,13 +214,7 @@ class PlantedEngine(BatchStream):
             time.sleep(self.options.delay_s)
             yield [(i, self.score([prompts[i]], fmt=fmt)[0])]
 
-    def generate(
-        self,
-        prompts: list[Messages],
-        sampling: Sampling,
-        *,
-        seeds: list[int],
-    ) -> list[list[Completion]]:
+    def generate(self, prompts: list[Messages], sampling: Sampling, *, seeds: list[int]) -> list[list[Completion]]:
         time.sleep(self.options.delay_s)
         n = sampling.n
         out = []

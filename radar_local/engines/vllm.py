@@ -409,12 +409,7 @@ class VLLMEngine(StreamBatch):
                 self._fed_kv_sum += kv
 
     def generate_stream(
-        self,
-        prompts: list[Messages],
-        sampling: Sampling,
-        *,
-        seeds: list[int],
-        chunk: int = 0,
+        self, prompts: list[Messages], sampling: Sampling, *, seeds: list[int], chunk: int = 0
     ) -> Iterator[FinishedSamples]:
         from vllm import SamplingParams
 
