@@ -17,11 +17,12 @@ from radar_local.progress import say, stage_progress
 from radar_local.rubric import HumanPairs, Rubric, load_rubric, resolve_reference
 from radar_local.scale import LIKERT, Scale, range_scale
 from radar_local.score_table import cells, check_criteria, read_scores, validate_scores
-from radar_local.stats.audit import audit_cell
+from radar_local.stats.audit import audit_cell, items_only
 from radar_local.stats.bias import BIAS
 from radar_local.stats.bootstrap import RESAMPLES
 from radar_local.stats.coupling import TAU, LeakageDefinition
 from radar_local.stats.intervals import CHUNK as INTERVAL_CHUNK
+from radar_local.stats.per_prompt import per_prompt
 from radar_local.stats.probes import probe_matrix
 from radar_local.stats.result import AuditResult
 from radar_local.stats.settings import StatsSettings
@@ -69,12 +70,25 @@ def stats_for_table(
     in order). `settings`: tau, resamples, seed, level, the flags' thresholds and the leakage's definition, one
     object (stats/settings.py); `asked`: the verdicts of the other askings (repeats, wordings, a jury's jurors, ...).
     Each criterion is on the rubric's scale for it, or on `scale` without a rubric."""
-    criteria = rubric.ids if rubric else list(pd.unique(df["criterion"]))
-    check_criteria(df, criteria, path)
+    criteria = [c.id for c in rubric.shared] if rubric else list(pd.unique(df["criterion"]))
+    check_criteria(df, rubric.ids if rubric else criteria, path)
     gen, ver = select_cell(df, path, generator, verifier)
     cell = df[(df["generator"] == gen) & (df["verifier"] == ver)]
     rewrites = cell[cell["direction"].isin(WAYS)]  # nuisance pairs: judged apart from the coupling
     cell, df = cell[~cell["direction"].isin(WAYS)], df[~df["direction"].isin(WAYS)]
+    items = rubric.items if rubric else []
+    found: dict[str, Any] = {}
+    if items and rubric is not None:  # the tasks' own items: their per-prompt audit, apart from the shared coupling
+        own = cell["criterion"].isin({i.id for i in items})
+        spans = {i.id: float(rubric.scale_of(i.id).span) for i in items}
+        s = settings
+        found["per_prompt"] = per_prompt(
+            cell[own], items, spans, tau=s.tau, level=s.level, fdr=s.screening, seed=s.seed
+        )
+        if not criteria:  # every task brings its own items: no shared criterion, no coupling across tasks
+            return replace(items_only(cell[own], gen, ver, settings), rubric=rubric.id, **found)
+        ids = {i.id for i in items}  # the shared audit reads shared criteria on probes steered on shared ones
+        cell, df = (t[~(t["criterion"].isin(ids) | t["target"].isin(ids))] for t in (cell, df))
     if (cell["direction"] == "none").all():
         raise InputError(
             path,
@@ -111,7 +125,7 @@ def stats_for_table(
     }
     for measure in MEASUREMENTS:
         blocks |= measure(Measured(df, rewrites, pm, core, scales, rubric, settings, asked, blocks))
-    return replace(core, **blocks)
+    return replace(core, **blocks, **found)
 
 
 def analyze(

@@ -298,7 +298,8 @@ def adopt(run: Run, other: RunDir, verifier: ModelSpec) -> dict:
     run.note_weights(run.config.generator)
     run.note_weights(verifier)
     mine, theirs = run.store, other.store
-    wanted = [r.variant_key(v) for r in run.plan.generation_requests(run.adaptive_sizes()) for v in r.variants]
+    asked = run.plan.generation_requests(run.adaptive_sizes())
+    wanted = [r.variant_key(v) for r in asked for v in r.variants]
     mine.add_probes([theirs.probes[k] for k in wanted if k in theirs.probes and k not in mine.probes])
     probes = run.probes()  # with the bases just copied
     rewrites = [r.variant_key(v) for r in run.rewrite_requests(probes) for v in r.variants]
@@ -308,7 +309,8 @@ def adopt(run: Run, other: RunDir, verifier: ModelSpec) -> dict:
     reuse = {
         "probes": len(wanted),
         "probes_reused": sum(k in theirs.probes for k in wanted),
-        "scores": (len(wanted) + len(rewrites)) * len(run.rubric.criteria),  # every planned verdict
+        "scores": sum(len(r.variants) * len(run.rubric.criteria_of(r.task.id)) for r in asked)  # every planned verdict
+        + len(rewrites) * len(run.rubric.shared),
         "scores_reused": sum(k in theirs.scores for k in keys),
     }
     if rewrites:

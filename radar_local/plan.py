@@ -168,7 +168,7 @@ class Plan:
 
     def strata(self) -> list[Stratum]:
         """Every (task, target, direction) the audit probes: directed first, then unconditioned."""
-        strata = [(t.id, c.id, d) for t in self.tasks for c in self.rubric.criteria for d in ("+", "-")]
+        strata = [(t.id, c.id, d) for t in self.tasks for c in self.rubric.criteria_of(t.id) for d in ("+", "-")]
         return strata + ([(t.id, "", "none") for t in self.tasks] if self.config.unconditioned else [])
 
     def planned_size(self, stratum: Stratum) -> int:
@@ -358,7 +358,7 @@ class Plan:
 
     def _probe_requests(self, probe: ProbeRecord, task: Task, verifier: ModelSpec, base: dict) -> list[ScoreRequest]:
         config, judge = self.config, verifier.judge
-        shown = [(c, self.rubric.scale_of(c.id)) for c in self.rubric.criteria]
+        shown = [(c, self.rubric.scale_of(c.id)) for c in self.rubric.criteria_of(task.id)]
         if judge is not None and judge.joint:
             if judge.order == "shuffled":  # a seeded order per probe, recorded with each verdict
                 random.Random(digest([config.seed, probe.key])).shuffle(shown)

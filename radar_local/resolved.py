@@ -18,7 +18,7 @@ from radar_local.judge import missing_reference, pair_template_problem, render, 
 from radar_local.models import resolve as local_model
 from radar_local.plan import OVERALL
 from radar_local.presets import JUDGE_PRESETS
-from radar_local.rubric import Rubric, Task, load_rubric, load_tasks, resolve_reference
+from radar_local.rubric import Rubric, Task, load_rubric, load_tasks, resolve_reference, with_items
 from radar_local.tasks import TaskSource, is_task_table, load_task_table
 
 if TYPE_CHECKING:
@@ -59,6 +59,7 @@ def resolve(config: AuditConfig, base: Path, source: object = "config") -> Resol
         or next((p for spec in judges if (p := judge_conflict(config, spec, rubric, tasks)) is not None), None)
         or pairwise_problem(config, rubric, tasks)
         or reward_problem(config)
+        or items_problem(config, rubric)
     )
     if problem is not None:
         raise InputError(source, problem)
@@ -238,7 +239,24 @@ def resolve_inputs(config: AuditSettings) -> tuple[Rubric, tuple[Task, ...], dic
         tasks = load_task_table(source, config.seed)
     else:
         tasks = tuple(source) if isinstance(source, list) else load_tasks(source or config.rubric)
+    try:
+        rubric = with_items(rubric, tasks)
+    except ValueError as exc:  # the tasks' items against the rubric: where they are written, or the config
+        raise InputError(getattr(source, "path", source) if source else "config", str(exc)) from None
     return rubric, tasks, resolve_reference(rubric, config.rubric, config.human)
+
+
+def items_problem(config: AuditConfig, rubric: Rubric) -> str | None:
+    """What a per-prompt rubric (tasks with their own items) cannot be audited with yet, in one line; else None."""
+    if not rubric.items:
+        return None
+    asked = [name for name, on in (("pairwise", config.pairwise), ("adaptive", config.adaptive)) if on is not None]
+    if asked:
+        return (
+            f"tasks with their own items are audited pointwise at a fixed n; `{asked[0]}:` is not yet asked of "
+            "them: leave it out, or audit a shared rubric"
+        )
+    return None
 
 
 def rubric_conflict(config: AuditSettings, rubric: Rubric) -> str | None:

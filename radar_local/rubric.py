@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Discriminator, Field, Tag, model_validator
 
 from radar_local.common import Frozen, parse_model
 from radar_local.errors import InputError
@@ -35,10 +36,46 @@ class Criterion(Frozen):
         return self
 
 
+MAX_ITEMS = 64  # items a task's own rubric may have (ResearchRubrics' largest has 43)
+
+
+class Item(Criterion):
+    """One item of one task's own rubric, as the audit sees it: a criterion that task alone is probed and graded
+    on (label and description are the item's text). Points below zero mark a pitfall: it is met when the response
+    commits it, and costs points."""
+
+    task: str = Field(min_length=1, description="The task whose rubric it belongs to")
+    points: float = Field(1.0, allow_inf_nan=False, description="What meeting it adds to the task's score")
+    tags: tuple[str, ...] = ()
+
+    @property
+    def pitfall(self) -> bool:
+        return self.points < 0
+
+
+class TaskItem(Frozen):
+    """One item of a task's own rubric as a task file writes it (HealthBench's rubric item, a promptfoo test's
+    llm-rubric); its id, where not given, is the task's id and its place (`with_items`)."""
+
+    id: str | None = Field(None, pattern=_ID)
+    text: str = Field(min_length=1, description="What the response must do (or, for a pitfall, must not)")
+    points: float = Field(1.0, allow_inf_nan=False, description="Points; below zero, a pitfall")
+    tags: tuple[str, ...] = Field((), description="Tags to pool items by (HealthBench's axis:*, cluster:*)")
+
+
+def _kind(value: object) -> str:
+    """An item carries its task; anything else is read (and its errors reported) as a criterion."""
+    return "item" if isinstance(value, Item) or (isinstance(value, dict) and "task" in value) else "criterion"
+
+
+ItemOrCriterion = Annotated[Annotated[Item, Tag("item")] | Annotated[Criterion, Tag("criterion")], Discriminator(_kind)]
+
+
 class Rubric(Frozen):
     id: str = Field(pattern=_ID)
     name: str = Field(min_length=1)
-    criteria: tuple[Criterion, ...] = Field(min_length=1)  # one criterion: its gate and judge bias, no coupling
+    # one criterion: its gate and judge bias, no coupling; none: every task brings its own items (`with_items`)
+    criteria: tuple[ItemOrCriterion, ...] = ()
     weights: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] | None = Field(
         None, description="The aggregate a team gates on: finite, non-negative weights per criterion"
     )
@@ -70,6 +107,56 @@ class Rubric(Frozen):
     def scales(self) -> dict[str, Scale]:
         return {c.id: c.scale or self.scale for c in self.criteria}
 
+    @property
+    def items(self) -> list[Item]:
+        return [c for c in self.criteria if isinstance(c, Item)]
+
+    @property
+    def shared(self) -> list[Criterion]:
+        """The criteria every task is probed and graded on (all of them, in a rubric without items)."""
+        return [c for c in self.criteria if not isinstance(c, Item)]
+
+    def criteria_of(self, task_id: str) -> list[Criterion]:
+        """What one task is probed and graded on: the shared criteria, then its own items."""
+        return [c for c in self.criteria if not isinstance(c, Item) or c.task == task_id]
+
+
+def item_id(task_id: str, place: int) -> str:
+    """An item's id where its file gives none: its task's id as an identifier, and its place (1-based)."""
+    stem = re.sub(r"[^a-z0-9]+", "_", task_id.lower()).strip("_")
+    return f"{stem if stem[:1].isalpha() else 't' + stem}_{place}"
+
+
+def with_items(rubric: Rubric, tasks: Iterable[Task]) -> Rubric:
+    """The rubric an audit sees: its shared criteria, then every task's own items (as `Item`s), ids unique."""
+    items = []
+    for task in tasks:
+        if len(task.items) > MAX_ITEMS:
+            raise ValueError(f"task '{task.id}' has {len(task.items)} items; at most {MAX_ITEMS} a task")
+        for place, given in enumerate(task.items, 1):
+            ident = given.id or item_id(task.id, place)
+            items.append(
+                Item(
+                    id=ident,
+                    label=given.text,
+                    description=given.text,
+                    task=task.id,
+                    points=given.points,
+                    tags=given.tags,
+                )
+            )
+    if not rubric.shared and not items:
+        raise ValueError("the rubric has no criteria and no task has items; give one or the other")
+    seen: dict[str, str] = {c.id: "a criterion of the rubric" for c in rubric.shared}
+    for it in items:
+        if seen.get(it.id) == it.task:
+            raise ValueError(f"task '{it.task}' has two items with id '{it.id}'; give each its own")
+        if it.id in seen:
+            where = seen[it.id] if seen[it.id].startswith("a criterion") else f"an item of task '{seen[it.id]}'"
+            raise ValueError(f"item id '{it.id}' of task '{it.task}' is also {where}; ids are unique in an audit")
+        seen[it.id] = it.task
+    return rubric.model_copy(update={"criteria": (*rubric.shared, *items)})
+
 
 class Task(Frozen):
     id: str = Field(min_length=1)
@@ -81,10 +168,12 @@ class Task(Frozen):
         description="A reference answer, for a judge that grades against one ({{ reference }} in its template: "
         "Prometheus 2 with a reference, MT-Bench's math judge); the generator never sees it",
     )
+    items: tuple[TaskItem, ...] = Field((), description="The task's own rubric items, beside the shared rubric's")
 
     def keyed(self) -> dict[str, Any]:
-        """The task as a probe's key holds it: what the generator is asked (the reference is the judge's)."""
-        return self.model_dump(exclude={"reference"})
+        """The task as a probe's key holds it: what the generator is asked (the reference is the judge's; an item
+        enters the key of the probes steered on it, as a criterion does)."""
+        return self.model_dump(exclude={"reference", "items"})
 
 
 def unique_ids(tasks: Iterable[Task]) -> None:

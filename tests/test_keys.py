@@ -55,6 +55,7 @@ VALUES = {
         "coupling": {"Helpfulness / Understanding": {"Correctness / Completeness": 0.5}},
         "halo": 0.2,
         "blind": ["Helpfulness / Understanding"],
+        "backwards": ["Helpfulness / Understanding"],
         "first": 0.5,
         "position": 0.15,
         "pair_ties": 0.2,

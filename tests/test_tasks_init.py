@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from radar_local.cli.main import cli
 from radar_local.config import AuditConfig, load_config
 from radar_local.resolved import resolve
+from radar_local.rubric import Task
 from tests.conftest import planted_config
 
 ROWS = [
@@ -101,6 +102,6 @@ def test_radar_init_writes_a_config_that_parses(tmp_path, args):
     assert config.generator.model == "smollm2-135m" and config.out == "runs/my"
     if "skeleton" in args:
         assert config.rubric == "my.rubric.yaml" and (tmp_path / "my.rubric.yaml").is_file()
-        resolve(config.model_copy(update={"tasks": [{"id": "t", "prompt": "p"}]}), tmp_path)  # the skeleton parses
+        resolve(config.model_copy(update={"tasks": [Task(id="t", prompt="p")]}), tmp_path)  # the skeleton parses
     again = CliRunner().invoke(cli, ["init", str(target), *args])
     assert again.exit_code == 2 and "already exists" in again.stderr and target.read_text() == text

@@ -94,6 +94,11 @@ class PlantedOptions(EngineOptions):
         default_factory=list,
         description="Criterion labels the judge cannot read: a probe steered on one leaves its verdict in the middle",
     )
+    backwards: list[str] = Field(
+        default_factory=list,
+        description="Criterion labels the judge reads backwards (a sign error): a probe steered + on one gets the "
+        "verdict a - probe would, and the reverse",
+    )
     halo: float = Field(0.0, ge=-1, le=1, description="Joint calls: coupling added into every other criterion")
     first: float = Field(0.0, ge=-4, le=4, description="Joint calls: points added to the criterion shown first")
     position: float = Field(
@@ -414,8 +419,10 @@ def planted_value(
         sign = 1 if steer.group(1) == "+" else -1
         steered = steer.group(2)
         row = next((row for label, row in options.coupling.items() if first_line(label) == steered), {})
-        reads = not any(first_line(label) == steered for label in options.blind)
-        level = float(reads) if rated == steered else row.get(rated, 0.0) + (options.halo if joint else 0.0)
+        reads = 0.0 if any(first_line(label) == steered for label in options.blind) else 1.0
+        if any(first_line(label) == steered for label in options.backwards):
+            reads = -1.0
+        level = reads if rated == steered else row.get(rated, 0.0) + (options.halo if joint else 0.0)
         value = min(4.0, max(0.0, 2 + 2 * sign * level))
     elif (rewritten := REWRITTEN.search(response)) is not None:
         sign = 1 if rewritten.group(1) == "up" else -1

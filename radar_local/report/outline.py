@@ -56,6 +56,7 @@ from radar_local.report.panel import (
     labels_rows,
     side_by_side_rows,
 )
+from radar_local.report.per_prompt_text import per_prompt_lines, per_prompt_tables
 from radar_local.report.text import (
     ADAPTIVE_HEAD,
     PAIR_HEAD,
@@ -151,8 +152,11 @@ def audit_sections(r: AuditResult, figures: bool = False, bias: Sequence[dict] =
     def figure(name: str, title: str) -> list[Block]:
         return [Figure(name, title)] if figures else []
 
+    found = Section("Findings", _lines(*verdict(r), *(per_prompt_lines(r.per_prompt) if r.per_prompt else [])), True)
+    if not r.criteria:  # every task brings its own items: no shared criterion, its findings are the items'
+        return at_levels([found] + [s for m in MEASURED for s in m(r, figure, bias)], r.bootstrap.level)
     sections = [
-        Section("Findings", _lines(*verdict(r)), bullets=True),
+        found,
         Section(
             "Self-effects (reliability gate)",
             [
@@ -241,8 +245,22 @@ def bias_sections(r: AuditResult, figure: Callable, bias: Sequence[dict]) -> lis
     return [Section("Judge bias", parts)]
 
 
+def per_prompt_sections(r: AuditResult, _figure: Callable, _bias: Sequence[dict]) -> list[Section]:
+    """A per-prompt rubric: what its items' audit found, then its tables (item and tag text marked untrusted)."""
+    if r.per_prompt is None:
+        return []
+    tables = [
+        Table(head, [[Untrusted(c) if i in marked else c for i, c in enumerate(row)] for row in rows])
+        for head, rows, marked in per_prompt_tables(r.per_prompt)
+    ]
+    said = "Each prompt's items (its own rubric): the items failing the gate, the sign errors, the redundant pairs and "
+    said += "the tag matrix (tag -> tag leakage, the prompts' mean), each where it has a row."
+    return [Section("Per-prompt rubric", [(said,), *tables])]
+
+
 # Each measurement's sections, in the report's order, after the coupling's (a new measurement adds its line here).
 MEASURED: tuple[Measured, ...] = (
+    per_prompt_sections,
     titled("Halo of joint calls", halo_line, HALO_HEAD, halo_rows),
     titled("Consistency: repeat agreement", repeats_line, REPEATS_HEAD, repeats_rows),
     titled("Consistency: template wording", wording_line, WORDING_HEAD, wording_rows),

@@ -72,7 +72,7 @@ def verdict(result: AuditResult) -> list[str]:
     lines += findings(result)
     if len(result.criteria) == 1:
         lines.append(one_criterion_line(result))
-    elif not lines:
+    elif not lines and result.criteria:  # without shared criteria, the findings are the items' (per_prompt_text)
         lines.append("No pair crosses the flag thresholds.")
     return lines
 

@@ -21,10 +21,12 @@ from radar_local.stats.decisions import evidence
 from radar_local.stats.exact import ExactPoint, exact_point, to_float
 from radar_local.stats.flags import DIRECTIONAL, Thresholds, pair_flags, upstream
 from radar_local.stats.intervals import FAMILY_METHOD, METHOD, NO_INTERVAL, Bounds, Intervals, intervals
+from radar_local.stats.per_prompt import METHOD as PER_PROMPT_METHOD
 from radar_local.stats.probes import ProbeMatrix
 from radar_local.stats.result import PAIR_COLUMNS, AuditResult, Gate
 from radar_local.stats.screening import METHOD as SCREENING_METHOD
 from radar_local.stats.screening import benjamini_hochberg, p_values
+from radar_local.stats.settings import StatsSettings
 from radar_local.stats.stored import Baselines, BudgetRow, ProbeCounts, ReferenceAgreement, Resampling, Unscored
 
 
@@ -291,3 +293,55 @@ def _baselines(pm: ProbeMatrix, pairs: list[tuple[int, int]], ref_vec: np.ndarra
         if ref_vec is not None and vec is not None:
             out.setdefault("agreement", {})[name] = agreement(vec, ref_vec)
     return out
+
+
+def items_only(table: pd.DataFrame, generator: str, verifier: str, settings: StatsSettings) -> AuditResult:
+    """The audit of a rubric without shared criteria (every task brings its own items): no shared coupling, so its
+    result names no criterion; what it found is its `per_prompt` block. `table`: the cell's item verdicts."""
+    directed = table[table["direction"].isin(("+", "-"))]
+    probes = directed.drop_duplicates(["task_id", "target", "direction", "variant"])
+    strata = probes.groupby(["task_id", "target", "direction"]).size()
+    unscored = directed[directed["score"].isna()]
+    tasks = sorted(pd.unique(table["task_id"]).tolist())
+    empty = pd.DataFrame(dtype=float)
+    return AuditResult(
+        generator=generator,
+        verifier=verifier,
+        criteria=[],
+        tasks=tasks,
+        tau=settings.tau,
+        bootstrap=Resampling(
+            resamples=settings.resamples, seed=settings.seed, level=settings.level, method=PER_PROMPT_METHOD, df=None
+        ),
+        probes=ProbeCounts(
+            directed=len(probes),
+            unconditioned=0,
+            min_per_stratum=int(strata.min()) if len(strata) else 0,
+            unscored_cells=len(unscored),
+            score_values="continuous" if continuous_scores(directed["score"].to_numpy(float)) else "integer",
+        ),
+        unscored=Unscored(
+            verdicts=len(unscored),
+            verdicts_total=len(directed),
+            strata=0,
+            strata_total=len(strata),
+            tasks={t: int(n) for t, n in unscored.groupby("task_id").size().items()},
+        ),
+        warnings=[],
+        self_effect=pd.Series(dtype=float),
+        self_effect_ci=None,
+        reliable=pd.Series(dtype=bool),
+        self_effect_by_task=pd.DataFrame(index=tasks, dtype=float),
+        leakage=empty,
+        leakage_ci=None,
+        leakage_sd=empty,
+        leakage_by_task={},
+        pairs=pd.DataFrame(columns=PAIR_COLUMNS),
+        global_={"positive": float("nan"), "tension": float("nan"), "max_coupling": float("nan")},
+        global_ci=None,
+        thresholds=vars(settings.thresholds),
+        unreliable=[],
+        baselines=Baselines(
+            sample="none", synthetic_correlation=None, whitening_redundancy=None, score_profile_redundancy=None
+        ),  # fmt: skip
+    )

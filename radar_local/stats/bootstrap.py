@@ -162,3 +162,15 @@ def unit_bootstrap(units: int, resamples: int, seed: int) -> np.ndarray:
         if units
         else np.zeros((resamples, 0))
     )
+
+
+def relabellings(n: int, k: int, draws: int, seed: int) -> np.ndarray:
+    """(draws, k) indices of n units drawn to the first group, each draw a uniform k-subset: a permutation test's
+    relabellings where there are too many to count (stats/permutation.py)."""
+    rng = np.random.default_rng(seed)
+    return np.argsort(rng.random((draws, n)), axis=1)[:, :k]
+
+
+def categorical(probabilities: np.ndarray, draws: int, seed: int) -> np.ndarray:
+    """`draws` seeded indices, each i with probability probabilities[i]."""
+    return np.random.default_rng(seed).choice(len(probabilities), draws, p=probabilities)

@@ -23,6 +23,7 @@ from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.order import OrderEffects
 from radar_local.stats.pairwise import Pairwise
 from radar_local.stats.pairwise_audit import KIND, PairwiseAudit
+from radar_local.stats.per_prompt import PerPrompt
 from radar_local.stats.raters import LabelsBlock
 from radar_local.stats.repeats import Repeats
 from radar_local.stats.reward import RewardProfile
@@ -158,6 +159,7 @@ class StatsFile(Block):
     reward: RewardProfile | None = None
     jury: JuryBlock | None = None
     labels: LabelsBlock | None = None
+    per_prompt: PerPrompt | None = None
 
 
 @dataclass(frozen=True)
@@ -232,6 +234,8 @@ class AuditResult:
     jury: JuryBlock | None = None
     # agreement with the team's human labels, per judge and criterion (stats/raters.against_humans)
     labels: LabelsBlock | None = None
+    # a per-prompt rubric's items: gate, sign errors, redundant pairs, tag matrix, double counting (stats/per_prompt.py)
+    per_prompt: PerPrompt | None = None
     # how a leakage is taken over tasks: the ratio of means, or the paper's eq. 5 (stats/coupling.py)
     leakage_definition: LeakageDefinition = "ratio_of_means"
     schema_version: int = SCHEMA_VERSION

@@ -97,7 +97,7 @@ def p_values(
     return out
 
 
-def benjamini_hochberg(p: Mapping[K, float], fdr: float) -> set[K]:
+def benjamini_hochberg(p: Mapping[K, float | Fraction], fdr: float) -> set[K]:
     """The hypotheses the step-up procedure rejects at false discovery rate `fdr`: the k smallest p-values, k the
     largest rank with p_(k) <= k fdr / m, compared exactly."""
     if not p:

@@ -1,0 +1,302 @@
+"""Per-prompt rubrics (issue 63): each task's own items, each steered present (+) and absent (-) and every item of
+the task graded on every probe.
+
+For items i, j of one prompt, the leakage D_ij is item j's mean verdict on probes steered + on i minus on probes
+steered - on i, on the 0-1 footing of j's scale (for met / not met: the change in j's met rate); D_ii is i's
+self-effect. A pitfall is steered + by committing it, and a judge that reads it says "met" then: its self-effect
+is positive like any item's, and a negative one is a **sign error** (the judge reads the item backwards).
+
+Every test is an exact permutation test (stats/permutation.py) within the prompt: the probes are the units, as an
+item belongs to one prompt. Findings, each over the audit's whole family of its kind:
+- an item's **gate**: it reads when its self-effect reaches tau (the point estimate, compared exactly, as the
+  coupling's gate), listed with its text where it does not;
+- a **sign error** (D_ii < 0) is `confirmed` by Holm's procedure over every item of the audit at the level's
+  family-wise error, `screened` by Benjamini-Hochberg at the false discovery rate `fdr`;
+- a **redundant pair** (Sym_ij = (D_ij + D_ji) / 2 > 0, both leakages tested on their joint law) is `confirmed`
+  by Holm over every pair of every prompt, `screened` by Benjamini-Hochberg over the same.
+Pooled over prompts (the resampling units; Student's t over the prompts' values, df = prompts - 1): the tag x tag
+leakage matrix (each cell the prompts' mean of D_ij over their items i of the row's tag and j != i of the column's;
+`confirmed` where its interval, Bonferroni over the cells, excludes 0), the pitfalls' sign-error rate ((1 - D_ii)
+/ 2 on met / not met: the share of verdicts on the wrong side) and the score's double counting: steering item i
+moves the task's score (points met / positive points) by its own points x D_ii plus the others' points x D_ij;
+the share of those moves that is not the item's own (the leaked move taken in the direction of the item's own:
+sum of leaked / sum of (|own| + leaked) over a prompt's items).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from radar_local.rubric import Item
+from radar_local.stats.bootstrap import LEVEL
+from radar_local.stats.coupling import TAU
+from radar_local.stats.exact import at_least
+from radar_local.stats.intervals import t_interval
+from radar_local.stats.permutation import K, Split, factor, holm, p_lower, p_sum_upper
+from radar_local.stats.screening import benjamini_hochberg
+from radar_local.stats.stored import Block, Interval, Matrix, Num
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+FDR = 0.10  # the screening rate of sign errors and redundant pairs, where the audit sets none
+CONFIRMED, SCREENED = "confirmed", "screened"
+METHOD = (
+    "exact permutation tests within each prompt; confirmed: Holm over the audit's family of the kind at the level; "
+    "screened: Benjamini-Hochberg at the false discovery rate"
+)
+
+
+class ItemRow(Block):
+    id: str
+    task: str
+    text: str
+    points: float
+    tags: list[str]
+    self_effect: Num  # D_ii on the 0-1 footing
+    probes: list[int]  # scored probes steered + and - on it
+    reads: bool  # the gate: the self-effect reaches tau
+    p_reversed: float  # the permutation p-value of D_ii < 0
+    sign_error: str | None  # confirmed / screened, or None
+    own: Num  # its points x D_ii over the task's positive points: the score move that is its own
+    leaked: Num  # the other items' points x D_ij over the same: the move that is not
+
+
+class PairRow(Block):
+    task: str
+    a: str
+    b: str
+    a_text: str
+    b_text: str
+    leak_ab: Num
+    leak_ba: Num
+    sym: Num
+    asym: Num
+    p: float  # of Sym > 0
+    evidence: str  # confirmed / screened
+
+
+class TagMatrix(Block):
+    tags: list[str]
+    leakage: Matrix  # source tag -> target tag: the prompts' mean leakage
+    ci: dict[str, dict[str, Interval | None]]
+    prompts: dict[str, dict[str, int]]
+    confirmed: list[list[str]]  # [source, target] cells whose Bonferroni interval excludes 0
+
+
+class PerPrompt(Block):
+    """stats.json's `per_prompt`: a per-prompt rubric's items, their sign errors, redundant pairs, the tag matrix and
+    the score's double counting (stats/per_prompt.py)."""
+
+    level: float
+    fdr: float
+    tau: float
+    method: str
+    prompts: int
+    items: list[ItemRow]
+    unread: list[str]  # items failing the gate
+    pairs_tested: int
+    pairs: list[PairRow]  # the redundant pairs confirmed or screened
+    sign_error_rate: Num  # pooled over the pitfalls: the share of their verdicts on the wrong side
+    sign_error_ci: Interval | None
+    double_count: Num  # pooled share of the score's moves that is not the steered item's own
+    double_count_ci: Interval | None
+    double_count_by_prompt: dict[str, Num]
+    tags: TagMatrix | None
+
+
+def per_prompt(
+    table: pd.DataFrame,
+    items: Sequence[Item],
+    spans: Mapping[str, float],
+    *,
+    tau: float = TAU,
+    level: float = LEVEL,
+    fdr: float | None = None,
+    seed: int = 0,
+) -> PerPrompt:
+    """The per-prompt audit of a score table's item verdicts (columns task_id, target, direction, variant,
+    criterion, score): `items` the rubric's items, `spans` each item's scale span."""
+    fdr = FDR if fdr is None else fdr
+    by_task: dict[str, list[Item]] = {}
+    for it in items:
+        by_task.setdefault(it.task, []).append(it)
+    rows = table[table["direction"].isin(("+", "-")) & table["target"].isin([i.id for i in items])]
+    cells = {key: g for key, g in rows.groupby(["task_id", "target", "direction", "criterion"], sort=False)}
+    factors = {i.id: factor(rows.loc[rows["criterion"] == i.id, "score"].to_numpy(float)) for i in items}
+
+    def split(task: str, source: str, target: str) -> Split:
+        def scores(d: str) -> np.ndarray:
+            g = cells.get((task, source, d, target))
+            return np.array([], float) if g is None else g.sort_values("variant")["score"].to_numpy(float)
+
+        return Split.of(scores("+"), scores("-"), factors[target])
+
+    def on_footing(s: Split, target: str) -> Fraction | None:
+        d = s.difference()
+        return None if d is None else d / (Fraction(repr(spans[target])) * factors[target])
+
+    effects: dict[str, dict[tuple[str, str], Fraction | None]] = {}
+    splits: dict[tuple[str, str], Split] = {}
+    for task, its in by_task.items():
+        effects[task] = {}
+        for a in its:
+            for b in its:
+                s = splits[a.id, b.id] = split(task, a.id, b.id)
+                effects[task][a.id, b.id] = on_footing(s, b.id)
+
+    reversed_p = {it.id: p_lower(splits[it.id, it.id], seed) for it in items}
+    sign = _evidence(reversed_p, level, fdr)
+    pair_p, pair_rows = {}, {}
+    for task, its in by_task.items():
+        for x, a in enumerate(its):
+            for b in its[x + 1 :]:
+                span_a = _int_span(spans[b.id], factors[b.id])  # D_ab is on b's footing, D_ba on a's
+                span_b = _int_span(spans[a.id], factors[a.id])
+                key = (a.id, b.id)
+                pair_p[key] = p_sum_upper(splits[a.id, b.id], span_a, splits[b.id, a.id], span_b, seed)
+                pair_rows[key] = (task, a, b)
+    pair_evidence = _evidence(pair_p, level, fdr)
+    found = []
+    for key, evidence in pair_evidence.items():
+        task, a, b = pair_rows[key]
+        ab, ba = _num(effects[task][a.id, b.id]), _num(effects[task][b.id, a.id])
+        sym = None if ab is None or ba is None else (ab + ba) / 2
+        asym = None if ab is None or ba is None else (ab - ba) / 2
+        found.append(PairRow(task=task, a=a.id, b=b.id, a_text=a.description, b_text=b.description, leak_ab=ab,
+                             leak_ba=ba, sym=sym, asym=asym, p=float(pair_p[key]), evidence=evidence))  # fmt: skip
+    found.sort(key=lambda r: (r.evidence != CONFIRMED, r.p))
+
+    moves = {task: _moves(its, effects[task]) for task, its in by_task.items()}
+    item_rows = []
+    for it in items:
+        own, leaked = moves[it.task][it.id]
+        d = effects[it.task][it.id, it.id]
+        s = splits[it.id, it.id]
+        item_rows.append(
+            ItemRow(
+                id=it.id,
+                task=it.task,
+                text=it.description,
+                points=it.points,
+                tags=list(it.tags),
+                self_effect=_num(d),
+                probes=[s.up, s.down],
+                reads=at_least(d, tau),
+                p_reversed=float(reversed_p[it.id]),
+                sign_error=sign.get(it.id),
+                own=own,
+                leaked=leaked,
+            )  # fmt: skip
+        )
+    pitfall_rates = {}
+    for task, its in by_task.items():
+        values = [(1 - float(d)) / 2 for it in its if it.pitfall and (d := effects[task][it.id, it.id]) is not None]
+        if values:
+            pitfall_rates[task] = float(np.mean(values))
+    shares = {task: _share(m.values()) for task, m in moves.items()}
+    rate, rate_ci = _pooled(list(pitfall_rates.values()), level)
+    share, share_ci = _pooled([v for v in shares.values() if v is not None], level)
+    return PerPrompt(
+        level=level,
+        fdr=fdr,
+        tau=tau,
+        method=METHOD,
+        prompts=len(by_task),
+        items=item_rows,
+        unread=[r.id for r in item_rows if not r.reads],
+        pairs_tested=len(pair_p),
+        pairs=found,
+        sign_error_rate=rate,
+        sign_error_ci=rate_ci,
+        double_count=share,
+        double_count_ci=share_ci,
+        double_count_by_prompt=shares,
+        tags=_tag_matrix(by_task, effects, level),
+    )
+
+
+def _int_span(span: float, f: int) -> int:
+    """A scale's span in the integer units its scores are held in (a span is an integer or a decimal)."""
+    exact = Fraction(repr(span)) * f
+    return exact.numerator if exact.denominator == 1 else round(exact)
+
+
+def _num(x: Fraction | None) -> float | None:
+    return None if x is None else float(x)
+
+
+def _evidence(p: Mapping[K, Fraction], level: float, fdr: float) -> dict[K, str]:
+    """Each hypothesis Holm confirms at the level, or else Benjamini-Hochberg screens at `fdr`."""
+    confirmed = holm(dict(p), level)
+    screened: set[K] = benjamini_hochberg(p, fdr) - confirmed
+    return {**dict.fromkeys(screened, SCREENED), **dict.fromkeys(confirmed, CONFIRMED)}
+
+
+def _moves(its: list[Item], effects: Mapping[tuple[str, str], Fraction | None]) -> dict[str, tuple[Num, Num]]:
+    """Per steered item: the task score's move that is its own, and the one leaked into the other items."""
+    positive = sum(it.points for it in its if it.points > 0)
+    out: dict[str, tuple[Num, Num]] = {}
+    for a in its:
+        d = effects[a.id, a.id]
+        own = None if d is None or positive <= 0 else a.points * float(d) / positive
+        rest = [b.points * float(e) for b in its if b.id != a.id and (e := effects[a.id, b.id]) is not None]
+        out[a.id] = (own, sum(rest) / positive if positive > 0 else None)
+    return out
+
+
+def _share(moves: Iterable[tuple[Num, Num]]) -> float | None:
+    """The share of a prompt's score moves that is not the steered items' own: each item's leaked move taken in the
+    direction of its own (so noise, either way, averages out), over its own move's size plus that."""
+    known = [(own, leaked) for own, leaked in moves if own is not None and leaked is not None and own != 0]
+    along = [leaked * np.sign(own) for own, leaked in known]
+    total = sum(abs(own) for own, _ in known) + sum(along)
+    return float(sum(along) / total) if total > 0 else None
+
+
+def _pooled(values: list[float], level: float, family: int = 1) -> tuple[Num, Interval | None]:
+    """The prompts' mean and its Student t interval (df = prompts - 1); no interval from fewer than two."""
+    if not values:
+        return None, None
+    mean = float(np.mean(values))
+    if len(values) < 2:
+        return mean, None
+    se = float(np.std(values, ddof=1)) / np.sqrt(len(values))
+    lo, hi = t_interval(mean, se, len(values) - 1, level, family)
+    return mean, (float(lo), float(hi))
+
+
+def _tag_matrix(
+    by_task: Mapping[str, list[Item]], effects: Mapping[str, Mapping[tuple[str, str], Fraction | None]], level: float
+) -> TagMatrix | None:
+    tags = sorted({t for its in by_task.values() for it in its for t in it.tags})
+    if not tags:
+        return None
+    values: dict[tuple[str, str], list[float]] = {}
+    for task, its in by_task.items():
+        for s in tags:
+            for t in tags:
+                cell = [
+                    float(e)
+                    for a in its
+                    for b in its
+                    if a.id != b.id and s in a.tags and t in b.tags and (e := effects[task][a.id, b.id]) is not None
+                ]
+                if cell:
+                    values.setdefault((s, t), []).append(float(np.mean(cell)))
+    family = max(1, len(values))
+    leakage: Matrix = {s: {} for s in tags}
+    ci: dict[str, dict[str, Interval | None]] = {s: {} for s in tags}
+    prompts: dict[str, dict[str, int]] = {s: {} for s in tags}
+    confirmed = []
+    for (s, t), vals in values.items():
+        leakage[s][t], ci[s][t] = _pooled(vals, level)
+        prompts[s][t] = len(vals)
+        wide = _pooled(vals, level, family)[1]
+        if wide is not None and wide[0] is not None and wide[1] is not None and (wide[0] > 0 or wide[1] < 0):
+            confirmed.append([s, t])
+    return TagMatrix(tags=tags, leakage=leakage, ci=ci, prompts=prompts, confirmed=confirmed)

@@ -1,0 +1,271 @@
+"""Per-prompt rubrics (issue 63): each task's own items steered present and absent, every item of the task graded on
+every probe; the exact permutation tests, the per-prompt statistics on known inputs, a planted audit end to end, and
+bad input."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.stats import fisher_exact, permutation_test
+
+from radar_local.auditing import run_audit
+from radar_local.report.build import write_report
+from radar_local.rubric import Item
+from radar_local.rundir import load_run
+from radar_local.stats.per_prompt import CONFIRMED, per_prompt
+from radar_local.stats.permutation import Split, holm, p_lower, p_sum_upper, p_upper
+from tests.conftest import invoke, one_line_exit_2, planted_config, write_config
+
+MET = {"id": "per_prompt", "name": "Per-prompt items", "scale": {"levels": {"true": 1, "false": 0}}}
+
+
+# ---- the exact permutation tests ----
+
+
+def test_five_met_against_none_is_one_relabelling_in_252():
+    s = Split.of(np.ones(5), np.zeros(5), 1)
+    assert p_upper(s) == Fraction(1, 252) and p_lower(s) == 1 and s.difference() == 1
+
+
+@given(st.integers(0, 6), st.integers(0, 6), st.integers(1, 6), st.integers(1, 6))
+def test_on_met_or_not_it_is_fishers_exact_test(a, b, n_up, n_down):
+    a, b = min(a, n_up), min(b, n_down)
+    s = Split.of(np.r_[np.ones(a), np.zeros(n_up - a)], np.r_[np.ones(b), np.zeros(n_down - b)], 1)
+    table = [[a, n_up - a], [b, n_down - b]]
+    assert float(p_upper(s)) == pytest.approx(fisher_exact(table, alternative="greater").pvalue, rel=1e-9)
+    assert float(p_lower(s)) == pytest.approx(fisher_exact(table, alternative="less").pvalue, rel=1e-9)
+
+
+def brute_upper(up: list[float], down: list[float]) -> Fraction:
+    """Every relabelling, one by one, compared in exact arithmetic."""
+    values = [Fraction(v) for v in up + down]
+    observed = sum(values[: len(up)]) / len(up) - sum(values[len(up) :]) / len(down)
+    hits = total = 0
+    for pick in itertools.combinations(range(len(values)), len(up)):
+        rest = [i for i in range(len(values)) if i not in pick]
+        d = sum(values[i] for i in pick) / len(up) - sum(values[i] for i in rest) / len(down)
+        hits += d >= observed
+        total += 1
+    return Fraction(hits, total)
+
+
+def test_scores_that_are_not_integers_are_enumerated_exactly():
+    up, down = [0.25, 0.9, 0.8], [0.1, 0.25, 0.5, 0.8]  # exact binary fractions: held without rounding
+    assert p_upper(Split.of(np.array(up), np.array(down), 2**20)) == brute_upper(up, down)
+
+
+def test_a_likert_item_is_counted_by_subset_sums_as_by_enumeration():
+    up, down = [4, 3, 3, 2, 4, 1], [0, 2, 1, 3, 1, 0]
+    assert p_upper(Split.of(np.array(up, float), np.array(down, float), 1)) == brute_upper(up, down)
+
+
+def test_an_unscored_verdict_leaves_its_probe_out_of_that_test():
+    s = Split.of(np.array([1, 1, np.nan]), np.array([0, np.nan, 0]), 1)
+    assert (s.up, s.down) == (2, 2) and p_upper(s) == Fraction(1, 6)
+    assert p_upper(Split.of(np.array([np.nan]), np.array([0.0]), 1)) == 1  # a side with no score: no test
+
+
+def test_too_many_relabellings_are_drawn_and_the_p_value_stays_valid():
+    up, down = np.linspace(0.01, 0.99, 12), np.linspace(0.0, 0.5, 12)  # 24 choose 12 > ENUMERATE, not integers
+    p = p_upper(Split.of(up, down, 2**20))
+    assert p.denominator <= 20_001 and p >= Fraction(1, 20_001)  # (1 + hits) / (1 + draws): never 0
+    reference = permutation_test(
+        (up, down), lambda x, y: x.mean() - y.mean(), alternative="greater", n_resamples=20_000, rng=1
+    ).pvalue
+    assert abs(float(p) - reference) < 0.005  # both draw the same law
+
+
+def test_two_leakages_are_tested_on_their_joint_law():
+    a = Split.of(np.array([1, 1, 0.0]), np.array([0, 0, 1.0]), 1)
+    b = Split.of(np.array([1, 1.0]), np.array([0, 0.0]), 1)
+    # brute force: every relabelling of each, independently; the sum of their differences reaches the observed
+    la = [(Fraction(sum(p), 3) - Fraction(3 - sum(p), 3)) for p in itertools.combinations([1, 1, 0, 0, 0, 1], 3)]
+    lb = [(Fraction(sum(p), 2) - Fraction(2 - sum(p), 2)) for p in itertools.combinations([1, 1, 0, 0], 2)]
+    observed = a.difference() + b.difference()
+    expected = Fraction(sum(x + z >= observed for x in la for z in lb), len(la) * len(lb))
+    assert p_sum_upper(a, 1, b, 1) == expected
+
+
+def test_holm_rejects_at_its_bound_exactly():
+    p = {"a": Fraction(1, 40), "b": Fraction(1, 20)}  # 0.05 / 2, then 0.05 / 1: both rejected at the boundary
+    assert holm(p, 0.95) == {"a", "b"}
+    assert holm({"a": Fraction(1, 40) + Fraction(1, 10**12), "b": Fraction(1, 20)}, 0.95) == set()
+
+
+# ---- the statistics on known inputs ----
+
+
+def items_of(task: str, k: int, pitfalls: int = 0) -> list[Item]:
+    return [
+        Item(
+            id=f"{task}_{j}",
+            label=f"{task} {j}",
+            description=f"{task} item {j}",
+            task=task,
+            points=-2.0 if j >= k - pitfalls else 1.0,
+            tags=(f"axis:{j % 2}",),
+        )
+        for j in range(k)
+    ]
+
+
+def verdicts(items: list[Item], n: int, met, rng) -> pd.DataFrame:
+    """Each item steered + and - n times, every item graded: met(i, j, sign) is P(j met | i steered sign)."""
+    rows = []
+    for i, a in enumerate(items):
+        for d, sign in (("+", 1), ("-", -1)):
+            for v in range(n):
+                rows += [(a.task, a.id, d, v, b.id, float(rng.random() < met(i, j, sign))) for j, b in enumerate(items)]
+    return pd.DataFrame(rows, columns=["task_id", "target", "direction", "variant", "criterion", "score"])
+
+
+def test_a_blind_item_a_reversed_pitfall_and_a_redundant_pair_are_each_found(rng):
+    items = items_of("t", 6, pitfalls=2)
+
+    def met(i, j, sign):
+        if i == j:
+            return 0.5 if i == 0 else (0.0 if sign > 0 else 1.0) if i == 5 else (1.0 if sign > 0 else 0.0)
+        if {i, j} == {1, 2}:
+            return 1.0 if sign > 0 else 0.0
+        return 0.5
+
+    out = per_prompt(verdicts(items, 6, met, rng), items, dict.fromkeys([i.id for i in items], 1.0))
+    assert out.unread == ["t_0", "t_5"]  # blind, and read backwards (its self-effect is -1)
+    signs = {r.id: r.sign_error for r in out.items}
+    assert signs["t_5"] == CONFIRMED and [k for k, v in signs.items() if v] == ["t_5"]
+    assert [(p.a, p.b, p.evidence) for p in out.pairs] == [("t_1", "t_2", CONFIRMED)]
+    assert out.pairs[0].leak_ab == out.pairs[0].leak_ba == 1.0 and out.pairs_tested == 15
+    assert out.sign_error_rate == pytest.approx((0.0 + 1.0) / 2)  # one pitfall read right, one backwards
+
+
+def test_with_nothing_planted_nothing_is_confirmed(rng):
+    items = [it for t in ("a", "b", "c") for it in items_of(t, 5, pitfalls=1)]
+    out = per_prompt(
+        verdicts(items, 5, lambda i, j, s: (0.9 if s > 0 else 0.1) if i == j else 0.5, rng),
+        items,
+        dict.fromkeys([i.id for i in items], 1.0),
+    )
+    assert not out.unread and not any(r.sign_error for r in out.items)
+    assert not [p for p in out.pairs if p.evidence == CONFIRMED] and out.prompts == 3
+    assert out.tags is not None and out.tags.tags == ["axis:0", "axis:1"] and not out.tags.confirmed
+
+
+def test_the_double_counting_share_is_the_leaked_move_over_the_whole():
+    """Two items of one point each, read perfectly; steering a moves b by 1/2: a's move is 1/2 own... exactly."""
+    items = items_of("t", 2)
+    rows = []
+    for target, other_up in (("t_0", [1, 0]), ("t_1", [0, 0])):  # steering t_0 + meets t_1 once in two
+        for v in range(2):
+            rows += [("t", target, "+", v, target, 1.0), ("t", target, "-", v, target, 0.0)]
+            other = "t_1" if target == "t_0" else "t_0"
+            rows += [("t", target, "+", v, other, float(other_up[v])), ("t", target, "-", v, other, 0.0)]
+    table = pd.DataFrame(rows, columns=["task_id", "target", "direction", "variant", "criterion", "score"])
+    out = per_prompt(table, items, {"t_0": 1.0, "t_1": 1.0})
+    moves = {r.id: (r.own, r.leaked) for r in out.items}
+    assert moves == {"t_0": (0.5, 0.25), "t_1": (0.5, 0.0)}  # over the task's 2 positive points
+    assert out.double_count_by_prompt == {"t": pytest.approx(0.25 / 1.25)}
+
+
+# ---- a planted audit, end to end ----
+
+
+def per_prompt_config(tmp_path, n: int = 6, **options) -> dict:
+    (tmp_path / "rubric.yaml").write_text(yaml.safe_dump(MET))
+    tasks = [
+        {
+            "id": f"q{t}",
+            "prompt": f"Question {t}?",
+            "items": [
+                {"text": f"Task {t} item {k}", "points": -3 if k == 4 else 2, "tags": [f"axis:{k % 2}"]}
+                for k in range(5)
+            ],
+        }
+        for t in range(3)
+    ]
+    opts = {"noise": 0.3, **options}
+    return planted_config(
+        rubric=str(tmp_path / "rubric.yaml"),
+        tasks=tasks,
+        generator={"engine": "testing", "model": "planted", "options": opts},
+        verifier={"engine": "testing", "model": "planted", "options": opts, "judge": {"preset": "healthbench"}},
+        n=n,
+    )
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("per_prompt")
+    pair = {"Task 2 item 1": {"Task 2 item 2": 0.9}, "Task 2 item 2": {"Task 2 item 1": 0.9}}
+    config = per_prompt_config(folder, blind=["Task 0 item 0"], backwards=["Task 1 item 4"], coupling=pair)
+    result = run_audit(config, folder / "run")
+    write_report(load_run(folder / "run"))
+    return result, folder / "run"
+
+
+def test_a_planted_judge_s_blind_item_sign_error_and_redundant_pair_are_found(planted):
+    result, run = planted
+    p = result.per_prompt
+    assert result.criteria == [] and p is not None and p.prompts == 3 and len(p.items) == 15
+    assert p.unread == ["q0_1", "q1_5"]  # ids: the task's id and the item's place
+    assert [r.id for r in p.items if r.sign_error == CONFIRMED] == ["q1_5"]
+    assert [(x.a, x.b, x.evidence) for x in p.pairs] == [("q2_2", "q2_3", CONFIRMED)]
+    probes = load_run(run).store.probes
+    assert len(probes) == 3 * 5 * 2 * 6  # every item of every task, both ways, n each: no shared criterion
+    verdict_count = len(load_run(run).store.scores)
+    assert verdict_count == len(probes) * 5  # each probe graded on its own task's 5 items, one call each
+
+
+def test_its_stats_json_reads_back_and_its_report_shows_the_items(planted):
+    result, run = planted
+    stats = json.loads((run / "stats.json").read_text())
+    assert stats["criteria"] == [] and stats["per_prompt"]["unread"] == ["q0_1", "q1_5"]
+    assert load_run(run).result().to_json() == result.to_json()
+    report = (run / "report" / "report.md").read_text()
+    assert "## Per-prompt rubric" in report and "1 confirmed, Holm over the 15 items" in report
+    assert "` q2_2: Task 2 item 1 `" in report  # a pair shows both items' text, as untrusted text
+    assert "## Self-effects" not in report and "No pair crosses" not in report
+
+
+def test_a_shared_rubric_beside_the_items_is_audited_for_its_coupling_too(tmp_path):
+    config = per_prompt_config(tmp_path, n=3)
+    shared = {**MET, "criteria": [{"id": "safe", "label": "Safety", "description": "Whether the reply is safe."}]}
+    (tmp_path / "rubric.yaml").write_text(yaml.safe_dump(shared))
+    result = run_audit(config, tmp_path / "run")
+    assert result.criteria == ["safe"] and bool(result.reliable["safe"])
+    assert result.per_prompt is not None and len(result.per_prompt.items) == 15
+    table = pd.read_csv(tmp_path / "run" / "scores.csv")
+    scored = set(zip(table["task_id"], table["criterion"]))
+    assert ("q0", "safe") in scored and ("q0", "q1_1") not in scored and ("q1", "q1_1") in scored
+
+
+# ---- bad input: one line, exit 2 ----
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        (lambda t: t[0]["items"][0].update(text=""), "text"),
+        (lambda t: t[0]["items"][0].update(points="many"), "points"),
+        (lambda t: [i.update(id="same") for i in t[0]["items"][:2]], "task 'q0' has two items with id 'same'"),
+        (lambda t: t[0].update(items=[{"text": f"item {k}"} for k in range(65)]), "at most 64 a task"),
+        (lambda t: [x.update(items=[]) for x in t], "the rubric has no criteria and no task has items"),
+    ],
+)
+def test_a_bad_item_is_one_line(tmp_path, change, needle):
+    config = per_prompt_config(tmp_path, n=2)
+    change(config["tasks"])
+    one_line_exit_2(invoke("audit", write_config(tmp_path, config), "--out", tmp_path / "run"), needle)
+
+
+def test_what_items_are_not_yet_audited_with_is_one_line(tmp_path):
+    config = per_prompt_config(tmp_path, n=2) | {"adaptive": {"start_n": 2, "max_n": 4}}
+    res = invoke("audit", write_config(tmp_path, config), "--out", tmp_path / "run")
+    one_line_exit_2(res, "`adaptive:` is not yet asked of them")
