@@ -262,7 +262,7 @@ def load_reference(name_or_path: str | Path, rubric: Rubric) -> Reference:
         where = Path(name_or_path)
         ref = parse_model(Reference, read_mapping(where), where)
     table = ref.lookup()
-    ids = rubric.ids
+    ids = [c.id for c in rubric.shared]  # a reference correlates shared criteria; a task's own items have none
     for i, a in enumerate(ids):
         for b in ids[i + 1 :]:
             if frozenset((a, b)) not in table:

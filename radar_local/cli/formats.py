@@ -29,7 +29,7 @@ ENGINES = ["vllm", "transformers", "openai", "testing"]
 def import_rubric(
     fmt: str, source: Path, out: Path | None, engine: str, generator: str, verifier: str, root: Path | None, force: bool
 ) -> None:
-    """Read SOURCE, a FORMAT file (promptfoo, openai-evals, mlflow, prometheus, inspect, helpsteer), into a
+    """Read SOURCE, a FORMAT file (promptfoo, openai-evals, mlflow, prometheus, inspect, helpsteer, healthbench), into a
     radar rubric, judge and tasks, with an account of what mapped."""
     from radar_local.formats import read, write_import
 

@@ -132,7 +132,7 @@ def write_import(
         judge["judge"] = imported.judge.model_dump(mode="json", exclude_none=True)
     config: dict = {"rubric": "rubric.yaml"}
     config["tasks"] = [t.model_dump(exclude_defaults=True) for t in imported.tasks] or "helpsteer2"
-    if set(imported.rubric.ids) <= set(load_benchmark("helpsteer2").rubric.ids):
+    if imported.rubric.ids and set(imported.rubric.ids) <= set(load_benchmark("helpsteer2").rubric.ids):
         config["human"] = "helpsteer2"
     config |= {"generator": spec, "verifier": judge, "n": 4, "seed": 0, "out": str(out / "run")}
     if imported.pairwise is not None:  # asked of the verifier's model beside radar's pointwise judge

@@ -8,5 +8,6 @@ MODULES = {
     "prometheus": "prometheus",
     "inspect": "inspect_ai",
     "helpsteer": "helpsteer",
+    "healthbench": "healthbench",
 }
 FORMATS = tuple(MODULES)

@@ -54,8 +54,8 @@ def per_prompt_lines(p: PerPrompt) -> list[str]:
                 "  ", " "
             )
         )
-    if p.tags is not None and p.tags.confirmed:
-        cells = ", ".join(f"{a} -> {b}" for a, b in p.tags.confirmed)
+    if confirmed_cells := [c for m in p.tags.values() for c in m.confirmed]:
+        cells = ", ".join(f"{a} -> {b}" for a, b in confirmed_cells)
         lines.append(
             f"Tags: items of one tag move the judge's verdicts on another's, beyond 0 at {p.level:.0%}: {cells}."
         )
@@ -95,8 +95,7 @@ def per_prompt_tables(p: PerPrompt) -> list[tuple[list[str], list[list[str]], tu
             for r in p.pairs
         ]
         out.append((PAIR_HEAD, rows, (0, 1, 2)))
-    if p.tags is not None:
-        m = p.tags
+    for m in p.tags.values():
         rows = [
             [a, *(f"{num(m.leakage[a].get(b))} {interval(m.ci[a].get(b))}".strip() for b in m.tags)] for a in m.tags
         ]

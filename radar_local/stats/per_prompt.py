@@ -106,7 +106,7 @@ class PerPrompt(Block):
     double_count: Num  # pooled share of the score's moves that is not the steered item's own
     double_count_ci: Interval | None
     double_count_by_prompt: dict[str, Num]
-    tags: TagMatrix | None
+    tags: dict[str, TagMatrix]  # one matrix per tag family (the text before a tag's colon: HealthBench's axis)
 
 
 def per_prompt(
@@ -216,7 +216,7 @@ def per_prompt(
         double_count=share,
         double_count_ci=share_ci,
         double_count_by_prompt=shares,
-        tags=_tag_matrix(by_task, effects, level),
+        tags=_tag_matrices(by_task, effects, level),
     )
 
 
@@ -270,12 +270,43 @@ def _pooled(values: list[float], level: float, family: int = 1) -> tuple[Num, In
     return mean, (float(lo), float(hi))
 
 
-def _tag_matrix(
+MAX_TAGS = 12  # a tag family with more tags than this (HealthBench's cluster:*, one per theme) has no matrix
+
+
+def family(tag: str) -> str:
+    """A tag's family: the text before its colon (`axis:accuracy` is of `axis`), or the tag itself."""
+    return tag.split(":", 1)[0] if ":" in tag else ""
+
+
+def _tag_matrices(
     by_task: Mapping[str, list[Item]], effects: Mapping[str, Mapping[tuple[str, str], Fraction | None]], level: float
-) -> TagMatrix | None:
-    tags = sorted({t for its in by_task.values() for it in its for t in it.tags})
-    if not tags:
-        return None
+) -> dict[str, TagMatrix]:
+    """One matrix per tag family of 2 to MAX_TAGS tags, each tag in two prompts or more (tags without a family are
+    one family, named "")."""
+    prompts_of: dict[str, set[str]] = {}
+    for task, its in by_task.items():
+        for it in its:
+            for tag in it.tags:
+                prompts_of.setdefault(tag, set()).add(task)
+    families: dict[str, set[str]] = {}
+    for tag, where in prompts_of.items():  # a tag of one prompt has nothing to pool
+        if len(where) >= 2:
+            families.setdefault(family(tag), set()).add(tag)
+    return {
+        name: _tag_matrix(by_task, effects, level, sorted(tags))
+        for name, tags in sorted(families.items())
+        if 2 <= len(tags) <= MAX_TAGS
+    }
+
+
+def _tag_matrix(
+    by_task: Mapping[str, list[Item]],
+    effects: Mapping[str, Mapping[tuple[str, str], Fraction | None]],
+    level: float,
+    tags: list[str],
+) -> TagMatrix:
+    """Each cell: per prompt, the mean leakage from its items of the row's tag into its other items of the
+    column's; then the prompts' mean and its t interval (Bonferroni over the matrix's cells for `confirmed`)."""
     values: dict[tuple[str, str], list[float]] = {}
     for task, its in by_task.items():
         for s in tags:
@@ -288,7 +319,7 @@ def _tag_matrix(
                 ]
                 if cell:
                     values.setdefault((s, t), []).append(float(np.mean(cell)))
-    family = max(1, len(values))
+    cells = max(1, len(values))
     leakage: Matrix = {s: {} for s in tags}
     ci: dict[str, dict[str, Interval | None]] = {s: {} for s in tags}
     prompts: dict[str, dict[str, int]] = {s: {} for s in tags}
@@ -296,7 +327,7 @@ def _tag_matrix(
     for (s, t), vals in values.items():
         leakage[s][t], ci[s][t] = _pooled(vals, level)
         prompts[s][t] = len(vals)
-        wide = _pooled(vals, level, family)[1]
+        wide = _pooled(vals, level, cells)[1]
         if wide is not None and wide[0] is not None and wide[1] is not None and (wide[0] > 0 or wide[1] < 0):
             confirmed.append([s, t])
     return TagMatrix(tags=tags, leakage=leakage, ci=ci, prompts=prompts, confirmed=confirmed)

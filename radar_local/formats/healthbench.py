@@ -1,0 +1,81 @@
+"""HealthBench (openai/simple-evals, healthbench_eval.py): a JSONL file, one conversation a line, each with its own
+rubric: `{prompt: [{role, content}], prompt_id, rubrics: [{criterion, points, tags}], example_tags, ...}`. Each
+conversation is a task and each rubric item one of its items (its points and tags kept; negative points a pitfall,
+met when the response commits it); the judge is the `healthbench` preset (HealthBench's grader: one item a call,
+`criteria_met` true or false), on the met / not met scale. A conversation of several turns is the task's prompt as
+its turns, each after its role; the probes answer its last turn.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from radar_local.errors import InputError
+from radar_local.formats.shared import Imported
+from radar_local.judge import Judge
+from radar_local.rubric import MAX_ITEMS, Rubric, Task, TaskItem
+from radar_local.scale import Scale
+
+MET = Scale(levels={"true": 1, "false": 0})  # HealthBench's criteria_met
+
+
+def read(path: Path) -> Imported:
+    tasks, items, pitfalls, turns = [], 0, 0, 0
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                path, f"line {number} is not JSON ({exc.msg}); HealthBench files hold one record a line"
+            ) from None
+        task = _task(path, number, record)
+        tasks.append(task)
+        items += len(task.items)
+        pitfalls += sum(i.points < 0 for i in task.items)
+        turns += len(record["prompt"]) > 1
+    if not tasks:
+        raise InputError(path, "holds no HealthBench record")
+    account = [
+        f"{len(tasks)} conversations, each a task with its own rubric: {items} items, {pitfalls} of them pitfalls "
+        "(negative points: met when the response commits it)",
+        "the judge: the healthbench preset (HealthBench's grader, one item a call, criteria_met true or false)",
+        "each item keeps its points and tags (axis:*, cluster:*, level:*): the audit pools items by tag",
+    ]
+    if turns:
+        account.append(f"{turns} conversations of several turns: the prompt is their turns, each after its role")
+    rubric = Rubric(id="healthbench", name="HealthBench", scale=MET)
+    return Imported("healthbench", path, rubric, Judge(preset="healthbench"), tuple(tasks), {}, account)
+
+
+def _task(path: Path, number: int, record: object) -> Task:
+    where = f"line {number}"
+    if not isinstance(record, dict) or not isinstance(record.get("rubrics"), list) or not record["rubrics"]:
+        raise InputError(path, f"{where}: no `rubrics` list; a HealthBench record grades its prompt on one")
+    turns = record.get("prompt")
+    if not isinstance(turns, list) or not turns or not all(isinstance(t, dict) for t in turns):
+        raise InputError(path, f"{where}: `prompt` is not a list of {{role, content}} turns")
+    if len(record["rubrics"]) > MAX_ITEMS:
+        raise InputError(path, f"{where}: {len(record['rubrics'])} rubric items; radar audits at most {MAX_ITEMS}")
+    text = (
+        str(turns[0].get("content", ""))
+        if len(turns) == 1
+        else "\n\n".join(f"{t.get('role', 'user')}: {t.get('content', '')}" for t in turns)
+    )
+    try:
+        items = tuple(
+            TaskItem(text=r["criterion"], points=r["points"], tags=tuple(r.get("tags") or ()))
+            for r in record["rubrics"]
+        )
+        return Task(id=str(record.get("prompt_id") or f"line_{number}"), prompt=text, items=items)
+    except (ValidationError, KeyError, TypeError) as exc:
+        why = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else f"no {exc}"
+        raise InputError(path, f"{where}: a rubric item is not {{criterion, points, tags}} ({why})") from None
+
+
+def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:
+    raise InputError(path, "radar does not yet write per-prompt items back to a HealthBench file")
