@@ -9,10 +9,12 @@ from radar_local.askings import askings
 from radar_local.config import AuditConfig, load_config
 from radar_local.errors import RadarError
 from radar_local.resolved import resolve
+from radar_local.rubric import Rubric
 from radar_local.rundir import load_run
 from radar_local.score_table import read_scores
 from radar_local.specs import ModelSpec, PairwiseJudge
 from radar_local.stats.bootstrap import LEVEL
+from radar_local.stats.per_prompt_power import MAX_N, PAIR_DRAWS, pair_power, sign_error_power, smallest_n
 from radar_local.stats.power import (
     PLAN_SELF_EFFECT,
     REFERENCE_PACE,
@@ -30,6 +32,8 @@ def design_lines(config_path: Path, sd: float | None, self_effect: float | None,
     self-effects its run directory observed where it holds an audit (a pilot); the options override them."""
     resolved = resolve(load_config(config_path), config_path.parent, config_path)
     config, rubric, tasks = resolved.config, resolved.rubric, resolved.tasks
+    if rubric.items:  # tasks with their own items: a per-prompt design (its shared criteria, if any, beside)
+        return per_prompt_lines(config, rubric, [t.id for t in tasks])
     k, n = len(rubric.criteria), config.adaptive.max_n if config.adaptive else config.n
     if config.pairwise is not None and config.pairwise.only:
         return [
@@ -168,3 +172,31 @@ def pilot_of(run_dir: Path | None) -> dict | None:
         "self_effect": min(1.0, sum(effects) / len(effects)) if effects else None,
         "gates": int(sum(bool(v) for v in result.reliable)),  # criteria whose gate the pilot's estimate passed
     }
+
+
+def per_prompt_lines(config: AuditConfig, rubric: Rubric, tasks: list[str]) -> list[str]:
+    """A per-prompt design (stats/per_prompt.py): its probes and verdicts, and what its exact tests confirm at N
+    (stats/per_prompt_power.py): a pitfall read backwards 9 times in 10, a redundant pair of leakage 0.6 both ways."""
+    n, sizes = config.n, [len(rubric.criteria_of(t)) for t in tasks]
+    items, shared = sum(sizes), len(rubric.shared)
+    pairs = sum(k * (k - 1) // 2 for k in sizes) - len(tasks) * shared * (shared - 1) // 2
+    joint = [spec.label for spec in config.verifiers if spec.judge is not None and spec.judge.joint]
+    calls = 2 * n * sum(k * (1 if joint else k) for k in sizes)  # each probe of a task graded on its K_t
+    own = items - len(tasks) * shared
+    sign, pair = sign_error_power(n, own), pair_power(n, pairs)
+    sign_n, pair_n = smallest_n(lambda m: sign_error_power(m, own)), smallest_n(lambda m: pair_power(m, pairs))
+
+    def needs(found: int | None) -> str:
+        return f"N = {found} reaches 80%" if found is not None else f"no N up to {MAX_N} reaches 80%"
+
+    return [
+        f"Plan (per-prompt rubric): {len(tasks)} tasks, {own} items of their own ({min(sizes) - shared}-"
+        f"{max(sizes) - shared} a task){f' beside {shared} shared criteria' if shared else ''}, each steered + and - "
+        f"at N = {n}: {2 * n * items} probes; every item of a task graded on each of its probes: {calls} verifier "
+        f"calls ({'one a probe: a joint judge' if joint else 'one an item, as HealthBench grades'}). No call is made.",
+        f"A pitfall the judge reads backwards (9 verdicts in 10 on the wrong side) is confirmed a sign error (Holm "
+        f"over the {own} items at {LEVEL:.0%}) with probability {sign:.0%} at N = {n}; {needs(sign_n)} (exact).",
+        f"A redundant pair (each item moving the other's met rate by 0.6, both ways) is confirmed (Holm over the "
+        f"{pairs} item pairs) with probability {pair:.0%} at N = {n}; {needs(pair_n)} (simulated, "
+        f"{PAIR_DRAWS} draws). Screening at a false discovery rate finds them sooner: docs/per-prompt.md.",
+    ]

@@ -322,3 +322,51 @@ def test_a_bad_healthbench_line_is_one_line(tmp_path, line, needle):
     source = tmp_path / "hb.jsonl"
     source.write_text(line + "\n")
     one_line_exit_2(invoke("import", "healthbench", source, "--out", tmp_path / "out"), needle)
+
+
+@pytest.mark.thorough  # 720 probes and 10,040 verdicts on the planted engine: about 15 s
+def test_the_worked_example_finds_what_docs_per_prompt_md_says(tmp_path):
+    """docs/per-prompt.md's table is what configs/per-prompt-example.yaml writes."""
+    repo = Path(__file__).resolve().parents[1]
+    result = run_audit(repo / "configs" / "per-prompt-example.yaml", tmp_path / "run")
+    p = result.per_prompt
+    assert p is not None and p.prompts == 4 and len(p.items) == 36
+    assert (
+        len(load_run(tmp_path / "run").store.probes) == 720 and len(load_run(tmp_path / "run").store.scores) == 10_040
+    )
+    doc = (repo / "docs" / "per-prompt.md").read_text()
+    rows = {r.id: r for r in p.items}
+    assert p.unread == ["t1f548d5b_3", "t1f548d5b_4"]
+    for item in p.unread:
+        assert f"| {item} " in doc and f"self-effect {rows[item].self_effect:+.2f}" in doc
+    (sign,) = [r for r in p.items if r.sign_error]
+    assert sign.id == "t1f548d5b_4" and sign.sign_error == CONFIRMED and f"p = {sign.p_reversed:.2g}" in doc
+    assert {(x.a, x.b, x.evidence) for x in p.pairs} == {
+        ("t1f548d5b_5", "t1f548d5b_10", CONFIRMED),
+        ("t1f548d5b_18", "t1f548d5b_19", CONFIRMED),
+    }
+    planted = next(x for x in p.pairs if x.a == "t1f548d5b_5")
+    assert f"p = {planted.p:.2g}, Holm over {p.pairs_tested} pairs" in doc
+    assert f"Holm over {len(p.items)} items" in doc
+
+
+def test_plan_of_a_per_prompt_design_counts_its_calls_and_names_the_n_it_needs(tmp_path):
+    config = per_prompt_config(tmp_path, n=5)
+    res = invoke("audit", write_config(tmp_path, config), "--plan")
+    assert res.exit_code == 0, res.output
+    # 3 tasks of 5 items: 15 items x 2 x 5 = 150 probes; each graded on its task's 5 items: 750 calls
+    assert "3 tasks, 15 items of their own (5-5 a task)" in res.output and "150 probes" in res.output
+    assert "750 verifier calls (one an item" in res.output
+    assert "Holm over the 15 items at 95%) with probability" in res.output
+    assert "Holm over the 30 item pairs" in res.output
+
+
+def test_the_power_of_a_sign_error_is_exact_and_grows_with_n():
+    from radar_local.stats.per_prompt_power import sign_error_power, smallest_n
+
+    # N = 5, one item: a perfectly reversed judge (wrong = 1) gives p = 1/252 <= 0.05 every time
+    assert sign_error_power(5, 1, wrong=1.0) == pytest.approx(1.0)
+    assert sign_error_power(5, 100, wrong=1.0) == 0.0  # 1/252 > 0.05/100: no N = 5 audit of 100 items confirms it
+    assert sign_error_power(10, 36) < sign_error_power(20, 36)
+    n = smallest_n(lambda m: sign_error_power(m, 36))
+    assert n is not None and sign_error_power(n, 36) >= 0.8 > sign_error_power(n - 1, 36)

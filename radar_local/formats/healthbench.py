@@ -16,14 +16,14 @@ from pydantic import ValidationError
 from radar_local.errors import InputError
 from radar_local.formats.shared import Imported
 from radar_local.judge import Judge
-from radar_local.rubric import MAX_ITEMS, Rubric, Task, TaskItem
+from radar_local.rubric import MAX_ITEMS, Rubric, Task, TaskItem, item_id
 from radar_local.scale import Scale
 
 MET = Scale(levels={"true": 1, "false": 0})  # HealthBench's criteria_met
 
 
 def read(path: Path) -> Imported:
-    tasks, items, pitfalls, turns = [], 0, 0, 0
+    tasks, items, pitfalls, turns, stems = [], 0, 0, 0, set[str]()
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
@@ -33,7 +33,7 @@ def read(path: Path) -> Imported:
             raise InputError(
                 path, f"line {number} is not JSON ({exc.msg}); HealthBench files hold one record a line"
             ) from None
-        task = _task(path, number, record)
+        task = _task(path, number, record, stems)
         tasks.append(task)
         items += len(task.items)
         pitfalls += sum(i.points < 0 for i in task.items)
@@ -52,7 +52,7 @@ def read(path: Path) -> Imported:
     return Imported("healthbench", path, rubric, Judge(preset="healthbench"), tuple(tasks), {}, account)
 
 
-def _task(path: Path, number: int, record: object) -> Task:
+def _task(path: Path, number: int, record: object, stems: set[str]) -> Task:
     where = f"line {number}"
     if not isinstance(record, dict) or not isinstance(record.get("rubrics"), list) or not record["rubrics"]:
         raise InputError(path, f"{where}: no `rubrics` list; a HealthBench record grades its prompt on one")
@@ -66,15 +66,26 @@ def _task(path: Path, number: int, record: object) -> Task:
         if len(turns) == 1
         else "\n\n".join(f"{t.get('role', 'user')}: {t.get('content', '')}" for t in turns)
     )
+    task_id = str(record.get("prompt_id") or f"line_{number}")
+    stem = _stem(task_id, stems)
     try:
         items = tuple(
-            TaskItem(text=r["criterion"], points=r["points"], tags=tuple(r.get("tags") or ()))
-            for r in record["rubrics"]
+            TaskItem(id=f"{stem}_{k}", text=r["criterion"], points=r["points"], tags=tuple(r.get("tags") or ()))
+            for k, r in enumerate(record["rubrics"], 1)
         )
-        return Task(id=str(record.get("prompt_id") or f"line_{number}"), prompt=text, items=items)
+        return Task(id=task_id, prompt=text, items=items)
     except (ValidationError, KeyError, TypeError) as exc:
         why = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else f"no {exc}"
         raise InputError(path, f"{where}: a rubric item is not {{criterion, points, tags}} ({why})") from None
+
+
+def _stem(task_id: str, taken: set[str]) -> str:
+    """The items' id stem: the prompt id's first 8 letters and digits (a HealthBench prompt id is a UUID), longer
+    where another conversation of the file has taken it."""
+    full = item_id(task_id, 1).removesuffix("_1")
+    stem = next((full[:n].rstrip("_") for n in range(9, len(full) + 1) if full[:n].rstrip("_") not in taken), full)
+    taken.add(stem)
+    return stem
 
 
 def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:

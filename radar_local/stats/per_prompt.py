@@ -200,6 +200,8 @@ def per_prompt(
             pitfall_rates[task] = float(np.mean(values))
     shares = {task: _share(m.values()) for task, m in moves.items()}
     rate, rate_ci = _pooled(list(pitfall_rates.values()), level)
+    if rate_ci is not None and rate_ci[0] is not None and rate_ci[1] is not None:  # a rate's interval within 0-1
+        rate_ci = (max(0.0, rate_ci[0]), min(1.0, rate_ci[1]))
     share, share_ci = _pooled([v for v in shares.values() if v is not None], level)
     return PerPrompt(
         level=level,
