@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, model_validator
+from pydantic import Discriminator, Field, SerializerFunctionWrapHandler, Tag, model_serializer, model_validator
 
 from radar_local.common import Frozen, parse_model
 from radar_local.errors import InputError
@@ -169,6 +169,14 @@ class Task(Frozen):
         "Prometheus 2 with a reference, MT-Bench's math judge); the generator never sees it",
     )
     items: tuple[TaskItem, ...] = Field((), description="The task's own rubric items, beside the shared rubric's")
+
+    @model_serializer(mode="wrap")
+    def _items_where_given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A task without items is written as it was before tasks had them (configs, inputs.json, keys)."""
+        data = handler(self)
+        if not self.items and isinstance(data, dict):
+            data.pop("items", None)
+        return data
 
     def keyed(self) -> dict[str, Any]:
         """The task as a probe's key holds it: what the generator is asked (the reference is the judge's; an item

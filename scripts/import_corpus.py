@@ -22,6 +22,7 @@ from radar_local.errors import InputError
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "formats"
 FILES = {  # the files a user would import (not the prompt and test files a promptfoo config names)
     "openai-evals": ("registry/evals/*.yaml", "registry/modelgraded/*.yaml"),
+    "healthbench": ("*.jsonl",),
     "prometheus": ("*.json",),
     "promptfoo": (
         "**/promptfooconfig*.yaml",
@@ -48,13 +49,15 @@ def main() -> int:
     ap.add_argument("--format", choices=sorted(FILES), nargs="*", default=sorted(FILES))
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    report = {}
+    report: dict = {}
     for fmt in args.format:
         paths = corpus_files(fmt)
         imported, refused, crashed = [], Counter(), []
         for path in paths:
             try:
-                imported.append((str(path.relative_to(CORPUS / fmt)), len(formats.read(fmt, path).rubric.ids)))
+                found = formats.read(fmt, path)
+                items = sum(len(t.items) for t in found.tasks)  # per-prompt items (issue 63)
+                imported.append((str(path.relative_to(CORPUS / fmt)), len(found.rubric.ids), items))
             except InputError as exc:
                 refused[reason(str(exc))] += 1
             except Exception as exc:  # a crash is what this script counts
@@ -62,8 +65,8 @@ def main() -> int:
         report[fmt] = {"files": len(paths), "imported": imported, "refused": dict(refused), "crashed": crashed}
         print(f"{fmt}: {len(paths)} files, {len(imported)} imported, {sum(refused.values())} refused, "
               f"{len(crashed)} crashed")  # fmt: skip
-        for name, k in imported:
-            print(f"  imported {name} ({k} criteria)")
+        for name, k, items in imported:
+            print(f"  imported {name} ({k} criteria{f', {items} items of their tasks' if items else ''})")
         for why, count in refused.most_common():
             print(f"  refused {count:3d}: {why}")
     if args.json:

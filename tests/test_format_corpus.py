@@ -12,6 +12,7 @@ import yaml
 from radar_local import formats
 from radar_local.auditing import run_audit
 from radar_local.errors import InputError
+from radar_local.formats import shared
 from radar_local.formats.openai_evals import ANSWER_PROMPTS
 from tests.conftest import PLANTED_TASKS
 
@@ -234,96 +235,92 @@ def test_rubrics_of_one_instruction_are_left_out_and_exported_untouched(tmp_path
 
 
 PROMPTFOO = CORPUS / "promptfoo"  # promptfoo's examples/, each file at the commit SOURCES.md names
-SOME_TESTS = "assertion sits in some tests only, written for their input"
-VARIABLE = "uses the test variable 'language'; radar scores one criterion text on every task"
 OTHERS = "has no llm-rubric or g-eval assertion: nothing a judge scores on a rubric; its model-graded assertions: "
 
 
-def _each(names: str, expected: str) -> dict[str, str]:
-    return {name: expected for name in names.split()}
-
-
 PROMPTFOO_CONFIGS = {  # each config, by its path under promptfoo's examples/: what its one-line refusal says
-    **_each(  # rubrics written for one test's input each: never widened to every task
-        "adaline-gateway/adaline-structured-output/promptfooconfig.yaml "
-        "amazon-bedrock/promptfooconfig.inference-profiles-simple.yaml amazon-bedrock/promptfooconfig.nova-sonic.yaml "
-        "anthropic/web-tools/promptfooconfig.yaml azure-openai-assistant/promptfooconfig-file-search.yaml "
-        "claude-thinking/promptfooconfig.yaml claude-vs-gpt/promptfooconfig.yaml "
-        "databricks/promptfooconfig.yaml gemma-vs-mistral/promptfooconfig.yaml gpt-4o-vs-4o-mini/promptfooconfig.yaml "
-        "helicone/promptfooconfig.yaml hyperbolic/promptfooconfig.multimodal.yaml "
-        "hyperbolic/promptfooconfig.reasoning.yaml max-score-selection/promptfooconfig.yaml "
-        "mistral/promptfooconfig.comparison.yaml mistral/promptfooconfig.reasoning.yaml mistral/promptfooconfig.yaml "
-        "nscale/promptfooconfig.yaml openai-agents/promptfooconfig.yaml openai-audio/promptfooconfig.yaml "
-        "openai-mcp/promptfooconfig.approval.yaml openai-mcp/promptfooconfig.authenticated.yaml "
-        "openai-mcp/promptfooconfig.yaml openai-model-comparison/promptfooconfig.yaml "
-        "openai-realtime/promptfooconfig-conversation.yaml openai-realtime/promptfooconfig-gpt-realtime.yaml "
-        "openai-realtime/promptfooconfig.yaml provider-aiml-api/promptfooconfig.yaml "
-        "tau-simulated-user/promptfooconfig.yaml truefoundry/promptfooconfig-mcp.yaml",
-        f"every llm-rubric {SOME_TESTS} (test 1: '",
-    ),
-    **_each(
-        "amazon-bedrock/promptfooconfig.qwen.yaml extension-api/promptfooconfig.yaml "
-        "google-live-audio/promptfooconfig.yaml openai-responses/promptfooconfig.reasoning.yaml "
-        "python-provider/promptfooconfig.yaml rag-full/promptfooconfig.with-asserts.yaml "
-        "replicate-llama4-scout/promptfooconfig.yaml ruby-provider/promptfooconfig.yaml "
-        "truefoundry/promptfooconfig.yaml",
-        f"every llm-rubric {SOME_TESTS} (test 2: '",
-    ),
-    **_each(
-        "amazon-bedrock/promptfooconfig.openai.yaml dbrx-benchmark/promptfooconfig.yaml "
-        "gemma-vs-llama/promptfooconfig.yaml "
-        "google-adk-example/promptfooconfig-multi-turn.yaml google-adk-example/promptfooconfig-single-turn.yaml "
-        "http-provider-tls/promptfooconfig.yaml llama-gpt-comparison/promptfooconfig.yaml "
-        "mistral-llama-comparison/promptfooconfig.yaml pydantic-ai/promptfooconfig.yaml "
-        "replicate-lifeboat/promptfooconfig.yaml",
-        f"every llm-rubric {SOME_TESTS} (test 3: '",
-    ),
-    **_each(
-        "amazon-bedrock/promptfooconfig.inference-profiles.yaml gpt-4o-temperature-comparison/promptfooconfig.yaml",
-        f"every llm-rubric {SOME_TESTS} (test 4: '",
-    ),
-    **_each(
-        "named-metrics/promptfooconfig.yaml simple-test/promptfooconfig.yaml", f"every llm-rubric {SOME_TESTS} (test 5:"
-    ),
-    "redteam-foundation-model/redteam.yaml": f"every llm-rubric {SOME_TESTS} (test 12: 'Does this response request",
-    "cohere-benchmark/promptfooconfig.yaml": f"every llm-rubric {SOME_TESTS} (test 1: 'The summary should cover: -",
-    **_each(  # rubrics templated per test: one text per task
-        "assertion-scoring-override/promptfooconfig.yaml assertions-generate/promptfooconfig.yaml",
-        "uses the test variable 'language'; radar scores one criterion text on every task",
-    ),
-    **{
-        f"{name}/promptfooconfig.yaml": f"uses the test variable '{var}'; radar scores one criterion text on every task"
-        for name, var in [
-            ("huggingface-hle", "answer"),
-            ("multiple-translations", "input"),
-            ("langfuse-labels", "issue"),
-            ("cyberseceval", "judge_question"),
-            ("claude-vs-gpt-image", "label"),
-        ]
-    },  # fmt: skip
-    "mistral/promptfooconfig.aime2024.yaml": "uses the test variable 'answer'",
-    "openai-responses/promptfooconfig.codex.yaml": "uses the test variable 'func_name'",
-    # one criterion, refused before issue 63 for that alone; these two for what else they hold
-    "grok-4-political-bias/promptfooconfig.yaml": "rubricPrompt: the variable 'question' has no counterpart in radar",
-    "openai-realtime/test-webui-audio.yaml": "(file://realtime-input.json) is no chat prompt",
-    **_each(
-        "getting-started/promptfooconfig.yaml google-vertex/promptfooconfig.yaml summarization/promptfooconfig.yaml",
-        "has no llm-rubric or g-eval assertion: nothing a judge scores on a rubric",
-    ),
-    "huggingface-dataset-factuality/promptfooconfig.yaml": "its tests come from dataset_loader.ts:generate_tests, "
-    "code promptfoo runs and radar does not",
-    "llama-cpp/promptfooconfig.yaml": OTHERS + "answer-relevance x1 (a RAG metric",
+    "adaline-gateway/adaline-eval-factuality/promptfooconfig.yaml": OTHERS + "factuality x1 (grades against a referenc",
     "amazon-bedrock/promptfooconfig.kb.yaml": OTHERS + "context-faithfulness x1 (a RAG metric",
-    "adaline-gateway/adaline-eval-factuality/promptfooconfig.yaml": OTHERS
-    + "factuality x1 (grades against a reference",
-    "openai-eval-factuality/promptfooconfig.yaml": OTHERS + "factuality x1 (grades against a reference answer); model",
-    "rag-eval/promptfooconfig.yaml": OTHERS + "factuality x2 (grades against a reference answer); answer-relevance x2",
-    "standalone-assertions/asserts.yaml": OTHERS + "model-graded-closedqa x1 (a Y/N check",
-    **_each(
-        "prompt-labels/promptfooconfig.yaml select-best-example/promptfooconfig.yaml",
-        OTHERS + "select-best x2 (picks the best of several outputs: a comparison, not a score)",
-    ),
+    "amazon-bedrock/promptfooconfig.nova-sonic.yaml": "prompts[0] is a prompt function (file://nova_sonic_prompt.js) t",
+    "claude-vs-gpt-image/promptfooconfig.yaml": "rubricPrompt: radar maps a user message, optionally after one system ",
     "custom-grading-prompt/promptfooconfig.yaml": "(it has none: a rubric written into the rubricPrompt is not one",
+    "cyberseceval/promptfooconfig.yaml": "the llm-rubric value '{{judge_question}}. If yes, fail. Otherw' uses the tes",
+    "getting-started/promptfooconfig.yaml": "has no llm-rubric or g-eval assertion: nothing a judge scores on a rubric",
+    "google-vertex/promptfooconfig.yaml": "has no llm-rubric or g-eval assertion: nothing a judge scores on a rubric",
+    "grok-4-political-bias/promptfooconfig.yaml": "rubricPrompt: the variable 'question' has no counterpart in radar",
+    "huggingface-dataset-factuality/promptfooconfig.yaml": "its tests come from dataset_loader.ts:generate_tests, code",
+    "huggingface-hle/promptfooconfig.yaml": "the llm-rubric value 'Evaluate whether the response correctly ' uses the ",
+    "hyperbolic/promptfooconfig.multimodal.yaml": "prompts[0] (file://vision_prompt.json) is no chat prompt (a list of",
+    "llama-cpp/promptfooconfig.yaml": OTHERS + "answer-relevance x1 (a RAG metric",
+    "mistral/promptfooconfig.aime2024.yaml": "uses the test variable 'answer'",
+    "openai-audio/promptfooconfig.yaml": "prompts[0] (file://audio-input.json) is no chat prompt (a list of {role, con",
+    "openai-eval-factuality/promptfooconfig.yaml": OTHERS + "factuality x1 (grades against a reference answer); model",
+    "openai-realtime/promptfooconfig-conversation.yaml": "prompts[0] is a prompt function (file://realtime-conversatio",
+    "openai-realtime/promptfooconfig-gpt-realtime.yaml": "prompts[0] (file://realtime-input.json) is no chat prompt (a",
+    "openai-realtime/promptfooconfig.yaml": "prompts[0] (file://realtime-input.json) is no chat prompt (a list of {rol",
+    "openai-realtime/test-webui-audio.yaml": "(file://realtime-input.json) is no chat prompt",
+    "prompt-labels/promptfooconfig.yaml": OTHERS + "select-best x2 (picks the best of several outputs: a comparison, n",
+    "rag-eval/promptfooconfig.yaml": OTHERS + "factuality x2 (grades against a reference answer); answer-relevance x2",
+    "select-best-example/promptfooconfig.yaml": OTHERS + "select-best x2 (picks the best of several outputs: a compari",
+    "standalone-assertions/asserts.yaml": OTHERS + "model-graded-closedqa x1 (a Y/N check",
+    "summarization/promptfooconfig.yaml": "has no llm-rubric or g-eval assertion: nothing a judge scores on a rubric",
+}
+# rubrics written in single tests (or templated with a test's vars): each test's task gets them as its own items
+PROMPTFOO_ITEMS = {  # config: (tasks with items, items)
+    "adaline-gateway/adaline-structured-output/promptfooconfig.yaml": (4, 4),
+    "amazon-bedrock/promptfooconfig.inference-profiles-simple.yaml": (3, 3),
+    "amazon-bedrock/promptfooconfig.inference-profiles.yaml": (1, 1),
+    "amazon-bedrock/promptfooconfig.openai.yaml": (1, 1),
+    "amazon-bedrock/promptfooconfig.qwen.yaml": (1, 1),
+    "anthropic/web-tools/promptfooconfig.yaml": (4, 4),
+    "assertion-scoring-override/promptfooconfig.yaml": (3, 9),
+    "assertions-generate/promptfooconfig.yaml": (1, 3),
+    "azure-openai-assistant/promptfooconfig-file-search.yaml": (5, 5),
+    "claude-thinking/promptfooconfig.yaml": (2, 2),
+    "claude-vs-gpt/promptfooconfig.yaml": (2, 2),
+    "cohere-benchmark/promptfooconfig.yaml": (6, 6),
+    "databricks/promptfooconfig.yaml": (2, 2),
+    "dbrx-benchmark/promptfooconfig.yaml": (1, 1),
+    "extension-api/promptfooconfig.yaml": (1, 1),
+    "gemma-vs-llama/promptfooconfig.yaml": (3, 3),
+    "gemma-vs-mistral/promptfooconfig.yaml": (2, 2),
+    "google-adk-example/promptfooconfig-multi-turn.yaml": (1, 1),
+    "google-adk-example/promptfooconfig-single-turn.yaml": (1, 1),
+    "google-live-audio/promptfooconfig.yaml": (1, 1),
+    "gpt-4o-temperature-comparison/promptfooconfig.yaml": (4, 4),
+    "gpt-4o-vs-4o-mini/promptfooconfig.yaml": (2, 2),
+    "helicone/promptfooconfig.yaml": (5, 6),
+    "http-provider-tls/promptfooconfig.yaml": (1, 1),
+    "hyperbolic/promptfooconfig.reasoning.yaml": (3, 3),
+    "langfuse-labels/promptfooconfig.yaml": (1, 2),
+    "llama-gpt-comparison/promptfooconfig.yaml": (4, 4),
+    "max-score-selection/promptfooconfig.yaml": (2, 4),
+    "mistral-llama-comparison/promptfooconfig.yaml": (4, 4),
+    "mistral/promptfooconfig.comparison.yaml": (2, 2),
+    "mistral/promptfooconfig.reasoning.yaml": (3, 3),
+    "mistral/promptfooconfig.yaml": (9, 9),
+    "multiple-translations/promptfooconfig.yaml": (1, 1),
+    "named-metrics/promptfooconfig.yaml": (1, 1),
+    "nscale/promptfooconfig.yaml": (4, 4),
+    "openai-agents/promptfooconfig.yaml": (3, 3),
+    "openai-mcp/promptfooconfig.approval.yaml": (3, 3),
+    "openai-mcp/promptfooconfig.authenticated.yaml": (3, 3),
+    "openai-mcp/promptfooconfig.yaml": (4, 4),
+    "openai-model-comparison/promptfooconfig.yaml": (2, 2),
+    "openai-responses/promptfooconfig.codex.yaml": (1, 1),
+    "openai-responses/promptfooconfig.reasoning.yaml": (1, 1),
+    "provider-aiml-api/promptfooconfig.yaml": (2, 2),
+    "pydantic-ai/promptfooconfig.yaml": (1, 1),
+    "python-provider/promptfooconfig.yaml": (2, 2),
+    "rag-full/promptfooconfig.with-asserts.yaml": (3, 3),
+    "redteam-foundation-model/redteam.yaml": (40, 40),
+    "replicate-lifeboat/promptfooconfig.yaml": (4, 4),
+    "replicate-llama4-scout/promptfooconfig.yaml": (3, 3),
+    "ruby-provider/promptfooconfig.yaml": (2, 2),
+    "simple-test/promptfooconfig.yaml": (1, 1),
+    "tau-simulated-user/promptfooconfig.yaml": (1, 8),
+    "truefoundry/promptfooconfig-mcp.yaml": (3, 3),
+    "truefoundry/promptfooconfig.yaml": (2, 2),
 }
 PROMPTFOO_IMPORTS = {  # configs that import: their criteria and tasks
     "claude-agent-sdk/advanced/promptfooconfig.yaml": (
@@ -368,7 +365,9 @@ def _corpus_files(fmt: str) -> list[str]:
 
 
 def test_the_promptfoo_table_names_every_config():
-    assert sorted({**PROMPTFOO_CONFIGS, **PROMPTFOO_IMPORTS, **PROMPTFOO_ONE}) == _corpus_files("promptfoo")
+    assert sorted({**PROMPTFOO_CONFIGS, **PROMPTFOO_IMPORTS, **PROMPTFOO_ONE, **PROMPTFOO_ITEMS}) == _corpus_files(
+        "promptfoo"
+    )
     assert len(_corpus_files("promptfoo")) == 92
 
 
@@ -410,6 +409,44 @@ def test_a_promptfoo_config_with_one_rubric_imports_it(name):
     assert imported.rubric.ids == [criterion] and len(imported.tasks) == tasks
     text, _ = formats.export("promptfoo", PROMPTFOO / name, imported.rubric)
     assert text == (PROMPTFOO / name).read_text()
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.thorough) if n == LARGE else n for n in sorted(PROMPTFOO_ITEMS)]
+)
+def test_a_promptfoo_config_with_its_rubrics_in_its_tests_imports_them_as_each_task_s_items(name):
+    """Issue 63: most of promptfoo's own examples write each llm-rubric for one test (or template it with the test's
+    vars): each test's task gets its rubrics as its own items (refused before: a criterion was scored on every task);
+    a task none of whose tests holds one is left out; an unchanged export is the file byte for byte."""
+    tasks, items = PROMPTFOO_ITEMS[name]
+    imported = formats.read("promptfoo", PROMPTFOO / name)
+    assert imported.rubric.ids == [] and len(imported.tasks) == tasks and all(t.items for t in imported.tasks)
+    assert sum(len(t.items) for t in imported.tasks) == items
+    assert not any(shared.variables(i.text) for t in imported.tasks for i in t.items)  # each rendered for its test
+    assert any(line.startswith(f"per-test rubrics: {items} item(s)") for line in imported.account)
+    text, _ = formats.export("promptfoo", PROMPTFOO / name, imported.rubric)
+    assert text == (PROMPTFOO / name).read_text()
+
+
+AUDITED = ("tau-simulated-user/promptfooconfig.yaml", "assertion-scoring-override/promptfooconfig.yaml")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [n if n in AUDITED else pytest.param(n, marks=pytest.mark.thorough) for n in sorted(PROMPTFOO_ITEMS) if n != LARGE],
+)
+def test_a_promptfoo_config_with_per_test_rubrics_audits_end_to_end(name, tmp_path):
+    """Imported as `radar import` writes it, audited on the planted engine: every item of every task steered and
+    graded, the per-prompt block written (two configs here; every one in `make test`)."""
+    out = tmp_path / "import"
+    imported = formats.read("promptfoo", PROMPTFOO / name)
+    formats.write_import(imported, out, "testing", "planted", "planted")
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    config["verifier"].pop("judge", None)  # the planted judge answers radar's requests, whatever the template
+    config["n"] = 2
+    result = run_audit(config, out / "run", base=out)
+    items = sum(len(t.items) for t in imported.tasks)
+    assert result.per_prompt is not None and len(result.per_prompt.items) == items
 
 
 def test_self_gradings_prompt_file_is_split_as_promptfoo_splits_it(tmp_path):

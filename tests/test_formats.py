@@ -43,7 +43,7 @@ def run(*args: str):
     return CliRunner().invoke(cli, [str(a) for a in args])
 
 
-@pytest.mark.parametrize("fmt", formats.FORMATS)
+@pytest.mark.parametrize("fmt", formats.EXPORTS)
 def test_import_audit_repair_export_and_import_again(fmt, tmp_path):
     """The loop a team runs: its file in, an audit on the planted engine that couples the first two
     criteria, a repair that merges them, the repaired rubric back in its file, and that file read again
@@ -81,7 +81,7 @@ def test_import_audit_repair_export_and_import_again(fmt, tmp_path):
     assert carried(formats.read(fmt, exported).rubric) == carried(repaired)
 
 
-@pytest.mark.parametrize("fmt", formats.FORMATS)
+@pytest.mark.parametrize("fmt", formats.EXPORTS)
 def test_an_unchanged_rubric_exports_to_the_same_file(fmt):
     imported = formats.read(fmt, SAMPLES[fmt])
     text, account = formats.export(fmt, SAMPLES[fmt], imported.rubric)
@@ -91,7 +91,7 @@ def test_an_unchanged_rubric_exports_to_the_same_file(fmt):
     assert again == parsed(SAMPLES[fmt])
 
 
-@pytest.mark.parametrize("fmt", formats.FORMATS)
+@pytest.mark.parametrize("fmt", formats.EXPORTS)
 def test_a_rewritten_criterion_keeps_its_id_and_the_others_their_entries(fmt, tmp_path):
     imported = formats.read(fmt, SAMPLES[fmt])
     rubric = imported.rubric
@@ -404,13 +404,15 @@ tests:
 """
 
 
-def test_a_rubric_written_for_some_tests_is_left_to_promptfoo_never_widened_to_every_task(tmp_path):
-    """promptfoo scores a test's own llm-rubric on that test alone; a RADAR criterion is scored on every task, so
-    radar audits the rubrics in defaultTest or in every test, says which it left out, and exports them untouched."""
+def test_a_rubric_written_for_some_tests_is_that_tests_task_s_own_item(tmp_path):
+    """promptfoo scores a test's own llm-rubric on that test alone: radar makes it an item of that test's task (issue
+    63), never a criterion of every task; defaultTest's (or every test's) rubrics are the shared criteria; the export
+    leaves the test's own rubric where it was."""
     path = bad(tmp_path, "promptfooconfig.yaml", PER_TEST)
     imported = formats.read("promptfoo", path)
     assert [c.description for c in imported.rubric.criteria] == ["The reply is polite.", "The reply is short."]
-    assert any("1 rubric(s) written for some tests only (tests 1)" in line for line in imported.account)
+    assert [[i.text for i in t.items] for t in imported.tasks] == [["Does the response say June 6 1795"], []]
+    assert any(line.startswith("per-test rubrics: 1 item(s) over 1 task(s)") for line in imported.account)
     text, _ = formats.export("promptfoo", path, imported.rubric)
     assert yaml.safe_load(text) == yaml.safe_load(PER_TEST)  # the test's own rubric stays where it was
     edited = imported.rubric.criteria[0].model_copy(update={"description": "The reply is courteous."})
@@ -420,14 +422,26 @@ def test_a_rubric_written_for_some_tests_is_left_to_promptfoo_never_widened_to_e
     assert yaml.safe_load(text)["tests"] == yaml.safe_load(PER_TEST)["tests"]
 
 
-def test_a_config_whose_every_rubric_belongs_to_some_tests_is_one_line_naming_one(tmp_path):
+def test_a_config_whose_every_rubric_belongs_to_some_tests_imports_them_as_items(tmp_path):
     only = PER_TEST.replace("defaultTest:\n  assert:\n    - {type: llm-rubric, value: The reply is polite.}\n", "")
     only = only.replace(
         "      - {type: llm-rubric, value: The reply is short.}\n  - description: refund", "  - description: refund"
     )
-    path = bad(tmp_path, "promptfooconfig.yaml", only)
-    with pytest.raises(InputError, match=r"sits in some tests only.*test 1: 'Does the response say June 6 1795'"):
-        formats.read("promptfoo", path)
+    imported = formats.read("promptfoo", bad(tmp_path, "promptfooconfig.yaml", only))
+    assert imported.rubric.criteria == () and [t.id for t in imported.tasks] == ["date", "refund"]
+    assert [[i.text for i in t.items] for t in imported.tasks] == [
+        ["Does the response say June 6 1795"],
+        ["The reply is short."],  # in some tests only, no longer in every one: each task's own
+    ]
+
+
+def test_a_templated_rubric_is_each_tests_own_and_a_variable_no_test_sets_is_one_line(tmp_path):
+    templated = PER_TEST.replace("value: The reply is polite.", "value: 'The reply answers {{ q }}.'")
+    imported = formats.read("promptfoo", bad(tmp_path, "promptfooconfig.yaml", templated))
+    assert [i.text for i in imported.tasks[1].items] == ["The reply answers I want a refund.."]
+    unset = PER_TEST.replace("value: The reply is polite.", "value: 'The reply names {{ who }}.'")
+    with pytest.raises(InputError, match="uses the test variable 'who', which a test that runs it does not set"):
+        formats.read("promptfoo", bad(tmp_path, "promptfooconfig.yaml", unset))
 
 
 def test_the_formats_page_diff_is_what_export_writes(tmp_path):

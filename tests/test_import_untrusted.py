@@ -183,7 +183,7 @@ def test_an_export_the_importer_would_refuse_is_refused_first(tmp_path):
     first = imported.rubric.criteria[0]
     braced = first.model_copy(update={"description": "Fills in {{ name }} correctly."})
     rubric = imported.rubric.model_copy(update={"criteria": (braced, *imported.rubric.criteria[1:])})
-    with pytest.raises(InputError, match="would not import again .*test variable 'name'"):
+    with pytest.raises(InputError, match="would not import again .*the test variable 'name', which a test"):
         formats.export("promptfoo", SAMPLES["promptfoo"], rubric)
     assert not list(SAMPLES["promptfoo"].parent.glob(".radar-export-*"))  # the trial file is gone
 

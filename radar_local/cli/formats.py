@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from radar_local.formats import FORMATS
+from radar_local.formats import EXPORTS, FORMATS
 
 ENGINES = ["vllm", "transformers", "openai", "testing"]
 
@@ -46,7 +46,7 @@ def import_rubric(
 
 
 @click.command()
-@click.argument("fmt", type=click.Choice(FORMATS), metavar="FORMAT")
+@click.argument("fmt", type=click.Choice(EXPORTS), metavar="FORMAT")
 @click.argument("original", type=click.Path(path_type=Path))
 @click.argument("rubric", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), help="The new file (default: ORIGINAL with .repaired).")

@@ -16,7 +16,7 @@ import yaml
 
 from radar_local.common import one_line
 from radar_local.errors import InputError
-from radar_local.formats.names import FORMATS, MODULES
+from radar_local.formats.names import EXPORTS, FORMATS, MODULES
 from radar_local.formats.shared import Imported, carried, changes
 from radar_local.inputs import read_json, read_text
 from radar_local.rubric import Rubric, load_benchmark
@@ -52,6 +52,8 @@ def read(fmt: str, path: str | Path, root: Path | None = None) -> Imported:
 def export(fmt: str, original: str | Path, rubric: Rubric, root: Path | None = None) -> tuple[str, list[str]]:
     """The original file's new text with `rubric`'s criteria, and the account of what changed. The
     original is read again as on import: criteria it has unchanged keep their entries byte for byte."""
+    if fmt not in EXPORTS:
+        raise InputError(original, f"radar does not yet write a rubric back into a {fmt} file")
     imported = read(fmt, original, root)
     for c in rubric.criteria:
         theirs = imported.rubric.scale_of(c.id) if c.id in imported.rubric.ids else imported.rubric.scale

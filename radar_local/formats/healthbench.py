@@ -86,7 +86,3 @@ def _stem(task_id: str, taken: set[str]) -> str:
     stem = next((full[:n].rstrip("_") for n in range(9, len(full) + 1) if full[:n].rstrip("_") not in taken), full)
     taken.add(stem)
     return stem
-
-
-def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:
-    raise InputError(path, "radar does not yet write per-prompt items back to a HealthBench file")

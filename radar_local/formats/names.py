@@ -11,3 +11,5 @@ MODULES = {
     "healthbench": "healthbench",
 }
 FORMATS = tuple(MODULES)
+IMPORT_ONLY = ("healthbench",)  # formats whose per-prompt items radar does not yet write back
+EXPORTS = tuple(f for f in FORMATS if f not in IMPORT_ONLY)

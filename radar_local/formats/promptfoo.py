@@ -12,16 +12,19 @@ the scores the judge writes (0.0-1.0 in steps of 0.1; g-eval's integer 0-10) and
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+from jinja2 import TemplateError
 
 from radar_local.answer import JsonShape
 from radar_local.errors import InputError
 from radar_local.formats import shared
 from radar_local.formats.promptfoo_tasks import CODE, Files, as_dict, first_prompt, task_of, tasks_of, tests_inline
 from radar_local.formats.shared import Imported
-from radar_local.rubric import Criterion, Rubric
+from radar_local.judge import render_text
+from radar_local.rubric import Criterion, Rubric, Task, TaskItem
 from radar_local.scale import Scale
 
 TYPES = ("llm-rubric", "g-eval")
@@ -111,13 +114,6 @@ def _entries(files: Files, data: dict) -> list[Entry]:
                         + (" (it has none: a rubric written into the rubricPrompt is not one radar can audit)"
                            if text is None else ""),
                     )  # fmt: skip
-                if shared.variables(text):
-                    var = sorted(shared.variables(text))[0]
-                    raise InputError(
-                        path,
-                        f"the {a['type']} value '{text[:40]}' uses the test variable '{var}'; radar scores one "
-                        "criterion text on every task: write it without variables",
-                    )
                 found.append(Entry(asserts, i, sub, text, a, a.get("rubricPrompt", owner_prompt), owner))
     return found
 
@@ -254,16 +250,18 @@ def read(path: Path, root: Path | None = None) -> Imported:
     loaded = shared.load_yaml(path)
     data = _config(path, loaded)
     found, per_test = _scoped(files, data)
-    if per_test and not found:
-        first = per_test[0]
-        test = tests_inline(data).index(first.owner) + 1
+    templated = [e for e in found if shared.variables(e.text)]  # one text a test: each task's own item
+    found = [e for e in found if not shared.variables(e.text)]
+    inline = [t for t in tests_inline(data) if isinstance(t, dict)]
+    if templated and not inline:
+        e, var = templated[0], sorted(shared.variables(templated[0].text))[0]
         raise InputError(
             path,
-            f"every {first.assertion['type']} assertion sits in some tests only, written for their input (test "
-            f"{test}: '{first.text[:40]}'); radar scores each criterion on every task: put the criteria to audit "
-            "in defaultTest.assert, or in every test",
+            f"the {e.assertion['type']} value '{e.text[:40]}' uses the test variable '{var}', and no test is written "
+            "in the config: radar renders a rubric with a test's vars for the tests it holds",
         )
-    kinds = {e.assertion["type"] for e in found}
+    per_test += [replace(e, owner=t) for e in templated for t in inline]
+    kinds = {e.assertion["type"] for e in found + per_test}
     if not kinds:
         others, generated = _others(data), _generated_tests(data)
         raise InputError(
@@ -274,10 +272,12 @@ def read(path: Path, root: Path | None = None) -> Imported:
         )
     mixed: list[str] = []
     if len(kinds) > 1:  # two judges: audit the one with more criteria (llm-rubric on a tie), name the other's
-        texts = {k: list(dict.fromkeys(e.text for e in found if e.assertion["type"] == k)) for k in sorted(kinds)}
+        every = found + per_test
+        texts = {k: list(dict.fromkeys(e.text for e in every if e.assertion["type"] == k)) for k in sorted(kinds)}
         kind = max(sorted(kinds, key=lambda k: k != "llm-rubric"), key=lambda k: len(texts[k]))
         other = next(k for k in kinds if k != kind)
         found = [e for e in found if e.assertion["type"] == kind]
+        per_test = [e for e in per_test if e.assertion["type"] == kind]
         mixed.append(
             f"left to promptfoo: the {len(texts[other])} {other} criteria ({', '.join(t[:30] for t in texts[other])}): "
             f"another judge (its own prompt and scale); radar audits the {kind} judge, which scores "
@@ -305,10 +305,13 @@ def read(path: Path, root: Path | None = None) -> Imported:
         criteria.append(
             shared.criterion(path, f"criterion {cid}", id=cid, label=shared.label_of(cid), description=text)
         )
-    rub = shared.rubric(
-        path, str(data.get("description") or path.stem), str(data.get("description") or path.stem), criteria, scale
+    name = str(data.get("description") or path.stem)
+    rub = (
+        shared.rubric(path, name, name, criteria, scale)
+        if criteria or not per_test
+        else Rubric(id=shared.criterion_id(name, set()), name=name, scale=scale)  # every rubric is a test's own
     )
-    prompt = _rubric_prompt(path, found)
+    prompt = _rubric_prompt(path, found + per_test)
     if prompt is None:
         messages = [{"role": "user", "content": LLM_RUBRIC_USER if kind == "llm-rubric" else G_EVAL_USER}]
         if kind == "llm-rubric":
@@ -347,14 +350,26 @@ def read(path: Path, root: Path | None = None) -> Imported:
         account.append(f"left to promptfoo: its other model-graded assertions, {others}")
     if unjudged:
         account.append(f"left to promptfoo: {unjudged} assertion(s) of other types (not judged on a rubric)")
-    if per_test:
-        tests = tests_inline(data)
-        where = sorted({tests.index(e.owner) + 1 for e in per_test})
-        account.append(
-            f"left to promptfoo: {len({e.text for e in per_test})} rubric(s) written for some tests only (tests "
-            f"{', '.join(map(str, where))}); a RADAR criterion is scored on every task, so they are not audited"
+    tasks, notes, owners = tasks_of(files, data)
+    tasks, left = _with_items(path, tasks, owners, per_test)
+    items = sum(len(t.items) for t in tasks)
+    if per_test and not items:
+        first = per_test[0]
+        raise InputError(
+            path,
+            f"every {first.assertion['type']} rubric it holds is a test's own ('{first.text[:40]}'), and no test "
+            "names a prompt radar can render to audit it on (tests need vars that prompts[0] shows, or one var)",
         )
-    tasks, notes = tasks_of(files, data)
+    if items and not criteria:  # every rubric is a test's own: a task that holds none has nothing to audit
+        bare = sum(not t.items for t in tasks)
+        tasks = tuple(t for t in tasks if t.items)
+        notes += [f"{bare} task(s) whose tests hold no rubric left out: nothing to grade them on"] if bare else []
+    if items:
+        account.append(
+            f"per-test rubrics: {items} item(s) over {sum(bool(t.items) for t in tasks)} task(s), each graded on its "
+            "own task's probes (a templated rubric rendered with its test's vars; docs/per-prompt.md)"
+            + (f"; {left} left to promptfoo (their test names no task radar renders)" if left else "")
+        )
     account += mixed + notes
     if isinstance(data.get("tests"), str):
         account.append(f"tests from {data['tests']}: their vars are the tasks; assertions there are not read")
@@ -369,6 +384,37 @@ def read(path: Path, root: Path | None = None) -> Imported:
         account.append("a standalone assertions file (promptfoo eval --assertions): each applies to every output")
     account += [f"read {name} (a file:// reference)" for name in files.read]
     return Imported("promptfoo", path, rub, jud, tasks, thresholds, account, root)
+
+
+def _with_items(
+    path: Path, tasks: tuple[Task, ...], owners: dict[int, str], entries: list[Entry]
+) -> tuple[tuple[Task, ...], int]:
+    """The tasks with the rubrics their tests hold as their own items (rendered with the test's vars; the
+    assertion's `weight` its points), and how many could not be placed (a test radar reads no task from)."""
+    items: dict[str, list[TaskItem]] = {}
+    left = 0
+    for e in entries:
+        task = owners.get(id(e.owner))
+        values = {key: str(v) for key, v in as_dict(e.owner.get("vars")).items()}
+        if unset := sorted(shared.variables(e.text) - set(values)):
+            raise InputError(
+                path,
+                f"the {e.assertion['type']} value '{e.text[:40]}' uses the test variable '{unset[0]}', which a test "
+                "that runs it does not set; radar renders a test's rubric with that test's vars",
+            )
+        try:
+            text = render_text(e.text, **values) if shared.variables(e.text) else e.text
+        except TemplateError:
+            text = ""
+        if task is None or not text.strip():
+            left += 1
+            continue
+        weight = e.assertion.get("weight", 1)
+        points = float(weight) if isinstance(weight, (int, float)) and not isinstance(weight, bool) else 1.0
+        mine = items.setdefault(task, [])
+        if all(i.text != text for i in mine):
+            mine.append(TaskItem(text=text, points=points))
+    return tuple(t.model_copy(update={"items": tuple(items.get(t.id, ()))}) for t in tasks), left
 
 
 def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:

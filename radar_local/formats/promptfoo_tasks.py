@@ -151,11 +151,14 @@ def task_of(first: str | None, test: dict) -> str | None:
         return None
 
 
-def tasks_of(files: Files, data: dict) -> tuple[tuple[Task, ...], list[str]]:
+def tasks_of(files: Files, data: dict) -> tuple[tuple[Task, ...], list[str], dict[int, str]]:
+    """The tasks (one per prompt the tests ask), notes on how they were read, and each test's task id (by the
+    test's `id()`), for the rubrics it holds."""
     path = files.source
     first, notes = first_prompt(files, data)
     taken: set[str] = set()
     tasks: list[Task] = []
+    owners: dict[int, str] = {}
     for k, test in enumerate(tests_of(files, data), 1):
         if not isinstance(test, dict):
             continue
@@ -171,8 +174,11 @@ def tasks_of(files: Files, data: dict) -> tuple[tuple[Task, ...], list[str]]:
             prompt = next(iter(values.values()))
         else:
             raise InputError(path, "tests have several vars and no prompt to put them in; add 'prompts'")
-        if any(t.prompt == prompt for t in tasks):
-            continue  # one prompt, one task: another test renders it too
+        same = next((t for t in tasks if t.prompt == prompt), None)
+        if same is not None:  # one prompt, one task: another test renders it too
+            owners[id(test)] = same.id
+            continue
         name = str(test.get("description") or f"test {k}")
         tasks.append(Task(id=shared.criterion_id(name, taken), prompt=prompt))
-    return tuple(tasks), notes if tasks else []
+        owners[id(test)] = tasks[-1].id
+    return tuple(tasks), notes if tasks else [], owners
