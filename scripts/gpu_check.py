@@ -154,7 +154,7 @@ def audit_config(engine: str, model: Path, device: str, mode: str) -> dict:
         else {"max_model_len": 2048, "gpu_memory_utilization": 0.5}
     )
     spec = {"engine": engine, "model": str(model), "name": f"random-llama-{engine}", "options": options}
-    tasks = [t.model_dump() for t in load_benchmark("helpsteer2").tasks[:2]]
+    tasks = [t.model_dump() for t in load_benchmark("helpsteer2").tasks[: 2 if device == "cuda" else 1]]
     return {
         "rubric": "helpsteer2",
         "tasks": tasks,
@@ -163,7 +163,7 @@ def audit_config(engine: str, model: Path, device: str, mode: str) -> dict:
         "n": 2 if device == "cuda" else 1,  # on a CPU the path is what is checked: one probe per stratum
         "seed": 0,
         "layout": "prefix-shared",
-        "generation": {"max_new_tokens": 64},
+        "generation": {"max_new_tokens": 64 if device == "cuda" else 32},  # on a CPU, the path: one task, short
         "scoring": {"mode": mode, "max_reasoning_chars": 80, "max_rationale_chars": 60},
         "batch_size": 64,
         "bootstrap": 50,

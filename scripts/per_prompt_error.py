@@ -14,7 +14,8 @@ axis:1 (the tag matrix's one non-zero cell, the same in every prompt), 0 elsewhe
 
 Reported per N: the share of audits with any confirmed finding (Wilson 95% interval), the false share among screened
 pairs, the planted pair confirmed or screened, the planted pitfall's sign error confirmed or screened, and the tag
-matrix's per-cell interval coverage (every cell; its truth is 0 but for the planted one).
+matrix's per-cell interval coverage (every cell; its truth is 0 but for the planted one). A pair is false where
+nothing couples its items either way (the tag leak couples pairs of the first two axes one way: true findings).
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ def items_of(t: int) -> list[Item]:
 
 
 def simulate(prompts: int, n: int, rng: np.random.Generator, plant: bool, pair: float, tag_leak: float) -> tuple:
-    rows, items = [], []
+    """The score table, the items, and the coupled pairs (item ids, either way: a true redundant-pair finding)."""
+    rows, items, coupled = [], [], set()
     for t in range(prompts):
         its = items_of(t)
         items += its
@@ -62,6 +64,9 @@ def simulate(prompts: int, n: int, rng: np.random.Generator, plant: bool, pair: 
             if t == 0:
                 coupling[1, 2] = coupling[2, 1] = pair
                 reads[K - 1] = -1  # the last pitfall, read backwards
+        coupled |= {
+            (its[a].id, its[b].id) for a in range(K) for b in range(a + 1, K) if coupling[a, b] or coupling[b, a]
+        }
         for i in range(K):
             for d, sign in (("+", 1), ("-", -1)):
                 latent = MOVE * sign * (np.eye(K)[i] * reads + coupling[i])
@@ -69,7 +74,7 @@ def simulate(prompts: int, n: int, rng: np.random.Generator, plant: bool, pair: 
                 for v in range(n):
                     rows += [(f"p{t}", its[i].id, d, v, its[j].id, met[v, j]) for j in range(K)]
     table = pd.DataFrame(rows, columns=["task_id", "target", "direction", "variant", "criterion", "score"])
-    return table, items
+    return table, items, coupled
 
 
 def true_cell(s: int, t: int, plant: bool, tag_leak: float) -> float:
@@ -89,10 +94,10 @@ def run(n: int, args: argparse.Namespace) -> dict:
     false_screened, screened = 0, 0
     covered, cells = 0, 0
     for rep in range(args.reps):
-        table, items = simulate(args.prompts, n, rng, args.plant, args.pair, args.tag_leak)
+        table, items, coupled = simulate(args.prompts, n, rng, args.plant, args.pair, args.tag_leak)
         out = per_prompt(table, items, dict.fromkeys([i.id for i in items], 1.0), seed=rep)
         planted_pair = ("p0_1", "p0_2")
-        false_pairs = [p for p in out.pairs if not (args.plant and (p.a, p.b) == planted_pair)]
+        false_pairs = [p for p in out.pairs if (p.a, p.b) not in coupled]  # a one-way tag leak couples a pair too
         false_signs = [r for r in out.items if r.sign_error and not (args.plant and r.id == f"p0_{K - 1}")]
         false_tags = [c for c in (out.tags["axis"].confirmed) if not (args.plant and c == ["axis:0", "axis:1"])]
         any_confirmed += (

@@ -265,18 +265,18 @@ def main(out: Path, single: Path) -> None:
         lap("second cluster up")
         results["gpu"] = gpu_scenarios(cluster, out / "gpu")
         lap("gpu")
-    with TwoNodeCluster(out, gpus=1) as cluster:
-        # Issue 34: 2 GPUs in all, 1 per node, and a replica that needs 2 on one node: one line at once.
+        # Issue 34: 4 GPUs in all, 2 per node, and a replica that needs 3 on one node: one line at once (on this
+        # cluster, not a third: each start costs the module its seconds).
         start = time.monotonic()
         pool = EnginePool(ClusterSpec(ray=cluster.address))
         try:
-            pool.get(ModelSpec(engine="testing", model="planted", options={"gpus": 2}))
+            pool.get(ModelSpec(engine="testing", model="planted", options={"gpus": 3}))
             results["one_gpu_nodes"] = {"error": None}
         except RadarError as exc:
             results["one_gpu_nodes"] = {"error": str(exc), "seconds": round(time.monotonic() - start, 1)}
         finally:
             pool.close()
-    lap("one gpu nodes")
+        lap("a replica larger than a node")
     (out / "results.json").write_text(json.dumps(results, indent=2))
 
 

