@@ -428,16 +428,12 @@ def test_a_promptfoo_config_with_its_rubrics_in_its_tests_imports_them_as_each_t
     assert text == (PROMPTFOO / name).read_text()
 
 
-AUDITED = ("tau-simulated-user/promptfooconfig.yaml", "assertion-scoring-override/promptfooconfig.yaml")
-
-
 @pytest.mark.parametrize(
-    "name",
-    [n if n in AUDITED else pytest.param(n, marks=pytest.mark.thorough) for n in sorted(PROMPTFOO_ITEMS) if n != LARGE],
+    "name", [pytest.param(n, marks=pytest.mark.thorough) if n == LARGE else n for n in sorted(PROMPTFOO_ITEMS)]
 )
 def test_a_promptfoo_config_with_per_test_rubrics_audits_end_to_end(name, tmp_path):
     """Imported as `radar import` writes it, audited on the planted engine: every item of every task steered and
-    graded, the per-prompt block written (two configs here; every one in `make test`)."""
+    graded, the per-prompt block written (about 0.1 s a config)."""
     out = tmp_path / "import"
     imported = formats.read("promptfoo", PROMPTFOO / name)
     formats.write_import(imported, out, "testing", "planted", "planted")
