@@ -96,6 +96,18 @@ def test_two_leakages_are_tested_on_their_joint_law():
     assert p_sum_upper(a, 1, b, 1) == expected
 
 
+def test_the_sign_flip_law_is_counted_exactly_and_drawn_beyond():
+    from radar_local.stats import permutation
+
+    values = [Fraction(1, 5), Fraction(2, 5), Fraction(-1, 5), Fraction(3, 5), Fraction(1, 10)]
+    flips = itertools.product((1, -1), repeat=len(values))
+    brute = sum(abs(sum(s * v for s, v in zip(f, values))) >= abs(sum(values)) for f in flips)
+    assert permutation.p_sign_flip(values) == Fraction(brute, 2 ** len(values))
+    assert permutation.p_sign_flip([Fraction(k, 7919) for k in range(1, 40)]) == Fraction(2, 2**39)  # few sums
+    powers = [Fraction(2**k, 3**5) for k in range(25)]  # every partial sum distinct: 2^25 > FLIP_STATES, so drawn
+    assert permutation.p_sign_flip(powers) == Fraction(1, permutation.DRAWS + 1)  # only the observed signs reach it
+
+
 def test_holm_rejects_at_its_bound_exactly():
     p = {"a": Fraction(1, 40), "b": Fraction(1, 20)}  # 0.05 / 2, then 0.05 / 1: both rejected at the boundary
     assert holm(p, 0.95) == {"a", "b"}

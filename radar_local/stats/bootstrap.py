@@ -174,3 +174,9 @@ def relabellings(n: int, k: int, draws: int, seed: int) -> np.ndarray:
 def categorical(probabilities: np.ndarray, draws: int, seed: int) -> np.ndarray:
     """`draws` seeded indices, each i with probability probabilities[i]."""
     return np.random.default_rng(seed).choice(len(probabilities), draws, p=probabilities)
+
+
+def sign_flips(units: int, draws: int, seed: int) -> np.ndarray:
+    """(draws, units) seeded signs, +1 or -1 each with probability 1/2: a sign-flip test's flips where there are
+    too many to count (stats/permutation.py)."""
+    return np.random.default_rng(seed).choice(np.array([-1, 1], dtype=object), (draws, units))

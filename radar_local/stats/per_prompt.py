@@ -16,7 +16,7 @@ item belongs to one prompt. Findings, each over the audit's whole family of its 
   by Holm over every pair of every prompt, `screened` by Benjamini-Hochberg over the same.
 Pooled over prompts (the resampling units; Student's t over the prompts' values, df = prompts - 1): the tag x tag
 leakage matrix (each cell the prompts' mean of D_ij over their items i of the row's tag and j != i of the column's;
-`confirmed` where its interval, Bonferroni over the cells, excludes 0), the pitfalls' sign-error rate ((1 - D_ii)
+`confirmed` by Holm over the cells on an exact sign-flip test over prompts), the pitfalls' sign-error rate ((1 - D_ii)
 / 2 on met / not met: the share of verdicts on the wrong side) and the score's double counting: steering item i
 moves the task's score (points met / positive points) by its own points x D_ii plus the others' points x D_ij;
 the share of those moves that is not the item's own (the leaked move taken in the direction of the item's own:
@@ -36,7 +36,7 @@ from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.coupling import TAU
 from radar_local.stats.exact import at_least
 from radar_local.stats.intervals import t_interval
-from radar_local.stats.permutation import K, Split, factor, holm, p_lower, p_sum_upper
+from radar_local.stats.permutation import K, Split, factor, holm, p_lower, p_sign_flip, p_sum_upper
 from radar_local.stats.screening import benjamini_hochberg
 from radar_local.stats.stored import Block, Interval, Matrix, Num
 
@@ -85,7 +85,7 @@ class TagMatrix(Block):
     leakage: Matrix  # source tag -> target tag: the prompts' mean leakage
     ci: dict[str, dict[str, Interval | None]]
     prompts: dict[str, dict[str, int]]
-    confirmed: list[list[str]]  # [source, target] cells whose Bonferroni interval excludes 0
+    confirmed: list[list[str]]  # [source, target] cells Holm confirms on the sign-flip test over prompts
 
 
 class PerPrompt(Block):
@@ -218,7 +218,7 @@ def per_prompt(
         double_count=share,
         double_count_ci=share_ci,
         double_count_by_prompt=shares,
-        tags=_tag_matrices(by_task, effects, level),
+        tags=_tag_matrices(by_task, effects, level, seed),
     )
 
 
@@ -281,7 +281,10 @@ def family(tag: str) -> str:
 
 
 def _tag_matrices(
-    by_task: Mapping[str, list[Item]], effects: Mapping[str, Mapping[tuple[str, str], Fraction | None]], level: float
+    by_task: Mapping[str, list[Item]],
+    effects: Mapping[str, Mapping[tuple[str, str], Fraction | None]],
+    level: float,
+    seed: int,
 ) -> dict[str, TagMatrix]:
     """One matrix per tag family of 2 to MAX_TAGS tags, each tag in two prompts or more (tags without a family are
     one family, named "")."""
@@ -295,7 +298,7 @@ def _tag_matrices(
         if len(where) >= 2:
             families.setdefault(family(tag), set()).add(tag)
     return {
-        name: _tag_matrix(by_task, effects, level, sorted(tags))
+        name: _tag_matrix(by_task, effects, level, sorted(tags), seed)
         for name, tags in sorted(families.items())
         if 2 <= len(tags) <= MAX_TAGS
     }
@@ -306,30 +309,30 @@ def _tag_matrix(
     effects: Mapping[str, Mapping[tuple[str, str], Fraction | None]],
     level: float,
     tags: list[str],
+    seed: int,
 ) -> TagMatrix:
     """Each cell: per prompt, the mean leakage from its items of the row's tag into its other items of the
-    column's; then the prompts' mean and its t interval (Bonferroni over the matrix's cells for `confirmed`)."""
-    values: dict[tuple[str, str], list[float]] = {}
+    column's; then the prompts' mean and its t interval. A cell is `confirmed` where Holm's procedure over the
+    matrix's cells rejects 'its mean is 0' on the exact sign-flip test over prompts (a prompt's value is symmetric
+    about 0 where nothing couples its items: the + and - probes are exchangeable)."""
+    values: dict[tuple[str, str], list[Fraction]] = {}
     for task, its in by_task.items():
         for s in tags:
             for t in tags:
                 cell = [
-                    float(e)
+                    e
                     for a in its
                     for b in its
                     if a.id != b.id and s in a.tags and t in b.tags and (e := effects[task][a.id, b.id]) is not None
                 ]
                 if cell:
-                    values.setdefault((s, t), []).append(float(np.mean(cell)))
-    cells = max(1, len(values))
+                    values.setdefault((s, t), []).append(sum(cell, Fraction(0)) / len(cell))
     leakage: Matrix = {s: {} for s in tags}
     ci: dict[str, dict[str, Interval | None]] = {s: {} for s in tags}
     prompts: dict[str, dict[str, int]] = {s: {} for s in tags}
-    confirmed = []
     for (s, t), vals in values.items():
-        leakage[s][t], ci[s][t] = _pooled(vals, level)
+        leakage[s][t], ci[s][t] = _pooled([float(v) for v in vals], level)
         prompts[s][t] = len(vals)
-        wide = _pooled(vals, level, cells)[1]
-        if wide is not None and wide[0] is not None and wide[1] is not None and (wide[0] > 0 or wide[1] < 0):
-            confirmed.append([s, t])
+    p = {cell: p_sign_flip(vals, seed) for cell, vals in values.items()}
+    confirmed = [[s, t] for s, t in sorted(holm(p, level))]
     return TagMatrix(tags=tags, leakage=leakage, ci=ci, prompts=prompts, confirmed=confirmed)

@@ -28,7 +28,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from radar_local.stats.bootstrap import categorical, relabellings
+from radar_local.stats.bootstrap import categorical, relabellings, sign_flips
 
 K = TypeVar("K", bound=Hashable)
 SPAN_LIMIT = 64  # integer scores spanning at most this are counted by subset sums, at any number of probes
@@ -184,3 +184,30 @@ def holm(p: Mapping[K, Fraction], level: float) -> set[K]:
             break
         out.add(key)
     return out
+
+
+FLIP_STATES = 200_000  # distinct partial sums a sign-flip law is counted through at most; beyond, flips are drawn
+
+
+def p_sign_flip(values: list[Fraction], seed: int = 0) -> Fraction:
+    """The two-sided p-value of 'the values' mean is not 0' when each value is symmetric about 0 under the null
+    (a prompt's leakage between items nothing couples): the share of the 2^m sign flips whose sum is as far from 0
+    as the observed one. The values are put on one denominator as integers, so the law is counted exactly (by its
+    partial sums); where those outgrow FLIP_STATES, DRAWS seeded flips are drawn, p = (1 + hits) / (1 + DRAWS)."""
+    if not values:
+        return Fraction(1)
+    common = math.lcm(*(v.denominator for v in values))
+    w = [int(v * common) for v in values]
+    observed = abs(sum(w))
+    law: dict[int, int] = {0: 1}
+    for x in w:
+        step: dict[int, int] = {}
+        for s, c in law.items():
+            for t in (s + x, s - x):
+                step[t] = step.get(t, 0) + c
+        law = step
+        if len(law) > FLIP_STATES:
+            flips = sign_flips(len(w), DRAWS, seed)
+            sums = np.abs(flips @ np.array(w, dtype=object))
+            return Fraction(1 + int(sum(1 for s in sums if s >= observed)), 1 + DRAWS)
+    return Fraction(sum(c for s, c in law.items() if abs(s) >= observed), 2 ** len(w))
