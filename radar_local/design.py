@@ -18,7 +18,9 @@ from radar_local.stats.per_prompt_power import MAX_N, PAIR_DRAWS, pair_power, si
 from radar_local.stats.power import (
     PLAN_SELF_EFFECT,
     REFERENCE_PACE,
+    Pace,
     ScoringPass,
+    duration,
     minimum_confirmed,
     pilot_correlation,
     pilot_pace,
@@ -33,7 +35,7 @@ def design_lines(config_path: Path, sd: float | None, self_effect: float | None,
     resolved = resolve(load_config(config_path), config_path.parent, config_path)
     config, rubric, tasks = resolved.config, resolved.rubric, resolved.tasks
     if rubric.items:  # tasks with their own items: a per-prompt design (its shared criteria, if any, beside)
-        return per_prompt_lines(config, rubric, [t.id for t in tasks])
+        return per_prompt_lines(config, rubric, [t.id for t in tasks], out)
     k, n = len(rubric.criteria), config.adaptive.max_n if config.adaptive else config.n
     if config.pairwise is not None and config.pairwise.only:
         return [
@@ -174,7 +176,20 @@ def pilot_of(run_dir: Path | None) -> dict | None:
     }
 
 
-def per_prompt_lines(config: AuditConfig, rubric: Rubric, tasks: list[str]) -> list[str]:
+def pace_of(config: AuditConfig, out: Path | None) -> Pace | None:
+    """The seconds a call of the run in `out` (or the config's) took, else the embedded model's reference pace where
+    every model is it; None where neither is known."""
+    folder = out or (Path(config.out) if config.out else None)
+    if folder is not None and folder.is_dir():
+        try:
+            if (pace := pilot_pace(load_run(folder).info().stages, str(folder))) is not None:
+                return pace
+        except (RadarError, OSError):
+            pass
+    return REFERENCE_PACE if embedded_only(config) else None
+
+
+def per_prompt_lines(config: AuditConfig, rubric: Rubric, tasks: list[str], out: Path | None = None) -> list[str]:
     """A per-prompt design (stats/per_prompt.py): its probes and verdicts, and what its exact tests confirm at N
     (stats/per_prompt_power.py): a pitfall read backwards 9 times in 10, a redundant pair of leakage 0.6 both ways."""
     n, sizes = config.n, [len(rubric.criteria_of(t)) for t in tasks]
@@ -189,11 +204,20 @@ def per_prompt_lines(config: AuditConfig, rubric: Rubric, tasks: list[str]) -> l
     def needs(found: int | None) -> str:
         return f"N = {found} reaches 80%" if found is not None else f"no N up to {MAX_N} reaches 80%"
 
+    pace = pace_of(config, out)
+    wall = (
+        f"Expected wall time: about {duration(pace.seconds(2 * n * items, calls))} (the pace of {pace.source})."
+        if pace is not None
+        else "Expected wall time: unknown before a pilot on this engine (run a small N first: --plan then reads "
+        "its pace from run.json)."
+    )
+
     return [
         f"Plan (per-prompt rubric): {len(tasks)} tasks, {own} items of their own ({min(sizes) - shared}-"
         f"{max(sizes) - shared} a task){f' beside {shared} shared criteria' if shared else ''}, each steered + and - "
         f"at N = {n}: {2 * n * items} probes; every item of a task graded on each of its probes: {calls} verifier "
         f"calls ({'one a probe: a joint judge' if joint else 'one an item, as HealthBench grades'}). No call is made.",
+        wall,
         f"A pitfall the judge reads backwards (9 verdicts in 10 on the wrong side) is confirmed a sign error (Holm "
         f"over the {own} items at {LEVEL:.0%}) with probability {sign:.0%} at N = {n}; {needs(sign_n)} (exact).",
         f"A redundant pair (each item moving the other's met rate by 0.6, both ways) is confirmed (Holm over the "

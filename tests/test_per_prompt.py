@@ -371,6 +371,11 @@ def test_plan_of_a_per_prompt_design_counts_its_calls_and_names_the_n_it_needs(t
     assert "750 verifier calls (one an item" in res.output
     assert "Holm over the 15 items at 95%) with probability" in res.output
     assert "Holm over the 30 item pairs" in res.output
+    assert "Expected wall time: unknown before a pilot" in res.output  # the planted engine has no reference pace
+    config["out"] = str(tmp_path / "pilot")
+    assert invoke("audit", write_config(tmp_path, config)).exit_code == 0
+    res = invoke("audit", write_config(tmp_path, config), "--plan")
+    assert f"(the pace of {tmp_path / 'pilot'} (its run.json))" in res.output, res.output
 
 
 def test_the_power_of_a_sign_error_is_exact_and_grows_with_n():

@@ -249,7 +249,7 @@ def plan_lines(
         f"{f' ({len(passes)} scoring passes: {kinds})' if len(passes) > 1 else ''}. "
         "No call is made.",
         (
-            f"Expected wall time: about {_duration(pace.seconds(probes, calls))} ({probes} generations at "
+            f"Expected wall time: about {duration(pace.seconds(probes, calls))} ({probes} generations at "
             f"{pace.generate:.2g} s and {calls} verdict calls at {pace.score:.2g} s a call: the pace of {pace.source})."
             if pace is not None
             else "Expected wall time: unknown before a pilot on this engine (run a small N first: --plan then reads "
@@ -341,7 +341,7 @@ def joint_n_at_cost(k: int, tasks: int, calls: int) -> int:
     return n
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     minutes = seconds / 60
     return f"{seconds:.0f} s" if minutes < 1 else f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
 
