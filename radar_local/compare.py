@@ -51,6 +51,7 @@ def compare(
     fail_on_changed: float | None = None,
     fail_on_wording: bool = False,
     fail_on_pairwise: bool = False,
+    fail_on_sign_errors: bool = False,
 ) -> dict:
     if isinstance(before, PairwiseAudit) or isinstance(after, PairwiseAudit):
         given = {
@@ -127,6 +128,7 @@ def compare(
         ]
     consistency = consistency_violations(after, fail_on_changed, fail_on_wording, after_path)
     consistency += pairwise_violations(after, after_path) if fail_on_pairwise else []
+    consistency += sign_error_violations(before, after, after_path) if fail_on_sign_errors else []
     evidence = {
         "sym": None if sym_confirmed is None else sym_evidence(after, sym_confirmed, after_path),
         "bias": None if bias_confirmed is None else bias_evidence(after, bias_confirmed, after_path),
@@ -226,6 +228,21 @@ def consistency_violations(after: AuditResult, changed: float | None, wording: b
             if p.flag and p.change is not None
         ]
     return out
+
+
+def sign_error_violations(before: AuditResult, after: AuditResult, where: object) -> list[str]:
+    """The items `after` confirms a sign error on (Holm over its items: stats/per_prompt.py) that `before` did not
+    confirm: a judge upgrade that reads a pitfall backwards."""
+    if after.per_prompt is None:
+        raise InputError(where, "audited no per-prompt rubric (tasks with their own items), so "
+                         "--fail-on-sign-errors cannot hold; drop the option")  # fmt: skip
+    known = {r.id for r in before.per_prompt.items if r.sign_error == "confirmed"} if before.per_prompt else set()
+    return [
+        f"item {r.id} of task {r.task} is read backwards (a sign error confirmed, p = {r.p_reversed:.2g}): "
+        f"'{r.text[:60]}'"
+        for r in after.per_prompt.items
+        if r.sign_error == "confirmed" and r.id not in known
+    ]
 
 
 def pairwise_violations(after: AuditResult | PairwiseAudit, where: object) -> list[str]:

@@ -387,3 +387,15 @@ def test_the_power_of_a_sign_error_is_exact_and_grows_with_n():
     assert sign_error_power(10, 36) < sign_error_power(20, 36)
     n = smallest_n(lambda m: sign_error_power(m, 36))
     assert n is not None and sign_error_power(n, 36) >= 0.8 > sign_error_power(n - 1, 36)
+
+
+def test_compare_fails_when_a_judge_upgrade_reads_a_pitfall_backwards(tmp_path, finished_run):
+    good = run_audit(per_prompt_config(tmp_path), tmp_path / "good")
+    assert not any(r.sign_error for r in good.per_prompt.items)
+    confused = per_prompt_config(tmp_path, backwards=["Task 1 item 4"])
+    run_audit(confused, tmp_path / "confused")
+    res = invoke("compare", tmp_path / "good", tmp_path / "confused", "--fail-on-sign-errors")
+    assert res.exit_code == 1 and "policy: item q1_5 of task q1 is read backwards" in res.stderr, res.output
+    assert invoke("compare", tmp_path / "confused", tmp_path / "confused", "--fail-on-sign-errors").exit_code == 0
+    res = invoke("compare", finished_run, finished_run, "--fail-on-sign-errors")
+    one_line_exit_2(res, "audited no per-prompt rubric")

@@ -61,6 +61,11 @@ def report(run_dir: Path, out: Path | None, verifier: str | None) -> None:
     is_flag=True,
     help="Exit 1 when RUN_B's pairwise judge (pairwise:) has a confirmed position bias, leakage or flag.",
 )
+@click.option(
+    "--fail-on-sign-errors",
+    is_flag=True,
+    help="Exit 1 when RUN_B's per-prompt audit confirms a sign error (an item read backwards) RUN_A's does not.",
+)
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the diff as JSON.")
 def compare(
     run_a: Path,
@@ -72,6 +77,7 @@ def compare(
     fail_on_changed: float | None,
     fail_on_wording: bool,
     fail_on_pairwise: bool,
+    fail_on_sign_errors: bool,
     json_out: Path | None,
 ) -> None:
     """Diff two audits (before/after a rubric edit, or two judges). Exit 0: every policy passes; 1: one
@@ -94,6 +100,7 @@ def compare(
         fail_on_changed=fail_on_changed,
         fail_on_wording=fail_on_wording,
         fail_on_pairwise=fail_on_pairwise,
+        fail_on_sign_errors=fail_on_sign_errors,
     )
     for r in result["moved"]:
         click.echo(
