@@ -219,8 +219,9 @@ def per_prompt_lines(config: AuditConfig, rubric: Rubric, tasks: list[str], out:
         f"calls ({'one a probe: a joint judge' if joint else 'one an item, as HealthBench grades'}). No call is made.",
         wall,
         f"A pitfall the judge reads backwards (9 verdicts in 10 on the wrong side) is confirmed a sign error (Holm "
-        f"over the {own} items at {LEVEL:.0%}) with probability {sign:.0%} at N = {n}; {needs(sign_n)} (exact).",
+        f"over the {own} items at a third of the audit's {1 - LEVEL:.0%} error) with probability {sign:.0%} at "
+        f"N = {n}; {needs(sign_n)} (exact).",
         f"A redundant pair (each item moving the other's met rate by 0.6, both ways) is confirmed (Holm over the "
-        f"{pairs} item pairs) with probability {pair:.0%} at N = {n}; {needs(pair_n)} (simulated, "
-        f"{PAIR_DRAWS} draws). Screening at a false discovery rate finds them sooner: docs/per-prompt.md.",
+        f"{pairs} item pairs, a third of the error) with probability {pair:.0%} at N = {n}; {needs(pair_n)} "
+        f"(simulated, {PAIR_DRAWS} draws). Screening at a false discovery rate finds them sooner: docs/per-prompt.md.",
     ]

@@ -369,8 +369,8 @@ def test_plan_of_a_per_prompt_design_counts_its_calls_and_names_the_n_it_needs(t
     # 3 tasks of 5 items: 15 items x 2 x 5 = 150 probes; each graded on its task's 5 items: 750 calls
     assert "3 tasks, 15 items of their own (5-5 a task)" in res.output and "150 probes" in res.output
     assert "750 verifier calls (one an item" in res.output
-    assert "Holm over the 15 items at 95%) with probability" in res.output
-    assert "Holm over the 30 item pairs" in res.output
+    assert "Holm over the 15 items at a third of the audit's 5% error) with probability" in res.output
+    assert "Holm over the 30 item pairs, a third of the error" in res.output
     assert "Expected wall time: unknown before a pilot" in res.output  # the planted engine has no reference pace
     config["out"] = str(tmp_path / "pilot")
     assert invoke("audit", write_config(tmp_path, config)).exit_code == 0

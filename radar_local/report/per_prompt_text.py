@@ -28,16 +28,16 @@ def per_prompt_lines(p: PerPrompt) -> list[str]:
     if signs:
         lines.append(
             f"Sign errors: {len(signs)} item(s) the judge reads backwards ({len(confirmed)} confirmed, Holm over the "
-            f"{items} items at {p.level:.0%}; the rest screened at a false discovery rate of {p.fdr:g}): "
-            + ", ".join(r.id for r in signs)
-            + "."
+            f"{items} items at a third of the audit's {1 - p.level:.0%} error; the rest screened at a false discovery "
+            f"rate of {p.fdr:g}): " + ", ".join(r.id for r in signs) + "."
         )
     else:
         lines.append(f"No item is read backwards (no sign error confirmed or screened among {items} items).")
     if p.pairs:
         lines.append(
             f"Redundant pairs: {len(p.pairs)} of {p.pairs_tested} item pairs move together both ways "
-            f"({sum(r.evidence == 'confirmed' for r in p.pairs)} confirmed, Holm over every pair of every prompt)."
+            f"({sum(r.evidence == 'confirmed' for r in p.pairs)} confirmed, Holm over every pair of every prompt at a "
+            f"third of the audit's {1 - p.level:.0%} error)."
         )
     else:
         lines.append(f"No redundant pair among {p.pairs_tested} item pairs (none confirmed or screened).")

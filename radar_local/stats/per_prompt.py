@@ -7,10 +7,12 @@ self-effect. A pitfall is steered + by committing it, and a judge that reads it 
 is positive like any item's, and a negative one is a **sign error** (the judge reads the item backwards).
 
 Every test is an exact permutation test (stats/permutation.py) within the prompt: the probes are the units, as an
-item belongs to one prompt. Findings, each over the audit's whole family of its kind:
+item belongs to one prompt. Findings, each over the audit's whole family of its kind; the three kinds that confirm
+(sign errors, redundant pairs, tag cells) share the audit's error, (1 - level) / 3 each, so that with nothing
+planted an audit confirms any finding at most 1 - level of the time:
 - an item's **gate**: it reads when its self-effect reaches tau (the point estimate, compared exactly, as the
   coupling's gate), listed with its text where it does not;
-- a **sign error** (D_ii < 0) is `confirmed` by Holm's procedure over every item of the audit at the level's
+- a **sign error** (D_ii < 0) is `confirmed` by Holm's procedure over every item of the audit at its share of the
   family-wise error, `screened` by Benjamini-Hochberg at the false discovery rate `fdr`;
 - a **redundant pair** (Sym_ij = (D_ij + D_ji) / 2 > 0, both leakages tested on their joint law) is `confirmed`
   by Holm over every pair of every prompt, `screened` by Benjamini-Hochberg over the same.
@@ -46,7 +48,8 @@ if TYPE_CHECKING:
 FDR = 0.10  # the screening rate of sign errors and redundant pairs, where the audit sets none
 CONFIRMED, SCREENED = "confirmed", "screened"
 METHOD = (
-    "exact permutation tests within each prompt; confirmed: Holm over the audit's family of the kind at the level; "
+    "exact permutation tests within each prompt; confirmed: Holm over the audit's family of the kind at a third of "
+    "the level's error (sign errors, pairs, tag cells); "
     "screened: Benjamini-Hochberg at the false discovery rate"
 )
 
@@ -232,9 +235,18 @@ def _num(x: Fraction | None) -> float | None:
     return None if x is None else float(x)
 
 
+KINDS = 3  # sign errors, redundant pairs, tag cells: the audit's error (1 - level) split among them
+
+
+def each_kind(level: float) -> float:
+    """The level each kind of finding is confirmed at, so that the audit's claims hold together at `level`
+    (Bonferroni over the KINDS families, each Holm's)."""
+    return 1 - (1 - level) / KINDS
+
+
 def _evidence(p: Mapping[K, Fraction], level: float, fdr: float) -> dict[K, str]:
-    """Each hypothesis Holm confirms at the level, or else Benjamini-Hochberg screens at `fdr`."""
-    confirmed = holm(dict(p), level)
+    """Each hypothesis Holm confirms at its kind's share of the level, or else Benjamini-Hochberg screens at `fdr`."""
+    confirmed = holm(dict(p), each_kind(level))
     screened: set[K] = benjamini_hochberg(p, fdr) - confirmed
     return {**dict.fromkeys(screened, SCREENED), **dict.fromkeys(confirmed, CONFIRMED)}
 
@@ -297,24 +309,21 @@ def _tag_matrices(
     for tag, where in prompts_of.items():  # a tag of one prompt has nothing to pool
         if len(where) >= 2:
             families.setdefault(family(tag), set()).add(tag)
+    kept = {name: sorted(tags) for name, tags in sorted(families.items()) if 2 <= len(tags) <= MAX_TAGS}
+    values = {name: _cell_values(by_task, effects, tags) for name, tags in kept.items()}
+    p = {(name, cell): p_sign_flip(v, seed) for name, cells in values.items() for cell, v in cells.items()}
+    confirmed = holm(p, each_kind(level))  # one family: every cell of every matrix
     return {
-        name: _tag_matrix(by_task, effects, level, sorted(tags), seed)
-        for name, tags in sorted(families.items())
-        if 2 <= len(tags) <= MAX_TAGS
+        name: _tag_matrix(tags, values[name], level, sorted(c for n, c in confirmed if n == name))
+        for name, tags in kept.items()
     }
 
 
-def _tag_matrix(
-    by_task: Mapping[str, list[Item]],
-    effects: Mapping[str, Mapping[tuple[str, str], Fraction | None]],
-    level: float,
-    tags: list[str],
-    seed: int,
-) -> TagMatrix:
-    """Each cell: per prompt, the mean leakage from its items of the row's tag into its other items of the
-    column's; then the prompts' mean and its t interval. A cell is `confirmed` where Holm's procedure over the
-    matrix's cells rejects 'its mean is 0' on the exact sign-flip test over prompts (a prompt's value is symmetric
-    about 0 where nothing couples its items: the + and - probes are exchangeable)."""
+def _cell_values(
+    by_task: Mapping[str, list[Item]], effects: Mapping[str, Mapping[tuple[str, str], Fraction | None]], tags: list[str]
+) -> dict[tuple[str, str], list[Fraction]]:
+    """Each cell's value in each prompt that has one: the mean leakage from its items of the row's tag into its other
+    items of the column's."""
     values: dict[tuple[str, str], list[Fraction]] = {}
     for task, its in by_task.items():
         for s in tags:
@@ -327,12 +336,19 @@ def _tag_matrix(
                 ]
                 if cell:
                     values.setdefault((s, t), []).append(sum(cell, Fraction(0)) / len(cell))
+    return values
+
+
+def _tag_matrix(
+    tags: list[str], values: Mapping[tuple[str, str], list[Fraction]], level: float, confirmed: list[tuple[str, str]]
+) -> TagMatrix:
+    """Each cell: the prompts' mean and its t interval; `confirmed` where Holm's procedure over every cell rejects
+    'its mean is 0' on the exact sign-flip test over prompts (a prompt's value is symmetric about 0 where nothing
+    couples its items: its + and - probes are exchangeable)."""
     leakage: Matrix = {s: {} for s in tags}
     ci: dict[str, dict[str, Interval | None]] = {s: {} for s in tags}
     prompts: dict[str, dict[str, int]] = {s: {} for s in tags}
     for (s, t), vals in values.items():
         leakage[s][t], ci[s][t] = _pooled([float(v) for v in vals], level)
         prompts[s][t] = len(vals)
-    p = {cell: p_sign_flip(vals, seed) for cell, vals in values.items()}
-    confirmed = [[s, t] for s, t in sorted(holm(p, level))]
-    return TagMatrix(tags=tags, leakage=leakage, ci=ci, prompts=prompts, confirmed=confirmed)
+    return TagMatrix(tags=tags, leakage=leakage, ci=ci, prompts=prompts, confirmed=[[s, t] for s, t in confirmed])

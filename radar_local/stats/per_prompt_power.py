@@ -1,8 +1,9 @@
 """The power of a per-prompt design (`radar audit --plan`): how likely its exact tests (stats/per_prompt.py) confirm
 a sign error or a redundant pair of a stated size at N probes a side, and the smallest N that reaches a target.
 
-Confirmed is Holm's bound over the audit's family; for one true finding among otherwise clean hypotheses Holm's
-first step, alpha / m, is the bound it meets, which this uses (slightly conservative where other findings are true).
+Confirmed is Holm's bound over the audit's family of the kind, at the kind's third of the audit's error
+(stats/per_prompt.each_kind); for one true finding among otherwise clean hypotheses Holm's first step, alpha / m, is
+the bound it meets, which this uses (slightly conservative where other findings are true).
 On met / not met:
 - a **sign error** of size `wrong`: the judge's verdict is on the wrong side with probability `wrong` (met with
   probability 1 - wrong on `+` probes, `wrong` on `-` ones). Its power is exact: the sum over both groups' binomial
@@ -19,6 +20,7 @@ import numpy as np
 from scipy import stats
 
 from radar_local.stats.bootstrap import LEVEL
+from radar_local.stats.per_prompt import each_kind
 from radar_local.stats.permutation import Split, p_lower, p_sum_upper
 
 PAIR_DRAWS = 400
@@ -32,13 +34,13 @@ def _split(up: int, down: int, n: int) -> Split:
 
 
 def sign_error_power(n: int, items: int, wrong: float = 0.9, level: float = LEVEL) -> float:
-    bound = (1 - Fraction(repr(level))) / max(items, 1)
+    bound = (1 - Fraction(repr(each_kind(level)))) / max(items, 1)
     up, down = stats.binom.pmf(range(n + 1), n, 1 - wrong), stats.binom.pmf(range(n + 1), n, wrong)
     return float(sum(up[x] * down[y] for x in range(n + 1) for y in range(n + 1) if p_lower(_split(x, y, n)) <= bound))
 
 
 def pair_power(n: int, pairs: int, move: float = 0.6, level: float = LEVEL, seed: int = 0) -> float:
-    bound = (1 - Fraction(repr(level))) / max(pairs, 1)
+    bound = (1 - Fraction(repr(each_kind(level)))) / max(pairs, 1)
     rng = np.random.default_rng(seed)
     high, low = rng.binomial(n, (1 + move) / 2, (PAIR_DRAWS, 2)), rng.binomial(n, (1 - move) / 2, (PAIR_DRAWS, 2))
     hits = sum(
