@@ -149,6 +149,7 @@ def grid_summary(results: list[AuditResult]) -> dict:
             "judges": judge_ranking(results),
             "pairwise": pairwise_by_cell(results),
             "reward": reward_by_cell(results),
+            "per_prompt": per_prompt_by_cell(results),
         }
     )
 
@@ -177,6 +178,24 @@ def pairwise_by_cell(results: list[AuditResult]) -> list[dict]:
             }
         )
     return rows
+
+
+def per_prompt_by_cell(results: list[AuditResult]) -> list[dict]:
+    """Each cell's per-prompt audit (tasks with their own items, stats/per_prompt.py), one row per cell: the judges
+    side by side on the same items, what each cannot read, reads backwards and counts twice."""
+    return [
+        {
+            "generator": r.generator,
+            "verifier": r.verifier,
+            "items": len(p.items),
+            "unread": len(p.unread),
+            "sign_errors": [x.id for x in p.items if x.sign_error == "confirmed"],
+            "redundant_pairs": sum(x.evidence == "confirmed" for x in p.pairs),
+            "double_count": p.double_count,
+        }
+        for r in results
+        if (p := r.per_prompt) is not None
+    ]
 
 
 def reward_by_cell(results: list[AuditResult]) -> list[dict]:

@@ -399,3 +399,24 @@ def test_compare_fails_when_a_judge_upgrade_reads_a_pitfall_backwards(tmp_path, 
     assert invoke("compare", tmp_path / "confused", tmp_path / "confused", "--fail-on-sign-errors").exit_code == 0
     res = invoke("compare", finished_run, finished_run, "--fail-on-sign-errors")
     one_line_exit_2(res, "audited no per-prompt rubric")
+
+
+def test_a_grid_sets_its_judges_side_by_side_on_the_same_items(tmp_path):
+    config = per_prompt_config(tmp_path, n=6)
+    spec = config["verifier"]
+    grid = {
+        **{k: v for k, v in config.items() if k not in ("generator", "verifier")},
+        "generators": [{**config["generator"], "name": "gen"}],
+        "verifiers": [
+            {**spec, "name": "good"},
+            {**spec, "name": "confused", "options": {**spec["options"], "backwards": ["Task 1 item 4"]}},
+        ],
+        "exclude_self_pairs": False,
+    }
+    res = invoke("grid", write_config(tmp_path, grid, "grid.yaml"), "--out", tmp_path / "grid")
+    assert res.exit_code == 0, res.output
+    rows = {r["verifier"]: r for r in json.loads((tmp_path / "grid" / "grid.json").read_text())["per_prompt"]}
+    assert rows["good"]["sign_errors"] == [] and rows["confused"]["sign_errors"] == ["q1_5"]
+    assert rows["good"]["items"] == rows["confused"]["items"] == 15
+    page = (tmp_path / "grid" / "grid.md").read_text()
+    assert "## Per-prompt rubric per cell" in page and "| ` confused ` | 15 | 1 | q1_5 |" in page

@@ -17,6 +17,15 @@ PAIRWISE_HEAD = [
     "generator", "verifier", "gates passed", "confirmed leakage", "position bias", CI, "orders disagree",
     "agrees with your pairwise labels",
 ]  # fmt: skip
+PER_PROMPT_HEAD = [
+    "generator",
+    "verifier",
+    "items",
+    "cannot read",
+    "sign errors (confirmed)",
+    "redundant pairs",
+    "double counting",
+]
 REWARD_HEAD = [
     "generator",
     "verifier",
@@ -99,6 +108,18 @@ def grid_sections(summary: dict) -> list[Section]:
         ]
         for w in summary.get("reward") or []
     ]
+    per_prompt: list[list[Part]] = [
+        [
+            Untrusted(c["generator"]),
+            Untrusted(c["verifier"]),
+            str(c["items"]),
+            str(c["unread"]),
+            ", ".join(c["sign_errors"]) or "none",
+            str(c["redundant_pairs"]),
+            num(c["double_count"], signed=False),
+        ]
+        for c in summary.get("per_prompt") or []
+    ]
     sections = [
         Section(
             "Judges ranked on coupling and agreement with your labels",
@@ -123,6 +144,13 @@ def grid_sections(summary: dict) -> list[Section]:
             Section(
                 "Pairwise judges per cell (each cell's verifier asked which of each up/down pair is better)",
                 [Table(PAIRWISE_HEAD, pairwise)],
+            )
+        )
+    if per_prompt:
+        sections.append(
+            Section(
+                "Per-prompt rubric per cell (the judges on the same items; confirmed: a third of the 5% error each)",
+                [Table(PER_PROMPT_HEAD, per_prompt)],
             )
         )
     if rewards:
