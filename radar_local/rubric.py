@@ -61,6 +61,7 @@ class TaskItem(Frozen):
     text: str = Field(min_length=1, description="What the response must do (or, for a pitfall, must not)")
     points: float = Field(1.0, allow_inf_nan=False, description="Points; below zero, a pitfall")
     tags: tuple[str, ...] = Field((), description="Tags to pool items by (HealthBench's axis:*, cluster:*)")
+    scale: Scale | None = Field(None, description="The item's own scale (its anchors), where not the rubric's")
 
 
 def _kind(value: object) -> str:
@@ -143,6 +144,7 @@ def with_items(rubric: Rubric, tasks: Iterable[Task]) -> Rubric:
                     task=task.id,
                     points=given.points,
                     tags=given.tags,
+                    scale=given.scale,
                 )
             )
     if not rubric.shared and not items:

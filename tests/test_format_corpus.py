@@ -206,13 +206,28 @@ PROMETHEUS = CORPUS / "prometheus"  # prometheus-eval at dcfb4427: BiGGen-Bench'
 
 
 @pytest.mark.parametrize("name", ["biggen_sample_evals.json", "biggen_sample_responses.json"])
-def test_biggen_bench_rubrics_are_each_their_instances_never_widened(name):
+def test_biggen_bench_rubrics_are_each_their_instances_own_item_and_audit_end_to_end(name, tmp_path):
     """BiGGen-Bench: every instance has its own score rubric (682 distinct criteria in 695 instances), written for
-    its own input; a RADAR criterion is scored on every task, so the file is refused in one line saying so."""
-    with pytest.raises(InputError) as refused:
-        formats.read("prometheus", PROMETHEUS / name)
-    line = str(refused.value)
-    assert "\n" not in line and "each of its 4 score rubrics is written for its own instruction ('input'" in line
+    its own input: each instance is a task whose one item is its rubric, on 1-5 with its own score descriptions
+    (issue 63; refused before: a criterion was scored on every task), never widened; audited on the planted engine
+    as `radar import` writes it; an unchanged export is the file byte for byte, a criterion added to it is refused in
+    one line (items are not written back yet)."""
+    imported = formats.read("prometheus", PROMETHEUS / name)
+    assert imported.rubric.criteria == () and [len(t.items) for t in imported.tasks] == [1, 1, 1, 1]
+    first = imported.tasks[0]
+    assert first.id == "planning_travel_plan_0" and first.prompt.startswith("Design a travel plan")
+    assert first.items[0].text.startswith("Does the response effectively plan a tourist's 2-day")
+    assert first.items[0].scale is not None and set(first.items[0].scale.anchors or {}) == set("12345")
+    formats.write_import(imported, tmp_path / "import", "testing", "planted", "planted")
+    config = yaml.safe_load((tmp_path / "import" / "config.yaml").read_text())
+    config["verifier"].pop("judge")  # the planted judge answers radar's requests, whatever the template
+    result = run_audit({**config, "n": 2}, tmp_path / "import" / "run", base=tmp_path / "import")
+    assert result.per_prompt is not None and len(result.per_prompt.items) == 4 and result.per_prompt.pairs_tested == 0
+    text, _ = formats.export("prometheus", PROMETHEUS / name, imported.rubric)
+    assert text == (PROMETHEUS / name).read_text()
+    added = shared.criterion(PROMETHEUS / name, "x", id="helps", label="Helps", description="Does it help?")
+    with pytest.raises(InputError, match="holds per-instruction rubrics .* does not yet write them back"):
+        formats.export("prometheus", PROMETHEUS / name, imported.rubric.model_copy(update={"criteria": (added,)}))
 
 
 def test_rubrics_of_one_instruction_are_left_out_and_exported_untouched(tmp_path):

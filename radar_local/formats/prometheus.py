@@ -10,6 +10,7 @@ criterion it rewrites, so the criterion keeps its id).
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from radar_local.errors import InputError
 from radar_local.formats import shared
 from radar_local.formats.shared import Imported
 from radar_local.inputs import read_text
-from radar_local.rubric import Rubric
+from radar_local.rubric import Rubric, Task, TaskItem
 from radar_local.scale import Scale
 
 FIVE = Scale(min=1, max=5)
@@ -53,8 +54,19 @@ def _raw(path: Path) -> list[dict]:
 
 
 def _objects(path: Path) -> list[dict]:
-    """Each object with its rubric's fields at the top (BiGGen-Bench nests them under `score_rubric`)."""
-    return [{**o, **o["score_rubric"]} if isinstance(o.get("score_rubric"), dict) else o for o in _raw(path)]
+    """Each object with its rubric's fields at the top (BiGGen-Bench nests them under `score_rubric`, a mapping or
+    the text of a Python one, as its released files hold it)."""
+    return [{**o, **rubric} if (rubric := _score_rubric(o)) else o for o in _raw(path)]
+
+
+def _score_rubric(obj: dict) -> dict | None:
+    found = obj.get("score_rubric")
+    if isinstance(found, str):
+        try:
+            found = ast.literal_eval(found)  # literals only: never code
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+    return found if isinstance(found, dict) else None
 
 
 def _prefix(obj: dict) -> str:
@@ -71,15 +83,31 @@ def _general(path: Path, objects: list[dict]) -> tuple[list[dict], list[int]]:
     """The rubrics radar audits (those of no one instruction) and the 1-based positions of the ones it leaves: a
     RADAR criterion is scored on every task, and a rubric written for one instruction would be widened to all."""
     bound = [k for k, o in enumerate(objects, 1) if _bound(o)]
-    if bound and len(bound) == len(objects):
-        key = _bound(objects[0])
-        raise InputError(
-            path,
-            f"each of its {len(objects)} score rubrics is written for its own instruction ('{key}': a BiGGen-Bench "
-            "instance or a Feedback-Collection row), and a RADAR criterion is scored on every task; import rubrics "
-            "that apply to every instruction (a list of {criteria, score1_description .. score5_description})",
-        )
     return [o for k, o in enumerate(objects, 1) if k not in bound], bound
+
+
+def _instances(path: Path, objects: list[dict]) -> Imported:
+    """Every rubric written for its own instruction (BiGGen-Bench's instances, Feedback-Collection's rows): each
+    instruction a task whose one item is its rubric, on 1-5 with its own score descriptions (issue 63)."""
+    tasks, taken = [], set[str]()
+    for k, o in enumerate(objects, 1):
+        p, key = _prefix(o), _bound(o)
+        assert key is not None
+        text = shared.text_field(path, o, p + "criteria", f"rubric {k}")
+        anchors = {n: shared.text_field(path, o, f"{p}score{n}_description", f"rubric {k}") for n in LEVELS}
+        name = str(o["id"]) if isinstance(o.get("id"), (str, int)) else f"instance {k}"
+        item = TaskItem(text=text, scale=Scale(min=1, max=5, anchors=anchors))
+        tasks.append(Task(id=shared.criterion_id(name, taken), prompt=o[key], items=(item,)))
+    account = [
+        f"{len(tasks)} score rubrics, each written for its own instruction: each instruction a task whose one item is "
+        "its rubric, scored 1-5 with its own score descriptions as anchors (a per-prompt rubric: docs/per-prompt.md)",
+        "judge prompt: the prometheus-2-absolute preset, radar's words after Prometheus' absolute grading prompt "
+        "without a reference answer: the feedback, then `[RESULT] N`",
+        "radar export does not yet write per-prompt items back into this file",
+    ]
+    rubric = Rubric(id=shared.criterion_id(path.stem, set()), name=path.stem, scale=FIVE)
+    judge = shared.judge(path, preset="prometheus-2-absolute")
+    return Imported("prometheus", path, rubric, judge, tuple(tasks), {}, account)
 
 
 def _ids(path: Path, objects: list[dict]) -> list[str]:
@@ -92,7 +120,10 @@ def _ids(path: Path, objects: list[dict]) -> list[str]:
 
 
 def read(path: Path) -> Imported:
-    objects, bound = _general(path, _objects(path))
+    every = _objects(path)
+    if every and all(_bound(o) for o in every):
+        return _instances(path, every)
+    objects, bound = _general(path, every)
     criteria = []
     for k, (o, cid) in enumerate(zip(objects, _ids(path, objects)), 1):
         p = _prefix(o)
@@ -134,6 +165,8 @@ def _object(rub: Rubric, cid: str, like: dict) -> dict:
 
 
 def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:
+    if not imported.rubric.criteria:  # every rubric is an instruction's own: its items are not written back yet
+        raise InputError(path, "holds per-instruction rubrics (per-prompt items); radar does not yet write them back")
     objects = _objects(path)
     general, _ = _general(path, objects)
     ids = {id(o): cid for o, cid in zip(general, _ids(path, general))}
