@@ -151,6 +151,12 @@ def analyze(
     rate at which flags are also screened (stats/screening.py)."""
     rubric_arg = None if isinstance(rubric, Rubric) or rubric is None else str(rubric)
     rubric_obj = rubric if isinstance(rubric, Rubric) else load_rubric(rubric_arg) if rubric_arg else None
+    if rubric_obj is not None and not rubric_obj.criteria:  # a per-prompt rubric's items live in its tasks
+        raise InputError(
+            rubric_arg or "rubric",
+            "has no criteria to audit a score table on; a rubric whose items are its tasks' own is audited from its "
+            "run directory (radar report RUN)",
+        )
     where: object = "table" if isinstance(table, pd.DataFrame) else table
     try:
         scale = range_scale(scale) if isinstance(scale, str) else scale

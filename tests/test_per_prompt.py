@@ -420,3 +420,10 @@ def test_a_grid_sets_its_judges_side_by_side_on_the_same_items(tmp_path):
     assert rows["good"]["items"] == rows["confused"]["items"] == 15
     page = (tmp_path / "grid" / "grid.md").read_text()
     assert "## Per-prompt rubric per cell" in page and "| ` confused ` | 15 | 1 | q1_5 |" in page
+
+
+def test_radar_stats_on_a_rubric_without_criteria_is_one_line_naming_it(tmp_path):
+    path = tmp_path / "items-only.yaml"
+    path.write_text(yaml.safe_dump(MET))  # no criteria: a per-prompt rubric's items are its tasks'
+    example = Path(__file__).resolve().parents[1] / "radar_local" / "benchmarks" / "example_helpsteer2.csv"
+    one_line_exit_2(invoke("stats", example, "--rubric", path), path, "has no criteria to audit a score table on")
