@@ -135,18 +135,9 @@ def with_items(rubric: Rubric, tasks: Iterable[Task]) -> Rubric:
         if len(task.items) > MAX_ITEMS:
             raise ValueError(f"task '{task.id}' has {len(task.items)} items; at most {MAX_ITEMS} a task")
         for place, given in enumerate(task.items, 1):
-            ident = given.id or item_id(task.id, place)
-            items.append(
-                Item(
-                    id=ident,
-                    label=given.text,
-                    description=given.text,
-                    task=task.id,
-                    points=given.points,
-                    tags=given.tags,
-                    scale=given.scale,
-                )
-            )
+            kept = given.model_dump(exclude={"id", "text"})  # points, tags, scale: as the task file gives them
+            ident, text = given.id or item_id(task.id, place), given.text
+            items.append(Item(id=ident, label=text, description=text, task=task.id, **kept))
     if not rubric.shared and not items:
         raise ValueError("the rubric has no criteria and no task has items; give one or the other")
     seen: dict[str, str] = {c.id: "a criterion of the rubric" for c in rubric.shared}
