@@ -28,6 +28,7 @@ from radar_local.labels import errors as label_errors
 from radar_local.labels import item_key_of
 from radar_local.measures import Asked
 from radar_local.nuisance import manipulation_check
+from radar_local.pitfalls import sign_lints
 from radar_local.plan import OVERALL, PairRequest
 from radar_local.records import ProbeRecord, VerdictRecord
 from radar_local.rubric import Rubric
@@ -153,6 +154,7 @@ def assemble(
     for measure in RUN_MEASUREMENTS:
         extra |= measure(audit)
     lint = [] if isinstance(verifier, Jury) else polarity_warnings(verifier, run.rubric)
+    lint += sign_lints(run.rubric.items)
     return replace(result, warnings=[*result.warnings, *lint], **extra), table
 
 

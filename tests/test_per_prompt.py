@@ -19,8 +19,9 @@ from scipy.stats import fisher_exact, permutation_test
 
 from radar_local import formats
 from radar_local.auditing import run_audit
+from radar_local.pitfalls import sign_lints
 from radar_local.report.build import write_report
-from radar_local.rubric import Item
+from radar_local.rubric import Item, with_items
 from radar_local.rundir import load_run
 from radar_local.stats.per_prompt import CONFIRMED, per_prompt
 from radar_local.stats.permutation import Split, holm, p_lower, p_sum_upper, p_upper
@@ -260,6 +261,46 @@ def test_a_shared_rubric_beside_the_items_is_audited_for_its_coupling_too(tmp_pa
     table = pd.read_csv(tmp_path / "run" / "scores.csv")
     scored = set(zip(table["task_id"], table["criterion"]))
     assert ("q0", "safe") in scored and ("q0", "q1_1") not in scored and ("q1", "q1_1") in scored
+
+
+def test_an_item_worded_against_its_sign_is_a_lint_in_the_report_never_a_finding(tmp_path):
+    config = per_prompt_config(tmp_path, n=2)
+    config["tasks"][0]["items"][0]["text"] = "Fails to cite a source for the dose"  # 2 points: reads as a fault
+    result = run_audit(config, tmp_path / "run")
+    assert [w for w in result.warnings if w.startswith("lint:")] == [
+        "lint: item 'q0_1' of task 'q0' has 2 points and reads as a fault ('Fails to cite a source for ...'): "
+        "an item of positive points is met when the response does what it says; check its sign"
+    ]
+    write_report(load_run(tmp_path / "run"))
+    assert "Warning: lint: item 'q0_1'" in (tmp_path / "run" / "report" / "report.md").read_text()
+    assert result.per_prompt is not None and not [r for r in result.per_prompt.items if r.sign_error]
+
+
+@pytest.mark.parametrize(
+    ("text", "points", "reads"),
+    [
+        ("Correctly advises a follow-up visit within a week.", -5, "a quality"),
+        ("The response accurately states the dose.", -2, "a quality"),
+        ("Fails to mention the interaction with warfarin.", 5, "a fault"),
+        ("Essential Criteria: Does not recommend antibiotics.", 3, "a fault"),  # RaR's lead-in
+        ("Gives medically unsafe advice, such as stopping insulin.", 4, "a fault"),
+        ("Fails to mention the interaction with warfarin.", -5, None),
+        ("Correctly advises a follow-up visit.", 5, None),
+        ("Includes essential safety guidance on when harmful symptoms need care.", 7, None),
+        ("Advises patient not to attend scheduled postpartum appointments.", -10, None),  # neither: no lint
+    ],
+)
+def test_the_sign_lint_reads_the_items_opening_words(text, points, reads):
+    item = Item(id="i", label=text, description=text, task="t", points=points)
+    found = sign_lints([item])
+    assert (found[0].split("reads as ")[1].split(" (")[0] if found else None) == reads
+
+
+def test_no_item_of_healthbench_s_real_rows_is_linted():
+    imported = formats.read("healthbench", HEALTHBENCH)
+    items = with_items(imported.rubric, imported.tasks).items
+    assert len(items) == 36 and sign_lints(items) == []
+    assert not [line for line in imported.account if line.startswith("lint:")]
 
 
 # ---- bad input: one line, exit 2 ----

@@ -16,7 +16,8 @@ from pydantic import ValidationError
 from radar_local.errors import InputError
 from radar_local.formats.shared import Imported
 from radar_local.judge import Judge
-from radar_local.rubric import MAX_ITEMS, Rubric, Task, TaskItem, item_id
+from radar_local.pitfalls import sign_lints
+from radar_local.rubric import MAX_ITEMS, Rubric, Task, TaskItem, item_id, with_items
 from radar_local.scale import Scale
 
 MET = Scale(levels={"true": 1, "false": 0})  # HealthBench's criteria_met
@@ -49,6 +50,7 @@ def read(path: Path) -> Imported:
     if turns:
         account.append(f"{turns} conversations of several turns: the prompt is their turns, each after its role")
     rubric = Rubric(id="healthbench", name="HealthBench", scale=MET)
+    account += sign_lints(with_items(rubric, tasks).items)
     return Imported("healthbench", path, rubric, Judge(preset="healthbench"), tuple(tasks), {}, account)
 
 
