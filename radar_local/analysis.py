@@ -80,10 +80,10 @@ def stats_for_table(
     found: dict[str, Any] = {}
     if items and rubric is not None:  # the tasks' own items: their per-prompt audit, apart from the shared coupling
         own = cell["criterion"].isin({i.id for i in items})
-        spans = {i.id: float(rubric.scale_of(i.id).span) for i in items}
+        spans = {c.id: float(rubric.scale_of(c.id).span) for c in rubric.criteria}
         s = settings
         found["per_prompt"] = per_prompt(
-            cell[own], items, spans, tau=s.tau, level=s.level, fdr=s.screening, seed=s.seed
+            cell, items, spans, shared=rubric.shared, tau=s.tau, level=s.level, fdr=s.screening, seed=s.seed
         )
         if not criteria:  # every task brings its own items: no shared criterion, no coupling across tasks
             return replace(items_only(cell[own], gen, ver, settings), rubric=rubric.id, **found)

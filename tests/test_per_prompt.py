@@ -252,12 +252,17 @@ def test_its_stats_json_reads_back_and_its_report_shows_the_items(planted):
 
 
 def test_a_shared_rubric_beside_the_items_is_audited_for_its_coupling_too(tmp_path):
-    config = per_prompt_config(tmp_path, n=3)
+    pair = {"Task 1 item 0": {"Safety": 0.9}, "Safety": {"Task 1 item 0": 0.9}}  # an item and a shared criterion
+    config = per_prompt_config(tmp_path, n=6, coupling=pair)
     shared = {**MET, "criteria": [{"id": "safe", "label": "Safety", "description": "Whether the reply is safe."}]}
     (tmp_path / "rubric.yaml").write_text(yaml.safe_dump(shared))
     result = run_audit(config, tmp_path / "run")
     assert result.criteria == ["safe"] and bool(result.reliable["safe"])
-    assert result.per_prompt is not None and len(result.per_prompt.items) == 15
+    p = result.per_prompt
+    assert p is not None and len(p.items) == 15 and p.pairs_tested == 3 * (10 + 5)  # item pairs, item x shared
+    assert [(x.a, x.b, x.b_text, x.evidence) for x in p.pairs] == [
+        ("q1_1", "safe", "Whether the reply is safe.", CONFIRMED)
+    ]
     table = pd.read_csv(tmp_path / "run" / "scores.csv")
     scored = set(zip(table["task_id"], table["criterion"]))
     assert ("q0", "safe") in scored and ("q0", "q1_1") not in scored and ("q1", "q1_1") in scored

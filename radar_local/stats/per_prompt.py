@@ -14,8 +14,9 @@ planted an audit confirms any finding at most 1 - level of the time:
   coupling's gate), listed with its text where it does not;
 - a **sign error** (D_ii < 0) is `confirmed` by Holm's procedure over every item of the audit at its share of the
   family-wise error, `screened` by Benjamini-Hochberg at the false discovery rate `fdr`;
-- a **redundant pair** (Sym_ij = (D_ij + D_ji) / 2 > 0, both leakages tested on their joint law) is `confirmed`
-  by Holm over every pair of every prompt, `screened` by Benjamini-Hochberg over the same.
+- a **redundant pair** (Sym_ij = (D_ij + D_ji) / 2 > 0, both leakages tested on their joint law; two items of a
+  prompt, or an item and a shared criterion within its prompt) is `confirmed` by Holm over every pair of every
+  prompt, `screened` by Benjamini-Hochberg over the same.
 Pooled over prompts (the resampling units; Student's t over the prompts' values, df = prompts - 1): the tag x tag
 leakage matrix (each cell the prompts' mean of D_ij over their items i of the row's tag and j != i of the column's;
 `confirmed` by Holm over the cells on an exact sign-flip test over prompts), the pitfalls' sign-error rate ((1 - D_ii)
@@ -27,13 +28,14 @@ sum of leaked / sum of (|own| + leaked) over a prompt's items).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from radar_local.rubric import Item
+from radar_local.rubric import Criterion, Item
 from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.coupling import TAU
 from radar_local.stats.exact import at_least
@@ -117,20 +119,24 @@ def per_prompt(
     items: Sequence[Item],
     spans: Mapping[str, float],
     *,
+    shared: Sequence[Criterion] = (),
     tau: float = TAU,
     level: float = LEVEL,
     fdr: float | None = None,
     seed: int = 0,
 ) -> PerPrompt:
     """The per-prompt audit of a score table's item verdicts (columns task_id, target, direction, variant,
-    criterion, score): `items` the rubric's items, `spans` each item's scale span."""
+    criterion, score): `items` the rubric's items, `shared` its criteria every task is graded on (each paired with
+    each item of each prompt: an item and a shared criterion can be redundant too), `spans` the scale span of each
+    item and shared criterion."""
     fdr = FDR if fdr is None else fdr
     by_task: dict[str, list[Item]] = {}
     for it in items:
         by_task.setdefault(it.task, []).append(it)
-    rows = table[table["direction"].isin(("+", "-")) & table["target"].isin([i.id for i in items])]
+    members = [*items, *shared]
+    rows = table[table["direction"].isin(("+", "-")) & table["target"].isin([m.id for m in members])]
     cells = {key: g for key, g in rows.groupby(["task_id", "target", "direction", "criterion"], sort=False)}
-    factors = {i.id: factor(rows.loc[rows["criterion"] == i.id, "score"].to_numpy(float)) for i in items}
+    factors = {m.id: factor(rows.loc[rows["criterion"] == m.id, "score"].to_numpy(float)) for m in members}
 
     def split(task: str, source: str, target: str) -> Split:
         def scores(d: str) -> np.ndarray:
@@ -144,24 +150,24 @@ def per_prompt(
         return None if d is None else d / (Fraction(repr(spans[target])) * factors[target])
 
     effects: dict[str, dict[tuple[str, str], Fraction | None]] = {}
-    splits: dict[tuple[str, str], Split] = {}
+    splits: dict[tuple[str, str, str], Split] = {}
     for task, its in by_task.items():
         effects[task] = {}
-        for a in its:
-            for b in its:
-                s = splits[a.id, b.id] = split(task, a.id, b.id)
-                effects[task][a.id, b.id] = on_footing(s, b.id)
+        for a, b in [*itertools.product(its, its), *itertools.product(its, shared), *itertools.product(shared, its)]:
+            s = splits[task, a.id, b.id] = split(task, a.id, b.id)
+            effects[task][a.id, b.id] = on_footing(s, b.id)
 
-    reversed_p = {it.id: p_lower(splits[it.id, it.id], seed) for it in items}
+    reversed_p = {it.id: p_lower(splits[it.task, it.id, it.id], seed) for it in items}
     sign = _evidence(reversed_p, level, fdr)
     pair_p, pair_rows = {}, {}
     for task, its in by_task.items():
         for x, a in enumerate(its):
-            for b in its[x + 1 :]:
+            for b in [*its[x + 1 :], *shared]:
                 span_a = _int_span(spans[b.id], factors[b.id])  # D_ab is on b's footing, D_ba on a's
                 span_b = _int_span(spans[a.id], factors[a.id])
-                key = (a.id, b.id)
-                pair_p[key] = p_sum_upper(splits[a.id, b.id], span_a, splits[b.id, a.id], span_b, seed)
+                key = (task, a.id, b.id)
+                a_to_b, b_to_a = splits[task, a.id, b.id], splits[task, b.id, a.id]
+                pair_p[key] = p_sum_upper(a_to_b, span_a, b_to_a, span_b, seed)
                 pair_rows[key] = (task, a, b)
     pair_evidence = _evidence(pair_p, level, fdr)
     found = []
@@ -179,7 +185,7 @@ def per_prompt(
     for it in items:
         own, leaked = moves[it.task][it.id]
         d = effects[it.task][it.id, it.id]
-        s = splits[it.id, it.id]
+        s = splits[it.task, it.id, it.id]
         item_rows.append(
             ItemRow(
                 id=it.id,
