@@ -150,25 +150,33 @@ def _group_start(pattern: str) -> int:
     raise ValueError("the grade pattern has no group")
 
 
-def _matching_paren(pattern: str, start: int) -> int:
-    depth, escaped, in_class = 0, False, False
-    for i in range(start, len(pattern)):
-        ch = pattern[i]
+def _closing(text: str, start: int, brackets: str, quotes: str) -> int | None:
+    """Where the bracket at `start` closes (`brackets`: its opening and closing characters), past backslash escapes
+    and what stands between `quotes` (a regex's character class, a JSON string); None where it does not close."""
+    depth, escaped, quoted = 0, False, False
+    for i in range(start, len(text)):
+        ch = text[i]
         if escaped:
             escaped = False
         elif ch == "\\":
             escaped = True
-        elif in_class:
-            in_class = ch != "]"
-        elif ch == "[":
-            in_class = True
-        elif ch == "(":
+        elif quoted:
+            quoted = ch != quotes[1]
+        elif ch == quotes[0]:
+            quoted = True
+        elif ch == brackets[0]:
             depth += 1
-        elif ch == ")":
+        elif ch == brackets[1]:
             depth -= 1
             if depth == 0:
                 return i
-    raise ValueError("the grade pattern's group does not close")
+    return None
+
+
+def _matching_paren(pattern: str, start: int) -> int:
+    if (end := _closing(pattern, start, "()", "[]")) is None:
+        raise ValueError("the grade pattern's group does not close")
+    return end
 
 
 def _literal(regex: str) -> str | None:
@@ -330,27 +338,8 @@ class Answer:
 def first_object(text: str) -> str | None:
     """The first balanced {...} in `text`, respecting strings (App. D: 'parse the first balanced {...}')."""
     start = text.find("{")
-    if start < 0:
-        return None
-    depth, in_str, escape = 0, False, False
-    for i, ch in enumerate(text[start:], start):
-        if in_str:
-            if escape:
-                escape = False
-            elif ch == "\\":
-                escape = True
-            elif ch == '"':
-                in_str = False
-            continue
-        if ch == '"':
-            in_str = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start : i + 1]
-    return None
+    end = None if start < 0 else _closing(text, start, "{}", '""')
+    return None if end is None else text[start : end + 1]
 
 
 def _first_json_object(text: str) -> dict | None:

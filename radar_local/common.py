@@ -10,7 +10,7 @@ import re
 from typing import Any, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from radar_local.errors import InputError
 
@@ -63,6 +63,17 @@ def parse_model(model: type[Model], data: object, path: object) -> Model:
 
 
 _UNION_TAG = re.compile(r"^[A-Z][A-Za-z]*$|\[|^constrained-|^function-")  # pydantic's names of union members
+
+
+def refusing(key: str, why: str) -> Any:
+    """A model's `before` check, assigned in its class body: it refuses a `key` given to the model, saying `why`."""
+
+    def check(cls: type, data: object) -> object:
+        if isinstance(data, dict) and key in data:
+            raise ValueError(why)
+        return data
+
+    return model_validator(mode="before")(classmethod(check))  # type: ignore[arg-type]  # pydantic takes one
 
 
 def json_number(x: object) -> float | None:

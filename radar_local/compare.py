@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from pathlib import Path
+from typing import TypeVar
 
 from radar_local.common import json_number
 from radar_local.errors import InputError
@@ -17,6 +18,8 @@ from radar_local.stats.pairwise import Pairwise
 from radar_local.stats.pairwise_audit import KIND, PairwiseAudit
 from radar_local.stats.result import AuditResult, read_stats
 from radar_local.stats.stored import Interval
+
+T = TypeVar("T")
 
 
 def load_stats(path: str | Path) -> AuditResult | PairwiseAudit:
@@ -202,6 +205,13 @@ def pairwise_changes(before: Pairwise | None, after: Pairwise | None) -> dict[st
     return {"pairwise_moved": moved, "pairwise_gates": changed}
 
 
+def held(block: T | None, where: object, missing: str) -> T:
+    """What a policy reads, or one line saying why it cannot hold (`missing`): the audit measured nothing for it."""
+    if block is None:
+        raise InputError(where, missing)
+    return block
+
+
 def consistency_violations(after: AuditResult, changed: float | None, wording: bool, where: object) -> list[str]:
     """The consistency policies on `after`, a line each that fails: a criterion whose verdicts changed between
     askings on at least `changed` of the repeated probes (the point estimate: a count over probes, compared as
@@ -209,21 +219,19 @@ def consistency_violations(after: AuditResult, changed: float | None, wording: b
     of the judge's template (stats/drift.py's flag, one band per paraphrase)."""
     out = []
     if changed is not None:
-        if after.repeats is None:
-            raise InputError(where, "asked no verdict again, so --fail-on-changed cannot hold; audit with "
-                             "`consistency: {repeats: R}` in the config, or drop the option")  # fmt: skip
+        repeats = held(after.repeats, where, "asked no verdict again, so --fail-on-changed cannot hold; audit "
+                       "with `consistency: {repeats: R}` in the config, or drop the option")  # fmt: skip
         out += [
             f"{c.criterion}: verdicts changed between askings on {c.changed:.0%} of {c.probes} probes (>= {changed})"
-            for c in after.repeats.criteria
+            for c in repeats.criteria
             if c.changed is not None and c.changed >= changed
         ]
     if wording:
-        if after.wording is None:
-            raise InputError(where, "reworded no template, so --fail-on-wording cannot hold; give the judge "
-                             "`paraphrases:` in the config, or drop the option")  # fmt: skip
+        reworded = held(after.wording, where, "reworded no template, so --fail-on-wording cannot hold; give the "
+                        "judge `paraphrases:` in the config, or drop the option")  # fmt: skip
         out += [
             f"{p.source} -> {p.target} {p.flag} by {p.change:+.2f} under '{d.after}' (beyond its simultaneous band)"
-            for d in after.wording.against
+            for d in reworded.against
             for p in d.pairs
             if p.flag and p.change is not None
         ]
@@ -233,14 +241,13 @@ def consistency_violations(after: AuditResult, changed: float | None, wording: b
 def sign_error_violations(before: AuditResult, after: AuditResult, where: object) -> list[str]:
     """The items `after` confirms a sign error on (Holm over its items: stats/per_prompt.py) that `before` did not
     confirm: a judge upgrade that reads a pitfall backwards."""
-    if after.per_prompt is None:
-        raise InputError(where, "audited no per-prompt rubric (tasks with their own items), so "
-                         "--fail-on-sign-errors cannot hold; drop the option")  # fmt: skip
+    items = held(after.per_prompt, where, "audited no per-prompt rubric (tasks with their own items), so "
+                 "--fail-on-sign-errors cannot hold; drop the option").items  # fmt: skip
     known = {r.id for r in before.per_prompt.items if r.sign_error == "confirmed"} if before.per_prompt else set()
     return [
         f"item {r.id} of task {r.task} is read backwards (a sign error confirmed, p = {r.p_reversed:.2g}): "
         f"'{r.text[:60]}'"
-        for r in after.per_prompt.items
+        for r in items
         if r.sign_error == "confirmed" and r.id not in known
     ]
 
@@ -248,10 +255,8 @@ def sign_error_violations(before: AuditResult, after: AuditResult, where: object
 def pairwise_violations(after: AuditResult | PairwiseAudit, where: object) -> list[str]:
     """The pairwise policy on `after`, a line each that fails: a confirmed position bias, leakage or flag of its
     pairwise judge (stats/pairwise.py: each on the family band over gates, leakages, pairs and position)."""
-    p = after.pairwise
-    if p is None:
-        raise InputError(where, "asked no pairs, so --fail-on-pairwise cannot hold; give the config `pairwise:`, "
-                         "or drop the option")  # fmt: skip
+    p = held(after.pairwise, where, "asked no pairs, so --fail-on-pairwise cannot hold; give the config "
+             "`pairwise:`, or drop the option")  # fmt: skip
     out = (
         [f"pairwise position bias {p.position.bias:+.2f} (confirmed)"]
         if p.position.confirmed and p.position.bias
@@ -285,11 +290,8 @@ def sym_evidence(after: AuditResult, ceiling: float, where: object, skip: set[fr
     """The Sym policy on evidence: each pair's Sym against `ceiling` over the family intervals (reliable and
     Sym >= ceiling, stats/decisions.py): confirmed at or above fails; every pair settled below (or confirmed
     gated) passes; anything else is open, with the probes per stratum that would settle it."""
-    if after.family is None:
-        raise InputError(
-            where,
-            "has no family intervals (bootstrap 0, or stats from before them); re-run `radar stats` with bootstrap",
-        )
+    family = held(after.family, where, "has no family intervals (bootstrap 0, or stats from before them); re-run "
+                  "`radar stats` with bootstrap")  # fmt: skip
     found = [
         d
         for d in decisions(after, Thresholds(**after.thresholds), ceiling)
@@ -298,11 +300,11 @@ def sym_evidence(after: AuditResult, ceiling: float, where: object, skip: set[fr
     rows = []
     for d in found:
         p = after.pair(*d.criteria)
-        row = {"a": p["a"], "b": p["b"], "sym": p["sym"], "family": after.family["sym"][p["a"]][p["b"]]}
+        row = {"a": p["a"], "b": p["b"], "sym": p["sym"], "family": family["sym"][p["a"]][p["b"]]}
         if d.value is None:
             row["settle_n"] = settle_n(after, [(POLICY, d.criteria)], ceiling)
         rows.append({**row, "state": {True: FAIL, False: PASS, None: OPEN}[d.value]})
-    return _policy("sym", ceiling, rows, after.family["level"])
+    return _policy("sym", ceiling, rows, family["level"])
 
 
 def _off_zero(ci: Interval | None) -> bool:

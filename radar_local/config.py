@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, TypeVar, overload
 
 from pydantic import BaseModel, Discriminator, Field, Tag, model_validator
 
-from radar_local.common import Strict, parse_model, slug
+from radar_local.common import Strict, parse_model, refusing, slug
 from radar_local.inputs import read_mapping
 from radar_local.nuisance import ATTRIBUTES, Measure, NuisanceSpec
 from radar_local.placement import ClusterSpec
@@ -321,20 +321,18 @@ class AuditConfig(AuditSettings):
         return [key for key in self.IDENTITY if mine.get(key) != theirs.get(key)]
 
 
+ONE_JUDGE = (
+    "'consistency' audits one judge: run `radar audit` on a cell's config (one generator, one verifier); a grid "
+    "compares judges"
+)
+
+
 class GridConfig(AuditSettings):
     generators: list[ModelSpec] = Field(min_length=1)
     verifiers: list[ModelSpec] = Field(min_length=1)
     exclude_self_pairs: bool = Field(True, description="Skip cells where a model judges its own probes (paper §4.2)")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _one_judge_settings(cls, data: object) -> object:
-        if isinstance(data, dict) and "consistency" in data:
-            raise ValueError(
-                "'consistency' audits one judge: run `radar audit` on a cell's config (one generator, one verifier); "
-                "a grid compares judges"
-            )
-        return data
+    _one_judge_settings = refusing("consistency", ONE_JUDGE)
 
     @model_validator(mode="after")
     def _distinct_labels_and_some_cell(self) -> GridConfig:

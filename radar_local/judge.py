@@ -21,7 +21,7 @@ from jinja2 import TemplateError, TemplateSyntaxError, meta
 from pydantic import Field, model_validator
 
 from radar_local.answer import JsonShape, Shape
-from radar_local.common import Frozen
+from radar_local.common import Frozen, refusing
 from radar_local.errors import InputError
 from radar_local.presets import JUDGE_PRESETS, with_preset
 from radar_local.prompts import Messages
@@ -84,6 +84,12 @@ class Reasoning(Frozen):
         if self.think:
             del out["think"]
         return out
+
+
+RUBRIC_SCALES = (
+    "a judge scores on the rubric's scales (a jury's jurors share them): put `scale` in the rubric, for all criteria "
+    "or per criterion"
+)
 
 
 class Judge(Frozen):
@@ -152,15 +158,7 @@ class Judge(Frozen):
     def _preset_fills_template_and_answer(cls, data: object) -> object:
         return with_preset(data, JUDGE_PRESETS)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _scales_are_the_rubrics(cls, data: object) -> object:
-        if isinstance(data, dict) and "scale" in data:
-            raise ValueError(
-                "a judge scores on the rubric's scales (a jury's jurors share them): put `scale` in the rubric, "
-                "for all criteria or per criterion"
-            )
-        return data
+    _scales_are_the_rubrics = refusing("scale", RUBRIC_SCALES)
 
     @model_validator(mode="after")
     def _one_template(self) -> Judge:

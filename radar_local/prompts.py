@@ -16,6 +16,11 @@ PROMPT_VERSION = "b1-b2/2"  # bump when any template changes: stored records are
 Messages = list[dict[str, str]]
 
 
+def chat(system: str, user: str) -> Messages:
+    """A system message and the user's."""
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
 class Prompt(list):
     """Chat messages (a list, as every engine takes them) that also carry what radar asked in them as
     fields (the target and direction of a probe, the response and criteria a verdict rates): the planted
@@ -52,14 +57,14 @@ def target_phrase(criterion: Criterion, direction: str) -> str:
 def generation_messages(task: Task, criterion: Criterion | None, direction: str) -> Messages:
     """B.1 system and user message; `direction='none'` gives the unconditioned task prompt (App. E)."""
     if direction == "none" or criterion is None:
-        return [{"role": "system", "content": GENERATOR_SYSTEM}, {"role": "user", "content": task.prompt}]
+        return chat(GENERATOR_SYSTEM, task.prompt)
     user = (
         f"Task:\n{task.prompt}\n"
         f"Generate a response that {target_phrase(criterion, direction)}.\n"
         f"Criterion: {criterion.label}\n{criterion.description}\n"
         f"Important:\n{_INSTRUCTIONS[direction]}"
     )
-    return [{"role": "system", "content": GENERATOR_SYSTEM}, {"role": "user", "content": user}]
+    return chat(GENERATOR_SYSTEM, user)
 
 
 def generation_prompt(task: Task, criterion: Criterion | None, direction: str) -> Prompt:
@@ -92,7 +97,7 @@ def rewrite_messages(task: Task, response: str, attribute: str, way: str, instru
         f"{fenced('RESPONSE', response)}\n"
         f"Change: {attribute} {way}\nInstruction: {instruction}\nReturn only the rewritten {body.lower()}."
     )
-    return [{"role": "system", "content": REWRITER_SYSTEM}, {"role": "user", "content": user}]
+    return chat(REWRITER_SYSTEM, user)
 
 
 def _sections(task: Task) -> tuple[str, str]:
@@ -191,17 +196,16 @@ def verification_messages(
     on = f"{words.rsplit(' (', 1)[0]} ({_answer_words(scale)})"  # 'a 5-point Likert scale (integer 0-4)'
     ask = f"Rate the {criterion.label} of the following response on {on}"
     if layout == "paper":
-        return [
-            {"role": "system", "content": verifier_system(criterion, scale)},
-            {"role": "user", "content": f"{ask} for this criterion.\n{_anchors(scale)}" + shared + schema},
-        ]
+        return chat(
+            verifier_system(criterion, scale), f"{ask} for this criterion.\n{_anchors(scale)}" + shared + schema
+        )
     if layout == "prefix-shared":
         system = f"You are an expert annotator rating one criterion of a response on {words}."
         user = (
             f"{shared}### Criterion\n{criterion.label}: {criterion.description}\n{_anchors(scale)}"
             f"Rate the {criterion.label} of the response above on {on}.\n{schema}"
         )
-        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return chat(system, user)
     raise ValueError(f"unknown layout {layout!r}")
 
 
@@ -226,7 +230,7 @@ def joint_messages(task: Task, response: str, criteria: list[tuple[Criterion, Sc
         "each with a short step-by-step `reasoning`, then the `score`, then a 1-2 sentence `rationale`.\n"
         f"{{{example}}}"
     )
-    return [{"role": "system", "content": JOINT_SYSTEM}, {"role": "user", "content": user}]
+    return chat(JOINT_SYSTEM, user)
 
 
 def strip_think(text: str) -> str:

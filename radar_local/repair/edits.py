@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from radar_local.answer import SAFE_CHAR
 from radar_local.audited import audited_set
-from radar_local.prompts import Messages
+from radar_local.prompts import Messages, chat
 from radar_local.report.examples import pair_examples
 from radar_local.rubric import Criterion, Rubric
 
@@ -168,7 +168,7 @@ def editor_messages(
         f"Candidate {k} of {count}: propose one edit that addresses the findings; where you can, propose a "
         "different edit from the other candidates.",
     ]
-    return [{"role": "system", "content": EDITOR_SYSTEM}, {"role": "user", "content": "\n".join(lines)}]
+    return chat(EDITOR_SYSTEM, "\n".join(lines))
 
 
 def evidence_lines(run: RunDir, result: AuditResult, findings: list[Finding], max_chars: int = 300) -> list[str]:

@@ -139,31 +139,16 @@ def grid_sections(summary: dict) -> list[Section]:
         ),
         Section("Pair coupling across cells", [Table(PAIR_HEAD, pairs)]),
     ]
-    if pairwise:
-        sections.append(
-            Section(
-                "Pairwise judges per cell (each cell's verifier asked which of each up/down pair is better)",
-                [Table(PAIRWISE_HEAD, pairwise)],
-            )
-        )
-    if per_prompt:
-        sections.append(
-            Section(
-                "Per-prompt rubric per cell (the judges on the same items; confirmed: a third of the 5% error each)",
-                [Table(PER_PROMPT_HEAD, per_prompt)],
-            )
-        )
-    if rewards:
-        sections.append(
-            Section(
-                "Reward model per cell (how far each criterion's steer moves it, in reward sd; family-wise 95%)",
-                [Table(REWARD_HEAD, rewards)],
-            )
-        )
-    if bias:
-        sections.append(
-            Section("Judge bias per cell (sensitivity to nuisance attributes, 0-1 scale)", [Table(BIAS_HEAD, bias)])
-        )
+    optional = [
+        ("Pairwise judges per cell (each cell's verifier asked which of each up/down pair is better)", PAIRWISE_HEAD,
+         pairwise),
+        ("Per-prompt rubric per cell (the judges on the same items; confirmed: a third of the 5% error each)",
+         PER_PROMPT_HEAD, per_prompt),
+        ("Reward model per cell (how far each criterion's steer moves it, in reward sd; family-wise 95%)", REWARD_HEAD,
+         rewards),
+        ("Judge bias per cell (sensitivity to nuisance attributes, 0-1 scale)", BIAS_HEAD, bias),
+    ]  # fmt: skip
+    sections += [Section(title, [Table(head, rows)]) for title, head, rows in optional if rows]
     sections += [
         Section(
             ("Judge calibration on ", Untrusted(gen), "'s probes"), calibration_tables(Calibration.model_validate(cal))
