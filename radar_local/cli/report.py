@@ -67,19 +67,7 @@ def report(run_dir: Path, out: Path | None, verifier: str | None) -> None:
     help="Exit 1 when RUN_B's per-prompt audit confirms a sign error (an item read backwards) RUN_A's does not.",
 )
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the diff as JSON.")
-def compare(
-    run_a: Path,
-    run_b: Path,
-    fail_on_sym: float | None,
-    fail_on_bias: float | None,
-    sym_confirmed: float | None,
-    bias_confirmed: float | None,
-    fail_on_changed: float | None,
-    fail_on_wording: bool,
-    fail_on_pairwise: bool,
-    fail_on_sign_errors: bool,
-    json_out: Path | None,
-) -> None:
+def compare(run_a: Path, run_b: Path, json_out: Path | None, **policies: float | bool | None) -> None:
     """Diff two audits (before/after a rubric edit, or two judges). Exit 0: every policy passes; 1: one
     fails; 2: bad input; 3: an evidence policy is open (no policy fails, but the intervals settle not all)."""
     from radar_local.cli.options import check_output
@@ -89,19 +77,7 @@ def compare(
     from radar_local.store import write_atomic
 
     check_output(json_out)
-    result = diff(
-        load_stats(run_a),
-        load_stats(run_b),
-        fail_on_sym,
-        fail_on_bias,
-        run_b,
-        sym_confirmed=sym_confirmed,
-        bias_confirmed=bias_confirmed,
-        fail_on_changed=fail_on_changed,
-        fail_on_wording=fail_on_wording,
-        fail_on_pairwise=fail_on_pairwise,
-        fail_on_sign_errors=fail_on_sign_errors,
-    )
+    result = diff(load_stats(run_a), load_stats(run_b), after_path=run_b, **policies)  # type: ignore[arg-type]
     for r in result["moved"]:
         click.echo(
             f"moved: {r['a']} / {r['b']}: Sym {num(r['sym_before'])} {interval(r['ci_before'])} -> "
@@ -130,10 +106,11 @@ def compare(
 
         write_atomic(json_out, json.dumps(to_json(result), indent=2))
     for v in result["violations"]:
-        click.echo(f"policy: {v['a']} / {v['b']} has Sym {num(v['sym_after'])} >= {fail_on_sym}", err=True)
+        click.echo(f"policy: {v['a']} / {v['b']} has Sym {num(v['sym_after'])} >= {result['fail_on_sym']}", err=True)
     for v in result["bias_violations"]:
         click.echo(
-            f"policy: {v['criterion']} moves {num(v['sensitivity'])} with {v['attribute']}, |bias| >= {fail_on_bias}",
+            f"policy: {v['criterion']} moves {num(v['sensitivity'])} with {v['attribute']}, "
+            f"|bias| >= {result['fail_on_bias']}",
             err=True,
         )
     for line in result["consistency_violations"]:
