@@ -132,6 +132,7 @@ def compare(
     consistency = consistency_violations(after, fail_on_changed, fail_on_wording, after_path)
     consistency += pairwise_violations(after, after_path) if fail_on_pairwise else []
     consistency += sign_error_violations(before, after, after_path) if fail_on_sign_errors else []
+    unsettled = sign_error_reach(after) if fail_on_sign_errors else []
     evidence = {
         "sym": None if sym_confirmed is None else sym_evidence(after, sym_confirmed, after_path),
         "bias": None if bias_confirmed is None else bias_evidence(after, bias_confirmed, after_path),
@@ -139,9 +140,11 @@ def compare(
     return {
         "evidence": evidence,
         "outcome": outcome(
-            [v for v in evidence.values() if v is not None], bool(violations or bias_violations or consistency)
+            [v for v in evidence.values() if v is not None] + [{"outcome": OPEN} for _ in unsettled[:1]],
+            bool(violations or bias_violations or consistency),
         ),
         "consistency_violations": consistency,
+        "open": unsettled,
         "pairs": rows,
         "moved": [r for r in rows if r["moved"]],
         "bias": bias,
@@ -167,6 +170,7 @@ def compare_pairwise(
         "evidence": {"sym": None, "bias": None},
         "outcome": outcome([], bool(violations)),
         "consistency_violations": violations,
+        "open": [],
         **{key: [] for key in ("pairs", "moved", "bias", "bias_moved", "bias_violations", "gate_changes")},
         "violations": [],
         "fail_on_sym": None,
@@ -249,6 +253,18 @@ def sign_error_violations(before: AuditResult, after: AuditResult, where: object
         f"'{r.text[:60]}'"
         for r in items
         if r.sign_error == "confirmed" and r.id not in known
+    ]
+
+
+def sign_error_reach(after: AuditResult) -> list[str]:
+    """Why --fail-on-sign-errors cannot fail on `after`, where its design can confirm no sign error at all (N too
+    small for its family of items): the policy is open, not passed."""
+    reach = after.per_prompt.reach.get("sign_errors") if after.per_prompt is not None else None
+    if reach is None or reach.confirmable:
+        return []
+    return [
+        f"no sign error can be confirmed at this design (the smallest p-value its probes can give, {reach.floor:.2g}, "
+        f"is above Holm's first bound over its {reach.tests} items, {reach.bound:.2g}): audit with a larger n"
     ]
 
 

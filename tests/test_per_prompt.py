@@ -234,6 +234,7 @@ def test_a_planted_judge_s_blind_item_sign_error_and_redundant_pair_are_found(pl
     assert p.unread == ["q0_1", "q1_5"]  # ids: the task's id and the item's place
     assert [r.id for r in p.items if r.sign_error == CONFIRMED] == ["q1_5"]
     assert [(x.a, x.b, x.evidence) for x in p.pairs] == [("q2_2", "q2_3", CONFIRMED)]
+    assert p.reach["sign_errors"].confirmable and p.reach["pairs"].confirmable  # 1/924 <= (5% / 3) / 15 items
     probes = load_run(run).store.probes
     assert len(probes) == 3 * 5 * 2 * 6  # every item of every task, both ways, n each: no shared criterion
     verdict_count = len(load_run(run).store.scores)
@@ -357,6 +358,7 @@ def test_imported_healthbench_rows_audit_end_to_end_on_the_planted_engine(tmp_pa
                  "--verifier", "planted")  # fmt: skip
     assert res.exit_code == 0, res.output
     config = yaml.safe_load((out / "config.yaml").read_text())
+    assert config["n"] == 10  # an item's findings need N = 10 or more (an import without items asks 4)
     config["tasks"] = config["tasks"][1:3]  # a conversation of 2 items and one of 11, 4 of them pitfalls
     config["n"] = 2
     write_config(out, config, "config.yaml")
@@ -445,6 +447,27 @@ def test_compare_fails_when_a_judge_upgrade_reads_a_pitfall_backwards(tmp_path, 
     assert invoke("compare", tmp_path / "confused", tmp_path / "confused", "--fail-on-sign-errors").exit_code == 0
     res = invoke("compare", finished_run, finished_run, "--fail-on-sign-errors")
     one_line_exit_2(res, "audited no per-prompt rubric")
+
+
+def test_a_design_that_cannot_confirm_a_sign_error_says_so_and_leaves_the_policy_open(tmp_path):
+    run_audit(per_prompt_config(tmp_path, n=2, backwards=["Task 1 item 4"]), tmp_path / "small")
+    stats = json.loads((tmp_path / "small" / "stats.json").read_text())["per_prompt"]
+    reach = stats["reach"]["sign_errors"]
+    assert (reach["floor"], reach["tests"], reach["confirmable"]) == (pytest.approx(1 / 6), 15, False)
+    write_report(load_run(tmp_path / "small"))
+    report = (tmp_path / "small" / "report" / "report.md").read_text()
+    assert "At this design no sign error can be confirmed: the smallest p-value its probes can give (0.17" in report
+    res = invoke("compare", tmp_path / "small", tmp_path / "small", "--fail-on-sign-errors")
+    assert res.exit_code == 3 and "open: no sign error can be confirmed at this design" in res.stderr, res.output
+
+
+def test_reach_compares_the_floor_with_holms_first_bound_exactly():
+    from radar_local.stats.per_prompt import _reach, each_kind
+
+    bound = (1 - Fraction(repr(each_kind(0.95)))) / 36
+    assert _reach([bound, Fraction(1)], 36, 0.95).confirmable
+    assert not _reach([bound + Fraction(1, 10**40)], 36, 0.95).confirmable
+    assert _reach([], 36, 0.95) is None
 
 
 def test_a_grid_sets_its_judges_side_by_side_on_the_same_items(tmp_path):

@@ -115,6 +115,8 @@ def compare(run_a: Path, run_b: Path, json_out: Path | None, **policies: float |
         )
     for line in result["consistency_violations"]:
         click.echo(f"policy: {line}", err=True)
+    for line in result["open"]:
+        click.echo(f"open: {line}", err=True)
     for policy in result["evidence"].values():
         if policy is not None:
             for line in evidence_lines(policy):

@@ -122,6 +122,9 @@ def _legible(data: object) -> str:
     return yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=4096)
 
 
+PER_PROMPT_N = 10  # probes a side an import with per-prompt items asks: the smallest N its findings confirm at
+
+
 def write_import(
     imported: Imported, out: Path, engine: str, generator: str, verifier: str, force: bool = False
 ) -> list[Path]:
@@ -136,7 +139,9 @@ def write_import(
     config["tasks"] = [t.model_dump(exclude_defaults=True) for t in imported.tasks] or "helpsteer2"
     if imported.rubric.ids and set(imported.rubric.ids) <= set(load_benchmark("helpsteer2").rubric.ids):
         config["human"] = "helpsteer2"
-    config |= {"generator": spec, "verifier": judge, "n": 4, "seed": 0, "out": str(out / "run")}
+    # an item lives in one prompt: at N = 4 no sign error or pair of it can be confirmed (docs/per-prompt.md)
+    n = PER_PROMPT_N if any(t.items for t in imported.tasks) else 4
+    config |= {"generator": spec, "verifier": judge, "n": n, "seed": 0, "out": str(out / "run")}
     if imported.pairwise is not None:  # asked of the verifier's model beside radar's pointwise judge
         config["pairwise"] = imported.pairwise
     lines = [f"# Imported from {imported.source} ({imported.format})", ""]

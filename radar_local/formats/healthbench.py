@@ -46,6 +46,8 @@ def read(path: Path) -> Imported:
         "(negative points: met when the response commits it)",
         "the judge: the healthbench preset (HealthBench's grader, one item a call, criteria_met true or false)",
         "each item keeps its points and tags (axis:*, cluster:*, level:*): the audit pools items by tag",
+        "n: 10 probes a side: an item lives in one prompt, so fewer cannot confirm its sign error or pair (`radar "
+        "audit --plan` names the N for these items)",
     ]
     if turns:
         account.append(f"{turns} conversations of several turns: the prompt is their turns, each after its role")

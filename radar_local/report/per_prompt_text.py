@@ -32,7 +32,7 @@ def per_prompt_lines(p: PerPrompt) -> list[str]:
             f"rate of {p.fdr:g}): " + ", ".join(r.id for r in signs) + "."
         )
     else:
-        lines.append(f"No item is read backwards (no sign error confirmed or screened among {items} items).")
+        lines.append(f"No sign error found (none confirmed or screened among {items} items).")
     if p.pairs:
         lines.append(
             f"Redundant pairs: {len(p.pairs)} of {p.pairs_tested} item pairs move together both ways "
@@ -40,7 +40,14 @@ def per_prompt_lines(p: PerPrompt) -> list[str]:
             f"third of the audit's {1 - p.level:.0%} error)."
         )
     else:
-        lines.append(f"No redundant pair among {p.pairs_tested} item pairs (none confirmed or screened).")
+        lines.append(f"No redundant pair found (none confirmed or screened among {p.pairs_tested} item pairs).")
+    for kind, what, tests in (("sign_errors", "sign error", "items"), ("pairs", "redundant pair", "pairs")):
+        if (r := p.reach.get(kind)) is not None and not r.confirmable:
+            lines.append(
+                f"At this design no {what} can be confirmed: the smallest p-value its probes can give ({r.floor:.2g}, "
+                f"every probe on the extreme side) is above Holm's first bound over its {r.tests} {tests} "
+                f"({r.bound:.2g}); `radar audit --plan` names the N a side that can."
+            )
     if p.sign_error_rate is not None:
         lines.append(
             f"Pitfalls' sign-error rate (the share of their verdicts on the wrong side, pooled over prompts): "

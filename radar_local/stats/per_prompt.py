@@ -93,6 +93,16 @@ class TagMatrix(Block):
     confirmed: list[list[str]]  # [source, target] cells Holm confirms on the sign-flip test over prompts
 
 
+class Reach(Block):
+    """Whether a kind's findings can be confirmed at all at the audit's design: the smallest p-value its tests can
+    give (every probe on the extreme side) against Holm's first bound over the kind's family, compared exactly."""
+
+    floor: float
+    bound: float
+    tests: int
+    confirmable: bool
+
+
 class PerPrompt(Block):
     """stats.json's `per_prompt`: a per-prompt rubric's items, their sign errors, redundant pairs, the tag matrix and
     the score's double counting (stats/per_prompt.py)."""
@@ -112,6 +122,7 @@ class PerPrompt(Block):
     double_count_ci: Interval | None
     double_count_by_prompt: dict[str, Num]
     tags: dict[str, TagMatrix]  # one matrix per tag family (the text before a tag's colon: HealthBench's axis)
+    reach: dict[str, Reach] = {}  # sign_errors, pairs: whether the design can confirm one (stats.json before: {})
 
 
 def per_prompt(
@@ -170,6 +181,16 @@ def per_prompt(
                 pair_p[key] = p_sum_upper(a_to_b, span_a, b_to_a, span_b, seed)
                 pair_rows[key] = (task, a, b)
     pair_evidence = _evidence(pair_p, level, fdr)
+    sign_floors = [p_lower(s.extreme(False), seed) for it in items if (s := splits[it.task, it.id, it.id]).testable]
+    pair_floors = [
+        p_sum_upper(splits[task, a.id, b.id].extreme(True), 1, splits[task, b.id, a.id].extreme(True), 1, seed)
+        for task, a, b in pair_rows.values()
+    ]
+    reach = {
+        kind: r
+        for kind, floors, tests in (("sign_errors", sign_floors, len(items)), ("pairs", pair_floors, len(pair_p)))
+        if (r := _reach(floors, tests, level)) is not None
+    }
     found = []
     for key, evidence in pair_evidence.items():
         task, a, b = pair_rows[key]
@@ -228,7 +249,17 @@ def per_prompt(
         double_count_ci=share_ci,
         double_count_by_prompt=shares,
         tags=_tag_matrices(by_task, effects, level, seed),
+        reach=reach,
     )
+
+
+def _reach(floors: list[Fraction], tests: int, level: float) -> Reach | None:
+    """The smallest of a kind's attainable p-values against Holm's first bound over its `tests`."""
+    if not floors:
+        return None
+    bound = (1 - Fraction(repr(each_kind(level)))) / tests  # as holm() compares its first hypothesis
+    floor = min(floors)
+    return Reach(floor=float(floor), bound=float(bound), tests=tests, confirmable=floor <= bound)
 
 
 def _int_span(span: float, f: int) -> int:

@@ -90,6 +90,12 @@ class Split:
     def law(self, seed: int) -> Law:
         return _law(tuple(sorted(self.y)), self.up, seed)
 
+    def extreme(self, upper: bool) -> Split:
+        """The same groups with every + probe's score above every - probe's (`upper`) or below: the smallest
+        p-value a test of this design can give."""
+        high, low = (1, 0) if upper else (0, 1)
+        return Split((high,) * self.up + (low,) * self.down, self.up)
+
 
 @functools.lru_cache(maxsize=65_536)  # a law depends on the multiset of scores alone: binary items repeat it often
 def _law(y: tuple[int, ...], k: int, seed: int) -> Law:
