@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -223,7 +224,14 @@ def mistral_tokenizer_file(path: Path) -> Path | None:
 
 def local_tokenizer(path: Path, engine: str):
     """The tokenizer an engine applies to a local checkpoint: vLLM's own MistralTokenizer for a Mistral-format folder
-    on vllm, else transformers' AutoTokenizer (ValueError or OSError where its files do not read)."""
+    on vllm, else transformers' AutoTokenizer (ValueError or OSError where its files do not read). Read once while
+    the folder's files stay as they are (sizing asks it per request kind, per engine and per --plan table)."""
+    files = tuple(sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in path.iterdir() if f.is_file()))
+    return _read_tokenizer(path, engine, files)
+
+
+@functools.lru_cache(maxsize=16)
+def _read_tokenizer(path: Path, engine: str, files: tuple) -> Any:  # `files`: the folder's state, in the key
     if engine == "vllm" and mistral_tokenizer_file(path) is not None:
         from vllm.tokenizers import get_tokenizer  # heavy: vLLM's choice, only for a Mistral-format folder
 

@@ -92,7 +92,7 @@ def test_gpu_memory_is_read_without_starting_cuda():
 
 
 def test_a_replica_waits_for_the_previous_models_gpu_memory(monkeypatch):
-    monkeypatch.setattr("radar_local.cluster.POLL_S", 0.01)
+    monkeypatch.setattr("radar_local.placement.POLL_S", 0.01)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     row = "H200, 570.86, 9.0, {}, 80000"
     run, calls = nvidia_smi(row.format(8000), row.format(30000), row.format(76000))  # freed over three looks
@@ -189,7 +189,7 @@ def test_an_engine_in_this_process_waits_for_the_last_engines_gpu_memory(monkeyp
     from radar_local.pool import EnginePool
     from radar_local.specs import ModelSpec
 
-    monkeypatch.setattr("radar_local.cluster.POLL_S", 0.01)
+    monkeypatch.setattr("radar_local.placement.POLL_S", 0.01)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     row = "H200, 570.86, 9.0, {}, 80000"
     run, calls = nvidia_smi(f"{row.format(8000)}\n{row.format(8000)}", f"{row.format(76000)}\n{row.format(76000)}")

@@ -23,6 +23,7 @@ fall short of 80% no coupling is enough. Checked against audits by scripts/power
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -63,6 +64,7 @@ class Power:
     gates: float  # the probability that a pair's two gates are both confirmed at the assumed self-effect
 
 
+@functools.lru_cache(maxsize=4096)  # a plan asks each N again per kind of finding, and --plan per table it prints
 def minimum_confirmed(
     k: int,
     tasks: int,
