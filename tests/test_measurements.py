@@ -65,6 +65,25 @@ def test_halo_finds_a_planted_halo_and_nothing_without_one():
     assert moved == {("a", "b"), ("b", "c"), ("c", "a")}  # the planted leak, each source into the next
 
 
+def test_the_paired_comparison_settles_a_planted_rise_on_its_band_and_is_exact_on_the_same_verdicts():
+    from radar_local.stats.paired import UP, paired_leakage, same_probes
+
+    before = matrix("before", seed=1)
+    itself = paired_leakage(before, before, resamples=200)
+    assert itself.index == 0 and all(p.change == 0 and way is None for p, way in itself.pairs)
+    leaked = paired_leakage(before, matrix("after", leak=0.6, seed=2), resamples=200)
+    ways = {(p.source, p.target): way for p, way in leaked.pairs}
+    assert {k for k, w in ways.items() if w == UP} == {("a", "b"), ("b", "c"), ("c", "a")}
+    assert all(w is None for k, w in ways.items() if k not in {("a", "b"), ("b", "c"), ("c", "a")})
+    first = leaked.pairs[0][0]
+    assert first.band is not None and first.ci is not None and first.band[0] <= first.ci[0]  # the band is wider
+    fewer = matrix("fewer", seed=2)
+    fewer = ProbeMatrix(**{**vars(fewer), **{f: getattr(fewer, f)[1:] for f in ("scores", "task", "target",
+                                                                                 "direction", "variant")}})  # fmt: skip
+    a, b = same_probes(before, fewer)
+    assert len(a.scores) == len(b.scores) == len(before.scores) - 1  # paired on the probes both hold
+
+
 def test_drift_reads_a_shift_and_leaves_the_same_judge_alone():
     from radar_local.stats.drift import drift
 

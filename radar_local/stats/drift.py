@@ -5,8 +5,8 @@ Per criterion, over the probes both scored: how often the verdicts agree exactly
 shift after minus before, quadratic-weighted kappa and Krippendorff's alpha of the two as raters (the agreement
 statistics of the human labels, stats/raters.against_humans, the "before" judge standing for the rater), and
 each judge's unscored verdicts, counted and never coerced into a score. Per criterion the self-effect's change and
-per ordered pair the leakage's change, paired: one resample of probes for both judges (the halo's computation,
-stats/halo.py, with "before" in the per-criterion place), its flag on the simultaneous band over the K(K-1) pairs.
+per ordered pair the leakage's change, paired: one resample of probes for both judges (stats/paired.py, which the
+halo shares), its flag on the simultaneous band over the K(K-1) pairs.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import numpy as np
 from radar_local.common import json_number
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES, Strata, unit_bootstrap
 from radar_local.stats.coupling import self_effect
-from radar_local.stats.halo import ADDS, REMOVES, halo, same_probes
 from radar_local.stats.intervals import expanded_interval, percentile_interval
+from radar_local.stats.paired import DOWN, UP, PairedChange, paired_leakage, same_probes
 from radar_local.stats.probes import ProbeMatrix
 from radar_local.stats.raters import Measurement, against_humans
 from radar_local.stats.stored import Block, Interval, Num
@@ -48,14 +48,7 @@ class DriftCriterion(Block):
     self_effect_change_ci: Interval | None
 
 
-class DriftPair(Block):
-    source: str
-    target: str
-    before: Num
-    after: Num
-    change: Num
-    ci: Interval | None
-    band: Interval | None
+class DriftPair(PairedChange):
     flag: Literal["rises", "falls"] | None
 
 
@@ -83,7 +76,7 @@ def drift(
 ) -> Drift:
     """`after` against `before` on the probes both hold; `levels`: each criterion's scale values."""
     a, b = same_probes(before, after)
-    coupling = halo(a, b, resamples=resamples, seed=seed, level=level)
+    coupling = paired_leakage(a, b, resamples=resamples, seed=seed, level=level)
     changes = _self_effects(a, b, resamples, seed, level)
     rows = []
     for k, c in enumerate(a.criteria):
@@ -114,20 +107,8 @@ def drift(
                 **changes[k],
             )
         )
-    flags = {ADDS: RISES, REMOVES: FALLS, None: None}
-    pairs = [
-        DriftPair(
-            source=p.source,
-            target=p.target,
-            before=p.per_criterion,
-            after=p.joint,
-            change=p.difference,
-            ci=p.ci,
-            band=p.band,
-            flag=flags[p.flag],
-        )
-        for p in coupling.pairs
-    ]
+    flags = {UP: RISES, DOWN: FALLS, None: None}
+    pairs = [DriftPair(**vars(p), flag=flags[way]) for p, way in coupling.pairs]
     return Drift(
         before=before.verifier,
         after=after.verifier,

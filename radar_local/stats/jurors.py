@@ -6,7 +6,7 @@ jury and the juror (the MaxCoupling of eq. 10-11 on the pairs both can speak to)
 of the data: a bootstrap interval of the difference of two maxima missed the truth (coverage 0.87 where 0.95 was
 asked, scripts/jury_error.py). So the difference is written as max_p min_q (jury's leakage on pair p - juror's on
 pair q), and one simultaneous band (stats/intervals.simultaneous, max-t) over all those paired differences, from
-the same Rao-Wu resamples of probes for both judges (as stats/halo.py), bounds it: where the band holds, the
+the same Rao-Wu resamples of probes for both judges (as stats/paired.py), bounds it: where the band holds, the
 difference lies between the max-min of the band's lower ends and that of its upper ends, so a flag ("below",
 "above": the bounds exclude 0) is wrong only where the band fails. The band is at level 1 - (1 - level) / k over
 the k jurors (Bonferroni), so a flag is wrong in at most 1 - level of audits whichever juror it names.
@@ -27,8 +27,8 @@ from radar_local.stats.bootstrap import LEVEL, RESAMPLES, Strata, unit_bootstrap
 from radar_local.stats.correlation import spearman
 from radar_local.stats.coupling import TAU
 from radar_local.stats.exact import exact_point
-from radar_local.stats.halo import same_probes
 from radar_local.stats.intervals import percentile_interval, simultaneous
+from radar_local.stats.paired import same_probes
 from radar_local.stats.probes import ProbeMatrix
 from radar_local.stats.raters import Measurement, alpha, effective_jurors
 from radar_local.stats.stored import Block, Evidence, Interval, Num

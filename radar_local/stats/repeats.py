@@ -26,8 +26,8 @@ import numpy as np
 
 from radar_local.common import json_number
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES, unit_bootstrap
-from radar_local.stats.halo import same_probes
 from radar_local.stats.intervals import percentile_interval
+from radar_local.stats.paired import same_probes
 from radar_local.stats.probes import ProbeMatrix
 from radar_local.stats.raters import Measurement, alpha
 from radar_local.stats.stored import Block, Interval, Num
