@@ -1,20 +1,25 @@
 """Everything an audit asks of a verifier's probes beyond its own verdicts, written once (issue 62): the halo check's
-per-criterion twin, the repeats, each other wording of the template, a thinking judge's ablation. Each is an
-`Asking`, a twin of the verifier under its own label; the audit asks them in this order (auditing.rescore), the
-context is sized for their requests (context.request_bounds), `--plan` counts their calls (design.design_lines),
-and the measurements read them by kind (measures.Asked). A new twin is one entry here.
+per-criterion twin, the repeats, each other wording of the template, a thinking judge's ablation (`askings`: each a
+twin of the verifier under its own label, asked for verdicts), then the pairs, the reward model's scalars and the
+team's labelled responses (`beside`). Each is an `Asking`; `Run.ask` asks any of them, the audit asks them in this
+order (auditing.rescore), the context is sized for the twins' requests (context.request_bounds), `--plan` counts
+their calls (design.design_lines), and the measurements read them by kind (measures.Asked). A new twin is one entry
+here.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from radar_local.config import AuditConfig
+from radar_local.records import ProbeRecord
 from radar_local.specs import ModelSpec
+from radar_local.stats.halo import checked_per_stratum
 
-Kind = Literal["halo check", "repeat", "paraphrase", "no reasoning"]
+Kind = Literal["halo check", "repeat", "paraphrase", "no reasoning", "pairs", "reward", "labels"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,39 @@ def askings(config: AuditConfig, verifier: ModelSpec) -> list[Asking]:
     if (at_once := verifier.unreasoned()) is not None:  # a thinking judge answering at once: the ablation
         asked.append(Asking(at_once, "no reasoning", "no reasoning"))
     return asked
+
+
+def beside(config: AuditConfig, verifier: ModelSpec) -> list[Asking]:
+    """What the audit asks beside the twins, in order: the pairs and the reward model (on the first verifier's
+    probes, once), the team's labelled responses (of every verifier)."""
+    first = verifier == config.verifiers[0]
+    asked = [pairs_asking(config, verifier)] if first and config.pairwise is not None else []
+    asked += [reward_asking(config)] if first and config.reward is not None else []
+    return asked + ([labels_asking(verifier)] if config.labels is not None else [])
+
+
+def pairs_asking(config: AuditConfig, verifier: ModelSpec) -> Asking:
+    """The steered pairs (and the team's labelled pairs) asked of `verifier`, or of pairwise's own model."""
+    assert config.pairwise is not None
+    return Asking(config.pairwise.judge(verifier), "pairs", "pairwise")
+
+
+def reward_asking(config: AuditConfig) -> Asking:
+    """The reward model's scalar on every probe."""
+    assert config.reward is not None
+    return Asking(config.reward, "reward", "reward")
+
+
+def labels_asking(verifier: ModelSpec) -> Asking:
+    """The team's labelled responses scored by `verifier` on their labelled criteria."""
+    return Asking(verifier, "labels", "labels")
+
+
+def halo_sample(probes: list[ProbeRecord], share: float) -> list[ProbeRecord]:
+    """The probes an asking of a share scores: in each stratum the first ceil(share x N) variants, so the sample is
+    paired, stratified and the same on resume (a grown stratum adds to it, never swaps it)."""
+    counts = Counter((p.task_id, p.target, p.direction) for p in probes)
+    return [p for p in probes if p.variant < checked_per_stratum(share, counts[p.task_id, p.target, p.direction])]
 
 
 def labels_of(asked: Sequence[Asking], kind: Kind) -> tuple[str, ...]:

@@ -4,7 +4,6 @@ jury juror by juror, adaptive waves, re-scoring with another judge, and reuse of
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
@@ -18,20 +17,18 @@ from radar_local.adaptive import (
     waves_record,
     within_budget,
 )
-from radar_local.askings import Asking, askings
+from radar_local.askings import Asking, askings, beside, labels_asking, pairs_asking
 from radar_local.audited import assemble, audited_set, pairwise_audit
 from radar_local.common import parse_model
 from radar_local.config import AuditConfig, load_config
 from radar_local.errors import InputError, RadarError
 from radar_local.pool import EnginePool, pool_for
 from radar_local.progress import say
-from radar_local.records import ProbeRecord
 from radar_local.resolved import resolve, served_schema_problem
-from radar_local.run import Run, score_rewards, write_audit
+from radar_local.run import Run, write_audit
 from radar_local.rundir import WAVES, RunDir
 from radar_local.scorers import score_cells_on_cluster
 from radar_local.specs import Jury, ModelSpec
-from radar_local.stats.halo import checked_per_stratum
 from radar_local.stats.pairwise_audit import PairwiseAudit
 from radar_local.stats.result import AuditResult
 from radar_local.stats.stored import AdaptiveRecord
@@ -88,8 +85,8 @@ def audit_pairs(run: Run, verifier: ModelSpec, pool: EnginePool, progress: bool 
     stages = {"generate": run.generate(pool, progress)}
     if not verifier.same_engine(run.config.generator):
         pool.close()  # free the generator before the judge loads
-    asked = run.score_pairs(verifier, pool, progress)
-    assert asked is not None  # pairwise: is in the config
+    asked = run.ask(pairs_asking(run.config, verifier), pool, progress)
+    assert asked is not None  # the pairs are always asked
     stages["pairwise"] = asked
     probes = run.probes()
     records = audited_set(run, probes, verifiers=())
@@ -125,23 +122,10 @@ def rescore(
                     pool.close()  # free the generator before the verifier loads
             stages["score"] = run.score(verifier, pool, progress)
         twins = askings(run.config, verifier)  # on the same probes or a stratified share of them
-        for asking in twins:
-            probes = None if asking.share is None else halo_sample(run.probes(), asking.share)
-            stages[asking.stage] = run.score(asking.judge, pool, progress, probes=probes, stage=asking.kind)
-        if verifier == run.config.verifiers[0] and (paired := run.score_pairs(verifier, pool, progress)) is not None:
-            stages["pairwise"] = paired  # the same judge, asked pairwise
-        if verifier == run.config.verifiers[0] and (rewarded := score_rewards(run, pool, progress)) is not None:
-            stages["reward"] = rewarded  # the reward model, on the same probes
-        if (labelled := run.score_labels(verifier, pool, progress)) is not None:
-            stages["labels"] = labelled
+        for asking in [*twins, *beside(run.config, verifier)]:  # then the pairs, rewards, labelled responses
+            if (asked := run.ask(asking, pool, progress)) is not None:
+                stages[asking.stage] = asked
     return conclude(run, verifier, stages, adaptive, halo_against=halo_against, twins=twins)
-
-
-def halo_sample(probes: list[ProbeRecord], share: float) -> list[ProbeRecord]:
-    """The probes a halo check scores per criterion: in each stratum the first ceil(share x N) variants, so the
-    sample is paired, stratified and the same on resume (a grown stratum adds to it, never swaps it)."""
-    counts = Counter((p.task_id, p.target, p.direction) for p in probes)
-    return [p for p in probes if p.variant < checked_per_stratum(share, counts[p.task_id, p.target, p.direction])]
 
 
 def conclude(
@@ -223,7 +207,8 @@ def jurors_in_turn(run: Run, jury: Jury, pool: EnginePool, progress: bool) -> tu
     for juror in jury.jurors:
         try:
             own[juror.label] = {"score": run.score(juror, pool, progress)}
-            if (labelled := run.score_labels(juror, pool, progress)) is not None:
+            labelled = run.ask(labels_asking(juror), pool, progress) if run.config.labels is not None else None
+            if labelled is not None:
                 own[juror.label]["labels"] = labelled
         except RadarError as exc:
             failed[juror.label] = str(exc)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from radar_local.askings import reward_asking
 from radar_local.auditing import conclude
 from radar_local.common import slug, to_json
 from radar_local.config import GridConfig, with_absolute_paths
@@ -20,7 +21,7 @@ from radar_local.pool import EnginePool
 from radar_local.report.build import write_report
 from radar_local.report.grid_pages import grid_html, grid_markdown
 from radar_local.resolved import judge_conflict, resolve, with_template
-from radar_local.run import Run, score_rewards
+from radar_local.run import Run
 from radar_local.scorers import score_cells, score_cells_on_cluster, score_own_pairs
 from radar_local.stats.result import AuditResult
 from radar_local.store import write_atomic
@@ -69,7 +70,8 @@ def _audit_cells(grid: GridConfig, runs: dict[str, Run], todo: list, progress: b
             done = {"generate": run.generate(pool, progress)}
             if run.config.nuisance:  # the nuisance rewrites, by the same generator: every judge scores them
                 done["rewrite"] = run.rewrite(pool, progress)
-            if (rewarded := score_rewards(run, pool, progress)) is not None:  # the reward model, on these probes
+            rewarded = run.ask(reward_asking(run.config), pool, progress) if run.config.reward is not None else None
+            if rewarded is not None:  # the reward model, on these probes
                 done["reward"] = rewarded
             stages.update({(label, v.label): dict(done) for v in grid.verifiers})
         if grid.cluster is None:  # stage 2: each verifier loaded once, scoring every generator's probes

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from radar_local.askings import Asking, halo_sample
 from radar_local.calls import (
     SHORT_REFILLS,
     admitted_per_step,
@@ -259,24 +260,25 @@ class Run(RunDir):
         except ValueError as exc:
             raise InputError(self.root / CONFIG, str(exc)) from None
 
-    def score_pairs(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict | None:
-        """The pairwise judge's calls (config.pairwise): the steered pairs and the team's pairwise labels, asked of
-        `verifier` (or pairwise's own model) under its own '-pairwise' label; None without `pairwise:`."""
-        if self.config.pairwise is None:
-            return None
-        judge = self.config.pairwise.judge(verifier)
-        twin = judge.model_copy(update={"name": f"{judge.label}-pairwise"})
-        requests = self.plan.pair_requests(self.probes(), judge)
-        if self.labels is not None:  # the team's pairwise labels, asked of the same judge
-            requests += self.plan.labelled_pair_requests(self.labels.pair_probes(), judge)
-        return self.score(twin, pool, progress, stage="pairwise", requests=requests)
-
-    def score_labels(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict | None:
-        """The labelled responses (radar_local/labels.py) scored by `verifier` on their labelled criteria, with
-        the template and scale it audits with; None without labels."""
-        if self.labels is None or not self.labels.labels:  # pairwise labels: the pairwise stage asks them
-            return None
-        return self.score(verifier, pool, progress, self.labels.probes(), self.labels.criteria, stage="labels")
+    def ask(self, asking: Asking, pool: EnginePool, progress: bool = True) -> dict | None:
+        """One asking beside the verifier's verdicts (askings.py), stored as its kind is: a twin's verdicts (on its
+        share of each stratum), the pairs (under the judge's '-pairwise' label, the team's labelled pairs with
+        them), the reward model's scalars or the labelled responses; None where nothing of its kind is there."""
+        judge = asking.judge
+        if asking.kind == "pairs":
+            requests = self.plan.pair_requests(self.probes(), judge)
+            if self.labels is not None:  # the team's pairwise labels, asked of the same judge
+                requests += self.plan.labelled_pair_requests(self.labels.pair_probes(), judge)
+            twin = judge.model_copy(update={"name": f"{judge.label}-pairwise"})
+            return self.score(twin, pool, progress, stage="pairwise", requests=requests)
+        if asking.kind == "reward":
+            return score_rewards(self, judge, pool, progress)
+        if asking.kind == "labels":
+            if self.labels is None or not self.labels.labels:  # pairwise labels: the pairs' asking has them
+                return None
+            return self.score(judge, pool, progress, self.labels.probes(), self.labels.criteria, stage="labels")
+        probes = None if asking.share is None else halo_sample(self.probes(), asking.share)
+        return self.score(judge, pool, progress, probes=probes, stage=asking.kind)
 
     def note_weights(self, spec: ModelSpec) -> None:
         """Record the identity of the weights `spec` names as they are now, before its requests are keyed:
@@ -299,12 +301,9 @@ class Run(RunDir):
         self.store.write_json(VERIFIERS, {label: s.model_dump(mode="json") for label, s in known.items()})
 
 
-def score_rewards(run: Run, pool: EnginePool, progress: bool = True) -> dict | None:
-    """The reward model's scalar on every probe (config.reward), stored as its verdicts on `reward`; None
-    without one. A reward that is no finite number is unscored with why."""
-    model = run.config.reward
-    if model is None:
-        return None
+def score_rewards(run: Run, model: ModelSpec, pool: EnginePool, progress: bool = True) -> dict:
+    """The reward model's scalar on every probe (config.reward), stored as its verdicts on `reward`. A reward that
+    is no finite number is unscored with why."""
     run.store.require_writer()
     run.note_weights(model)
     requests = run.plan.reward_requests(run.probes(), model)

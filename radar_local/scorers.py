@@ -9,7 +9,9 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Protocol
 
+from radar_local.askings import Asking, labels_asking, pairs_asking
 from radar_local.cluster import Stopped
+from radar_local.config import AuditConfig
 from radar_local.errors import RadarError
 from radar_local.placement import POLL_S, ClusterSpec, connect, ray_module, replica_unit
 from radar_local.pool import EnginePool
@@ -29,9 +31,9 @@ class Scorer(Protocol):
         stage: str = "score",
     ) -> dict: ...
 
-    def score_labels(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict | None: ...
+    def ask(self, asking: Asking, pool: EnginePool, progress: bool = True) -> dict | None: ...
 
-    def score_pairs(self, verifier: ModelSpec, pool: EnginePool, progress: bool = True) -> dict | None: ...
+    config: AuditConfig
 
     def register_verifier(self, spec: ModelSpec) -> None: ...
 
@@ -49,18 +51,22 @@ def score_cells(
     labels where the grid names some, and, with `pairs`, the pairs each judge is asked, in one visit)."""
     for v in verifiers:
         for g in (g for g, vv in todo if vv is v):
-            stages[(g.label, v.label)]["score"] = runs[g.label].score(v, pool, progress)
-            if (labelled := runs[g.label].score_labels(v, pool, progress)) is not None:
-                stages[(g.label, v.label)]["labels"] = labelled
-            if pairs and (asked := runs[g.label].score_pairs(v, pool, progress)) is not None:
-                stages[(g.label, v.label)]["pairwise"] = asked  # each judge asked pairwise too
+            run = runs[g.label]
+            stages[(g.label, v.label)]["score"] = run.score(v, pool, progress)
+            beyond = [labels_asking(v)] if run.config.labels is not None else []
+            beyond += [pairs_asking(run.config, v)] if pairs and run.config.pairwise is not None else []  # every judge
+            for asking in beyond:
+                if (asked := run.ask(asking, pool, progress)) is not None:
+                    stages[(g.label, v.label)][asking.stage] = asked
 
 
 def score_own_pairs(runs: Mapping[str, Scorer], todo: list, stages: dict, pool: EnginePool, progress: bool) -> None:
     """The pairs of every cell asked of pairwise's own model (`pairwise: {verifier: ...}`), loaded once after the
     verifiers: each generator's pairs are asked in its first cell, its other cells read them back."""
     for g, v in todo:
-        if (asked := runs[g.label].score_pairs(v, pool, progress)) is not None:
+        run = runs[g.label]
+        asked = run.ask(pairs_asking(run.config, v), pool, progress) if run.config.pairwise is not None else None
+        if asked is not None:
             stages[(g.label, v.label)]["pairwise"] = asked
 
 

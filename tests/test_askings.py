@@ -66,3 +66,25 @@ def test_the_hubs_that_ask_size_and_plan_read_the_one_list():
         source = inspect.getsource(function)
         for twin in (".halo_check()", ".repeats(", ".paraphrased()", ".unreasoned()"):
             assert twin not in source, f"{function.__qualname__} asks for {twin} itself: use askings()"
+
+
+def test_the_pairs_the_reward_and_the_labels_are_askings_too_asked_by_run_ask():
+    """Beside the twins (issue 62): the pairs and the reward model on the first verifier's probes, the labelled
+    responses of every verifier; one Run.ask asks any asking, and the audit's stage chain is one loop over them."""
+    from radar_local import auditing
+    from radar_local.askings import beside
+    from radar_local.run import Run
+
+    extra = {"pairwise": {"preset": "generic"}, "reward": {"engine": "testing", "model": "planted"},
+             "labels": "labels.csv"}  # fmt: skip
+    config = AuditConfig.model_validate(planted_config(**extra))
+    first = config.verifiers[0]
+    assert [(a.kind, a.stage) for a in beside(config, first)] == [
+        ("pairs", "pairwise"),
+        ("reward", "reward"),
+        ("labels", "labels"),
+    ]
+    other = first.model_copy(update={"name": "other"})
+    assert [(a.kind, a.judge.label) for a in beside(config, other)] == [("labels", "other")]
+    assert not hasattr(Run, "score_pairs") and not hasattr(Run, "score_labels")
+    assert "run.ask(asking" in inspect.getsource(auditing.rescore)

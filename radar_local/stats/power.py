@@ -203,7 +203,7 @@ THINKING = " (a thinking judge's calls count twice: its reasoning, then its verd
 @dataclass(frozen=True)
 class ScoringPass:
     """One pass of a verifier over the probes: a juror, a call mode, or a joint judge's halo check (per criterion
-    on the first ceil(share x N) probes of each stratum, auditing.halo_sample)."""
+    on the first ceil(share x N) probes of each stratum, askings.halo_sample)."""
 
     joint: bool = False
     share: float = 1.0
