@@ -10,6 +10,7 @@ from pydantic import BaseModel, Discriminator, Field, Tag, model_validator
 
 from radar_local.common import Strict, parse_model, refusing, slug
 from radar_local.inputs import read_mapping
+from radar_local.interactions import conflict
 from radar_local.nuisance import ATTRIBUTES, Measure, NuisanceSpec
 from radar_local.placement import ClusterSpec
 from radar_local.prompts import Layout
@@ -184,6 +185,34 @@ class AuditSettings(Strict):
         return self.adaptive.max_n if self.adaptive else self.n
 
     @model_validator(mode="after")
+    def _features_run_together(self) -> AuditSettings:
+        """Each feature set against the settings that take away what it needs (interactions.py)."""
+        verifier, pairwise = getattr(self, "verifier", None), self.pairwise
+        jury = verifier if isinstance(verifier, Jury) else None
+        spec = verifier if isinstance(verifier, ModelSpec) else None
+        features = {
+            "verifier.judge": spec is not None and spec.judge is not None,
+            "verifier.repeat": spec is not None and spec.repeat != 1,
+            "nuisance": bool(self.nuisance),
+            "unconditioned": self.unconditioned > 0,
+            "adaptive": self.adaptive is not None,
+            "consistency": getattr(self, "consistency", None) is not None,
+            "reward": self.reward is not None,
+            "pairwise": pairwise is not None,
+            "aggregate: majority": jury is not None and jury.aggregate == "majority",
+        }
+        taken = {
+            "pairwise.only": pairwise is not None and pairwise.only,
+            "a jury": jury is not None,
+            "adaptive": self.adaptive is not None,
+            "scoring mode 'expected'": self.scoring.expected,
+        }
+        on = [name for name, given in features.items() if given]
+        if (problem := conflict(on, [name for name, given in taken.items() if given])) is not None:
+            raise ValueError(problem)
+        return self
+
+    @model_validator(mode="after")
     def _paths_without_nul(self) -> AuditSettings:
         """A NUL byte cannot be in a file name: say so here, not as the OS's ValueError later."""
         tasks = self.tasks.path if isinstance(self.tasks, TaskSource) else self.tasks
@@ -199,8 +228,6 @@ class AuditSettings(Strict):
         ids = [s.id for s in self.nuisance_specs]
         if ids and self.unconditioned < 2:
             raise ValueError("nuisance attributes rewrite the unconditioned probes: set unconditioned to 2 or more")
-        if ids and self.adaptive is not None:
-            raise ValueError("nuisance attributes and adaptive waves do not run together yet: audit them apart")
         if len(set(ids)) < len(ids):
             raise ValueError(f"nuisance attribute '{next(i for i in ids if ids.count(i) > 1)}' is named twice")
         return self
@@ -271,39 +298,7 @@ class AuditConfig(AuditSettings):
                 "pairwise.only asks the config's verifier the pairs: give the pairwise judge's model as `verifier` "
                 "and leave pairwise.verifier out"
             )
-        spec = self.verifier
-        pointwise = [
-            ("verifier.judge", isinstance(spec, ModelSpec) and spec.judge is not None, "the pairwise template is "
-             "pairwise's own (template, answer, preset)"),
-            ("verifier.repeat", isinstance(spec, ModelSpec) and spec.repeat != 1, "it repeats pointwise verdicts"),
-            ("nuisance", bool(self.nuisance), "its rewrites are scored pointwise"),
-            ("unconditioned", self.unconditioned > 0, "its probes are scored pointwise"),
-            ("adaptive", self.adaptive is not None, "its waves follow the pointwise intervals"),
-            ("consistency", self.consistency is not None, "it repeats pointwise verdicts"),
-            ("reward", self.reward is not None, "its profile reads the verifier's pointwise scores beside the rewards"),
-        ]  # fmt: skip
-        found = next(((key, why) for key, given, why in pointwise if given), None)
-        if found is not None:
-            raise ValueError(f"pairwise.only asks no pointwise verdict, and {found[0]} needs them ({found[1]}): "
-                             f"drop one of the two")  # fmt: skip
-        return self
-
-    @model_validator(mode="after")
-    def _a_jury_audit(self) -> AuditConfig:
-        if self.jury is None:
-            return self
-        if self.jury.aggregate == "majority" and self.scoring.expected:
-            raise ValueError(
-                "a majority counts levels, and scoring mode 'expected' gives scores between them: use aggregate "
-                "mean or median"
-            )
-        if self.adaptive is not None:
-            raise ValueError("adaptive waves follow one judge's intervals: audit a jury at a fixed n")
-        if self.consistency is not None:
-            raise ValueError("consistency repeats one judge's verdicts: audit a juror alone to measure its repeats")
-        if self.pairwise is not None:
-            raise ValueError("pairwise asks one judge the pairs: audit a juror alone as a pairwise judge")
-        return self
+        return self  # what else it cannot run with: _features_run_together
 
     @property
     def jury(self) -> Jury | None:

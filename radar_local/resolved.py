@@ -14,6 +14,7 @@ from radar_local.engines.registry import build_engine, score_token_problem
 from radar_local.errors import InputError, RadarError
 from radar_local.hardware import reward_head_problem
 from radar_local.inputs import read_text, regular_file
+from radar_local.interactions import conflict
 from radar_local.judge import missing_reference, pair_template_problem, render, render_pair, template_problem
 from radar_local.models import resolve as local_model
 from radar_local.plan import OVERALL
@@ -251,12 +252,7 @@ def items_problem(config: AuditConfig, rubric: Rubric) -> str | None:
     if not rubric.items:
         return None
     asked = [name for name, on in (("pairwise", config.pairwise), ("adaptive", config.adaptive)) if on is not None]
-    if asked:
-        return (
-            f"tasks with their own items are audited pointwise at a fixed n; `{asked[0]}:` is not yet asked of "
-            "them: leave it out, or audit a shared rubric"
-        )
-    return None
+    return conflict(asked, ["tasks with their own items"])  # interactions.py
 
 
 def rubric_conflict(config: AuditSettings, rubric: Rubric) -> str | None:

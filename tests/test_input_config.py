@@ -673,3 +673,25 @@ def test_fields_radar_sets_are_refused_in_a_config(tmp_path, verifier, needle):
     path = write_config(tmp_path, config)
     one_line_exit_2(invoke("audit", path, "--out", tmp_path / "run", "--quiet"), needle)
     assert not (tmp_path / "run").exists()
+
+
+def test_features_are_refused_together_from_what_each_needs(tmp_path):
+    """Issue 62: which features run together is derived from what each needs (radar_local/interactions.py): every
+    feature whose need a setting takes away is one line naming both, every other pair runs; the config's check
+    names exactly the table's features and settings."""
+    import inspect
+
+    from radar_local.config import AuditSettings
+    from radar_local.interactions import NEEDS, TAKES, conflict
+
+    for setting, (need, _, _) in TAKES.items():
+        for feature, needs in NEEDS.items():
+            line = conflict([feature], [setting])
+            assert (line is not None) == (need in needs), (setting, feature)
+            assert line is None or (line.startswith(f"{setting} ") and f", and {feature} " in line)
+    assert conflict(list(NEEDS), []) is None
+    source = inspect.getsource(AuditSettings._features_run_together)
+    assert all(f'"{name}"' in source for name in [*NEEDS, *TAKES] if name != "tasks with their own items")
+    both = planted_config(nuisance=["length"], unconditioned=2, adaptive={"start_n": 2, "max_n": 4})
+    one_line_exit_2(invoke("audit", write_config(tmp_path, both), "--out", tmp_path / "run"),
+                    "adaptive draws its probes in waves, and nuisance needs a fixed n")  # fmt: skip
