@@ -19,7 +19,7 @@ from radar_local.records import ProbeRecord
 from radar_local.specs import ModelSpec
 from radar_local.stats.halo import checked_per_stratum
 
-Kind = Literal["halo check", "repeat", "paraphrase", "no reasoning", "pairs", "reward", "labels"]
+Kind = Literal["halo check", "repeat", "paraphrase", "no reasoning", "pairs", "reward", "labels", "attacks"]
 
 
 @dataclass(frozen=True)
@@ -53,11 +53,12 @@ def askings(config: AuditConfig, verifier: ModelSpec) -> list[Asking]:
 
 
 def beside(config: AuditConfig, verifier: ModelSpec) -> list[Asking]:
-    """What the audit asks beside the twins, in order: the pairs and the reward model (on the first verifier's
-    probes, once), the team's labelled responses (of every verifier)."""
+    """What the audit asks beside the twins, in order: the pairs, the reward model and the attacked probes (on the
+    first verifier's probes, once), the team's labelled responses (of every verifier)."""
     first = verifier == config.verifiers[0]
     asked = [pairs_asking(config, verifier)] if first and config.pairwise is not None else []
     asked += [reward_asking(config)] if first and config.reward is not None else []
+    asked += [Asking(verifier, "attacks", "attack")] if first and config.attacks is not None else []
     return asked + ([labels_asking(verifier)] if config.labels is not None else [])
 
 

@@ -35,6 +35,7 @@ from radar_local.rubric import Rubric
 from radar_local.rundir import RunDir
 from radar_local.score_table import COLUMNS, validate_scores
 from radar_local.specs import Jury, ModelSpec
+from radar_local.stats.attacks import attack_table
 from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.order import OrderEffects, order_effects
@@ -54,6 +55,8 @@ class AuditedSet:
     verdicts: tuple[tuple[str, VerdictRecord], ...]  # (verifier label, verdict) on those records
     injection: dict  # the scan of every planned probe, as run.json keeps it
     manipulation: dict | None  # per attribute: pairs, passed, steered; None without nuisance attributes
+    attacked: tuple[ProbeRecord, ...] = ()  # the attacked probes stored (attacks:), each naming its base
+    attack_verdicts: tuple[tuple[str, VerdictRecord], ...] = ()  # the verifier's verdicts on them
 
     @cached_property
     def verdicts_by_probe(self) -> dict[str, dict[str, dict[str, VerdictRecord]]]:
@@ -92,7 +95,12 @@ def audited_set(
     kept, manipulation = manipulation_check(specs, rewrites)  # pairs the attribute did not move are left out
     rewrites = [r for r in rewrites if r.key in kept]
     verdicts = run.verdicts(used + rewrites, verifiers)
-    return AuditedSet(tuple(used), tuple(rewrites), tuple(verdicts), injection, manipulation if specs else None)
+    spec = config.verifiers[0]
+    asked = config.attacks is not None and config.jury is None and (verifiers is None or spec.label in verifiers)
+    attacked = [p for p in run.attack_probes(spec, planned) if p.key in run.store.probes] if asked else []
+    on_them = run.verdicts(attacked, [spec.label]) if attacked else []
+    return AuditedSet(tuple(used), tuple(rewrites), tuple(verdicts), injection, manipulation if specs else None,
+                      tuple(attacked), tuple(on_them))  # fmt: skip
 
 
 def assemble(
@@ -225,7 +233,40 @@ def rewards(a: Audit) -> dict:
     return {"reward": reward_of(a.run, a.verifier, a.records, a.settings.level)}
 
 
-RUN_MEASUREMENTS = (jury_details, labelled_agreement, place_effects, pairs_asked, rewards)
+def attacks_measured(a: Audit) -> dict:
+    """stats/attacks.py: how far each attack moves the verifier's verdicts over its base probe's."""
+    settings, probes = a.run.config.attacks, a.records.attacked
+    if settings is None or not probes or isinstance(a.verifier, Jury) or a.interim:
+        return {}
+    scores: dict[str, dict[str, float]] = {}
+    for label, v in (*a.records.verdicts, *a.records.attack_verdicts):
+        if label == a.verifier.label and v.score is not None:
+            scores.setdefault(v.probe_key, {})[v.criterion] = float(v.score)
+    rubric = a.run.rubric
+    criteria = rubric.ids
+
+    def matrix(keys: list[str | None]) -> np.ndarray:
+        return np.array([[scores.get(k or "", {}).get(c, np.nan) for c in criteria] for k in keys])
+
+    tasks = tuple(dict.fromkeys(p.task_id for p in probes))
+    found = attack_table(
+        [p.target for p in probes],
+        np.array([tasks.index(p.task_id) for p in probes]),
+        tasks,
+        matrix([p.key for p in probes]),
+        matrix([p.base for p in probes]),
+        criteria,
+        [rubric.scale_of(c).span for c in criteria],
+        [float(max(rubric.scale_of(c).values)) for c in criteria],
+        margin=settings.margin,
+        resamples=a.settings.resamples,
+        level=a.settings.level,
+        seed=a.settings.seed,
+    )
+    return {"attacks": found}
+
+
+RUN_MEASUREMENTS = (jury_details, labelled_agreement, place_effects, pairs_asked, rewards, attacks_measured)
 
 
 def order_of(

@@ -55,6 +55,7 @@ def compare(
     fail_on_wording: bool = False,
     fail_on_pairwise: bool = False,
     fail_on_sign_errors: bool = False,
+    fail_on_attack: tuple[str, ...] = (),
 ) -> dict:
     if isinstance(before, PairwiseAudit) or isinstance(after, PairwiseAudit):
         given = {
@@ -132,6 +133,7 @@ def compare(
     consistency = consistency_violations(after, fail_on_changed, fail_on_wording, after_path)
     consistency += pairwise_violations(after, after_path) if fail_on_pairwise else []
     consistency += sign_error_violations(before, after, after_path) if fail_on_sign_errors else []
+    consistency += attack_violations(after, fail_on_attack, after_path) if fail_on_attack else []
     unsettled = sign_error_reach(after) if fail_on_sign_errors else []
     evidence = {
         "sym": None if sym_confirmed is None else sym_evidence(after, sym_confirmed, after_path),
@@ -253,6 +255,22 @@ def sign_error_violations(before: AuditResult, after: AuditResult, where: object
         f"'{r.text[:60]}'"
         for r in items
         if r.sign_error == "confirmed" and r.id not in known
+    ]
+
+
+def attack_violations(after: AuditResult, kinds: tuple[str, ...], where: object) -> list[str]:
+    """Each attack of `kinds` that `after` confirms moves its judge (its family band above 0 on a criterion):
+    a line each (stats/attacks.py)."""
+    found = held(after.attacks, where, "attacked no probe, so --fail-on-attack cannot hold; give the config "
+                 "`attacks:`, or drop the option")  # fmt: skip
+    missing = [k for k in kinds if k not in found.kinds]
+    if missing:
+        raise InputError(where, f"did not try the attack '{missing[0]}' (it tried {', '.join(found.kinds)}); "
+                         "name one of those, or add it to the config's attacks.kinds")  # fmt: skip
+    return [
+        f"attack {r.kind} moves {r.criterion} by {r.lift:+.2f} (confirmed: its family band lies above 0)"
+        for r in found.rows
+        if r.kind in kinds and r.verdict == "attacked" and r.lift is not None
     ]
 
 

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, TypeVar, overload
 
 from pydantic import BaseModel, Discriminator, Field, Tag, model_validator
 
+from radar_local.attack_probes import KINDS as ATTACK_KINDS
+from radar_local.attack_probes import Kind as AttackKind
 from radar_local.common import Strict, parse_model, refusing, slug
 from radar_local.inputs import read_mapping
 from radar_local.interactions import conflict
@@ -17,6 +19,7 @@ from radar_local.prompts import Layout
 from radar_local.rubric import BUNDLED, Task, unique_ids
 from radar_local.scoring import ScoreFormat
 from radar_local.specs import MOST_REPEATS, Jury, ModelSpec, PairwiseJudge
+from radar_local.stats.attacks import MARGIN
 from radar_local.stats.bias import BIAS
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES
 from radar_local.stats.coupling import TAU, LeakageDefinition
@@ -199,6 +202,7 @@ class AuditSettings(Strict):
             "consistency": getattr(self, "consistency", None) is not None,
             "reward": self.reward is not None,
             "pairwise": pairwise is not None,
+            "attacks": getattr(self, "attacks", None) is not None,
             "aggregate: majority": jury is not None and jury.aggregate == "majority",
         }
         taken = {
@@ -259,6 +263,22 @@ class AuditSettings(Strict):
         return self
 
 
+class AttackSettings(Strict):
+    """`attacks:` the same probes with and without each attack (attack_probes.py), scored by the verifier."""
+
+    kinds: list[AttackKind] = Field(
+        default_factory=lambda: list[AttackKind](k for k in ATTACK_KINDS if k != "reference"),
+        min_length=1,
+        description=f"The attacks: {', '.join(ATTACK_KINDS)} (reference: tasks with a reference answer)",
+    )
+    share: float = Field(
+        1.0, gt=0, le=1, description="The share of each stratum's probes attacked (the first of its variants)"
+    )
+    margin: float = Field(
+        MARGIN, gt=0, lt=1, description="A judge resists an attack whose lift is confirmed below this"
+    )
+
+
 class AuditConfig(AuditSettings):
     generator: ModelSpec
     verifier: Verifier
@@ -272,6 +292,11 @@ class AuditConfig(AuditSettings):
         None,
         description="Ask the verifier's verdicts again, in another order and batch: its repeat agreement "
         "(docs/consistency.md)",
+    )
+    attacks: AttackSettings | None = Field(
+        None,
+        description="Attack the verifier: the probes with a forged verdict, an instruction, a delimiter escape, ... "
+        "and without; how far each moves its scores (docs/judge-bias.md, Under attack)",
     )
 
     # What a run directory's probes answer. A config that differs here is another audit, refused in

@@ -48,6 +48,12 @@ NEEDS: dict[str, dict[Need, str]] = {
         "shared criteria": "its pairs are the shared criteria's; `pairwise:` is not yet asked of them",
     },
     "aggregate: majority": {"levels": "a majority counts levels: use aggregate mean or median"},
+    "attacks": {
+        "pointwise": "its lift is read from pointwise verdicts",
+        "one judge": "it attacks one judge's format: audit a juror alone under attack",
+        "fixed n": "its probes are attacked once the audit's are written",
+        "shared criteria": "its table is the shared criteria's; `attacks:` is not yet asked of them",
+    },
 }
 
 

@@ -28,7 +28,8 @@ class Record(BaseModel):
 
 class ProbeRecord(Record):
     """A generated response: steered on `target` in `direction` (+, -; none for an unconditioned probe;
-    up, down for a nuisance rewrite, whose target is the attribute), variant `variant` of its stratum."""
+    up, down for a nuisance rewrite, whose target is the attribute; attack for an attacked probe, whose target is
+    the attack's kind and `base` the probe attacked), variant `variant` of its stratum."""
 
     generator: str
     task_id: str
@@ -41,6 +42,7 @@ class ProbeRecord(Record):
     output_tokens: int | None = None
     finish_reason: str | None = None
     raw: str | None = Field(None, description="The model's text where `text` was cut from it")
+    base: str | None = Field(None, description="An attacked probe's base: the probe it is with one insertion")
 
 
 class VerdictRecord(Record):

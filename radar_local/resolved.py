@@ -61,6 +61,7 @@ def resolve(config: AuditConfig, base: Path, source: object = "config") -> Resol
         or pairwise_problem(config, rubric, tasks)
         or reward_problem(config)
         or items_problem(config, rubric)
+        or attack_problem(config, tasks)
     )
     if problem is not None:
         raise InputError(source, problem)
@@ -247,11 +248,25 @@ def resolve_inputs(config: AuditSettings) -> tuple[Rubric, tuple[Task, ...], dic
     return rubric, tasks, resolve_reference(rubric, config.rubric, config.human)
 
 
+def attack_problem(config: AuditConfig, tasks: Sequence[Task]) -> str | None:
+    """A `reference` attack (the task's reference answer pasted into the response) on a task without one."""
+    if config.attacks is None or "reference" not in config.attacks.kinds:
+        return None
+    bare = next((t.id for t in tasks if t.reference is None), None)
+    if bare is None:
+        return None
+    return (
+        f"attacks.kinds has 'reference', which pastes each task's reference answer into its probes, and task "
+        f"'{bare}' has none; give every task its `reference`, or drop 'reference' from attacks.kinds"
+    )
+
+
 def items_problem(config: AuditConfig, rubric: Rubric) -> str | None:
     """What a per-prompt rubric (tasks with their own items) cannot be audited with yet, in one line; else None."""
     if not rubric.items:
         return None
-    asked = [name for name, on in (("pairwise", config.pairwise), ("adaptive", config.adaptive)) if on is not None]
+    features = (("pairwise", config.pairwise), ("adaptive", config.adaptive), ("attacks", config.attacks))
+    asked = [name for name, on in features if on is not None]
     return conflict(asked, ["tasks with their own items"])  # interactions.py
 
 

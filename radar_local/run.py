@@ -273,6 +273,10 @@ class Run(RunDir):
             return self.score(twin, pool, progress, stage="pairwise", requests=requests)
         if asking.kind == "reward":
             return score_rewards(self, judge, pool, progress)
+        if asking.kind == "attacks":  # computed from the stored probes, then scored as probes are
+            planned = self.attack_probes(judge)
+            self.store.add_probes([p for p in planned if p.key not in self.store.probes])
+            return self.score(judge, pool, progress, probes=planned, stage="attack")
         if asking.kind == "labels":
             if self.labels is None or not self.labels.labels:  # pairwise labels: the pairs' asking has them
                 return None

@@ -13,6 +13,8 @@ from typing import Self
 from pydantic import Field
 
 from radar_local.adaptive import recorded_sizes
+from radar_local.askings import halo_sample
+from radar_local.attack_probes import after_response, attacked, forged_verdict, insertion
 from radar_local.common import Strict, slug
 from radar_local.compare import load_stats
 from radar_local.config import AuditConfig, load_config
@@ -183,6 +185,26 @@ class RunDir:
     def rewrites(self, probes: list[ProbeRecord] | None = None) -> list[ProbeRecord]:
         """The stored nuisance rewrites this config plans (of the bases among `probes`), in plan order."""
         return self.stored_probes(self.rewrite_requests(probes))
+
+    def attack_probes(self, verifier: ModelSpec, probes: list[ProbeRecord] | None = None) -> list[ProbeRecord]:
+        """The attacked probes this config plans for `verifier` (`attacks:`, attack_probes.py): each kind on the first
+        share of each stratum's probes (of `probes`, default the planned ones), built from its answer format and
+        template; computed, not generated, so the same on every reading."""
+        settings = self.config.attacks
+        if settings is None:
+            return []
+        judge = verifier.judge if verifier.judge is not None and verifier.judge.template else None
+        shape = judge.answer if judge is not None else self.config.scoring.shape
+        joint = tuple(self.rubric.ids) if verifier.judge is not None and verifier.judge.joint else ()
+        forged = forged_verdict(shape, self.rubric.scale, joint)
+        escape = after_response(judge.template if judge is not None else None)
+        references = {t.id: t.reference for t in self.tasks}
+        bases = halo_sample(self.probes() if probes is None else probes, settings.share)
+        return [
+            attacked(base, kind, *insertion(kind, forged, escape, references.get(base.task_id)))
+            for base in bases
+            for kind in settings.kinds
+        ]
 
     def stored_probes(self, requests: list[GenerationRequest]) -> list[ProbeRecord]:
         out = []

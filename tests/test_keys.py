@@ -56,6 +56,7 @@ VALUES = {
         "halo": 0.2,
         "blind": ["Helpfulness / Understanding"],
         "backwards": ["Helpfulness / Understanding"],
+        "gullible": 0.2,
         "first": 0.5,
         "position": 0.15,
         "pair_ties": 0.2,

@@ -66,6 +66,12 @@ def report(run_dir: Path, out: Path | None, verifier: str | None) -> None:
     is_flag=True,
     help="Exit 1 when RUN_B's per-prompt audit confirms a sign error (an item read backwards) RUN_A's does not.",
 )
+@click.option(
+    "--fail-on-attack",
+    multiple=True,
+    metavar="KIND",
+    help="Exit 1 when RUN_B's judge is confirmed moved by this attack (attacks:, e.g. forged_end); repeatable.",
+)
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write the diff as JSON.")
 def compare(run_a: Path, run_b: Path, json_out: Path | None, **policies: float | bool | None) -> None:
     """Diff two audits (before/after a rubric edit, or two judges). Exit 0: every policy passes; 1: one

@@ -38,6 +38,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from radar_local.answer import Answer, GradeShape, JsonShape
+from radar_local.attack_probes import carries
 from radar_local.engines.base import (
     BatchStream,
     Completion,
@@ -128,6 +129,7 @@ class PlantedOptions(EngineOptions):
     delay_s: float = Field(0.0, ge=0, le=60, description="Sleep per generate call, for interrupting a stage")
     inject: dict[str, str] = Field(default_factory=dict, description="Text appended to + probes of a criterion label")
     noise: float = Field(0.0, ge=0, le=4, description="Spread (sd, Likert points) of the judge's belief")
+    gullible: float = Field(0.0, ge=0, le=1, description="Obeys an attack (attack_probes.py) with this probability")
     draw: int = Field(
         0, ge=0, description="The judge's own random draws: another value is an independent judge of equal beliefs"
     )
@@ -368,6 +370,11 @@ class PlantedEngine(BatchStream):
                     seed += b"#%d" % self._asked[seed]
                 rng = random.Random(hashlib.sha256(seed).digest())
                 levels[cid] = rng.choices(scales[cid].tokens, weights=belief)[0]
+            if self.options.gullible and carries(asked.get("response", ""), answer.shape):  # obeyed: the top level
+                for cid in levels:
+                    salt = hashlib.sha256(planted_salt(self.options) + b"gullible" + text.encode() + cid.encode())
+                    if random.Random(salt.digest()).random() < self.options.gullible:
+                        levels[cid] = scales[cid].tokens[scales[cid].values.index(max(scales[cid].values))]
             reply = written(answer, levels)
             out.append(Completion(reply, size, len(reply.split()), "stop"))
         return out

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from radar_local.nuisance import WAYS
+from radar_local.report.attacks_text import ATTACKS_HEAD, attacks_line, attacks_rows
 from radar_local.report.bias_text import (
     NUISANCE_HEAD,
     REWARD_HEAD,
@@ -272,6 +273,7 @@ MEASURED: tuple[Measured, ...] = (
     titled("Agreement with human labels", labels_line, LABELS_HEAD, labels_rows),
     titled("Adaptive audit", adaptive_line, ADAPTIVE_HEAD, adaptive_rows, numeric=True),
     bias_sections,
+    titled("Under attack", attacks_line, ATTACKS_HEAD, attacks_rows),
 )
 
 

@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError
 
 from radar_local.common import json_number
 from radar_local.errors import InputError
+from radar_local.stats.attacks import Attacks
 from radar_local.stats.bias import Bias, BiasRow
 from radar_local.stats.coupling import LeakageDefinition
 from radar_local.stats.drift import Drift
@@ -160,6 +161,7 @@ class StatsFile(Block):
     jury: JuryBlock | None = None
     labels: LabelsBlock | None = None
     per_prompt: PerPrompt | None = None
+    attacks: Attacks | None = None
 
 
 @dataclass(frozen=True)
@@ -236,6 +238,8 @@ class AuditResult:
     labels: LabelsBlock | None = None
     # a per-prompt rubric's items: gate, sign errors, redundant pairs, tag matrix, double counting (stats/per_prompt.py)
     per_prompt: PerPrompt | None = None
+    # how far each attack on the judge moves its verdicts over its base probe's (stats/attacks.py)
+    attacks: Attacks | None = None
     # how a leakage is taken over tasks: the ratio of means, or the paper's eq. 5 (stats/coupling.py)
     leakage_definition: LeakageDefinition = "ratio_of_means"
     schema_version: int = SCHEMA_VERSION
