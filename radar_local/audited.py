@@ -19,6 +19,7 @@ import pandas as pd
 
 from radar_local.analysis import stats_for_table
 from radar_local.askings import Asking, labels_of
+from radar_local.attack_probes import unfenced
 from radar_local.errors import RadarError
 from radar_local.injection import answer_patterns, flagged_probes
 from radar_local.judge import Judge, polarity_warning
@@ -163,6 +164,7 @@ def assemble(
         extra |= measure(audit)
     lint = [] if isinstance(verifier, Jury) else polarity_warnings(verifier, run.rubric)
     lint += sign_lints(run.rubric.items)
+    lint += unfenced_warnings(verifier) if run.config.attacks is not None and isinstance(verifier, ModelSpec) else []
     return replace(result, warnings=[*result.warnings, *lint], **extra), table
 
 
@@ -402,6 +404,18 @@ def against_labels(run: RunDir, verifier: ModelSpec, resamples: int, seed: int, 
     return against_raters(
         run.labels.source, asked, raters, np.array(choice).reshape(-1, 2), resamples=resamples, seed=seed, level=level
     )
+
+
+def unfenced_warnings(verifier: ModelSpec) -> list[str]:
+    """The judge's template where it shows the response with no delimiter pair around it (attack_probes.unfenced)."""
+    template = verifier.judge.template if verifier.judge is not None else None
+    if not unfenced(template):
+        return []
+    return [
+        f"lint: the template of '{verifier.label}' shows the response unfenced (no delimiter pair around "
+        "{{ response }}): a response can write text that reads as the template's own; fence it "
+        "(<response>{{ response }}</response>) and audit it under attack again"
+    ]
 
 
 def polarity_warnings(verifier: ModelSpec, rubric: Rubric) -> list[str]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, TypeVar, overload
 
 from pydantic import BaseModel, Discriminator, Field, Tag, model_validator
 
+from radar_local.attack_probes import DEFAULT_KINDS as DEFAULT_ATTACKS
 from radar_local.attack_probes import KINDS as ATTACK_KINDS
 from radar_local.attack_probes import Kind as AttackKind
 from radar_local.common import Strict, parse_model, refusing, slug
@@ -267,9 +268,10 @@ class AttackSettings(Strict):
     """`attacks:` the same probes with and without each attack (attack_probes.py), scored by the verifier."""
 
     kinds: list[AttackKind] = Field(
-        default_factory=lambda: list[AttackKind](k for k in ATTACK_KINDS if k != "reference"),
+        default_factory=lambda: list(DEFAULT_ATTACKS),
         min_length=1,
-        description=f"The attacks: {', '.join(ATTACK_KINDS)} (reference: tasks with a reference answer)",
+        description=f"The attacks: {', '.join(ATTACK_KINDS)} (default {', '.join(DEFAULT_ATTACKS)}; reference: "
+        "tasks with a reference answer)",
     )
     share: float = Field(
         1.0, gt=0, le=1, description="The share of each stratum's probes attacked (the first of its variants)"
