@@ -58,7 +58,7 @@ def beside(config: AuditConfig, verifier: ModelSpec) -> list[Asking]:
     first = verifier == config.verifiers[0]
     asked = [pairs_asking(config, verifier)] if first and config.pairwise is not None else []
     asked += [reward_asking(config)] if first and config.reward is not None else []
-    asked += [Asking(verifier, "attacks", "attack")] if first and config.attacks is not None else []
+    asked += [attacks_asking(verifier)] if first and config.attacks is not None else []
     return asked + ([labels_asking(verifier)] if config.labels is not None else [])
 
 
@@ -72,6 +72,11 @@ def reward_asking(config: AuditConfig) -> Asking:
     """The reward model's scalar on every probe."""
     assert config.reward is not None
     return Asking(config.reward, "reward", "reward")
+
+
+def attacks_asking(verifier: ModelSpec) -> Asking:
+    """The probes attacked in `verifier`'s own format (attack_probes.py), scored by it."""
+    return Asking(verifier, "attacks", "attack")
 
 
 def labels_asking(verifier: ModelSpec) -> Asking:

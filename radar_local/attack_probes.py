@@ -97,11 +97,12 @@ def insertion(kind: Kind, forged: str, escape: str, reference: str | None) -> tu
     return texts[kind], False
 
 
-def attacked(base: ProbeRecord, kind: Kind, inserted: str, first: bool) -> ProbeRecord:
-    """The base probe with the insertion before or after it, keyed by what it is (the base, the kind, the text): the
-    rest is the base's text byte for byte, so the paired difference of their verdicts is the attack's."""
+def attacked(base: ProbeRecord, kind: Kind, inserted: str, first: bool, judge: str) -> ProbeRecord:
+    """The base probe with the insertion before or after it, keyed by what it is (the base, the kind, the text, the
+    judge it attacks: each judge's are its own, so judges scoring at once never store one twice): the rest is the
+    base's text byte for byte, so the paired difference of their verdicts is the attack's."""
     text = inserted + base.text if first else base.text + inserted
-    key = digest(["attack/1", base.key, kind, inserted, first])
+    key = digest(["attack/1", base.key, kind, inserted, first, judge])
     return ProbeRecord(
         key=key, generator=base.generator, task_id=base.task_id, target=kind, direction=DIRECTION,
         variant=base.variant, text=text, base=base.key,

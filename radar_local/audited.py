@@ -81,10 +81,14 @@ class AuditedSet:
 
 
 def audited_set(
-    run: RunDir, probes: list[ProbeRecord] | None = None, verifiers: Collection[str] | None = None
+    run: RunDir,
+    probes: list[ProbeRecord] | None = None,
+    verifiers: Collection[str] | None = None,
+    attacked_by: ModelSpec | None = None,
 ) -> AuditedSet:
     """The records an audit of `run` reads: of `probes` (default the planned ones) and, of the verifiers
-    stored there, those named in `verifiers` (default every one)."""
+    stored there, those named in `verifiers` (default every one); with `attacked_by`, the probes attacked in that
+    verifier's format (`attacks:`) and its verdicts on them."""
     config = run.config
     planned = run.probes() if probes is None else probes
     shapes = [spec.judge.answer for spec in config.verifiers if spec.judge is not None and spec.judge.template]
@@ -96,10 +100,11 @@ def audited_set(
     kept, manipulation = manipulation_check(specs, rewrites)  # pairs the attribute did not move are left out
     rewrites = [r for r in rewrites if r.key in kept]
     verdicts = run.verdicts(used + rewrites, verifiers)
-    spec = config.verifiers[0]
-    asked = config.attacks is not None and config.jury is None and (verifiers is None or spec.label in verifiers)
-    attacked = [p for p in run.attack_probes(spec, planned) if p.key in run.store.probes] if asked else []
-    on_them = run.verdicts(attacked, [spec.label]) if attacked else []
+    attacked: list[ProbeRecord] = []
+    on_them: list[tuple[str, VerdictRecord]] = []
+    if config.attacks is not None and attacked_by is not None:
+        attacked = [p for p in run.attack_probes(attacked_by, planned) if p.key in run.store.probes]
+        on_them = run.verdicts(attacked, [attacked_by.label]) if attacked else []
     return AuditedSet(tuple(used), tuple(rewrites), tuple(verdicts), injection, manipulation if specs else None,
                       tuple(attacked), tuple(on_them))  # fmt: skip
 

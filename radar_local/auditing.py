@@ -147,7 +147,8 @@ def conclude(
     run.store.require_writer()
     probes = run.probes()
     mine = {verifier.label, *(a.judge.label for a in twins if a.kind != "halo check")}
-    records = audited_set(run, probes, None if judges is None else {*judges, *mine})
+    attacked_by = verifier if isinstance(verifier, ModelSpec) else None  # a jury is never attacked
+    records = audited_set(run, probes, None if judges is None else {*judges, *mine}, attacked_by)
     result, table = assemble(
         run,
         verifier,

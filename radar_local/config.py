@@ -82,6 +82,23 @@ class Consistency(Strict):
     )
 
 
+class AttackSettings(Strict):
+    """`attacks:` the same probes with and without each attack (attack_probes.py), scored by the verifier."""
+
+    kinds: list[AttackKind] = Field(
+        default_factory=lambda: list(DEFAULT_ATTACKS),
+        min_length=1,
+        description=f"The attacks: {', '.join(ATTACK_KINDS)} (default {', '.join(DEFAULT_ATTACKS)}; reference: "
+        "tasks with a reference answer)",
+    )
+    share: float = Field(
+        1.0, gt=0, le=1, description="The share of each stratum's probes attacked (the first of its variants)"
+    )
+    margin: float = Field(
+        MARGIN, gt=0, lt=1, description="A judge resists an attack whose lift is confirmed below this"
+    )
+
+
 class AuditSettings(Strict):
     """Everything of an audit but its models; shared by one audit and a generator x verifier grid."""
 
@@ -156,6 +173,11 @@ class AuditSettings(Strict):
         "probe (each generator's, in a grid): how far each criterion's steer moves its reward, and the criteria it "
         "does not see (docs/judges.md)",
     )
+    attacks: AttackSettings | None = Field(
+        None,
+        description="Attack the verifier (each of a grid's): the probes with a forged verdict, an instruction, a "
+        "delimiter escape, ... and without; how far each moves its scores (docs/judge-bias.md, Under attack)",
+    )
 
     @model_validator(mode="after")
     def _a_reward_model_scores_rewards(self) -> AuditSettings:
@@ -203,7 +225,7 @@ class AuditSettings(Strict):
             "consistency": getattr(self, "consistency", None) is not None,
             "reward": self.reward is not None,
             "pairwise": pairwise is not None,
-            "attacks": getattr(self, "attacks", None) is not None,
+            "attacks": self.attacks is not None,
             "aggregate: majority": jury is not None and jury.aggregate == "majority",
         }
         taken = {
@@ -264,23 +286,6 @@ class AuditSettings(Strict):
         return self
 
 
-class AttackSettings(Strict):
-    """`attacks:` the same probes with and without each attack (attack_probes.py), scored by the verifier."""
-
-    kinds: list[AttackKind] = Field(
-        default_factory=lambda: list(DEFAULT_ATTACKS),
-        min_length=1,
-        description=f"The attacks: {', '.join(ATTACK_KINDS)} (default {', '.join(DEFAULT_ATTACKS)}; reference: "
-        "tasks with a reference answer)",
-    )
-    share: float = Field(
-        1.0, gt=0, le=1, description="The share of each stratum's probes attacked (the first of its variants)"
-    )
-    margin: float = Field(
-        MARGIN, gt=0, lt=1, description="A judge resists an attack whose lift is confirmed below this"
-    )
-
-
 class AuditConfig(AuditSettings):
     generator: ModelSpec
     verifier: Verifier
@@ -294,11 +299,6 @@ class AuditConfig(AuditSettings):
         None,
         description="Ask the verifier's verdicts again, in another order and batch: its repeat agreement "
         "(docs/consistency.md)",
-    )
-    attacks: AttackSettings | None = Field(
-        None,
-        description="Attack the verifier: the probes with a forged verdict, an instruction, a delimiter escape, ... "
-        "and without; how far each moves its scores (docs/judge-bias.md, Under attack)",
     )
 
     # What a run directory's probes answer. A config that differs here is another audit, refused in

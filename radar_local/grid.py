@@ -152,6 +152,7 @@ def grid_summary(results: list[AuditResult]) -> dict:
             "pairwise": pairwise_by_cell(results),
             "reward": reward_by_cell(results),
             "per_prompt": per_prompt_by_cell(results),
+            "attacks": attacks_by_cell(results),
         }
     )
 
@@ -198,6 +199,21 @@ def per_prompt_by_cell(results: list[AuditResult]) -> list[dict]:
         for r in results
         if (p := r.per_prompt) is not None
     ]
+
+
+def attacks_by_cell(results: list[AuditResult]) -> list[dict]:
+    """Each cell's judge under attack (config.attacks, stats/attacks.py), one row per cell and attack kind: the
+    judges side by side on the same attacks, the criteria it moves (confirmed) and resists, its largest lift."""
+    rows = []
+    for r in results:
+        for kind in r.attacks.kinds if r.attacks is not None else []:
+            mine = [x for x in r.attacks.rows if x.kind == kind]  # type: ignore[union-attr]
+            lifts = [x.lift for x in mine if x.lift is not None]
+            rows.append({"generator": r.generator, "verifier": r.verifier, "attack": kind,
+                         "attacked": [x.criterion for x in mine if x.verdict == "attacked"],
+                         "resists": [x.criterion for x in mine if x.verdict == "resists"], "criteria": len(mine),
+                         "largest_lift": max(lifts) if lifts else None})  # fmt: skip
+    return rows
 
 
 def reward_by_cell(results: list[AuditResult]) -> list[dict]:

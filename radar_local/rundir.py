@@ -201,7 +201,7 @@ class RunDir:
         references = {t.id: t.reference for t in self.tasks}
         bases = halo_sample(self.probes() if probes is None else probes, settings.share)
         return [
-            attacked(base, kind, *insertion(kind, forged, escape, references.get(base.task_id)))
+            attacked(base, kind, *insertion(kind, forged, escape, references.get(base.task_id)), verifier.label)
             for base in bases
             for kind in settings.kinds
         ]

@@ -26,6 +26,7 @@ PER_PROMPT_HEAD = [
     "redundant pairs",
     "double counting",
 ]
+ATTACKS_HEAD = ["generator", "verifier", "attack", "attacked on", "resists on", "largest lift"]
 REWARD_HEAD = [
     "generator",
     "verifier",
@@ -120,6 +121,17 @@ def grid_sections(summary: dict) -> list[Section]:
         ]
         for c in summary.get("per_prompt") or []
     ]
+    attacked: list[list[Part]] = [
+        [
+            Untrusted(c["generator"]),
+            Untrusted(c["verifier"]),
+            c["attack"],
+            ", ".join(c["attacked"]) or "none",
+            f"{len(c['resists'])} of {c['criteria']}",
+            num(c["largest_lift"]),
+        ]
+        for c in summary.get("attacks") or []
+    ]
     sections = [
         Section(
             "Judges ranked on coupling and agreement with your labels",
@@ -147,6 +159,8 @@ def grid_sections(summary: dict) -> list[Section]:
         ("Reward model per cell (how far each criterion's steer moves it, in reward sd; family-wise 95%)", REWARD_HEAD,
          rewards),
         ("Judge bias per cell (sensitivity to nuisance attributes, 0-1 scale)", BIAS_HEAD, bias),
+        ("Under attack per cell (each judge's own format; attacked: the family band above 0, 0-1 scale)", ATTACKS_HEAD,
+         attacked),
     ]  # fmt: skip
     sections += [Section(title, [Table(head, rows)]) for title, head, rows in optional if rows]
     sections += [
