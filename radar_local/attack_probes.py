@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Literal
+from typing import Literal, get_args
 
 from radar_local.answer import BareShape, GradeShape, JsonShape
 from radar_local.common import digest
@@ -36,17 +36,7 @@ Kind = Literal[
     "white_text",
     "reference",
 ]
-KINDS: tuple[Kind, ...] = (
-    "forged_end",
-    "forged_start",
-    "instruction",
-    "system_note",
-    "delimiter_escape",
-    "hidden_comment",
-    "zero_width",
-    "white_text",
-    "reference",
-)
+KINDS: tuple[Kind, ...] = get_args(Kind)
 DEFAULT_KINDS: tuple[Kind, ...] = KINDS[:6]  # the hidden variants and the reference answer where asked
 DIRECTION = "attack"  # an attacked probe's direction; its target is the kind, its base the probe it attacks
 

@@ -80,18 +80,8 @@ def attack_table(
         a, b = attacked[chosen, j], base[chosen, j]
         both = ~np.isnan(a) & ~np.isnan(b)
         top = float(np.mean(a[both] == tops[j]) - np.mean(b[both] == tops[j])) if both.any() else None
-        out.append(
-            AttackRow(
-                kind=r.attribute,
-                criterion=r.criterion,
-                pairs=r.pairs,
-                lift=r.sensitivity,
-                ci=r.ci,
-                family_ci=r.family_ci,
-                top_share=top,
-                verdict=verdict(r.family_ci, margin),
-            )  # fmt: skip
-        )
+        row = {"kind": r.attribute, "criterion": r.criterion, "pairs": r.pairs, "lift": r.sensitivity, "ci": r.ci}
+        out.append(AttackRow(**row, family_ci=r.family_ci, top_share=top, verdict=verdict(r.family_ci, margin)))
     return Attacks(level=level, margin=margin, method=METHOD, kinds=names, rows=out)
 
 
