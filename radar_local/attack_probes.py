@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Literal, get_args
 
 from radar_local.answer import BareShape, GradeShape, JsonShape
@@ -85,6 +86,20 @@ def insertion(kind: Kind, forged: str, escape: str, reference: str | None) -> tu
         "reference": f"\n\n{reference or ''}",
     }
     return texts[kind], False
+
+
+def insertions(
+    kinds: Sequence[Kind],
+    shape: JsonShape | GradeShape | BareShape,
+    scale: Scale,
+    criteria: tuple[str, ...],
+    template: str | None,
+    reference: str | None,
+) -> dict[Kind, tuple[str, bool]]:
+    """Each kind's insertion for a judge of this answer `shape` and `template` (None: radar's own prompt), on a task
+    with this `reference`: the text and whether it goes first."""
+    forged, escape = forged_verdict(shape, scale, criteria), after_response(template)
+    return {kind: insertion(kind, forged, escape, reference) for kind in kinds}
 
 
 def attacked(base: ProbeRecord, kind: Kind, inserted: str, first: bool, judge: str) -> ProbeRecord:

@@ -65,6 +65,8 @@ def compare(
             "--bias-confirmed": bias_confirmed,
             "--fail-on-changed": fail_on_changed,
             "--fail-on-wording": fail_on_wording or None,
+            "--fail-on-sign-errors": fail_on_sign_errors or None,
+            "--fail-on-attack": fail_on_attack or None,
         }
         option = next((name for name, value in given.items() if value is not None), None)
         if option is not None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from radar_local.askings import askings
+from radar_local.attack_probes import insertions
 from radar_local.common import digest
 from radar_local.engines.base import prompt_token_ids
 from radar_local.hardware import checkpoint_config
@@ -105,9 +106,25 @@ def request_bounds(
     for p, ids in zip(probes, held):
         written[p.task_id] = max(written.get(p.task_id, 0), len(ids))
 
-    def count(messages: Messages, held: int, answer: int, what: str, task: str = "") -> None:
+    def count(messages: Messages, held: int, answer: int, what: str, task: str = "", more: int = 0) -> None:
         tokens = len(prompt_token_ids(tokenizer, messages))  # the ids the engine sends
-        bounds.append(Bound(tokens + held * written.get(task, reply) + answer, what))
+        bounds.append(Bound(tokens + held * written.get(task, reply) + answer + more, what))
+
+    def attack_tokens(judge: ModelSpec) -> int:
+        """The longest insertion an attack adds to a response this judge reads (attack_probes.py)."""
+        if config.attacks is None:
+            return 0
+        own = judge.judge if judge.judge is not None and judge.judge.template else None
+        shape = own.answer if own is not None else config.scoring.shape
+        joint = tuple(plan.rubric.ids) if judge.judge is not None and judge.judge.joint else ()
+        texts = [
+            text
+            for t in plan.tasks
+            for text, _ in insertions(
+                config.attacks.kinds, shape, plan.rubric.scale, joint, own.template if own else None, t.reference
+            ).values()
+        ]
+        return max(len(tokenizer.encode(text, add_special_tokens=False)) for text in texts)
 
     # one empty response per task: a verdict's prompt differs by task and criterion, never by the steer
     first = plan.rubric.criteria[0].id
@@ -123,10 +140,11 @@ def request_bounds(
                 count(r.messages, 1, reply, f"the rewrite of a probe of task '{r.task.id}'", r.task.id)
     judges = [j for j in verifier_specs(config) if j.same_engine(spec)]
     for judge in judges:
-        budget = _reasoning_budget(judge)
+        budget, attack = _reasoning_budget(judge), attack_tokens(judge)  # an attacked probe: its base and more
         for s in plan.score_requests(empty, judge):
             task = s.probe_key.removeprefix("bound:")
-            count(s.messages, 1, budget + s.answer.max_tokens, f"a verdict of '{judge.label}' on task '{task}'", task)
+            what = f"a verdict of '{judge.label}' on task '{task}'" + (" (an attacked probe)" if attack else "")
+            count(s.messages, 1, budget + s.answer.max_tokens, what, task, attack)
         if labels is not None:
             for s in plan.score_requests(labels.probes(), judge):
                 count(

@@ -14,10 +14,12 @@ from radar_local.rundir import load_run
 from radar_local.score_table import read_scores
 from radar_local.specs import ModelSpec, PairwiseJudge
 from radar_local.stats.bootstrap import LEVEL
+from radar_local.stats.halo import checked_per_stratum
 from radar_local.stats.per_prompt_power import MAX_N, PAIR_DRAWS, pair_power, sign_error_power, smallest_n
 from radar_local.stats.power import (
     PLAN_SELF_EFFECT,
     REFERENCE_PACE,
+    THINKING,
     Pace,
     ScoringPass,
     duration,
@@ -131,7 +133,25 @@ def design_lines(config_path: Path, sd: float | None, self_effect: float | None,
         probes = k * len(tasks) * 2 * n + len(tasks) * config.unconditioned
         lines.append(f"Reward: {probes} more calls of the reward model {config.reward.label}, one a probe "
                      "(docs/judges.md).")  # fmt: skip
+    if config.attacks is not None:  # the first verifier's probes (their share), once per kind, scored as probes are
+        lines.append(attack_calls(config, k, len(tasks), n))
     return [observed, *lines] if observed else lines
+
+
+def attack_calls(config: AuditConfig, k: int, tasks: int, n: int) -> str:
+    """The attacked probes (attack_probes.py): each stratum's share of its probes once per attack kind, each scored
+    by the first verifier as a probe is (one call a criterion, or one joint call)."""
+    assert config.attacks is not None
+    share, kinds, spec = config.attacks.share, len(config.attacks.kinds), config.verifiers[0]
+    bases = k * tasks * 2 * checked_per_stratum(share, n)
+    bases += tasks * checked_per_stratum(share, config.unconditioned) if config.unconditioned else 0
+    calls = bases * kinds * (1 if spec.judge is not None and spec.judge.joint else k)
+    thinks = spec.judge is not None and spec.judge.reasoning is not None and spec.judge.reasoning.think
+    return (
+        f"Attacks: {bases} probes x {kinds} kinds = {bases * kinds} attacked probes, no generation; "
+        f"{calls * (2 if thinks else 1)} more calls of the verifier {spec.label}{THINKING if thinks else ''} "
+        "(docs/judge-bias.md)."
+    )
 
 
 def pair_calls(pairwise: PairwiseJudge, k: int, tasks: int, n: int) -> str:

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from radar_local.adaptive import recorded_sizes
 from radar_local.askings import halo_sample
-from radar_local.attack_probes import after_response, attacked, forged_verdict, insertion
+from radar_local.attack_probes import attacked, insertions
 from radar_local.common import Strict, slug
 from radar_local.compare import load_stats
 from radar_local.config import AuditConfig, load_config
@@ -196,14 +196,13 @@ class RunDir:
         judge = verifier.judge if verifier.judge is not None and verifier.judge.template else None
         shape = judge.answer if judge is not None else self.config.scoring.shape
         joint = tuple(self.rubric.ids) if verifier.judge is not None and verifier.judge.joint else ()
-        forged = forged_verdict(shape, self.rubric.scale, joint)
-        escape = after_response(judge.template if judge is not None else None)
-        references = {t.id: t.reference for t in self.tasks}
+        template = judge.template if judge is not None else None
+        made = {
+            t.id: insertions(settings.kinds, shape, self.rubric.scale, joint, template, t.reference) for t in self.tasks
+        }
         bases = halo_sample(self.probes() if probes is None else probes, settings.share)
         return [
-            attacked(base, kind, *insertion(kind, forged, escape, references.get(base.task_id)), verifier.label)
-            for base in bases
-            for kind in settings.kinds
+            attacked(base, kind, *made[base.task_id][kind], verifier.label) for base in bases for kind in settings.kinds
         ]
 
     def stored_probes(self, requests: list[GenerationRequest]) -> list[ProbeRecord]:

@@ -196,3 +196,12 @@ def test_a_grid_sets_its_judges_side_by_side_under_the_same_attacks(tmp_path):
     assert rows["calm", "forged_end"]["attacked"] == [] and len(rows["gullible", "forged_end"]["attacked"]) == 5
     page = (tmp_path / "grid" / "grid.md").read_text()
     assert "## Under attack per cell" in page and "| ` gullible ` | forged_end |" in page
+
+
+def test_plan_counts_the_attacked_probes_as_the_audit_asks_them(tmp_path):
+    config = write_config(tmp_path, planted_config(attacks={}))
+    plan = invoke("audit", config, "--plan")
+    line = "Attacks: 40 probes x 6 kinds = 240 attacked probes, no generation; 1200 more calls of the verifier planted"
+    assert plan.exit_code == 0 and line in plan.output, plan.output
+    run_audit(planted_config(attacks={}), tmp_path / "run")
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["stages"]["attack"]["requests"] == 1200

@@ -194,3 +194,24 @@ def test_a_mistral_format_judge_is_sized_and_keyed_by_what_vllm_renders_with(tmp
     key = weights_identity(str(folder), template=True)
     shutil.copy(data / "tokenizer.model.v1", folder / "tokenizer.model.v3")
     assert weights_identity(str(folder), template=True) != key
+
+
+def test_an_attacked_judge_is_sized_for_the_longest_insertion_too(tmp_path, embedded_model):
+    """Issue 64: an attacked probe is its base and one insertion; a judge's verdict bound counts the longest
+    insertion an attack adds, in its own tokenizer (else a delimiter escape of a long template could pass the
+    window the engine was sized for)."""
+    from radar_local.attack_probes import INSTRUCTION, SYSTEM_NOTE
+    from radar_local.models import local_tokenizer
+    from radar_local.models import resolve as model_path
+
+    plain = run_of(quickstart(tmp_path / "a"), tmp_path / "a")
+    attacked = run_of(quickstart(tmp_path / "b", attacks={"kinds": ["instruction", "system_note"]}), tmp_path / "b")
+    before, after = (
+        {b.what.removesuffix(" (an attacked probe)"): b.tokens for b in request_bounds(r.plan, r.config.verifiers[0])}
+        for r in (plain, attacked)
+    )
+    tokenizer = local_tokenizer(model_path("smollm2-135m")[0], "vllm")
+    most = max(len(tokenizer.encode(f"\n\n{t}", add_special_tokens=False)) for t in (INSTRUCTION, SYSTEM_NOTE))
+    verdicts = [w for w in before if w.startswith("a verdict of")]
+    assert verdicts and all(after[w] - before[w] == most for w in verdicts)
+    assert all(after[w] == before[w] for w in before if w not in verdicts)  # the generator's probe: as it was
