@@ -198,10 +198,16 @@ def test_a_grid_sets_its_judges_side_by_side_under_the_same_attacks(tmp_path):
     assert "## Under attack per cell" in page and "| ` gullible ` | forged_end |" in page
 
 
-def test_plan_counts_the_attacked_probes_as_the_audit_asks_them(tmp_path):
-    config = write_config(tmp_path, planted_config(attacks={}))
+@pytest.mark.parametrize(
+    ("attacks", "bases", "calls"),
+    [({}, 40, 1200), ({"share": 0.5, "kinds": ["forged_end"]}, 20, 100)],  # half of each stratum: its first variant
+)
+def test_plan_counts_the_attacked_probes_as_the_audit_asks_them(tmp_path, attacks, bases, calls):
+    config = write_config(tmp_path, planted_config(attacks=attacks))
     plan = invoke("audit", config, "--plan")
-    line = "Attacks: 40 probes x 6 kinds = 240 attacked probes, no generation; 1200 more calls of the verifier planted"
+    kinds = len(attacks.get("kinds", range(6)))
+    line = f"Attacks: {bases} probes x {kinds} kinds = {bases * kinds} attacked probes, no generation; {calls} more"
     assert plan.exit_code == 0 and line in plan.output, plan.output
-    run_audit(planted_config(attacks={}), tmp_path / "run")
-    assert json.loads((tmp_path / "run" / "run.json").read_text())["stages"]["attack"]["requests"] == 1200
+    result = run_audit(planted_config(attacks=attacks), tmp_path / "run")
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["stages"]["attack"]["requests"] == calls
+    assert result.attacks is not None and {r.pairs for r in result.attacks.rows} == {bases}
