@@ -255,10 +255,11 @@ def attacks_measured(a: Audit) -> dict:
     def matrix(keys: list[str | None]) -> np.ndarray:
         return np.array([[scores.get(k or "", {}).get(c, np.nan) for c in criteria] for k in keys])
 
-    tasks = tuple(dict.fromkeys(p.task_id for p in probes))
+    index = {t: i for i, t in enumerate(dict.fromkeys(p.task_id for p in probes))}
+    tasks = tuple(index)
     found = attack_table(
         [p.target for p in probes],
-        np.array([tasks.index(p.task_id) for p in probes]),
+        np.array([index[p.task_id] for p in probes]),
         tasks,
         matrix([p.key for p in probes]),
         matrix([p.base for p in probes]),
@@ -430,7 +431,7 @@ def polarity_warnings(verifier: ModelSpec, rubric: Rubric) -> list[str]:
         template = spec.judge.template if spec.judge is not None else None
         for scale in {s.name: s for s in rubric.scales.values()}.values():
             if template is not None and (said := polarity_warning(template, scale)) is not None:
-                top = scale.tokens[scale.values.index(max(scale.values))]
+                top = scale.top
                 found.append(
                     f"the template of '{spec.label}' may read the scale the other way from the rubric: it says "
                     f"'{said}', where the rubric's {scale.name} scale puts the best at {top} (a self-effect is the + "

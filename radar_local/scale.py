@@ -120,6 +120,11 @@ class Scale(Frozen):
         return max(self.values)
 
     @cached_property
+    def top(self) -> str:
+        """The best level as the judge writes it."""
+        return self.tokens[self.values.index(self.high)]
+
+    @cached_property
     def span(self) -> Fraction:
         """The 0-1 footing's divisor, exact."""
         return Fraction(self.high) - Fraction(self.low)

@@ -374,7 +374,7 @@ class PlantedEngine(BatchStream):
                 for cid in levels:
                     salt = hashlib.sha256(planted_salt(self.options) + b"gullible" + text.encode() + cid.encode())
                     if random.Random(salt.digest()).random() < self.options.gullible:
-                        levels[cid] = scales[cid].tokens[scales[cid].values.index(max(scales[cid].values))]
+                        levels[cid] = scales[cid].top
             reply = written(answer, levels)
             out.append(Completion(reply, size, len(reply.split()), "stop"))
         return out
