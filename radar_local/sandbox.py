@@ -13,7 +13,9 @@ from __future__ import annotations
 import ctypes
 import functools
 import operator
+import os
 import threading
+import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
@@ -118,26 +120,60 @@ class _Overtime(BaseException):
     """Raised into a render that passed RENDER_S (a BaseException, so no template-level handler swallows it)."""
 
 
+class _Watchdog:
+    """One thread that raises _Overtime into each render still running at its deadline. A timer thread per render
+    cost about 0.3 ms, more than the render of a judge's prompt itself."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._running: dict[object, tuple[int, float]] = {}  # render -> (its thread, its deadline)
+        self._fired: set[object] = set()
+        self._thread: threading.Thread | None = None
+        os.register_at_fork(after_in_child=self._forget)  # a forked child has no watchdog thread
+
+    def _forget(self) -> None:
+        self._cond, self._running, self._fired, self._thread = threading.Condition(), {}, set(), None
+
+    def arm(self, render: object) -> None:
+        with self._cond:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name="radar-render-watchdog", daemon=True)
+                self._thread.start()
+            self._running[render] = (threading.get_ident(), time.monotonic() + RENDER_S)
+            if len(self._running) == 1:  # the watchdog waits without a deadline while nothing renders
+                self._cond.notify()
+
+    def disarm(self, render: object) -> None:
+        with self._cond:
+            ident, _ = self._running.pop(render, (None, 0.0))
+            if render in self._fired:  # fired as the render ended: take back an exception not yet delivered
+                self._fired.discard(render)
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(threading.get_ident()), None)
+
+    def _watch(self) -> None:
+        cond = self._cond
+        with cond:
+            while cond is self._cond:
+                now = time.monotonic()
+                for render, (ident, deadline) in list(self._running.items()):
+                    if deadline <= now:
+                        del self._running[render]
+                        self._fired.add(render)
+                        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(_Overtime))
+                first = min((deadline for _, deadline in self._running.values()), default=None)
+                cond.wait(None if first is None else first - now)
+
+
+_watchdog = _Watchdog()
+
+
 def _within_time(render: Callable[[], str]) -> str:
     """render() in this thread, stopped by an exception raised into it once RENDER_S have passed."""
-    thread, lock, state = threading.get_ident(), threading.Lock(), {"done": False, "fired": False}
-
-    def stop() -> None:
-        with lock:
-            if not state["done"]:
-                state["fired"] = True
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), ctypes.py_object(_Overtime))
-
-    timer = threading.Timer(RENDER_S, stop)
-    timer.daemon = True
-    timer.start()
+    token = object()
+    _watchdog.arm(token)
     try:
         return render()
     except _Overtime:
         raise RenderRefused(f"it ran for more than {RENDER_S:g} s") from None
     finally:
-        with lock:
-            state["done"] = True
-            if state["fired"]:  # fired as the render ended: take back an exception not yet delivered
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread), None)
-        timer.cancel()
+        _watchdog.disarm(token)

@@ -129,6 +129,11 @@ class Scale(Frozen):
         """The 0-1 footing's divisor, exact."""
         return Fraction(self.high) - Fraction(self.low)
 
+    @cached_property
+    def footing(self) -> tuple[float, ...]:
+        """Each level on the 0-1 footing, (value - low) / span, as a float."""
+        return tuple(float((v - self.low) / self.span) for v in self.values)
+
     def contains(self, score: float) -> bool:
         """A score on the scale: a level's value, or (an expected score) any number between the ends."""
         return self.low <= score <= self.high

@@ -18,8 +18,18 @@ from radar_local.scale import Scale
 from radar_local.scoring import ScoreFormat
 from tests.fake_server import FakeServer, completion, http
 
-xgrammar = pytest.importorskip("xgrammar")
-from xgrammar.testing import _is_grammar_accept_string  # noqa: E402
+
+@pytest.fixture(scope="module")
+def xgrammar():
+    """The installed xgrammar, imported by the tests that compile with it (its import takes 2 s: not at collection)."""
+    return pytest.importorskip("xgrammar")
+
+
+def accepts(grammar, text: str) -> bool:
+    from xgrammar.testing import _is_grammar_accept_string  # the fixture imported xgrammar (or skipped the test)
+
+    return _is_grammar_accept_string(grammar, text)
+
 
 SCALES = {
     "0-4": Scale(min=0, max=4),
@@ -60,7 +70,7 @@ def as_asked(answer: Answer, level: str) -> str:
 
 @pytest.mark.parametrize("scale_name", SCALES)
 @pytest.mark.parametrize("shape_name", SHAPES)
-def test_every_schema_radar_sends_takes_every_level_as_the_prompt_asks_or_is_refused(scale_name, shape_name):
+def test_every_schema_radar_sends_takes_every_level_as_the_prompt_asks_or_is_refused(xgrammar, scale_name, shape_name):
     scale = SCALES[scale_name]
     shape, joint = SHAPES[shape_name]
     scales = (("a", scale), ("b", scale)) if joint else (("a", scale),)
@@ -77,13 +87,13 @@ def test_every_schema_radar_sends_takes_every_level_as_the_prompt_asks_or_is_ref
     assert not scale.decimal  # a decimal level never goes out as a JSON schema
     grammar = xgrammar.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False)
     for level in scale.tokens:
-        assert _is_grammar_accept_string(grammar, as_asked(answer, level)), (level, schema)
+        assert accepts(grammar, as_asked(answer, level)), (level, schema)
 
 
-def test_xgrammar_masks_a_decimal_enum_off_as_written():
+def test_xgrammar_masks_a_decimal_enum_off_as_written(xgrammar):
     """The mechanism item 1 guards against, on the installed xgrammar: the enum 0.1 is written with 17 digits."""
     grammar = xgrammar.Grammar.from_json_schema(json.dumps({"type": "number", "enum": [0.1]}), any_whitespace=False)
-    assert not _is_grammar_accept_string(grammar, "0.1")
+    assert not accepts(grammar, "0.1")
 
 
 def test_a_decimal_scale_with_a_json_schema_constraint_is_refused_when_the_config_is_read(tmp_path):
@@ -148,7 +158,7 @@ def test_a_decimal_scale_on_a_server_that_is_not_vllm_is_one_line_before_any_cal
 
 
 @pytest.mark.parametrize("pattern", ["GRADE: ([CPI])", "[[RESULT]] ([CPI]) -#~", "Score = ([CPI])/10"])
-def test_a_grade_constraint_compiles_in_xgrammar_without_a_warning(capfd, pattern):
+def test_a_grade_constraint_compiles_in_xgrammar_without_a_warning(xgrammar, capfd, pattern):
     """Issue 42 item 21: only regex metacharacters are escaped; xgrammar wrote 'Escape sequence \\' \\' is not
     recognized' into engine.log for every grade verdict, pushing a crash's tail out of it."""
     pattern = pattern.replace("[[", "\\[").replace("]]", "\\]")

@@ -116,6 +116,9 @@ def test_exact_sum_of_floats():
     values = np.random.default_rng(0).uniform(0, 4, 5000)
     assert exact_sum(values) == sum(map(Fraction, values.tolist()))  # not the float sum: the exact one
     assert exact_sum(np.array([0.1, 0.2])) == Fraction(0.1) + Fraction(0.2) != Fraction(0.1 + 0.2)
+    # integer scores take the int64 sum; integers past its guard, and 2^53 + 1 (no float sum holds it), stay exact
+    for whole in ([4.0, -1.0, 0.0, 3.0], [2.0**40, 1.0, -(2.0**33)], [2.0**53, 1.0], [1e300, -1e300, 1.0], []):
+        assert exact_sum(np.array(whole)) == sum(map(Fraction, whole)), whole
 
 
 @pytest.mark.parametrize("tiny,reliable", [(0.0, True), (2.0**-40, False)])

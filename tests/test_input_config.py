@@ -695,3 +695,23 @@ def test_features_are_refused_together_from_what_each_needs(tmp_path):
     both = planted_config(nuisance=["length"], unconditioned=2, adaptive={"start_n": 2, "max_n": 4})
     one_line_exit_2(invoke("audit", write_config(tmp_path, both), "--out", tmp_path / "run"),
                     "adaptive draws its probes in waves, and nuisance needs a fixed n")  # fmt: skip
+
+
+def test_each_render_has_its_own_deadline_and_one_past_it_leaves_the_next_untouched(monkeypatch):
+    """One watchdog thread bounds every render: a render past RENDER_S stops with RenderRefused while renders in
+    other threads finish, and the thread that overran renders again as usual (no exception left pending)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from radar_local import sandbox
+
+    monkeypatch.setattr(sandbox, "RENDER_S", 0.3)
+    hang = "{% for a in r %}{% for b in r %}{% for c in r %}{% endfor %}{% endfor %}{% endfor %}"
+    with ThreadPoolExecutor(3) as pool:
+        hung = pool.submit(sandbox.render_bounded, hang, {"r": "y" * 2000})
+        quick = [pool.submit(sandbox.render_bounded, "{{ x }}!", {"x": i}) for i in range(200)]
+        assert [q.result() for q in quick] == [f"{i}!" for i in range(200)]
+        with pytest.raises(sandbox.RenderRefused, match="ran for more than 0.3 s"):
+            hung.result()
+    with pytest.raises(sandbox.RenderRefused, match="ran for more than 0.3 s"):
+        sandbox.render_bounded(hang, {"r": "y" * 2000})
+    assert sandbox.render_bounded("{{ x }}", {"x": "again"}) == "again"

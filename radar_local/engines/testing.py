@@ -399,7 +399,7 @@ def planted_belief(
     """P(level) for this criterion: all mass on the level nearest the planted value without noise. The
     value is on the 0-4 footing, each level at its share of the scale's span times 4."""
     value = planted_value(options, asked["response"], rated, description, text, joint, before)
-    at = [4 * float((v - scale.low) / scale.span) for v in scale.values]
+    at = [4 * share for share in scale.footing]
     if options.noise == 0:
         nearest = min(range(len(at)), key=lambda i: (abs(at[i] - value), at[i] != round(value)))  # as round()
         return [float(i == nearest) for i in range(len(at))]
