@@ -14,7 +14,7 @@ from radar_local.errors import InputError
 from radar_local.measures import MEASUREMENTS, Asked, Measured
 from radar_local.nuisance import WAYS
 from radar_local.progress import say, stage_progress
-from radar_local.rubric import HumanPairs, Rubric, load_rubric, resolve_reference
+from radar_local.rubric import HumanReference, Rubric, load_rubric, resolve_reference
 from radar_local.scale import LIKERT, Scale, range_scale
 from radar_local.score_table import cells, check_criteria, read_scores, validate_scores
 from radar_local.stats.audit import audit_cell, items_only
@@ -59,7 +59,7 @@ def stats_for_table(
     settings: StatsSettings = StatsSettings(),
     *,
     rubric: Rubric | None = None,
-    reference: HumanPairs | None = None,
+    reference: HumanReference | None = None,
     generator: str | None = None,
     verifier: str | None = None,
     budget: bool = True,

@@ -186,7 +186,7 @@ def unique_ids(tasks: Iterable[Task]) -> None:
         seen.add(t.id)
 
 
-HumanPairs = dict[frozenset[str], float]  # a human reference as the statistics read it: pair -> Pearson r
+HumanReference = dict[frozenset[str], float]  # the human reference as the statistics read it: pair -> Pearson r
 
 
 class ReferencePair(Frozen):
@@ -271,7 +271,7 @@ def load_reference(name_or_path: str | Path, rubric: Rubric) -> Reference:
     return ref
 
 
-def resolve_reference(rubric: Rubric | None, rubric_arg: str | None, human: str | None) -> HumanPairs | None:
+def resolve_reference(rubric: Rubric | None, rubric_arg: str | None, human: str | None) -> HumanReference | None:
     """An explicit --human wins; a bundled rubric brings its own human reference."""
     if rubric is None:
         return None
