@@ -369,6 +369,53 @@ def test_imported_healthbench_rows_audit_end_to_end_on_the_planted_engine(tmp_pa
     assert set(stats["per_prompt"]["tags"]) == {"axis"}  # cluster:* and level:example sit in one prompt each
 
 
+def test_items_edited_after_an_audit_export_back_into_the_healthbench_file(tmp_path):
+    """The loop a team runs on its per-prompt rubric: import, audit, edit the items the audit named (in the import's
+    config), export: that conversation's rubric is the edited items, every other line byte for byte, and the file
+    imports again as the edited items; an unedited config writes the file as it was."""
+    out = tmp_path / "hb"
+    assert invoke("import", "healthbench", HEALTHBENCH, "--out", out, "--engine", "testing").exit_code == 0
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    res = invoke("export", "healthbench", HEALTHBENCH, out / "config.yaml", "--out", tmp_path / "same.jsonl")
+    assert res.exit_code == 0 and "kept: 4 conversations as they were" in res.output, res.output
+    assert (tmp_path / "same.jsonl").read_bytes() == HEALTHBENCH.read_bytes()
+    items = config["tasks"][0]["items"]
+    first, dropped, pitfall = items[0], items[1], next(i for i in items if i["points"] < 0)
+    first["text"], pitfall["points"] = "Advises the patient to see a mental health provider.", -5
+    items.remove(dropped)
+    items.append({"text": "Mentions sleep.", "points": 2, "tags": ["axis:completeness"]})
+    edited = write_config(tmp_path, config, "edited.yaml")
+    res = invoke("export", "healthbench", HEALTHBENCH, edited, "--out", tmp_path / "edited.jsonl")
+    assert res.exit_code == 0, res.output
+    task = config["tasks"][0]["id"]
+    said = f"{task}: rewritten {first['id']}, {pitfall['id']}; added 'Mentions sleep.'; dropped {dropped['id']}"
+    assert said in res.output and "kept: 3 conversations as they were" in res.output
+    before, after = HEALTHBENCH.read_text().splitlines(), (tmp_path / "edited.jsonl").read_text().splitlines()
+    assert after[1:] == before[1:] and after[0] != before[0]
+    again = formats.read("healthbench", tmp_path / "edited.jsonl").tasks[0]
+    assert [(i.text, i.points, list(i.tags)) for i in again.items] == [
+        (i["text"], i["points"], i.get("tags", [])) for i in items
+    ]
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (lambda c: c["tasks"][0].update(id="elsewhere"), "has no conversation 'elsewhere'"),
+        (lambda c: c.update(tasks="helpsteer2"), "names no tasks with items"),
+        (lambda c: c["tasks"][0]["items"][0].update(scale={"min": 0, "max": 4}), "not graded met / not met"),
+    ],
+)
+def test_an_export_of_items_the_file_cannot_hold_is_one_line(tmp_path, edit, needle):
+    out = tmp_path / "hb"
+    assert invoke("import", "healthbench", HEALTHBENCH, "--out", out, "--engine", "testing").exit_code == 0
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    edit(config)
+    edited = write_config(tmp_path, config, "edited.yaml")
+    one_line_exit_2(invoke("export", "healthbench", HEALTHBENCH, edited, "--out", tmp_path / "x.jsonl"), needle)
+    assert not (tmp_path / "x.jsonl").exists()
+
+
 @pytest.mark.parametrize(
     ("line", "needle"),
     [

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from radar_local.formats import EXPORTS, FORMATS
+from radar_local.formats import FORMATS, ITEMS
 
 ENGINES = ["vllm", "transformers", "openai", "testing"]
 
@@ -46,7 +46,7 @@ def import_rubric(
 
 
 @click.command()
-@click.argument("fmt", type=click.Choice(EXPORTS), metavar="FORMAT")
+@click.argument("fmt", type=click.Choice(FORMATS), metavar="FORMAT")
 @click.argument("original", type=click.Path(path_type=Path))
 @click.argument("rubric", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), help="The new file (default: ORIGINAL with .repaired).")
@@ -58,13 +58,18 @@ def import_rubric(
 )
 def export(fmt: str, original: Path, rubric: Path, out: Path | None, root: Path | None) -> None:
     """Write RUBRIC (a repaired one, say) back into ORIGINAL's FORMAT: the criteria that changed are
-    rewritten, everything else of ORIGINAL is kept."""
+    rewritten, everything else of ORIGINAL is kept. For healthbench, RUBRIC is the import's config.yaml: its
+    tasks' items (edited) are written back as each conversation's rubric."""
     from radar_local.errors import InputError
     from radar_local.formats import export as export_rubric
+    from radar_local.formats import export_items, tasks_with_items
     from radar_local.rubric import load_rubric
     from radar_local.store import write_atomic
 
-    text, account = export_rubric(fmt, original, load_rubric(rubric), root)
+    if fmt in ITEMS:
+        text, account = export_items(fmt, original, tasks_with_items(rubric))
+    else:
+        text, account = export_rubric(fmt, original, load_rubric(rubric), root)
     out = out or original.with_name(f"{original.stem}.repaired{original.suffix}")
     base = (root or original.parent).resolve()
     if (found := re.search(r"file://(?![/~])([^\s'\"]+)", text)) and out.parent.resolve() != base:

@@ -2,8 +2,9 @@
 criteria, scale, judge prompt, answer and tasks) into radar's rubric, judge and tasks; `radar export FORMAT`
 writes a (repaired) rubric back into the original file, touching only the criteria that changed.
 
-Each format is a module with `read(path) -> Imported` and, but for an import-only one (HealthBench's
-per-prompt items), `write(path, imported, rubric, account) -> str` (the new text of the original file).
+Each format is a module with `read(path) -> Imported` and `write(path, imported, rubric, account) -> str` (the new
+text of the original file), or for a format of per-prompt items (HealthBench's, `ITEMS`) `write_items(path,
+imported, tasks) -> (text, account)`.
 Every template variable and answer pattern of a source maps to radar's or is refused with one line naming it
 (InputError, exit 2); what maps with a difference is said in the import's account, printed and written beside
 the rubric.
@@ -13,10 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from radar_local.formats.names import EXPORTS, FORMATS, MODULES
+from radar_local.formats.names import EXPORTS, FORMATS, ITEMS, MODULES
 
-__all__ = ["EXPORTS", "FORMATS", "MODULES", "Imported", "carried", "export", "read", "write_import"]
-LAZY = ("Imported", "carried", "export", "read", "write_import")  # radar_local.formats.files
+__all__ = ["EXPORTS", "FORMATS", "ITEMS", "MODULES", "Imported", "carried", "export", "read", "write_import"]
+__all__ += ["export_items", "tasks_with_items"]
+LAZY = ("Imported", "carried", "export", "export_items", "read", "tasks_with_items", "write_import")  # formats.files
 
 
 def __getattr__(name: str) -> Any:

@@ -13,16 +13,17 @@ from pathlib import Path
 from types import ModuleType
 
 import yaml
+from pydantic import Field, model_validator
 
-from radar_local.common import one_line
+from radar_local.common import Frozen, one_line, parse_model
 from radar_local.errors import InputError
 from radar_local.formats.names import EXPORTS, FORMATS, MODULES
 from radar_local.formats.shared import Imported, carried, changes
-from radar_local.inputs import read_json, read_text
-from radar_local.rubric import Rubric, load_benchmark
+from radar_local.inputs import read_json, read_mapping, read_text
+from radar_local.rubric import Rubric, Task, load_benchmark, unique_ids
 from radar_local.store import make_folder, write_atomic
 
-__all__ = ["Imported", "carried", "export", "read", "write_import"]
+__all__ = ["Imported", "carried", "export", "export_items", "read", "tasks_with_items", "write_import"]
 
 
 def _module(fmt: str) -> ModuleType:
@@ -52,8 +53,8 @@ def read(fmt: str, path: str | Path, root: Path | None = None) -> Imported:
 def export(fmt: str, original: str | Path, rubric: Rubric, root: Path | None = None) -> tuple[str, list[str]]:
     """The original file's new text with `rubric`'s criteria, and the account of what changed. The
     original is read again as on import: criteria it has unchanged keep their entries byte for byte."""
-    if fmt not in EXPORTS:
-        raise InputError(original, f"radar does not yet write a rubric back into a {fmt} file")
+    if fmt not in EXPORTS:  # a format of per-prompt items: its export writes them (export_items)
+        raise InputError(original, f"a {fmt} file holds items, not a rubric: export the import's config.yaml")
     imported = read(fmt, original, root)
     for c in rubric.criteria:
         theirs = imported.rubric.scale_of(c.id) if c.id in imported.rubric.ids else imported.rubric.scale
@@ -75,6 +76,47 @@ def export(fmt: str, original: str | Path, rubric: Rubric, root: Path | None = N
         account += _reads_back(fmt, Path(original), text, rubric, root)
     except PermissionError:
         account.append(f"not checked by importing it again: {Path(original).parent} is not writable")
+    return text, account
+
+
+class _Tasks(Frozen):
+    tasks: tuple[Task, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique(self) -> _Tasks:
+        unique_ids(self.tasks)
+        return self
+
+
+def tasks_with_items(path: Path) -> tuple[Task, ...]:
+    """The tasks an export of per-prompt items writes back: the `tasks` of a config (the import's config.yaml,
+    edited) or of a tasks file, each with its items."""
+    data = read_mapping(path)
+    if not isinstance(data.get("tasks"), list):
+        raise InputError(path, "names no tasks with items; give the import's config.yaml (its `tasks`, edited)")
+    return parse_model(_Tasks, {"tasks": data["tasks"]}, path).tasks
+
+
+def export_items(fmt: str, original: str | Path, tasks: tuple[Task, ...]) -> tuple[str, list[str]]:
+    """The original file's new text with each task's items, and the account; written only where importing it
+    gives those items back."""
+    imported = read(fmt, original)
+    text, account = _module(fmt).write_items(Path(original), imported, tasks)
+    fd, name = tempfile.mkstemp(dir=Path(original).parent, prefix=".radar-export-", suffix=Path(original).suffix)
+    trial = Path(name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        back = {t.id: t for t in read(fmt, trial).tasks}
+    except InputError as exc:
+        reason = str(exc).split(": ", 1)[-1]
+        raise InputError(original, f"the exported file would not import again ({reason}); reword the items") from None
+    finally:
+        trial.unlink(missing_ok=True)
+    for task in tasks:
+        again = [(i.text, i.points, i.tags) for i in back[task.id].items]
+        if again != [(i.text, i.points, i.tags) for i in task.items]:
+            raise InputError(original, f"task '{task.id}': its items would not import again as given; reword them")
     return text, account
 
 

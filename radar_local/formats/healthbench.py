@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from radar_local.errors import InputError
-from radar_local.formats.shared import Imported
+from radar_local.formats.shared import Imported, json_like
 from radar_local.judge import Judge
 from radar_local.pitfalls import sign_lints
 from radar_local.rubric import MAX_ITEMS, Rubric, Task, TaskItem, item_id, with_items
@@ -90,3 +90,55 @@ def _stem(task_id: str, taken: set[str]) -> str:
     stem = next((full[:n].rstrip("_") for n in range(9, len(full) + 1) if full[:n].rstrip("_") not in taken), full)
     taken.add(stem)
     return stem
+
+
+def write_items(path: Path, imported: Imported, tasks: tuple[Task, ...]) -> tuple[str, list[str]]:
+    """The file's new text with each conversation's rubric made its task's items in `tasks` (the import's config,
+    edited), and the account. An item keeps its entry (with any other key it has) under its text, points and
+    tags; an item of a new id is added, one the task no longer has is dropped; a conversation `tasks` does not
+    name, or whose items are as they were, keeps its line byte for byte."""
+    given = {t.id: t for t in tasks}
+    if unknown := [t for t in given if t not in {task.id for task in imported.tasks}]:
+        raise InputError(path, f"has no conversation {', '.join(map(repr, unknown[:3]))}; export the tasks it holds")
+    for given_task in tasks:
+        if bad := [i.id or i.text[:30] for i in given_task.items if i.scale is not None and i.scale != MET]:
+            raise InputError(
+                path, f"task '{given_task.id}': items {bad} are not graded met / not met, as HealthBench's are"
+            )
+    source = path.read_text(encoding="utf-8")
+    lines, mine, kept, account = source.splitlines(keepends=True), iter(imported.tasks), 0, []
+    for number, line in enumerate(lines):
+        if not line.strip():
+            continue
+        theirs = next(mine)
+        task = given.get(theirs.id)
+        if task is None or task.items == theirs.items:
+            kept += 1
+            continue
+        record = json.loads(line)
+        places = {item.id: k for k, item in enumerate(theirs.items)}
+        rubrics = []
+        for item in task.items:
+            entry = dict(record["rubrics"][places[item.id]]) if item.id in places else {}
+            rubrics.append(entry | {"criterion": item.text, "points": _number(item.points), "tags": list(item.tags)})
+        record["rubrics"] = rubrics
+        lines[number] = json_like(source, [record], lines=True).removesuffix("\n") + line[len(line.rstrip("\r\n")) :]
+        account.append(_changed(theirs, task))
+    return "".join(lines), [f"kept: {kept} conversations as they were", *account]
+
+
+def _changed(before: Task, after: Task) -> str:
+    """What an export changed of one conversation's rubric, by item id (a new item without one: its text)."""
+    old = {i.id: i for i in before.items}
+    parts: dict[str, list[str]] = {
+        "rewritten": [str(i.id) for i in after.items if i.id in old and i != old[i.id]],
+        "added": [i.id or repr(i.text[:30]) for i in after.items if i.id not in old],
+        "dropped": [str(k) for k in old if k not in {i.id for i in after.items}],
+    }
+    said = "; ".join(f"{what} {', '.join(ids)}" for what, ids in parts.items() if ids)
+    return f"{after.id}: {said or 'items reordered'} (ids are places: imported again, the items are numbered anew)"
+
+
+def _number(points: float) -> int | float:
+    """Points as HealthBench writes them: an integer where the value is one."""
+    return int(points) if float(points).is_integer() else points

@@ -11,5 +11,5 @@ MODULES = {
     "healthbench": "healthbench",
 }
 FORMATS = tuple(MODULES)
-IMPORT_ONLY = ("healthbench",)  # formats whose per-prompt items radar does not yet write back
-EXPORTS = tuple(f for f in FORMATS if f not in IMPORT_ONLY)
+ITEMS = ("healthbench",)  # formats whose export writes back per-prompt items (from a config's tasks), not a rubric
+EXPORTS = tuple(f for f in FORMATS if f not in ITEMS)  # formats whose export writes a rubric back
