@@ -243,16 +243,18 @@ def load_tasks(name_or_path: str | Path) -> tuple[Task, ...]:
     if str(name_or_path) in BUNDLED:
         return load_benchmark(str(name_or_path)).tasks
     path = Path(name_or_path)
-
-    class TaskFile(Frozen):
-        tasks: tuple[Task, ...] = Field(min_length=1)
-
-        @model_validator(mode="after")
-        def _unique(self) -> TaskFile:
-            unique_ids(self.tasks)
-            return self
-
     return parse_model(TaskFile, read_mapping(path), path).tasks
+
+
+class TaskFile(Frozen):
+    """A file of `tasks: [...]`, their ids unique (a config's `tasks` read alone too: formats.files)."""
+
+    tasks: tuple[Task, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique(self) -> TaskFile:
+        unique_ids(self.tasks)
+        return self
 
 
 def load_reference(name_or_path: str | Path, rubric: Rubric) -> Reference:

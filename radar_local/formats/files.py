@@ -13,14 +13,13 @@ from pathlib import Path
 from types import ModuleType
 
 import yaml
-from pydantic import Field, model_validator
 
-from radar_local.common import Frozen, one_line, parse_model
+from radar_local.common import one_line, parse_model
 from radar_local.errors import InputError
 from radar_local.formats.names import EXPORTS, FORMATS, MODULES
 from radar_local.formats.shared import Imported, carried, changes
 from radar_local.inputs import read_json, read_mapping, read_text
-from radar_local.rubric import Rubric, Task, load_benchmark, unique_ids
+from radar_local.rubric import Rubric, Task, TaskFile, load_benchmark
 from radar_local.store import make_folder, write_atomic
 
 __all__ = ["Imported", "carried", "export", "export_items", "read", "tasks_with_items", "write_import"]
@@ -79,22 +78,13 @@ def export(fmt: str, original: str | Path, rubric: Rubric, root: Path | None = N
     return text, account
 
 
-class _Tasks(Frozen):
-    tasks: tuple[Task, ...] = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _unique(self) -> _Tasks:
-        unique_ids(self.tasks)
-        return self
-
-
 def tasks_with_items(path: Path) -> tuple[Task, ...]:
     """The tasks an export of per-prompt items writes back: the `tasks` of a config (the import's config.yaml,
     edited) or of a tasks file, each with its items."""
     data = read_mapping(path)
     if not isinstance(data.get("tasks"), list):
         raise InputError(path, "names no tasks with items; give the import's config.yaml (its `tasks`, edited)")
-    return parse_model(_Tasks, {"tasks": data["tasks"]}, path).tasks
+    return parse_model(TaskFile, {"tasks": data["tasks"]}, path).tasks
 
 
 def export_items(fmt: str, original: str | Path, tasks: tuple[Task, ...]) -> tuple[str, list[str]]:
