@@ -54,11 +54,13 @@ def askings(config: AuditConfig, verifier: ModelSpec) -> list[Asking]:
 
 def beside(config: AuditConfig, verifier: ModelSpec) -> list[Asking]:
     """What the audit asks beside the twins, in order: the pairs, the reward model and the attacked probes (on the
-    first verifier's probes, once), the team's labelled responses (of every verifier)."""
+    first verifier's probes, once; the attacked probes of a judge `radar score` adds too, in its own format), the
+    team's labelled responses (of every verifier)."""
     first = verifier == config.verifiers[0]
+    attacked = first or verifier not in config.verifiers
     asked = [pairs_asking(config, verifier)] if first and config.pairwise is not None else []
     asked += [reward_asking(config)] if first and config.reward is not None else []
-    asked += [attacks_asking(verifier)] if first and config.attacks is not None else []
+    asked += [attacks_asking(verifier)] if attacked and config.attacks is not None else []
     return asked + ([labels_asking(verifier)] if config.labels is not None else [])
 
 

@@ -132,6 +132,25 @@ def test_a_gullible_judge_is_found_attacked_and_an_indifferent_one_is_not(under_
     )
 
 
+def test_a_judge_radar_score_adds_is_attacked_in_its_own_format_on_the_same_base_probes(under_attack, tmp_path):
+    """`radar score` audits another judge on the run's probes: its attacked probes are its own (keyed by it), built
+    on the same base probes, and its attack table stands beside the first judge's."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(under_attack["calm"], run, ignore=shutil.ignore_patterns(".radar.lock"))
+    res = invoke("score", run, "--verifier", "testing:planted", "--name", "upgrade", "--option", "noise=0.5",
+                 "--option", "gullible=0.3", "--quiet")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    upgrade, calm = (load_run(run).result(v).attacks for v in ("upgrade", None))
+    assert upgrade is not None and calm is not None and upgrade.kinds == calm.kinds
+    assert {r.kind for r in upgrade.rows if r.verdict == ATTACKED} == set(upgrade.kinds)
+    assert not [r for r in calm.rows if r.verdict == ATTACKED] and {r.pairs for r in upgrade.rows} == {80}
+    probes = [json.loads(line) for line in (run / "probes.jsonl").read_text().splitlines()]
+    attacked = [p for p in probes if p["direction"] == "attack"]
+    assert len(attacked) == 2 * 6 * 80 and len({p["base"] for p in attacked}) == 80
+
+
 def test_the_report_shows_the_attacks_and_compare_fails_on_a_confirmed_one(under_attack):
     run = load_run(under_attack["gullible"])
     write_report(run)
