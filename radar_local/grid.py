@@ -29,8 +29,8 @@ from radar_local.store import write_atomic
 STABLE_SD = 0.15  # a pair whose Sym varies less than this across cells couples at the rubric level
 
 
-def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = True) -> dict:
-    """Every cell's audit and report, then grid.json, grid.md and grid.html in `out`."""
+def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = True, reports: bool = True) -> dict:
+    """Every cell's audit and (with `reports`) its report, then grid.json, grid.md and grid.html in `out`."""
     grid = with_absolute_paths(grid, base)
     grid = grid.model_copy(update={"verifiers": [with_template(v, base) for v in grid.verifiers]})
     out = Path(out)
@@ -48,7 +48,7 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
                 raise InputError(base, problem)
     runs = {label: Run.create(resolved, out / slug(label)) for label, resolved in cells.items()}
     try:
-        results = _audit_cells(grid, runs, todo, progress)
+        results = _audit_cells(grid, runs, todo, progress, reports)
     finally:
         for run in runs.values():
             run.close()
@@ -62,7 +62,7 @@ def run_grid(grid: GridConfig, out: str | Path, base: Path, progress: bool = Tru
     return summary
 
 
-def _audit_cells(grid: GridConfig, runs: dict[str, Run], todo: list, progress: bool) -> list:
+def _audit_cells(grid: GridConfig, runs: dict[str, Run], todo: list, progress: bool, reports: bool) -> list:
     stages: dict[tuple[str, str], dict] = {}
     own_pair_judge = grid.pairwise is not None and grid.pairwise.verifier is not None
     with EnginePool(grid.cluster) as pool:
@@ -86,7 +86,7 @@ def _audit_cells(grid: GridConfig, runs: dict[str, Run], todo: list, progress: b
         conclude(runs[g.label], v, stages[(g.label, v.label)], judges=judges[g.label], halo_against=grid.halo_base(v))
         for g, v in todo
     ]
-    for (g, _), result in zip(todo, results):  # every cell is an ordinary audit with its own report
+    for (g, _), result in zip(todo, results) if reports else ():  # every cell an ordinary audit with its report
         write_report(runs[g.label], result=result)
     return results
 

@@ -206,7 +206,7 @@ def test_a_grid_sets_its_judges_side_by_side_under_the_same_attacks(tmp_path):
         ],
         "exclude_self_pairs": False,
     }
-    res = invoke("grid", write_config(tmp_path, grid, "grid.yaml"), "--out", tmp_path / "grid")
+    res = invoke("grid", write_config(tmp_path, grid, "grid.yaml"), "--out", tmp_path / "grid", "--no-report")
     assert res.exit_code == 0, res.output
     rows = {
         (r["verifier"], r["attack"]): r for r in json.loads((tmp_path / "grid" / "grid.json").read_text())["attacks"]

@@ -259,7 +259,9 @@ def test_a_grid_sets_its_judges_side_by_side_on_bias(tmp_path):
         "verifiers": judges,
     }
     (tmp_path / "grid.yaml").write_text(yaml.safe_dump(grid))
-    res = CliRunner().invoke(cli, ["grid", str(tmp_path / "grid.yaml"), "--out", str(tmp_path / "g"), "--quiet"])
+    res = CliRunner().invoke(
+        cli, ["grid", str(tmp_path / "grid.yaml"), "--out", str(tmp_path / "g"), "--quiet", "--no-report"]
+    )
     assert res.exit_code == 0, res.output
     summary = json.loads((tmp_path / "g" / "grid.json").read_text())
     flagged = [(b["verifier"], b["attribute"], b["criterion"]) for b in summary["bias"] if b["flag"]]

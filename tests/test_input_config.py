@@ -124,7 +124,7 @@ def test_grid_lets_a_bug_surface_as_a_bug(tmp_path, monkeypatch):
         "verifiers": [{"engine": "testing", "model": "two"}],
     }
     cfg = write_config(tmp_path, data, "grid.yaml")
-    res = invoke("grid", cfg, "--out", tmp_path / "g", "--quiet")
+    res = invoke("grid", cfg, "--out", tmp_path / "g", "--quiet", "--no-report")
     assert res.exit_code == 1 and isinstance(res.exception, ValueError) and "config" not in res.output
 
 

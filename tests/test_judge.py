@@ -399,7 +399,7 @@ def test_a_grid_measures_the_halo_between_a_judge_and_its_joint_twin(tmp_path):
             "exclude_self_pairs": False,
         }
     )
-    summary = run_grid(grid, tmp_path / "grid", tmp_path, progress=False)
+    summary = run_grid(grid, tmp_path / "grid", tmp_path, progress=False, reports=False)
     joint = load_run(tmp_path / "grid" / "writer").result("planted-joint")
     assert joint.halo.per_criterion == "planted" and joint.halo.index > 0.15
     assert load_run(tmp_path / "grid" / "writer").result("planted").halo is None
@@ -492,7 +492,7 @@ def test_a_grid_reads_each_judges_template_file_and_checks_it(tmp_path):
     answer = {"kind": "json", "before": {"thinking": 40}, "score": "rating", "after": {}}
     judged = {**spec, "name": "templated", "judge": {"template_file": "judge.j2", "answer": answer}}
     grid = {**cfg, "generators": [{**spec, "name": "writer"}], "verifiers": [judged], "exclude_self_pairs": False}
-    run_grid(GridConfig.model_validate(grid), tmp_path / "grid", tmp_path, progress=False)
+    run_grid(GridConfig.model_validate(grid), tmp_path / "grid", tmp_path, progress=False, reports=False)
     result = load_run(tmp_path / "grid" / "writer").result("templated")
     assert result.leakage.loc["clarity", "accuracy"] == 1.0
     broken = {**judged, "judge": {"template": "{{ response }} {{ criterion.id }} {{ nope }}"}}

@@ -349,7 +349,7 @@ def test_a_grid_ranks_its_judges_on_coupling_and_on_agreement_with_the_labels(tm
         "generators": [{"engine": "testing", "model": "gen"}],
     }
     cfg.write_text(yaml.safe_dump({**grid, "verifiers": judges}))
-    res = CliRunner().invoke(cli, ["grid", str(cfg), "--out", str(tmp_path / "g"), "--quiet"])
+    res = CliRunner().invoke(cli, ["grid", str(cfg), "--out", str(tmp_path / "g"), "--quiet", "--no-report"])
     assert res.exit_code == 0, res.output
     summary = json.loads((tmp_path / "g" / "grid.json").read_text())
     ranked = summary["judges"]

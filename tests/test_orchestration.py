@@ -140,17 +140,18 @@ def test_grid_generates_each_generators_probes_once(tmp_path):
     settings = {k: v for k, v in planted_config().items() if k not in ("generator", "verifier")}
     cfg = tmp_path / "grid.yaml"
     cfg.write_text(yaml.safe_dump({**settings, "generators": [gen], "verifiers": judges}))
-    res = CliRunner().invoke(cli, ["grid", str(cfg), "--out", str(tmp_path / "g"), "--quiet"])
+    res = CliRunner().invoke(cli, ["grid", str(cfg), "--out", str(tmp_path / "g"), "--quiet", "--no-report"])
     assert res.exit_code == 0, res.output
     run = tmp_path / "g" / "gen"
     assert len(lines(run / PROBES)) == 40 and len(lines(run / SCORES)) == 2 * 200
+    assert not list(run.glob("report*")) and (tmp_path / "g" / "grid.html").is_file()  # no cell report
     assert load_run(run).info("judge-b").stages["generate"].calls == 40  # one generation, shared by both cells
     b = load_run(run).result("judge-b")
     assert (
         b.leakage.loc["helpfulness", "correctness"] == 0.5
         and load_run(run).result().leakage.loc["helpfulness", "correctness"] == 0
     )
-    again = CliRunner().invoke(cli, ["grid", str(cfg), "--out", str(tmp_path / "g"), "--quiet"])
+    again = CliRunner().invoke(cli, ["grid", str(cfg), "--out", str(tmp_path / "g"), "--quiet", "--no-report"])
     assert again.exit_code == 0 and load_run(run).info().stages["score"].calls == 0  # all stored
 
 

@@ -400,7 +400,7 @@ def test_a_grid_asks_each_judge_the_pairs_and_sets_them_side_by_side(tmp_path):
             "pairwise": {"template": PAIR_TEMPLATE},
         }
     )
-    summary = run_grid(grid, tmp_path / "grid", base=tmp_path, progress=False)
+    summary = run_grid(grid, tmp_path / "grid", base=tmp_path, progress=False, reports=False)
     rows = {row["verifier"]: row for row in summary["pairwise"]}
     assert set(rows) == {"first-slot", "balanced"}
     assert rows["first-slot"]["position_confirmed"] and not rows["balanced"]["position_confirmed"]
@@ -437,7 +437,7 @@ def test_a_grid_asks_pairwise_s_own_judge_once_per_generator(tmp_path):
     get = EnginePool.get
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(EnginePool, "get", lambda self, spec, *a: loaded.append(spec.model) or get(self, spec, *a))
-        summary = run_grid(grid, tmp_path / "grid", base=tmp_path, progress=False)
+        summary = run_grid(grid, tmp_path / "grid", base=tmp_path, progress=False, reports=False)
     assert loaded.count("critic") == 1  # after both verifiers, once
     rows = {row["verifier"]: row for row in summary["pairwise"]}
     assert {r["pairwise_judge"] for r in rows.values()} == {"critic"} and set(rows) == {"a", "b"}

@@ -148,7 +148,7 @@ def test_a_grid_scores_each_generators_probes_once_and_sets_the_reward_beside_ea
             "reward": reward,
         }
     )
-    summary = run_grid(grid, tmp_path / "grid", base=tmp_path, progress=False)
+    summary = run_grid(grid, tmp_path / "grid", base=tmp_path, progress=False, reports=False)
     rows = {row["verifier"]: row for row in summary["reward"]}
     assert set(rows) == {"sharp", "noisy"} and all(
         set(r["moves"]) == {"helpfulness", "correctness"} for r in rows.values()

@@ -13,9 +13,12 @@ from radar_local.cli.options import ray_option, verbose_option, with_ray
 @click.argument("config_path", metavar="CONFIG", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), help="Grid folder (default: the config's `out`).")
 @click.option("--quiet", is_flag=True, help="No progress output.")
+@click.option("--no-report", is_flag=True, help="Skip each cell's report.html / report.md (the grid's pages stay).")
 @verbose_option
 @ray_option
-def grid(config_path: Path, out: Path | None, quiet: bool, verbose: bool, ray_address: str | None) -> None:
+def grid(
+    config_path: Path, out: Path | None, quiet: bool, no_report: bool, verbose: bool, ray_address: str | None
+) -> None:
     """Run generators x verifiers (self-pairs excluded) and compare the judges."""
     from radar_local.config import GridConfig, load_config
     from radar_local.errors import InputError
@@ -30,6 +33,6 @@ def grid(config_path: Path, out: Path | None, quiet: bool, verbose: bool, ray_ad
     if folder is None:
         raise InputError(config_path, "no grid folder: set 'out' in the config or pass --out")
     with engine_output_to(folder / ENGINE_LOG, verbose):
-        result = run_grid(config, folder, config_path.parent, progress=not quiet)
+        result = run_grid(config, folder, config_path.parent, progress=not quiet, reports=not no_report)
     click.echo(grid_markdown(result))
     click.echo(f"wrote {folder / 'grid.html'}")
