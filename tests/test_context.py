@@ -155,6 +155,7 @@ def test_a_judge_that_loads_after_the_probes_is_sized_from_them(tmp_path, embedd
     assert run.sized(generator).parsed.max_model_len == own  # sized before any probe, as it loads
 
 
+@pytest.mark.thorough  # a second tokenizer path through sizing (vLLM's own for a Mistral folder): 3 s of imports
 def test_a_mistral_format_judge_is_sized_and_keyed_by_what_vllm_renders_with(tmp_path, embedded_model):
     """Issue 60 item 1: in a folder with consolidated weights and a Mistral tokenizer file vLLM renders with its
     MistralTokenizer, while radar sized the judge, digested its template and checked expected mode with the folder's
