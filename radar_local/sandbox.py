@@ -145,15 +145,14 @@ class _Watchdog:
 
     def disarm(self, render: object) -> None:
         with self._cond:
-            ident, _ = self._running.pop(render, (None, 0.0))
+            self._running.pop(render, None)
             if render in self._fired:  # fired as the render ended: take back an exception not yet delivered
                 self._fired.discard(render)
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(threading.get_ident()), None)
 
     def _watch(self) -> None:
-        cond = self._cond
-        with cond:
-            while cond is self._cond:
+        with self._cond:
+            while True:
                 now = time.monotonic()
                 for render, (ident, deadline) in list(self._running.items()):
                     if deadline <= now:
@@ -161,7 +160,7 @@ class _Watchdog:
                         self._fired.add(render)
                         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(_Overtime))
                 first = min((deadline for _, deadline in self._running.values()), default=None)
-                cond.wait(None if first is None else first - now)
+                self._cond.wait(None if first is None else first - now)
 
 
 _watchdog = _Watchdog()

@@ -90,19 +90,11 @@ def tasks_with_items(path: Path) -> tuple[Task, ...]:
 def export_items(fmt: str, original: str | Path, tasks: tuple[Task, ...]) -> tuple[str, list[str]]:
     """The original file's new text with each task's items, and the account; written only where importing it
     gives those items back."""
-    imported = read(fmt, original)
-    text, account = _module(fmt).write_items(Path(original), imported, tasks)
-    fd, name = tempfile.mkstemp(dir=Path(original).parent, prefix=".radar-export-", suffix=Path(original).suffix)
-    trial = Path(name)
+    text, account = _module(fmt).write_items(Path(original), read(fmt, original), tasks)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        back = {t.id: t for t in read(fmt, trial).tasks}
-    except InputError as exc:
-        reason = str(exc).split(": ", 1)[-1]
-        raise InputError(original, f"the exported file would not import again ({reason}); reword the items") from None
-    finally:
-        trial.unlink(missing_ok=True)
+        back = {t.id: t for t in _imported_again(fmt, Path(original), text, None, "the items").tasks}
+    except PermissionError:
+        return text, [*account, f"not checked by importing it again: {Path(original).parent} is not writable"]
     for task in tasks:
         again = [(i.text, i.points, i.tags) for i in back[task.id].items]
         if again != [(i.text, i.points, i.tags) for i in task.items]:
@@ -114,17 +106,7 @@ def _reads_back(fmt: str, original: Path, text: str, rubric: Rubric, root: Path 
     """An export is only written where importing it gives this rubric back: a criterion text the format reads
     another way (braces promptfoo takes for a variable, say) is one line, before any file is written. Returns the
     account's lines for criteria that come back under another id."""
-    fd, name = tempfile.mkstemp(dir=original.parent, prefix=".radar-export-", suffix=original.suffix)
-    trial = Path(name)  # beside the original, so that its file references read the same files
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        back = read(fmt, trial, root)
-    except InputError as exc:
-        reason = str(exc).split(": ", 1)[-1]
-        raise InputError(original, f"the exported file would not import again ({reason}); reword the rubric") from None
-    finally:
-        trial.unlink(missing_ok=True)
+    back = _imported_again(fmt, original, text, root, "the rubric")
     mine, theirs = carried(rubric), carried(back.rubric)
     named = {value: cid for cid, value in theirs.items()}
     differ = [cid for cid, kept in mine.items() if kept not in named]
@@ -137,6 +119,22 @@ def _reads_back(fmt: str, original: Path, text: str, rubric: Rubric, root: Path 
     # the same criteria, one named again by its new text (a format with no name for it: a g-eval list element)
     return [f"{cid}: imports again as '{named[kept]}' (the file names it by its text)"
             for cid, kept in mine.items() if named[kept] != cid]  # fmt: skip
+
+
+def _imported_again(fmt: str, original: Path, text: str, root: Path | None, what: str) -> Imported:
+    """`text` read as a `fmt` file beside the original (so that its file references read the same files); one
+    line naming the original where it would not import, telling to reword `what`."""
+    fd, name = tempfile.mkstemp(dir=original.parent, prefix=".radar-export-", suffix=original.suffix)
+    trial = Path(name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return read(fmt, trial, root)
+    except InputError as exc:
+        reason = str(exc).split(": ", 1)[-1]
+        raise InputError(original, f"the exported file would not import again ({reason}); reword {what}") from None
+    finally:
+        trial.unlink(missing_ok=True)
 
 
 def _legible(data: object) -> str:

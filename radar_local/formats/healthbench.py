@@ -97,8 +97,8 @@ def write_items(path: Path, imported: Imported, tasks: tuple[Task, ...]) -> tupl
     edited), and the account. An item keeps its entry (with any other key it has) under its text, points and
     tags; an item of a new id is added, one the task no longer has is dropped; a conversation `tasks` does not
     name, or whose items are as they were, keeps its line byte for byte."""
-    given = {t.id: t for t in tasks}
-    if unknown := [t for t in given if t not in {task.id for task in imported.tasks}]:
+    given, held = {t.id: t for t in tasks}, {t.id for t in imported.tasks}
+    if unknown := [t for t in given if t not in held]:
         raise InputError(path, f"has no conversation {', '.join(map(repr, unknown[:3]))}; export the tasks it holds")
     for given_task in tasks:
         if bad := [i.id or i.text[:30] for i in given_task.items if i.scale is not None and i.scale != MET]:
