@@ -277,7 +277,7 @@ def test_the_report_draws_the_bias_and_shows_the_pairs_that_moved_most(audited, 
 
     folder = write_report(load_run(audited[0] / "run"), out=tmp_path / "report")
     md, html = (folder / "report.md").read_text(), (folder / "report.html").read_text()
-    assert (folder / "figures" / "nuisance.png").read_bytes().startswith(b"\x89PNG")
+    assert (folder / "figures" / "nuisance.svg").read_bytes().startswith(b"<svg ")
     assert "### coherence with length (+0.3" in md and "biased" in md
     assert 'id="fig-nuisance"' in html and "Rewritten up on &lt;length&gt;" in html and "Rewritten down" in html
 

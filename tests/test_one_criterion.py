@@ -63,8 +63,8 @@ def test_its_report_says_what_one_criterion_can_show_and_draws_no_coupling(audit
     )
     assert "helpfulness: the judge reads it: self-effect +" in report
     assert "A rubric of one criterion has no coupling to measure" in report
-    figures = sorted(p.name for p in (run / "report" / "figures").glob("*.png"))
-    assert figures == ["nuisance.png", "self_effect.png"]
+    figures = sorted(p.name for p in (run / "report" / "figures").glob("*.svg"))
+    assert figures == ["nuisance.svg", "self_effect.svg"]
     html = (run / "report" / "report.html").read_text()
     assert html.count("<img") == 2
 

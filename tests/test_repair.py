@@ -104,7 +104,7 @@ def test_repair_prefers_the_rewrite_over_the_drop(tmp_path):
     assert "Selected round 1, candidate 2 (rewrite clarity)" in report and "accuracy / clarity" in report
     data = json.loads((rep.out / "repair.json").read_text())
     assert data["selected"] == {"round": 1, "index": 2} and data["fails"] is False
-    assert (rep.out / "figures" / "after.png").is_file() and (rep.out / "repair.html").is_file()
+    assert (rep.out / "figures" / "after.svg").is_file() and (rep.out / "repair.html").is_file()
     assert (Path(rewrite.run_dir) / "stats.json").is_file()  # every candidate is an ordinary, resumable run
 
 

@@ -3,8 +3,8 @@
 import dataclasses
 import re
 import shutil
+from xml.etree import ElementTree
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -12,8 +12,11 @@ from radar_local import load_run
 from radar_local.cli.main import cli
 from radar_local.report import plots
 from radar_local.report.build import write_report
+from radar_local.report.svg import Chart
 from radar_local.report.text import flag_text
 from tests.report_fixtures import planted_run
+
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +39,12 @@ def stats(run_dir):
 
 def test_report_files_are_self_contained(report_dir):
     html = (report_dir / "report.html").read_text()
-    assert len(re.findall(r'<img [^>]*src="data:image/png;base64,', html)) == len(plots.FIGURES)
+    assert len(re.findall(r'<img [^>]*src="data:image/svg\+xml;base64,', html)) == len(plots.FIGURES)
     assert "<script" not in html and "<link" not in html and "http://" not in html and "https://" not in html
     md = (report_dir / "report.md").read_text()
     for name in plots.FIGURES:
-        assert f"(figures/{name}.png)" in md
-        assert (report_dir / "figures" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"(figures/{name}.svg)" in md
+        assert ElementTree.parse(report_dir / "figures" / f"{name}.svg").getroot().tag == SVG + "svg"
     for section in ("Example probes", "Judge calibration", "Cost", "helpfulness / correctness"):
         assert section in html and section in md
     assert "prefix-cache hits" in html and "35.0%" in html and "100.0%" in html  # the run's cost and parse rate
@@ -55,37 +58,33 @@ def test_report_shows_example_probes_for_the_top_pairs(report_dir, stats):
 
 
 def test_leakage_heatmap_shows_cells_ci_and_gated_rows(stats):
-    fig = plots.leakage_heatmap(stats)
-    ax = fig.axes[0]
-    texts = [t.get_text() for t in ax.texts]
+    chart = plots.leakage_heatmap(stats)
     lk = stats.leakage.loc["helpfulness", "correctness"]
-    assert any(t.startswith(f"{lk:+.2f}\n±") for t in texts)  # value with its CI half-width
-    assert [t.get_text() for t in ax.get_xticklabels()] == stats.criteria
+    assert any(t.startswith(f"{lk:+.2f}\n±") for t in chart.marks["texts"])  # value with its CI half-width
+    assert chart.marks["xticks"] == stats.criteria
     gated = dataclasses.replace(stats, reliable=stats.reliable.copy())
     gated.reliable["verbosity"] = False
-    labels = [t.get_text() for t in plots.leakage_heatmap(gated).axes[0].get_yticklabels()]
-    assert labels[-1] == "verbosity (gated)" and labels[0] == "helpfulness"
+    hatched = plots.leakage_heatmap(gated)
+    assert hatched.marks["yticks"][-1] == "verbosity (gated)" and hatched.marks["yticks"][0] == "helpfulness"
+    assert hatched.svg().count(b'fill="url(#hatch)"') == 1 and chart.svg().count(b'fill="url(#hatch)"') == 0
 
 
 def test_self_effect_bars_draw_the_gate(stats):
-    ax = plots.self_effect_bars(stats).axes[0]
-    assert len(ax.patches) == len(stats.criteria)
-    assert any(np.allclose(line.get_ydata(), stats.tau) for line in ax.get_lines())
-    assert ax.get_ylabel() == "self-effect"
+    chart = plots.self_effect_bars(stats)
+    assert chart.marks["bars"] == pytest.approx(list(stats.self_effect[stats.criteria]))
+    assert chart.marks["hlines"] == [stats.tau] and chart.marks["ylabel"] == ["self-effect"]
 
 
 def test_self_effect_bars_draw_an_interval_that_does_not_bracket_its_point(stats):
     """An interval wholly above its estimate (a ratio's, a biased one) is drawn from its ends, not a crash."""
     ci = stats.self_effect_ci.copy()
     ci["low"], ci["high"] = stats.self_effect + 0.1, stats.self_effect + 0.2
-    ax = plots.self_effect_bars(dataclasses.replace(stats, self_effect_ci=ci)).axes[0]
-    segments = [seg for coll in ax.collections for seg in coll.get_segments()]
-    spans = sorted((round(float(s[:, 1].min()), 9), round(float(s[:, 1].max()), 9)) for s in segments if len(s) == 2)
-    assert spans == sorted((round(lo, 9), round(hi, 9)) for lo, hi in zip(ci["low"], ci["high"]))
+    chart = plots.self_effect_bars(dataclasses.replace(stats, self_effect_ci=ci))
+    assert chart.marks["intervals"] == list(zip(ci["low"], ci["high"]))
 
 
 def test_sym_asym_scatter_labels_flags(stats):
-    texts = [t.get_text() for t in plots.sym_asym_scatter(stats).axes[0].texts]
+    texts = plots.sym_asym_scatter(stats).marks["texts"]
     flagged = [p for p in stats.pairs.to_dict("records") if p["flags"] and p["flags"] != ["gated"]]
     assert flagged
     for p in flagged:
@@ -93,11 +92,9 @@ def test_sym_asym_scatter_labels_flags(stats):
 
 
 def test_budget_curve_plots_agreement_by_n(stats):
-    ax = plots.budget_curve(stats).axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == [str(r.n) for r in stats.budget[:-1]] + [
-        f"all ({stats.budget[-1].n})"
-    ]
-    assert {t.get_text() for t in ax.get_legend().get_texts()} == {"pearson", "spearman", "mae"}
+    chart = plots.budget_curve(stats)
+    assert chart.marks["xticks"] == [str(r.n) for r in stats.budget[:-1]] + [f"all ({stats.budget[-1].n})"]
+    assert set(chart.marks["legend"]) == {"pearson", "spearman", "mae"}
 
 
 def test_report_on_a_bad_run_directory(tmp_path):
@@ -160,21 +157,24 @@ def test_cost_table_shows_the_mode_the_cache_and_each_replica():
 
 
 def test_figures_are_drawn_again_only_when_they_would_change(run_dir, report_dir, tmp_path, monkeypatch):
-    """A report rebuilt for an unchanged audit reuses its PNGs; other statistics redraw them."""
+    """A report rebuilt for an unchanged audit reuses its figures; other statistics redraw them (and a PNG an
+    earlier release drew is gone)."""
     import shutil
 
     out = tmp_path / "report"
     shutil.copytree(report_dir, out)
     drawn = []
-    real_png = plots.png
-    monkeypatch.setattr(plots, "png", lambda fig: drawn.append(fig) or real_png(fig))
-    before = (out / "figures" / "leakage.png").read_bytes()
+    real_svg = Chart.svg
+    monkeypatch.setattr(Chart, "svg", lambda chart: drawn.append(chart) or real_svg(chart))
+    before = (out / "figures" / "leakage.svg").read_bytes()
     write_report(load_run(run_dir), out=out)
-    assert drawn == [] and (out / "figures" / "leakage.png").read_bytes() == before
+    assert drawn == [] and (out / "figures" / "leakage.svg").read_bytes() == before
     (out / "figures" / "figures.sha256").write_text("another audit")
-    (out / "figures" / "budget.png").unlink()
+    (out / "figures" / "budget.svg").unlink()
+    (out / "figures" / "leakage.png").write_bytes(b"\x89PNG an earlier release's")
     write_report(load_run(run_dir), out=out)
-    assert len(drawn) == len(plots.FIGURES) and (out / "figures" / "budget.png").read_bytes()
+    assert len(drawn) == len(plots.FIGURES) and (out / "figures" / "budget.svg").read_bytes()
+    assert not (out / "figures" / "leakage.png").exists()
 
 
 HOSTILE = (
@@ -223,5 +223,29 @@ def test_interval_columns_say_the_level_the_audit_drew_them_at(stats, report_dir
     at_90 = dataclasses.replace(stats, bootstrap=stats.bootstrap.model_copy(update={"level": 0.9}))
     text = audit_markdown(at_90)
     assert "| 90% CI |" in text and "95% CI" not in text and "{level}" not in text
-    heatmap = plots.leakage_heatmap(at_90)
-    assert heatmap.axes[0].get_title() == "Leakage with 90% CI half-width"
+    assert plots.leakage_heatmap(at_90).title == "Leakage with 90% CI half-width"
+
+
+def test_a_figure_is_well_formed_svg_whose_text_stays_text(stats):
+    """Criterion names come from the user's rubric: in a figure they are escaped text, never markup; the colour
+    maps run from their first anchor to their last; ticks are round numbers inside their span."""
+    from radar_local.report import svg
+
+    hostile = '<script>alert(1)</script> & "x" </text><a href="javascript:x">'
+    renamed = {c: hostile + c for c in stats.criteria}
+    odd = dataclasses.replace(
+        stats,
+        criteria=list(renamed.values()),
+        leakage=stats.leakage.rename(index=renamed, columns=renamed),
+        reliable=stats.reliable.rename(index=renamed),
+        self_effect=stats.self_effect.rename(index=renamed),
+    )
+    for chart in (plots.leakage_heatmap(odd), plots.self_effect_bars(odd)):
+        root = ElementTree.fromstring(chart.svg())
+        assert not root.findall(f".//{SVG}script") and not root.findall(f".//{SVG}a")
+        shown = {"".join(t.itertext()) for t in root.iter(f"{SVG}text")}
+        assert set(odd.criteria) <= shown
+    assert svg.colour(svg.RDBU_R, 0) == svg.RDBU_R[0] and svg.colour(svg.RDBU_R, 1) == svg.RDBU_R[-1]
+    assert svg.colour(svg.ORANGES, -3) == svg.ORANGES[0] and svg.colour(svg.RDBU_R, 0.5) == "#f7f7f7"
+    assert svg.nice_ticks(-0.13, 1.05) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert svg.nice_ticks(0.0, 0.5, 4) == [0, 0.1, 0.2, 0.3, 0.4, 0.5] and svg.nice_ticks(1.0, 1.0) == [1.0]

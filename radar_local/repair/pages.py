@@ -10,7 +10,7 @@ from radar_local.repair.selection import Candidate, Repair, repair_json
 from radar_local.report.html import page, render_html
 from radar_local.report.markdown import render_markdown
 from radar_local.report.outline import Block, Example, Figure, Line, Section, Table, Untrusted
-from radar_local.report.plots import leakage_heatmap, png
+from radar_local.report.plots import leakage_heatmap
 from radar_local.report.text import CI, interval, num
 from radar_local.store import make_folder, write_atomic
 
@@ -135,11 +135,11 @@ def repair_sections(rep: Repair) -> list[Section]:
 
 def write_repair_report(rep: Repair) -> None:
     make_folder(rep.out / "figures", own=True)
-    figures = {"before": png(leakage_heatmap(rep.result))}
+    figures = {"before": leakage_heatmap(rep.result).svg()}
     if rep.final is not None and rep.final.result is not None:
-        figures["after"] = png(leakage_heatmap(rep.final.result))
+        figures["after"] = leakage_heatmap(rep.final.result).svg()
     for name, data in figures.items():
-        write_atomic(rep.out / "figures" / f"{name}.png", data)
+        write_atomic(rep.out / "figures" / f"{name}.svg", data)
     write_atomic(rep.out / "repair.json", json.dumps(repair_json(rep), indent=2, default=str))
     heading, sections = ("Rubric repair: ", Untrusted(rep.original.rubric.name)), repair_sections(rep)
     write_atomic(rep.out / "repair.md", render_markdown(heading, sections, set(figures)))

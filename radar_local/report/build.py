@@ -1,4 +1,4 @@
-"""`radar report`: report.html (self-contained) and report.md with its figures as PNG files beside it."""
+"""`radar report`: report.html (self-contained) and report.md with its figures as SVG files beside it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radar_local.errors import InputError
-from radar_local.report import plots
+from radar_local.report import plots, svg
 from radar_local.report.examples import example_probes, nuisance_examples
 from radar_local.report.html import audit_html, page, render_html
 from radar_local.report.markdown import render_markdown
@@ -62,16 +62,19 @@ def write_report(
 
 
 def _figures(result: AuditResult, folder: Path) -> dict[str, bytes]:
-    """The report's PNG figures, drawn again only when the statistics (or the plotting code) changed:
+    """The report's SVG figures, drawn again only when the statistics (or the plotting code) changed:
     a report rebuilt for an unchanged audit (a grid run again, `radar report`) reuses them."""
     stats = json.dumps(result.to_json(), sort_keys=True, default=str).encode()
-    digest = hashlib.sha256(stats + Path(plots.__file__).read_bytes()).hexdigest()
+    code = b"".join(Path(m.__file__ or "").read_bytes() for m in (plots, svg))
+    digest = hashlib.sha256(stats + code).hexdigest()
     drawn = plots.figures_for(result)
-    stamp, files = folder / "figures.sha256", {name: folder / f"{name}.png" for name in drawn}
+    stamp, files = folder / "figures.sha256", {name: folder / f"{name}.svg" for name in drawn}
     if stamp.is_file() and stamp.read_text() == digest and all(f.is_file() for f in files.values()):
         return {name: f.read_bytes() for name, f in files.items()}
     stamp.unlink(missing_ok=True)  # the figures below are being redrawn
-    figures = {name: plots.png(make(result)) for name, make in drawn.items()}
+    for name in drawn:  # an earlier release drew them as PNG
+        (folder / f"{name}.png").unlink(missing_ok=True)
+    figures = {name: make(result).svg() for name, make in drawn.items()}
     for name, data in figures.items():
         write_atomic(files[name], data)
     write_atomic(stamp, digest)

@@ -37,7 +37,7 @@ th{background:#f5f5f5}.gated{color:#999}.verdict li{margin:.3em 0}img{max-width:
 
 
 def html_img(name: str, data: bytes, alt: str) -> str:
-    src = f"data:image/png;base64,{base64.b64encode(data).decode()}"
+    src = f"data:image/svg+xml;base64,{base64.b64encode(data).decode()}"
     return f'<figure><img id="fig-{name}" alt="{escape(alt)}" src="{src}"></figure>'
 
 

@@ -46,7 +46,7 @@ def _line(line: str | Line) -> str:
 
 
 def render_markdown(heading: Line, sections: list[Section], drawn: set[str] | None = None) -> str:
-    """The outline (radar_local.report.outline) as Markdown; figures referenced as figures/<name>.png where
+    """The outline (radar_local.report.outline) as Markdown; figures referenced as figures/<name>.svg where
     `drawn` names them (none without)."""
     out = [f"# {_line(heading)}", ""]
     for s in sections:
@@ -55,7 +55,7 @@ def render_markdown(heading: Line, sections: list[Section], drawn: set[str] | No
             if isinstance(b, Table):
                 out += md_table(b.head, [[_part(c, in_table=True) for c in row] for row in b.rows]) + [""]
             elif isinstance(b, Figure):
-                out += [f"![{b.title}](figures/{b.name}.png)", ""] if b.name in (drawn or ()) else []
+                out += [f"![{b.title}](figures/{b.name}.svg)", ""] if b.name in (drawn or ()) else []
             elif isinstance(b, Example):
                 out += [f"### {b.heading}", ""] if b.heading else []
                 out += [_line(b.caption), "", fenced(b.text), ""] + [f"- {_line(n)}" for n in b.notes] + [""]

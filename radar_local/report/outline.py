@@ -105,7 +105,7 @@ class Table:
 
 @dataclass(frozen=True)
 class Figure:
-    name: str  # the report's figures/<name>.png
+    name: str  # the report's figures/<name>.svg
     title: str
 
 

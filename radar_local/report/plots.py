@@ -1,17 +1,17 @@
-"""Audit figures (matplotlib, Agg backend) built from a stats dict. Each returns a Figure."""
+"""Audit figures, drawn as SVG (report/svg.py) from an AuditResult. Each returns a Chart; `Chart.svg()` is the file."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from radar_local.report.svg import FONT, ORANGES, RDBU_R, Chart, colour, dark, nice_ticks, text_width
 from radar_local.report.text import CI, at_level, flag_text, pair_records
 
 if TYPE_CHECKING:
-    from matplotlib.figure import Figure
+    from collections.abc import Sequence
 
     from radar_local.stats.result import AuditResult
 
@@ -22,189 +22,218 @@ FLAG_COLOURS = {
     None: "#7f7f7f",
     "gated": "#c7c7c7",
 }
+CELL = (84, 54)  # a heatmap cell, px
 
 
-def _figure(w: float, h: float) -> Figure:
-    from matplotlib.figure import Figure
+def _heatmap(
+    chart_title: str,
+    rows: Sequence[str],
+    cols: Sequence[str],
+    value: np.ndarray,
+    texts: dict[tuple[int, int], str],
+    scale: tuple[Sequence[str], float, float, str],
+    hatched: Sequence[int] = (),
+    labels: tuple[str, str] = ("", ""),
+) -> Chart:
+    """Cells coloured by value (blank where undefined), each with its text; hatched rows are gated or unsteered."""
+    cmap, lo, hi, bar = scale
+    slant = max(map(text_width, cols), default=0) * 0.5 + 24
+    chart = Chart(
+        chart_title,
+        CELL[0] * len(cols),
+        CELL[1] * max(len(rows), 1),
+        left=max(map(text_width, rows), default=0) + (40 if labels[1] else 14),
+        bottom=slant + (24 if labels[0] else 4),
+        right=90,
+    )
+    chart.scales(("band", 0, len(cols)), ("band", 0, max(len(rows), 1)))
+    for i in range(len(rows)):
+        for j in range(len(cols)):
+            v = value[i, j]
+            fill = "#ffffff" if np.isnan(v) else colour(cmap, (v - lo) / (hi - lo))
+            chart.rect(chart.px(j), chart.py(i), CELL[0], CELL[1], fill, "#ffffff")
+            if (i, j) in texts:
+                chart.text(chart.px(j + 0.5), chart.py(i + 0.5), texts[i, j], FONT - 2,
+                           fill="#ffffff" if dark(fill) else "#000000", role="texts")  # fmt: skip
+    for i in hatched:
+        chart.rect(chart.left, chart.py(i), chart.width, CELL[1], "url(#hatch)")
+    chart.frame()
+    chart.x_ticks([(j + 0.5, c) for j, c in enumerate(cols)], labels[0], slanted=True)
+    chart.y_ticks([(i + 0.5, r) for i, r in enumerate(rows)], labels[1])
+    chart.colorbar(cmap, lo, hi, bar)
+    return chart
 
-    return Figure(figsize=(w, h), dpi=100, layout="constrained")
 
-
-def leakage_heatmap(result: AuditResult) -> Figure:
+def leakage_heatmap(result: AuditResult) -> Chart:
     """Leakage (row -> column) with CI half-widths; gated (unreliable) rows hatched and labelled."""
     crit = result.criteria
-    k = len(crit)
     lk = result.leakage.to_numpy()
-    fig = _figure(1.3 * k + 2.5, 1.0 * k + 1.5)
-    ax = fig.add_subplot()
-    im = ax.imshow(np.ma.masked_invalid(lk), cmap="RdBu_r", vmin=-1, vmax=1)
-    fig.colorbar(im, ax=ax, label="leakage")
     half = None if result.leakage_ci is None else ((result.leakage_ci[1] - result.leakage_ci[0]) / 2).to_numpy()
-    for i, a in enumerate(crit):
-        if not result.reliable[a]:
-            ax.add_patch(_hatch(i, k))
+    texts = {}
+    for i in range(len(crit)):
         for j in range(len(crit)):
-            text = "n/a" if np.isnan(lk[i, j]) else f"{lk[i, j]:+.2f}"
+            texts[i, j] = "n/a" if np.isnan(lk[i, j]) else f"{lk[i, j]:+.2f}"
             if half is not None and not np.isnan(half[i, j]) and i != j:
-                text += f"\n±{half[i, j]:.2f}"
-            dark = not np.isnan(lk[i, j]) and abs(lk[i, j]) > 0.6
-            ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
-    ax.set_xticks(range(k), crit, rotation=30, ha="right")
-    ax.set_yticks(range(k), [f"{c} (gated)" if not result.reliable[c] else c for c in crit])
-    ax.set_xlabel("target criterion (scored)")
-    ax.set_ylabel("source criterion (steered)")
-    ax.set_title(at_level(f"Leakage with {CI} half-width", result.bootstrap.level))
-    return fig
+                texts[i, j] += f"\n±{half[i, j]:.2f}"
+    return _heatmap(
+        at_level(f"Leakage with {CI} half-width", result.bootstrap.level),
+        [f"{c} (gated)" if not result.reliable[c] else c for c in crit],
+        crit,
+        lk,
+        texts,
+        (RDBU_R, -1.0, 1.0, "leakage"),
+        [i for i, c in enumerate(crit) if not result.reliable[c]],
+        ("target criterion (scored)", "source criterion (steered)"),
+    )
 
 
-def _hatch(row: int, k: int):
-    from matplotlib.patches import Rectangle
-
-    return Rectangle((-0.5, row - 0.5), k, 1, fill=False, hatch="//", edgecolor="#999999", lw=0)
-
-
-def self_effect_bars(result: AuditResult) -> Figure:
+def self_effect_bars(result: AuditResult) -> Chart:
     crit = result.criteria
-    se = result.self_effect[crit].to_numpy()
-    fig = _figure(1.0 * len(crit) + 2, 3.5)
-    ax = fig.add_subplot()
-    colours = ["#2ca02c" if result.reliable[c] else "#d62728" for c in crit]
-    ax.bar(crit, np.nan_to_num(se), color=colours)
+    se = result.self_effect[crit].to_numpy(float)
+    low = min(-0.1, float(np.nanmin(np.r_[se, 0])) - 0.1)
+    chart = Chart("Self-effects (red: below the gate)", 70 * len(crit), 230, left=64,
+                  bottom=max(map(text_width, crit), default=0) * 0.5 + 24)  # fmt: skip
+    chart.scales(("band", 0, len(crit)), ("linear", low, 1.05))
+    for i, c in enumerate(crit):
+        v = float(np.nan_to_num(se[i]))
+        top, base = chart.py(max(v, 0.0)), chart.py(min(v, 0.0))
+        chart.rect(chart.px(i + 0.1), top, chart.px(i + 0.9) - chart.px(i + 0.1), base - top,
+                   "#2ca02c" if result.reliable[c] else "#d62728")  # fmt: skip
+        chart.mark("bars", v)
     if result.self_effect_ci is not None:
-        lo, hi = result.self_effect_ci["low"].to_numpy(), result.self_effect_ci["high"].to_numpy()
         # Drawn from its ends, not as distances from the point: an interval need not bracket its estimate.
-        ax.errorbar(
-            range(len(crit)),
-            np.nan_to_num((lo + hi) / 2),
-            yerr=np.nan_to_num((hi - lo) / 2),
-            fmt="none",
-            ecolor="black",
-            capsize=3,
-        )
-    ax.axhline(result.tau, color="black", ls="--", label=f"tau = {result.tau}")
-    ax.set_ylabel("self-effect")
-    ax.set_ylim(min(-0.1, np.nanmin(np.r_[se, 0]) - 0.1), 1.05)
-    ax.set_title("Self-effects (red: below the gate)")
-    ax.legend(loc="upper right")
-    ax.tick_params(axis="x", rotation=30)
-    return fig
+        for i, (lo, hi) in enumerate(zip(result.self_effect_ci["low"], result.self_effect_ci["high"])):
+            if np.isnan(lo) or np.isnan(hi):
+                continue
+            x = chart.px(i + 0.5)
+            chart.line(x, chart.py(lo), x, chart.py(hi))
+            for end in (lo, hi):
+                chart.line(x - 4, chart.py(end), x + 4, chart.py(end))
+            chart.mark("intervals", (float(lo), float(hi)))
+    chart.line(chart.left, chart.py(result.tau), chart.left + chart.width, chart.py(result.tau), dash="5,3")
+    chart.mark("hlines", result.tau)
+    chart.frame()
+    chart.x_ticks([(i + 0.5, c) for i, c in enumerate(crit)], slanted=True)
+    chart.y_ticks([(v, f"{v:g}") for v in nice_ticks(low, 1.05)], "self-effect")
+    chart.legend([(f"tau = {result.tau}", "#000", "5,3")])
+    return chart
 
 
-def sym_asym_scatter(result: AuditResult) -> Figure:
-    fig = _figure(6, 4.5)
-    ax = fig.add_subplot()
+def _span(values: list[float]) -> tuple[float, float]:
+    """A linear axis over the values, padded and widened to round ticks."""
+    lo, hi = min(values), max(values)
+    pad = (hi - lo) * 0.08 or 0.1
+    ticks = nice_ticks(lo - pad, hi + pad)
+    return min(ticks[0], lo - pad), max(ticks[-1], hi + pad)
+
+
+def sym_asym_scatter(result: AuditResult) -> Chart:
     th = result.thresholds
-    plotted = False
-    for p in pair_records(result):
-        if np.isnan(p["sym"]) or np.isnan(p["asym"]):
-            continue
-        ax.scatter(p["sym"], p["asym"], color=FLAG_COLOURS.get((p["flags"] or [None])[0], "#7f7f7f"), s=40)
+    points = [p for p in pair_records(result) if not (np.isnan(p["sym"]) or np.isnan(p["asym"]))]
+    chart = Chart("Pairs: symmetric coupling vs asymmetry", 480, 330, left=64, bottom=44)
+    x = _span([p["sym"] for p in points] + [th["cluster_sym"], 0.0])
+    y = _span([p["asym"] for p in points] + [th["directional_asym"], 0.0])
+    chart.scales(("linear", *x), ("linear", *y))
+    chart.line(chart.px(th["cluster_sym"]), chart.top, chart.px(th["cluster_sym"]), chart.top + chart.height,
+               "#d62728", "2,2")  # fmt: skip
+    chart.line(chart.left, chart.py(th["directional_asym"]), chart.left + chart.width,
+               chart.py(th["directional_asym"]), "#ff7f0e", "2,2")  # fmt: skip
+    for p in points:
+        chart.circle(chart.px(p["sym"]), chart.py(p["asym"]), 4, FLAG_COLOURS.get((p["flags"] or [None])[0], "#7f7f7f"))
         label = f"{p['a']}/{p['b']}"
         if p["flags"] and p["flags"] != ["gated"]:
             label += f" ({flag_text(p)})"
-        ax.annotate(label, (p["sym"], p["asym"]), fontsize=7, xytext=(4, 3), textcoords="offset points")
-        plotted = True
-    if not plotted:
-        ax.text(
-            0.5,
-            0.5,
-            "no pair has defined leakage\n(every criterion gated)",
-            ha="center",
-            va="center",
-            transform=ax.transAxes,
-        )
-    ax.axvline(th["cluster_sym"], color="#d62728", ls=":", lw=1)
-    ax.axhline(th["directional_asym"], color="#ff7f0e", ls=":", lw=1)
-    ax.set_xlabel("SymCoupling")
-    ax.set_ylabel("Asymmetry")
-    ax.set_title("Pairs: symmetric coupling vs asymmetry")
-    return fig
+        at = chart.px(p["sym"]) + 6  # right of its point, the figure widened to hold it
+        chart.right = max(chart.right, at + text_width(label, FONT - 3) - chart.left - chart.width + 6)
+        chart.text(at, chart.py(p["asym"]) - 7, label, FONT - 3, "start", role="texts")
+    if not points:
+        chart.text(chart.left + chart.width / 2, chart.top + chart.height / 2,
+                   "no pair has defined leakage\n(every criterion gated)", role="texts")  # fmt: skip
+    chart.frame()
+    chart.x_ticks([(v, f"{v:g}") for v in nice_ticks(*x)], "SymCoupling")
+    chart.y_ticks([(v, f"{v:g}") for v in nice_ticks(*y)], "Asymmetry")
+    return chart
 
 
-def task_spread_heatmap(result: AuditResult) -> Figure:
+def task_spread_heatmap(result: AuditResult) -> Chart:
     """sigma_ij (eq. 6): which couplings depend on the task."""
     crit = result.criteria
     sd = result.leakage_sd.to_numpy().copy()
     np.fill_diagonal(sd, np.nan)
-    fig = _figure(1.3 * len(crit) + 2.5, 1.0 * len(crit) + 1.5)
-    ax = fig.add_subplot()
-    im = ax.imshow(np.ma.masked_invalid(sd), cmap="Oranges", vmin=0, vmax=max(0.5, np.nanmax(np.r_[sd.ravel(), 0])))
-    fig.colorbar(im, ax=ax, label="sd of leakage across tasks")
-    for i in range(len(crit)):
-        for j in range(len(crit)):
-            if i != j:  # undefined with fewer than two tasks: n/a, never a reassuring 0
-                ax.text(j, i, "n/a" if np.isnan(sd[i, j]) else f"{sd[i, j]:.2f}", ha="center", va="center", fontsize=8)
-    ax.set_xticks(range(len(crit)), crit, rotation=30, ha="right")
-    ax.set_yticks(range(len(crit)), crit)
-    ax.set_title(f"Per-task leakage spread over {len(result.tasks)} tasks")
-    return fig
+    texts = {  # undefined with fewer than two tasks: n/a, never a reassuring 0
+        (i, j): "n/a" if np.isnan(sd[i, j]) else f"{sd[i, j]:.2f}"
+        for i in range(len(crit))
+        for j in range(len(crit))
+        if i != j
+    }
+    top = max(0.5, float(np.nanmax(np.r_[sd.ravel(), 0])))
+    title = f"Per-task leakage spread over {len(result.tasks)} tasks"
+    return _heatmap(title, crit, crit, sd, texts, (ORANGES, 0.0, top, "sd of leakage across tasks"))
 
 
-def nuisance_heatmap(result: AuditResult) -> Figure:
+def nuisance_heatmap(result: AuditResult) -> Chart:
     """Sensitivity of each criterion (column) to each nuisance attribute (row), 0-1 scale; * marks a biased
     cell, a hatched row an attribute the manipulation check found not steered."""
     rows = result.bias_rows
     attributes, crit = sorted({r.attribute for r in rows}), result.criteria
     value = np.full((len(attributes), len(crit)), np.nan)
-    marks = {}
+    texts = {}
     for r in rows:
         i, j = attributes.index(r.attribute), crit.index(r.criterion)
         value[i, j] = np.nan if r.sensitivity is None else r.sensitivity
-        marks[i, j] = "*" if r.flag == "biased" else ""
-    fig = _figure(1.3 * len(crit) + 2.5, 0.8 * max(len(attributes), 1) + 1.8)
-    ax = fig.add_subplot()
+        texts[i, j] = "n/a" if np.isnan(value[i, j]) else f"{value[i, j]:+.2f}{'*' if r.flag == 'biased' else ''}"
     top = max(0.3, float(np.nanmax(np.abs(np.r_[value.ravel(), 0]))))
-    im = ax.imshow(np.ma.masked_invalid(value), cmap="RdBu_r", vmin=-top, vmax=top, aspect="auto")
-    fig.colorbar(im, ax=ax, label="score(up) - score(down), 0-1 scale")
-    for (i, j), mark in marks.items():
-        text = "n/a" if np.isnan(value[i, j]) else f"{value[i, j]:+.2f}{mark}"
-        ax.text(j, i, text, ha="center", va="center", fontsize=8)
     steered = (result.bias.manipulation if result.bias else None) or {}
-    for i, a in enumerate(attributes):
-        if steered.get(a, {}).get("steered") is False:
-            ax.add_patch(_hatch(i, len(crit)))
-    ax.set_xticks(range(len(crit)), crit, rotation=30, ha="right")
-    ax.set_yticks(range(len(attributes)), attributes)
-    ax.set_title("Judge bias: sensitivity to nuisance attributes (* biased)")
-    return fig
+    unsteered = [i for i, a in enumerate(attributes) if steered.get(a, {}).get("steered") is False]
+    title = "Judge bias: sensitivity to nuisance attributes (* biased)"
+    scale = (RDBU_R, -top, top, "score(up) - score(down), 0-1 scale")
+    return _heatmap(title, attributes, crit, value, texts, scale, unsteered)
 
 
-def budget_curve(result: AuditResult) -> Figure:
+def budget_curve(result: AuditResult) -> Chart:
     """Appendix G: agreement (or Sym) against the probe budget N, mean +- sd over subsets."""
-    fig = _figure(6, 3.8)
-    ax = fig.add_subplot()
     rows = result.budget or []
-    ns = [r.n for r in rows]
+    ns = [r.n for r in rows] or [1]
+    lines: list[tuple[str, str, list[float], list[float]]] = []  # (label, colour, means, sds)
     if rows and rows[0].pearson is not None:
-        for key, colour in (("pearson", "#1f77b4"), ("spearman", "#2ca02c"), ("mae", "#d62728")):
+        for key, stroke in (("pearson", "#1f77b4"), ("spearman", "#2ca02c"), ("mae", "#d62728")):
             spreads = [getattr(r, key) for r in rows]
             mean = [np.nan if s is None or s.mean is None else s.mean for s in spreads]
             sd = [np.nan if s is None or s.sd is None else s.sd for s in spreads]
-            ax.errorbar(ns, mean, yerr=sd, marker="o", capsize=3, color=colour, label=key)
-        ax.set_ylabel("agreement with human r")
-    elif rows:
-        for idx in range(len(rows[0].sym or [])):
+            lines.append((key, stroke, mean, sd))
+        ylabel = "agreement with human r"
+    else:
+        for idx in range(len(rows[0].sym or []) if rows else 0):
             mean = [np.nan if r.sym is None or r.sym[idx].mean is None else r.sym[idx].mean for r in rows]
-            ax.plot(ns, mean, marker="o", lw=1)
-        ax.set_ylabel("SymCoupling per pair")
-    if not any(np.isfinite(np.asarray(line.get_ydata(), float)).any() for line in ax.get_lines()):
-        ax.text(0.5, 0.5, "no defined value at any budget", ha="center", va="center", transform=ax.transAxes)
-    ax.set_xscale("log")
-    ax.set_xticks(ns or [1], [f"all ({r.n})" if r.all_probes else str(r.n) for r in rows] or ["1"])
-    ax.set_xlabel("probes per (task, criterion, direction)")
-    ax.set_title("Probe budget (30 stratified subsets per N; last: all probes)")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend()
-    return fig
+            lines.append(("", "#1f77b4", mean, [np.nan] * len(rows)))
+        ylabel = "SymCoupling per pair" if rows else ""
+    ends = [v for _, _, m, s in lines for a, b in zip(m, s) for v in (a - np.nan_to_num(b), a + np.nan_to_num(b))]
+    defined = [float(v) for v in ends if np.isfinite(v)]
+    chart = Chart("Probe budget (30 stratified subsets per N; last: all probes)", 440, 250, left=64, bottom=44)
+    y = _span(defined or [0.0, 1.0])
+    chart.scales(("log", min(ns) / 1.3, max(ns) * 1.3), ("linear", *y))
+    for _, stroke, mean, sd in lines:
+        drawn = [(chart.px(n), chart.py(m)) for n, m in zip(ns, mean) if np.isfinite(m)]
+        if drawn:
+            chart.polyline(drawn, stroke)
+        for n, m, s in zip(ns, mean, sd):
+            if np.isfinite(m):
+                chart.circle(chart.px(n), chart.py(m), 3, stroke)
+                if np.isfinite(s):
+                    chart.line(chart.px(n), chart.py(m - s), chart.px(n), chart.py(m + s), stroke)
+    if not defined:
+        chart.text(chart.left + chart.width / 2, chart.top + chart.height / 2, "no defined value at any budget",
+                   role="texts")  # fmt: skip
+    chart.frame()
+    names = [f"all ({r.n})" if r.all_probes else str(r.n) for r in rows] or ["1"]
+    chart.x_ticks(list(zip(ns, names)), "probes per (task, criterion, direction)")
+    chart.y_ticks([(v, f"{v:g}") for v in nice_ticks(*y)], ylabel)
+    if labelled := [(name, stroke, "") for name, stroke, _, _ in lines if name]:
+        chart.legend(labelled)
+    return chart
 
 
-def png(fig: Figure) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return buf.getvalue()
-
-
-FIGURES: dict[str, Callable[[AuditResult], Figure]] = {
+FIGURES: dict[str, Callable[[AuditResult], Chart]] = {
     "leakage": leakage_heatmap,
     "self_effect": self_effect_bars,
     "sym_asym": sym_asym_scatter,
@@ -216,7 +245,7 @@ FIGURES: dict[str, Callable[[AuditResult], Figure]] = {
 COUPLING = ("leakage", "sym_asym", "task_spread", "budget")  # drawn where a rubric has two criteria or more
 
 
-def figures_for(result: AuditResult) -> dict[str, Callable[[AuditResult], Figure]]:
+def figures_for(result: AuditResult) -> dict[str, Callable[[AuditResult], Chart]]:
     """The report's figures for this result: the bias heatmap where it measured nuisance attributes; of a rubric of
     one criterion, no coupling's."""
     figures = {**FIGURES, "nuisance": nuisance_heatmap} if result.bias_rows else FIGURES
