@@ -170,7 +170,7 @@ def test_expected_mode_scores_nothing_from_a_logprob_that_is_no_logprob(bad):
 
 def _audit_server(path: str, headers: dict[str, str], raw: bytes) -> bytes:
     """A generator that answers one sample however many are asked for, and a judge whose log-probabilities
-    are NaN on one criterion (Correctness) and fine elsewhere; every usage a lie."""
+    are NaN on one criterion (Politeness, of tests/data/small_rubric.yaml) and fine elsewhere; every usage a lie."""
     if path.endswith("/metrics"):
         return http(404, b"")
     body = json.loads(raw)
@@ -178,7 +178,7 @@ def _audit_server(path: str, headers: dict[str, str], raw: bytes) -> bytes:
     if "logprobs" not in body:
         text = f"a probe written under seed {body['seed']}"
         return completion(text, usage=usage)
-    bad = math.nan if "Correctness / Completeness" in json.dumps(body["messages"]) else -0.2
+    bad = math.nan if "Politeness" in json.dumps(body["messages"]) else -0.2
     return completion("3", usage=usage, logprobs=top_logprobs([("3", bad), ("2", -2.0)]))
 
 
@@ -186,11 +186,12 @@ def test_an_audit_fills_short_answers_and_stores_unscored_verdicts_with_their_re
     """n: 2 asked, one sample answered: each missing variant is asked for alone under its own seed;
     NaN log-probabilities are unscored verdicts with the reason, never a score of 0."""
     from radar_local.rundir import load_run
-    from tests.conftest import planted_config, radar_run
+    from tests.conftest import REPO, planted_config, radar_run
 
     with FakeServer(_audit_server) as server:
         spec = {"engine": "openai", "model": "m", "options": {"base_url": server.url, "retries": 0}}
-        config = planted_config(generator=spec, verifier=spec, n=2, bootstrap=50)
+        small = {"rubric": str(REPO / "tests/data/small_rubric.yaml"), "tasks": planted_config()["tasks"][:2]}
+        config = planted_config(generator=spec, verifier=spec, n=2, bootstrap=50, **small)
         config["scoring"] = {"mode": "expected"}
         (tmp_path / "a.yaml").write_text(yaml.safe_dump(config))
         res = radar_run("audit", tmp_path / "a.yaml", "--out", tmp_path / "run", "--no-report")
