@@ -460,6 +460,68 @@ def test_a_promptfoo_config_with_per_test_rubrics_audits_end_to_end(name, tmp_pa
     assert result.per_prompt is not None and len(result.per_prompt.items) == items
 
 
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.thorough) if n == LARGE else n for n in sorted(PROMPTFOO_ITEMS)]
+)
+def test_a_promptfoo_config_s_items_export_unchanged_as_the_file_byte_for_byte(name):
+    """Issue 63: the per-test items exported as they were imported give the file back as it is."""
+    imported = formats.read("promptfoo", PROMPTFOO / name)
+    text, account = formats.export_items("promptfoo", PROMPTFOO / name, imported.tasks)
+    assert text == (PROMPTFOO / name).read_text() and account == [f"kept: {len(imported.tasks)} tasks as they were"]
+
+
+def test_edited_per_test_rubrics_are_written_into_the_tests_that_hold_them(tmp_path):
+    """`radar import` then `radar export promptfoo ORIGINAL config.yaml` (its tasks' items edited): a rewritten item
+    is its assertion's new value and weight, a new one an assertion of its own in the task's test, a dropped one's
+    assertion is gone; the rest of promptfoo's real file is kept, and it imports as the items given."""
+    from tests.conftest import invoke
+
+    folder = tmp_path / "claude-thinking"
+    shutil.copytree(PROMPTFOO / "claude-thinking", folder)
+    original = folder / "promptfooconfig.yaml"
+    assert invoke("import", "promptfoo", original, "--out", tmp_path / "import").exit_code == 0
+    config = yaml.safe_load((tmp_path / "import" / "config.yaml").read_text())
+    first, second = config["tasks"]
+    first["items"] = [{"text": "Says that two weighings suffice, and why", "points": 2}, {"text": "Is brief"}]
+    second["items"] = []
+    (tmp_path / "edited.yaml").write_text(yaml.safe_dump(config))
+    res = invoke("export", "promptfoo", original, tmp_path / "edited.yaml")
+    assert res.exit_code == 0, res.output
+    assert "test_1: rewritten test_1_1; added test_1_2" in res.output and "test_2: dropped test_2_1" in res.output
+    written = folder / "promptfooconfig.repaired.yaml"
+    again = formats.read("promptfoo", written)
+    assert [(i.text, i.points) for i in again.tasks[0].items] == [
+        ("Says that two weighings suffice, and why", 2.0),
+        ("Is brief", 1.0),
+    ]
+    assert [t.id for t in again.tasks] == ["test_1"]  # the second test holds no rubric now: nothing to grade it on
+    before, after = original.read_text().splitlines(), written.read_text().splitlines()
+    assert before[:36] == after[:36] and "The trains will meet at 1:38 PM." not in written.read_text()
+    # the shared rubric's export is unchanged: rubric.yaml still exports a rubric
+    assert invoke("export", "promptfoo", original, tmp_path / "import" / "rubric.yaml").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "name,edit,needle",
+    [
+        ("assertion-scoring-override/promptfooconfig.yaml", {"text": "Rates it"}, "is written as 'Rate the accuracy"),
+        ("claude-thinking/promptfooconfig.yaml", {"text": "Explains", "tags": ["axis:x"]}, "has tags or a scale"),
+    ],
+)
+def test_an_item_radar_cannot_write_back_is_one_line(name, edit, needle, tmp_path):
+    """A templated rubric (one text every test renders with its vars) is edited where it is written; tags have no
+    place in a promptfoo assertion: each is one line, and no file is written."""
+    from tests.conftest import invoke, one_line_exit_2
+
+    imported = formats.read("promptfoo", PROMPTFOO / name)
+    config = {"tasks": [t.model_dump(mode="json", exclude_defaults=True) for t in imported.tasks]}
+    config["tasks"][0]["items"][0] |= edit
+    (tmp_path / "edited.yaml").write_text(yaml.safe_dump(config))
+    one_line_exit_2(invoke("export", "promptfoo", PROMPTFOO / name, tmp_path / "edited.yaml", "--out",
+                           tmp_path / "x.yaml"), needle)  # fmt: skip
+    assert not (tmp_path / "x.yaml").exists()
+
+
 def test_self_gradings_prompt_file_is_split_as_promptfoo_splits_it(tmp_path):
     """The real prompts.txt holds two prompts divided by '---': with a second criterion added to its config, the
     tasks render the first one, and the account says there are two."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from radar_local.formats import FORMATS, ITEMS
+from radar_local.formats import EXPORTS, FORMATS, ITEMS
 
 ENGINES = ["vllm", "transformers", "openai", "testing"]
 
@@ -59,15 +59,16 @@ def import_rubric(
 def export(fmt: str, original: Path, rubric: Path, out: Path | None, root: Path | None) -> None:
     """Write RUBRIC (a repaired one, say) back into ORIGINAL's FORMAT: the criteria that changed are
     rewritten, everything else of ORIGINAL is kept. For healthbench, RUBRIC is the import's config.yaml: its
-    tasks' items (edited) are written back as each conversation's rubric."""
+    tasks' items (edited) are written back as each conversation's rubric; for promptfoo, an import's config.yaml
+    whose tasks carry items writes them back into the tests that hold them."""
     from radar_local.errors import InputError
     from radar_local.formats import export as export_rubric
-    from radar_local.formats import export_items, tasks_with_items
+    from radar_local.formats import export_items, holds_items, tasks_with_items
     from radar_local.rubric import load_rubric
     from radar_local.store import write_atomic
 
-    if fmt in ITEMS:
-        text, account = export_items(fmt, original, tasks_with_items(rubric))
+    if fmt not in EXPORTS or (fmt in ITEMS and holds_items(rubric)):
+        text, account = export_items(fmt, original, tasks_with_items(rubric), root)
     else:
         text, account = export_rubric(fmt, original, load_rubric(rubric), root)
     out = out or original.with_name(f"{original.stem}.repaired{original.suffix}")

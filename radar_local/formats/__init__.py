@@ -3,8 +3,8 @@ criteria, scale, judge prompt, answer and tasks) into radar's rubric, judge and 
 writes a (repaired) rubric back into the original file, touching only the criteria that changed.
 
 Each format is a module with `read(path) -> Imported` and `write(path, imported, rubric, account) -> str` (the new
-text of the original file), or for a format of per-prompt items (HealthBench's, `ITEMS`) `write_items(path,
-imported, tasks) -> (text, account)`.
+text of the original file), and for a format of per-prompt items (`ITEMS`: HealthBench's, promptfoo's per-test rubrics)
+`write_items(path, imported, tasks) -> (text, account)`.
 Every template variable and answer pattern of a source maps to radar's or is refused with one line naming it
 (InputError, exit 2); what maps with a difference is said in the import's account, printed and written beside
 the rubric.
@@ -17,8 +17,9 @@ from typing import Any
 from radar_local.formats.names import EXPORTS, FORMATS, ITEMS, MODULES
 
 __all__ = ["EXPORTS", "FORMATS", "ITEMS", "MODULES", "Imported", "carried", "export", "read", "write_import"]
-__all__ += ["export_items", "tasks_with_items"]
-LAZY = ("Imported", "carried", "export", "export_items", "read", "tasks_with_items", "write_import")  # formats.files
+__all__ += ["export_items", "holds_items", "tasks_with_items"]
+# formats.files
+LAZY = ("Imported", "carried", "export", "export_items", "holds_items", "read", "tasks_with_items", "write_import")
 
 
 def __getattr__(name: str) -> Any:

@@ -22,7 +22,7 @@ from radar_local.inputs import read_json, read_mapping, read_text
 from radar_local.rubric import Rubric, Task, TaskFile, load_benchmark
 from radar_local.store import make_folder, write_atomic
 
-__all__ = ["Imported", "carried", "export", "export_items", "read", "tasks_with_items", "write_import"]
+__all__ = ["Imported", "carried", "export", "export_items", "holds_items", "read", "tasks_with_items", "write_import"]
 
 
 def _module(fmt: str) -> ModuleType:
@@ -87,16 +87,25 @@ def tasks_with_items(path: Path) -> tuple[Task, ...]:
     return parse_model(TaskFile, {"tasks": data["tasks"]}, path).tasks
 
 
-def export_items(fmt: str, original: str | Path, tasks: tuple[Task, ...]) -> tuple[str, list[str]]:
+def holds_items(path: Path) -> bool:
+    """Whether the file is a config (or tasks file) whose tasks carry items of their own: what a format that holds
+    both a rubric and per-test items (promptfoo) exports as items."""
+    tasks = read_mapping(path).get("tasks")
+    return isinstance(tasks, list) and any(isinstance(t, dict) and t.get("items") for t in tasks)
+
+
+def export_items(
+    fmt: str, original: str | Path, tasks: tuple[Task, ...], root: Path | None = None
+) -> tuple[str, list[str]]:
     """The original file's new text with each task's items, and the account; written only where importing it
     gives those items back."""
-    text, account = _module(fmt).write_items(Path(original), read(fmt, original), tasks)
+    text, account = _module(fmt).write_items(Path(original), read(fmt, original, root), tasks)
     try:
-        back = {t.id: t for t in _imported_again(fmt, Path(original), text, None, "the items").tasks}
+        back = {t.id: t for t in _imported_again(fmt, Path(original), text, root, "the items").tasks}
     except PermissionError:
         return text, [*account, f"not checked by importing it again: {Path(original).parent} is not writable"]
     for task in tasks:
-        again = [(i.text, i.points, i.tags) for i in back[task.id].items]
+        again = [(i.text, i.points, i.tags) for i in back[task.id].items] if task.id in back else []  # none left
         if again != [(i.text, i.points, i.tags) for i in task.items]:
             raise InputError(original, f"task '{task.id}': its items would not import again as given; reword them")
     return text, account

@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from radar_local.errors import InputError
+from radar_local.formats import shared
 from radar_local.formats.shared import Imported, json_like
 from radar_local.judge import Judge
 from radar_local.pitfalls import sign_lints
@@ -123,20 +124,8 @@ def write_items(path: Path, imported: Imported, tasks: tuple[Task, ...]) -> tupl
             rubrics.append(entry | {"criterion": item.text, "points": _number(item.points), "tags": list(item.tags)})
         record["rubrics"] = rubrics
         lines[number] = json_like(source, [record], lines=True).removesuffix("\n") + line[len(line.rstrip("\r\n")) :]
-        account.append(_changed(theirs, task))
+        account.append(shared.items_changed(theirs, task))
     return "".join(lines), [f"kept: {kept} conversations as they were", *account]
-
-
-def _changed(before: Task, after: Task) -> str:
-    """What an export changed of one conversation's rubric, by item id (a new item without one: its text)."""
-    old = {i.id: i for i in before.items}
-    parts: dict[str, list[str]] = {
-        "rewritten": [str(i.id) for i in after.items if i.id in old and i != old[i.id]],
-        "added": [i.id or repr(i.text[:30]) for i in after.items if i.id not in old],
-        "dropped": [str(k) for k in old if k not in {i.id for i in after.items}],
-    }
-    said = "; ".join(f"{what} {', '.join(ids)}" for what, ids in parts.items() if ids)
-    return f"{after.id}: {said or 'items reordered'} (ids are places: imported again, the items are numbered anew)"
 
 
 def _number(points: float) -> int | float:

@@ -11,5 +11,5 @@ MODULES = {
     "healthbench": "healthbench",
 }
 FORMATS = tuple(MODULES)
-ITEMS = ("healthbench",)  # formats whose export writes back per-prompt items (from a config's tasks), not a rubric
-EXPORTS = tuple(f for f in FORMATS if f not in ITEMS)  # formats whose export writes a rubric back
+ITEMS = ("healthbench", "promptfoo")  # formats whose export writes per-prompt items back (from a config's tasks)
+EXPORTS = tuple(f for f in FORMATS if f != "healthbench")  # formats whose export writes a rubric back

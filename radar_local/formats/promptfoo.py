@@ -12,19 +12,17 @@ the scores the judge writes (0.0-1.0 in steps of 0.1; g-eval's integer 0-10) and
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
-
-from jinja2 import TemplateError
 
 from radar_local.answer import JsonShape
 from radar_local.errors import InputError
 from radar_local.formats import shared
+from radar_local.formats.promptfoo_items import Entry, placed, rewrite
 from radar_local.formats.promptfoo_tasks import CODE, Files, as_dict, first_prompt, task_of, tasks_of, tests_inline
 from radar_local.formats.shared import Imported
-from radar_local.judge import render_text
-from radar_local.rubric import Criterion, Rubric, Task, TaskItem
+from radar_local.rubric import Criterion, Rubric, Task
 from radar_local.scale import Scale
 
 TYPES = ("llm-rubric", "g-eval")
@@ -70,21 +68,6 @@ NAMES = {
 def _inline(files: Files, value: Any) -> Any:
     """A `file://` value as the file's text (promptfoo loads it), any other value as it is."""
     return files.text(value).strip() if isinstance(value, str) and value.startswith("file://") else value
-
-
-@dataclass
-class Entry:
-    """One criterion's place in the file: its assert list, the assertion's index there, the index in a
-    g-eval list value (None for a single text), its text, the assertion, and the rubricPrompt it runs with
-    (its own, else its test's options', else defaultTest's; None: promptfoo's default)."""
-
-    asserts: list
-    index: int
-    sub: int | None
-    text: str
-    assertion: dict
-    rubric_prompt: Any
-    owner: dict  # defaultTest or the test that holds the assertion
 
 
 def _entries(files: Files, data: dict) -> list[Entry]:
@@ -244,11 +227,10 @@ def _generated_tests(data: dict) -> str | None:
     return None
 
 
-def read(path: Path, root: Path | None = None) -> Imported:
-    """`root`: the folder `file://` references may read from (default the config's own)."""
-    files = Files(path, root)
-    loaded = shared.load_yaml(path)
-    data = _config(path, loaded)
+def _judged(files: Files, data: dict, path: Path) -> tuple[list[Entry], list[Entry], str, list[str]]:
+    """The rubric's entries (scored on every task), the tests' own (a templated one once for each test), the kind
+    of assertion audited (where the config holds both, the one with more criteria), and the account's line on the
+    other."""
     found, per_test = _scoped(files, data)
     templated = [e for e in found if shared.variables(e.text)]  # one text a test: each task's own item
     found = [e for e in found if not shared.variables(e.text)]
@@ -285,6 +267,15 @@ def read(path: Path, root: Path | None = None) -> Imported:
         )
     else:
         (kind,) = kinds
+    return found, per_test, kind, mixed
+
+
+def read(path: Path, root: Path | None = None) -> Imported:
+    """`root`: the folder `file://` references may read from (default the config's own)."""
+    files = Files(path, root)
+    loaded = shared.load_yaml(path)
+    data = _config(path, loaded)
+    found, per_test, kind, mixed = _judged(files, data, path)
     ids = _ids(found)
     scale = ZERO_ONE if kind == "llm-rubric" else G_EVAL
     criteria: list[Criterion] = []
@@ -389,32 +380,26 @@ def read(path: Path, root: Path | None = None) -> Imported:
 def _with_items(
     path: Path, tasks: tuple[Task, ...], owners: dict[int, str], entries: list[Entry]
 ) -> tuple[tuple[Task, ...], int]:
-    """The tasks with the rubrics their tests hold as their own items (rendered with the test's vars; the
-    assertion's `weight` its points), and how many could not be placed (a test radar reads no task from)."""
-    items: dict[str, list[TaskItem]] = {}
-    left = 0
-    for e in entries:
-        task = owners.get(id(e.owner))
-        values = {key: str(v) for key, v in as_dict(e.owner.get("vars")).items()}
-        if unset := sorted(shared.variables(e.text) - set(values)):
-            raise InputError(
-                path,
-                f"the {e.assertion['type']} value '{e.text[:40]}' uses the test variable '{unset[0]}', which a test "
-                "that runs it does not set; radar renders a test's rubric with that test's vars",
-            )
-        try:
-            text = render_text(e.text, **values) if shared.variables(e.text) else e.text
-        except TemplateError:
-            text = ""
-        if task is None or not text.strip():
-            left += 1
-            continue
-        weight = e.assertion.get("weight", 1)
-        points = float(weight) if isinstance(weight, (int, float)) and not isinstance(weight, bool) else 1.0
-        mine = items.setdefault(task, [])
-        if all(i.text != text for i in mine):
-            mine.append(TaskItem(text=text, points=points))
-    return tuple(t.model_copy(update={"items": tuple(items.get(t.id, ()))}) for t in tasks), left
+    """The tasks with the rubrics their tests hold as their own items (promptfoo_items.placed), and how many could
+    not be placed."""
+    found, left = placed(path, owners, entries)
+    return tuple(t.model_copy(update={"items": tuple(i for i, _ in found.get(t.id, ()))}) for t in tasks), left
+
+
+def write_items(path: Path, imported: Imported, tasks: tuple[Task, ...]) -> tuple[str, list[str]]:
+    """The config's new text with each task's items (the import's config.yaml, edited) written into the tests that
+    hold them (promptfoo_items.rewrite), and the account; the file byte for byte where no task's items changed."""
+    loaded = shared.load_yaml(path)
+    data = _config(path, loaded)
+    files = Files(path, imported.root)
+    _, per_test, kind, _ = _judged(files, data, path)
+    _, _, owners = tasks_of(files, data)
+    found, _ = placed(path, owners, per_test)
+    tests = [t for t in tests_inline(data) if isinstance(t, dict)]
+    account = rewrite(path, found, imported.tasks, tasks, tests, owners, kind)
+    if len(account) == 1:  # every task kept
+        return path.read_text(encoding="utf-8"), account
+    return shared.dump_yaml(loaded if isinstance(loaded, list) else data, path), account
 
 
 def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:

@@ -265,3 +265,15 @@ def referenced(source: Path, ref: str, root: Path | None = None) -> Path:
     if not real.is_relative_to(base):
         raise InputError(source, f"'{ref[:80]}' leads outside {base} (through .. or a link); {where}")
     return real
+
+
+def items_changed(before: Task, after: Task) -> str:
+    """What an export changed of one task's items, by item id (a new item without one: its text)."""
+    old = {i.id: i for i in before.items}
+    parts: dict[str, list[str]] = {
+        "rewritten": [str(i.id) for i in after.items if i.id in old and i != old[i.id]],
+        "added": [i.id or repr(i.text[:30]) for i in after.items if i.id not in old],
+        "dropped": [str(k) for k in old if k not in {i.id for i in after.items}],
+    }
+    said = "; ".join(f"{what} {', '.join(ids)}" for what, ids in parts.items() if ids)
+    return f"{after.id}: {said or 'items reordered'} (ids are places: imported again, the items are numbered anew)"
