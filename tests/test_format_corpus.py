@@ -432,7 +432,8 @@ def test_a_promptfoo_config_with_one_rubric_imports_it(name):
 def test_a_promptfoo_config_with_its_rubrics_in_its_tests_imports_them_as_each_task_s_items(name):
     """Issue 63: most of promptfoo's own examples write each llm-rubric for one test (or template it with the test's
     vars): each test's task gets its rubrics as its own items (refused before: a criterion was scored on every task);
-    a task none of whose tests holds one is left out; an unchanged export is the file byte for byte."""
+    a task none of whose tests holds one is left out; an unchanged export, of the rubric or of the items, is the file
+    byte for byte."""
     tasks, items = PROMPTFOO_ITEMS[name]
     imported = formats.read("promptfoo", PROMPTFOO / name)
     assert imported.rubric.ids == [] and len(imported.tasks) == tasks and all(t.items for t in imported.tasks)
@@ -441,6 +442,8 @@ def test_a_promptfoo_config_with_its_rubrics_in_its_tests_imports_them_as_each_t
     assert any(line.startswith(f"per-test rubrics: {items} item(s)") for line in imported.account)
     text, _ = formats.export("promptfoo", PROMPTFOO / name, imported.rubric)
     assert text == (PROMPTFOO / name).read_text()
+    text, account = formats.export_items("promptfoo", PROMPTFOO / name, imported.tasks)
+    assert text == (PROMPTFOO / name).read_text() and account == [f"kept: {tasks} tasks as they were"]
 
 
 @pytest.mark.parametrize(
@@ -458,16 +461,6 @@ def test_a_promptfoo_config_with_per_test_rubrics_audits_end_to_end(name, tmp_pa
     result = run_audit(config, out / "run", base=out)
     items = sum(len(t.items) for t in imported.tasks)
     assert result.per_prompt is not None and len(result.per_prompt.items) == items
-
-
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=pytest.mark.thorough) if n == LARGE else n for n in sorted(PROMPTFOO_ITEMS)]
-)
-def test_a_promptfoo_config_s_items_export_unchanged_as_the_file_byte_for_byte(name):
-    """Issue 63: the per-test items exported as they were imported give the file back as it is."""
-    imported = formats.read("promptfoo", PROMPTFOO / name)
-    text, account = formats.export_items("promptfoo", PROMPTFOO / name, imported.tasks)
-    assert text == (PROMPTFOO / name).read_text() and account == [f"kept: {len(imported.tasks)} tasks as they were"]
 
 
 def test_edited_per_test_rubrics_are_written_into_the_tests_that_hold_them(tmp_path):
