@@ -158,6 +158,7 @@ def test_a_grid_scores_each_generators_probes_once_and_sets_the_reward_beside_ea
     assert run["stages"]["reward"]["calls"] == run["stages"]["reward"]["requests"] == 5 * 5 * 2 * 3
     md = (tmp_path / "grid" / "grid.md").read_text()
     assert "Reward model per cell" in md and "helpfulness +" in md
+    assert "in reward sd; family-wise 95%)" in md and "{level}" not in md  # the grid's level, written in
 
 
 def test_the_transformers_reward_head_reads_each_rows_last_token(tmp_path):

@@ -198,11 +198,12 @@ def coupling_sections(r: AuditResult, figure: Callable) -> list[Section]:
 
 
 def at_levels(sections: list[Section], level: float) -> list[Section]:
-    """The sections with their tables' interval columns at `level`, the level the audit's intervals were drawn at
-    (every block's, stats.json's `level`)."""
+    """The sections with their titles and their tables' interval columns at `level`, the level the audit's
+    intervals were drawn at (every block's, stats.json's `level`)."""
     return [
         replace(
             s,
+            title=at_level(s.title, level) if isinstance(s.title, str) else s.title,
             blocks=[
                 replace(b, head=[at_level(h, level) for h in b.head]) if isinstance(b, Table) else b for b in s.blocks
             ],
