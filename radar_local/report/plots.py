@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from radar_local.report.svg import FONT, ORANGES, RDBU_R, Chart, colour, dark, nice_ticks, text_width
+from radar_local.report.svg import FONT, ORANGES, RDBU_R, Chart, colour, dark, labelled, slant_room, span, text_width
 from radar_local.report.text import CI, at_level, flag_text, pair_records
 
 if TYPE_CHECKING:
@@ -37,13 +37,12 @@ def _heatmap(
 ) -> Chart:
     """Cells coloured by value (blank where undefined), each with its text; hatched rows are gated or unsteered."""
     cmap, lo, hi, bar = scale
-    slant = max(map(text_width, cols), default=0) * 0.5 + 24
     chart = Chart(
         chart_title,
         CELL[0] * len(cols),
         CELL[1] * max(len(rows), 1),
         left=max(map(text_width, rows), default=0) + (40 if labels[1] else 14),
-        bottom=slant + (24 if labels[0] else 4),
+        bottom=slant_room(cols) + (24 if labels[0] else 4),
         right=90,
     )
     chart.scales(("band", 0, len(cols)), ("band", 0, max(len(rows), 1)))
@@ -91,8 +90,7 @@ def self_effect_bars(result: AuditResult) -> Chart:
     crit = result.criteria
     se = result.self_effect[crit].to_numpy(float)
     low = min(-0.1, float(np.nanmin(np.r_[se, 0])) - 0.1)
-    chart = Chart("Self-effects (red: below the gate)", 70 * len(crit), 230, left=64,
-                  bottom=max(map(text_width, crit), default=0) * 0.5 + 24)  # fmt: skip
+    chart = Chart("Self-effects (red: below the gate)", 70 * len(crit), 230, left=64, bottom=slant_room(crit))
     chart.scales(("band", 0, len(crit)), ("linear", low, 1.05))
     for i, c in enumerate(crit):
         v = float(np.nan_to_num(se[i]))
@@ -110,34 +108,23 @@ def self_effect_bars(result: AuditResult) -> Chart:
             for end in (lo, hi):
                 chart.line(x - 4, chart.py(end), x + 4, chart.py(end))
             chart.mark("intervals", (float(lo), float(hi)))
-    chart.line(chart.left, chart.py(result.tau), chart.left + chart.width, chart.py(result.tau), dash="5,3")
-    chart.mark("hlines", result.tau)
+    chart.reference("y", result.tau, "#000", "5,3")
     chart.frame()
     chart.x_ticks([(i + 0.5, c) for i, c in enumerate(crit)], slanted=True)
-    chart.y_ticks([(v, f"{v:g}") for v in nice_ticks(low, 1.05)], "self-effect")
+    chart.y_ticks(labelled(low, 1.05), "self-effect")
     chart.legend([(f"tau = {result.tau}", "#000", "5,3")])
     return chart
-
-
-def _span(values: list[float]) -> tuple[float, float]:
-    """A linear axis over the values, padded and widened to round ticks."""
-    lo, hi = min(values), max(values)
-    pad = (hi - lo) * 0.08 or 0.1
-    ticks = nice_ticks(lo - pad, hi + pad)
-    return min(ticks[0], lo - pad), max(ticks[-1], hi + pad)
 
 
 def sym_asym_scatter(result: AuditResult) -> Chart:
     th = result.thresholds
     points = [p for p in pair_records(result) if not (np.isnan(p["sym"]) or np.isnan(p["asym"]))]
     chart = Chart("Pairs: symmetric coupling vs asymmetry", 480, 330, left=64, bottom=44)
-    x = _span([p["sym"] for p in points] + [th["cluster_sym"], 0.0])
-    y = _span([p["asym"] for p in points] + [th["directional_asym"], 0.0])
+    x = span([p["sym"] for p in points] + [th["cluster_sym"], 0.0])
+    y = span([p["asym"] for p in points] + [th["directional_asym"], 0.0])
     chart.scales(("linear", *x), ("linear", *y))
-    chart.line(chart.px(th["cluster_sym"]), chart.top, chart.px(th["cluster_sym"]), chart.top + chart.height,
-               "#d62728", "2,2")  # fmt: skip
-    chart.line(chart.left, chart.py(th["directional_asym"]), chart.left + chart.width,
-               chart.py(th["directional_asym"]), "#ff7f0e", "2,2")  # fmt: skip
+    chart.reference("x", th["cluster_sym"], "#d62728", "2,2")
+    chart.reference("y", th["directional_asym"], "#ff7f0e", "2,2")
     for p in points:
         chart.circle(chart.px(p["sym"]), chart.py(p["asym"]), 4, FLAG_COLOURS.get((p["flags"] or [None])[0], "#7f7f7f"))
         label = f"{p['a']}/{p['b']}"
@@ -147,11 +134,10 @@ def sym_asym_scatter(result: AuditResult) -> Chart:
         chart.right = max(chart.right, at + text_width(label, FONT - 3) - chart.left - chart.width + 6)
         chart.text(at, chart.py(p["asym"]) - 7, label, FONT - 3, "start", role="texts")
     if not points:
-        chart.text(chart.left + chart.width / 2, chart.top + chart.height / 2,
-                   "no pair has defined leakage\n(every criterion gated)", role="texts")  # fmt: skip
+        chart.message("no pair has defined leakage\n(every criterion gated)")
     chart.frame()
-    chart.x_ticks([(v, f"{v:g}") for v in nice_ticks(*x)], "SymCoupling")
-    chart.y_ticks([(v, f"{v:g}") for v in nice_ticks(*y)], "Asymmetry")
+    chart.x_ticks(labelled(*x), "SymCoupling")
+    chart.y_ticks(labelled(*y), "Asymmetry")
     return chart
 
 
@@ -210,7 +196,7 @@ def budget_curve(result: AuditResult) -> Chart:
     ends = [v for _, _, m, s in lines for a, b in zip(m, s) for v in (a - np.nan_to_num(b), a + np.nan_to_num(b))]
     defined = [float(v) for v in ends if np.isfinite(v)]
     chart = Chart("Probe budget (30 stratified subsets per N; last: all probes)", 440, 250, left=64, bottom=44)
-    y = _span(defined or [0.0, 1.0])
+    y = span(defined or [0.0, 1.0])
     chart.scales(("log", min(ns) / 1.3, max(ns) * 1.3), ("linear", *y))
     for _, stroke, mean, sd in lines:
         drawn = [(chart.px(n), chart.py(m)) for n, m in zip(ns, mean) if np.isfinite(m)]
@@ -222,14 +208,13 @@ def budget_curve(result: AuditResult) -> Chart:
                 if np.isfinite(s):
                     chart.line(chart.px(n), chart.py(m - s), chart.px(n), chart.py(m + s), stroke)
     if not defined:
-        chart.text(chart.left + chart.width / 2, chart.top + chart.height / 2, "no defined value at any budget",
-                   role="texts")  # fmt: skip
+        chart.message("no defined value at any budget")
     chart.frame()
     names = [f"all ({r.n})" if r.all_probes else str(r.n) for r in rows] or ["1"]
     chart.x_ticks(list(zip(ns, names)), "probes per (task, criterion, direction)")
-    chart.y_ticks([(v, f"{v:g}") for v in nice_ticks(*y)], ylabel)
-    if labelled := [(name, stroke, "") for name, stroke, _, _ in lines if name]:
-        chart.legend(labelled)
+    chart.y_ticks(labelled(*y), ylabel)
+    if named := [(name, stroke, "") for name, stroke, _, _ in lines if name]:
+        chart.legend(named)
     return chart
 
 

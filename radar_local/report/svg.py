@@ -42,8 +42,26 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     return [round(i * step, 10) for i in range(first, math.floor(hi / step + 1e-9) + 1)]
 
 
+def span(values: list[float]) -> tuple[float, float]:
+    """A linear axis over the values, padded and widened to round ticks."""
+    lo, hi = min(values), max(values)
+    pad = (hi - lo) * 0.08 or 0.1
+    ticks = nice_ticks(lo - pad, hi + pad)
+    return min(ticks[0], lo - pad), max(ticks[-1], hi + pad)
+
+
+def labelled(lo: float, hi: float) -> list[tuple[float, str]]:
+    """Round ticks over [lo, hi], each with its label."""
+    return [(v, f"{v:g}") for v in nice_ticks(lo, hi)]
+
+
 def text_width(text: str, size: float = FONT) -> float:
     return max((len(line) for line in text.split("\n")), default=0) * CHAR * size
+
+
+def slant_room(labels: Sequence[str]) -> float:
+    """The height slanted tick labels (x_ticks, slanted) take below the plot area."""
+    return max(map(text_width, labels), default=0) * 0.5 + 24
 
 
 @dataclass
@@ -70,9 +88,7 @@ class Chart:
         self._x, self._y = x, y
 
     def _at(self, scale: tuple[str, float, float], v: float, length: float) -> float:
-        kind, lo, hi = scale
-        if kind == "band":  # cell i spans [i, i + 1); its centre is i + 0.5
-            return (v - lo) / (hi - lo) * length
+        kind, lo, hi = scale  # a band is linear: cell i spans [i, i + 1), its centre i + 0.5
         if kind == "log":
             lo, hi, v = math.log10(lo), math.log10(hi), math.log10(v)
         return (v - lo) / (hi - lo) * length
@@ -119,6 +135,18 @@ class Chart:
         )
         at = f'x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" fill="{fill}"{turn}'
         self._body.append(f"<text {at}>{spans}</text>")
+
+    def reference(self, axis: str, value: float, stroke: str, dash: str) -> None:
+        """A line across the plot area at `value` of the x or y axis (a threshold); recorded as vlines / hlines."""
+        self.mark("vlines" if axis == "x" else "hlines", value)
+        if axis == "x":
+            self.line(self.px(value), self.top, self.px(value), self.top + self.height, stroke, dash)
+        else:
+            self.line(self.left, self.py(value), self.left + self.width, self.py(value), stroke, dash)
+
+    def message(self, text: str) -> None:
+        """A text in the middle of the plot area, where there is nothing to draw."""
+        self.text(self.left + self.width / 2, self.top + self.height / 2, text, role="texts")
 
     # ---- axes ----
     def x_ticks(self, ticks: Sequence[tuple[float, str]], label: str = "", slanted: bool = False) -> None:
