@@ -100,6 +100,8 @@ def export_items(
     """The original file's new text with each task's items, and the account; written only where importing it
     gives those items back."""
     text, account = _module(fmt).write_items(Path(original), read(fmt, original, root), tasks)
+    if text == read_text(Path(original)):  # the file as it is: it was imported just now
+        return text, account
     try:
         back = {t.id: t for t in _imported_again(fmt, Path(original), text, root, "the items").tasks}
     except PermissionError:

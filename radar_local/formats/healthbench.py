@@ -121,13 +121,9 @@ def write_items(path: Path, imported: Imported, tasks: tuple[Task, ...]) -> tupl
         rubrics = []
         for item in task.items:
             entry = dict(record["rubrics"][places[item.id]]) if item.id in places else {}
-            rubrics.append(entry | {"criterion": item.text, "points": _number(item.points), "tags": list(item.tags)})
+            written = {"criterion": item.text, "points": shared.points(item.points), "tags": list(item.tags)}
+            rubrics.append(entry | written)
         record["rubrics"] = rubrics
         lines[number] = json_like(source, [record], lines=True).removesuffix("\n") + line[len(line.rstrip("\r\n")) :]
         account.append(shared.items_changed(theirs, task))
     return "".join(lines), [f"kept: {kept} conversations as they were", *account]
-
-
-def _number(points: float) -> int | float:
-    """Points as HealthBench writes them: an integer where the value is one."""
-    return int(points) if float(points).is_integer() else points

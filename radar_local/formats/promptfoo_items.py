@@ -89,7 +89,7 @@ def rewrite(path: Path, found: Placed, held: tuple[Task, ...], given: tuple[Task
         if task.items == before.items:
             kept += 1
             continue
-        slots = {item.id: entries for item, (_, entries) in zip(before.items, found.get(task.id, []))}
+        slots = {item.id: (item, entries) for item, (_, entries) in zip(before.items, found.get(task.id, []))}
         for item in task.items:
             if item.tags or item.scale is not None:
                 what = item.id or item.text[:30]
@@ -98,10 +98,10 @@ def rewrite(path: Path, found: Placed, held: tuple[Task, ...], given: tuple[Task
             if item.id not in slots:
                 _append(task, item, found.get(task.id), tests, owners, kind)
                 continue
-            old = next(i for i in before.items if i.id == item.id)
-            for e in slots[item.id] if (item.text, item.points) != (old.text, old.points) else []:
+            old, entries = slots[item.id]
+            for e in entries if (item.text, item.points) != (old.text, old.points) else []:
                 _set(path, task, item, old, e)
-        deletions += [e for i, entries in slots.items() if i not in {x.id for x in task.items} for e in entries]
+        deletions += [e for i, (_, entries) in slots.items() if i not in {x.id for x in task.items} for e in entries]
         account.append(shared.items_changed(before, task))
     for e in sorted(deletions, key=lambda e: (e.index, e.sub or 0), reverse=True):  # from the end: places hold
         if e.sub is not None and len(e.assertion["value"]) > 1:
@@ -131,7 +131,7 @@ def _set(path: Path, task: Task, item: TaskItem, old: TaskItem, e: Entry) -> Non
         if e.sub is not None:
             raise InputError(path, f"task '{task.id}': item {item.id} is one of a g-eval list, whose weight is the "
                              "list's; give it an assertion of its own to weigh it apart")  # fmt: skip
-        e.assertion["weight"] = int(item.points) if float(item.points).is_integer() else item.points
+        e.assertion["weight"] = shared.points(item.points)
 
 
 def _append(task: Task, item: TaskItem, found: list | None, tests: list[dict], owners: dict[int, str], kind: str):
@@ -141,5 +141,5 @@ def _append(task: Task, item: TaskItem, found: list | None, tests: list[dict], o
     new = {k: v for k, v in model.items() if k in ("type", "threshold", "provider")}
     new["value"] = shared.block(item.text)
     if item.points != 1:
-        new["weight"] = int(item.points) if float(item.points).is_integer() else item.points
+        new["weight"] = shared.points(item.points)
     test.setdefault("assert", []).append(new)

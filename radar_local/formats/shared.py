@@ -277,3 +277,8 @@ def items_changed(before: Task, after: Task) -> str:
     }
     said = "; ".join(f"{what} {', '.join(ids)}" for what, ids in parts.items() if ids)
     return f"{after.id}: {said or 'items reordered'} (ids are places: imported again, the items are numbered anew)"
+
+
+def points(value: float) -> int | float:
+    """Points (or a weight) as a file writes them: an integer where the value is one."""
+    return int(value) if float(value).is_integer() else value
