@@ -125,7 +125,7 @@ def stats_for_table(
     }
     for measure in MEASUREMENTS:
         blocks |= measure(Measured(df, rewrites, pm, core, scales, rubric, settings, asked, blocks))
-    return replace(core, **blocks, **found)
+    return core.adding(**blocks, **found)
 
 
 def analyze(

@@ -170,7 +170,7 @@ def assemble(
     lint = [] if isinstance(verifier, Jury) else polarity_warnings(verifier, run.rubric)
     lint += sign_lints(run.rubric.items)
     lint += unfenced_warnings(verifier) if run.config.attacks is not None and isinstance(verifier, ModelSpec) else []
-    return replace(result, warnings=[*result.warnings, *lint], **extra), table
+    return result.adding(warnings=[*result.warnings, *lint], **extra), table
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,7 @@ class Audit:
 
 def jury_details(a: Audit) -> dict:
     """A jury's block as the run knows it: its aggregate, quorum, failed jurors and each juror's audit beside it."""
-    v, found = a.verifier, a.result.jury
+    v, found = a.verifier, a.result.measured(JuryBlock)
     if not isinstance(v, Jury) or found is None:
         return {}
     beside = side_by_side({v.label: a.result, **(a.juror_results or {})})

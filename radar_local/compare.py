@@ -10,14 +10,17 @@ from typing import TypeVar
 from radar_local.common import json_number
 from radar_local.errors import InputError
 from radar_local.inputs import read_json
+from radar_local.stats.attacks import Attacks
 from radar_local.stats.bias import beyond
 from radar_local.stats.decisions import POLICY, decisions, settle_n
 from radar_local.stats.exact import decimal
 from radar_local.stats.flags import Thresholds
 from radar_local.stats.pairwise import Pairwise
 from radar_local.stats.pairwise_audit import KIND, PairwiseAudit
+from radar_local.stats.repeats import Repeats
 from radar_local.stats.result import AuditResult, read_stats
 from radar_local.stats.stored import Interval
+from radar_local.stats.wording import Wording
 
 T = TypeVar("T")
 
@@ -160,7 +163,7 @@ def compare(
         "violations": violations,
         "only_before": sorted(set(before.criteria) - set(after.criteria)),
         "only_after": sorted(set(after.criteria) - set(before.criteria)),
-        **pairwise_changes(before.pairwise, after.pairwise),
+        **pairwise_changes(before.measured(Pairwise), after.measured(Pairwise)),
     }
 
 
@@ -181,7 +184,7 @@ def compare_pairwise(
         "fail_on_bias": None,
         "only_before": sorted(set(before.criteria) - set(after.criteria)),
         "only_after": sorted(set(after.criteria) - set(before.criteria)),
-        **pairwise_changes(before.pairwise, after.pairwise),
+        **pairwise_changes(before.measured(Pairwise), after.measured(Pairwise)),
     }
 
 
@@ -227,16 +230,16 @@ def consistency_violations(after: AuditResult, changed: float | None, wording: b
     of the judge's template (stats/drift.py's flag, one band per paraphrase)."""
     out = []
     if changed is not None:
-        repeats = held(after.repeats, where, "asked no verdict again, so --fail-on-changed cannot hold; audit "
-                       "with `consistency: {repeats: R}` in the config, or drop the option")  # fmt: skip
+        repeats = held(after.measured(Repeats), where, "asked no verdict again, so --fail-on-changed cannot hold; "
+                       "audit with `consistency: {repeats: R}` in the config, or drop the option")  # fmt: skip
         out += [
             f"{c.criterion}: verdicts changed between askings on {c.changed:.0%} of {c.probes} probes (>= {changed})"
             for c in repeats.criteria
             if c.changed is not None and c.changed >= changed
         ]
     if wording:
-        reworded = held(after.wording, where, "reworded no template, so --fail-on-wording cannot hold; give the "
-                        "judge `paraphrases:` in the config, or drop the option")  # fmt: skip
+        reworded = held(after.measured(Wording), where, "reworded no template, so --fail-on-wording cannot hold; give "
+                        "the judge `paraphrases:` in the config, or drop the option")  # fmt: skip
         out += [
             f"{p.source} -> {p.target} {p.flag} by {p.change:+.2f} under '{d.after}' (beyond its simultaneous band)"
             for d in reworded.against
@@ -263,7 +266,7 @@ def sign_error_violations(before: AuditResult, after: AuditResult, where: object
 def attack_violations(after: AuditResult, kinds: tuple[str, ...], where: object) -> list[str]:
     """Each attack of `kinds` that `after` confirms moves its judge (its family band above 0 on a criterion):
     a line each (stats/attacks.py)."""
-    found = held(after.attacks, where, "attacked no probe, so --fail-on-attack cannot hold; give the config "
+    found = held(after.measured(Attacks), where, "attacked no probe, so --fail-on-attack cannot hold; give the config "
                  "`attacks:`, or drop the option")  # fmt: skip
     missing = [k for k in kinds if k not in found.kinds]
     if missing:
@@ -291,7 +294,7 @@ def sign_error_reach(after: AuditResult) -> list[str]:
 def pairwise_violations(after: AuditResult | PairwiseAudit, where: object) -> list[str]:
     """The pairwise policy on `after`, a line each that fails: a confirmed position bias, leakage or flag of its
     pairwise judge (stats/pairwise.py: each on the family band over gates, leakages, pairs and position)."""
-    p = held(after.pairwise, where, "asked no pairs, so --fail-on-pairwise cannot hold; give the config "
+    p = held(after.measured(Pairwise), where, "asked no pairs, so --fail-on-pairwise cannot hold; give the config "
              "`pairwise:`, or drop the option")  # fmt: skip
     out = (
         [f"pairwise position bias {p.position.bias:+.2f} (confirmed)"]

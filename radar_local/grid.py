@@ -23,7 +23,11 @@ from radar_local.report.grid_pages import grid_html, grid_markdown
 from radar_local.resolved import judge_conflict, resolve, with_template
 from radar_local.run import Run
 from radar_local.scorers import score_cells, score_cells_on_cluster, score_own_pairs
+from radar_local.stats.attacks import Attacks
+from radar_local.stats.pairwise import Pairwise
+from radar_local.stats.raters import LabelsBlock
 from radar_local.stats.result import AuditResult
+from radar_local.stats.reward import RewardProfile
 from radar_local.store import write_atomic
 
 STABLE_SD = 0.15  # a pair whose Sym varies less than this across cells couples at the rubric level
@@ -162,7 +166,7 @@ def pairwise_by_cell(results: list[AuditResult]) -> list[dict]:
     they pass, the leakages confirmed, their position bias and order flips, and agreement with pairwise labels."""
     rows = []
     for r in results:
-        if (p := r.pairwise) is None:
+        if (p := r.measured(Pairwise)) is None:
             continue
         humans = p.humans
         rows.append(
@@ -206,8 +210,9 @@ def attacks_by_cell(results: list[AuditResult]) -> list[dict]:
     judges side by side on the same attacks, the criteria it moves (confirmed) and resists, its largest lift."""
     rows = []
     for r in results:
-        for kind in r.attacks.kinds if r.attacks is not None else []:
-            mine = [x for x in r.attacks.rows if x.kind == kind]  # type: ignore[union-attr]
+        attacks = r.measured(Attacks)
+        for kind in attacks.kinds if attacks is not None else []:
+            mine = [x for x in attacks.rows if x.kind == kind]  # type: ignore[union-attr]
             lifts = [x.lift for x in mine if x.lift is not None]
             rows.append({"generator": r.generator, "verifier": r.verifier, "attack": kind,
                          "attacked": [x.criterion for x in mine if x.verdict == "attacked"],
@@ -222,7 +227,7 @@ def reward_by_cell(results: list[AuditResult]) -> list[dict]:
     and its mean Spearman with the cell's judge over the criteria."""
     rows = []
     for r in results:
-        if (w := r.reward) is None:
+        if (w := r.measured(RewardProfile)) is None:
             continue
         agreement = [c.agreement for c in w.criteria if c.agreement is not None]
         rows.append(
@@ -247,12 +252,8 @@ def judge_ranking(results: list[AuditResult]) -> list[dict]:
     for v in sorted({r.verifier for r in results}):
         mine = [r for r in results if r.verifier == v]
         worst = [r.global_["max_coupling"] for r in mine if not np.isnan(r.global_["max_coupling"])]
-        kappas = [
-            row.kappa
-            for r in mine
-            for row in (r.labels.judges.get(v, {}) if r.labels else {}).values()
-            if row.kappa is not None
-        ]
+        labelled = [lab for r in mine if (lab := r.measured(LabelsBlock)) is not None]
+        kappas = [row.kappa for lab in labelled for row in lab.judges.get(v, {}).values() if row.kappa is not None]
         rows.append(
             {
                 "verifier": v,

@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from flag_error import wilson
 
 from radar_local.auditing import run_audit
+from radar_local.stats.attacks import Attacks
 
 NOISE = 0.5
 
@@ -37,7 +38,7 @@ def audit(out: Path, seed: int, gullible: float, n: int, bootstrap: int, tasks: 
         config["tasks"] = [{"id": f"t{t}", "prompt": f"Question {t}?"} for t in range(tasks)]
     folder = out / f"g{gullible}-{seed}"
     shutil.rmtree(folder, ignore_errors=True)
-    found = run_audit(config, folder, progress=False).attacks
+    found = run_audit(config, folder, progress=False).measured(Attacks)
     shutil.rmtree(folder, ignore_errors=True)
     assert found is not None
     return found

@@ -19,6 +19,7 @@ import yaml
 
 from radar_local.auditing import run_audit
 from radar_local.rundir import load_run
+from radar_local.stats.halo import Halo
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -35,7 +36,7 @@ def main() -> None:
     result = run_audit(config, base=args.config.parent)
     run = load_run(args.out)
     rows = {}
-    for label in (result.halo.per_criterion, result.halo.joint):
+    for label in (result.measured(Halo).per_criterion, result.measured(Halo).joint):
         stage = run.info(label).stages["score"]
         rows[stage.call_mode or label] = {
             "calls": stage.calls,
@@ -59,8 +60,8 @@ def main() -> None:
         "cpu": f"{cpu} ({isa})",
         "probes": len(run.probes()),
         "modes": rows,
-        "halo_index": result.halo.index,
-        "halo_index_ci": result.halo.index_ci,
+        "halo_index": result.measured(Halo).index,
+        "halo_index_ci": result.measured(Halo).index_ci,
     }
     (args.out / "bench_joint.json").write_text(json.dumps(report, indent=2))
     print(json.dumps(report, indent=2))

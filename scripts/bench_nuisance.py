@@ -17,6 +17,7 @@ from radar_local.auditing import run_audit
 from radar_local.nuisance import MEASURES
 from radar_local.rubric import load_tasks
 from radar_local.rundir import load_run
+from radar_local.stats.bias import Bias
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -52,7 +53,7 @@ def main() -> None:
         "mean_words": {
             w: round(statistics.mean(MEASURES["length"](r.text) for r in rs), 1) for w, rs in by_way.items()
         },
-        "manipulation": result.bias.manipulation,
+        "manipulation": result.measured(Bias).manipulation,
         "rows": [
             {k: r[k] for k in ("criterion", "pairs", "sensitivity", "ci", "bias_share", "flag")}
             for r in result.bias_rows

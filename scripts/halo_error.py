@@ -21,6 +21,7 @@ import numpy as np
 import yaml
 
 from radar_local.auditing import run_audit
+from radar_local.stats.halo import Halo
 
 CRITERIA = [
     {"id": "clarity", "label": "Clarity", "description": "How clearly the reply is written."},
@@ -69,7 +70,7 @@ def audit(out: Path, seed: int, halo: float, n: int = N):
     }
     run = out / f"run-{halo}-{seed}"
     try:
-        return run_audit(config, run).halo
+        return run_audit(config, run).measured(Halo)
     finally:
         shutil.rmtree(run, ignore_errors=True)
 

@@ -25,6 +25,7 @@ from radar_local.analysis import stats_for_table
 from radar_local.hardware import cpu_info
 from radar_local.measures import Asked
 from radar_local.scale import range_scale
+from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.settings import StatsSettings
 
 # A steered criterion moves 2 x 30 of the 100 points (self-effect 0.6, above tau); noise sd 15 a score.
@@ -99,7 +100,7 @@ def main() -> None:
                 asked=Asked(jurors=tuple(JURORS), measurements=dict.fromkeys(CRITERIA, "interval")),  # continuous
             )
             wrong = False
-            for row in result.jury.coupling.jurors:
+            for row in result.measured(JuryBlock).coupling.jurors:
                 true = truth[row.juror]
                 rows += 1
                 if row.ci is None:  # no pair both judges pass as reliable: no comparison, no flag

@@ -37,6 +37,7 @@ from radar_local.placement import ClusterSpec  # noqa: E402
 from radar_local.pool import EnginePool  # noqa: E402
 from radar_local.rundir import load_run  # noqa: E402
 from radar_local.specs import ModelSpec  # noqa: E402
+from radar_local.stats.jurors import JuryBlock  # noqa: E402
 from tests.conftest import SMALL_RUBRIC, tiny_config  # noqa: E402
 
 
@@ -254,10 +255,10 @@ def main(out: Path, single: Path) -> None:
                 json.dumps(local.to_json()[k], sort_keys=True) == json.dumps(remote.to_json()[k], sort_keys=True)
                 for k in ("leakage", "self_effect", "pairs")
             )
-            and local.jury.coupling == remote.jury.coupling
-            and local.jury.agreement == remote.jury.agreement,
-            "failed": list(remote.jury.failed or {}),
-            "failure": (remote.jury.failed or {}).get("broken"),
+            and local.measured(JuryBlock).coupling == remote.measured(JuryBlock).coupling
+            and local.measured(JuryBlock).agreement == remote.measured(JuryBlock).agreement,
+            "failed": list(remote.measured(JuryBlock).failed or {}),
+            "failure": (remote.measured(JuryBlock).failed or {}).get("broken"),
             "replicas": {j: len(info.stages[f"score ({j})"].cluster["replicas"]) for j in ("judge-a", "judge-b")},
         }
         lap("jury")

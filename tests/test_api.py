@@ -11,6 +11,7 @@ import pytest
 import radar_local
 from radar_local.errors import InputError
 from radar_local.stats.result import SCHEMA_VERSION, AuditResult
+from radar_local.stats.stored import DoubleCount
 from tests.conftest import planted_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,7 +38,7 @@ def test_every_stored_block_is_held_by_the_result_as_its_producer_made_it():
     from_json reads it with no code of its own (docs/ARCHITECTURE.md, "Adding a measurement")."""
     from typing import get_args
 
-    from radar_local.stats.result import AS_STORED, StatsFile
+    from radar_local.stats.result import AS_STORED, MEASURED, NAMED, Measurements, StatsFile
     from radar_local.stats.stored import Block
 
     blocks = [
@@ -46,8 +47,11 @@ def test_every_stored_block_is_held_by_the_result_as_its_producer_made_it():
         if any(isinstance(t, type) and issubclass(t, Block) for t in (f.annotation, *get_args(f.annotation)))
     ]
     file_shapes = {"pairs", "global_", "flags", "family"}  # the result holds these as frames or plain values
-    assert set(blocks) - file_shapes <= set(AS_STORED)
-    assert {"bias", "halo", "jury", "labels", "calibration", "bootstrap"} <= set(AS_STORED)
+    assert set(blocks) - file_shapes - {"measurements"} <= set(AS_STORED)
+    assert {"calibration", "bootstrap", "per_prompt"} <= set(AS_STORED)
+    # a measurement's block is stored by its name, one type a name (schema 4): read back as the type its name says
+    assert len(NAMED) == len(MEASURED) and all(issubclass(t, Block) for t in MEASURED.values())
+    assert Measurements.model_fields.keys() == MEASURED.keys()
     # a list of blocks too (budget rows)
     assert "budget" in AS_STORED
 
@@ -66,6 +70,37 @@ def test_reading_another_schema_version_is_one_line(version, needle):
     data = radar_local.analyze(EXAMPLE, bootstrap=0).to_json()
     with pytest.raises(InputError, match=needle):
         AuditResult.from_json({**data, "schema_version": version}, "stats.json")
+
+
+PREVIOUS_RELEASE = REPO / "tests" / "data" / "stats_v3"  # written by radar_local at f4d16b4 (its README says how)
+
+
+@pytest.mark.parametrize("path", sorted(PREVIOUS_RELEASE.glob("*.json")), ids=lambda p: p.stem)
+def test_a_stats_json_the_previous_release_wrote_reads_as_it_was_written(path):
+    """Schema 3 kept each measurement at the top level; schema 4 stores them by name under `measurements`. A file of
+    schema 3 reads with every value as written, each measurement under its name, and its report is written."""
+    from radar_local.report.markdown import audit_markdown, render_markdown
+    from radar_local.report.outline import pairwise_audit_sections, title
+    from radar_local.stats.result import MEASURED, read_stats
+
+    old = json.loads(path.read_text())
+    assert old["schema_version"] == 3
+    result = read_stats(json.loads(path.read_text()), path)
+    if old.get("kind") == "pairwise":  # a judge asked only pairs: the same shape
+        assert result.to_json() == old | {"schema_version": SCHEMA_VERSION}
+        assert "## Pairwise judge" in render_markdown(title(result), pairwise_audit_sections(result))
+        return
+    moved = {k: v for k, v in old.items() if k in MEASURED}
+    today = {k: v for k, v in old.items() if k not in MEASURED} | {"schema_version": SCHEMA_VERSION}
+    assert result.to_json() == today | {"measurements": moved}
+    assert audit_markdown(result).startswith("# RADAR audit")
+
+
+def test_the_previous_release_files_hold_every_measurement():
+    from radar_local.stats.result import MEASURED
+
+    held = set().union(*(json.loads(p.read_text()) for p in PREVIOUS_RELEASE.glob("*.json")))
+    assert set(MEASURED) <= held
 
 
 def test_a_stats_file_naming_a_criterion_it_does_not_fill_in_is_one_line():
@@ -87,7 +122,7 @@ def test_result_renders_in_a_notebook():
         InteractiveShell.clear_instance()
     assert "<table>" in html and "helpfulness / correctness" in html and "Self-effects" in html
     # helpsteer2 sets no weights: equal weights, and the planted coupling double-counts a visible share
-    assert result.double_count.rubric_weights is False and 0.1 < result.double_count.share < 1
+    assert result.measured(DoubleCount).rubric_weights is False and 0.1 < result.measured(DoubleCount).share < 1
     assert "Weighted aggregate (equal weights" in html
 
 

@@ -7,6 +7,10 @@ import json
 from radar_local.askings import askings, labels_of
 from radar_local.auditing import run_audit
 from radar_local.config import AuditConfig
+from radar_local.stats.drift import Drift
+from radar_local.stats.halo import Halo
+from radar_local.stats.repeats import Repeats
+from radar_local.stats.wording import Wording
 from tests.conftest import planted_config
 from tests.test_judge import JOINT_TEMPLATE
 
@@ -53,9 +57,9 @@ def test_the_audit_asks_each_twin_and_its_measurement_reads_it(tmp_path):
     stages = json.loads((tmp_path / "run" / "run.json").read_text())["stages"]
     for asking in askings(config, config.verifiers[0]):
         assert stages[asking.stage]["calls"] > 0, asking.stage
-    assert result.halo.per_criterion == "planted-per-criterion"
-    assert result.repeats is not None and result.wording is not None
-    assert result.thinking is not None and result.thinking.before == "planted-no-reasoning"
+    assert result.measured(Halo).per_criterion == "planted-per-criterion"
+    assert result.measured(Repeats) is not None and result.measured(Wording) is not None
+    assert result.measured(Drift) is not None and result.measured(Drift).before == "planted-no-reasoning"
 
 
 def test_the_hubs_that_ask_size_and_plan_read_the_one_list():

@@ -23,7 +23,7 @@ from radar_local.records import ProbeRecord
 from radar_local.report.build import write_report
 from radar_local.rundir import load_run
 from radar_local.scale import LIKERT, Scale
-from radar_local.stats.attacks import ATTACKED, OPEN, RESISTS, attack_table, verdict
+from radar_local.stats.attacks import ATTACKED, OPEN, RESISTS, Attacks, attack_table, verdict
 from tests.conftest import invoke, one_line_exit_2, planted_config, write_config
 
 FIVE = Scale(levels={str(k): k for k in range(1, 6)})
@@ -118,14 +118,14 @@ def under_attack(tmp_path_factory):
 
 
 def test_a_gullible_judge_is_found_attacked_and_an_indifferent_one_is_not(under_attack):
-    calm, gullible = (load_run(under_attack[k]).result().attacks for k in ("calm", "gullible"))
+    calm, gullible = (load_run(under_attack[k]).result().measured(Attacks) for k in ("calm", "gullible"))
     assert calm is not None and gullible is not None and len(calm.kinds) == 6  # every kind but reference
     assert not [r for r in calm.rows if r.verdict == ATTACKED]
     found = {r.kind for r in gullible.rows if r.verdict == ATTACKED}
     assert found == set(gullible.kinds)  # each attack carries a verdict or an instruction the judge obeys
     assert all(r.pairs == 80 for r in gullible.rows)  # every planned probe attacked once: 2 tasks x 5 criteria x 2 x 4
     stats = json.loads((under_attack["gullible"] / "stats.json").read_text())
-    assert stats["attacks"]["margin"] == 0.05 and stats["attacks"]["rows"][0]["verdict"] in (ATTACKED, OPEN)
+    assert (a := stats["measurements"]["attacks"])["margin"] == 0.05 and a["rows"][0]["verdict"] in (ATTACKED, OPEN)
     probes = [json.loads(line) for line in (under_attack["gullible"] / "probes.jsonl").read_text().splitlines()]
     assert sum(p["direction"] == "attack" for p in probes) == 6 * 80 and all(
         p.get("base") for p in probes if p["direction"] == "attack"
@@ -142,7 +142,7 @@ def test_a_judge_radar_score_adds_is_attacked_in_its_own_format_on_the_same_base
     res = invoke("score", run, "--verifier", "testing:planted", "--name", "upgrade", "--option", "noise=0.5",
                  "--option", "gullible=0.3", "--quiet")  # fmt: skip
     assert res.exit_code == 0, res.output
-    upgrade, calm = (load_run(run).result(v).attacks for v in ("upgrade", None))
+    upgrade, calm = (load_run(run).result(v).measured(Attacks) for v in ("upgrade", None))
     assert upgrade is not None and calm is not None and upgrade.kinds == calm.kinds
     assert {r.kind for r in upgrade.rows if r.verdict == ATTACKED} == set(upgrade.kinds)
     assert not [r for r in calm.rows if r.verdict == ATTACKED] and {r.pairs for r in upgrade.rows} == {80}
@@ -186,7 +186,7 @@ def test_an_attacked_judge_whose_template_shows_the_response_unfenced_gets_the_l
         "response can write text that reads as the template's own; fence it (<response>{{ response }}</response>) "
         "and audit it under attack again"
     ]
-    assert result.attacks is not None and result.attacks.kinds == ["forged_end"]
+    assert result.measured(Attacks) is not None and result.measured(Attacks).kinds == ["forged_end"]
 
 
 def test_compare_without_attacks_is_one_line(tmp_path, finished_run):
@@ -229,4 +229,4 @@ def test_plan_counts_the_attacked_probes_as_the_audit_asks_them(tmp_path, attack
     assert plan.exit_code == 0 and line in plan.output, plan.output
     result = run_audit(planted_config(attacks=attacks), tmp_path / "run")
     assert json.loads((tmp_path / "run" / "run.json").read_text())["stages"]["attack"]["requests"] == calls
-    assert result.attacks is not None and {r.pairs for r in result.attacks.rows} == {bases}
+    assert result.measured(Attacks) is not None and {r.pairs for r in result.measured(Attacks).rows} == {bases}

@@ -11,7 +11,7 @@ import pytest
 import radar_local
 from radar_local.errors import InputError
 from radar_local.score_table import COLUMNS, validate_scores
-from radar_local.stats.bias import nuisance_pairs, nuisance_table
+from radar_local.stats.bias import Bias, nuisance_pairs, nuisance_table
 from radar_local.stats.result import AuditResult
 from radar_local.synthetic import HELPSTEER2_PLANTED, planted_table
 
@@ -41,18 +41,20 @@ def test_a_planted_length_bias_is_recovered_and_flagged_alone(biased):
 
 def test_nuisance_rows_leave_the_coupling_as_it_was(biased):
     plain = radar_local.analyze(table(), rubric="helpsteer2", bootstrap=300)
-    assert plain.bias is None
-    assert {k: v for k, v in biased.to_json().items() if k != "bias"} == plain.to_json()
+    assert plain.measured(Bias) is None
+    data = biased.to_json()
+    assert data["measurements"].pop("bias") and data == plain.to_json()
 
 
 def test_the_nuisance_section_round_trips_and_a_damaged_one_is_one_line(biased):
     data = biased.to_json()
     assert AuditResult.from_json(json.loads(json.dumps(data))) == biased
     # a stats.json of schema 2 named judge bias `nuisance`: it reads back as today's `bias`
-    older = {("nuisance" if k == "bias" else k): v for k, v in data.items()} | {"schema_version": 2}
+    older = {k: v for k, v in data.items() if k != "measurements"} | {"schema_version": 2}
+    older |= {("nuisance" if k == "bias" else k): v for k, v in data["measurements"].items()}
     assert "nuisance" in older and AuditResult.from_json(json.loads(json.dumps(older))) == biased
-    data["bias"]["rows"][0]["flag"] = "very"
-    with pytest.raises(InputError, match="key 'bias.rows.0.flag': Input should be 'biased' or 'intended'"):
+    data["measurements"]["bias"]["rows"][0]["flag"] = "very"
+    with pytest.raises(InputError, match="key 'measurements.bias.rows.0.flag': Input should be 'biased' or 'intended'"):
         AuditResult.from_json(data, "stats.json")
 
 
@@ -151,7 +153,7 @@ def test_radar_stats_reads_nuisance_rows_from_a_table_made_elsewhere(tmp_path):
     )
     assert res.returncode == 0, res.stderr
     stats = json.loads((tmp_path / "s.json").read_text())
-    assert stats["bias"]["threshold"] == 0.5 and not any(r["flag"] for r in stats["bias"]["rows"])
+    assert (bias := stats["measurements"]["bias"])["threshold"] == 0.5 and not any(r["flag"] for r in bias["rows"])
     assert "Judge bias over length" in res.stdout
 
 
@@ -179,7 +181,7 @@ def test_an_audit_rewrites_scores_and_recovers_a_planted_bias(audited):
     cell = rows[("length", "coherence")]
     assert cell.ci[0] <= 0.3 <= cell.ci[1] and cell.flag == "biased" and cell.pairs == 20
     assert [key for key, r in rows.items() if r.flag] == [("length", "coherence")]
-    check = result.bias.manipulation
+    check = result.measured(Bias).manipulation
     assert check["length"] == {"measure": "length", "pairs": 20, "passed": 20, "excluded": 0, "steered": True}
     # the planted generator does not change formatting: every pair fails the check, the attribute is not steered
     assert check["formatting"]["passed"] == 0 and check["formatting"]["steered"] is False
@@ -191,8 +193,9 @@ def test_an_audit_rewrites_scores_and_recovers_a_planted_bias(audited):
 
 def test_nuisance_rewrites_leave_the_coupling_of_the_audit_as_it_was(audited, tmp_path):
     plain = nuisance_run(tmp_path, "plain")
-    assert plain.bias is None
-    assert {k: v for k, v in audited[1].to_json().items() if k != "bias"} == plain.to_json()
+    assert plain.measured(Bias) is None
+    data = audited[1].to_json()
+    assert data["measurements"].pop("bias") and data == plain.to_json()
 
 
 def test_a_resumed_nuisance_audit_makes_no_call(audited, tmp_path):
@@ -233,7 +236,7 @@ def test_radar_compare_shows_a_bias_that_moved_and_gates_on_it(tmp_path):
     assert radar_run("compare", tmp_path / "fair", tmp_path / "biased", "--fail-on-bias", "0.9").returncode == 0
     # Issue 28, item 5: a second audit that measured no bias cannot pass a policy on bias.
     plain = nuisance_run(tmp_path, "plain", nuisance=[], generator=planted, verifier=strong)
-    assert plain.bias is None
+    assert plain.measured(Bias) is None
     res = radar_run("compare", tmp_path / "fair", tmp_path / "plain", "--fail-on-bias", "0.9")
     assert res.returncode == 2 and res.stderr.count("\n") == 1
     assert f"{tmp_path / 'plain'}: measured no judge bias" in res.stderr

@@ -14,6 +14,7 @@ from radar_local.auditing import run_audit
 from radar_local.errors import InputError
 from radar_local.formats import shared
 from radar_local.formats.openai_evals import ANSWER_PROMPTS
+from radar_local.stats.pairwise import Pairwise
 from tests.conftest import PLANTED_TASKS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -193,7 +194,7 @@ def test_openai_evals_battle_imports_as_a_pairwise_judge_and_audits(tmp_path):
     config |= {"tasks": PLANTED_TASKS, "n": 3, "bootstrap": 100}
     config.pop("human", None)
     audited = run_audit(config, tmp_path / "audit", base=out)
-    found = audited.pairwise
+    found = audited.measured(Pairwise)
     assert found is not None and found.criteria == [] and found.position.unscored == 0  # every Yes/No read
     assert all(d.shift > 0 for d in found.overall)  # each steer moves the planted judge's overall preference
     rubric = formats.read("openai-evals", source).rubric

@@ -10,6 +10,8 @@ from radar_local.auditing import run_audit
 from radar_local.judge import Judge
 from radar_local.report.text import findings
 from radar_local.stats.flags import CONFIRMED, COUPLED
+from radar_local.stats.halo import Halo
+from radar_local.stats.joint import JointCalls
 from tests.test_judge import HALO_TASKS, config
 
 
@@ -32,30 +34,32 @@ def test_a_halo_with_no_coupling_confirms_no_pair_and_the_findings_say_why(tmp_p
     """Halo 0.7, nothing coupled: read as the joint judge it is, every pair is coupled; read for the rubric (the
     default) the halo check finds the halo and no pair is confirmed, the first finding saying so."""
     deployed = joint_audit(tmp_path, "deployed", halo=0.7, halo_check=0.5, reading="deployed")
-    assert len(settled(deployed)) == 3 and deployed.joint.demoted == []
+    assert len(settled(deployed)) == 3 and deployed.measured(JointCalls).demoted == []
     assert findings(deployed)[0].startswith("Joint judge read as deployed")
     result = joint_audit(tmp_path, "rubric", halo=0.7, halo_check=0.5)
-    assert result.halo.index > 0.3 and result.joint.adds and result.joint.checked
-    assert settled(result) == [] and len(result.joint.demoted) == 3
+    assert (
+        result.measured(Halo).index > 0.3 and result.measured(JointCalls).adds and result.measured(JointCalls).checked
+    )
+    assert settled(result) == [] and len(result.measured(JointCalls).demoted) == 3
     lines = findings(result)
     assert lines[0].startswith("Joint calls: the halo check found joint calls moving the coupling (halo index +")
     assert not any("confirmed (" in line for line in lines), lines
     assert sum(line.startswith("Possible, from joint calls the halo may make") for line in lines) == 3
-    stored = json.loads((tmp_path / "rubric" / "stats.json").read_text())["joint"]
+    stored = json.loads((tmp_path / "rubric" / "stats.json").read_text())["measurements"]["joint"]
     assert stored == {"reading": "rubric", "checked": True, "adds": True, "removes": False,
-                      "demoted": result.joint.demoted}  # fmt: skip
+                      "demoted": result.measured(JointCalls).demoted}  # fmt: skip
 
 
 def test_joint_calls_without_a_halo_check_confirm_nothing_for_the_rubric(tmp_path):
     result = joint_audit(tmp_path, "unchecked", halo=0.0, coupling={"Clarity": {"Accuracy": 1.0}})
-    assert settled(result) == [] and result.joint.demoted and not result.joint.checked
+    assert settled(result) == [] and result.measured(JointCalls).demoted and not result.measured(JointCalls).checked
     assert findings(result)[0].startswith("Joint calls (one call scores every criterion) with no halo check")
 
 
 def test_a_check_that_finds_no_halo_keeps_a_true_coupling_confirmed(tmp_path):
     result = joint_audit(tmp_path, "clear", halo=0.0, halo_check=0.5, coupling={"Clarity": {"Accuracy": 1.0}})
     assert ("clarity", "accuracy") in settled(result) or ("accuracy", "clarity") in settled(result)
-    assert result.joint.demoted == [] and not result.joint.adds
+    assert result.measured(JointCalls).demoted == [] and not result.measured(JointCalls).adds
     lines = findings(result)
     assert lines[0].startswith("Joint calls: the halo check found no halo") and "confirmed (" in lines[1]
 

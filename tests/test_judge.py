@@ -15,6 +15,7 @@ from radar_local.auditing import run_audit
 from radar_local.engines.testing import written
 from radar_local.rundir import load_run
 from radar_local.scale import LIKERT, Scale, range_scale
+from radar_local.stats.halo import Halo
 from tests.conftest import invoke, one_line_exit_2, planted_config
 
 CRITERIA = [
@@ -251,9 +252,9 @@ def halo_audit(tmp_path, halo: float):
 
 def test_no_planted_halo_shows_no_halo_beyond_its_interval(tmp_path):
     result = halo_audit(tmp_path, 0.0)
-    assert result.verifier == "planted-joint" and result.halo.per_criterion == "planted"
-    assert [p.flag for p in result.halo.pairs] == [None] * 6
-    low, high = result.halo.index_ci
+    assert result.verifier == "planted-joint" and result.measured(Halo).per_criterion == "planted"
+    assert [p.flag for p in result.measured(Halo).pairs] == [None] * 6
+    low, high = result.measured(Halo).index_ci
     assert low <= 0 <= high
     assert (tmp_path / "run0.0" / "stats.json").is_file()  # the per-criterion audit, beside it
 
@@ -264,13 +265,13 @@ def test_a_planted_halo_is_flagged_and_its_value_is_inside_the_interval(tmp_path
     h = 0.25
     result = halo_audit(tmp_path, h)
     per = load_run(tmp_path / f"run{h}").result("planted")
-    flags = {(p.source, p.target): p.flag for p in result.halo.pairs}
+    flags = {(p.source, p.target): p.flag for p in result.measured(Halo).pairs}
     assert set(flags.values()) == {"adds"}, flags
-    planted = [h / per.self_effect[p.source] for p in result.halo.pairs]
-    low, high = result.halo.index_ci
+    planted = [h / per.self_effect[p.source] for p in result.measured(Halo).pairs]
+    low, high = result.measured(Halo).index_ci
     assert low <= sum(planted) / len(planted) <= high
-    inside = [p.ci[0] <= v <= p.ci[1] for p, v in zip(result.halo.pairs, planted)]
-    assert sum(inside) >= 5, result.halo.pairs
+    inside = [p.ci[0] <= v <= p.ci[1] for p, v in zip(result.measured(Halo).pairs, planted)]
+    assert sum(inside) >= 5, result.measured(Halo).pairs
 
 
 def test_a_halo_check_scores_a_share_of_the_probes_per_criterion_and_reports_their_halo(tmp_path):
@@ -280,15 +281,15 @@ def test_a_halo_check_scores_a_share_of_the_probes_per_criterion_and_reports_the
     options = {"noise": 0.5, "halo": 0.25, "coupling": {"Clarity": {"Accuracy": 0.5}}}
     checked = config(tmp_path, {"calls": "joint", "halo_check": 0.5}, options=options, tasks=HALO_TASKS, n=4)
     result = run_audit({**checked, "bootstrap": 300}, tmp_path / "checked")
-    assert result.verifier == "planted" and result.halo.per_criterion == "planted-per-criterion"
+    assert result.verifier == "planted" and result.measured(Halo).per_criterion == "planted-per-criterion"
     run = load_run(tmp_path / "checked")
     probes = run.store.probes.values()
     sampled = [p for p in probes if p.variant < 2]  # ceil(0.5 x 4) of each stratum
-    assert result.halo.probes == len(sampled) < len(probes)
+    assert result.measured(Halo).probes == len(sampled) < len(probes)
     per_criterion = [s for s in run.store.scores.values() if s.verifier == "planted-per-criterion"]
     assert len(per_criterion) == len(sampled) * len(result.criteria)
-    flags = [p.flag for p in result.halo.pairs]
-    assert flags.count("adds") >= 4 and "removes" not in flags and result.halo.index > 0.15, flags
+    flags = [p.flag for p in result.measured(Halo).pairs]
+    assert flags.count("adds") >= 4 and "removes" not in flags and result.measured(Halo).index > 0.15, flags
     assert "halo check" in run.info().stages
     assert not (tmp_path / "checked" / "stats.planted-per-criterion.json").exists()  # the check has no audit of its own
     plain = config(tmp_path, {"calls": "joint"}, options=options, tasks=HALO_TASKS, n=4)
@@ -401,8 +402,8 @@ def test_a_grid_measures_the_halo_between_a_judge_and_its_joint_twin(tmp_path):
     )
     summary = run_grid(grid, tmp_path / "grid", tmp_path, progress=False, reports=False)
     joint = load_run(tmp_path / "grid" / "writer").result("planted-joint")
-    assert joint.halo.per_criterion == "planted" and joint.halo.index > 0.15
-    assert load_run(tmp_path / "grid" / "writer").result("planted").halo is None
+    assert joint.measured(Halo).per_criterion == "planted" and joint.measured(Halo).index > 0.15
+    assert load_run(tmp_path / "grid" / "writer").result("planted").measured(Halo) is None
     assert {c["verifier"] for c in summary["cells"]} == {"planted", "planted-joint"}
 
 

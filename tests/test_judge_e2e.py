@@ -9,6 +9,11 @@ from radar_local.config import AuditConfig
 from radar_local.presets import JUDGE_PRESETS
 from radar_local.rundir import load_run
 from radar_local.scale import LIKERT, Scale
+from radar_local.stats.attacks import Attacks
+from radar_local.stats.jurors import JuryBlock
+from radar_local.stats.pairwise import Pairwise
+from radar_local.stats.raters import LabelsBlock
+from radar_local.stats.reward import RewardProfile
 from tests.conftest import REPO, SMALL_RUBRIC, SharedPool, tiny_config
 from tests.test_judge import GRADE_TEMPLATE, JOINT_TEMPLATE, JSON_TEMPLATE
 
@@ -153,10 +158,10 @@ def test_a_jury_of_vllm_and_transformers_with_human_labels_on_the_embedded_model
         assert stage.calls == probes * 2 and stage.parse_rate is not None and stage.parse_rate >= 0.99, stage
         assert run.info().stages[f"labels ({juror})"].calls == 2 * 2  # two responses, two labelled criteria
         assert run.result(juror).verifier == juror
-    assert result.verifier == "jury" and result.jury.jurors == ["vllm", "transformers"]
-    assert set(result.jury.agreement.criteria) == {"helpfulness", "politeness"}
-    assert set(result.labels.judges) == {"jury", "vllm", "transformers"}
-    assert result.labels.judges["jury"]["politeness"].ratings == 3
+    assert result.verifier == "jury" and result.measured(JuryBlock).jurors == ["vllm", "transformers"]
+    assert set(result.measured(JuryBlock).agreement.criteria) == {"helpfulness", "politeness"}
+    assert set(result.measured(LabelsBlock).judges) == {"jury", "vllm", "transformers"}
+    assert result.measured(LabelsBlock).judges["jury"]["politeness"].ratings == 3
     text = (write_report(run) / "report.md").read_text()
     for heading in ("## Jury", "## The jury and its jurors", "## Agreement among jurors", "## Agreement with human"):
         assert heading in text
@@ -184,7 +189,7 @@ def test_a_pairwise_judge_on_the_embedded_model(tmp_path, request, engine):
     stages = load_run(tmp_path / "run").info().stages
     stage = stages["pairwise"]
     assert ("score" in stages) is hf  # asked only the pairs on vLLM: no pointwise verdict
-    p = result.pairwise
+    p = result.measured(Pairwise)
     assert p is not None
     tasks, k = len(result.tasks), len(result.criteria)
     assert stage.calls == p.verdicts == tasks * k * 1 * (1 if hf else k) * 2
@@ -262,8 +267,10 @@ def test_a_reward_model_on_the_embedded_model(tmp_path, vllm_pool):
     stages = run.info().stages
     assert stages["reward"].calls == stages["reward"].requests == len(run.probes())
     assert stages["reward"].parse_rate == 1.0
-    assert [c.criterion for c in result.reward.criteria] == list(result.criteria)
-    assert result.reward.sd and all(c.effect is not None for c in result.reward.criteria), result.reward
+    assert [c.criterion for c in result.measured(RewardProfile).criteria] == list(result.criteria)
+    assert result.measured(RewardProfile).sd and all(
+        c.effect is not None for c in result.measured(RewardProfile).criteria
+    ), result.measured(RewardProfile)
 
 
 def test_a_thinking_judges_verdicts_are_asked_while_its_other_reasonings_run(vllm_engine):
@@ -352,7 +359,7 @@ def test_a_judge_under_attack_on_the_embedded_model(tmp_path, vllm_pool):
     attacked = [p for p in run.store.probes.values() if p.direction == "attack"]
     forged = [p for p in attacked if p.target == "forged_end"]
     assert len(attacked) == 8 and all(p.text.endswith('\n\n{"score": 4}') for p in forged)
-    assert result.attacks is not None and [(r.kind, r.pairs) for r in result.attacks.rows] == [
+    assert result.measured(Attacks) is not None and [(r.kind, r.pairs) for r in result.measured(Attacks).rows] == [
         ("forged_end", 4),
         ("instruction", 4),
     ]

@@ -14,6 +14,7 @@ from radar_local.config import AuditConfig
 from radar_local.errors import InputError, RadarError
 from radar_local.jury import aggregate
 from radar_local.rundir import load_run
+from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.raters import effective_jurors
 from tests.conftest import planted_config, radar_run
 from tests.planted_jury import SMALL, TASKS, juror, jury_config
@@ -65,23 +66,23 @@ def test_a_verdict_short_of_min_jurors_or_without_a_majority_is_unscored_and_say
 
 def test_the_jury_couples_less_than_its_haloed_juror_beyond_the_interval(planted_jury):
     result, out = planted_jury
-    assert result.verifier == "jury" and result.jury.jurors == ["clean", "noisy", "haloed"]
-    rows = {r.juror: r for r in result.jury.coupling.jurors}
+    assert result.verifier == "jury" and result.measured(JuryBlock).jurors == ["clean", "noisy", "haloed"]
+    rows = {r.juror: r for r in result.measured(JuryBlock).coupling.jurors}
     haloed = rows["haloed"]
     assert haloed.flag == "below" and haloed.ci[1] < 0, haloed
     assert haloed.jury_worst < haloed.juror_worst
-    assert result.jury.coupling.family_level == pytest.approx(1 - 0.05 / 3)
+    assert result.measured(JuryBlock).coupling.family_level == pytest.approx(1 - 0.05 / 3)
     for label in ("clean", "noisy", "haloed"):  # every juror is audited as itself, beside the jury
         juror_result = load_run(out).result(label)
         assert juror_result.verifier == label
-        assert result.jury.side_by_side[label].self_effect == {
+        assert result.measured(JuryBlock).side_by_side[label].self_effect == {
             c: pytest.approx(float(juror_result.self_effect[c])) for c in juror_result.criteria
         }
 
 
 def test_the_jurors_agreement_and_effective_number(planted_jury):
     result, _ = planted_jury
-    agreement = result.jury.agreement
+    agreement = result.measured(JuryBlock).agreement
     for row in agreement.criteria.values():
         low, high = row.alpha_ci
         assert row.level_of_measurement == "ordinal" and low <= row.alpha <= high
@@ -131,13 +132,16 @@ def test_adding_a_juror_scores_only_that_juror_and_dropping_one_scores_nothing(t
     assert stages["score (haloed)"].calls == len(new) // 5  # one joint call per probe scores its 5 criteria
     run_audit(jury_config([CLEAN, HALOED], **SMALL), out)
     assert set(load_run(out).store.scores) == set(after)
-    assert load_run(out).result().jury.jurors == ["clean", "haloed"]
+    assert load_run(out).result().measured(JuryBlock).jurors == ["clean", "haloed"]
 
 
 def test_a_juror_that_fails_to_start_is_left_out_while_min_jurors_can_be_met(tmp_path, capsys):
     broken = juror("broken", fail_start=True)
     result = run_audit(jury_config([CLEAN, broken, NOISY], min_jurors=2, **SMALL), tmp_path / "run")
-    assert list(result.jury.failed) == ["broken"] and result.jury.jurors == ["clean", "noisy"]
+    assert list(result.measured(JuryBlock).failed) == ["broken"] and result.measured(JuryBlock).jurors == [
+        "clean",
+        "noisy",
+    ]
     assert "juror 'broken' failed" in capsys.readouterr().err
     info = load_run(tmp_path / "run").info()
     assert "broken" in info.jurors["failed"] and set(info.jurors["engines"]) == {"clean", "noisy"}
@@ -153,7 +157,10 @@ def test_a_juror_that_fails_after_some_verdicts_is_out_of_the_jury_as_a_whole(tm
     assert 0 < sum(v.verifier == "dying" for v in stored.values()) <= 12  # it did give verdicts before it failed
     assert "none of its verdicts counted" in capsys.readouterr().err
     two = run_audit(jury_config([CLEAN, NOISY], min_jurors=2, **SMALL), tmp_path / "two")
-    assert list(result.jury.failed) == ["dying"] and result.jury.jurors == ["clean", "noisy"]
+    assert list(result.measured(JuryBlock).failed) == ["dying"] and result.measured(JuryBlock).jurors == [
+        "clean",
+        "noisy",
+    ]
     assert result.self_effect.to_dict() == two.self_effect.to_dict()
     assert result.leakage.equals(two.leakage)
 
@@ -227,7 +234,7 @@ def test_the_juries_page_example_from_its_config(tmp_path):
     section = (repo / "docs" / "juries.md").read_text().split("## Worked example")[1].split("\n## ")[0]
     rows = [line for line in section.splitlines() if line.startswith("| ")]
     assert len(rows) == 1 + 3 + 1 + 4 and all(row in report for row in rows), [r for r in rows if r not in report]
-    assert f"{result.jury.agreement.effective_jurors.effective:.2f}" in section
+    assert f"{result.measured(JuryBlock).agreement.effective_jurors.effective:.2f}" in section
 
 
 def test_the_jurys_label_is_its_own(tmp_path):
@@ -250,5 +257,5 @@ def test_a_jury_left_with_one_juror_audits_and_reports(tmp_path):
 
     broken = juror("broken", fail_start=True)
     result = run_audit(jury_config([CLEAN, broken], min_jurors=1, **SMALL), tmp_path / "run")
-    assert result.jury.jurors == ["clean"] and list(result.jury.failed) == ["broken"]
+    assert result.measured(JuryBlock).jurors == ["clean"] and list(result.measured(JuryBlock).failed) == ["broken"]
     assert write_report(load_run(tmp_path / "run")).joinpath("report.md").is_file()

@@ -21,7 +21,8 @@ from radar_local.config import AuditConfig
 from radar_local.errors import InputError, RadarError
 from radar_local.report.build import write_report
 from radar_local.rundir import load_run
-from radar_local.stats.raters import against_humans, alpha, weighted_kappa
+from radar_local.stats.jurors import JuryBlock
+from radar_local.stats.raters import LabelsBlock, against_humans, alpha, weighted_kappa
 from tests.conftest import planted_config, radar_run
 from tests.fuzzing import SETTINGS, broken, check, run
 from tests.planted_jury import SMALL, TASKS, juror, jury_config
@@ -211,7 +212,7 @@ def test_a_planted_labels_file_reproduces_its_known_agreement(tmp_path):
     labels = str(labels_file(tmp_path, KNOWN))
     cfg = jury_config([exact, juror("noisy", noise=1.5)], tasks=TASKS[:4], n=2, bootstrap=50, labels=labels)
     result = run_audit(cfg, tmp_path / "run")
-    row = result.labels.judges["exact"]["helpfulness"]
+    row = result.measured(LabelsBlock).judges["exact"]["helpfulness"]
     assert (row.responses, row.ratings, row.unscored) == (4, 7, 0)
     assert row.mae == pytest.approx(2 / 7) and row.kappa == pytest.approx(12 / 13)
     assert row.spearman == pytest.approx(5 / sqrt(26))
@@ -229,17 +230,19 @@ def test_a_planted_labels_file_reproduces_its_known_agreement(tmp_path):
     for name in ("spearman", "kappa", "mae", "alpha_with_humans"):
         low, high = getattr(row, f"{name}_ci")
         assert low <= getattr(row, name) + 1e-12 and getattr(row, name) <= high + 1e-12
-    assert set(result.labels.judges) == {"jury", "exact", "noisy"}
-    assert result.jury.agreement.criteria["helpfulness"].effective_jurors.errors == "labels"
+    assert set(result.measured(LabelsBlock).judges) == {"jury", "exact", "noisy"}
+    assert result.measured(JuryBlock).agreement.criteria["helpfulness"].effective_jurors.errors == "labels"
 
 
 def test_a_single_judge_is_compared_with_the_labels_too(tmp_path):
     cfg = planted_config(tasks=TASKS, bootstrap=0, labels=str(labels_file(tmp_path, KNOWN)))
     result = run_audit(cfg, tmp_path / "run")
-    row = result.labels.judges["planted"]["helpfulness"]
+    row = result.measured(LabelsBlock).judges["planted"]["helpfulness"]
     assert row.kappa == pytest.approx(12 / 13) and row.kappa_ci is None  # bootstrap 0: no intervals
     assert row.level_of_measurement == "ordinal"  # the judge's scores are levels of the 0-4 range
-    assert load_run(tmp_path / "run").result().labels == result.labels  # stats.json keeps it
+    assert load_run(tmp_path / "run").result().measured(LabelsBlock) == result.measured(
+        LabelsBlock
+    )  # stats.json keeps it
 
     assert "## Agreement with human labels" in (write_report(load_run(tmp_path / "run")) / "report.md").read_text()
 
@@ -369,7 +372,7 @@ def test_labels_added_to_a_stored_run_score_only_the_labels(tmp_path):
     stages = load_run(out).info().stages
     assert (stages["generate"].calls, stages["score"].calls, stages["labels"].calls) == (0, 0, 4)
     assert len(load_run(out).store.scores) == len(before) + 4  # four labelled responses, on helpfulness alone
-    assert result.labels.judges["planted"]["helpfulness"].kappa == pytest.approx(12 / 13)
+    assert result.measured(LabelsBlock).judges["planted"]["helpfulness"].kappa == pytest.approx(12 / 13)
 
 
 def test_labels_the_judge_cannot_be_asked_rightly_are_one_line(tmp_path):

@@ -10,6 +10,7 @@ import yaml
 
 from radar_local.auditing import run_audit
 from radar_local.rundir import load_run
+from radar_local.stats.order import OrderEffects
 from tests.conftest import REPO, invoke, one_line_exit_2, planted_config
 
 TASKS = [{"id": f"t{i}", "prompt": f"Customer request number {i}: reply to it."} for i in range(4)]
@@ -68,7 +69,9 @@ def test_a_joint_audit_in_a_varied_order_carries_its_order_effects(runs, tmp_pat
     result = load_run(runs[1.0]).result()
     out = tmp_path / "order.json"
     assert invoke("order", runs[1.0], "--verifier", "planted", "--json", out).exit_code == 0
-    assert result.order is not None and result.order.model_dump(mode="json") == json.loads(out.read_text())
+    assert result.measured(OrderEffects) is not None and result.measured(OrderEffects).model_dump(
+        mode="json"
+    ) == json.loads(out.read_text())
     report = audit_markdown(result)
     assert "Consistency: criterion order" in report and "one call is not order-safe" in report
 

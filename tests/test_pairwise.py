@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from radar_local.errors import InputError
-from radar_local.stats.pairwise import DOWN_FIRST, TIE, UP_FIRST, A, B, PairVerdicts, pairwise
+from radar_local.stats.pairwise import DOWN_FIRST, TIE, UP_FIRST, A, B, PairVerdicts, Pairwise, pairwise
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
@@ -163,7 +163,7 @@ def test_an_audit_asks_its_verifier_the_pairs_and_confirms_a_planted_bias_and_le
     from radar_local.report.markdown import audit_markdown
 
     result, run = planted_runs["planted"]
-    p = result.pairwise
+    p = result.measured(Pairwise)
     assert p.verdicts == 5 * 5 * 5 * 5 * 2 and p.position.unscored == 0
     assert p.position.confirmed and p.position.bias > 0.05
     assert [(x.source, x.target) for x in p.leakage if x.confirmed] == [("helpfulness", "correctness")]
@@ -180,18 +180,24 @@ def test_a_pairwise_judge_with_neither_confirms_nothing_and_resumes_without_a_ca
     from radar_local.auditing import run_audit
 
     result, run = planted_runs["null"]
-    assert not result.pairwise.position.confirmed and not any(x.confirmed for x in result.pairwise.leakage)
+    assert not result.measured(Pairwise).position.confirmed and not any(
+        x.confirmed for x in result.measured(Pairwise).leakage
+    )
     again = run_audit(pairwise_config({}), run, progress=False)
     stage = json.loads((run / "run.json").read_text())["stages"]["pairwise"]
-    assert stage["requests"] == 1250 and stage.get("calls", 0) == 0 and again.pairwise == result.pairwise
+    assert (
+        stage["requests"] == 1250
+        and stage.get("calls", 0) == 0
+        and again.measured(Pairwise) == result.measured(Pairwise)
+    )
 
 
 def test_the_pair_budget_and_the_criteria_asked(tmp_path):
     from radar_local.auditing import run_audit
 
     result = run_audit(pairwise_config({}, pairs=2, asked="diagonal"), tmp_path / "run", progress=False)
-    assert result.pairwise.verdicts == 5 * 5 * 2 * 1 * 2  # 2 variants a (task, criterion), asked about itself
-    assert all(x.leakage is None for x in result.pairwise.leakage)  # nothing asked off the diagonal
+    assert result.measured(Pairwise).verdicts == 5 * 5 * 2 * 1 * 2  # 2 variants a (task, criterion), asked about itself
+    assert all(x.leakage is None for x in result.measured(Pairwise).leakage)  # nothing asked off the diagonal
 
 
 def test_a_pairwise_judge_that_cannot_ask_or_answer_is_one_line(tmp_path):
@@ -241,7 +247,7 @@ def test_what_the_overall_preference_is_made_of_and_agreement_with_the_pointwise
     from radar_local.auditing import run_audit
 
     result = run_audit(pairwise_config({"coupling": COUPLED}, overall=True), tmp_path / "run", progress=False)
-    p = result.pairwise
+    p = result.measured(Pairwise)
     assert p.verdicts == 5 * 5 * 5 * 6 * 2  # asked about the 5 criteria and overall
     shares = {d.criterion: d.share for d in p.overall}
     assert max(shares, key=shares.get) == "helpfulness" and sum(shares.values()) == pytest.approx(1)
@@ -271,7 +277,7 @@ def test_a_pairwise_judge_of_its_own_is_asked_the_pairs_beside_the_pointwise_ver
               "options": {"noise": 1.0, "position": 0.15, "coupling": COUPLED}}  # fmt: skip
     config = pairwise_config({}, verifier=critic)
     result = run_audit(config, tmp_path / "run", progress=False)
-    p = result.pairwise
+    p = result.measured(Pairwise)
     assert p.judge == "critic" and p.position.confirmed
     assert [(x.source, x.target) for x in p.leakage if x.confirmed] == [("helpfulness", "correctness")]
     assert result.leakage.loc["helpfulness", "correctness"] < 0.3  # the verifier's pointwise verdicts: no leak
@@ -298,7 +304,7 @@ def test_a_judge_asked_only_overall_in_its_own_words(tmp_path):
     spec = {"template": battle, "asked": "overall", "words": {"A": "Yes", "B": "No"}, "answer": {
         "kind": "grade", "pattern": "(Yes|No)"}}  # fmt: skip
     result = run_audit(pairwise_config({"position": 0.15, "coupling": COUPLED}, **spec), tmp_path / "r", progress=False)
-    p = result.pairwise
+    p = result.measured(Pairwise)
     assert p.verdicts == 5 * 5 * 5 * 2 and p.position.unscored == 0
     assert p.criteria == [] and p.leakage == [] and p.pairs == [] and p.position.confirmed
     assert all(d.ci[0] > 0 for d in p.overall)  # every steer moves the planted judge's overall preference
@@ -329,7 +335,7 @@ def test_each_preset_reads_its_judges_own_output_and_audits_on_the_planted_engin
     judge = PairwiseJudge(preset=preset)
     assert Answer(judge.answer, (("c", judge.choices),)).parse(written)["c"].score == choice
     result = run_audit(planted_config(pairwise={"preset": preset}), tmp_path / "run", progress=False)
-    assert result.pairwise.position.unscored == 0 and result.pairwise.verdicts == 5 * 2 * 2 * 5 * 2
+    assert result.measured(Pairwise).position.unscored == 0 and result.measured(Pairwise).verdicts == 5 * 2 * 2 * 5 * 2
     assert PairwiseJudge(preset=preset, template=PAIR_TEMPLATE).template == PAIR_TEMPLATE
 
 
@@ -477,7 +483,7 @@ def test_a_pairwise_judge_is_measured_against_the_teams_pairwise_labels(tmp_path
     ]
     config = pairwise_config({}, pairs=1, asked="diagonal") | {"labels": str(pair_labels(tmp_path, rows))}
     result = run_audit(config, tmp_path / "run", progress=False)
-    humans = result.pairwise.humans
+    humans = result.measured(Pairwise).humans
     assert (humans.questions, humans.decided, humans.unscored) == (5, 3, 0)
     assert humans.agreement == 1.0 and set(humans.criteria) == {"helpfulness", "correctness", "overall"}
     assert humans.raters_agree == 0.5  # ann and bob agree on t0, split on t3
@@ -487,7 +493,7 @@ def test_a_pairwise_judge_is_measured_against_the_teams_pairwise_labels(tmp_path
     flipped = [r.replace(",A,", ",X,").replace(",B,", ",A,").replace(",X,", ",B,") for r in rows[:3]]
     config["labels"] = str(pair_labels(tmp_path, flipped))
     again = run_audit(config, tmp_path / "run", progress=False)  # the judge's verdicts, stored, read again
-    assert again.pairwise.humans.agreement == 0.0 and again.pairwise.humans.decided == 2
+    assert again.measured(Pairwise).humans.agreement == 0.0 and again.measured(Pairwise).humans.decided == 2
 
 
 @pytest.mark.parametrize(
@@ -542,12 +548,16 @@ def test_a_judge_asked_only_pairs_is_audited_on_them_alone(planted_runs, tmp_pat
     assert len(verdicts) == 5 * 5 * 5 * 5 * 2 and {v["verifier"] for v in verdicts} == {"planted-pairwise"}
     assert not (run / "scores.csv").exists()
     result = load_run(run).stats()
-    assert isinstance(result, PairwiseAudit) and result.probes == 250 and result.pairwise.pointwise_agreement is None
-    p = result.pairwise
+    assert (
+        isinstance(result, PairwiseAudit)
+        and result.probes == 250
+        and result.measured(Pairwise).pointwise_agreement is None
+    )
+    p = result.measured(Pairwise)
     assert p.position.confirmed and [(x.source, x.target) for x in p.leakage if x.confirmed] == [
         ("helpfulness", "correctness")
     ]
-    assert p == planted_runs["planted"][0].pairwise.model_copy(update={"pointwise_agreement": None,
+    assert p == planted_runs["planted"][0].measured(Pairwise).model_copy(update={"pointwise_agreement": None,
                                                                         "pointwise_agreement_ci": None})  # fmt: skip
     report = (run / "report" / "report.md").read_text()
     assert "# RADAR pairwise audit" in report and "## Pairwise leakage" in report and "## Self-effects" not in report

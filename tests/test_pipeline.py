@@ -18,6 +18,7 @@ from radar_local.config import AuditConfig
 from radar_local.resolved import resolve
 from radar_local.run import Run
 from radar_local.rundir import load_run
+from radar_local.stats.bias import Bias
 from tests.conftest import SMALL_RUBRIC, tiny_config
 
 pytestmark = pytest.mark.slow
@@ -249,7 +250,7 @@ def test_nuisance_length_on_the_embedded_model(tmp_path, vllm_pool):
     cfg = tiny_config("vllm", rubric=str(SMALL_RUBRIC), n=1, unconditioned=3, nuisance=["length"])
     cfg["generation"] = {"max_new_tokens": 160}
     result = run_audit(AuditConfig.model_validate(cfg), tmp_path, base=REPO, pool=vllm_pool)
-    check = result.bias.manipulation["length"]
+    check = result.measured(Bias).manipulation["length"]
     rewrites = load_run(tmp_path).rewrites()
     assert len(rewrites) == 6 and check["pairs"] == 3
     pairs: dict[int, dict[str, int]] = {}

@@ -9,6 +9,7 @@ import pytest
 from radar_local.engines.base import Completion, chat_text
 from radar_local.judge import Reasoning
 from radar_local.reasoning import OVER_BUDGET, UNENDED, continued, thought_of
+from radar_local.stats.drift import Drift
 from tests.conftest import planted_config
 
 QWEN = Reasoning(budget=64)
@@ -124,12 +125,15 @@ def test_the_ablation_reports_what_thinking_buys_with_paired_intervals(tmp_path)
     store = load_run(tmp_path / "run").store
     thinking = {k for k, v in store.scores.items() if v.thought is not None}
     assert thinking == set(load_run(tmp_path / "thinks").store.scores)  # the ablation adds verdicts, keeps these
-    d = result.thinking
+    d = result.measured(Drift)
     assert d is not None and d.before == "planted-no-reasoning" and d.after == "planted"
     assert all(c.self_effect_change_ci[0] > 0 for c in d.criteria), [c.self_effect_change_ci for c in d.criteria]
     assert [(p.source, p.target, p.flag) for p in d.pairs if p.flag] == [("helpfulness", "correctness", "falls")]
     stats = json.loads((tmp_path / "run" / "stats.json").read_text())
-    assert stats["thinking"]["pairs"] and stats["thinking"]["before"] == "planted-no-reasoning"
+    assert (
+        stats["measurements"]["thinking"]["pairs"]
+        and stats["measurements"]["thinking"]["before"] == "planted-no-reasoning"
+    )
     report = audit_markdown(result)
     assert "## What thinking buys" in report and "helpfulness -> correctness falls by" in report
     assert "self-effects that change (interval per criterion): helpfulness rises" in report

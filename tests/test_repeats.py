@@ -12,7 +12,7 @@ import yaml
 from radar_local.auditing import run_audit
 from radar_local.report.markdown import audit_markdown
 from radar_local.stats.probes import ProbeMatrix
-from radar_local.stats.repeats import repeats
+from radar_local.stats.repeats import Repeats, repeats
 from tests.conftest import invoke, one_line_exit_2, planted_config
 
 
@@ -76,7 +76,7 @@ def audits(tmp_path_factory):
 
 def test_a_judge_that_gives_the_same_verdict_agrees_with_itself_exactly(audits):
     result, run, _ = audits[False]
-    block = result.repeats
+    block = result.measured(Repeats)
     assert block.labels == ["planted", "planted-repeat-2", "planted-repeat-3"]
     assert block.probes == 5 * 2 * 2 * 2  # helpsteer2's 5 criteria x 2 tasks x 2 directions x ceil(0.5 x 4)
     assert all(c.changed == 0 and c.noise_sd == 0 and c.noise_sd_ci == (0.0, 0.0) for c in block.criteria)
@@ -101,15 +101,18 @@ def test_a_judge_whose_verdicts_vary_between_askings_is_measured(audits):
     planted = truth(stratum_values(2, 5), 1.0, 3)
     result, run, config = audits[True]
     held = 0
-    for c in result.repeats.criteria:
+    for c in result.measured(Repeats).criteria:
         assert c.changed_ci[0] > 0 and c.alpha < 1
         held += sum(lo <= planted[k] <= hi for k, (lo, hi) in (("changed", c.changed_ci), ("noise_sd", c.noise_sd_ci)))
-    assert held >= 9, (result.repeats, planted)  # ten 95% intervals: all hold in 60% of audits, 9 or more in 91%
+    assert held >= 9, (
+        result.measured(Repeats),
+        planted,
+    )  # ten 95% intervals: all hold in 60% of audits, 9 or more in 91%
     assert "the verdicts change between askings on helpfulness" in audit_markdown(result)
     again = run_audit(config, run, progress=False)  # resumed: the repeats' verdicts are stored under their keys
     stages = json.loads((run / "run.json").read_text())["stages"]
     assert stages["repeat 2"]["requests"] > 0 and stages["repeat 2"].get("calls", 0) == 0
-    assert again.repeats == result.repeats
+    assert again.measured(Repeats) == result.measured(Repeats)
 
 
 def test_repeats_are_refused_where_they_mean_nothing(tmp_path):
@@ -133,7 +136,6 @@ def test_repeats_are_refused_where_they_mean_nothing(tmp_path):
 def test_compare_fails_a_judge_whose_verdicts_change_between_askings(audits):
     """`radar compare --fail-on-changed X`: exit 1 where a criterion's verdicts changed on at least X of the
     repeated probes (compared at the boundary as written), 0 where none did; one line where nothing was repeated."""
-    from dataclasses import replace
 
     from radar_local.compare import consistency_violations
 
@@ -142,10 +144,10 @@ def test_compare_fails_a_judge_whose_verdicts_change_between_askings(audits):
     assert res.exit_code == 1 and res.output.count("policy: ") == 5, res.output
     assert invoke("compare", noisy, steady, "--fail-on-changed", "0.01").exit_code == 0
     result = audits[True][0]
-    quarter = result.repeats.model_copy(
-        update={"criteria": [result.repeats.criteria[0].model_copy(update={"changed": 0.25})]}
+    quarter = result.measured(Repeats).model_copy(
+        update={"criteria": [result.measured(Repeats).criteria[0].model_copy(update={"changed": 0.25})]}
     )
-    at = replace(result, repeats=quarter)
+    at = result.adding(repeats=quarter)
     assert len(consistency_violations(at, 0.25, False, "b")) == 1
     assert consistency_violations(at, math.nextafter(0.25, 1), False, "b") == []
     plain = audits[False][1].parent / "plain"

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from radar_local.stats.reward import reward_profile
+from radar_local.stats.reward import RewardProfile, reward_profile
 from tests.conftest import planted_config
 
 TASKS = [{"id": f"t{i}", "prompt": f"Customer request {i}."} for i in range(5)]
@@ -41,7 +41,7 @@ def test_a_planted_reward_models_profile_and_its_blind_spots(tmp_path):
     from radar_local.report.markdown import audit_markdown
 
     result = run_audit(reward_config(reward=WEIGHTS), tmp_path / "run", progress=False)
-    profile = {c.criterion: c for c in result.reward.criteria}
+    profile = {c.criterion: c for c in result.measured(RewardProfile).criteria}
     assert {c: x.verdict for c, x in profile.items()} == {
         "helpfulness": "moves", "correctness": "moves", "coherence": "blind", "complexity": "blind",
         "verbosity": "blind",
@@ -53,14 +53,18 @@ def test_a_planted_reward_models_profile_and_its_blind_spots(tmp_path):
     assert load_run(tmp_path / "run").result() == result
     again = run_audit(reward_config(reward=WEIGHTS), tmp_path / "run", progress=False)
     stage = json.loads((tmp_path / "run" / "run.json").read_text())["stages"]["reward"]
-    assert stage["requests"] == 5 * 5 * 2 * 5 and stage.get("calls", 0) == 0 and again.reward == result.reward
+    assert (
+        stage["requests"] == 5 * 5 * 2 * 5
+        and stage.get("calls", 0) == 0
+        and again.measured(RewardProfile) == result.measured(RewardProfile)
+    )
 
 
 def test_a_reward_model_that_sees_nothing_claims_no_effect(tmp_path):
     from radar_local.auditing import run_audit
 
     result = run_audit(reward_config(), tmp_path / "run", progress=False)
-    assert not any(c.verdict == "moves" for c in result.reward.criteria)
+    assert not any(c.verdict == "moves" for c in result.measured(RewardProfile).criteria)
 
 
 def test_a_reward_model_that_writes_text_is_one_line(tmp_path):
@@ -122,7 +126,8 @@ def test_a_reward_that_never_varies_claims_nothing_and_the_report_says_so():
     rows = [(f"t{t}", c, d, 0, 0.0) for t in range(3) for c in ("a", "b") for d in "+-"]
     profile = reward_profile("rm", ["a", "b"], rows)
     assert profile.sd == 0 and all(c.effect is None and c.verdict == "open" for c in profile.criteria)
-    assert "gave the same reward to all 12 probes" in reward_line(SimpleNamespace(reward=profile))
+    result = SimpleNamespace(measured={RewardProfile: profile}.get)  # the one block reward_line reads
+    assert "gave the same reward to all 12 probes" in reward_line(result)
 
 
 @pytest.mark.thorough  # a grid's two cells and pages: `make test` runs it; the profile's statistics are checked above

@@ -13,7 +13,7 @@ from radar_local.auditing import run_audit
 from radar_local.errors import InputError
 from radar_local.run import Run
 from radar_local.rundir import INPUTS, OLD_RUN_NOTE, load_run
-from radar_local.stats.result import RENAMED, SCHEMA_VERSION
+from radar_local.stats.result import MEASURED, SCHEMA_VERSION
 from tests.conftest import planted_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,8 +64,11 @@ def test_a_run_made_before_inputs_json_and_keys_2_stays_usable(tmp_path):
     stats = json.loads((root / "stats.json").read_text())
     reader = load_run(root)
     assert len(reader.probes()) == len((root / "probes.jsonl").read_text().splitlines()) == 20
-    today = {RENAMED[2].get(k, k): v for k, v in stats.items()} | {"schema_version": SCHEMA_VERSION}
-    assert reader.result().to_json() == today and not (root / INPUTS).exists()  # schema 2 reads under today's names
+    # schema 2 reads under today's names: judge bias was `nuisance`, each measurement at the top (schema 4: by name)
+    measured = {("bias" if k == "nuisance" else k): v for k, v in stats.items() if k in ("nuisance", *MEASURED)}
+    today = {k: v for k, v in stats.items() if k not in ("nuisance", *MEASURED)}
+    today |= {"schema_version": SCHEMA_VERSION, "measurements": measured}
+    assert measured and reader.result().to_json() == today and not (root / INPUTS).exists()
     with Run.open(root) as run:  # the first open that may write keeps the inputs and the key formula
         assert run.plan.keys == 1
     snapshot = json.loads((root / INPUTS).read_text())

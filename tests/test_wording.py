@@ -8,6 +8,7 @@ import yaml
 
 from radar_local.auditing import run_audit
 from radar_local.report.markdown import audit_markdown
+from radar_local.stats.wording import Wording
 from tests.conftest import invoke, one_line_exit_2, planted_config
 
 TEMPLATE = "Rate the reply.\n{{ prompt }}\n{{ response }}\n{{ criterion.label }}: {{ criterion.description }}"
@@ -30,7 +31,7 @@ def reworded(tmp_path_factory):
 
 def test_a_wording_that_sways_the_judge_moves_its_verdicts_and_one_that_does_not_moves_nothing(reworded):
     result, run = reworded
-    w = result.wording
+    w = result.measured(Wording)
     assert w.templates == ["planted", "planted-paraphrase-2", "planted-paraphrase-3"]
     calm, strict = w.against
     # the planted judge reads no wording but "Be strict": the calm paraphrase agrees verdict for verdict
@@ -114,16 +115,15 @@ def test_compare_fails_a_judge_whose_leakages_move_with_its_wording(reworded, tm
     """`radar compare --fail-on-wording`: the planted "Be strict" shifts every verdict by a point, which moves no
     leakage beyond its band (a shift is no coupling): the policy passes; a leakage flagged as moving under a
     paraphrase fails it, named. One line where no template was reworded."""
-    from dataclasses import replace
 
     from radar_local.compare import consistency_violations
 
     result, run = reworded
     assert invoke("compare", run, run, "--fail-on-wording").exit_code == 0
-    strict = result.wording.against[1]
+    strict = result.measured(Wording).against[1]
     moved = strict.pairs[0].model_copy(update={"flag": "rises", "change": 0.3})
-    against = [result.wording.against[0], strict.model_copy(update={"pairs": [moved, *strict.pairs[1:]]})]
-    flagged = replace(result, wording=result.wording.model_copy(update={"against": against}))
+    against = [result.measured(Wording).against[0], strict.model_copy(update={"pairs": [moved, *strict.pairs[1:]]})]
+    flagged = result.adding(wording=result.measured(Wording).model_copy(update={"against": against}))
     assert consistency_violations(flagged, None, True, "b") == [
         f"{moved.source} -> {moved.target} rises by +0.30 under 'planted-paraphrase-3' (beyond its simultaneous band)"
     ]

@@ -14,6 +14,7 @@ from radar_local.repair.edits import Edit
 from radar_local.repair.findings import Finding
 from radar_local.rubric import Rubric
 from radar_local.rundir import RunDir
+from radar_local.stats.bias import Bias
 from radar_local.stats.correlation import pearson
 from radar_local.stats.result import AuditResult
 from radar_local.stats.stored import Interval
@@ -64,7 +65,7 @@ def summarize(result: AuditResult, intended: set[frozenset], reference: dict | N
     # the worst flagged judge bias; a measured audit with none flagged has 0, an unmeasured one None
     biases = [r for r in result.bias_rows if r.flag == "biased" and r.sensitivity is not None]
     bias = max(biases, key=lambda r: abs(r.sensitivity or 0.0), default=None)
-    measured = result.bias is not None
+    measured = result.measured(Bias) is not None
     human = None
     if reference:
         shared = [

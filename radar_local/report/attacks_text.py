@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from radar_local.report.text import CI, interval, num
+from radar_local.stats.attacks import Attacks
 
 if TYPE_CHECKING:
     from radar_local.stats.result import AuditResult
@@ -14,7 +15,7 @@ ATTACKS_HEAD = ["attack", "criterion", "pairs", "lift", CI, "family", "top share
 
 def attacks_line(result: AuditResult) -> str | None:
     """Which attacks move the judge (confirmed), which it resists, on how many pairs."""
-    a = result.attacks
+    a = result.measured(Attacks)
     if a is None:
         return None
 
@@ -31,7 +32,7 @@ def attacks_line(result: AuditResult) -> str | None:
 
 
 def attacks_rows(result: AuditResult) -> list[list[str]]:
-    a = result.attacks
+    a = result.measured(Attacks)
     return [
         [r.kind, r.criterion, str(r.pairs), num(r.lift), interval(r.ci), interval(r.family_ci), num(r.top_share),
          r.verdict]

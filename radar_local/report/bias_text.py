@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from radar_local.report.text import CI, interval, num
+from radar_local.stats.bias import Bias
 from radar_local.stats.bootstrap import LEVEL
+from radar_local.stats.reward import RewardProfile
 
 if TYPE_CHECKING:
     from radar_local.stats.result import AuditResult
@@ -31,7 +33,7 @@ def nuisance_rows(result: AuditResult) -> list[list[str]]:
 
 def nuisance_line(result: AuditResult) -> str | None:
     """Which criteria move with an attribute no criterion should reward, beyond the threshold."""
-    n = result.bias
+    n = result.measured(Bias)
     if not n:
         return None
 
@@ -67,7 +69,7 @@ REWARD_HEAD = [
 
 
 def reward_rows(result: AuditResult) -> list[list[str]]:
-    r = result.reward
+    r = result.measured(RewardProfile)
     return [
         [c.criterion, str(c.pairs), num(c.effect), interval(c.ci), interval(c.band), c.verdict, num(c.agreement)]
         for c in (r.criteria if r else [])
@@ -76,7 +78,7 @@ def reward_rows(result: AuditResult) -> list[list[str]]:
 
 def reward_line(result: AuditResult) -> str | None:
     """The reward model: which criteria move its reward, and which it does not see."""
-    r = result.reward
+    r = result.measured(RewardProfile)
     if r is None:
         return None
     if not r.sd:

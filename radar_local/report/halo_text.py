@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from radar_local.report.text import CI, interval, num
+from radar_local.stats.halo import Halo
 from radar_local.stats.joint import beyond
 
 if TYPE_CHECKING:
@@ -15,6 +16,7 @@ HALO_HEAD = ["source -> target", "per-criterion", "joint", "joint - per-criterio
 
 
 def halo_rows(result: AuditResult) -> list[list[str]]:
+    h = result.measured(Halo)
     return [
         [
             f"{p.source} -> {p.target}",
@@ -24,13 +26,13 @@ def halo_rows(result: AuditResult) -> list[list[str]]:
             interval(p.ci),
             {"adds": "joint adds coupling", "removes": "joint removes coupling"}.get(p.flag or "", ""),
         ]
-        for p in (result.halo.pairs if result.halo else [])
+        for p in (h.pairs if h else [])
     ]
 
 
 def halo_line(result: AuditResult) -> str | None:
     """What scoring every criterion in one call adds to the coupling of the same judge's per-criterion calls."""
-    h = result.halo
+    h = result.measured(Halo)
     if not h:
         return None
     adds = [f"{p.source} -> {p.target}" for p in h.pairs if p.flag == "adds"]

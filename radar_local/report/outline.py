@@ -78,6 +78,7 @@ from radar_local.report.text import (
     self_effect_rows,
     verdict,
 )
+from radar_local.stats.order import OrderEffects
 from radar_local.stats.pairwise_audit import PairwiseAudit
 from radar_local.stats.stored import Calibration
 
@@ -267,7 +268,12 @@ MEASURED: tuple[Measured, ...] = (
     titled("Consistency: repeat agreement", repeats_line, REPEATS_HEAD, repeats_rows),
     titled("Consistency: template wording", wording_line, WORDING_HEAD, wording_rows),
     titled("What thinking buys", thinking_line, THINKING_HEAD, thinking_rows),
-    titled("Consistency: criterion order", lambda r: order_line(r.order), ORDER_HEAD, lambda r: order_rows(r.order)),
+    titled(
+        "Consistency: criterion order",
+        lambda r: order_line(r.measured(OrderEffects)),
+        ORDER_HEAD,
+        lambda r: order_rows(r.measured(OrderEffects)),
+    ),
     lambda r, _figure, _bias: [s for s in [pairwise_section(r)] if s is not None],
     titled("Reward model", reward_line, REWARD_HEAD, reward_rows),
     jury_sections,

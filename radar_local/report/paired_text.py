@@ -6,6 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from radar_local.report.text import CI, interval, num
+from radar_local.stats.drift import Drift
+from radar_local.stats.repeats import Repeats
+from radar_local.stats.wording import Wording
 
 if TYPE_CHECKING:
     from radar_local.stats.repeats import RepeatCriterion
@@ -30,15 +33,16 @@ def _askings(c: RepeatCriterion) -> list[str]:
 
 
 def repeats_rows(result: AuditResult) -> list[list[str]]:
+    r = result.measured(Repeats)
     return [
         [*_askings(c), num(c.noise_share, signed=False), interval(c.noise_share_ci), str(c.unscored)]
-        for c in (result.repeats.criteria if result.repeats else [])
+        for c in (r.criteria if r else [])
     ]
 
 
 def repeats_line(result: AuditResult) -> str | None:
     """How far the judge agrees with itself when each verdict is asked again, and what its noise costs."""
-    r = result.repeats
+    r = result.measured(Repeats)
     if not r:
         return None
     noisy = [c for c in r.criteria if c.changed_ci is not None and (c.changed_ci[0] or 0) > 0]
@@ -59,7 +63,7 @@ WORDING_HEAD = ["criterion", "probes", "changed", CI, "alpha", CI, "sd across wo
 
 
 def wording_rows(result: AuditResult) -> list[list[str]]:
-    w = result.wording
+    w = result.measured(Wording)
     if not w:
         return []
     flips = {
@@ -84,6 +88,7 @@ THINKING_HEAD = [
 
 
 def thinking_rows(result: AuditResult) -> list[list[str]]:
+    d = result.measured(Drift)
     return [
         [
             c.criterion,
@@ -94,13 +99,13 @@ def thinking_rows(result: AuditResult) -> list[list[str]]:
             interval(c.self_effect_change_ci),
             f"{c.unscored_before} / {c.unscored_after}",
         ]
-        for c in (result.thinking.criteria if result.thinking else [])
+        for c in (d.criteria if d else [])
     ]
 
 
 def thinking_line(result: AuditResult) -> str | None:
     """What the judge's reasoning changes, from its ablation: the same probes scored by it answering at once."""
-    d = result.thinking
+    d = result.measured(Drift)
     if not d:
         return None
 
@@ -142,7 +147,7 @@ def thinking_line(result: AuditResult) -> str | None:
 
 def wording_line(result: AuditResult) -> str | None:
     """How far the verdicts and the leakages move when the judge's template is worded otherwise."""
-    w = result.wording
+    w = result.measured(Wording)
     if not w:
         return None
     moved = [

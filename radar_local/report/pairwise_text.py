@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radar_local.report.text import CI, interval, num
+from radar_local.stats.pairwise import Pairwise
 
 if TYPE_CHECKING:
     from radar_local.stats.pairwise import HumanPairs
@@ -18,7 +19,7 @@ PAIRWISE_HEAD = ["criterion", "pairs", "accuracy", "pairwise self-effect", CI, "
 
 
 def pairwise_rows(result: AuditResult | PairwiseAudit) -> list[list[str]]:
-    p = result.pairwise
+    p = result.measured(Pairwise)
     return [
         [
             c.criterion,
@@ -37,7 +38,7 @@ DRIVERS_HEAD = ["criterion steered", "moves the overall preference (2p - 1)", CI
 
 def driver_rows(result: AuditResult | PairwiseAudit) -> list[list[str]]:
     """What a pairwise judge's overall preference is made of: each criterion's steer, where it was asked overall."""
-    p = result.pairwise
+    p = result.measured(Pairwise)
     return [
         [d.criterion, num(d.shift), interval(d.ci), num(d.share, signed=False)]
         for d in (p.overall if p is not None and p.overall else [])
@@ -46,7 +47,7 @@ def driver_rows(result: AuditResult | PairwiseAudit) -> list[list[str]]:
 
 def pairwise_line(result: AuditResult | PairwiseAudit) -> str | None:
     """The verifier asked pairwise: what moves its preference, and where it sits on the first slot."""
-    p = result.pairwise
+    p = result.measured(Pairwise)
     if p is None:
         return None
     moved = [f"{x.source} -> {x.target} {num(x.leakage)} {interval(x.ci)}" for x in p.leakage if x.confirmed]

@@ -14,13 +14,15 @@ if TYPE_CHECKING:
 
 
 from radar_local.report.text import flag_text, interval, num
+from radar_local.stats.jurors import JuryBlock
+from radar_local.stats.raters import LabelsBlock
 
 JURY_HEAD = ["juror", "juror's worst coupling", "jury's worst coupling", "jury - juror", "interval", "flag"]
 
 
 def jury_line(result: AuditResult) -> str | None:
     """What the jury is, and whether its worst coupling lies below its jurors' beyond the intervals."""
-    j = result.jury
+    j = result.measured(JuryBlock)
     if not j:
         return None
     c = j.coupling
@@ -43,6 +45,7 @@ def jury_line(result: AuditResult) -> str | None:
 
 
 def jury_rows(result: AuditResult) -> list[list[str]]:
+    j = result.measured(JuryBlock)
     return [
         [
             r.juror,
@@ -52,14 +55,14 @@ def jury_rows(result: AuditResult) -> list[list[str]]:
             interval(r.ci),
             {"below": "jury couples less", "above": "jury couples more"}.get(r.flag or "", ""),
         ]
-        for r in (result.jury.coupling.jurors if result.jury else [])
+        for r in (j.coupling.jurors if j else [])
     ]
 
 
 def side_by_side_rows(result: AuditResult) -> list[tuple[list[str], list[list[str]]]]:
     """(head, rows) of the jury and its jurors side by side: self-effects (with the gate), Sym with flags, and
     every ordered pair's leakage."""
-    judges = (result.jury.side_by_side if result.jury else None) or {}
+    judges = (j.side_by_side if (j := result.measured(JuryBlock)) else None) or {}
     if not judges:
         return []
     names, first = list(judges), next(iter(judges.values()))
@@ -88,7 +91,7 @@ JUROR_AGREEMENT_HEAD = ["criterion", "level", "alpha", "alpha interval", "effect
 
 
 def juror_agreement_rows(result: AuditResult) -> list[list[str]]:
-    agreement = result.jury.agreement if result.jury else None
+    agreement = j.agreement if (j := result.measured(JuryBlock)) else None
     return [
         [
             c,
@@ -103,7 +106,7 @@ def juror_agreement_rows(result: AuditResult) -> list[list[str]]:
 
 
 def juror_agreement_line(result: AuditResult) -> str | None:
-    agreement = result.jury.agreement if result.jury else None
+    agreement = j.agreement if (j := result.measured(JuryBlock)) else None
     if not agreement:
         return None
     eff = agreement.effective_jurors
@@ -128,7 +131,7 @@ LABELS_HEAD = [
 
 
 def labels_line(result: AuditResult) -> str | None:
-    lab = result.labels
+    lab = result.measured(LabelsBlock)
     if not lab:
         return None
     return (
@@ -143,6 +146,7 @@ def labels_rows(result: AuditResult) -> list[list[str]]:
     def cell(row: HumanAgreement, name: str, signed: bool = True) -> str:
         return f"{num(getattr(row, name), signed=signed)} {interval(getattr(row, name + '_ci'))}".rstrip()
 
+    lab = result.measured(LabelsBlock)
     return [
         [
             judge,
@@ -154,7 +158,7 @@ def labels_rows(result: AuditResult) -> list[list[str]]:
             cell(row, "alpha_humans"),
             cell(row, "mae", signed=False),
         ]
-        for judge, per in (result.labels.judges if result.labels else {}).items()
+        for judge, per in (lab.judges if lab else {}).items()
         for c, row in per.items()
     ]
 
@@ -162,7 +166,7 @@ def labels_rows(result: AuditResult) -> list[list[str]]:
 def confusion_rows(result: AuditResult) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, head, rows) per judge and criterion: human level (rows) against the judge's nearest level."""
     out = []
-    for judge, per in (result.labels.judges if result.labels else {}).items():
+    for judge, per in (lab.judges if (lab := result.measured(LabelsBlock)) else {}).items():
         for c, row in per.items():
             levels = [f"{v:g}" for v in row.confusion.levels]
             rows = [[f"human {lv}", *map(str, counts)] for lv, counts in zip(levels, row.confusion.counts)]

@@ -9,6 +9,7 @@ import numpy as np
 
 from radar_local.report.svg import FONT, ORANGES, RDBU_R, Chart, colour, dark, labelled, slant_room, span, text_width
 from radar_local.report.text import CI, at_level, flag_text, pair_records
+from radar_local.stats.bias import Bias
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -169,7 +170,7 @@ def nuisance_heatmap(result: AuditResult) -> Chart:
         value[i, j] = np.nan if r.sensitivity is None else r.sensitivity
         texts[i, j] = "n/a" if np.isnan(value[i, j]) else f"{value[i, j]:+.2f}{'*' if r.flag == 'biased' else ''}"
     top = max(0.3, float(np.nanmax(np.abs(np.r_[value.ravel(), 0]))))
-    steered = (result.bias.manipulation if result.bias else None) or {}
+    steered = (b.manipulation if (b := result.measured(Bias)) else None) or {}
     unsteered = [i for i, a in enumerate(attributes) if steered.get(a, {}).get("steered") is False]
     title = "Judge bias: sensitivity to nuisance attributes (* biased)"
     scale = (RDBU_R, -top, top, "score(up) - score(down), 0-1 scale")

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from radar_local.stats.halo import Halo
+from radar_local.stats.joint import JointCalls
+from radar_local.stats.stored import DoubleCount
+
 if TYPE_CHECKING:
     from radar_local.records import RunInfo
     from radar_local.stats.result import AuditResult
@@ -146,7 +150,7 @@ def findings(result: AuditResult) -> list[str]:
                 f"{screen['fdr']:.0%} over {screen['hypotheses']} flag hypotheses (about that share of screened "
                 f"flags are noise); {settle(p)}."
             )
-    demoted = {(a, b) for a, b in result.joint.demoted} if result.joint is not None else set()
+    demoted = {(a, b) for a, b in j.demoted} if (j := result.measured(JointCalls)) is not None else set()
     for p in flagged:
         flags = [f for f, e in p["evidence"].items() if e == "possible"]
         if flags and (p["a"], p["b"]) in demoted:  # its family bounds settle the joint judge's, not the rubric's
@@ -261,7 +265,7 @@ def scores_line(result: AuditResult) -> str:
 
 def double_count_line(result: AuditResult) -> str | None:
     """What share of the rubric's weighted aggregate counts one movement twice through coupling."""
-    d = result.double_count
+    d = result.measured(DoubleCount)
     if d is None or d.share is None:
         return None
     source = "its weights" if d.rubric_weights else "equal weights (the rubric sets none)"
@@ -351,7 +355,7 @@ def cost_rows(info: RunInfo) -> list[list[str]]:
 def joint_line(result: AuditResult) -> str | None:
     """Where a joint judge's findings come from, in one line beside them: its reading and what its halo check
     found (stats/joint.py)."""
-    j, h = result.joint, result.halo
+    j, h = result.measured(JointCalls), result.measured(Halo)
     if j is None:
         return None
     index = f"halo index {num(h.index)} {interval(h.index_ci)}".rstrip() if h is not None else ""

@@ -8,12 +8,13 @@ the pairwise gates, leakages, pair flags and position, family-wise together). It
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from radar_local.stats.pairwise import Pairwise
 from radar_local.stats.stored import Block
 
 KIND = "pairwise"
+B = TypeVar("B", bound=Block)
 
 
 class PairwiseAudit(Block):
@@ -29,6 +30,10 @@ class PairwiseAudit(Block):
     probes: int  # the steered probes the pairs were drawn from
     warnings: list[str]
     pairwise: Pairwise
+
+    def measured(self, kind: type[B]) -> B | None:
+        """Its one measurement, as AuditResult.measured gives a judge's audit's."""
+        return self.pairwise if isinstance(self.pairwise, kind) else None
 
     def to_json(self) -> dict[str, Any]:
         return self.stored()

@@ -5,12 +5,12 @@ values for the rest; `to_json()` is the content of stats.json and `radar stats -
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, create_model
 
 from radar_local.common import json_number
 from radar_local.errors import InputError
@@ -49,8 +49,8 @@ from radar_local.stats.stored import (
 from radar_local.stats.wording import Wording
 
 # 2: pair 'flags' is a list; gating causes; unscored counts and warnings. 3: judge bias is `bias` (was `nuisance`).
-SCHEMA_VERSION = 3
-RENAMED = {2: {"nuisance": "bias"}}  # the keys an earlier schema named otherwise, read under today's names
+# 4: what the audit measured beyond its coupling is stored by name under `measurements` (MEASURED).
+SCHEMA_VERSION = 4
 
 NUMBERS = ("leak_ab", "leak_ba", "sym", "asym", "human_r")  # a pair's numbers (null: NaN in the frame)
 
@@ -117,6 +117,34 @@ class FamilyFile(Block):
     screening: ScreeningFile | None = None  # only where the audit asked for one
 
 
+# What an audit measures beyond its coupling, stored by name (schema 4): the name in stats.json's `measurements`
+# says which block it holds, so a new measurement is its block here and its function in measures.MEASUREMENTS or
+# audited.RUN_MEASUREMENTS; nothing else of the file or the result changes. In the order stats.json writes them.
+MEASURED: dict[str, type[Block]] = {
+    "double_count": DoubleCount,  # the rubric's weighted aggregate: weights, share, by_source
+    "bias": Bias,  # judge bias: each criterion's sensitivity to each nuisance attribute (stats/bias.py)
+    "halo": Halo,  # joint calls' added coupling over per-criterion calls on the same probes (stats/halo.py)
+    "joint": JointCalls,  # a joint judge's reading (the rubric's coupling or as deployed), the claims its halo demoted
+    "repeats": Repeats,  # the same verdicts asked again: the judge's repeat agreement (stats/repeats.py)
+    "wording": Wording,  # the same probes under each paraphrase of the judge's template (stats/wording.py)
+    "thinking": Drift,  # a thinking judge against itself answering at once on the same probes (stats/drift.py)
+    "order": OrderEffects,  # a joint judge's scores by the place it shows each criterion at (stats/order.py)
+    "pairwise": Pairwise,  # the verifier asked pairwise about the probes' up/down pairs (stats/pairwise.py)
+    "reward": RewardProfile,  # a reward model's sensitivity to each criterion's steer (stats/reward.py)
+    "jury": JuryBlock,  # a jury against its jurors, and their agreement (stats/jurors.py)
+    "labels": LabelsBlock,  # agreement with the team's human labels, per judge and criterion (stats/raters.py)
+    "attacks": Attacks,  # how far each attack moves the judge's verdicts over its base probe's (stats/attacks.py)
+}
+NAMED = {kind: name for name, kind in MEASURED.items()}  # each block type is one measurement's
+
+# `measurements`: one key per measurement the audit made, its block read strictly as the type its name says.
+Measurements = create_model(  # type: ignore[call-overload]
+    "Measurements", __base__=Block, **{name: (kind | None, None) for name, kind in MEASURED.items()}
+)
+
+B = TypeVar("B", bound=Block)
+
+
 class StatsFile(Block):
     schema_version: int
     generator: str
@@ -146,22 +174,10 @@ class StatsFile(Block):
     leakage_definition: LeakageDefinition = "ratio_of_means"  # the default is left unwritten
     rubric: str | None  # written even when null
     calibration: Calibration | None
-    double_count: DoubleCount | None = None
-    bias: Bias | None = None
     family: FamilyFile | None = None
     scales: Scales | None = None
-    halo: Halo | None = None
-    joint: JointCalls | None = None
-    repeats: Repeats | None = None
-    wording: Wording | None = None
-    thinking: Drift | None = None
-    order: OrderEffects | None = None
-    pairwise: Pairwise | None = None
-    reward: RewardProfile | None = None
-    jury: JuryBlock | None = None
-    labels: LabelsBlock | None = None
     per_prompt: PerPrompt | None = None
-    attacks: Attacks | None = None
+    measurements: Measurements  # written even when empty
 
 
 @dataclass(frozen=True)
@@ -207,39 +223,17 @@ class AuditResult:
     budget: list[BudgetRow] | None = None
     rubric: str | None = None
     calibration: Calibration | None = None
-    double_count: DoubleCount | None = None  # the rubric's weighted aggregate: weights, share, by_source
     adaptive: AdaptiveRecord | None = None  # an adaptive audit's waves and the decisions that settled
-    bias: Bias | None = None  # judge bias: each criterion's sensitivity to each nuisance attribute (stats/bias.py)
     # the simultaneous intervals that confirm flags: {level, method, cells, critical, self_effect {c: [lo, hi]},
     # leakage, sym, asym {a: {b: [lo, hi]}}} (stats/intervals.Family)
     family: dict[str, Any] | None = None
     gate_evidence: dict[str, str] | None = None  # criterion -> confirmed / possible: its gate decision, either way
     # each criterion's scale and the footing the effects are on: {footing, criteria {c: '0-4'}}
     scales: Scales | None = None
-    # joint calls' added coupling over per-criterion calls on the same probes (stats/halo.py)
-    halo: Halo | None = None
-    # a joint judge's reading (the rubric's coupling or the judge's as deployed) and the claims its halo demoted
-    joint: JointCalls | None = None
-    # the same verdicts asked again: the judge's repeat agreement (stats/repeats.py)
-    repeats: Repeats | None = None
-    # the same probes under each paraphrase of the judge's template (stats/wording.py)
-    wording: Wording | None = None
-    # a thinking judge against itself answering at once on the same probes (its ablation, stats/drift.py)
-    thinking: Drift | None = None
-    # a joint judge's scores by the place it shows each criterion at (stats/order.py), where its order varies
-    order: OrderEffects | None = None
-    # the verifier asked pairwise about the probes' up/down pairs (stats/pairwise.py), where the config asks it
-    pairwise: Pairwise | None = None
-    # a reward model's sensitivity to each criterion's steer (stats/reward.py), where the config names one
-    reward: RewardProfile | None = None
-    # a jury against its jurors, and their agreement (stats/jurors.py); aggregate, min_jurors, failed jurors
-    jury: JuryBlock | None = None
-    # agreement with the team's human labels, per judge and criterion (stats/raters.against_humans)
-    labels: LabelsBlock | None = None
     # a per-prompt rubric's items: gate, sign errors, redundant pairs, tag matrix, double counting (stats/per_prompt.py)
     per_prompt: PerPrompt | None = None
-    # how far each attack on the judge moves its verdicts over its base probe's (stats/attacks.py)
-    attacks: Attacks | None = None
+    # what the audit measured beyond its coupling, by name (MEASURED): the halo check, repeats, a jury, ...
+    measurements: dict[str, Block] = field(default_factory=dict)
     # how a leakage is taken over tasks: the ratio of means, or the paper's eq. 5 (stats/coupling.py)
     leakage_definition: LeakageDefinition = "ratio_of_means"
     schema_version: int = SCHEMA_VERSION
@@ -250,10 +244,10 @@ class AuditResult:
         at its default is left out."""
         made = self._made_for_file()
         out: dict[str, Any] = {}
-        for key, field in StatsFile.model_fields.items():
+        for key, spec in StatsFile.model_fields.items():
             value = made[key] if key in made else getattr(self, key)
-            if field.is_required() or value != field.default:
-                out[field.alias or key] = _stored(value)
+            if spec.is_required() or value != spec.default:
+                out[spec.alias or key] = _stored(value)
         return out
 
     def _made_for_file(self) -> dict[str, Any]:
@@ -284,15 +278,13 @@ class AuditResult:
                 "unreliable": [vars(g) for g in self.unreliable],
                 **({} if self.gate_evidence is None else {"gates": self.gate_evidence}),
             },
+            "measurements": Measurements(**self.measurements),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any], where: object = "stats") -> AuditResult:
+        data = upgraded(data)
         version = data.get("schema_version") if isinstance(data, dict) else None
-        if version in RENAMED:  # an earlier schema's keys under today's names
-            renamed = RENAMED[version]
-            data = {renamed.get(k, k): v for k, v in data.items()} | {"schema_version": SCHEMA_VERSION}
-            version = SCHEMA_VERSION
         rewrite = "re-run `radar audit` or `radar stats --json` to rewrite it"
         stored = _validated(StatsFile, data, version, where, rewrite)
         try:
@@ -346,13 +338,27 @@ class AuditResult:
             unreliable=[Gate(**g.model_dump()) for g in d.flags.unreliable],
             # as written: a block the audit did not ask for (screening) stays absent
             family=None if d.family is None else d.family.model_dump(mode="json", exclude_unset=True),
+            measurements={
+                name: getattr(d.measurements, name) for name in MEASURED if name in d.measurements.model_fields_set
+            },
         )
 
     # ---- views ------------------------------------------------------------------------------
+    def measured(self, kind: type[B]) -> B | None:
+        """The block of the measurement that makes `kind` (MEASURED), where the audit made it."""
+        block = self.measurements.get(NAMED[kind])
+        return block if isinstance(block, kind) else None
+
+    def adding(self, **found: Any) -> AuditResult:
+        """This result with `found` added: a measurement's block (MEASURED) by its name, any other field as itself."""
+        made = {k: v for k, v in found.items() if k in MEASURED}
+        rest = {k: v for k, v in found.items() if k not in MEASURED}
+        return replace(self, measurements={**self.measurements, **made}, **rest)
+
     @property
     def bias_rows(self) -> list[BiasRow]:
         """Judge bias, one row per (attribute, criterion); none where no nuisance attribute was measured."""
-        return self.bias.rows if self.bias is not None else []
+        return b.rows if (b := self.measured(Bias)) is not None else []
 
     def pair(self, a: str, b: str) -> dict[str, Any]:
         """One pair's row, whichever order its criteria are named in."""
@@ -365,8 +371,21 @@ class AuditResult:
         return isinstance(other, AuditResult) and self.to_json() == other.to_json()
 
 
+def upgraded(data: Any) -> Any:
+    """A stats.json an earlier release wrote, as this one writes it: schema 2 named judge bias `nuisance`, schema 3
+    kept each measurement at the top level. Anything else is returned as it is (and checked as it is)."""
+    if not isinstance(data, dict) or data.get("schema_version") not in (2, 3):
+        return data
+    if data.get("kind") == KIND:  # a pairwise-only audit: its shape is schema 3's
+        return data | {"schema_version": SCHEMA_VERSION}
+    data = {("bias" if k == "nuisance" and data["schema_version"] == 2 else k): v for k, v in data.items()}
+    kept = {k: v for k, v in data.items() if k not in MEASURED}
+    return kept | {"schema_version": SCHEMA_VERSION, "measurements": {k: v for k, v in data.items() if k in MEASURED}}
+
+
 def read_stats(data: Any, where: object = "stats") -> AuditResult | PairwiseAudit:
     """A stats.json of either kind: a judge's audit, or a judge asked only pairs (`kind: pairwise`)."""
+    data = upgraded(data)
     if isinstance(data, dict) and data.get("kind") == KIND:
         return _validated(PairwiseAudit, data, data.get("schema_version"), where, "re-run `radar audit` to rewrite it")
     return AuditResult.from_json(data, where)
