@@ -213,7 +213,7 @@ def labelled_agreement(a: Audit) -> dict:
         return {}
     rubric, s = a.run.rubric, a.settings
     found = label_agreement(labels, a.labelled, [a.verifier.label, *a.jurors], rubric.ids, a.measurements,
-                            rubric.scales, resamples=s.resamples, seed=s.seed, confidence=LEVEL)  # fmt: skip
+                            rubric.scales, resamples=s.resamples, seed=s.seed, confidence=s.level)  # fmt: skip
     return {"labels": found}
 
 
@@ -351,7 +351,7 @@ def pairwise_of(
 def pairwise_audit(run: RunDir, verifier: ModelSpec, records: AuditedSet) -> PairwiseAudit:
     """The audit of a judge asked only pairs (pairwise.only) on the audited set's pairs: the pairwise block alone."""
     settings = run.config.stats_settings
-    found = pairwise_of(run, verifier, records, settings.resamples, settings.seed, LEVEL)
+    found = pairwise_of(run, verifier, records, settings.resamples, settings.seed, settings.level)
     if found is None:
         raise RadarError(f"{run.root}: no pairwise verdict of '{verifier.label}' is stored; run `radar audit` again")
     unread = run.labels is not None and bool(run.labels.labels)  # pointwise labels: the judge scores none

@@ -100,7 +100,10 @@ def judge_bias(m: Measured) -> dict[str, Any]:
         spans=m.spans,
         **m.draws,
     )
-    return {"bias": Bias(threshold=m.settings.bias_threshold, rows=rows, manipulation=to_json(m.asked.manipulation))}
+    s = m.settings
+    return {
+        "bias": Bias(threshold=s.bias_threshold, level=s.level, rows=rows, manipulation=to_json(m.asked.manipulation))
+    }
 
 
 def double_count(m: Measured) -> dict[str, Any]:

@@ -103,7 +103,7 @@ def evidence_case(runs, tmp_path, sym: list[float], bias: list[float] | None = N
             "evidence": None,
             "steered": True,
         }
-        stats["measurements"]["bias"] = {"threshold": 0.1, "rows": [row], "manipulation": None}
+        stats["measurements"]["bias"] = {"threshold": 0.1, "level": 0.95, "rows": [row], "manipulation": None}
     path = tmp_path / "case.json"
     path.write_text(json.dumps(stats))
     return path

@@ -282,13 +282,15 @@ def test_the_statistics_core_imports_without_pandas_or_engines():
 DRAWS = re.compile(r"\.(integers|multinomial|choice|poisson|permutation|shuffle)\(")
 INTERVALS = re.compile(r"\b(np\.)?(nan)?(quantile|percentile)\(")
 T_OR_Z = re.compile(r"\b(special\.)?(stdtrit|ndtri)\(")  # a Student t or normal quantile: an interval's half-width
+MAKES_INTERVAL = re.compile(r"(?<!class )\bInterval\(")  # the one type of a stored interval (stats/stored.Interval)
 PLANNING = ("stats/power.py", "stats/decisions.py")  # critical values of a design, before any data: no interval
 
 
 def statistics_homes(modules: dict[str, str]) -> list[str]:
     """Outside stats/bootstrap.py no statistics module draws a resample; outside stats/intervals.py none turns
     replicates into an interval (a quantile of them) or builds a Student t or normal one (issue 62: two modules built
-    t intervals and Bonferroni bands by hand); the planning modules' critical values are a design's, not intervals."""
+    t intervals and Bonferroni bands by hand) or makes a stored `Interval`; the planning modules' critical values are a
+    design's, not intervals."""
     found = []
     for name, source in modules.items():
         if name != "stats/bootstrap.py" and DRAWS.search(source):
@@ -297,6 +299,8 @@ def statistics_homes(modules: dict[str, str]) -> list[str]:
             found.append(f"{name} takes quantiles")
         if name not in ("stats/intervals.py", *PLANNING) and T_OR_Z.search(source):
             found.append(f"{name} builds a t or z interval")
+        if name != "stats/intervals.py" and MAKES_INTERVAL.search(source):
+            found.append(f"{name} makes an Interval")
     return found
 
 
@@ -305,9 +309,10 @@ def test_one_module_draws_and_one_makes_intervals():
     stats |= {f"{m}.py": (PACKAGE / f"{m}.py").read_text() for m in LAYERS["statistics"] if m != "stats"}
     assert len(stats) > 20 and not statistics_homes(stats)
     assert statistics_homes(
-        {"stats/raters.py": "rng.multinomial(n, p)\nnp.quantile(x, 0.5)\nspecial.stdtrit(3, q)"}
+        {"stats/raters.py": "rng.multinomial(n, p)\nnp.quantile(x, 0.5)\nspecial.stdtrit(3, q)\nInterval(lo, hi)"}
     ) == [
         "stats/raters.py draws",
         "stats/raters.py takes quantiles",
         "stats/raters.py builds a t or z interval",
+        "stats/raters.py makes an Interval",
     ]

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 from radar_local.report.text import CI, interval, num
 from radar_local.stats.bias import Bias
-from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.reward import RewardProfile
 
 if TYPE_CHECKING:
@@ -52,7 +51,7 @@ def nuisance_line(result: AuditResult) -> str | None:
     gated = f" Not steered, so nothing is claimed: {', '.join(unmoved)}." if unmoved else ""
     return (
         f"Judge bias over {', '.join(attributes)} (up - down rewrites, 0-1 scale, flagged at |sensitivity| >= "
-        f"{n.threshold}; confirmed where the simultaneous {LEVEL:.0%} interval over every attribute x criterion "
+        f"{n.threshold}; confirmed where the simultaneous {n.level:.0%} interval over every attribute x criterion "
         f"cell lies beyond it, possible where only the point does): {found}.{gated}"
     )
 

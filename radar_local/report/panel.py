@@ -134,10 +134,11 @@ def labels_line(result: AuditResult) -> str | None:
     lab = result.measured(LabelsBlock)
     if not lab:
         return None
+    level = next((row.confidence for per in lab.judges.values() for row in per.values()), LEVEL)
     return (
         f"Every judge scored {lab.responses} labelled responses ({lab.raters} rater(s), from "
         f"{lab.source}) with the template and scale it audits with. Each cell: the estimate and its "
-        f"{LEVEL:.0%} percentile bootstrap interval over responses; humans' alpha is the ceiling, the agreement "
+        f"{level:.0%} percentile bootstrap interval over responses; humans' alpha is the ceiling, the agreement "
         "of the raters among themselves where a response has two or more."
     )
 

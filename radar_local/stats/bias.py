@@ -71,6 +71,7 @@ class Bias(Block):
     with the manipulation check of each attribute's rewrites."""
 
     threshold: float
+    level: float  # the simultaneous band's over every attribute x criterion cell
     rows: list[BiasRow]
     manipulation: dict[str, dict[str, Any]] | None = None
 

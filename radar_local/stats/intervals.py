@@ -34,6 +34,7 @@ from scipy import special
 from radar_local.stats.bootstrap import LEVEL, Strata
 from radar_local.stats.coupling import Coupling, coupling, global_summaries
 from radar_local.stats.exact import ExactPoint, at_least, resample_decisions, to_float
+from radar_local.stats.stored import Interval
 
 METHOD = "stratified bootstrap of n_h - 1 draws (Rao-Wu), expanded percentiles at design df (Hesterberg)"
 
@@ -248,14 +249,26 @@ def _concat(parts: list[Coupling]) -> Coupling:
     return Coupling(**{f: np.concatenate([getattr(p, f) for p in parts]) for f in Coupling.__dataclass_fields__})
 
 
-def percentile_interval(replicates: np.ndarray, level: float) -> list[float] | None:
+def ends(pair: np.ndarray | tuple[float | None, float | None] | list[float]) -> Interval | None:
+    """An interval as a block stores it, from its two ends: None where either is undefined (None or NaN)."""
+    low, high = (np.nan if x is None else float(x) for x in pair)
+    return None if np.isnan(low) or np.isnan(high) else Interval(low, high)
+
+
+def excludes(interval: Interval | None, value: float = 0.0) -> bool:
+    """The interval lies wholly above or wholly below `value` (an undefined end excludes nothing)."""
+    if interval is None or interval.low is None or interval.high is None:
+        return False
+    return interval.low > value or interval.high < value
+
+
+def percentile_interval(replicates: np.ndarray, level: float) -> Interval | None:
     """The plain equal-tailed percentile interval (method: percentile) of the defined replicates; None where
     fewer than half are defined."""
     ok = replicates[~np.isnan(replicates)]
     if len(ok) < max(2, len(replicates) / 2):
         return None
-    lo, hi = np.quantile(ok, [(1 - level) / 2, (1 + level) / 2])
-    return [float(lo), float(hi)]
+    return ends(np.quantile(ok, [(1 - level) / 2, (1 + level) / 2]))
 
 
 def expanded_interval(point: np.ndarray, deltas: np.ndarray, df: np.ndarray | float, level: float) -> np.ndarray:
@@ -286,7 +299,7 @@ def t_interval(
     return np.stack([np.asarray(point, float) - half, np.asarray(point, float) + half], axis=-1)
 
 
-def studentized_interval(point: float, deltas: np.ndarray, df: float, level: float) -> tuple[float, float] | None:
+def studentized_interval(point: float, deltas: np.ndarray, df: float, level: float) -> Interval | None:
     """point +- t_{df, 1 - alpha/2} s, s the replicates' scale (their central 95% range over 2 x 1.96, as the family
     bands'): symmetric about the point, so a skewed ratio's percentile interval does not lean off its truth (the
     pairwise leakage covered 89-92% with expanded percentiles at 3-5 pairs a stratum, 94% with this:
@@ -295,7 +308,7 @@ def studentized_interval(point: float, deltas: np.ndarray, df: float, level: flo
     if not (np.isfinite(point) and np.isfinite(scale) and df > 0):
         return None
     half = float(special.stdtrit(df, 1 - (1 - level) / 2)) * scale
-    return point - half, point + half
+    return Interval(point - half, point + half)
 
 
 def _quantile(samples: np.ndarray, q: np.ndarray) -> np.ndarray:

@@ -73,7 +73,7 @@ def paired_leakage(
     before: ProbeMatrix, after: ProbeMatrix, *, resamples: int = RESAMPLES, seed: int = 0, level: float = LEVEL
 ) -> PairedLeakage:
     """`after`'s leakages against `before`'s on the probes both scored."""
-    from radar_local.stats.intervals import expanded_interval, simultaneous  # scipy: not at `radar --help`
+    from radar_local.stats.intervals import ends, expanded_interval, simultaneous  # scipy: not at `radar --help`
 
     a, b = same_probes(before, after)
     crit = list(a.criteria)
@@ -106,8 +106,7 @@ def paired_leakage(
         band[rows, cols] = flat
         mean_reps = np.nanmean(np.where(defined, deltas, np.nan), axis=(1, 2))
         if index is not None:
-            ends = expanded_interval(np.array(to_float(index)), mean_reps, df.sum(), level)
-            index_ci = [json_number(x) for x in ends]
+            index_ci = ends(expanded_interval(np.array(to_float(index)), mean_reps, df.sum(), level))
     pairs = []
     for i, j in zip(*np.nonzero(off)):
         low, high = band[i, j]
@@ -128,5 +127,5 @@ def paired_leakage(
         probes=int(len(a.scores)),
         pairs=pairs,
         index=None if index is None else to_float(index),
-        index_ci=None if index_ci is None else (index_ci[0], index_ci[1]),
+        index_ci=index_ci,
     )

@@ -36,6 +36,8 @@ from radar_local.common import json_number
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES, stratified_counts
 from radar_local.stats.flags import Thresholds, pair_flags
 from radar_local.stats.intervals import (
+    ends,
+    excludes,
     expanded_interval,
     simultaneous,
     studentized_interval,
@@ -280,11 +282,7 @@ def pairwise(
         x, deltas = float(value.ravel()[at]), reps[key].reshape(len(reps[key]), -1)[:, at] - value.ravel()[at]
         if key == "leakage":
             return studentized_interval(x, deltas, df, level)
-        got = expanded_interval(np.asarray(x), deltas, df, level)
-        return None if np.isnan(got).any() else (float(got[0]), float(got[1]))
-
-    def span(x: np.ndarray) -> tuple[float, float] | None:
-        return None if np.isnan(x).any() else (float(x[0]), float(x[1]))
+        return ends(expanded_interval(np.asarray(x), deltas, df, level))
 
     decided = [int((c.decisive[:, i, i].sum(axis=-1) > 0).sum()) for i in range(k)]  # pairs a gate rests on
     verdicts = [int(c.decisive[:, i, i].sum()) for i in range(k)]  # their decisive verdicts, both orders
@@ -301,8 +299,7 @@ def pairwise(
         if got is None or per_source[i] <= 0:
             return got
         z = z_critical(level)  # a score interval's
-        low, high = with_wilson(np.asarray(got), point["self_effect"][i], verdicts[i], z)
-        return float(low), float(high)
+        return ends(with_wilson(np.asarray(got), point["self_effect"][i], verdicts[i], z))
 
     gates = ["passed" if se_band[i, 0] >= tau else "failed" if se_band[i, 1] < tau else "open" for i in range(k)]
     passed = [g == "passed" for g in gates]
@@ -313,7 +310,7 @@ def pairwise(
             accuracy=json_number(float((point["self_effect"][i] + 1) / 2)),
             self_effect=json_number(float(point["self_effect"][i])),
             self_effect_ci=self_effect_ci(i),
-            band=span(se_band[i]),
+            band=ends(se_band[i]),
             gate=gates[i],
         )
         for i, name in enumerate(crit)
@@ -326,7 +323,7 @@ def pairwise(
             target=crit[j],
             leakage=json_number(float(point["leakage"][i, j])),
             ci=ci("leakage", (i, j), per_source[i]),
-            band=span(leak_band[i, j]),
+            band=ends(leak_band[i, j]),
             confirmed=bool(passed[i] and passed[j] and (leak_band[i, j, 0] > 0 or leak_band[i, j, 1] < 0)),
         )
         for i in range(k)
@@ -339,14 +336,14 @@ def pairwise(
         for j in range(i + 1, k)
         if named
     ]
-    bias_band = span(bands[4][0]) if bands else None
+    bias_band = ends(bands[4][0]) if bands else None
     scored = v.choice >= 0
     position = Position(
         first_slot=json_number(float(point["bias"] + 0.5)),
         bias=json_number(float(point["bias"])),
         ci=ci("bias"),
         band=bias_band,
-        confirmed=bool(bias_band is not None and (bias_band[0] > 0 or bias_band[1] < 0)),
+        confirmed=excludes(bias_band),
         flip_rate=json_number(float(point["flip"])),
         flip_ci=ci("flip"),
         ties=json_number(float((v.choice[scored] == TIE).mean()) if scored.any() else np.nan),

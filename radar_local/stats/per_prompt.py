@@ -39,7 +39,7 @@ from radar_local.rubric import Criterion, Item
 from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.coupling import TAU
 from radar_local.stats.exact import at_least
-from radar_local.stats.intervals import t_interval
+from radar_local.stats.intervals import ends, t_interval
 from radar_local.stats.permutation import K, Split, factor, holm, p_lower, p_sign_flip, p_sum_upper
 from radar_local.stats.screening import benjamini_hochberg
 from radar_local.stats.stored import Block, Interval, Matrix, Num
@@ -231,7 +231,7 @@ def per_prompt(
     shares = {task: _share(m.values()) for task, m in moves.items()}
     rate, rate_ci = _pooled(list(pitfall_rates.values()), level)
     if rate_ci is not None and rate_ci[0] is not None and rate_ci[1] is not None:  # a rate's interval within 0-1
-        rate_ci = (max(0.0, rate_ci[0]), min(1.0, rate_ci[1]))
+        rate_ci = ends((max(0.0, rate_ci[0]), min(1.0, rate_ci[1])))
     share, share_ci = _pooled([v for v in shares.values() if v is not None], level)
     return PerPrompt(
         level=level,
@@ -317,8 +317,7 @@ def _pooled(values: list[float], level: float, family: int = 1) -> tuple[Num, In
     if len(values) < 2:
         return mean, None
     se = float(np.std(values, ddof=1)) / np.sqrt(len(values))
-    lo, hi = t_interval(mean, se, len(values) - 1, level, family)
-    return mean, (float(lo), float(hi))
+    return mean, ends(t_interval(mean, se, len(values) - 1, level, family))
 
 
 MAX_TAGS = 12  # a tag family with more tags than this (HealthBench's cluster:*, one per theme) has no matrix

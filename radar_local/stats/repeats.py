@@ -144,8 +144,7 @@ def _criterion(
     reps = statistics(weights) if weights is not None and len(units) else None
 
     def ci(key: str) -> Interval | None:
-        got = None if reps is None else percentile_interval(reps[key], level)
-        return None if got is None else (got[0], got[1])
+        return None if reps is None else percentile_interval(reps[key], level)
 
     return RepeatCriterion(
         criterion=criterion,

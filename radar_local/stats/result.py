@@ -16,6 +16,7 @@ from radar_local.common import json_number
 from radar_local.errors import InputError
 from radar_local.stats.attacks import Attacks
 from radar_local.stats.bias import Bias, BiasRow
+from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.coupling import LeakageDefinition
 from radar_local.stats.drift import Drift
 from radar_local.stats.halo import Halo
@@ -379,8 +380,11 @@ def upgraded(data: Any) -> Any:
     if data.get("kind") == KIND:  # a pairwise-only audit: its shape is schema 3's
         return data | {"schema_version": SCHEMA_VERSION}
     data = {("bias" if k == "nuisance" and data["schema_version"] == 2 else k): v for k, v in data.items()}
+    measured = {k: v for k, v in data.items() if k in MEASURED}
+    if isinstance(measured.get("bias"), dict):  # judge bias did not say its band's level: every audit's was 95%
+        measured["bias"] = {"threshold": measured["bias"].get("threshold"), "level": LEVEL} | measured["bias"]
     kept = {k: v for k, v in data.items() if k not in MEASURED}
-    return kept | {"schema_version": SCHEMA_VERSION, "measurements": {k: v for k, v in data.items() if k in MEASURED}}
+    return kept | {"schema_version": SCHEMA_VERSION, "measurements": measured}
 
 
 def read_stats(data: Any, where: object = "stats") -> AuditResult | PairwiseAudit:

@@ -3,14 +3,21 @@ same class, so the report reads attributes the type checker checks against the p
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
 Num = float | None  # a stored number; null is undefined (NaN)
-Interval = tuple[float | None, float | None]
 Matrix = dict[str, dict[str, float | None]]
 Evidence = Literal["confirmed", "coupled", "screened", "possible"]  # stats/flags.EVIDENCE
+
+
+class Interval(NamedTuple):
+    """An interval's ends, stored as [low, high] (null where undefined). Its level, method and degrees of freedom
+    are its block's (`level`, `bootstrap`, `family`): one per block, never repeated per cell."""
+
+    low: float | None
+    high: float | None
 
 
 class Block(BaseModel):
