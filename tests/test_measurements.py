@@ -170,6 +170,33 @@ def test_every_measurement_is_a_block_a_module_and_a_unit_test(measure):
     assert imported, f"no unit test imports radar_local.{module}"
 
 
+# The measurements that change the findings' lines (the aggregate's double count, a joint judge's reading) rather
+# than add a section of their own.
+IN_FINDINGS = {"double_count", "joint"}
+
+
+@pytest.mark.parametrize("name", list(MEASURED))
+def test_every_stored_measurement_shows_in_the_report_and_has_a_glossary_row(name):
+    """The checklist's last two steps: a result holding the measurement (read from a stats.json the previous release
+    wrote, tests/data/stats_v3) has a report section a result without it lacks, and the glossary names its key."""
+    import json
+    from dataclasses import replace
+
+    from radar_local.report.markdown import audit_markdown
+    from radar_local.report.outline import audit_sections
+    from radar_local.stats.result import read_stats
+
+    written = [read_stats(json.loads(p.read_text()), p) for p in sorted((TESTS / "data" / "stats_v3").glob("*.json"))]
+    result = next(r for r in written if isinstance(r, AuditResult) and name in r.measurements)
+    without = replace(result, measurements={k: v for k, v in result.measurements.items() if k != name})
+    if name in IN_FINDINGS:
+        assert audit_markdown(result) != audit_markdown(without)
+    else:
+        assert {str(s.title) for s in audit_sections(result)} > {str(s.title) for s in audit_sections(without)}
+    glossary = (TESTS.parent / "docs" / "ARCHITECTURE.md").read_text().split("| name | means | not |")[1]
+    assert f"`measurements.{name}`" in glossary.split("\n\n")[0], f"no glossary row names `measurements.{name}`"
+
+
 def test_every_stored_measurement_is_made_by_one_in_the_registries():
     """stats.json's `measurements` holds what the registries make and nothing else: a block named in MEASURED that
     no measurement returns would never be written."""
