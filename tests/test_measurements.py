@@ -177,8 +177,9 @@ IN_FINDINGS = {"double_count", "joint"}
 
 @pytest.mark.parametrize("name", list(MEASURED))
 def test_every_stored_measurement_shows_in_the_report_and_has_a_glossary_row(name):
-    """The checklist's last two steps: a result holding the measurement (read from a stats.json the previous release
-    wrote, tests/data/stats_v3) has a report section a result without it lacks, and the glossary names its key."""
+    """The checklist's last two steps: a result holding the measurement (read from a stats.json of tests/data/stats_v*:
+    the previous release's, schema 3, or today's) has a report section a result without it lacks, and the glossary
+    names its key."""
     import json
     from dataclasses import replace
 
@@ -186,8 +187,11 @@ def test_every_stored_measurement_shows_in_the_report_and_has_a_glossary_row(nam
     from radar_local.report.outline import audit_sections
     from radar_local.stats.result import read_stats
 
-    written = [read_stats(json.loads(p.read_text()), p) for p in sorted((TESTS / "data" / "stats_v3").glob("*.json"))]
-    result = next(r for r in written if isinstance(r, AuditResult) and name in r.measurements)
+    files = sorted((TESTS / "data").glob("stats_v*/*.json"))
+    written = [r for p in files if isinstance(r := read_stats(json.loads(p.read_text()), p), AuditResult)]
+    holding = [r for r in written if name in r.measurements]
+    assert holding, f"no stats.json of tests/data/stats_v*/ holds `{name}`: add one (`radar stats --json`) that does"
+    result = holding[0]
     without = replace(result, measurements={k: v for k, v in result.measurements.items() if k != name})
     if name in IN_FINDINGS:
         assert audit_markdown(result) != audit_markdown(without)
