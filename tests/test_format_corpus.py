@@ -211,8 +211,8 @@ def test_biggen_bench_rubrics_are_each_their_instances_own_item_and_audit_end_to
     """BiGGen-Bench: every instance has its own score rubric (682 distinct criteria in 695 instances), written for
     its own input: each instance is a task whose one item is its rubric, on 1-5 with its own score descriptions
     (issue 63; refused before: a criterion was scored on every task), never widened; audited on the planted engine
-    as `radar import` writes it; an unchanged export is the file byte for byte, a criterion added to it is refused in
-    one line (items are not written back yet)."""
+    as `radar import` writes it; an unchanged export is the file byte for byte, a shared criterion added to it is
+    refused in one line (its items are exported from the import's config.yaml)."""
     imported = formats.read("prometheus", PROMETHEUS / name)
     assert imported.rubric.criteria == () and [len(t.items) for t in imported.tasks] == [1, 1, 1, 1]
     first = imported.tasks[0]
@@ -227,8 +227,61 @@ def test_biggen_bench_rubrics_are_each_their_instances_own_item_and_audit_end_to
     text, _ = formats.export("prometheus", PROMETHEUS / name, imported.rubric)
     assert text == (PROMETHEUS / name).read_text()
     added = shared.criterion(PROMETHEUS / name, "x", id="helps", label="Helps", description="Does it help?")
-    with pytest.raises(InputError, match="holds per-instruction rubrics .* does not yet write them back"):
+    with pytest.raises(InputError, match="holds per-instruction rubrics .* export the import's config.yaml"):
         formats.export("prometheus", PROMETHEUS / name, imported.rubric.model_copy(update={"criteria": (added,)}))
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_an_edited_instance_rubric_is_written_back_into_its_instance(suffix, tmp_path):
+    """`radar import` then `radar export prometheus ORIGINAL config.yaml` on BiGGen-Bench's real file (and the same
+    instances as JSONL): the edited task's one item is its instance's `score_rubric` (criteria and score
+    descriptions, a mapping as the file holds it), its grading under the old rubric dropped; every other instance is
+    as written (a JSONL line byte for byte); unedited, the export is the file; an instance with two items is one
+    line naming the task."""
+    import json
+
+    from tests.conftest import invoke, one_line_exit_2
+
+    instances = json.loads((PROMETHEUS / "biggen_sample_evals.json").read_text())
+    original = tmp_path / f"biggen{suffix}"
+    if suffix == ".json":
+        shutil.copy(PROMETHEUS / "biggen_sample_evals.json", original)
+    else:
+        original.write_text("".join(json.dumps(o) + "\n" for o in instances.values()))
+    assert invoke("import", "prometheus", original, "--out", tmp_path / "import").exit_code == 0
+    config_path = tmp_path / "import" / "config.yaml"
+    tasks = formats.tasks_with_items(config_path)
+    assert formats.export_items("prometheus", original, tasks)[0] == original.read_text()  # unedited: the file
+    config = yaml.safe_load(config_path.read_text())
+    item = config["tasks"][1]["items"][0]
+    item["text"] = "Does the response plan every required stop?"
+    item["scale"]["anchors"]["5"] = "Every required stop is planned, in a feasible order."
+    (tmp_path / "edited.yaml").write_text(yaml.safe_dump(config))
+    res = invoke("export", "prometheus", original, tmp_path / "edited.yaml")
+    assert res.exit_code == 0, res.output
+    assert "kept: 3 instances as they were" in res.output and "rewritten" in res.output
+    written = original.with_name(f"biggen.repaired{suffix}")
+    again = formats.read("prometheus", written)
+    assert again.tasks[1].items[0].text == "Does the response plan every required stop?"
+    assert [t.items for k, t in enumerate(again.tasks) if k != 1] == [
+        t.items for k, t in enumerate(formats.read("prometheus", original).tasks) if k != 1
+    ]
+    records = (
+        list(json.loads(written.read_text()).values())
+        if suffix == ".json"
+        else [json.loads(line) for line in written.read_text().splitlines()]
+    )
+    edited, before = records[1], list(instances.values())[1]
+    assert edited["score_rubric"]["score5_description"] == "Every required stop is planned, in a feasible order."
+    assert "feedback" not in edited and "score" not in edited and edited["input"] == before["input"]
+    assert records[0] == list(instances.values())[0] and records[2:] == list(instances.values())[2:]
+    if suffix == ".jsonl":
+        lines, old = written.read_text().splitlines(), original.read_text().splitlines()
+        assert lines[0] == old[0] and lines[2:] == old[2:]
+    config["tasks"][0]["items"].append({"text": "Is it brief?"})
+    (tmp_path / "two.yaml").write_text(yaml.safe_dump(config))
+    one_line_exit_2(invoke("export", "prometheus", original, tmp_path / "two.yaml", "--out", tmp_path / "x" / "y"),
+                    "2 items; a Prometheus instance holds one rubric")  # fmt: skip
 
 
 def test_rubrics_of_one_instruction_are_left_out_and_exported_untouched(tmp_path):

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from radar_local.errors import InputError
 from radar_local.formats import shared
-from radar_local.formats.shared import Imported, json_like
+from radar_local.formats.shared import Imported
 from radar_local.judge import Judge
 from radar_local.pitfalls import sign_lints
 from radar_local.rubric import MAX_ITEMS, Rubric, Task, TaskItem, item_id, with_items
@@ -107,23 +107,19 @@ def write_items(path: Path, imported: Imported, tasks: tuple[Task, ...]) -> tupl
                 path, f"task '{given_task.id}': items {bad} are not graded met / not met, as HealthBench's are"
             )
     source = path.read_text(encoding="utf-8")
-    lines, mine, kept, account = source.splitlines(keepends=True), iter(imported.tasks), 0, []
-    for number, line in enumerate(lines):
-        if not line.strip():
-            continue
-        theirs = next(mine)
+    records = [json.loads(line) for line in source.splitlines() if line.strip()]
+    changed, account = {}, []
+    for k, (record, theirs) in enumerate(zip(records, imported.tasks)):
         task = given.get(theirs.id)
         if task is None or task.items == theirs.items:
-            kept += 1
             continue
-        record = json.loads(line)
-        places = {item.id: k for k, item in enumerate(theirs.items)}
+        places = {item.id: n for n, item in enumerate(theirs.items)}
         rubrics = []
         for item in task.items:
             entry = dict(record["rubrics"][places[item.id]]) if item.id in places else {}
             written = {"criterion": item.text, "points": shared.points(item.points), "tags": list(item.tags)}
             rubrics.append(entry | written)
-        record["rubrics"] = rubrics
-        lines[number] = json_like(source, [record], lines=True).removesuffix("\n") + line[len(line.rstrip("\r\n")) :]
+        changed[k] = record | {"rubrics": rubrics}
         account.append(shared.items_changed(theirs, task))
-    return "".join(lines), [f"kept: {kept} conversations as they were", *account]
+    kept = f"kept: {len(records) - len(changed)} conversations as they were"
+    return shared.lines_replaced(source, changed), [kept, *account]

@@ -11,5 +11,9 @@ MODULES = {
     "healthbench": "healthbench",
 }
 FORMATS = tuple(MODULES)
-ITEMS = ("healthbench", "promptfoo")  # formats whose export writes per-prompt items back (from a config's tasks)
+ITEMS = (
+    "healthbench",
+    "prometheus",
+    "promptfoo",
+)  # formats whose export writes per-prompt items back (from a config's tasks)
 EXPORTS = tuple(f for f in FORMATS if f != "healthbench")  # formats whose export writes a rubric back

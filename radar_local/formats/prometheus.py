@@ -103,7 +103,8 @@ def _instances(path: Path, objects: list[dict]) -> Imported:
         "its rubric, scored 1-5 with its own score descriptions as anchors (a per-prompt rubric: docs/per-prompt.md)",
         "judge prompt: the prometheus-2-absolute preset, radar's words after Prometheus' absolute grading prompt "
         "without a reference answer: the feedback, then `[RESULT] N`",
-        "radar export does not yet write per-prompt items back into this file",
+        "radar export prometheus FILE config.yaml writes each task's item back into this file (its criteria and "
+        "score descriptions)",
     ]
     rubric = Rubric(id=shared.criterion_id(path.stem, set()), name=path.stem, scale=FIVE)
     judge = shared.judge(path, preset="prometheus-2-absolute")
@@ -155,18 +156,83 @@ def read(path: Path) -> Imported:
     return Imported("prometheus", path, rub, jud, (), {}, account)
 
 
+STALE = {"feedback", "score", "orig_feedback", "orig_score"}  # a grading under the old rubric
+
+
+def _rubric_fields(item: TaskItem, prefix: str = "") -> dict[str, str]:
+    """An item as a score rubric's fields: its text the criteria, its anchors (else radar's generic ones) the score
+    descriptions."""
+    anchors = (item.scale.anchors if item.scale else None) or {}
+    return {prefix + "criteria": item.text} | {
+        f"{prefix}score{n}_description": anchors.get(n, FALLBACK[n]) for n in LEVELS
+    }
+
+
+def _rewritten(raw: dict, item: TaskItem) -> dict:
+    """An instance with its rubric made `item`, where its file keeps it (BiGGen-Bench's `score_rubric`, a mapping or
+    the text of a Python one; else at the top), and its grading under the old rubric dropped."""
+    out = {k: v for k, v in raw.items() if k not in STALE}
+    nested = _score_rubric(raw)
+    if nested is None:
+        return out | _rubric_fields(item, _prefix(raw))
+    rubric = nested | _rubric_fields(item)
+    return out | {"score_rubric": repr(rubric) if isinstance(raw["score_rubric"], str) else rubric}
+
+
+def _one_item(path: Path, task: Task) -> TaskItem:
+    """A task's item as an instance holds it: one, on 1-5, without points or tags of its own."""
+    if len(task.items) != 1:
+        raise InputError(path, f"task '{task.id}': {len(task.items)} items; a Prometheus instance holds one rubric")
+    item = task.items[0]
+    scale = item.scale or FIVE
+    if (scale.min, scale.max) != (1, 5) or item.tags or item.points != 1:
+        raise InputError(
+            path, f"task '{task.id}': its item must be scored 1-5 without points or tags, as a Prometheus rubric is"
+        )
+    return item
+
+
+def write_items(path: Path, imported: Imported, tasks: tuple[Task, ...]) -> tuple[str, list[str]]:
+    """The file's new text with each instance's rubric made its task's one item in `tasks` (the import's config,
+    edited), and the account: the item's text is its `criteria`, its anchors the score descriptions. An instance
+    `tasks` does not name, or whose item is as it was, stays as written (a JSONL line byte for byte)."""
+    if imported.rubric.criteria:
+        raise InputError(path, "holds score rubrics of their own, not per-instruction ones: export the rubric.yaml")
+    given, held = {t.id: t for t in tasks}, {t.id for t in imported.tasks}
+    if unknown := [t for t in given if t not in held]:
+        raise InputError(path, f"has no instance {', '.join(map(repr, unknown[:3]))}; export the tasks it holds")
+    items = {t.id: _one_item(path, t) for t in tasks}
+    source = read_text(path)
+    raws, changed, account = _raw(path), {}, []
+    for k, (raw, theirs) in enumerate(zip(raws, imported.tasks)):
+        task = given.get(theirs.id)
+        if task is not None and task.items != theirs.items:
+            changed[k] = _rewritten(raw, items[task.id])
+            account.append(shared.items_changed(theirs, task))
+    account.insert(0, f"kept: {len(raws) - len(changed)} instances as they were")
+    if not changed:
+        return source, account
+    if path.suffix == ".jsonl":  # line by line: a line not rewritten stays byte for byte
+        return shared.lines_replaced(source, changed), account
+    data = json.loads(source)
+    out = [changed.get(k, raw) for k, raw in enumerate(raws)]
+    return shared.json_like(source, dict(zip(data, out)) if isinstance(data, dict) else out), account
+
+
 def _object(rub: Rubric, cid: str, like: dict) -> dict:
     c, p = rub.criterion(cid), _prefix(like)
     anchors = rub.scale_of(cid).anchors or {}
-    stale = {"feedback", "score", "orig_feedback", "orig_score"}  # a grading under the old rubric
-    out = {"id": cid, **{k: v for k, v in like.items() if k not in stale}}  # first: no other line of it changes
+    out = {"id": cid, **{k: v for k, v in like.items() if k not in STALE}}  # first: no other line of it changes
     out |= {"id": cid, p + "criteria": c.description}
     return out | {f"{p}score{n}_description": anchors.get(n, FALLBACK[n]) for n in LEVELS}
 
 
 def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:
-    if not imported.rubric.criteria:  # every rubric is an instruction's own: its items are not written back yet
-        raise InputError(path, "holds per-instruction rubrics (per-prompt items); radar does not yet write them back")
+    if not imported.rubric.criteria:  # every rubric is an instruction's own: exported from the tasks' items
+        raise InputError(
+            path,
+            "holds per-instruction rubrics (per-prompt items): export the import's config.yaml, whose tasks hold them",
+        )
     objects = _objects(path)
     general, _ = _general(path, objects)
     ids = {id(o): cid for o, cid in zip(general, _ids(path, general))}

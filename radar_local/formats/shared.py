@@ -191,6 +191,18 @@ def json_like(original: str, data: Any, lines: bool = False) -> str:
     return json.dumps(data, ensure_ascii=escaped, indent="\t" if unit[0] == "\t" else len(unit)) + "\n"
 
 
+def lines_replaced(source: str, records: dict[int, Any]) -> str:
+    """JSONL `source` with its k-th record (k counting the lines that hold one) written anew for each k of
+    `records`, in the file's layout and line ending; every other line byte for byte."""
+    lines = source.splitlines(keepends=True)
+    held = [n for n, line in enumerate(lines) if line.strip()]
+    for k, record in records.items():
+        line = lines[held[k]]
+        ending = line[len(line.rstrip("\r\n")) :]
+        lines[held[k]] = json_like(source, [record], lines=True).removesuffix("\n") + ending
+    return "".join(lines)
+
+
 # ---- YAML that keeps a file's comments and layout (ruamel.yaml's round trip) ------------------------
 def load_yaml(path: Path) -> Any:
     """A YAML file in ruamel's round trip (its comments kept for export), once radar's one reader has
