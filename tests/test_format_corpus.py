@@ -284,6 +284,22 @@ def test_an_edited_instance_rubric_is_written_back_into_its_instance(suffix, tmp
                     "2 items; a Prometheus instance holds one rubric")  # fmt: skip
 
 
+def test_a_score_rubric_held_as_python_text_is_written_back_as_python_text(tmp_path):
+    """BiGGen-Bench's released rows hold `score_rubric` as the text of a Python mapping: an edited one is written
+    back as such text (read with literal_eval, never run), not turned into a mapping."""
+    import ast
+    import json
+
+    instance = next(iter(json.loads((PROMETHEUS / "biggen_sample_evals.json").read_text()).values()))
+    original = tmp_path / "rows.jsonl"
+    original.write_text(json.dumps(instance | {"score_rubric": repr(instance["score_rubric"])}) + "\n")
+    task = formats.read("prometheus", original).tasks[0]
+    edited = task.model_copy(update={"items": (task.items[0].model_copy(update={"text": "Is the plan feasible?"}),)})
+    text, _ = formats.export_items("prometheus", original, (edited,))
+    held = json.loads(text)["score_rubric"]
+    assert isinstance(held, str) and ast.literal_eval(held)["criteria"] == "Is the plan feasible?"
+
+
 def test_rubrics_of_one_instruction_are_left_out_and_exported_untouched(tmp_path):
     """A file mixing rubrics of their own with one BiGGen-Bench instance: the instance's rubric is named as left
     out, and an export with one criterion rewritten writes the instance back as it was."""
