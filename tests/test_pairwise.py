@@ -413,7 +413,8 @@ def test_a_grid_asks_each_judge_the_pairs_and_sets_them_side_by_side(tmp_path):
     assert all(row["gates_passed"] == 5 for row in rows.values())
     md = (tmp_path / "grid" / "grid.md").read_text()
     assert "Pairwise judges per cell" in md and "(confirmed)" in md
-    assert yaml.safe_load((tmp_path / "grid" / "planted" / "stats.json").read_text())["pairwise"]["verdicts"] == 750
+    stats = yaml.safe_load((tmp_path / "grid" / "planted" / "stats.json").read_text())
+    assert stats["measurements"]["pairwise"]["verdicts"] == 750
 
 
 @pytest.mark.thorough  # a grid's two cells: `make test` runs it; the pairwise judge of its own is checked above
