@@ -11,9 +11,6 @@ MODULES = {
     "healthbench": "healthbench",
 }
 FORMATS = tuple(MODULES)
-ITEMS = (
-    "healthbench",
-    "prometheus",
-    "promptfoo",
-)  # formats whose export writes per-prompt items back (from a config's tasks)
+# formats whose export writes per-prompt items back (from a config's tasks)
+ITEMS = ("healthbench", "prometheus", "promptfoo")
 EXPORTS = tuple(f for f in FORMATS if f != "healthbench")  # formats whose export writes a rubric back

@@ -159,23 +159,21 @@ def read(path: Path) -> Imported:
 STALE = {"feedback", "score", "orig_feedback", "orig_score"}  # a grading under the old rubric
 
 
-def _rubric_fields(item: TaskItem, prefix: str = "") -> dict[str, str]:
-    """An item as a score rubric's fields: its text the criteria, its anchors (else radar's generic ones) the score
-    descriptions."""
-    anchors = (item.scale.anchors if item.scale else None) or {}
-    return {prefix + "criteria": item.text} | {
-        f"{prefix}score{n}_description": anchors.get(n, FALLBACK[n]) for n in LEVELS
-    }
+def _rubric_fields(text: str, anchors: dict[str, str] | None, prefix: str = "") -> dict[str, str]:
+    """A score rubric's fields: `text` its criteria, `anchors` (else radar's generic ones) its score descriptions."""
+    anchors = anchors or {}
+    return {prefix + "criteria": text} | {f"{prefix}score{n}_description": anchors.get(n, FALLBACK[n]) for n in LEVELS}
 
 
 def _rewritten(raw: dict, item: TaskItem) -> dict:
     """An instance with its rubric made `item`, where its file keeps it (BiGGen-Bench's `score_rubric`, a mapping or
     the text of a Python one; else at the top), and its grading under the old rubric dropped."""
     out = {k: v for k, v in raw.items() if k not in STALE}
+    anchors = item.scale.anchors if item.scale else None
     nested = _score_rubric(raw)
     if nested is None:
-        return out | _rubric_fields(item, _prefix(raw))
-    rubric = nested | _rubric_fields(item)
+        return out | _rubric_fields(item.text, anchors, _prefix(raw))
+    rubric = nested | _rubric_fields(item.text, anchors)
     return out | {"score_rubric": repr(rubric) if isinstance(raw["score_rubric"], str) else rubric}
 
 
@@ -220,11 +218,8 @@ def write_items(path: Path, imported: Imported, tasks: tuple[Task, ...]) -> tupl
 
 
 def _object(rub: Rubric, cid: str, like: dict) -> dict:
-    c, p = rub.criterion(cid), _prefix(like)
-    anchors = rub.scale_of(cid).anchors or {}
     out = {"id": cid, **{k: v for k, v in like.items() if k not in STALE}}  # first: no other line of it changes
-    out |= {"id": cid, p + "criteria": c.description}
-    return out | {f"{p}score{n}_description": anchors.get(n, FALLBACK[n]) for n in LEVELS}
+    return out | _rubric_fields(rub.criterion(cid).description, rub.scale_of(cid).anchors, _prefix(like))
 
 
 def write(path: Path, imported: Imported, rub: Rubric, account: list[str]) -> str:

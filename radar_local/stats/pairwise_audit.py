@@ -8,13 +8,12 @@ the pairwise gates, leakages, pair flags and position, family-wise together). It
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from radar_local.stats.pairwise import Pairwise
-from radar_local.stats.stored import Block
+from radar_local.stats.stored import B, Block
 
 KIND = "pairwise"
-B = TypeVar("B", bound=Block)
 
 
 class PairwiseAudit(Block):

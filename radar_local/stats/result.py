@@ -31,6 +31,7 @@ from radar_local.stats.repeats import Repeats
 from radar_local.stats.reward import RewardProfile
 from radar_local.stats.stored import (
     AdaptiveRecord,
+    B,
     Baselines,
     Block,
     BudgetRow,
@@ -142,8 +143,6 @@ NAMED = {kind: name for name, kind in MEASURED.items()}  # each block type is on
 Measurements = create_model(  # type: ignore[call-overload]
     "Measurements", __base__=Block, **{name: (kind | None, None) for name, kind in MEASURED.items()}
 )
-
-B = TypeVar("B", bound=Block)
 
 
 class StatsFile(Block):

@@ -3,7 +3,7 @@ same class, so the report reads attributes the type checker checks against the p
 
 from __future__ import annotations
 
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -18,6 +18,9 @@ class Interval(NamedTuple):
 
     low: float | None
     high: float | None
+
+
+B = TypeVar("B", bound="Block")  # a block's type, as `AuditResult.measured` is asked for one
 
 
 class Block(BaseModel):
