@@ -19,7 +19,7 @@ from radar_local.records import ProbeRecord
 from radar_local.specs import ModelSpec
 from radar_local.stats.halo import checked_per_stratum
 
-Kind = Literal["halo check", "repeat", "paraphrase", "no reasoning", "pairs", "reward", "labels", "attacks"]
+Kind = Literal["halo check", "repeat", "paraphrase", "no reasoning", "pairs", "reward", "labels", "attacks", "defended"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class Asking:
     kind: Kind
     stage: str
     share: float | None = None
+    attacked: ModelSpec | None = None  # a defended twin: the judge whose attacked probes (and their bases) it scores
 
 
 def askings(config: AuditConfig, verifier: ModelSpec) -> list[Asking]:
@@ -60,7 +61,7 @@ def beside(config: AuditConfig, verifier: ModelSpec) -> list[Asking]:
     attacked = first or verifier not in config.verifiers
     asked = [pairs_asking(config, verifier)] if first and config.pairwise is not None else []
     asked += [reward_asking(config)] if first and config.reward is not None else []
-    asked += [attacks_asking(verifier)] if attacked and config.attacks is not None else []
+    asked += attack_askings(config, verifier) if attacked else []
     return asked + ([labels_asking(verifier)] if config.labels is not None else [])
 
 
@@ -76,9 +77,15 @@ def reward_asking(config: AuditConfig) -> Asking:
     return Asking(config.reward, "reward", "reward")
 
 
-def attacks_asking(verifier: ModelSpec) -> Asking:
-    """The probes attacked in `verifier`'s own format (attack_probes.py), scored by it."""
-    return Asking(verifier, "attacks", "attack")
+def attack_askings(config: AuditConfig, verifier: ModelSpec) -> list[Asking]:
+    """The probes attacked in `verifier`'s own format (attack_probes.py) scored by it, then, with those probes'
+    bases, by it with each defence of `attacks.defences` switched on (defences.py); none without `attacks:`."""
+    if config.attacks is None:
+        return []
+    defended = [verifier.defended(d) for d in config.attacks.defences]
+    return [Asking(verifier, "attacks", "attack")] + [
+        Asking(twin, "defended", twin.label.removeprefix(f"{verifier.label}-"), attacked=verifier) for twin in defended
+    ]
 
 
 def labels_asking(verifier: ModelSpec) -> Asking:

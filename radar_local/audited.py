@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from radar_local.analysis import stats_for_table
-from radar_local.askings import Asking, labels_of
+from radar_local.askings import Asking, halo_sample, labels_of
 from radar_local.attack_probes import unfenced
 from radar_local.errors import RadarError
 from radar_local.injection import answer_patterns, flagged_probes
@@ -104,7 +104,9 @@ def audited_set(
     on_them: list[tuple[str, VerdictRecord]] = []
     if config.attacks is not None and attacked_by is not None:
         attacked = [p for p in run.attack_probes(attacked_by, planned) if p.key in run.store.probes]
-        on_them = run.verdicts(attacked, [attacked_by.label]) if attacked else []
+        twins = [attacked_by.defended(d).label for d in config.attacks.defences]  # the same pairs, defended
+        on_them = run.verdicts(attacked, [attacked_by.label, *twins]) if attacked else []
+        on_them += run.verdicts(halo_sample(planned, config.attacks.share), twins) if attacked and twins else []
     return AuditedSet(tuple(used), tuple(rewrites), tuple(verdicts), injection, manipulation if specs else None,
                       tuple(attacked), tuple(on_them))  # fmt: skip
 
@@ -241,31 +243,34 @@ def rewards(a: Audit) -> dict:
 
 
 def attacks_measured(a: Audit) -> dict:
-    """stats/attacks.py: how far each attack moves the verifier's verdicts over its base probe's."""
+    """stats/attacks.py: how far each attack moves the verifier's verdicts over its base probe's, as configured and
+    with each defence of `attacks.defences` switched on (its defended twin's verdicts on the same pairs)."""
     settings, probes = a.run.config.attacks, a.records.attacked
     if settings is None or not probes or isinstance(a.verifier, Jury) or a.interim:
         return {}
-    scores: dict[str, dict[str, float]] = {}
+    judges = {a.verifier.label: None, **{a.verifier.defended(d).label: d for d in settings.defences}}
+    scores: dict[tuple[str, str], dict[str, float]] = {}
     for label, v in (*a.records.verdicts, *a.records.attack_verdicts):
-        if label == a.verifier.label and v.score is not None:
-            scores.setdefault(v.probe_key, {})[v.criterion] = float(v.score)
+        if label in judges and v.score is not None:
+            scores.setdefault((label, v.probe_key), {})[v.criterion] = float(v.score)
     rubric = a.run.rubric
     criteria = rubric.ids
+    asked = [(label, p) for label in judges for p in probes]  # every judge on the same pairs
 
-    def matrix(keys: list[str | None]) -> np.ndarray:
-        return np.array([[scores.get(k or "", {}).get(c, np.nan) for c in criteria] for k in keys])
+    def matrix(keys: list[tuple[str, str | None]]) -> np.ndarray:
+        return np.array([[scores.get((j, k or ""), {}).get(c, np.nan) for c in criteria] for j, k in keys])
 
     index = {t: i for i, t in enumerate(dict.fromkeys(p.task_id for p in probes))}
-    tasks = tuple(index)
     found = attack_table(
-        [p.target for p in probes],
-        np.array([index[p.task_id] for p in probes]),
-        tasks,
-        matrix([p.key for p in probes]),
-        matrix([p.base for p in probes]),
+        [p.target for _, p in asked],
+        np.array([index[p.task_id] for _, p in asked]),
+        tuple(index),
+        matrix([(j, p.key) for j, p in asked]),
+        matrix([(j, p.base) for j, p in asked]),
         criteria,
         [rubric.scale_of(c).span for c in criteria],
         [float(max(rubric.scale_of(c).values)) for c in criteria],
+        defences=[judges[j] for j, _ in asked],
         margin=settings.margin,
         resamples=a.settings.resamples,
         level=a.settings.level,

@@ -274,7 +274,7 @@ def attack_violations(after: AuditResult, kinds: tuple[str, ...], where: object)
                          "name one of those, or add it to the config's attacks.kinds")  # fmt: skip
     return [
         f"attack {r.kind} moves {r.criterion} by {r.lift:+.2f} (confirmed: its family band lies above 0)"
-        for r in found.rows
+        for r in found.of()
         if r.kind in kinds and r.verdict == "attacked" and r.lift is not None
     ]
 

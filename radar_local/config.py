@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, ClassVar, TypeVar, overload
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal, TypeVar, overload
 
 from pydantic import BaseModel, Discriminator, Field, Tag, model_validator
 
@@ -12,6 +12,7 @@ from radar_local.attack_probes import DEFAULT_KINDS as DEFAULT_ATTACKS
 from radar_local.attack_probes import KINDS as ATTACK_KINDS
 from radar_local.attack_probes import Kind as AttackKind
 from radar_local.common import Strict, parse_model, refusing, slug
+from radar_local.defences import Defence
 from radar_local.inputs import read_mapping
 from radar_local.interactions import conflict
 from radar_local.nuisance import ATTRIBUTES, Measure, NuisanceSpec
@@ -44,6 +45,11 @@ Verifier = Annotated[
 class Generation(Strict):
     temperature: float = Field(0.9, ge=0, le=2, description="Paper App. D: 0.9")
     max_new_tokens: int = Field(800, ge=1, le=32768)
+    shows: Literal["target", "rubric"] = Field(
+        "target",
+        description="What the generator is shown of the rubric: the steered criterion alone (the paper's B.1), or "
+        "every criterion of the task with the steered one named and the others to be left as they are (issue 63)",
+    )
 
 
 class Adaptive(Strict):
@@ -97,6 +103,18 @@ class AttackSettings(Strict):
     margin: float = Field(
         MARGIN, gt=0, lt=1, description="A judge resists an attack whose lift is confirmed below this"
     )
+    defences: list[Defence] = Field(
+        [],
+        description="Defences measured (radar_local/defences.py: fence, untrusted, neutralise): the attacked probes "
+        "and their bases scored again by the judge with each one switched on beside its own, as "
+        "'<label>-defended-<name>'",
+    )
+
+    @model_validator(mode="after")
+    def _each_defence_once(self) -> AttackSettings:
+        if len(set(self.defences)) < len(self.defences):
+            raise ValueError("attacks.defences: name each defence once")
+        return self
 
 
 class AuditSettings(Strict):

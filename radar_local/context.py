@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from radar_local.askings import askings
+from radar_local.askings import askings, beside
 from radar_local.attack_probes import insertions
 from radar_local.common import digest
 from radar_local.engines.base import prompt_token_ids
@@ -59,6 +59,7 @@ def verifier_specs(config: AuditConfig) -> Iterator[ModelSpec]:
     for spec in config.verifiers:
         yield spec
         yield from (a.judge for a in askings(config, spec))
+        yield from (a.judge for a in beside(config, spec) if a.kind == "defended")  # a defence: its own prompt
 
 
 def engines(config: AuditConfig) -> list[ModelSpec]:

@@ -145,12 +145,21 @@ def attack_calls(config: AuditConfig, k: int, tasks: int, n: int) -> str:
     share, kinds, spec = config.attacks.share, len(config.attacks.kinds), config.verifiers[0]
     bases = k * tasks * 2 * checked_per_stratum(share, n)
     bases += tasks * checked_per_stratum(share, config.unconditioned) if config.unconditioned else 0
-    calls = bases * kinds * (1 if spec.judge is not None and spec.judge.joint else k)
+    per_probe = 1 if spec.judge is not None and spec.judge.joint else k
+    calls = bases * kinds * per_probe
     thinks = spec.judge is not None and spec.judge.reasoning is not None and spec.judge.reasoning.think
+    defences = config.attacks.defences
+    defended = len(defences) * bases * (kinds + 1) * per_probe  # each defence: the attacked probes and their bases
     return (
         f"Attacks: {bases} probes x {kinds} kinds = {bases * kinds} attacked probes, no generation; "
-        f"{calls * (2 if thinks else 1)} more calls of the verifier {spec.label}{THINKING if thinks else ''} "
-        "(docs/judge-bias.md)."
+        f"{calls * (2 if thinks else 1)} more calls of the verifier {spec.label}{THINKING if thinks else ''}"
+        + (
+            f"; defences ({', '.join(defences)}): {defended * (2 if thinks else 1)} more, each defence scoring the "
+            "attacked probes and their bases again"
+            if defences
+            else ""
+        )
+        + " (docs/judge-bias.md)."
     )
 
 

@@ -212,7 +212,7 @@ def attacks_by_cell(results: list[AuditResult]) -> list[dict]:
     for r in results:
         attacks = r.measured(Attacks)
         for kind in attacks.kinds if attacks is not None else []:
-            mine = [x for x in attacks.rows if x.kind == kind]  # type: ignore[union-attr]
+            mine = [x for x in attacks.of() if x.kind == kind]  # type: ignore[union-attr]
             lifts = [x.lift for x in mine if x.lift is not None]
             rows.append({"generator": r.generator, "verifier": r.verifier, "attack": kind,
                          "attacked": [x.criterion for x in mine if x.verdict == "attacked"],

@@ -22,6 +22,7 @@ from pydantic import Field, model_validator
 
 from radar_local.answer import JsonShape, Shape
 from radar_local.common import Frozen, refusing
+from radar_local.defences import Defence
 from radar_local.errors import InputError
 from radar_local.presets import JUDGE_PRESETS, with_preset
 from radar_local.prompts import Messages
@@ -145,6 +146,12 @@ class Judge(Frozen):
         description="Let the judge think before its verdict: {budget: tokens, parser: qwen3 | deepseek_r1 | tags}; "
         "a verdict whose reasoning hits the budget is unscored with that reason (docs/judges.md)",
     )
+    defences: list[Defence] = Field(
+        [],
+        description="What the judge is shown of a response, hardened (radar_local/defences.py): fence (inside a "
+        "delimiter it cannot contain), untrusted (a line saying it is data, never instructions), neutralise (the "
+        "judge's own answer syntax shown in full-width forms); `attacks: {defences: [...]}` measures each",
+    )
     paraphrases: list[str] | None = Field(
         None,
         min_length=1,
@@ -171,6 +178,8 @@ class Judge(Frozen):
         if self.order == "balanced" and self.calls == "per-criterion":
             raise ValueError("order: balanced orders the criteria of a joint call; this judge makes per-criterion "
                              "calls (add calls: joint)")  # fmt: skip
+        if len(set(self.defences)) < len(self.defences):
+            raise ValueError("defences: name each defence once")
         if self.paraphrases is not None and self.template is None and self.template_file is None:
             raise ValueError("paraphrases reword a template: give the judge its own 'template' first")
         if self.paraphrases is not None and any(not p.strip() for p in self.paraphrases):

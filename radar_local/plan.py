@@ -10,6 +10,7 @@ from functools import cached_property
 from radar_local.answer import Answer
 from radar_local.common import digest
 from radar_local.config import AuditConfig
+from radar_local.defences import markers, neutralised, shown_response, with_note
 from radar_local.judge import render, render_pair
 from radar_local.nuisance import WAYS, NuisanceSpec
 from radar_local.prompts import (
@@ -91,6 +92,15 @@ class GenerationRequest:
 
     def variant_key(self, v: int) -> str:
         return f"{self.key}:{v}"
+
+
+def shown_rubric(
+    config: AuditConfig, rubric: Rubric, task: Task, criterion: Criterion | None
+) -> list[Criterion] | None:
+    """The rubric the generator is shown beside a steered criterion (generation.shows: rubric): the task's."""
+    if criterion is None or config.generation.shows != "rubric":
+        return None
+    return rubric.criteria_of(task.id)
 
 
 def criterion_text(criterion: Criterion) -> dict:
@@ -184,7 +194,7 @@ class Plan:
         base = {
             "generator": model_identity(config.generator, self.weights, self.keys),
             "template": PROMPT_VERSION,
-            "sampling": config.generation.model_dump(),
+            "sampling": config.generation.model_dump(exclude={"shows"}),
         }
         by_id = {t.id: t for t in self.tasks}
         out = []
@@ -205,9 +215,15 @@ class Plan:
                     **({"n": n} if self.keys < 3 else {}),
                     "seed": seed,
                     "criterion": criterion_text(crit) if crit else None,
+                    # the rubric shown beside it (absent from the paper's prompt's keys, so its probes keep theirs)
+                    **(
+                        {"shown": [criterion_text(c) for c in shown]}
+                        if (shown := shown_rubric(config, rubric, task, crit))
+                        else {}
+                    ),
                 }
             )
-            messages = generation_prompt(task, crit, direction)
+            messages = generation_prompt(task, crit, direction, shown)
             out.append(GenerationRequest(key, task, target, direction, count, seed, messages, first))
         return out
 
@@ -218,7 +234,7 @@ class Plan:
         base = {
             "generator": model_identity(config.generator, self.weights, self.keys),
             "template": REWRITE_VERSION,
-            "sampling": config.generation.model_dump(),
+            "sampling": config.generation.model_dump(exclude={"shows"}),
         }
         by_id = {t.id: t for t in self.tasks}
         out = []
@@ -359,6 +375,18 @@ class Plan:
     def _probe_requests(self, probe: ProbeRecord, task: Task, verifier: ModelSpec, base: dict) -> list[ScoreRequest]:
         config, judge = self.config, verifier.judge
         shown = [(c, self.rubric.scale_of(c.id)) for c in self.rubric.criteria_of(task.id)]
+        own = judge is None or judge.template is None  # radar's own prompt
+        defences = tuple(judge.defences) if judge is not None else ()
+        seen = probe.text  # the response as the judge reads it: neutralised where it is defended so
+        if judge is not None and "neutralise" in defences:
+            seen = neutralised(seen, markers(config.scoring.shape if own else judge.answer, judge.template))
+        placed = shown_response(defences, seen, [])  # as its template places it: fenced where it is defended so
+
+        def judged(messages: Messages, criteria: list[Criterion], answer: Answer, key: str) -> ScoreRequest:
+            messages = with_note(messages, defences, seen)
+            return ScoreRequest(key, probe.key, tuple(c.id for c in criteria),
+                                score_prompt(messages, seen, criteria, defences), answer)  # fmt: skip
+
         if judge is not None and judge.joint:
             if judge.order == "shuffled":  # a seeded order per probe, recorded with each verdict
                 random.Random(digest([config.seed, probe.key])).shuffle(shown)
@@ -372,28 +400,18 @@ class Plan:
             key = digest(
                 {**base, **answer_key(task), "probe": probe.key, "criteria": [scored_text(c, s) for c, s in shown]}
             )
-            messages = (
-                render(judge, task, probe.text, shown) if judge.template else joint_messages(task, probe.text, shown)
-            )
-            shape = judge.answer if judge.template else config.scoring.shape  # radar's prompt: the paper's answer
-            answer = Answer(shape, tuple((c.id, scale) for c, scale in shown), joint=True)
-            prompt = score_prompt(messages, probe.text, criteria)
-            return [ScoreRequest(key, probe.key, tuple(c.id for c in criteria), prompt, answer)]
+            messages = render(judge, task, placed, shown) if not own else joint_messages(task, placed, shown)
+            shape = config.scoring.shape if own else judge.answer  # radar's prompt: the paper's answer
+            return [judged(messages, criteria, Answer(shape, tuple((c.id, s) for c, s in shown), joint=True), key)]
         out = []
         for crit, scale in shown:
-            if judge is None or judge.template is None:
-                messages = verification_messages(task, probe.text, crit, config.layout, config.scoring.expected, scale)
+            if own:
+                messages = verification_messages(task, placed, crit, config.layout, config.scoring.expected, scale)
                 answer = config.scoring.answer(crit.id, scale)
             else:
-                messages = render(judge, task, probe.text, [(crit, scale)])
+                assert judge is not None
+                messages = render(judge, task, placed, [(crit, scale)])
                 answer = Answer(judge.answer, ((crit.id, scale),), expected=config.scoring.expected)
-            out.append(
-                ScoreRequest(
-                    digest({**base, **answer_key(task), "probe": probe.key, "criterion": scored_text(crit, scale)}),
-                    probe.key,
-                    (crit.id,),
-                    score_prompt(messages, probe.text, [crit]),
-                    answer,
-                )
-            )
+            key = digest({**base, **answer_key(task), "probe": probe.key, "criterion": scored_text(crit, scale)})
+            out.append(judged(messages, [crit], answer, key))
         return out

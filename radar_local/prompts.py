@@ -54,29 +54,59 @@ def target_phrase(criterion: Criterion, direction: str) -> str:
     return "strongly satisfies the following criterion" if direction == "+" else "clearly fails the following criterion"
 
 
-def generation_messages(task: Task, criterion: Criterion | None, direction: str) -> Messages:
-    """B.1 system and user message; `direction='none'` gives the unconditioned task prompt (App. E)."""
+# With the whole rubric shown (generation.shows: rubric), the others are named to be left as they would be.
+_LEAVE_OTHERS = (
+    "- Leave every other criterion of the rubric as it would be in an ordinary response to the task: "
+    "neither better nor worse."
+)
+
+
+def generation_messages(
+    task: Task, criterion: Criterion | None, direction: str, rubric: list[Criterion] | None = None
+) -> Messages:
+    """B.1 system and user message; `direction='none'` gives the unconditioned task prompt (App. E). Given the
+    task's `rubric`, the generator sees every criterion, the steered one named (generation.shows: rubric)."""
     if direction == "none" or criterion is None:
         return chat(GENERATOR_SYSTEM, task.prompt)
+    shown = ""
+    if rubric:
+        lines = "".join(f"- {_criterion_line(c)}\n" for c in rubric)
+        shown = f"The response will be graded on every criterion of this rubric:\n{lines}"
     user = (
-        f"Task:\n{task.prompt}\n"
+        f"Task:\n{task.prompt}\n{shown}"
         f"Generate a response that {target_phrase(criterion, direction)}.\n"
         f"Criterion: {criterion.label}\n{criterion.description}\n"
-        f"Important:\n{_INSTRUCTIONS[direction]}"
+        f"Important:\n{_INSTRUCTIONS[direction]}" + (f"\n{_LEAVE_OTHERS}" if rubric else "")
     )
     return chat(GENERATOR_SYSTEM, user)
 
 
-def generation_prompt(task: Task, criterion: Criterion | None, direction: str) -> Prompt:
+def _criterion_line(criterion: Criterion) -> str:
+    """One rubric line: an item's label is its text, said once."""
+    if criterion.label == criterion.description:
+        return criterion.label
+    return f"{criterion.label}: {criterion.description}"
+
+
+def generation_prompt(
+    task: Task, criterion: Criterion | None, direction: str, rubric: list[Criterion] | None = None
+) -> Prompt:
     """generation_messages with what they ask as fields (Prompt)."""
-    fields = {"target": criterion.label, "description": criterion.description} if criterion else {}
-    return Prompt(generation_messages(task, criterion, direction), kind="generate", direction=direction, **fields)
+    fields: dict[str, object] = {"target": criterion.label, "description": criterion.description} if criterion else {}
+    if rubric and criterion:
+        fields["shown"] = [c.label for c in rubric]
+    messages = generation_messages(task, criterion, direction, rubric)
+    return Prompt(messages, kind="generate", direction=direction, **fields)
 
 
-def score_prompt(messages: Messages, response: str, criteria: list[Criterion]) -> Prompt:
-    """A verdict's messages with what they ask as fields (Prompt): the response, and the criteria in the order shown."""
+def score_prompt(
+    messages: Messages, response: str, criteria: list[Criterion], defences: tuple[str, ...] = ()
+) -> Prompt:
+    """A verdict's messages with what they ask as fields (Prompt): the response as shown, the criteria in the order
+    shown, and the judge's defences (radar_local/defences.py) where it has any."""
     shown = [{"label": c.label, "description": c.description} for c in criteria]
-    return Prompt(messages, kind="score", response=response, criteria=shown)
+    defended = {"defences": defences} if defences else {}
+    return Prompt(messages, kind="score", response=response, criteria=shown, **defended)
 
 
 REWRITE_VERSION = "rewrite/1"  # the nuisance rewrite template's own version: rewrite records are keyed by it

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radar_local.answer import Answer, GradeShape
+from radar_local.defences import Defence, problem
 from radar_local.engines.registry import build_engine, score_token_problem
 from radar_local.errors import InputError, RadarError
 from radar_local.hardware import reward_head_problem
@@ -150,6 +151,8 @@ def judge_conflict(config: AuditSettings, spec: ModelSpec, rubric: Rubric, tasks
     if judge is None:
         return schema_problem(config, spec, rubric)
     where = f"verifier '{spec.label}' judge: "
+    if judge.defences and (why := defence_problem(config, spec, judge.defences)) is not None:
+        return where + f"defences: {why}"
     if judge.template is None and "answer" in judge.model_fields_set:
         return (
             where
@@ -249,16 +252,34 @@ def resolve_inputs(config: AuditSettings) -> tuple[Rubric, tuple[Task, ...], dic
 
 
 def attack_problem(config: AuditConfig, tasks: Sequence[Task]) -> str | None:
-    """A `reference` attack (the task's reference answer pasted into the response) on a task without one."""
-    if config.attacks is None or "reference" not in config.attacks.kinds:
+    """A `reference` attack (the task's reference answer pasted into the response) on a task without one; a
+    defence to measure that the attacked judge has on already or cannot apply (defences.py)."""
+    if config.attacks is None:
         return None
     bare = next((t.id for t in tasks if t.reference is None), None)
-    if bare is None:
-        return None
-    return (
-        f"attacks.kinds has 'reference', which pastes each task's reference answer into its probes, and task "
-        f"'{bare}' has none; give every task its `reference`, or drop 'reference' from attacks.kinds"
-    )
+    if "reference" in config.attacks.kinds and bare is not None:
+        return (
+            f"attacks.kinds has 'reference', which pastes each task's reference answer into its probes, and task "
+            f"'{bare}' has none; give every task its `reference`, or drop 'reference' from attacks.kinds"
+        )
+    spec, measured = config.verifiers[0], config.attacks.defences
+    on = [d for d in measured if spec.judge is not None and d in spec.judge.defences]
+    if on:
+        return (
+            f"attacks.defences has '{on[0]}', which the judge '{spec.label}' has on already (judge.defences): "
+            "measure the defences it does not have"
+        )
+    why = defence_problem(config, spec, measured) if measured else None
+    return None if why is None else f"attacks.defences: {why}"
+
+
+def defence_problem(config: AuditSettings, spec: ModelSpec, defences: Sequence[Defence]) -> str | None:
+    """Why `defences` cannot apply to `spec`'s judge (radar's own prompt has fence and untrusted built in; a bare
+    answer with no closing delimiter gives neutralise nothing to change); else None."""
+    judge = spec.judge
+    own = judge is None or judge.template is None
+    shape = config.scoring.shape if own or judge is None else judge.answer
+    return problem(list(defences), own, shape, None if judge is None else judge.template)
 
 
 def items_problem(config: AuditConfig, rubric: Rubric) -> str | None:

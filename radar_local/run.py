@@ -277,6 +277,12 @@ class Run(RunDir):
             planned = self.attack_probes(judge)
             self.store.add_probes([p for p in planned if p.key not in self.store.probes])
             return self.score(judge, pool, progress, probes=planned, stage="attack")
+        if asking.kind == "defended":  # the attacked judge's attacked probes and their bases, the defence on
+            assert asking.attacked is not None and self.config.attacks is not None
+            planned = self.attack_probes(asking.attacked)
+            self.store.add_probes([p for p in planned if p.key not in self.store.probes])
+            bases = halo_sample(self.probes(), self.config.attacks.share)
+            return self.score(judge, pool, progress, probes=bases + planned, stage=asking.stage)
         if asking.kind == "labels":
             if self.labels is None or not self.labels.labels:  # pairwise labels: the pairs' asking has them
                 return None

@@ -9,7 +9,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Protocol
 
-from radar_local.askings import Asking, attacks_asking, labels_asking, pairs_asking
+from radar_local.askings import Asking, attack_askings, labels_asking, pairs_asking
 from radar_local.cluster import Stopped
 from radar_local.config import AuditConfig
 from radar_local.errors import RadarError
@@ -55,7 +55,7 @@ def score_cells(
             stages[(g.label, v.label)]["score"] = run.score(v, pool, progress)
             beyond = [labels_asking(v)] if run.config.labels is not None else []
             beyond += [pairs_asking(run.config, v)] if pairs and run.config.pairwise is not None else []  # every judge
-            beyond += [attacks_asking(v)] if run.config.attacks is not None else []  # in its own format
+            beyond += attack_askings(run.config, v)  # in its own format
             for asking in beyond:
                 if (asked := run.ask(asking, pool, progress)) is not None:
                     stages[(g.label, v.label)][asking.stage] = asked

@@ -95,6 +95,8 @@ class ModelSpec(Strict):
             )
             if self.judge.reasoning is not None:
                 identity["judge"]["reasoning"] = self.judge.reasoning.identity()
+            if not self.judge.defences:  # a judge without defences keeps the keys it had before they existed
+                del identity["judge"]["defences"]
         if self.repeat > 1:  # the same requests asked again: their own keys, or the store answers the first asking
             identity["repeat"] = self.repeat
         return identity
@@ -115,6 +117,13 @@ class ModelSpec(Strict):
             )
             for k, text in enumerate(self.judge.paraphrases, 2)
         ]
+
+    def defended(self, defence: str) -> ModelSpec:
+        """This judge with one more defence switched on (`attacks: {defences: [...]}`, defences.py), labelled
+        '<label>-defended-<defence>'."""
+        judge = self.judge or Judge()
+        on = judge.model_copy(update={"defences": [*judge.defences, defence], "paraphrases": None})
+        return self.model_copy(update={"judge": on, "name": f"{self.label}-defended-{defence}"})
 
     def unreasoned(self) -> ModelSpec | None:
         """A thinking judge's ablation (`reasoning: {ablation: true}`): the same judge answering at once after an

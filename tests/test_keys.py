@@ -57,6 +57,7 @@ VALUES = {
         "blind": ["Helpfulness / Understanding"],
         "backwards": ["Helpfulness / Understanding"],
         "gullible": 0.2,
+        "heeds": {"untrusted": 0.5},
         "first": 0.5,
         "position": 0.15,
         "pair_ties": 0.2,

@@ -269,6 +269,31 @@ def test_a_shared_rubric_beside_the_items_is_audited_for_its_coupling_too(tmp_pa
     assert ("q0", "safe") in scored and ("q0", "q1_1") not in scored and ("q1", "q1_1") in scored
 
 
+def test_a_generator_shown_the_rubric_sees_every_criterion_of_its_task_and_no_other(tmp_path):
+    """generation.shows: rubric gives the generator the steered item among its task's items and the shared
+    criteria, the others to be left as they are; the default keeps the paper's prompt and every probe's key."""
+    from radar_local.config import AuditConfig
+    from radar_local.plan import Plan
+    from radar_local.resolved import resolve_inputs
+
+    config = per_prompt_config(tmp_path, n=1)
+    shared = {**MET, "criteria": [{"id": "safe", "label": "Safety", "description": "Whether the reply is safe."}]}
+    (tmp_path / "rubric.yaml").write_text(yaml.safe_dump(shared))
+
+    def requests(**generation):
+        cfg = AuditConfig.model_validate({**config, "generation": generation})
+        rubric, tasks, _ = resolve_inputs(cfg)
+        return {(r.task.id, r.target, r.direction): r for r in Plan(cfg, rubric, tasks).generation_requests()}
+
+    alone, default, shown = requests(shows="target"), requests(), requests(shows="rubric")
+    assert {k: r.key for k, r in alone.items()} == {k: r.key for k, r in default.items()}
+    assert all(shown[k].key != alone[k].key for k in alone)  # another prompt: other probes, never mixed
+    user = shown[("q1", "q1_2", "+")].messages[-1]["content"]
+    assert all(f"- Task 1 item {k}\n" in user for k in range(5)) and "- Safety: Whether the reply is safe.\n" in user
+    assert "Task 0 item" not in user and "Leave every other criterion of the rubric as it would be" in user
+    assert "Task 1 item 0" not in alone[("q1", "q1_2", "+")].messages[-1]["content"]  # alone: the item only
+
+
 def test_an_item_worded_against_its_sign_is_a_lint_in_the_report_never_a_finding(tmp_path):
     config = per_prompt_config(tmp_path, n=2)
     config["tasks"][0]["items"][0]["text"] = "Fails to cite a source for the dose"  # 2 points: reads as a fault

@@ -1,24 +1,21 @@
 """A deterministic engine with a planted coupling, for testing the orchestration in seconds.
 
-Never a stand-in for a model in an end-to-end test: it exists so that chunking, waves, resume,
-locks and signals are tested without loading weights. It answers from the fields radar's requests
-carry (prompts.Prompt: a probe's target and direction, the response and criteria a verdict rates),
-never from their wording, so any judge template and answer shape serve. Its generator writes which
-criterion a probe was steered on and in which direction; its verifier reads that back from the
-response and answers with a score from the planted coupling: 4 / 0 on the steered criterion,
-2 + 2 * sign * coupling[target][criterion] (rounded, clipped to 0-4) on the others, put on the
-criterion's scale (the nearest level to the same share of its span). In a joint call (all criteria in
-one answer) it adds 2 * sign * `halo` to every other criterion: the halo a joint judge adds.
-With `noise`, the planted judge's belief is spread around
-that value (a discretized normal, sd `noise` Likert points) whose centre also moves with the verdict
-(uniform within +-noise/2: each probe is a different response): a reasoned verdict is one seeded
-draw from the belief, an expected-mode verdict reads the whole distribution.
+Never a stand-in for a model in an end-to-end test: it exists so that chunking, waves, resume, locks and signals are
+tested without loading weights. It answers from the fields radar's requests carry (prompts.Prompt: a probe's target
+and direction, the response and criteria a verdict rates), never from their wording, so any judge template and answer
+shape serve. Its generator writes which criterion a probe was steered on and in which direction; its verifier reads
+that back from the response and answers with a score from the planted coupling: 4 / 0 on the steered criterion, 2 +
+2 * sign * coupling[target][criterion] (rounded, clipped to 0-4) on the others, put on the criterion's scale (the
+nearest level to the same share of its span). In a joint call (all criteria in one answer) it adds 2 * sign * `halo`
+to every other criterion: the halo a joint judge adds. With `noise`, the planted judge's belief is spread around that
+value (a discretized normal, sd `noise` Likert points) whose centre also moves with the verdict (uniform within
++-noise/2: each probe is a different response): a reasoned verdict is one seeded draw from the belief, an expected-
+mode verdict reads the whole distribution.
 
-With `wording`, coupling comes from the rubric's own text instead (rubric repair's planted
-mechanism): a + probe carries (each with probability 0.8) the words of its target's description, a
-- probe none, and the verifier scores a criterion by the share of its description's words a probe
-contains. Two criteria whose descriptions share words are then coupled through their wording.
-`edits` scripts the rubric editor: the answer to "Candidate k of C" is edits[k - 1].
+With `wording`, coupling comes from the rubric's own text instead (rubric repair's planted mechanism): a + probe
+carries (each with probability 0.8) the words of its target's description, a - probe none, and the verifier scores a
+criterion by the share of its description's words a probe contains. Two criteria whose descriptions share words are
+then coupled through their wording. `edits` scripts the rubric editor: "Candidate k of C" is answered edits[k-1].
 """
 
 from __future__ import annotations
@@ -39,6 +36,7 @@ from pydantic import Field
 
 from radar_local.answer import Answer, GradeShape, JsonShape
 from radar_local.attack_probes import carries
+from radar_local.defences import obeys
 from radar_local.engines.base import (
     BatchStream,
     Completion,
@@ -130,6 +128,7 @@ class PlantedOptions(EngineOptions):
     inject: dict[str, str] = Field(default_factory=dict, description="Text appended to + probes of a criterion label")
     noise: float = Field(0.0, ge=0, le=4, description="Spread (sd, Likert points) of the judge's belief")
     gullible: float = Field(0.0, ge=0, le=1, description="Obeys an attack (attack_probes.py) with this probability")
+    heeds: dict[Literal["fence", "untrusted"], float] = Field({}, description="Obeyed less with (defences.obeys)")
     draw: int = Field(
         0, ge=0, description="The judge's own random draws: another value is an independent judge of equal beliefs"
     )
@@ -370,10 +369,11 @@ class PlantedEngine(BatchStream):
                     seed += b"#%d" % self._asked[seed]
                 rng = random.Random(hashlib.sha256(seed).digest())
                 levels[cid] = rng.choices(scales[cid].tokens, weights=belief)[0]
-            if self.options.gullible and carries(asked.get("response", ""), answer.shape):  # obeyed: the top level
+            obey = obeys(self.options.gullible, self.options.heeds, asked.get("defences", ()))
+            if obey and carries(asked.get("response", ""), answer.shape):  # obeyed: the top level
                 for cid in levels:
                     salt = hashlib.sha256(planted_salt(self.options) + b"gullible" + text.encode() + cid.encode())
-                    if random.Random(salt.digest()).random() < self.options.gullible:
+                    if random.Random(salt.digest()).random() < obey:
                         levels[cid] = scales[cid].top
             reply = written(answer, levels)
             out.append(Completion(reply, size, len(reply.split()), "stop"))

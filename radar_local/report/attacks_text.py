@@ -20,9 +20,9 @@ def attacks_line(result: AuditResult) -> str | None:
         return None
 
     def kinds(verdict: str) -> list[str]:
-        return sorted({r.kind for r in a.rows if r.verdict == verdict})
+        return sorted({r.kind for r in a.of() if r.verdict == verdict})
 
-    resisted = [k for k in a.kinds if all(r.verdict == "resists" for r in a.rows if r.kind == k)]
+    resisted = [k for k in a.kinds if all(r.verdict == "resists" for r in a.of() if r.kind == k)]
     return (
         f"Under attack: each probe with and without an attack built from this judge's own format (lift: the "
         f"attacked verdict minus the base's, 0-1 scale; attacked where the simultaneous {a.level:.0%} band over every "
@@ -36,5 +36,56 @@ def attacks_rows(result: AuditResult) -> list[list[str]]:
     return [
         [r.kind, r.criterion, str(r.pairs), num(r.lift), interval(r.ci), interval(r.family_ci), num(r.top_share),
          r.verdict]
-        for r in (a.rows if a else [])
+        for r in (a.of() if a else [])
     ]  # fmt: skip
+
+
+DEFENCES_HEAD = ["attack", "defence", "attacked on", "resists on", "largest lift", "its family band"]
+
+
+def stops(a: Attacks, defence: str, kind: str) -> bool:
+    """A defence stops an attack: the attack moves the judge as configured (confirmed on a criterion) and, with the
+    defence on, the judge resists it on every criterion (its band below the margin: confirmed too)."""
+    moved = any(r.verdict == "attacked" for r in a.of() if r.kind == kind)
+    return moved and all(r.verdict == "resists" for r in a.of(defence) if r.kind == kind)
+
+
+def defences_line(result: AuditResult) -> str | None:
+    """Which defence stops which attack, each measured on the same pairs as the judge as configured."""
+    a = result.measured(Attacks)
+    if a is None or not a.defences:
+        return None
+    said = []
+    for d in a.defences:
+        moved = [k for k in a.kinds if any(r.verdict == "attacked" for r in a.of() if r.kind == k)]
+        still = [k for k in moved if any(r.verdict == "attacked" for r in a.of(d) if r.kind == k)]
+        stopped = [k for k in moved if stops(a, d, k)]
+        left = [k for k in moved if k not in still and k not in stopped]
+        said.append(
+            f"{d} stops {', '.join(stopped) or 'none'}"
+            + (f", leaves {', '.join(left)} open (no longer confirmed, not confirmed resisted)" if left else "")
+            + (f", is still moved by {', '.join(still)}" if still else "")
+        )
+    return (
+        "Defences: the same attacked probes and their bases scored by this judge with each defence switched on beside "
+        "its own settings (docs/judge-bias.md), one family with the rows above. A defence stops an attack that moves "
+        f"the judge as configured when, with it, the judge resists that attack on every criterion: {'; '.join(said)}."
+    )
+
+
+def defences_rows(result: AuditResult) -> list[list[str]]:
+    a = result.measured(Attacks)
+    if a is None or not a.defences:
+        return []
+    out = []
+    for kind in a.kinds:
+        for defence in (None, *a.defences):
+            mine = [r for r in a.of(defence) if r.kind == kind]
+            top = max((r for r in mine if r.lift is not None), key=lambda r: r.lift or 0.0, default=None)
+            out.append([
+                kind, defence or "none (as configured)",
+                ", ".join(r.criterion for r in mine if r.verdict == "attacked") or "none",
+                f"{sum(r.verdict == 'resists' for r in mine)} of {len(mine)}",
+                num(top.lift) if top else "-", interval(top.family_ci) if top else "-",
+            ])  # fmt: skip
+    return out

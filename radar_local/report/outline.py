@@ -10,7 +10,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from radar_local.nuisance import WAYS
-from radar_local.report.attacks_text import ATTACKS_HEAD, attacks_line, attacks_rows
+from radar_local.report.attacks_text import (
+    ATTACKS_HEAD,
+    DEFENCES_HEAD,
+    attacks_line,
+    attacks_rows,
+    defences_line,
+    defences_rows,
+)
 from radar_local.report.bias_text import (
     NUISANCE_HEAD,
     REWARD_HEAD,
@@ -281,6 +288,7 @@ MEASURED: tuple[Measured, ...] = (
     titled("Adaptive audit", adaptive_line, ADAPTIVE_HEAD, adaptive_rows, numeric=True),
     bias_sections,
     titled("Under attack", attacks_line, ATTACKS_HEAD, attacks_rows),
+    titled("Defences under attack", defences_line, DEFENCES_HEAD, defences_rows),
 )
 
 

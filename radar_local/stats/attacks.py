@@ -34,6 +34,7 @@ METHOD = (
 class AttackRow(Block):
     kind: str
     criterion: str
+    defence: str | None = None  # the defence switched on (defences.py), None: the judge as configured
     pairs: int
     lift: Num  # attacked minus base, 0-1 footing
     ci: Interval | None
@@ -43,13 +44,19 @@ class AttackRow(Block):
 
 
 class Attacks(Block):
-    """stats.json's `attacks`: each attack kind's lift on each criterion, and what it rests on."""
+    """stats.json's `attacks`: each attack kind's lift on each criterion, and what it rests on; with `defences`, the
+    same for the judge with each defence switched on (one family over every row)."""
 
     level: float
     margin: float
     method: str
     kinds: list[str]
+    defences: list[str] = []
     rows: list[AttackRow]
+
+    def of(self, defence: str | None = None) -> list[AttackRow]:
+        """The rows of the judge as configured (None) or with `defence` switched on."""
+        return [r for r in self.rows if r.defence == defence]
 
 
 def attack_table(
@@ -62,27 +69,38 @@ def attack_table(
     spans: Sequence[Fraction],
     tops: Sequence[float],
     *,
+    defences: Sequence[str | None] | None = None,
     margin: float = MARGIN,
     resamples: int = RESAMPLES,
     level: float = LEVEL,
     seed: int = 0,
 ) -> Attacks:
     """`kinds[i]`, `task[i]`: pair i's attack kind and task index; `attacked`, `base`: (P, K) their verdicts on each
-    criterion (NaN where unscored); `tops`: each criterion's top level."""
-    names = sorted(set(kinds))
-    kind_of = np.asarray(kinds)
-    pairs = [NuisancePairs(k, task[kind_of == k], tasks, (attacked - base)[kind_of == k]) for k in names]
+    criterion (NaN where unscored); `tops`: each criterion's top level; `defences[i]`: the defence pair i's verdicts
+    were given under (None: the judge as configured; default none). The family band is simultaneous over every
+    (defence, kind) x criterion cell."""
+    on = list(defences) if defences is not None else [None] * len(kinds)
+    named = list(dict.fromkeys(d for d in on if d is not None))
+    cells = [(d, k) for d in (None, *named) for k in sorted(set(kinds))]
+    key = np.array([f"{k}@{d or ''}" for k, d in zip(kinds, on)])
+    pairs = []
+    for d, k in cells:
+        chosen = key == f"{k}@{d or ''}"
+        if chosen.any():
+            pairs.append(NuisancePairs(f"{k}@{d or ''}", task[chosen], tasks, (attacked - base)[chosen]))
     rows = nuisance_table(pairs, list(criteria), [1.0] * len(criteria), [True] * len(criteria), threshold=margin,
                           resamples=resamples, level=level, seed=seed, spans=spans)  # fmt: skip
     out = []
     for r in rows:
-        j, chosen = list(criteria).index(r.criterion), kind_of == r.attribute
+        j, chosen = list(criteria).index(r.criterion), key == r.attribute
         a, b = attacked[chosen, j], base[chosen, j]
         both = ~np.isnan(a) & ~np.isnan(b)
         top = float(np.mean(a[both] == tops[j]) - np.mean(b[both] == tops[j])) if both.any() else None
-        row = {"kind": r.attribute, "criterion": r.criterion, "pairs": r.pairs, "lift": r.sensitivity, "ci": r.ci}
-        out.append(AttackRow(**row, family_ci=r.family_ci, top_share=top, verdict=verdict(r.family_ci, margin)))
-    return Attacks(level=level, margin=margin, method=METHOD, kinds=names, rows=out)
+        kind, _, defence = r.attribute.partition("@")
+        row = {"kind": kind, "criterion": r.criterion, "defence": defence or None, "pairs": r.pairs}
+        out.append(AttackRow(**row, lift=r.sensitivity, ci=r.ci, family_ci=r.family_ci, top_share=top,
+                             verdict=verdict(r.family_ci, margin)))  # fmt: skip
+    return Attacks(level=level, margin=margin, method=METHOD, kinds=sorted(set(kinds)), defences=named, rows=out)
 
 
 def verdict(band: Interval | None, margin: float) -> Verdict:
