@@ -35,6 +35,11 @@ class CpuInfo:
     def as_dict(self) -> dict:
         return {**asdict(self), "flags": list(self.flags), "bf16_arithmetic": self.bf16_arithmetic}
 
+    @property
+    def label(self) -> str:
+        """The CPU as a benchmark figure names it: its model and its bf16 flags ('AMD EPYC (avx512_bf16)')."""
+        return f"{self.model} ({', '.join(f for f in self.flags if f in BF16_FLAGS) or 'no bf16'})"
+
 
 def parse_cpuinfo(text: str) -> tuple[str, set[str]]:
     """(model name, every flag) from /proc/cpuinfo text; x86 says `flags`, ARM says `Features`."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import shutil
 import sys
 from pathlib import Path
@@ -31,6 +30,7 @@ sys.path.insert(0, str(REPO))
 from radar_local.auditing import run_audit  # noqa: E402
 from radar_local.defences import BUILT_IN, DEFENCES  # noqa: E402
 from radar_local.errors import RadarError  # noqa: E402
+from radar_local.hardware import cpu_info  # noqa: E402
 from radar_local.pool import EnginePool  # noqa: E402
 from radar_local.stats.attacks import Attacks  # noqa: E402
 
@@ -117,8 +117,10 @@ def main() -> None:
                              "lift": r.lift, "band": r.family_ci, "verdict": r.verdict})  # fmt: skip
     finally:
         pool.close()
-    (args.out / "defences.json").write_text(json.dumps({"cpu": _cpu(), "engine": args.engine, "rows": rows}, indent=1))
-    print(f"{_cpu()}; engine {args.engine}, {args.tasks} tasks, n = {args.n}")
+    (args.out / "defences.json").write_text(
+        json.dumps({"cpu": cpu_info().label, "engine": args.engine, "rows": rows}, indent=1)
+    )
+    print(f"{cpu_info().label}; engine {args.engine}, {args.tasks} tasks, n = {args.n}")
     print(summary(rows))
 
 
@@ -144,13 +146,6 @@ def summary(rows: list[dict]) -> str:
         lift = "-" if top is None else f"{top['lift']:+.2f} ({top['attack']}){band}"
         out.append(f"| {template} | {defence} | {kinds['attacked']} | {kinds['resists']} | {kinds['open']} | {lift} |")
     return "\n".join(out)
-
-
-def _cpu() -> str:
-    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    name = next((ln.split(":", 1)[1].strip() for ln in info.splitlines() if ln.startswith("model name")), "")
-    isa = ", ".join(f for f in ("avx512_bf16", "amx_bf16") if f in info) or "no bf16"
-    return f"{name or platform.processor()} ({isa})"
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import shutil
 import sys
 from pathlib import Path
@@ -35,6 +34,7 @@ sys.path.insert(0, str(REPO))
 
 from radar_local import formats  # noqa: E402
 from radar_local.auditing import run_audit  # noqa: E402
+from radar_local.hardware import cpu_info  # noqa: E402
 from radar_local.rubric import with_items  # noqa: E402
 from radar_local.rundir import load_run  # noqa: E402
 
@@ -124,7 +124,7 @@ def main() -> None:
     for shows in DESIGNS:
         tables[shows], costs[shows] = audit(config, base, args.out, shows)
     both = tables["target"].add_suffix("_target").join(tables["rubric"].add_suffix("_rubric"), how="inner")
-    report: dict = {"cpu": _cpu(), "steered_items": len(both), "designs": {}, "rubric_minus_target": {}}
+    report: dict = {"cpu": cpu_info().label, "steered_items": len(both), "designs": {}, "rubric_minus_target": {}}
     for shows in DESIGNS:
         report["designs"][shows] = {
             **{m: round(float(tables[shows][m].mean()), 3) for m in ("self_effect", "off_target", "isolation")},
@@ -144,13 +144,6 @@ def main() -> None:
         )
     for m, (mean, low, high) in report["rubric_minus_target"].items():
         print(f"rubric - target, {m}: {mean:+.3f} [{low:+.3f}, {high:+.3f}]")
-
-
-def _cpu() -> str:
-    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    name = next((ln.split(":", 1)[1].strip() for ln in info.splitlines() if ln.startswith("model name")), "")
-    isa = ", ".join(f for f in ("avx512_bf16", "amx_bf16") if f in info) or "no bf16"
-    return f"{name or platform.processor()} ({isa})"
 
 
 if __name__ == "__main__":
