@@ -58,9 +58,8 @@ def neutralised(text: str, found: list[str]) -> str:
     return pattern.sub(lambda m: "".join(_FULL_WIDTH.get(c, c) for c in m.group(0)), text)
 
 
-def shown_response(defences: tuple[Defence, ...] | list[Defence], text: str, found: list[str]) -> str:
-    """The response as a judge with these defences is shown it (before its template renders it)."""
-    shown = neutralised(text, found) if "neutralise" in defences else text
+def placed(defences: tuple[Defence, ...] | list[Defence], shown: str) -> str:
+    """The response as the judge's template places it: inside its own fence where the judge fences it."""
     return fenced("RESPONSE", shown) if "fence" in defences else shown
 
 

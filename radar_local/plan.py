@@ -10,7 +10,7 @@ from functools import cached_property
 from radar_local.answer import Answer
 from radar_local.common import digest
 from radar_local.config import AuditConfig
-from radar_local.defences import markers, neutralised, shown_response, with_note
+from radar_local.defences import markers, neutralised, placed, with_note
 from radar_local.judge import render, render_pair
 from radar_local.nuisance import WAYS, NuisanceSpec
 from radar_local.prompts import (
@@ -380,7 +380,7 @@ class Plan:
         seen = probe.text  # the response as the judge reads it: neutralised where it is defended so
         if judge is not None and "neutralise" in defences:
             seen = neutralised(seen, markers(config.scoring.shape if own else judge.answer, judge.template))
-        placed = shown_response(defences, seen, [])  # as its template places it: fenced where it is defended so
+        in_place = placed(defences, seen)  # as its template places it: fenced where it is defended so
 
         def judged(messages: Messages, criteria: list[Criterion], answer: Answer, key: str) -> ScoreRequest:
             messages = with_note(messages, defences, seen)
@@ -400,17 +400,17 @@ class Plan:
             key = digest(
                 {**base, **answer_key(task), "probe": probe.key, "criteria": [scored_text(c, s) for c, s in shown]}
             )
-            messages = render(judge, task, placed, shown) if not own else joint_messages(task, placed, shown)
+            messages = render(judge, task, in_place, shown) if not own else joint_messages(task, in_place, shown)
             shape = config.scoring.shape if own else judge.answer  # radar's prompt: the paper's answer
             return [judged(messages, criteria, Answer(shape, tuple((c.id, s) for c, s in shown), joint=True), key)]
         out = []
         for crit, scale in shown:
             if own:
-                messages = verification_messages(task, placed, crit, config.layout, config.scoring.expected, scale)
+                messages = verification_messages(task, in_place, crit, config.layout, config.scoring.expected, scale)
                 answer = config.scoring.answer(crit.id, scale)
             else:
                 assert judge is not None
-                messages = render(judge, task, placed, [(crit, scale)])
+                messages = render(judge, task, in_place, [(crit, scale)])
                 answer = Answer(judge.answer, ((crit.id, scale),), expected=config.scoring.expected)
             key = digest({**base, **answer_key(task), "probe": probe.key, "criterion": scored_text(crit, scale)})
             out.append(judged(messages, [crit], answer, key))

@@ -273,15 +273,12 @@ class Run(RunDir):
             return self.score(twin, pool, progress, stage="pairwise", requests=requests)
         if asking.kind == "reward":
             return score_rewards(self, judge, pool, progress)
-        if asking.kind == "attacks":  # computed from the stored probes, then scored as probes are
-            planned = self.attack_probes(judge)
+        if asking.kind in ("attacks", "defended"):  # computed from the stored probes, then scored as probes are
+            planned = self.attack_probes(asking.attacked or judge)  # a defended twin: its judge's, with their bases
             self.store.add_probes([p for p in planned if p.key not in self.store.probes])
-            return self.score(judge, pool, progress, probes=planned, stage="attack")
-        if asking.kind == "defended":  # the attacked judge's attacked probes and their bases, the defence on
-            assert asking.attacked is not None and self.config.attacks is not None
-            planned = self.attack_probes(asking.attacked)
-            self.store.add_probes([p for p in planned if p.key not in self.store.probes])
-            bases = halo_sample(self.probes(), self.config.attacks.share)
+            bases: list[ProbeRecord] = []
+            if asking.attacked is not None and self.config.attacks is not None:
+                bases = halo_sample(self.probes(), self.config.attacks.share)
             return self.score(judge, pool, progress, probes=bases + planned, stage=asking.stage)
         if asking.kind == "labels":
             if self.labels is None or not self.labels.labels:  # pairwise labels: the pairs' asking has them
