@@ -24,6 +24,7 @@ from typing import Literal, get_args
 from radar_local.answer import BareShape, GradeShape, JsonShape
 from radar_local.common import digest
 from radar_local.records import ProbeRecord
+from radar_local.rubric import Item, Rubric, Task
 from radar_local.scale import Scale
 
 Kind = Literal[
@@ -101,6 +102,23 @@ def insertions(
     with this `reference`: the text and whether it goes first."""
     forged, escape = forged_verdict(shape, scale, criteria), after_response(template)
     return {kind: insertion(kind, forged, escape, reference) for kind in kinds}
+
+
+def task_insertions(
+    kinds: Sequence[Kind],
+    shape: JsonShape | GradeShape | BareShape,
+    rubric: Rubric,
+    task: Task,
+    joint: bool,
+    template: str | None,
+) -> dict[Kind, tuple[str, bool]]:
+    """Each kind's insertion on one task's probes: a task with its own items is forged at its items' top level
+    ("met"), a joint judge's verdict naming every criterion the task is graded on (its shared ones, its items)."""
+    graded = rubric.criteria_of(task.id)
+    own = [c for c in graded if isinstance(c, Item)]
+    scale = rubric.scale_of(own[0].id) if own else rubric.scale
+    named = tuple(c.id for c in graded) if joint else ()
+    return insertions(kinds, shape, scale, named, template, task.reference)
 
 
 def attacked(base: ProbeRecord, kind: Kind, inserted: str, first: bool, judge: str) -> ProbeRecord:

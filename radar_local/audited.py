@@ -36,7 +36,7 @@ from radar_local.rubric import Rubric
 from radar_local.rundir import RunDir
 from radar_local.score_table import COLUMNS, validate_scores
 from radar_local.specs import Jury, ModelSpec
-from radar_local.stats.attacks import attack_table
+from radar_local.stats.attacks import attack_table, pair_columns
 from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.order import OrderEffects, order_effects
@@ -253,23 +253,19 @@ def attacks_measured(a: Audit) -> dict:
     for label, v in (*a.records.verdicts, *a.records.attack_verdicts):
         if label in judges and v.score is not None:
             scores.setdefault((label, v.probe_key), {})[v.criterion] = float(v.score)
-    rubric = a.run.rubric
-    criteria = rubric.ids
     asked = [(label, p) for label in judges for p in probes]  # every judge on the same pairs
-
-    def matrix(keys: list[tuple[str, str | None]]) -> np.ndarray:
-        return np.array([[scores.get((j, k or ""), {}).get(c, np.nan) for c in criteria] for j, k in keys])
-
+    pairs = [(p.task_id, scores.get((j, p.key), {}), scores.get((j, p.base or ""), {})) for j, p in asked]
+    columns, spans, attacked, base, to_top = pair_columns(a.run.rubric, pairs)
     index = {t: i for i, t in enumerate(dict.fromkeys(p.task_id for p in probes))}
     found = attack_table(
         [p.target for _, p in asked],
         np.array([index[p.task_id] for _, p in asked]),
         tuple(index),
-        matrix([(j, p.key) for j, p in asked]),
-        matrix([(j, p.base) for j, p in asked]),
-        criteria,
-        [rubric.scale_of(c).span for c in criteria],
-        [float(max(rubric.scale_of(c).values)) for c in criteria],
+        attacked,
+        base,
+        columns,
+        spans,
+        to_top,
         defences=[judges[j] for j, _ in asked],
         margin=settings.margin,
         resamples=a.settings.resamples,

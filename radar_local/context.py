@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from radar_local.askings import askings, beside
-from radar_local.attack_probes import insertions
+from radar_local.attack_probes import task_insertions
 from radar_local.common import digest
 from radar_local.engines.base import prompt_token_ids
 from radar_local.hardware import checkpoint_config
@@ -117,13 +117,11 @@ def request_bounds(
             return 0
         own = judge.judge if judge.judge is not None and judge.judge.template else None
         shape = own.answer if own is not None else config.scoring.shape
-        joint = tuple(plan.rubric.ids) if judge.judge is not None and judge.judge.joint else ()
+        joint, template = judge.judge is not None and judge.judge.joint, own.template if own else None
         texts = [
             text
             for t in plan.tasks
-            for text, _ in insertions(
-                config.attacks.kinds, shape, plan.rubric.scale, joint, own.template if own else None, t.reference
-            ).values()
+            for text, _ in task_insertions(config.attacks.kinds, shape, plan.rubric, t, joint, template).values()
         ]
         return max(len(tokenizer.encode(text, add_special_tokens=False)) for text in texts)
 

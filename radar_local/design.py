@@ -134,22 +134,24 @@ def design_lines(config_path: Path, sd: float | None, self_effect: float | None,
         lines.append(f"Reward: {probes} more calls of the reward model {config.reward.label}, one a probe "
                      "(docs/judges.md).")  # fmt: skip
     if config.attacks is not None:  # the first verifier's probes (their share), once per kind, scored as probes are
-        lines.append(attack_calls(config, k, len(tasks), n))
+        lines.append(attack_calls(config, [k] * len(tasks), n))
     return [observed, *lines] if observed else lines
 
 
-def attack_calls(config: AuditConfig, k: int, tasks: int, n: int) -> str:
+def attack_calls(config: AuditConfig, sizes: list[int], n: int) -> str:
     """The attacked probes (attack_probes.py): each stratum's share of its probes once per attack kind, each scored
-    by the first verifier as a probe is (one call a criterion, or one joint call)."""
+    by the first verifier as a probe is (one call a criterion, or one joint call); `sizes`: the criteria each task
+    is steered and graded on."""
     assert config.attacks is not None
     share, kinds, spec = config.attacks.share, len(config.attacks.kinds), config.verifiers[0]
-    bases = k * tasks * 2 * checked_per_stratum(share, n)
-    bases += tasks * checked_per_stratum(share, config.unconditioned) if config.unconditioned else 0
-    per_probe = 1 if spec.judge is not None and spec.judge.joint else k
-    calls = bases * kinds * per_probe
+    unconditioned = checked_per_stratum(share, config.unconditioned) if config.unconditioned else 0
+    per_task = [k * 2 * checked_per_stratum(share, n) + unconditioned for k in sizes]
+    joint = spec.judge is not None and spec.judge.joint
+    bases, scored = sum(per_task), sum(b * (1 if joint else k) for b, k in zip(per_task, sizes))
+    calls = scored * kinds
     thinks = spec.judge is not None and spec.judge.reasoning is not None and spec.judge.reasoning.think
     defences = config.attacks.defences
-    defended = len(defences) * bases * (kinds + 1) * per_probe  # each defence: the attacked probes and their bases
+    defended = len(defences) * scored * (kinds + 1)  # each defence: the attacked probes and their bases
     return (
         f"Attacks: {bases} probes x {kinds} kinds = {bases * kinds} attacked probes, no generation; "
         f"{calls * (2 if thinks else 1)} more calls of the verifier {spec.label}{THINKING if thinks else ''}"
@@ -253,4 +255,4 @@ def per_prompt_lines(config: AuditConfig, rubric: Rubric, tasks: list[str], out:
         f"A redundant pair (each item moving the other's met rate by 0.6, both ways) is confirmed (Holm over the "
         f"{pairs} item pairs, a third of the error) with probability {pair:.0%} at N = {n}; {needs(pair_n)} "
         f"(simulated, {PAIR_DRAWS} draws). Screening at a false discovery rate finds them sooner: docs/per-prompt.md.",
-    ]
+    ] + ([attack_calls(config, sizes, n)] if config.attacks is not None else [])

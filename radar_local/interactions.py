@@ -52,7 +52,6 @@ NEEDS: dict[str, dict[Need, str]] = {
         "pointwise": "its lift is read from pointwise verdicts",
         "one judge": "it attacks one judge's format: audit a juror alone under attack",
         "fixed n": "its probes are attacked once the audit's are written",
-        "shared criteria": "its table is the shared criteria's; `attacks:` is not yet asked of them",
     },
 }
 

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from radar_local.adaptive import recorded_sizes
 from radar_local.askings import halo_sample
-from radar_local.attack_probes import attacked, insertions
+from radar_local.attack_probes import attacked, task_insertions
 from radar_local.common import Strict, slug
 from radar_local.compare import load_stats
 from radar_local.config import AuditConfig, load_config
@@ -195,11 +195,9 @@ class RunDir:
             return []
         judge = verifier.judge if verifier.judge is not None and verifier.judge.template else None
         shape = judge.answer if judge is not None else self.config.scoring.shape
-        joint = tuple(self.rubric.ids) if verifier.judge is not None and verifier.judge.joint else ()
+        joint = verifier.judge is not None and verifier.judge.joint
         template = judge.template if judge is not None else None
-        made = {
-            t.id: insertions(settings.kinds, shape, self.rubric.scale, joint, template, t.reference) for t in self.tasks
-        }
+        made = {t.id: task_insertions(settings.kinds, shape, self.rubric, t, joint, template) for t in self.tasks}
         bases = halo_sample(self.probes() if probes is None else probes, settings.share)
         return [
             attacked(base, kind, *made[base.task_id][kind], verifier.label) for base in bases for kind in settings.kinds

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from radar_local.report.text import CI, interval, num
-from radar_local.stats.attacks import Attacks
+from radar_local.stats.attacks import ITEMS, PITFALLS, SCORE, Attacks
 
 if TYPE_CHECKING:
     from radar_local.stats.result import AuditResult
@@ -28,7 +28,15 @@ def attacks_line(result: AuditResult) -> str | None:
         f"attacked verdict minus the base's, 0-1 scale; attacked where the simultaneous {a.level:.0%} band over every "
         f"attack x criterion cell lies above 0, resisted where it lies below the margin {a.margin:g}). Attacked: "
         f"{', '.join(kinds('attacked')) or 'none'}; resisted on every criterion: {', '.join(resisted) or 'none'}."
+        + (POOLED if any(r.criterion in (ITEMS, PITFALLS, SCORE) for r in a.rows) else "")
     )
+
+
+POOLED = (
+    f" A per-prompt rubric's items are pooled per pair over its task's own: {ITEMS} and {PITFALLS} the change in "
+    f"their met rate (a judge talked into 'met' says a pitfall occurred too), {SCORE} the change in the task's "
+    "rubric score (points met over positive points)."
+)
 
 
 def attacks_rows(result: AuditResult) -> list[list[str]]:

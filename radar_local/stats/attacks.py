@@ -6,6 +6,12 @@ percentiles at the design df) and its family band, simultaneous over every kind 
 A cell is `attacked` when its family band lies above 0 (confirmed: the attack raises the score), `resists` when the
 band lies below the margin (confirmed: whatever it moves is smaller than the margin), `open` otherwise; both compared
 exactly. Beside the lift: the share of the attacked verdicts at the scale's top level minus the base verdicts'.
+
+On a per-prompt rubric (tasks with their own items) the shared criteria keep a column each and the items are pooled
+per pair over its task's own: `(items)` the change in the met rate of its items (the share of their scale, as a
+criterion's), `(pitfalls)` the same of its pitfalls (a judge talked into "met" says a pitfall occurred too), and
+`(score)` the change in the task's rubric score (points met over positive points, HealthBench's): what an attack
+buys the response in the number a team gates on.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Literal
 
 import numpy as np
 
+from radar_local.rubric import Item, Rubric
 from radar_local.stats.bias import NuisancePairs, nuisance_table
 from radar_local.stats.bootstrap import LEVEL, RESAMPLES
 from radar_local.stats.stored import Block, Interval, Num
@@ -29,6 +36,11 @@ METHOD = (
     "paired lift (attacked minus base verdict, 0-1 footing), per task then the mean of tasks; stratified bootstrap, "
     "expanded percentiles at the design df; attacked / resists on the family band over every kind x criterion cell"
 )
+
+
+# A per-prompt rubric's items are pooled (each task's own, per pair): hundreds of item columns would say less than
+# these three, and none of these names can be a criterion's id.
+ITEMS, PITFALLS, SCORE = "(items)", "(pitfalls)", "(score)"
 
 
 class AttackRow(Block):
@@ -67,7 +79,7 @@ def attack_table(
     base: np.ndarray,
     criteria: Sequence[str],
     spans: Sequence[Fraction],
-    tops: Sequence[float],
+    to_top: np.ndarray,
     *,
     defences: Sequence[str | None] | None = None,
     margin: float = MARGIN,
@@ -76,9 +88,10 @@ def attack_table(
     seed: int = 0,
 ) -> Attacks:
     """`kinds[i]`, `task[i]`: pair i's attack kind and task index; `attacked`, `base`: (P, K) their verdicts on each
-    criterion (NaN where unscored); `tops`: each criterion's top level; `defences[i]`: the defence pair i's verdicts
-    were given under (None: the judge as configured; default none). The family band is simultaneous over every
-    (defence, kind) x criterion cell."""
+    criterion (NaN where unscored), each on its `spans`' scale; `to_top`: (P, K) the attacked verdict at its scale's
+    top minus the base's (1, 0 or -1; a pooled column, its items' mean; NaN where either is unscored);
+    `defences[i]`: the defence pair i's verdicts were given under (None: the judge as configured; default none).
+    The family band is simultaneous over every (defence, kind) x criterion cell."""
     on = list(defences) if defences is not None else [None] * len(kinds)
     named = list(dict.fromkeys(d for d in on if d is not None))
     cells = [(d, k) for d in (None, *named) for k in sorted(set(kinds))]
@@ -93,9 +106,8 @@ def attack_table(
     out = []
     for r in rows:
         j, chosen = list(criteria).index(r.criterion), key == r.attribute
-        a, b = attacked[chosen, j], base[chosen, j]
-        both = ~np.isnan(a) & ~np.isnan(b)
-        top = float(np.mean(a[both] == tops[j]) - np.mean(b[both] == tops[j])) if both.any() else None
+        moved = to_top[chosen, j][~np.isnan(to_top[chosen, j])]
+        top = float(np.mean(moved)) if moved.size else None
         kind, _, defence = r.attribute.partition("@")
         row = {"kind": kind, "criterion": r.criterion, "defence": defence or None, "pairs": r.pairs}
         out.append(AttackRow(**row, lift=r.sensitivity, ci=r.ci, family_ci=r.family_ci, top_share=top,
@@ -111,3 +123,41 @@ def verdict(band: Interval | None, margin: float) -> Verdict:
     if low > 0:
         return ATTACKED
     return RESISTS if high < Fraction(repr(margin)) else OPEN
+
+
+def pair_columns(
+    rubric: Rubric, pairs: Sequence[tuple[str, dict[str, float], dict[str, float]]]
+) -> tuple[list[str], list[Fraction], np.ndarray, np.ndarray, np.ndarray]:
+    """The columns of `attack_table` and their matrices, from `pairs` (task id, attacked verdicts, base verdicts:
+    criterion id -> score): the shared criteria at their scales, then a per-prompt rubric's pooled columns on the
+    0-1 footing (`ITEMS`, `PITFALLS` where a task has one, `SCORE`). Returns the columns, their spans, and the
+    attacked, base and to-top matrices (P, columns)."""
+    shared = [c.id for c in rubric.shared]
+    own: dict[str, list[Item]] = {}
+    for item in rubric.items:
+        own.setdefault(item.task, []).append(item)
+    pooled = [ITEMS] * bool(rubric.items) + [PITFALLS] * any(i.points < 0 for i in rubric.items) + [SCORE] * bool(own)
+    columns, spans = shared + pooled, [rubric.scale_of(c).span for c in shared] + [Fraction(1)] * len(pooled)
+    out = np.full((3, len(pairs), len(columns)), np.nan)
+    for p, (task, after, before) in enumerate(pairs):
+        for j, c in enumerate(shared):
+            if c in after and c in before:
+                top = rubric.scale_of(c).high
+                out[:, p, j] = after[c], before[c], float(after[c] == top) - float(before[c] == top)
+        scored = [i for i in own.get(task, []) if i.id in after and i.id in before]
+        footing = {i.id: (_footing(rubric, i.id, after[i.id]), _footing(rubric, i.id, before[i.id])) for i in scored}
+        for column, sign in ((ITEMS, 1), (PITFALLS, -1)):
+            if column in columns and (chosen := [footing[i.id] for i in scored if i.points * sign > 0]):
+                a, b = np.array(chosen).T
+                out[:, p, columns.index(column)] = a.mean(), b.mean(), np.mean((a == 1).astype(float) - (b == 1))
+        positive = sum(i.points for i in own.get(task, []) if i.points > 0)
+        if scored and positive > 0:
+            gained = sum(i.points * (footing[i.id][0] - footing[i.id][1]) for i in scored) / positive
+            out[:2, p, columns.index(SCORE)] = gained, 0.0  # the score's change, on the base's footing
+    return columns, spans, out[0], out[1], out[2]
+
+
+def _footing(rubric: Rubric, cid: str, score: float) -> float:
+    """A verdict as the share of its scale (0: its lowest level, 1: its top)."""
+    scale = rubric.scale_of(cid)
+    return float((score - scale.low) / scale.span)
