@@ -19,7 +19,10 @@ from radar_local.records import ProbeRecord
 from radar_local.specs import ModelSpec
 from radar_local.stats.halo import checked_per_stratum
 
-Kind = Literal["halo check", "repeat", "paraphrase", "no reasoning", "pairs", "reward", "labels", "attacks", "defended"]
+Kind = Literal[
+    "halo check", "repeat", "paraphrase", "no reasoning", "pairs", "pair attacks", "reward", "labels", "attacks",
+    "defended",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ def beside(config: AuditConfig, verifier: ModelSpec) -> list[Asking]:
     first = verifier == config.verifiers[0]
     attacked = first or verifier not in config.verifiers
     asked = [pairs_asking(config, verifier)] if first and config.pairwise is not None else []
+    if asked and config.attacks is not None:  # the pairwise judge's pairs, the down response attacked
+        asked.append(Asking(asked[0].judge, "pair attacks", "pair attack"))
     asked += [reward_asking(config)] if first and config.reward is not None else []
     asked += attack_askings(config, verifier) if attacked else []
     return asked + ([labels_asking(verifier)] if config.labels is not None else [])

@@ -36,7 +36,7 @@ from radar_local.rubric import Rubric
 from radar_local.rundir import RunDir
 from radar_local.score_table import COLUMNS, validate_scores
 from radar_local.specs import Jury, ModelSpec
-from radar_local.stats.attacks import attack_table, pair_columns
+from radar_local.stats.attacks import STEERED, attack_table, pair_attack_table, pair_columns
 from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.order import OrderEffects, order_effects
@@ -275,7 +275,50 @@ def attacks_measured(a: Audit) -> dict:
     return {"attacks": found}
 
 
-RUN_MEASUREMENTS = (jury_details, labelled_agreement, place_effects, pairs_asked, rewards, attacks_measured)
+def pair_attacks_measured(a: Audit) -> dict:
+    """stats/attacks.py: how far each attack in the worse response of a steered pair moves the pairwise judge to
+    prefer it (RunDir.pair_attacks), against the same pair without it, in both orders."""
+    config, scores = a.run.config, a.run.store.scores
+    if config.attacks is None or config.pairwise is None or isinstance(a.verifier, Jury) or a.interim:
+        return {}
+    judge, probes = config.pairwise.judge(a.verifier), list(a.records.probes)
+    pairs = a.run.pair_attacks(judge, probes)
+    plain = {(r.probe_key, r.criterion, r.order): r.key for r in a.run.plan.pairs.requests(probes, judge)}
+    of = {down.key: (down.target, f"{up.key}|{down.base}") for up, down in pairs}  # its kind, its pair unattacked
+
+    def choice(v: VerdictRecord | None) -> int:
+        return -1 if v is None or v.score is None else CHOICES.get(float(v.score), -1)
+
+    asked: list[tuple[str, PairRequest, int, int]] = []  # kind, request, choice with the attack, without
+    for r in a.run.plan.pairs.attacked(pairs, judge):
+        kind, unattacked = of[r.probe_key.split("|")[1]]
+        base = scores.get(plain.get((unattacked, r.criterion, r.order), ""))
+        if r.key in scores and base is not None:
+            asked.append((kind, r, choice(scores[r.key]), choice(base)))
+    if not asked:
+        return {}
+    questions = [*dict.fromkeys(STEERED if r.criterion == r.source else r.criterion for _, r, _, _ in asked)]
+    index = {t: i for i, t in enumerate(dict.fromkeys(r.task_id for _, r, _, _ in asked))}
+    found = pair_attack_table(
+        [kind for kind, _, _, _ in asked],
+        np.array([index[r.task_id] for _, r, _, _ in asked]),
+        tuple(index),
+        questions,
+        np.array([questions.index(STEERED if r.criterion == r.source else r.criterion) for _, r, _, _ in asked]),
+        np.array([r.order for _, r, _, _ in asked]),
+        np.array([x for _, _, x, _ in asked]),
+        np.array([x for _, _, _, x in asked]),
+        margin=config.attacks.margin,
+        resamples=a.settings.resamples,
+        level=a.settings.level,
+        seed=a.settings.seed,
+    )
+    return {"pairwise_attacks": found}
+
+
+RUN_MEASUREMENTS = (
+    jury_details, labelled_agreement, place_effects, pairs_asked, rewards, attacks_measured, pair_attacks_measured
+)  # fmt: skip
 
 
 def order_of(
@@ -310,12 +353,12 @@ CHOICES = {1.0: A, 0.0: B, 0.5: TIE}  # a pairwise verdict's stored score (confi
 def pairwise_of(
     run: RunDir, verifier: ModelSpec, records: AuditedSet, resamples: int, seed: int, level: float
 ) -> Pairwise | None:
-    """The pairwise judge's verdicts on the audited set's pairs (Plan.pair_requests) as stats/pairwise.py reads
+    """The pairwise judge's verdicts on the audited set's pairs (PairPlan.requests) as stats/pairwise.py reads
     them, beside the verifier's pointwise verdicts on them (the same judge's, unless pairwise has a model of its
     own); None where none is stored yet."""
     assert run.config.pairwise is not None
     judge = run.config.pairwise.judge(verifier)
-    requests = run.plan.pair_requests(list(records.probes), judge)
+    requests = run.plan.pairs.requests(list(records.probes), judge)
     stored = [run.store.scores.get(r.key) for r in requests]
     if not any(v is not None for v in stored):
         return None
@@ -404,7 +447,7 @@ def against_labels(run: RunDir, verifier: ModelSpec, resamples: int, seed: int, 
         a, b = item_key_of(label.task_id, label.response_a), item_key_of(label.task_id, label.response_b)
         if label.preferred != "tie":
             raters[index[a, b, label.criterion], 0 if label.preferred == "A" else 1] += 1
-    requests = run.plan.labelled_pair_requests(questions, verifier)  # each question's two orders, in turn
+    requests = run.plan.pairs.labelled(questions, verifier)  # each question's two orders, in turn
     stored = [run.store.scores.get(r.key) for r in requests]
     choice = [-1 if v is None or v.score is None else CHOICES.get(float(v.score), -1) for v in stored]
     asked = [c for _, _, c in questions]

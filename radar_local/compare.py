@@ -10,7 +10,7 @@ from typing import TypeVar
 from radar_local.common import json_number
 from radar_local.errors import InputError
 from radar_local.inputs import read_json
-from radar_local.stats.attacks import Attacks
+from radar_local.stats.attacks import Attacks, PairAttacks
 from radar_local.stats.bias import beyond
 from radar_local.stats.decisions import POLICY, decisions, settle_n
 from radar_local.stats.exact import decimal
@@ -264,17 +264,21 @@ def sign_error_violations(before: AuditResult, after: AuditResult, where: object
 
 
 def attack_violations(after: AuditResult, kinds: tuple[str, ...], where: object) -> list[str]:
-    """Each attack of `kinds` that `after` confirms moves its judge (its family band above 0 on a criterion):
-    a line each (stats/attacks.py)."""
-    found = held(after.measured(Attacks), where, "attacked no probe, so --fail-on-attack cannot hold; give the config "
+    """Each attack of `kinds` that `after` confirms moves its judge (its family band above 0 on a criterion), or its
+    pairwise judge (on a question): a line each (stats/attacks.py)."""
+    blocks = [b for b in (after.measured(Attacks), after.measured(PairAttacks)) if b is not None]
+    found = held(blocks or None, where, "attacked no probe, so --fail-on-attack cannot hold; give the config "
                  "`attacks:`, or drop the option")  # fmt: skip
-    missing = [k for k in kinds if k not in found.kinds]
+    tried = sorted({k for b in found for k in b.kinds})
+    missing = [k for k in kinds if k not in tried]
     if missing:
-        raise InputError(where, f"did not try the attack '{missing[0]}' (it tried {', '.join(found.kinds)}); "
+        raise InputError(where, f"did not try the attack '{missing[0]}' (it tried {', '.join(tried)}); "
                          "name one of those, or add it to the config's attacks.kinds")  # fmt: skip
     return [
-        f"attack {r.kind} moves {r.criterion} by {r.lift:+.2f} (confirmed: its family band lies above 0)"
-        for r in found.of()
+        f"attack {r.kind} moves {'the pairwise judge on ' if isinstance(b, PairAttacks) else ''}{r.criterion} by "
+        f"{r.lift:+.2f} (confirmed: its family band lies above 0)"
+        for b in found
+        for r in b.of()
         if r.kind in kinds and r.verdict == "attacked" and r.lift is not None
     ]
 

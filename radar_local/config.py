@@ -11,6 +11,7 @@ from pydantic import BaseModel, Discriminator, Field, Tag, model_validator
 from radar_local.attack_probes import DEFAULT_KINDS as DEFAULT_ATTACKS
 from radar_local.attack_probes import KINDS as ATTACK_KINDS
 from radar_local.attack_probes import Kind as AttackKind
+from radar_local.attack_probes import asked_of
 from radar_local.common import Strict, parse_model, refusing, slug
 from radar_local.defences import Defence
 from radar_local.inputs import read_mapping
@@ -95,7 +96,7 @@ class AttackSettings(Strict):
         default_factory=lambda: list(DEFAULT_ATTACKS),
         min_length=1,
         description=f"The attacks: {', '.join(ATTACK_KINDS)} (default {', '.join(DEFAULT_ATTACKS)}; reference: "
-        "tasks with a reference answer)",
+        "tasks with a reference answer; pair_claim: a pairwise judge's only)",
     )
     share: float = Field(
         1.0, gt=0, le=1, description="The share of each stratum's probes attacked (the first of its variants)"
@@ -109,6 +110,10 @@ class AttackSettings(Strict):
         "and their bases scored again by the judge with each one switched on beside its own, as "
         "'<label>-defended-<name>'",
     )
+
+    def of(self, pairwise: bool) -> list[AttackKind]:
+        """The kinds a pairwise judge (all) or a pointwise one (all but a pairwise judge's own) is attacked with."""
+        return asked_of(self.kinds, pairwise)
 
     @model_validator(mode="after")
     def _each_defence_once(self) -> AttackSettings:

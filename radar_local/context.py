@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from radar_local.askings import askings, beside
-from radar_local.attack_probes import task_insertions
+from radar_local.attack_probes import insertions, task_insertions
 from radar_local.common import digest
 from radar_local.engines.base import prompt_token_ids
 from radar_local.hardware import checkpoint_config
@@ -121,9 +121,22 @@ def request_bounds(
         texts = [
             text
             for t in plan.tasks
-            for text, _ in task_insertions(config.attacks.kinds, shape, plan.rubric, t, joint, template).values()
+            for text, _ in task_insertions(config.attacks.of(False), shape, plan.rubric, t, joint, template).values()
         ]
-        return max(len(tokenizer.encode(text, add_special_tokens=False)) for text in texts)
+        return max((len(tokenizer.encode(text, add_special_tokens=False)) for text in texts), default=0)
+
+    def pair_attack_tokens() -> int:
+        """The longest insertion an attack adds to the down response of a pair (RunDir.pair_attacks)."""
+        if config.attacks is None or (spec := config.pairwise) is None:
+            return 0
+        texts = [
+            text
+            for t in plan.tasks
+            for text, _ in insertions(
+                config.attacks.of(True), spec.answer, spec.choices, (), spec.template, t.reference
+            ).values()  # fmt: skip
+        ]
+        return max((len(tokenizer.encode(text, add_special_tokens=False)) for text in texts), default=0)
 
     # one empty response per task: a verdict's prompt differs by task and criterion, never by the steer
     first = plan.rubric.criteria[0].id
@@ -154,10 +167,12 @@ def request_bounds(
     if pair_judge is not None and pair_judge.same_engine(spec):
         pairs = [*empty, *(p.model_copy(update={"direction": "-"}) for p in empty)]
         budget = _reasoning_budget(pair_judge)  # a thinking judge reasons before its pairwise verdict too
-        for s in plan.pair_requests(pairs, pair_judge):
-            count(s.messages, 2, budget + s.answer.max_tokens, f"a pairwise verdict of '{pair_judge.label}'", s.task_id)
+        attack = pair_attack_tokens()  # an attacked pair: its down response and more
+        for s in plan.pairs.requests(pairs, pair_judge):
+            what = f"a pairwise verdict of '{pair_judge.label}'" + (" (an attacked pair)" if attack else "")
+            count(s.messages, 2, budget + s.answer.max_tokens, what, s.task_id, attack)
         if labels is not None and labels.pairs:  # the team's labelled pairs: their responses as written
-            for s in plan.labelled_pair_requests(labels.pair_probes(), pair_judge):
+            for s in plan.pairs.labelled(labels.pair_probes(), pair_judge):
                 count(s.messages, 0, budget + s.answer.max_tokens, f"a pairwise verdict of '{pair_judge.label}' on a "
                       "labelled pair")  # fmt: skip
     if config.reward is not None and config.reward.same_engine(spec):

@@ -129,6 +129,7 @@ def design_lines(config_path: Path, sd: float | None, self_effect: float | None,
         ]
     if config.pairwise is not None:  # the verifier asked the pairs too
         lines.append(pair_calls(config.pairwise, k, len(tasks), n))
+        lines += [pair_attack_calls(config, k, len(tasks), n)] if config.attacks is not None else []
     if config.reward is not None:  # the reward model, once a probe
         probes = k * len(tasks) * 2 * n + len(tasks) * config.unconditioned
         lines.append(f"Reward: {probes} more calls of the reward model {config.reward.label}, one a probe "
@@ -143,7 +144,7 @@ def attack_calls(config: AuditConfig, sizes: list[int], n: int) -> str:
     by the first verifier as a probe is (one call a criterion, or one joint call); `sizes`: the criteria each task
     is steered and graded on."""
     assert config.attacks is not None
-    share, kinds, spec = config.attacks.share, len(config.attacks.kinds), config.verifiers[0]
+    share, kinds, spec = config.attacks.share, len(config.attacks.of(False)), config.verifiers[0]
     unconditioned = checked_per_stratum(share, config.unconditioned) if config.unconditioned else 0
     per_task = [k * 2 * checked_per_stratum(share, n) + unconditioned for k in sizes]
     joint = spec.judge is not None and spec.judge.joint
@@ -174,6 +175,19 @@ def pair_calls(pairwise: PairwiseJudge, k: int, tasks: int, n: int) -> str:
     return (
         f"Pairwise: {pairs} pairs x {asked} questions x 2 orders = {pairs * asked * 2}{more} calls of {asker} "
         "(docs/pairwise.md)."
+    )
+
+
+def pair_attack_calls(config: AuditConfig, k: int, tasks: int, n: int) -> str:
+    """The pairwise judge's attacked pairs (RunDir.pair_attacks): each pair it is asked (of each stratum's share)
+    once per kind, asked about its steered criterion and overall (where it asks those), in both orders."""
+    assert config.pairwise is not None and config.attacks is not None
+    spec, kinds = config.pairwise, len(config.attacks.of(True))
+    pairs = k * tasks * min(checked_per_stratum(config.attacks.share, n), n if spec.pairs is None else spec.pairs)
+    asked = spec.asks_criteria + spec.asks_overall
+    return (
+        f"Pairwise under attack: {pairs} pairs x {kinds} kinds, the worse response attacked, x {asked} questions x 2 "
+        f"orders = {pairs * kinds * asked * 2} more pairwise calls (docs/judge-bias.md)."
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -275,25 +275,6 @@ class Plan:
             out += cached
         return out
 
-    def pair_requests(self, probes: list[ProbeRecord], verifier: ModelSpec) -> list[PairRequest]:
-        """The pairwise judge's calls (config.pairwise): per task, steered criterion and variant (the first
-        `pairs`), the up and down responses asked about each criterion (or the steered one) in both orders."""
-        spec, base = self._pairwise, self._pair_base(verifier)
-        up = {(p.task_id, p.target, p.variant): p for p in probes if p.direction == "+"}
-        down = {(p.task_id, p.target, p.variant): p for p in probes if p.direction == "-"}
-        out = []
-        for key, first in sorted(up.items()):
-            second = down.get(key)
-            _, source, variant = key
-            if second is None or (spec.pairs is not None and variant >= spec.pairs):
-                continue
-            asked = [
-                c for c in self.rubric.criteria if spec.asked == "all" or spec.asked == "diagonal" and c.id == source
-            ]
-            asked += [OVERALL] if spec.asks_overall else []
-            out += [self._pair_request(base, first, second, c, source or "", variant) for c in asked]
-        return [r for both in out for r in both]
-
     def reward_requests(self, probes: list[ProbeRecord], model: ModelSpec) -> list[RewardRequest]:
         """The reward model's calls (config.reward): each probe once, as the conversation of its task and response."""
         identity = model_identity(model, self.weights, self.keys)
@@ -304,7 +285,7 @@ class Plan:
                 p.key,
                 Prompt(
                     [
-                        {"role": "user", "content": self._tasks_by_id[p.task_id].prompt},
+                        {"role": "user", "content": self.tasks_by_id[p.task_id].prompt},
                         {"role": "assistant", "content": p.text},
                     ],
                     kind="reward",
@@ -315,62 +296,14 @@ class Plan:
             for p in probes
         ]
 
-    def labelled_pair_requests(
-        self, pairs: list[tuple[ProbeRecord, ProbeRecord, str]], verifier: ModelSpec
-    ) -> list[PairRequest]:
-        """The pairwise judge's calls on the team's pairwise labels (labels.LabelSet.pair_probes): each labelled
-        pair asked about its criterion (or overall) in both orders, as the steered pairs are."""
-        asked, base = {c.id: c for c in (*self.rubric.criteria, OVERALL)}, self._pair_base(verifier)
-        return [r for a, b, c in pairs for r in self._pair_request(base, a, b, asked[c], "", 0)]
+    @cached_property
+    def pairs(self) -> PairPlan:
+        """The pairwise judge's calls (config.pairwise)."""
+        return PairPlan(self)
 
     @cached_property
-    def _tasks_by_id(self) -> dict[str, Task]:
+    def tasks_by_id(self) -> dict[str, Task]:
         return {t.id: t for t in (*self.tasks, *self.label_tasks)}
-
-    @property
-    def _pairwise(self) -> PairwiseJudge:
-        spec = self.config.pairwise
-        assert spec is not None, "pair requests need `pairwise:` in the config"
-        return spec
-
-    def _pair_base(self, verifier: ModelSpec) -> dict:
-        """What every pairwise call of `verifier` shares in its key: the judge, and the pairwise spec it asks with."""
-        return {
-            "verifier": model_identity(verifier, self.weights, self.keys),
-            # what it asks and how it answers; the criteria asked, its model and its words are in each call's key
-            "pairwise": self._pairwise.model_dump(
-                mode="json", exclude={"pairs", "asked", "preset", "verifier", "words", "only"}
-            ),
-        }
-
-    def _pair_request(
-        self, base: dict, first: ProbeRecord, second: ProbeRecord, crit: Criterion, source: str, variant: int
-    ) -> tuple[PairRequest, PairRequest]:
-        """`first` and `second` asked about `crit` in both orders (A is `first` in order 0, `second` in order 1)."""
-        spec = self._pairwise
-        task = self._tasks_by_id[first.task_id]
-        out = []
-        for order in (UP_FIRST, DOWN_FIRST):
-            a, b = (first, second) if order == UP_FIRST else (second, first)
-            call = digest(
-                {**base, **answer_key(task), "pair": [a.key, b.key], "criterion": scored_text(crit, spec.choices)}
-            )
-            # scored, then read back by the audit: each prompt rendered once (the key holds all it shows)
-            if (cached := self._score_cache.get(("pair", call))) is None:
-                prompt = Prompt(
-                    render_pair(spec.template, task, a.text, b.text, crit),
-                    kind="pair",
-                    response_a=a.text,
-                    response_b=b.text,
-                    criterion={"label": crit.label, "description": crit.description},
-                    rubric=[c.label for c in self.rubric.criteria],
-                )
-                answer = Answer(spec.answer, ((crit.id, spec.choices),))  # the choice, as the criterion's verdict
-                pair = f"{first.key}|{second.key}"
-                cached = PairRequest(call, pair, (crit.id,), prompt, answer, task.id, source, variant, order)
-                self._score_cache["pair", call] = cached
-            out.append(cached)
-        return out[0], out[1]
 
     def _probe_requests(self, probe: ProbeRecord, task: Task, verifier: ModelSpec, base: dict) -> list[ScoreRequest]:
         config, judge = self.config, verifier.judge
@@ -415,3 +348,96 @@ class Plan:
             key = digest({**base, **answer_key(task), "probe": probe.key, "criterion": scored_text(crit, scale)})
             out.append(judged(messages, [crit], answer, key))
         return out
+
+
+@dataclass(frozen=True)
+class PairPlan:
+    """A plan's pairwise calls (config.pairwise): the steered pairs, the team's labelled pairs and the attacked
+    pairs, each asked in both orders under keys that hold all they show."""
+
+    plan: Plan
+    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def requests(self, probes: list[ProbeRecord], verifier: ModelSpec) -> list[PairRequest]:
+        """The pairwise judge's calls (config.pairwise): per task, steered criterion and variant (the first
+        `pairs`), the up and down responses asked about each criterion (or the steered one) in both orders."""
+        spec, base = self._spec, self._base(verifier)
+        up = {(p.task_id, p.target, p.variant): p for p in probes if p.direction == "+"}
+        down = {(p.task_id, p.target, p.variant): p for p in probes if p.direction == "-"}
+        out = []
+        for key, first in sorted(up.items()):
+            second = down.get(key)
+            _, source, variant = key
+            if second is None or (spec.pairs is not None and variant >= spec.pairs):
+                continue
+            asked = [
+                c
+                for c in self.plan.rubric.criteria
+                if spec.asked == "all" or spec.asked == "diagonal" and c.id == source
+            ]
+            asked += [OVERALL] if spec.asks_overall else []
+            out += [self._request(base, first, second, c, source or "", variant) for c in asked]
+        return [r for both in out for r in both]
+
+    def attacked(self, pairs: Sequence[tuple[ProbeRecord, ProbeRecord]], verifier: ModelSpec) -> list[PairRequest]:
+        """The pairwise judge's calls on its attacked pairs (RunDir.pair_attacks: the up response, the down one
+        attacked): each asked about the criterion it was steered on (where the judge asks criteria) and overall
+        (where it asks that), in both orders, as its steered pair is."""
+        spec, base = self._spec, self._base(verifier)
+        out = []
+        for up, down in pairs:
+            asked = [self.plan.rubric.criterion(up.target)] if spec.asks_criteria else []
+            asked += [OVERALL] if spec.asks_overall else []
+            out += [self._request(base, up, down, c, up.target or "", up.variant) for c in asked]
+        return [r for both in out for r in both]
+
+    def labelled(self, pairs: list[tuple[ProbeRecord, ProbeRecord, str]], verifier: ModelSpec) -> list[PairRequest]:
+        """The pairwise judge's calls on the team's pairwise labels (labels.LabelSet.pair_probes): each labelled
+        pair asked about its criterion (or overall) in both orders, as the steered pairs are."""
+        asked, base = {c.id: c for c in (*self.plan.rubric.criteria, OVERALL)}, self._base(verifier)
+        return [r for a, b, c in pairs for r in self._request(base, a, b, asked[c], "", 0)]
+
+    @property
+    def _spec(self) -> PairwiseJudge:
+        spec = self.plan.config.pairwise
+        assert spec is not None, "pair requests need `pairwise:` in the config"
+        return spec
+
+    def _base(self, verifier: ModelSpec) -> dict:
+        """What every pairwise call of `verifier` shares in its key: the judge, and the pairwise spec it asks with."""
+        return {
+            "verifier": model_identity(verifier, self.plan.weights, self.plan.keys),
+            # what it asks and how it answers; the criteria asked, its model and its words are in each call's key
+            "pairwise": self._spec.model_dump(
+                mode="json", exclude={"pairs", "asked", "preset", "verifier", "words", "only"}
+            ),
+        }
+
+    def _request(
+        self, base: dict, first: ProbeRecord, second: ProbeRecord, crit: Criterion, source: str, variant: int
+    ) -> tuple[PairRequest, PairRequest]:
+        """`first` and `second` asked about `crit` in both orders (A is `first` in order 0, `second` in order 1)."""
+        spec = self._spec
+        task = self.plan.tasks_by_id[first.task_id]
+        out = []
+        for order in (UP_FIRST, DOWN_FIRST):
+            a, b = (first, second) if order == UP_FIRST else (second, first)
+            call = digest(
+                {**base, **answer_key(task), "pair": [a.key, b.key], "criterion": scored_text(crit, spec.choices)}
+            )
+            # scored, then read back by the audit: each prompt rendered once (the key holds all it shows)
+            if (cached := self._cache.get(("pair", call))) is None:
+                prompt = Prompt(
+                    render_pair(spec.template, task, a.text, b.text, crit),
+                    kind="pair",
+                    response_a=a.text,
+                    response_b=b.text,
+                    criterion={"label": crit.label, "description": crit.description},
+                    rubric=[c.label for c in self.plan.rubric.criteria],
+                )
+                answer = Answer(spec.answer, ((crit.id, spec.choices),))  # the choice, as the criterion's verdict
+                pair = f"{first.key}|{second.key}"
+                cached = PairRequest(call, pair, (crit.id,), prompt, answer, task.id, source, variant, order)
+                self._cache["pair", call] = cached
+            out.append(cached)
+        return out[0], out[1]

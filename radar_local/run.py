@@ -188,7 +188,7 @@ class Run(RunDir):
     ) -> dict:
         """Stage 2: every planned verdict (of `probes`, default the planned ones; of the calls that score one of
         `criteria`, default all) not stored yet, fed and stored as `generate` does. `requests`: other calls of
-        this model (a pairwise judge's, Plan.pair_requests), stored under their keys and no verifier label's."""
+        this model (a pairwise judge's, PairPlan.requests), stored under their keys and no verifier label's."""
         self.store.require_writer()
         config, store = self.config, self.store
         self.note_weights(verifier)
@@ -265,12 +265,17 @@ class Run(RunDir):
         share of each stratum), the pairs (under the judge's '-pairwise' label, the team's labelled pairs with
         them), the reward model's scalars or the labelled responses; None where nothing of its kind is there."""
         judge = asking.judge
-        if asking.kind == "pairs":
-            requests = self.plan.pair_requests(self.probes(), judge)
-            if self.labels is not None:  # the team's pairwise labels, asked of the same judge
-                requests += self.plan.labelled_pair_requests(self.labels.pair_probes(), judge)
+        if asking.kind in ("pairs", "pair attacks"):
+            if asking.kind == "pairs":
+                requests = self.plan.pairs.requests(self.probes(), judge)
+                if self.labels is not None:  # the team's pairwise labels, asked of the same judge
+                    requests += self.plan.pairs.labelled(self.labels.pair_probes(), judge)
+            else:  # the attacked pairs: computed from the stored probes, then asked as the pairs are
+                attacked = self.pair_attacks(judge)
+                self.store.add_probes([down for _, down in attacked if down.key not in self.store.probes])
+                requests = self.plan.pairs.attacked(attacked, judge)
             twin = judge.model_copy(update={"name": f"{judge.label}-pairwise"})
-            return self.score(twin, pool, progress, stage="pairwise", requests=requests)
+            return self.score(twin, pool, progress, stage=asking.stage, requests=requests)
         if asking.kind == "reward":
             return score_rewards(self, judge, pool, progress)
         if asking.kind in ("attacks", "defended"):  # computed from the stored probes, then scored as probes are

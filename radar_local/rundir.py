@@ -14,7 +14,7 @@ from pydantic import Field
 
 from radar_local.adaptive import recorded_sizes
 from radar_local.askings import halo_sample
-from radar_local.attack_probes import attacked, task_insertions
+from radar_local.attack_probes import attacked, insertions, task_insertions
 from radar_local.common import Strict, slug
 from radar_local.compare import load_stats
 from radar_local.config import AuditConfig, load_config
@@ -197,10 +197,29 @@ class RunDir:
         shape = judge.answer if judge is not None else self.config.scoring.shape
         joint = verifier.judge is not None and verifier.judge.joint
         template = judge.template if judge is not None else None
-        made = {t.id: task_insertions(settings.kinds, shape, self.rubric, t, joint, template) for t in self.tasks}
+        kinds = settings.of(False)
+        made = {t.id: task_insertions(kinds, shape, self.rubric, t, joint, template) for t in self.tasks}
         bases = halo_sample(self.probes() if probes is None else probes, settings.share)
+        return [attacked(base, kind, *made[base.task_id][kind], verifier.label) for base in bases for kind in kinds]
+
+    def pair_attacks(
+        self, judge: ModelSpec, probes: list[ProbeRecord] | None = None
+    ) -> list[tuple[ProbeRecord, ProbeRecord]]:
+        """The pairwise judge's attacked pairs (`attacks:` beside `pairwise:`), as (up, attacked down): each steered
+        pair it is asked (of each stratum's share of `probes`, default the planned ones) with its worse response
+        attacked by each kind in the pairwise answer format; computed, as attack_probes."""
+        settings, spec = self.config.attacks, self.config.pairwise
+        if settings is None or spec is None:
+            return []
+        kinds, kept = settings.of(True), halo_sample(self.probes() if probes is None else probes, settings.share)
+        made = {t.id: insertions(kinds, spec.answer, spec.choices, (), spec.template, t.reference) for t in self.tasks}
+        up = {(p.task_id, p.target, p.variant): p for p in kept if p.direction == "+"}
         return [
-            attacked(base, kind, *made[base.task_id][kind], verifier.label) for base in bases for kind in settings.kinds
+            (first, attacked(p, kind, *made[p.task_id][kind], f"{judge.label}-pairwise"))
+            for p in kept
+            if p.direction == "-" and (spec.pairs is None or p.variant < spec.pairs)
+            if (first := up.get((p.task_id, p.target, p.variant))) is not None
+            for kind in kinds
         ]
 
     def stored_probes(self, requests: list[GenerationRequest]) -> list[ProbeRecord]:

@@ -34,8 +34,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from radar_local.answer import Answer, GradeShape, JsonShape
-from radar_local.attack_probes import carries
+from radar_local.answer import Answer, GradeShape, JsonShape, Shape
+from radar_local.attack_probes import carries, talked_into
 from radar_local.defences import obeys
 from radar_local.engines.base import (
     BatchStream,
@@ -340,7 +340,7 @@ class PlantedEngine(BatchStream):
                 out.append(Completion("", size, 0, "error"))
                 continue
             if asked.get("kind") == "pair":
-                (cid, scale), choice = answer.scales[0], planted_choice(self.options, asked, text)
+                (cid, scale), choice = answer.scales[0], planted_choice(self.options, asked, text, answer.shape)
                 word = dict(zip(scale.values, scale.tokens))[PAIR_SCORE[choice]]  # in the judge's words (Yes/No)
                 reply = written(answer, {cid: word})
                 out.append(Completion(reply, size, len(reply.split()), "stop"))
@@ -443,10 +443,10 @@ def planted_value(
     return value
 
 
-def planted_choice(options: PlantedOptions, asked: dict, text: str) -> str:
-    """A pairwise verdict: A with probability Phi(gap / noise + z), the gap the planted values' of response A
-    over response B on the criterion asked, z = Phi^-1(1/2 + position): a position bias of `position` on a
-    tie; with `pair_ties`, a tie where the gap is under half a point, at that rate."""
+def planted_choice(options: PlantedOptions, asked: dict, text: str, shape: Shape) -> str:
+    """A pairwise verdict: A with probability Phi(gap / noise + z), the gap the planted values' of response A over
+    response B on the criterion asked, z = Phi^-1(1/2 + position): a position bias of `position` on a tie; with
+    `pair_ties`, a tie where the gap is under half a point, at that rate; `gullible`: talked into a slot."""
     rated, description = asked["criterion"]["label"], asked["criterion"]["description"]
     # overall quality: the mean of the response's values on the rubric's criteria
     on = asked["rubric"] if rated == "Overall quality" else [rated]
@@ -458,6 +458,8 @@ def planted_choice(options: PlantedOptions, asked: dict, text: str) -> str:
     z = statistics.NormalDist().inv_cdf(0.5 + options.position)
     sd = max(options.noise, 1e-9)
     rng = random.Random(hashlib.sha256(planted_salt(options) + b"pair" + text.encode()).digest())
+    if (slot := talked_into(asked["response_a"], asked["response_b"], shape)) and rng.random() < options.gullible:
+        return slot
     if abs(gap) < 0.5 and rng.random() < options.pair_ties:
         return "tie"
     return "A" if rng.random() < statistics.NormalDist().cdf(gap / sd + z) else "B"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from radar_local.report.text import CI, interval, num
-from radar_local.stats.attacks import ITEMS, PITFALLS, SCORE, Attacks
+from radar_local.stats.attacks import ITEMS, PITFALLS, SCORE, STEERED, Attacks, PairAttacks
 
 if TYPE_CHECKING:
     from radar_local.stats.result import AuditResult
@@ -97,3 +97,33 @@ def defences_rows(result: AuditResult) -> list[list[str]]:
                 num(top.lift) if top else "-", interval(top.family_ci) if top else "-",
             ])  # fmt: skip
     return out
+
+
+PAIR_ATTACKS_HEAD = ["attack", "question", "verdicts", "lift", CI, "family", "flips, shown as A", "as B", "verdict"]
+
+
+def pair_attacks_line(result: AuditResult) -> str | None:
+    """Which attacks in the worse response of a pair move the pairwise judge to prefer it, confirmed."""
+    a = result.measured(PairAttacks)
+    if a is None:
+        return None
+    moved = sorted({r.kind for r in a.rows if r.verdict == "attacked"})
+    resisted = [k for k in a.kinds if all(r.verdict == "resists" for r in a.rows if r.kind == k)]
+    return (
+        "Pairwise judge under attack: each steered pair with its worse (down) response attacked, asked in both orders "
+        f"(lift: the attacked response's win rate, a tie half, with the attack minus without; {STEERED}: asked about "
+        "the criterion it was steered on, on which the other response is the better; flips: of the verdicts that "
+        "preferred the other response without the attack, the share that prefer the attacked one with it, by the "
+        "slot it was shown in: a claim or forged verdict naming A speaks for it only when it is A). Attacked "
+        f"(the simultaneous {a.level:.0%} band above 0): {', '.join(moved) or 'none'}; resisted on every question "
+        f"(below the margin {a.margin:g}): {', '.join(resisted) or 'none'}."
+    )
+
+
+def pair_attacks_rows(result: AuditResult) -> list[list[str]]:
+    a = result.measured(PairAttacks)
+    return [
+        [r.kind, r.criterion, str(r.pairs), num(r.lift), interval(r.ci), interval(r.family_ci),
+         *(num(f, signed=False) for f in (r.flips or [None, None])), r.verdict]
+        for r in (a.rows if a else [])
+    ]  # fmt: skip

@@ -13,10 +13,13 @@ from radar_local.nuisance import WAYS
 from radar_local.report.attacks_text import (
     ATTACKS_HEAD,
     DEFENCES_HEAD,
+    PAIR_ATTACKS_HEAD,
     attacks_line,
     attacks_rows,
     defences_line,
     defences_rows,
+    pair_attacks_line,
+    pair_attacks_rows,
 )
 from radar_local.report.bias_text import (
     NUISANCE_HEAD,
@@ -289,6 +292,7 @@ MEASURED: tuple[Measured, ...] = (
     bias_sections,
     titled("Under attack", attacks_line, ATTACKS_HEAD, attacks_rows),
     titled("Defences under attack", defences_line, DEFENCES_HEAD, defences_rows),
+    titled("Pairwise judge under attack", pair_attacks_line, PAIR_ATTACKS_HEAD, pair_attacks_rows),
 )
 
 

@@ -41,6 +41,7 @@ METHOD = (
 # A per-prompt rubric's items are pooled (each task's own, per pair): hundreds of item columns would say less than
 # these three, and none of these names can be a criterion's id.
 ITEMS, PITFALLS, SCORE = "(items)", "(pitfalls)", "(score)"
+STEERED = "(steered)"  # a pairwise judge asked about the criterion each pair was steered on, pooled over criteria
 
 
 class AttackRow(Block):
@@ -53,6 +54,9 @@ class AttackRow(Block):
     family_ci: Interval | None
     top_share: Num  # attacked verdicts at the top level minus base verdicts at it
     verdict: Verdict
+    # a pairwise judge's: of the verdicts that preferred the other response without the attack, the share that
+    # prefer the attacked one with it, [attacked response shown as A, shown as B]
+    flips: list[Num] | None = None
 
 
 class Attacks(Block):
@@ -161,3 +165,59 @@ def _footing(rubric: Rubric, cid: str, score: float) -> float:
     """A verdict as the share of its scale (0: its lowest level, 1: its top)."""
     scale = rubric.scale_of(cid)
     return float((score - scale.low) / scale.span)
+
+
+PAIR_METHOD = (
+    "the attacked response's win rate (a tie half) with the attack minus without, per pair, order and question; "
+    "per task then the mean of tasks; stratified bootstrap, expanded percentiles at the design df; attacked / "
+    "resists on the family band over every kind x question cell"
+)
+
+
+class PairAttacks(Attacks):
+    """stats.json's `pairwise_attacks`: the pairwise judge's steered pairs with their worse (down) response
+    attacked, asked in both orders: per kind and question asked (the criterion a pair was steered on, overall),
+    the lift of the attacked response's win rate, and the flips by the slot it was shown in. The criteria a pair is
+    steered on are pooled (`(steered)`: on it, the unattacked up response is the better by construction)."""
+
+
+def pair_attack_table(
+    kinds: Sequence[str],
+    task: np.ndarray,
+    tasks: tuple[str, ...],
+    questions: Sequence[str],
+    asked: np.ndarray,
+    order: np.ndarray,
+    attacked: np.ndarray,
+    base: np.ndarray,
+    *,
+    margin: float = MARGIN,
+    resamples: int = RESAMPLES,
+    level: float = LEVEL,
+    seed: int = 0,
+) -> PairAttacks:
+    """Row i: an attacked pair's verdict in one order (`order[i]`, stats/pairwise.py's UP_FIRST or DOWN_FIRST) on
+    question `questions[asked[i]]`, its choice `attacked[i]` and the same pair's without the attack `base[i]`
+    (stats/pairwise.py's A, B, TIE; -1 unscored). The lift is attack_table's on the attacked response's win rate."""
+    from radar_local.stats.pairwise import DOWN_FIRST, TIE, A, B  # scipy: its intervals, not at `radar --help`
+
+    slot = np.where(order == DOWN_FIRST, A, B)  # the attacked (down) response's slot
+
+    def wins(choice: np.ndarray) -> np.ndarray:
+        return np.where(choice < 0, np.nan, np.where(choice == TIE, 0.5, (choice == slot).astype(float)))
+
+    rows, width = np.arange(len(kinds)), len(questions)
+    shaped = [np.full((len(kinds), width), np.nan) for _ in range(3)]
+    shaped[0][rows, asked], shaped[1][rows, asked] = wins(attacked), wins(base)
+    found = attack_table(kinds, task, tasks, shaped[0], shaped[1], questions, [Fraction(1)] * width, shaped[2],
+                         margin=margin, resamples=resamples, level=level, seed=seed)  # fmt: skip
+    named, other = np.asarray(kinds), np.where(slot == A, B, A)
+    out = []
+    for r in found.rows:
+        cell = (named == r.kind) & (asked == list(questions).index(r.criterion))
+        flips: list[Num] = []
+        for shown in (A, B):
+            held = cell & (slot == shown) & (base == other) & (attacked >= 0)
+            flips.append(float(np.mean(attacked[held] == slot[held])) if held.any() else None)
+        out.append(r.model_copy(update={"flips": flips}))
+    return PairAttacks(level=level, margin=margin, method=PAIR_METHOD, kinds=found.kinds, rows=out)

@@ -14,7 +14,7 @@ from pydantic import Field, ValidationError, create_model
 
 from radar_local.common import json_number
 from radar_local.errors import InputError
-from radar_local.stats.attacks import Attacks
+from radar_local.stats.attacks import Attacks, PairAttacks
 from radar_local.stats.bias import Bias, BiasRow
 from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.coupling import LeakageDefinition
@@ -136,6 +136,7 @@ MEASURED: dict[str, type[Block]] = {
     "jury": JuryBlock,  # a jury against its jurors, and their agreement (stats/jurors.py)
     "labels": LabelsBlock,  # agreement with the team's human labels, per judge and criterion (stats/raters.py)
     "attacks": Attacks,  # how far each attack moves the judge's verdicts over its base probe's (stats/attacks.py)
+    "pairwise_attacks": PairAttacks,  # how far each attack moves the pairwise judge to the attacked response
 }
 NAMED = {kind: name for name, kind in MEASURED.items()}  # each block type is one measurement's
 
