@@ -20,7 +20,7 @@ SMALL = {  # each script with arguments that run its whole path in seconds; {out
     "flag_error.py": "--reps 2 --bootstrap 20 --tasks 2 --ks 3 --ns 3 --leak 0.7 --workers 1",
     "coverage.py": "--reps 2 --bootstrap 20 --tasks 2 --n 3",
     "per_prompt_error.py": "--reps 2 --ns 3 --prompts 3 --plant",
-    "attack_error.py": "--reps 1 --n 2 --tasks 2 --bootstrap 20 --out {out}",
+    "attack_error.py": "--reps 1 --n 2 --tasks 2 --bootstrap 20 --pairwise --out {out}",
     "halo_error.py": "--reps 1 --out {out}",
     "drift_error.py": "--reps 1 --n 2 --bootstrap 20 --out {out}",
     "order_error.py": "--reps 1 --tasks 1 --out {out}",
