@@ -39,7 +39,7 @@ SMALL = {  # each script with arguments that run its whole path in seconds; {out
     "same_outputs.py": "{out}/same --only quickstart import",  # the jury and judge examples have tests of their own
     "bench_joint.py": "--config {config} --out {out}/joint",
     "bench_isolation.py": "--config {repo}/configs/per-prompt-example.yaml --n 2 --out {out}/isolation",
-    "bench_defences.py": "--engine testing --n 1 --tasks 2 --templates radar mt-bench --out {out}/defences",
+    "bench_defences.py": "--engine testing --n 1 --tasks 2 --templates radar pairwise:generic --out {out}/defences",
     "config_walk.py": "--config {config} --top 3",
     "import_corpus.py": "--format prometheus",
     "paired_probes.py": "--config {config} --out {out}/paired",
