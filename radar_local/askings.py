@@ -61,7 +61,8 @@ def beside(config: AuditConfig, verifier: ModelSpec) -> list[Asking]:
     first verifier's probes, once; the attacked probes of a judge `radar score` adds too, in its own format), the
     team's labelled responses (of every verifier)."""
     first = verifier == config.verifiers[0]
-    attacked = first or verifier not in config.verifiers
+    only_pairs = config.pairwise is not None and config.pairwise.only  # its pairs are attacked, no pointwise verdict
+    attacked = (first or verifier not in config.verifiers) and not only_pairs
     asked = [pairs_asking(config, verifier)] if first and config.pairwise is not None else []
     if asked and config.attacks is not None:  # the pairwise judge's pairs, the down response attacked
         asked.append(Asking(asked[0].judge, "pair attacks", "pair attack"))

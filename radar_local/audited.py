@@ -36,7 +36,7 @@ from radar_local.rubric import Rubric
 from radar_local.rundir import RunDir
 from radar_local.score_table import COLUMNS, validate_scores
 from radar_local.specs import Jury, ModelSpec
-from radar_local.stats.attacks import STEERED, attack_table, pair_attack_table, pair_columns
+from radar_local.stats.attacks import STEERED, PairAttacks, attack_table, pair_attack_table, pair_columns
 from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.order import OrderEffects, order_effects
@@ -276,30 +276,41 @@ def attacks_measured(a: Audit) -> dict:
 
 
 def pair_attacks_measured(a: Audit) -> dict:
-    """stats/attacks.py: how far each attack in the worse response of a steered pair moves the pairwise judge to
-    prefer it (RunDir.pair_attacks), against the same pair without it, in both orders."""
-    config, scores = a.run.config, a.run.store.scores
-    if config.attacks is None or config.pairwise is None or isinstance(a.verifier, Jury) or a.interim:
+    """stats/attacks.py: the pairwise judge under attack (pair_attacks_of), beside the pointwise audit."""
+    if (
+        isinstance(a.verifier, Jury)
+        or a.interim
+        or (found := pair_attacks_of(a.run, a.verifier, a.records, a.settings)) is None
+    ):
         return {}
-    judge, probes = config.pairwise.judge(a.verifier), list(a.records.probes)
-    pairs = a.run.pair_attacks(judge, probes)
-    plain = {(r.probe_key, r.criterion, r.order): r.key for r in a.run.plan.pairs.requests(probes, judge)}
+    return {"pairwise_attacks": found}
+
+
+def pair_attacks_of(run: RunDir, verifier: ModelSpec, records: AuditedSet, s: StatsSettings) -> PairAttacks | None:
+    """stats/attacks.py: how far each attack in the worse response of a steered pair moves the pairwise judge to
+    prefer it (RunDir.pair_attacks), against the same pair without it, in both orders; None where none is asked."""
+    config, scores = run.config, run.store.scores
+    if config.attacks is None or config.pairwise is None:
+        return None
+    judge, probes = config.pairwise.judge(verifier), list(records.probes)
+    pairs = run.pair_attacks(judge, probes)
+    plain = {(r.probe_key, r.criterion, r.order): r.key for r in run.plan.pairs.requests(probes, judge)}
     of = {down.key: (down.target, f"{up.key}|{down.base}") for up, down in pairs}  # its kind, its pair unattacked
 
     def choice(v: VerdictRecord | None) -> int:
         return -1 if v is None or v.score is None else CHOICES.get(float(v.score), -1)
 
     asked: list[tuple[str, PairRequest, int, int]] = []  # kind, request, choice with the attack, without
-    for r in a.run.plan.pairs.attacked(pairs, judge):
+    for r in run.plan.pairs.attacked(pairs, judge):
         kind, unattacked = of[r.probe_key.split("|")[1]]
         base = scores.get(plain.get((unattacked, r.criterion, r.order), ""))
         if r.key in scores and base is not None:
             asked.append((kind, r, choice(scores[r.key]), choice(base)))
     if not asked:
-        return {}
+        return None
     questions = [*dict.fromkeys(STEERED if r.criterion == r.source else r.criterion for _, r, _, _ in asked)]
     index = {t: i for i, t in enumerate(dict.fromkeys(r.task_id for _, r, _, _ in asked))}
-    found = pair_attack_table(
+    return pair_attack_table(
         [kind for kind, _, _, _ in asked],
         np.array([index[r.task_id] for _, r, _, _ in asked]),
         tuple(index),
@@ -309,11 +320,10 @@ def pair_attacks_measured(a: Audit) -> dict:
         np.array([x for _, _, x, _ in asked]),
         np.array([x for _, _, _, x in asked]),
         margin=config.attacks.margin,
-        resamples=a.settings.resamples,
-        level=a.settings.level,
-        seed=a.settings.seed,
+        resamples=s.resamples,
+        level=s.level,
+        seed=s.seed,
     )
-    return {"pairwise_attacks": found}
 
 
 RUN_MEASUREMENTS = (
@@ -411,6 +421,7 @@ def pairwise_audit(run: RunDir, verifier: ModelSpec, records: AuditedSet) -> Pai
         probes=sum(p.direction in ("+", "-") for p in records.probes),
         warnings=warnings,
         pairwise=found,
+        attacks=pair_attacks_of(run, verifier, records, settings),
     )
 
 

@@ -17,7 +17,7 @@ from radar_local.adaptive import (
     waves_record,
     within_budget,
 )
-from radar_local.askings import Asking, askings, beside, labels_asking, pairs_asking
+from radar_local.askings import Asking, askings, beside, labels_asking
 from radar_local.audited import assemble, audited_set, pairwise_audit
 from radar_local.common import parse_model
 from radar_local.config import AuditConfig, load_config
@@ -85,9 +85,11 @@ def audit_pairs(run: Run, verifier: ModelSpec, pool: EnginePool, progress: bool 
     stages = {"generate": run.generate(pool, progress)}
     if not verifier.same_engine(run.config.generator):
         pool.close()  # free the generator before the judge loads
-    asked = run.ask(pairs_asking(run.config, verifier), pool, progress)
-    assert asked is not None  # the pairs are always asked
-    stages["pairwise"] = asked
+    for asking in beside(run.config, verifier):
+        if asking.kind in ("pairs", "pair attacks"):  # the pairs, and with attacks: the attacked pairs
+            asked = run.ask(asking, pool, progress)
+            assert asked is not None  # the pairs are always asked
+            stages[asking.stage] = asked
     probes = run.probes()
     records = audited_set(run, probes, verifiers=())
     result = pairwise_audit(run, verifier, records)

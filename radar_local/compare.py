@@ -69,14 +69,13 @@ def compare(
             "--fail-on-changed": fail_on_changed,
             "--fail-on-wording": fail_on_wording or None,
             "--fail-on-sign-errors": fail_on_sign_errors or None,
-            "--fail-on-attack": fail_on_attack or None,
         }
         option = next((name for name, value in given.items() if value is not None), None)
         if option is not None:
             where = after_path if isinstance(after, PairwiseAudit) else "the first audit"
             raise InputError(where, f"is a pairwise audit (pairwise.only: no pointwise verdict), so {option} "
                              "cannot hold; gate it with --fail-on-pairwise")  # fmt: skip
-        return compare_pairwise(before, after, after_path, fail_on_pairwise)
+        return compare_pairwise(before, after, after_path, fail_on_pairwise, fail_on_attack)
     earlier = {frozenset((p["a"], p["b"])): p for p in before.pairs.to_dict("records")}
     rows = []
     for p in after.pairs.to_dict("records"):
@@ -168,11 +167,16 @@ def compare(
 
 
 def compare_pairwise(
-    before: AuditResult | PairwiseAudit, after: AuditResult | PairwiseAudit, where: object, policy: bool
+    before: AuditResult | PairwiseAudit,
+    after: AuditResult | PairwiseAudit,
+    where: object,
+    policy: bool,
+    attacks: tuple[str, ...] = (),
 ) -> dict:
-    """Two audits where one asked its judge only pairs: their pairwise blocks diffed, and the pairwise policy on
-    `after` (the same keys as compare's, the pointwise ones empty)."""
+    """Two audits where one asked its judge only pairs: their pairwise blocks diffed, and the pairwise policy and
+    --fail-on-attack on `after` (the same keys as compare's, the pointwise ones empty)."""
     violations = pairwise_violations(after, where) if policy else []
+    violations += attack_violations(after, attacks, where) if attacks else []
     return {
         "evidence": {"sym": None, "bias": None},
         "outcome": outcome([], bool(violations)),
@@ -263,7 +267,7 @@ def sign_error_violations(before: AuditResult, after: AuditResult, where: object
     ]
 
 
-def attack_violations(after: AuditResult, kinds: tuple[str, ...], where: object) -> list[str]:
+def attack_violations(after: AuditResult | PairwiseAudit, kinds: tuple[str, ...], where: object) -> list[str]:
     """Each attack of `kinds` that `after` confirms moves its judge (its family band above 0 on a criterion), or its
     pairwise judge (on a question): a line each (stats/attacks.py)."""
     blocks = [b for b in (after.measured(Attacks), after.measured(PairAttacks)) if b is not None]

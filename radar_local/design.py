@@ -44,6 +44,7 @@ def design_lines(config_path: Path, sd: float | None, self_effect: float | None,
             f"Plan: {k} criteria x {len(tasks)} tasks x 2 directions x N = {n} probes: {k * len(tasks) * 2 * n} "
             f"directed probes; the judge is asked only pairs, no pointwise verdict. No call is made.",
             pair_calls(config.pairwise, k, len(tasks), n),
+            *([pair_attack_calls(config, k, len(tasks), n)] if config.attacks is not None else []),
             "The pairwise findings' power and error rates at this budget: docs/benchmarks/judges.md "
             "(scripts/pairwise_error.py).",
         ]

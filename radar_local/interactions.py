@@ -49,8 +49,6 @@ NEEDS: dict[str, dict[Need, str]] = {
     },
     "aggregate: majority": {"levels": "a majority counts levels: use aggregate mean or median"},
     "attacks": {
-        "pointwise": "its table reads pointwise verdicts (a pairwise judge beside them is attacked too; one asked only "
-        "pairs is not yet)",
         "one judge": "it attacks one judge's format: audit a juror alone under attack",
         "fixed n": "its probes are attacked once the audit's are written",
     },

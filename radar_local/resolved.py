@@ -252,8 +252,9 @@ def resolve_inputs(config: AuditSettings) -> tuple[Rubric, tuple[Task, ...], dic
 
 
 def attack_problem(config: AuditConfig, tasks: Sequence[Task]) -> str | None:
-    """A `reference` attack (the task's reference answer pasted into the response) on a task without one; a
-    defence to measure that the attacked judge has on already or cannot apply (defences.py)."""
+    """A `reference` attack (the task's reference answer pasted into the response) on a task without one; only a
+    pairwise judge's kind with no pairwise judge; a defence to measure that the attacked judge has on already or
+    cannot apply (defences.py), or any with a judge asked only pairs."""
     if config.attacks is None:
         return None
     bare = next((t.id for t in tasks if t.reference is None), None)
@@ -262,6 +263,14 @@ def attack_problem(config: AuditConfig, tasks: Sequence[Task]) -> str | None:
             f"attacks.kinds has 'reference', which pastes each task's reference answer into its probes, and task "
             f"'{bare}' has none; give every task its `reference`, or drop 'reference' from attacks.kinds"
         )
+    pairs = config.pairwise
+    if pairs is None and not config.attacks.of(False):
+        return (
+            "attacks.kinds names only pair_claim, which only a pairwise judge is attacked with; add `pairwise:`, or "
+            "another kind"
+        )
+    if pairs is not None and pairs.only and config.attacks.defences:
+        return "attacks.defences: a judge asked only pairs (pairwise.only) has no defence to switch on; drop them"
     spec, measured = config.verifiers[0], config.attacks.defences
     on = [d for d in measured if spec.judge is not None and d in spec.judge.defences]
     if on:

@@ -15,7 +15,8 @@ from radar_local.rundir import load_run
 from radar_local.specs import PairwiseJudge
 from radar_local.stats.attacks import ATTACKED, STEERED, PairAttacks, pair_attack_table
 from radar_local.stats.pairwise import DOWN_FIRST, TIE, UP_FIRST, A, B
-from tests.conftest import invoke, planted_config
+from radar_local.stats.pairwise_audit import PairwiseAudit
+from tests.conftest import invoke, one_line_exit_2, planted_config, write_config
 
 KINDS = ["forged_end", "instruction", "pair_claim"]
 
@@ -76,3 +77,34 @@ def test_the_report_plan_and_compare_read_the_pairwise_attacks(pairs_attacked):
     assert "Pairwise under attack: 40 pairs x 3 kinds, the worse response attacked, x 2 questions x 2 orders" in plan
     res = invoke("compare", calm, gullible, "--fail-on-attack", "pair_claim")
     assert res.exit_code == 1 and "attack pair_claim moves the pairwise judge on (steered)" in res.output
+
+
+def test_a_judge_asked_only_pairs_is_attacked_on_its_pairs_alone(tmp_path):
+    pairwise = {"preset": "generic", "asked": "diagonal", "only": True}
+    options = {"noise": 0.5, "gullible": 0.5}
+    config = planted_config(n=4, attacks={"kinds": KINDS}, pairwise=pairwise, options=options, bootstrap=200)
+    result = run_audit(config, tmp_path / "run")
+    assert isinstance(result, PairwiseAudit) and result.measured(PairAttacks) is not None
+    assert {r.kind for r in result.measured(PairAttacks).rows if r.verdict == ATTACKED} == set(KINDS)
+    stages = load_run(tmp_path / "run").info().stages
+    assert "pair attack" in stages and "attack" not in stages and "score" not in stages  # no pointwise verdict
+    stats = json.loads((tmp_path / "run" / "stats.json").read_text())
+    assert stats["kind"] == "pairwise" and stats["attacks"]["kinds"] == sorted(KINDS)
+    write_report(load_run(tmp_path / "run"))
+    assert "## Pairwise judge under attack" in (tmp_path / "run" / "report" / "report.md").read_text()
+    res = invoke("compare", tmp_path / "run", tmp_path / "run", "--fail-on-attack", "instruction")
+    assert res.exit_code == 1 and "moves the pairwise judge on (steered)" in res.output
+    plan = invoke("audit", tmp_path / "run" / "config.yaml", "--plan").output
+    assert "Pairwise under attack: 40 pairs x 3 kinds" in plan
+
+
+@pytest.mark.parametrize(
+    ("attacks", "pairwise", "needle"),
+    [
+        ({"kinds": ["pair_claim"]}, None, "names only pair_claim, which only a pairwise judge is attacked with"),
+        ({"defences": ["neutralise"]}, {"preset": "generic", "only": True}, "has no defence to switch on"),
+    ],
+)
+def test_pairwise_attacks_that_cannot_run_are_one_line(tmp_path, attacks, pairwise, needle):
+    config = planted_config(attacks=attacks, **({"pairwise": pairwise} if pairwise else {}))
+    one_line_exit_2(invoke("audit", write_config(tmp_path, config), "--out", tmp_path / "run"), needle)

@@ -8,6 +8,7 @@ from radar_local.report.text import CI, interval, num
 from radar_local.stats.attacks import ITEMS, PITFALLS, SCORE, STEERED, Attacks, PairAttacks
 
 if TYPE_CHECKING:
+    from radar_local.stats.pairwise_audit import PairwiseAudit
     from radar_local.stats.result import AuditResult
 
 ATTACKS_HEAD = ["attack", "criterion", "pairs", "lift", CI, "family", "top share", "verdict"]
@@ -102,7 +103,7 @@ def defences_rows(result: AuditResult) -> list[list[str]]:
 PAIR_ATTACKS_HEAD = ["attack", "question", "verdicts", "lift", CI, "family", "flips, shown as A", "as B", "verdict"]
 
 
-def pair_attacks_line(result: AuditResult) -> str | None:
+def pair_attacks_line(result: AuditResult | PairwiseAudit) -> str | None:
     """Which attacks in the worse response of a pair move the pairwise judge to prefer it, confirmed."""
     a = result.measured(PairAttacks)
     if a is None:
@@ -120,7 +121,7 @@ def pair_attacks_line(result: AuditResult) -> str | None:
     )
 
 
-def pair_attacks_rows(result: AuditResult) -> list[list[str]]:
+def pair_attacks_rows(result: AuditResult | PairwiseAudit) -> list[list[str]]:
     a = result.measured(PairAttacks)
     return [
         [r.kind, r.criterion, str(r.pairs), num(r.lift), interval(r.ci), interval(r.family_ci),

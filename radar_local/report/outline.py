@@ -321,6 +321,10 @@ def pairwise_audit_sections(r: PairwiseAudit) -> list[Section]:
                 ],
             )
         )
+    if (line := pair_attacks_line(r)) is not None:
+        sections.append(
+            Section("Pairwise judge under attack", [(line,), Table(PAIR_ATTACKS_HEAD, pair_attacks_rows(r))])
+        )
     return at_levels(sections, r.pairwise.level)
 
 

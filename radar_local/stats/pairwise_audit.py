@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from radar_local.stats.attacks import PairAttacks
 from radar_local.stats.pairwise import Pairwise
 from radar_local.stats.stored import B, Block
 
@@ -29,10 +30,11 @@ class PairwiseAudit(Block):
     probes: int  # the steered probes the pairs were drawn from
     warnings: list[str]
     pairwise: Pairwise
+    attacks: PairAttacks | None = None  # the pairs' worse responses attacked (config attacks:, stats/attacks.py)
 
     def measured(self, kind: type[B]) -> B | None:
-        """Its one measurement, as AuditResult.measured gives a judge's audit's."""
-        return self.pairwise if isinstance(self.pairwise, kind) else None
+        """Its measurements, as AuditResult.measured gives a judge's audit's."""
+        return next((m for m in (self.pairwise, self.attacks) if isinstance(m, kind)), None)
 
     def to_json(self) -> dict[str, Any]:
         return self.stored()
