@@ -61,20 +61,21 @@ def beside(config: AuditConfig, verifier: ModelSpec) -> list[Asking]:
     first verifier's probes, once; the attacked probes of a judge `radar score` adds too, in its own format), the
     team's labelled responses (of every verifier)."""
     first = verifier == config.verifiers[0]
-    only_pairs = config.pairwise is not None and config.pairwise.only  # its pairs are attacked, no pointwise verdict
-    attacked = (first or verifier not in config.verifiers) and not only_pairs
-    asked = [pairs_asking(config, verifier)] if first and config.pairwise is not None else []
-    if asked and config.attacks is not None:  # the pairwise judge's pairs, the down response attacked
-        asked.append(Asking(asked[0].judge, "pair attacks", "pair attack"))
+    attacked = first or verifier not in config.verifiers
+    asked = pairs_askings(config, verifier) if first else []
     asked += [reward_asking(config)] if first and config.reward is not None else []
     asked += attack_askings(config, verifier) if attacked else []
     return asked + ([labels_asking(verifier)] if config.labels is not None else [])
 
 
-def pairs_asking(config: AuditConfig, verifier: ModelSpec) -> Asking:
-    """The steered pairs (and the team's labelled pairs) asked of `verifier`, or of pairwise's own model."""
-    assert config.pairwise is not None
-    return Asking(config.pairwise.judge(verifier), "pairs", "pairwise")
+def pairs_askings(config: AuditConfig, verifier: ModelSpec) -> list[Asking]:
+    """The steered pairs (and the team's labelled pairs) asked of `verifier`, or of pairwise's own model, then, with
+    `attacks:`, its attacked pairs (their worse response attacked); none without `pairwise:`."""
+    if config.pairwise is None:
+        return []
+    judge = config.pairwise.judge(verifier)
+    attacked = [Asking(judge, "pair attacks", "pair attack")] if config.attacks is not None else []
+    return [Asking(judge, "pairs", "pairwise"), *attacked]
 
 
 def reward_asking(config: AuditConfig) -> Asking:
@@ -85,8 +86,9 @@ def reward_asking(config: AuditConfig) -> Asking:
 
 def attack_askings(config: AuditConfig, verifier: ModelSpec) -> list[Asking]:
     """The probes attacked in `verifier`'s own format (attack_probes.py) scored by it, then, with those probes'
-    bases, by it with each defence of `attacks.defences` switched on (defences.py); none without `attacks:`."""
-    if config.attacks is None:
+    bases, by it with each defence of `attacks.defences` switched on (defences.py); none without `attacks:`, nor for
+    a judge asked only pairs (its pairs are attacked: pairs_askings)."""
+    if config.attacks is None or (config.pairwise is not None and config.pairwise.only):
         return []
     defended = [verifier.defended(d) for d in config.attacks.defences]
     return [Asking(verifier, "attacks", "attack")] + [

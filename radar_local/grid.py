@@ -23,7 +23,7 @@ from radar_local.report.grid_pages import grid_html, grid_markdown
 from radar_local.resolved import judge_conflict, resolve, with_template
 from radar_local.run import Run
 from radar_local.scorers import score_cells, score_cells_on_cluster, score_own_pairs
-from radar_local.stats.attacks import Attacks
+from radar_local.stats.attacks import Attacks, PairAttacks
 from radar_local.stats.pairwise import Pairwise
 from radar_local.stats.raters import LabelsBlock
 from radar_local.stats.result import AuditResult
@@ -207,17 +207,18 @@ def per_prompt_by_cell(results: list[AuditResult]) -> list[dict]:
 
 def attacks_by_cell(results: list[AuditResult]) -> list[dict]:
     """Each cell's judge under attack (config.attacks, stats/attacks.py), one row per cell and attack kind: the
-    judges side by side on the same attacks, the criteria it moves (confirmed) and resists, its largest lift."""
+    judges side by side on the same attacks, the criteria it moves (confirmed) and resists, its largest lift; its
+    pairwise judge's beside them (the attack named '<kind> (pairwise)', its questions for criteria)."""
     rows = []
     for r in results:
-        attacks = r.measured(Attacks)
-        for kind in attacks.kinds if attacks is not None else []:
-            mine = [x for x in attacks.of() if x.kind == kind]  # type: ignore[union-attr]
-            lifts = [x.lift for x in mine if x.lift is not None]
-            rows.append({"generator": r.generator, "verifier": r.verifier, "attack": kind,
-                         "attacked": [x.criterion for x in mine if x.verdict == "attacked"],
-                         "resists": [x.criterion for x in mine if x.verdict == "resists"], "criteria": len(mine),
-                         "largest_lift": max(lifts) if lifts else None})  # fmt: skip
+        for attacks, said in ((r.measured(Attacks), "{}"), (r.measured(PairAttacks), "{} (pairwise)")):
+            for kind in attacks.kinds if attacks is not None else []:
+                mine = [x for x in attacks.of() if x.kind == kind]  # type: ignore[union-attr]
+                lifts = [x.lift for x in mine if x.lift is not None]
+                rows.append({"generator": r.generator, "verifier": r.verifier, "attack": said.format(kind),
+                             "attacked": [x.criterion for x in mine if x.verdict == "attacked"],
+                             "resists": [x.criterion for x in mine if x.verdict == "resists"], "criteria": len(mine),
+                             "largest_lift": max(lifts) if lifts else None})  # fmt: skip
     return rows
 
 

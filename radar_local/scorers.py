@@ -9,7 +9,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Protocol
 
-from radar_local.askings import Asking, attack_askings, labels_asking, pairs_asking
+from radar_local.askings import Asking, attack_askings, labels_asking, pairs_askings
 from radar_local.cluster import Stopped
 from radar_local.config import AuditConfig
 from radar_local.errors import RadarError
@@ -54,7 +54,7 @@ def score_cells(
             run = runs[g.label]
             stages[(g.label, v.label)]["score"] = run.score(v, pool, progress)
             beyond = [labels_asking(v)] if run.config.labels is not None else []
-            beyond += [pairs_asking(run.config, v)] if pairs and run.config.pairwise is not None else []  # every judge
+            beyond += pairs_askings(run.config, v) if pairs else []  # every judge
             beyond += attack_askings(run.config, v)  # in its own format
             for asking in beyond:
                 if (asked := run.ask(asking, pool, progress)) is not None:
@@ -66,9 +66,9 @@ def score_own_pairs(runs: Mapping[str, Scorer], todo: list, stages: dict, pool: 
     verifiers: each generator's pairs are asked in its first cell, its other cells read them back."""
     for g, v in todo:
         run = runs[g.label]
-        asked = run.ask(pairs_asking(run.config, v), pool, progress) if run.config.pairwise is not None else None
-        if asked is not None:
-            stages[(g.label, v.label)]["pairwise"] = asked
+        for asking in pairs_askings(run.config, v):
+            if (asked := run.ask(asking, pool, progress)) is not None:
+                stages[(g.label, v.label)][asking.stage] = asked
 
 
 def score_cells_on_cluster(

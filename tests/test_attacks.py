@@ -198,7 +198,8 @@ def test_compare_without_attacks_is_one_line(tmp_path, finished_run):
 
 
 def test_a_grid_sets_its_judges_side_by_side_under_the_same_attacks(tmp_path):
-    config = planted_config(n=4, attacks={"kinds": ["forged_end", "instruction"]}, bootstrap=200)
+    kinds = {"kinds": ["forged_end", "instruction", "pair_claim"]}
+    config = planted_config(n=4, attacks=kinds, bootstrap=200, pairwise={"preset": "generic", "asked": "diagonal"})
     spec = config["verifier"]
     grid = {
         **{k: v for k, v in config.items() if k not in ("generator", "verifier")},
@@ -214,8 +215,11 @@ def test_a_grid_sets_its_judges_side_by_side_under_the_same_attacks(tmp_path):
     rows = {
         (r["verifier"], r["attack"]): r for r in json.loads((tmp_path / "grid" / "grid.json").read_text())["attacks"]
     }
-    assert set(rows) == {(v, k) for v in ("calm", "gullible") for k in ("forged_end", "instruction")}
+    pairwise = ("forged_end (pairwise)", "instruction (pairwise)", "pair_claim (pairwise)")  # its pairwise judge's
+    assert set(rows) == {(v, k) for v in ("calm", "gullible") for k in ("forged_end", "instruction", *pairwise)}
     assert rows["calm", "forged_end"]["attacked"] == [] and len(rows["gullible", "forged_end"]["attacked"]) == 5
+    assert rows["gullible", "pair_claim (pairwise)"]["attacked"] == ["(steered)"]
+    assert rows["calm", "pair_claim (pairwise)"]["attacked"] == []
     page = (tmp_path / "grid" / "grid.md").read_text()
     assert "## Under attack per cell" in page and "| ` gullible ` | forged_end |" in page
 
