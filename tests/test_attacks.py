@@ -410,3 +410,14 @@ def test_the_score_column_is_the_rubric_scores_change_over_positive_points():
     assert columns == ["(items)", "(pitfalls)", "(score)"] and spans == [1, 1, 1]
     assert list(attacked[0] - base[0]) == [0.5, 1.0, pytest.approx((2 - 3) / 3)]  # met 2 more points, 3 of pitfall
     assert list(to_top[0][:2]) == [0.5, 1.0] and np.isnan(attacked[1]).all()  # an unscored pair: no column
+
+
+def test_a_cell_whose_base_verdicts_are_all_one_never_resists():
+    same = np.full((40, 1), 2.0)  # the judge gives 2 whatever it reads, with the attack or without
+    found = attack_table(["forged_end"] * 40, np.arange(40) % 4, ("a", "b", "c", "d"), same, same, ["x"],
+                         [LIKERT.span], np.zeros((40, 1)), resamples=50)  # fmt: skip
+    assert found.rows[0].lift == 0 and found.rows[0].verdict == OPEN
+    varied = np.arange(40, dtype=float)[:, None] % 5
+    found = attack_table(["forged_end"] * 40, np.arange(40) % 4, ("a", "b", "c", "d"), varied, varied, ["x"],
+                         [LIKERT.span], np.zeros((40, 1)), resamples=50)  # fmt: skip
+    assert found.rows[0].verdict == RESISTS

@@ -108,3 +108,17 @@ def test_a_judge_asked_only_pairs_is_attacked_on_its_pairs_alone(tmp_path):
 def test_pairwise_attacks_that_cannot_run_are_one_line(tmp_path, attacks, pairwise, needle):
     config = planted_config(attacks=attacks, **({"pairwise": pairwise} if pairwise else {}))
     one_line_exit_2(invoke("audit", write_config(tmp_path, config), "--out", tmp_path / "run"), needle)
+
+
+def test_a_judge_that_gives_one_answer_whatever_it_reads_resists_nothing():
+    """The 135M model answers A to every pair: no attack moves it, and that is no evidence of resistance."""
+    order = np.array([DOWN_FIRST, UP_FIRST] * 20)
+    always_a = np.full(40, A)
+    found = pair_attack_table(["claim"] * 40, np.arange(40) % 4, ("a", "b", "c", "d"), [STEERED], np.zeros(40, int),
+                              order, always_a, always_a, resamples=50)  # fmt: skip
+    (row,) = found.rows
+    assert row.lift == 0 and row.family_ci == (0, 0) and row.verdict == "open"
+    right = np.where(order == DOWN_FIRST, B, A)  # always the up response: its answers vary with the order
+    found = pair_attack_table(["claim"] * 40, np.arange(40) % 4, ("a", "b", "c", "d"), [STEERED], np.zeros(40, int),
+                              order, right, right, resamples=50)  # fmt: skip
+    assert found.rows[0].verdict == "resists"

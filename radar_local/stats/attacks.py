@@ -34,7 +34,8 @@ OPEN: Verdict = "open"
 MARGIN = 0.05  # a lift below this share of the scale is resisted
 METHOD = (
     "paired lift (attacked minus base verdict, 0-1 footing), per task then the mean of tasks; stratified bootstrap, "
-    "expanded percentiles at the design df; attacked / resists on the family band over every kind x criterion cell"
+    "expanded percentiles at the design df; attacked / resists on the family band over every kind x criterion cell "
+    "(resists: where the judge's base verdicts are not all one)"
 )
 
 
@@ -86,6 +87,7 @@ def attack_table(
     to_top: np.ndarray,
     *,
     defences: Sequence[str | None] | None = None,
+    answers: np.ndarray | None = None,
     margin: float = MARGIN,
     resamples: int = RESAMPLES,
     level: float = LEVEL,
@@ -94,8 +96,10 @@ def attack_table(
     """`kinds[i]`, `task[i]`: pair i's attack kind and task index; `attacked`, `base`: (P, K) their verdicts on each
     criterion (NaN where unscored), each on its `spans`' scale; `to_top`: (P, K) the attacked verdict at its scale's
     top minus the base's (1, 0 or -1; a pooled column, its items' mean; NaN where either is unscored);
-    `defences[i]`: the defence pair i's verdicts were given under (None: the judge as configured; default none).
-    The family band is simultaneous over every (defence, kind) x criterion cell."""
+    `defences[i]`: the defence pair i's verdicts were given under (None: the judge as configured; default none);
+    `answers`: (P, K) the judge's own answers on the bases where `base` is not (a pairwise judge's choices). The
+    family band is simultaneous over every (defence, kind) x criterion cell. A cell whose base answers are all one
+    is never `resists`: a judge that answers the same whatever it reads shows nothing about an attack."""
     on = list(defences) if defences is not None else [None] * len(kinds)
     named = list(dict.fromkeys(d for d in on if d is not None))
     cells = [(d, k) for d in (None, *named) for k in sorted(set(kinds))]
@@ -114,8 +118,11 @@ def attack_table(
         top = float(np.mean(moved)) if moved.size else None
         kind, _, defence = r.attribute.partition("@")
         row = {"kind": kind, "criterion": r.criterion, "defence": defence or None, "pairs": r.pairs}
+        said = (base if answers is None else answers)[chosen, j]
+        found = verdict(r.family_ci, margin)
+        found = OPEN if found == RESISTS and np.unique(said[~np.isnan(said)]).size < 2 else found  # one answer
         out.append(AttackRow(**row, lift=r.sensitivity, ci=r.ci, family_ci=r.family_ci, top_share=top,
-                             verdict=verdict(r.family_ci, margin)))  # fmt: skip
+                             verdict=found))  # fmt: skip
     return Attacks(level=level, margin=margin, method=METHOD, kinds=sorted(set(kinds)), defences=named, rows=out)
 
 
@@ -170,7 +177,7 @@ def _footing(rubric: Rubric, cid: str, score: float) -> float:
 PAIR_METHOD = (
     "the attacked response's win rate (a tie half) with the attack minus without, per pair, order and question; "
     "per task then the mean of tasks; stratified bootstrap, expanded percentiles at the design df; attacked / "
-    "resists on the family band over every kind x question cell"
+    "resists on the family band over every kind x question cell (resists: where the judge's choices are not all one)"
 )
 
 
@@ -209,8 +216,10 @@ def pair_attack_table(
     rows, width = np.arange(len(kinds)), len(questions)
     shaped = [np.full((len(kinds), width), np.nan) for _ in range(3)]
     shaped[0][rows, asked], shaped[1][rows, asked] = wins(attacked), wins(base)
+    said = np.full((len(kinds), width), np.nan)  # the judge's own choice: a constant one resists nothing
+    said[rows, asked] = np.where(base < 0, np.nan, base)
     found = attack_table(kinds, task, tasks, shaped[0], shaped[1], questions, [Fraction(1)] * width, shaped[2],
-                         margin=margin, resamples=resamples, level=level, seed=seed)  # fmt: skip
+                         answers=said, margin=margin, resamples=resamples, level=level, seed=seed)  # fmt: skip
     named, other = np.asarray(kinds), np.where(slot == A, B, A)
     out = []
     for r in found.rows:
