@@ -308,14 +308,15 @@ def pair_attacks_of(run: RunDir, verifier: ModelSpec, records: AuditedSet, s: St
             asked.append((kind, r, choice(scores[r.key]), choice(base)))
     if not asked:
         return None
-    questions = [*dict.fromkeys(STEERED if r.criterion == r.source else r.criterion for _, r, _, _ in asked)]
+    question = [STEERED if r.criterion == r.source else r.criterion for _, r, _, _ in asked]
+    questions = [*dict.fromkeys(question)]
     index = {t: i for i, t in enumerate(dict.fromkeys(r.task_id for _, r, _, _ in asked))}
     return pair_attack_table(
         [kind for kind, _, _, _ in asked],
         np.array([index[r.task_id] for _, r, _, _ in asked]),
         tuple(index),
         questions,
-        np.array([questions.index(STEERED if r.criterion == r.source else r.criterion) for _, r, _, _ in asked]),
+        np.array([questions.index(q) for q in question]),
         np.array([r.order for _, r, _, _ in asked]),
         np.array([x for _, _, x, _ in asked]),
         np.array([x for _, _, _, x in asked]),

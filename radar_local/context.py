@@ -16,7 +16,7 @@ counted as written.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -111,6 +111,11 @@ def request_bounds(
         tokens = len(prompt_token_ids(tokenizer, messages))  # the ids the engine sends
         bounds.append(Bound(tokens + held * written.get(task, reply) + answer + more, what))
 
+    def longest(made: Iterable[dict]) -> int:
+        """The most tokens one insertion of `made` (each task's, attack_probes.insertions) adds to a response."""
+        texts = [text for insertions_of in made for text, _ in insertions_of.values()]
+        return max((len(tokenizer.encode(text, add_special_tokens=False)) for text in texts), default=0)
+
     def attack_tokens(judge: ModelSpec) -> int:
         """The longest insertion an attack adds to a response this judge reads (attack_probes.py)."""
         if config.attacks is None:
@@ -118,25 +123,15 @@ def request_bounds(
         own = judge.judge if judge.judge is not None and judge.judge.template else None
         shape = own.answer if own is not None else config.scoring.shape
         joint, template = judge.judge is not None and judge.judge.joint, own.template if own else None
-        texts = [
-            text
-            for t in plan.tasks
-            for text, _ in task_insertions(config.attacks.of(False), shape, plan.rubric, t, joint, template).values()
-        ]
-        return max((len(tokenizer.encode(text, add_special_tokens=False)) for text in texts), default=0)
+        kinds = config.attacks.of(False)
+        return longest(task_insertions(kinds, shape, plan.rubric, t, joint, template) for t in plan.tasks)
 
     def pair_attack_tokens() -> int:
         """The longest insertion an attack adds to the down response of a pair (RunDir.pair_attacks)."""
         if config.attacks is None or (spec := config.pairwise) is None:
             return 0
-        texts = [
-            text
-            for t in plan.tasks
-            for text, _ in insertions(
-                config.attacks.of(True), spec.answer, spec.choices, (), spec.template, t.reference
-            ).values()  # fmt: skip
-        ]
-        return max((len(tokenizer.encode(text, add_special_tokens=False)) for text in texts), default=0)
+        kinds = config.attacks.of(True)
+        return longest(insertions(kinds, spec.answer, spec.choices, (), spec.template, t.reference) for t in plan.tasks)
 
     # one empty response per task: a verdict's prompt differs by task and criterion, never by the steer
     first = plan.rubric.criteria[0].id

@@ -410,6 +410,7 @@ def test_the_score_column_is_the_rubric_scores_change_over_positive_points():
     assert columns == ["(items)", "(pitfalls)", "(score)"] and spans == [1, 1, 1]
     assert list(attacked[0] - base[0]) == [0.5, 1.0, pytest.approx((2 - 3) / 3)]  # met 2 more points, 3 of pitfall
     assert list(to_top[0][:2]) == [0.5, 1.0] and np.isnan(attacked[1]).all()  # an unscored pair: no column
+    assert base[0][2] == pytest.approx(1 / 3)  # the base's own score, so a judge constant in it resists nothing
 
 
 def test_a_cell_whose_base_verdicts_are_all_one_never_resists():

@@ -162,9 +162,9 @@ def pair_columns(
                 a, b = np.array(chosen).T
                 out[:, p, columns.index(column)] = a.mean(), b.mean(), np.mean((a == 1).astype(float) - (b == 1))
         positive = sum(i.points for i in own.get(task, []) if i.points > 0)
-        if scored and positive > 0:
-            gained = sum(i.points * (footing[i.id][0] - footing[i.id][1]) for i in scored) / positive
-            out[:2, p, columns.index(SCORE)] = gained, 0.0  # the score's change, on the base's footing
+        if scored and positive > 0:  # the rubric score over the items scored both ways
+            score = [sum(i.points * footing[i.id][k] for i in scored) / positive for k in (0, 1)]
+            out[:2, p, columns.index(SCORE)] = score
     return columns, spans, out[0], out[1], out[2]
 
 
@@ -213,13 +213,16 @@ def pair_attack_table(
     def wins(choice: np.ndarray) -> np.ndarray:
         return np.where(choice < 0, np.nan, np.where(choice == TIE, 0.5, (choice == slot).astype(float)))
 
-    rows, width = np.arange(len(kinds)), len(questions)
-    shaped = [np.full((len(kinds), width), np.nan) for _ in range(3)]
-    shaped[0][rows, asked], shaped[1][rows, asked] = wins(attacked), wins(base)
-    said = np.full((len(kinds), width), np.nan)  # the judge's own choice: a constant one resists nothing
-    said[rows, asked] = np.where(base < 0, np.nan, base)
-    found = attack_table(kinds, task, tasks, shaped[0], shaped[1], questions, [Fraction(1)] * width, shaped[2],
-                         answers=said, margin=margin, resamples=resamples, level=level, seed=seed)  # fmt: skip
+    def placed(values: np.ndarray) -> np.ndarray:
+        """Row i's value in its question's column, NaN elsewhere: attack_table's (P, K) layout."""
+        out = np.full((len(kinds), len(questions)), np.nan)
+        out[np.arange(len(kinds)), asked] = values
+        return out
+
+    said = placed(np.where(base < 0, np.nan, base))  # the judge's own choice: a constant one resists nothing
+    found = attack_table(kinds, task, tasks, placed(wins(attacked)), placed(wins(base)), questions,
+                         [Fraction(1)] * len(questions), placed(np.full(len(kinds), np.nan)), answers=said,
+                         margin=margin, resamples=resamples, level=level, seed=seed)  # fmt: skip
     named, other = np.asarray(kinds), np.where(slot == A, B, A)
     out = []
     for r in found.rows:
