@@ -33,6 +33,7 @@ from radar_local.store import Store
 
 # Every file name in a run directory (reports go to report/ and report-<verifier>/, see report_dir).
 CONFIG, INPUTS, TABLE, VERIFIERS, WAVES = "config.yaml", "inputs.json", "scores.csv", "verifiers.json", "adaptive.json"
+VIEWER = "viewer.html"
 LABELS = "labels.json"  # the human labels the config names, as read (radar_local/labels.py)
 WEIGHTS = "weights.json"  # model -> the identity of its weights when it last ran here (models.weights_identity)
 log = logging.getLogger("radar_local")
@@ -82,6 +83,11 @@ class RunDir:
     def __init__(self, root: Path, config: AuditConfig, store: Store, snapshot: InputsSnapshot):
         self.root, self.config, self.store = root, config, store
         self.snapshot = snapshot
+        # engine_log: the engines' own output unless --verbose (radar_local.quiet); waves_path: an adaptive audit's
+        # waves (radar_local.adaptive); viewer_path: every judge's audit and verdicts in one page (report/viewer.py)
+        self.repair_dir, self.engine_log, self.waves_path, self.table_path, self.viewer_path = (
+            root / name for name in ("repair", ENGINE_LOG, WAVES, TABLE, VIEWER)
+        )
         self.rubric, self.tasks, self.reference = snapshot.inputs
         path = root / WEIGHTS
         self.weights: dict[str, str] = read_model(path, dict[str, str]) if path.is_file() else {}
@@ -150,24 +156,6 @@ class RunDir:
     def report_dir(self, verifier: str | None = None) -> Path:
         suffix = self._suffix(verifier)
         return self.root / ("report" + (f"-{suffix[1:]}" if suffix else ""))
-
-    @property
-    def repair_dir(self) -> Path:
-        return self.root / "repair"
-
-    @property
-    def engine_log(self) -> Path:
-        """Where the engines' own output goes unless --verbose (radar_local.quiet)."""
-        return self.root / ENGINE_LOG
-
-    @property
-    def waves_path(self) -> Path:
-        """An adaptive audit's waves and its cells' sizes (radar_local.adaptive)."""
-        return self.root / WAVES
-
-    @property
-    def table_path(self) -> Path:
-        return self.root / TABLE
 
     def probes(self) -> list[ProbeRecord]:
         """The stored probes this config plans, in plan order (an adaptive audit's: up to its last wave)."""

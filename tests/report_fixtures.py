@@ -44,7 +44,11 @@ def planted_run(
     seed: int = 0,
     n: int = 4,
     tasks: int = 2,
+    response: str = "",
+    explanation: str = "r",
 ) -> Path:
+    """`response` is appended to every probe's text and `explanation` is every verdict's reasoning (a viewer's
+    benchmark sizes them; a hostile one is markup)."""
     bench = load_benchmark("helpsteer2")
     cfg = AuditConfig.model_validate(
         {**planted_settings(n, tasks), "generator": GENERATOR, "verifier": judge(verifier)}
@@ -65,7 +69,7 @@ def planted_run(
                     direction=req.direction,
                     variant=v,
                     seed=req.seed,
-                    text=f"A {req.direction} probe for {req.target} on {req.task.id}, variant {v}.",
+                    text=f"A {req.direction} probe for {req.target} on {req.task.id}, variant {v}.{response}",
                     prompt_tokens=100,
                     output_tokens=50,
                     finish_reason="stop",
@@ -87,7 +91,7 @@ def planted_run(
                 verifier=verifier,
                 criterion=req.criterion,
                 score=score,
-                reasoning="r",
+                reasoning=explanation,
                 rationale=f"{req.criterion} looks like {score}.",
                 raw="{}",
                 prompt_tokens=300,

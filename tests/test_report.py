@@ -208,7 +208,8 @@ def test_report_md_quotes_untrusted_text_as_inert(run_dir, tmp_path):
     html = MarkdownIt("commonmark").enable("table").render(md)
     assert "<script" not in html
     live = re.findall(r'<(?:img|a)\s[^>]*(?:src|href)="([^"]*)"', html)
-    assert live and all(link.startswith("figures/") for link in live), live  # ... and inert: only our figures
+    ours = ("figures/", "../run/viewer.html#from=")  # ... and inert: only our figures and links into the viewer
+    assert live and all(link.startswith(ours) for link in live), live
     headings = re.findall(r"<h2>(.*?)</h2>", html)
     assert "Verdict" not in headings and "Self-effects (reliability gate)" in headings
     assert "<script" not in (out / "report.html").read_text().split("<body", 1)[1]

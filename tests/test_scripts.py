@@ -22,6 +22,7 @@ SMALL = {  # each script with arguments that run its whole path in seconds; {out
     "per_prompt_error.py": "--reps 2 --ns 3 --prompts 3 --plant",
     "attack_error.py": "--reps 1 --n 2 --tasks 2 --bootstrap 20 --pairwise --out {out}",
     "halo_error.py": "--reps 1 --out {out}",
+    "bench_viewer.py": "--n 1 --tasks 1 --reps 1",
     "drift_error.py": "--reps 1 --n 2 --bootstrap 20 --out {out}",
     "order_error.py": "--reps 1 --tasks 1 --out {out}",
     "jury_error.py": "--reps 2 --bootstrap 20 --tasks 2 --n 2 --out {out}",

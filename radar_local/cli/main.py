@@ -99,6 +99,7 @@ def _register() -> None:
         drift.drift,
         order.order,
         report.report,
+        report.view,
         report.compare,
         grid.grid,
         repair.repair,

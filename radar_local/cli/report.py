@@ -24,6 +24,17 @@ def report(run_dir: Path, out: Path | None, verifier: str | None) -> None:
 
 
 @click.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+def view(run_dir: Path) -> None:
+    """Write RUN_DIR/viewer.html: every number of the audit opens the probes and every judge's verdicts behind it,
+    offline in one file (open it in a browser; nothing is served or fetched). A grid's folder: one per generator."""
+    from radar_local.report.build import write_run_viewers
+
+    for path in write_run_viewers(run_dir):
+        click.echo(f"wrote {path}")
+
+
+@click.command()
 @click.argument("run_a", type=click.Path(path_type=Path))
 @click.argument("run_b", type=click.Path(path_type=Path))
 @click.option("--fail-on-sym", type=SymPolicy(), help="Exit 1 when a reliable pair in RUN_B has Sym at or above this.")

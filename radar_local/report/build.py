@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,7 @@ from radar_local.report.examples import example_probes, nuisance_examples
 from radar_local.report.html import audit_html, page, render_html
 from radar_local.report.markdown import render_markdown
 from radar_local.report.outline import pairwise_report_sections, report_sections, subtitle, title
+from radar_local.report.viewer import write_viewer
 from radar_local.stats.pairwise_audit import PairwiseAudit
 from radar_local.store import make_folder, write_atomic
 
@@ -47,8 +49,9 @@ def write_report(
     pairs = nuisance_examples(result, records)
     try:
         figures = _figures(result, make_folder(out / "figures", own=True))
-        html = audit_html(result, figures, examples, info, result.calibration, pairs)
-        markdown = report_markdown(result, examples, info, result.calibration, pairs, set(figures))
+        viewer = Path(os.path.relpath(run.viewer_path, out)).as_posix()  # the findings link into it
+        html = audit_html(result, figures, examples, info, result.calibration, pairs, viewer)
+        markdown = report_markdown(result, examples, info, result.calibration, pairs, set(figures), viewer)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         # the optional blocks (halo, jury, labels, ...) are read by key; a hand-edited one is one line
         raise InputError(
@@ -58,7 +61,24 @@ def write_report(
         ) from None
     write_atomic(out / "report.html", html)
     write_atomic(out / "report.md", markdown)
+    write_viewer(run, audited_set(run), result)  # every judge's verdicts: the report's findings link into it
     return out
+
+
+def write_run_viewers(folder: Path) -> list[Path]:
+    """viewer.html of a run directory, or of each generator's run directory in a grid's folder (grid.json)."""
+    from radar_local.audited import audited_set  # pandas: the score table's, not for `radar view --help`
+    from radar_local.rundir import load_run  # pandas: a run's statistics
+
+    runs = [folder]
+    if (folder / "grid.json").is_file():
+        runs = sorted(d for d in folder.iterdir() if d.is_dir() and (d / "config.yaml").is_file())
+    written = []
+    for root in runs:
+        run = load_run(root)
+        own = run.stats_path()
+        written.append(write_viewer(run, audited_set(run), run.stats() if own.is_file() else None))
+    return written
 
 
 def _figures(result: AuditResult, folder: Path) -> dict[str, bytes]:
@@ -88,5 +108,7 @@ def report_markdown(
     calibration: Calibration | None,
     bias: list[dict] | None = None,
     drawn: set[str] | None = None,
+    viewer: str | None = None,
 ) -> str:
-    return render_markdown(title(result), report_sections(result, examples, bias or [], info, calibration), drawn)
+    sections = report_sections(result, examples, bias or [], info, calibration, viewer)
+    return render_markdown(title(result), sections, drawn)

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from radar_local.report.outline import Line, Table, Untrusted, audit_sections, pairwise_audit_sections
+from radar_local.report.outline import Line, Table, audit_sections, pairwise_audit_sections, plain
 from radar_local.report.text import cost_rows, injection_line
 from radar_local.stats.pairwise_audit import PairwiseAudit
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def _text(line: str | Line) -> str:
-    return escape(line if isinstance(line, str) else "".join(p.text if isinstance(p, Untrusted) else p for p in line))
+    return escape(line if isinstance(line, str) else "".join(map(plain, line)))
 
 
 def print_audit(result: AuditResult | PairwiseAudit, console: Console | None = None) -> None:
@@ -49,7 +49,7 @@ def _table(console: Console, title: str | None, table: Table) -> None:
         t.add_column(col[:12] if table.numeric and i else col, justify="right" if table.numeric and i else "left")
     for i, row in enumerate(table.rows):
         marked = table.marked is not None and table.marked[i]
-        t.add_row(*(escape(c.text if isinstance(c, Untrusted) else c) for c in row), style="red" if marked else None)
+        t.add_row(*(escape(plain(c)) for c in row), style="red" if marked else None)
     console.print(t)
 
 

@@ -11,10 +11,11 @@ from radar_local.report.outline import (
     Example,
     Figure,
     Line,
+    Link,
     Section,
     Table,
-    Untrusted,
     audit_sections,
+    plain,
     report_sections,
     subtitle,
     title,
@@ -53,7 +54,10 @@ def _line(line: str | Line) -> str:
     return (
         escape(line)
         if isinstance(line, str)
-        else "".join(escape(p.text if isinstance(p, Untrusted) else p) for p in line)
+        else "".join(
+            f'<a href="{escape(p.href)}">{escape(p.text)}</a>' if isinstance(p, Link) else escape(plain(p))
+            for p in line
+        )  # fmt: skip
     )
 
 
@@ -73,7 +77,7 @@ def blocks_html(
         parts.append(f"<ul class='verdict'>{items}</ul>")
     for b in blocks:
         if isinstance(b, Table):
-            cells = [[c.text if isinstance(c, Untrusted) else c for c in row] for row in b.rows]
+            cells = [[plain(c) for c in row] for row in b.rows]
             marks = None if b.marked is None else ["gated" if m else "" for m in b.marked]
             parts.append(html_table(b.head, cells, marks))
         elif isinstance(b, Figure):
@@ -109,7 +113,7 @@ def audit_html(
     info: RunInfo,
     calibration: Calibration | None = None,
     bias: list[dict] | None = None,
+    viewer: str | None = None,
 ) -> str:
-    return page(
-        title(r), render_html(report_sections(r, examples, bias or [], info, calibration), figures), subtitle(r)
-    )
+    sections = report_sections(r, examples, bias or [], info, calibration, viewer)
+    return page(title(r), render_html(sections, figures), subtitle(r))

@@ -5,7 +5,18 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from radar_local.report.outline import Example, Figure, Line, Part, Section, Table, Untrusted, audit_sections, title
+from radar_local.report.outline import (
+    Example,
+    Figure,
+    Line,
+    Link,
+    Part,
+    Section,
+    Table,
+    Untrusted,
+    audit_sections,
+    title,
+)
 
 if TYPE_CHECKING:
     from radar_local.stats.result import AuditResult
@@ -38,6 +49,8 @@ def md_table(head: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _part(p: Part, in_table: bool = False) -> str:
+    if isinstance(p, Link):
+        return f"[{p.text}]({p.href})"
     return inline(p.text, in_table) if isinstance(p, Untrusted) else p
 
 

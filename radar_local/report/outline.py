@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
+from urllib.parse import urlencode
 
 from radar_local.nuisance import WAYS
 from radar_local.report.attacks_text import (
@@ -78,6 +79,7 @@ from radar_local.report.text import (
     at_level,
     cost_rows,
     double_count_line,
+    finding_cell,
     global_line,
     injection_line,
     leakage_definition,
@@ -102,7 +104,22 @@ class Untrusted:
     text: str
 
 
-Part = str | Untrusted
+@dataclass(frozen=True)
+class Link:
+    """A link radar makes (into the viewer): its text and address are radar's own, never a model's."""
+
+    text: str
+    href: str
+
+
+Part = str | Untrusted | Link
+
+
+def plain(p: Part) -> str:
+    """A part's text, with no markup: what a console or the viewer shows."""
+    return p if isinstance(p, str) else p.text
+
+
 Line = tuple[Part, ...]  # one paragraph, its parts joined
 
 
@@ -338,11 +355,19 @@ def pairwise_report_sections(r: PairwiseAudit, info: RunInfo) -> list[Section]:
 
 
 def report_sections(
-    r: AuditResult, examples: list[dict], bias: list[dict], info: RunInfo, calibration: Calibration | None
+    r: AuditResult,
+    examples: list[dict],
+    bias: list[dict],
+    info: RunInfo,
+    calibration: Calibration | None,
+    viewer: str | None = None,
 ) -> list[Section]:
     """The written report: the audit's sections with figures, the example probes, the probes that address
-    the judge, the judges' calibration and the cost."""
+    the judge, the judges' calibration and the cost; with `viewer` (its address from the report), each finding
+    about a pair links to its probes there."""
     sections = audit_sections(r, figures=True, bias=bias)
+    if viewer is not None:
+        sections[0] = replace(sections[0], blocks=[_linked(r, b, viewer) for b in sections[0].blocks])
     confusion: list[Block] = [block for name, head, rows in confusion_rows(r) for block in ((name,), Table(head, rows))]
     if confusion:
         sections.append(Section("Human labels against each judge (confusion matrices)", confusion))
@@ -357,6 +382,12 @@ def report_sections(
         sections.append(Section("Judge calibration", calibration_tables(calibration)))
     sections.append(Section("Cost", [Table(COST_HEAD, list(cost_rows(info)), numeric=True)]))
     return sections
+
+
+def _linked(r: AuditResult, block: Block, viewer: str) -> Block:
+    if not isinstance(block, tuple) or (cell := finding_cell(r, "".join(map(plain, block)))) is None:
+        return block
+    return (*block, " ", Link("(see its probes)", f"{viewer}#{urlencode({'from': cell[0], 'to': cell[1]})}"))
 
 
 def _pair_examples(examples: list[dict]) -> list[Block]:

@@ -100,6 +100,15 @@ def one_criterion_line(result: AuditResult) -> str:
     )
 
 
+def finding_cell(result: AuditResult, line: str) -> list[str] | None:
+    """The leakage a finding is about (its flagged pair's upstream -> downstream), or None (a warning, a gate)."""
+    for p in pair_records(result):
+        if line.find(f"{p['a']} / {p['b']}:") != -1:
+            up, down = p.get("upstream"), p.get("downstream")
+            return [up, down] if isinstance(up, str) and isinstance(down, str) else [p["a"], p["b"]]
+    return None
+
+
 def findings(result: AuditResult) -> list[str]:
     """Confirmed flags first, with the family level they hold at; then coupled pairs (Sym confirmed, direction
     open), screened flags (a false discovery rate, where asked for) and possible flags, each with the probes that
