@@ -157,7 +157,7 @@
     const browse = el("select", {id: "source", "aria-label": "steered criterion", on: {change: (e) => {
       const i = Number(e.target.value); S.source = i; S.target = i; S.current = 0; S.probe = null; drawAll();
     }}}, ...[...rowsBySource.keys()].sort((a, b) => a - b).map((i) => el("option", {value: i,
-      selected: i === S.source, text: nameOf(i)})));
+      selected: i === S.source, text: D.items[i] ? `${C[i]}: ${D.texts[i].slice(0, 70)}` : nameOf(i)})));
     parts.push(el("h2", {text: "Probes steered on"}), browse);
     if (audit && audit.findings.length) {
       parts.push(el("h2", {text: "Findings"}), el("ul", {class: "findings"}, ...audit.findings.map((f) => el("li", {},

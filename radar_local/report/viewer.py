@@ -49,14 +49,16 @@ def viewer_data(run: RunDir, records: AuditedSet, primary: AuditResult | Pairwis
     place = {c: i for i, c in enumerate(criteria)}
     tasks = [t.id for t in run.tasks]
     task_place = {t: i for i, t in enumerate(tasks)}
-    judges = []
-    for label in labels or [own]:
-        result = primary if primary is not None and primary.verifier == label else _stored_result(run, label)
-        judges.append({"label": label, "audit": None if result is None else audit_view(run, result)})
+    results = {
+        label: primary if primary is not None and primary.verifier == label else _stored_result(run, label)
+        for label in labels or [own]
+    }
+    judges = [{"label": label, "audit": None if r is None else audit_view(run, r)} for label, r in results.items()]
+    first = next((r for r in results.values() if r is not None), primary)  # the run's own judge's, where it has one
     return {
         "format": FORMAT,
-        "title": "".join(map(plain, title(primary))) if primary else "RADAR",
-        "subtitle": subtitle(primary) if primary is not None else "",
+        "title": "".join(map(plain, title(first))) if first is not None else "RADAR",
+        "subtitle": subtitle(first) if first is not None else "",
         "criteria": criteria,
         "names": [run.rubric.criterion(c).label for c in criteria],
         "texts": [run.rubric.criterion(c).description for c in criteria],
