@@ -19,10 +19,12 @@ from click.testing import CliRunner
 
 from radar_local.audited import audited_set
 from radar_local.cli.main import cli
+from radar_local.config import AuditConfig
 from radar_local.report.viewer import EXPLANATION, RESPONSE, cut, data_block, viewer_data
 from radar_local.rundir import load_run
 from radar_local.stats.flags import EVIDENCE
 from radar_local.synthetic import HELPSTEER2_PLANTED
+from tests.conftest import REPO, planted_config
 from tests.report_fixtures import GENERATOR, judge, planted_run, planted_settings
 
 SOURCE, TARGET = "helpfulness", "correctness"  # a planted coupling (synthetic.HELPSTEER2_PLANTED)
@@ -137,6 +139,33 @@ def test_view_on_a_bad_folder(tmp_path):
     assert res.exit_code == 2 and res.output.count("\n") == 1 and "not a run directory" in res.output
 
 
+@pytest.fixture(scope="module")
+def pairs_and_rewards(tmp_path_factory) -> Path:
+    """A planted audit with a pairwise judge and a reward model beside its judge."""
+    from radar_local.auditing import run_audit
+
+    root = tmp_path_factory.mktemp("kinds") / "run"
+    extra = {"pairwise": {"preset": "generic"}, "reward": {"engine": "testing", "model": "planted"}}
+    run_audit(AuditConfig.model_validate(planted_config(n=1, bootstrap=0, **extra)), root, base=REPO)
+    assert CliRunner().invoke(cli, ["view", str(root)]).exit_code == 0
+    return root
+
+
+def test_every_pairwise_verdict_and_reward_is_on_the_page_as_stored(pairs_and_rewards):
+    run, data = load_run(pairs_and_rewards), data_of(pairs_and_rewards)
+    probes = data["probes"]["key"]
+    requests = run.plan.pairs.requests(run.probes(), run.config.pairwise.judge(run.config.verifier))
+    stored = [run.store.scores[r.key] for r in requests]
+    words = {1.0: "A", 0.0: "B", 0.5: "tie"}
+    assert [(probes[up], c, order, choice) for up, c, order, choice, _why, _unscored in data["pairs"]["pairs"]] == [
+        (r.probe_key.split("|")[0], r.criterion, r.order, words[float(v.score)]) for r, v in zip(requests, stored)
+    ]
+    assert {r.order for r in requests} == {0, 1} and len(requests) == len(stored) > 0
+    rewards = run.plan.reward_requests(run.probes(), run.config.reward)
+    by_key = {p.key: run.store.scores[r.key].score for p, r in zip(run.probes(), rewards)}
+    assert data["rewards"]["values"] == [by_key[k] for k in probes] and None not in by_key.values()
+
+
 # ---- in a real browser ----
 
 chromium = pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium is installed by `make test`")
@@ -231,6 +260,27 @@ def test_filters_deep_links_keys_and_lanes(two_judges, browser):
     href = finding.get_attribute("href")
     finding.click()
     assert page.url.endswith(href) or href[1:] in page.url
+
+
+@pytest.mark.process  # a headless browser
+@chromium
+def test_a_rows_pairwise_verdicts_and_rewards_are_shown(pairs_and_rewards, browser):
+    data = data_of(pairs_and_rewards)
+    page = opened(browser, (pairs_and_rewards / "viewer.html").as_uri())
+    row = page.locator(".row").first
+    up = data["probes"]["key"].index(row.locator(".probe[data-direction='+']").get_attribute("data-key"))
+    said = {"A": ("up", "down"), "B": ("down", "up"), "tie": ("tie", "tie")}
+    expected = {(c, order): said[choice][order] for u, c, order, choice, _w, _u in data["pairs"]["pairs"] if u == up}
+    shown = {}
+    for tr in row.locator(".pairs tbody tr").all():
+        for order, td in enumerate(tr.locator("td").all()):
+            shown[tr.get_attribute("data-criterion"), order] = td.evaluate("(td) => td.firstChild.textContent")
+    assert shown == expected and len(shown) >= 2
+    reward = row.locator(".probe[data-direction='+'] .reward").text_content()
+    label, value = reward.split(": ")
+    assert label == f"reward ({data['rewards']['label']})" and float(value) == pytest.approx(
+        data["rewards"]["values"][up], abs=0.005
+    )
 
 
 HOSTILE = (

@@ -88,6 +88,12 @@
     const row = group.get(id);
     if (P.direction[p] === "+") row.up = p; else if (P.direction[p] === "-") row.down = p; else row.other.push(p);
   }
+  const pairsOf = new Map(); // a pairwise judge's verdicts by their pair's up probe
+  for (const v of (D.pairs || {pairs: []}).pairs) {
+    if (!pairsOf.has(v[0])) pairsOf.set(v[0], []);
+    pairsOf.get(v[0]).push(v);
+  }
+  const reward = (p) => (D.rewards && p >= 0 ? D.rewards.values[p] : null);
   const verdictOf = (j, p, c) => {
     for (const v of D.verdicts[j][p]) if (v[0] === c) return v;
     return null;
@@ -128,6 +134,9 @@
     if (S.sort === "disagreement") {
       rows = rows.map((r) => [disagreement(r.up) + disagreement(r.down), r]).sort((a, b) => b[0] - a[0])
         .map((x) => x[1]);
+    } else if (S.sort === "reward") {
+      const gap = (r) => (reward(r.up) ?? 0) - (reward(r.down) ?? 0);
+      rows = rows.map((r) => [gap(r), r]).sort((a, b) => b[0] - a[0]).map((x) => x[1]);
     } else if (S.sort === "gap") {
       const on = (p) => { const v = p >= 0 && verdictOf(S.judge, p, S.target); return v && v[1] !== null ? v[1] : 0; };
       rows = rows.map((r) => [on(r.up) - on(r.down), r]).sort((a, b) => a[0] - b[0]).map((x) => x[1]);
@@ -179,7 +188,7 @@
         (idx[i] === S.source && idx[j] === S.target ? " selected" : ""), "data-row": i, "data-col": j,
       "aria-label": label, title: label, on: {click: () => select(idx[i], idx[j]), keydown: (e) => move(e, i, j, K.length)}},
       el("span", {text: signed(x.value)}), el("span", {class: "mark", text: MARKS[x.mark] || ""}));
-      btn.style.background = colour(x.value);
+      btn.style.backgroundColor = colour(x.value); // the hatch of a gated cell stays its background image
       btn.style.color = dark(x.value) ? "#fff" : "#000";
       return el("td", {}, btn);
     })));
@@ -248,7 +257,8 @@
           el("option", {value: v, selected: v === S.verdict, text: t})))),
       el("label", {}, "sort ", el("select", {id: "f-sort", on: {change: set("sort")}},
         ...[["plan", "plan order"], ["gap", "target: up minus down, smallest first"],
-          ...(lanes > 1 ? [["disagreement", "judges' disagreement, largest first"]] : [])]
+          ...(lanes > 1 ? [["disagreement", "judges' disagreement, largest first"]] : []),
+          ...(D.rewards ? [["reward", `reward (${D.rewards.label}): up minus down, largest first`]] : [])]
           .map(([v, t]) => el("option", {value: v, selected: v === S.sort, text: t})))),
       el("input", {type: "search", id: "f-search", placeholder: "search responses and explanations ( / )",
         value: S.q, "aria-label": "search", on: {input: set("q")}}),
@@ -288,10 +298,32 @@
       return el("tr", {class: (c === S.target ? "target " : "") + (c === P.target[p] ? "source" : ""),
         "data-criterion": C[c]}, name, ...cells, ...deltas);
     });
+    const scalar = reward(p);
     return el("div", {class: "probe", "data-key": P.key[p], "data-direction": P.direction[p],
       "data-task": D.tasks[P.task[p]].id, "data-variant": P.variant[p]}, meta,
+      D.rewards ? el("div", {class: "meta reward", text: `reward (${D.rewards.label}): ` +
+        (scalar === null ? "none stored" : score(scalar))}) : null,
       el("div", {class: "response", text: P.text[p]}),
       el("div", {class: "vbox"}, el("table", {class: "verdicts"}, el("thead", {}, heads), el("tbody", {}, ...trs))));
+  }
+  function pairCard(up) { // the pairwise judge asked which of the two is better, in both orders
+    const asked = up >= 0 ? pairsOf.get(up) : null;
+    if (!asked) return null;
+    const said = (v) => (v[3] === null ? `unscored${v[5] ? ": " + v[5] : ""}` : v[3] === "tie" ? "tie" :
+      (v[3] === "A") === (v[2] === 0) ? "up" : "down");
+    const byCriterion = new Map();
+    for (const v of asked) {
+      if (!byCriterion.has(v[1])) byCriterion.set(v[1], [null, null]);
+      byCriterion.get(v[1])[v[2]] = v;
+    }
+    const cell = (v) => (v ? el("td", {class: v[3] === null ? "unscored" : "choice"}, said(v),
+      v[4] ? el("span", {class: "why", text: v[4]}) : null) : el("td", {text: "\u2014"}));
+    return el("div", {class: "probe pairs"}, el("div", {class: "meta", text: `pairwise judge ${D.pairs.judge}: ` +
+      "which is better (each order)"}), el("div", {class: "vbox"}, el("table", {class: "verdicts"},
+      el("thead", {}, el("tr", {}, el("th", {text: "asked"}), el("th", {text: "up shown as A"}),
+        el("th", {text: "down shown as A"}))),
+      el("tbody", {}, ...[...byCriterion].map(([c, both]) => el("tr", {class: c === C[S.target] ? "target" : "",
+        "data-criterion": c}, el("th", {scope: "row", text: c}), cell(both[0]), cell(both[1])))))));
   }
   function drawWindow() {
     const top = list.scrollTop, height = list.clientHeight || 600;
@@ -300,7 +332,7 @@
     for (let i = first; i < last; i++) {
       const r = rows[i];
       const row = el("div", {class: "row" + (i === S.current ? " current" : ""), "data-index": i},
-        probeCard(r.up, "up"), probeCard(r.down, "down"));
+        probeCard(r.up, "up"), probeCard(r.down, "down"), pairCard(r.up));
       row.style.top = i * ROW + "px";
       row.style.height = ROW + "px";
       drawn.push(row);

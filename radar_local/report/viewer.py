@@ -20,6 +20,7 @@ from radar_local.common import json_number
 from radar_local.errors import InputError
 from radar_local.report.outline import Block, Example, Figure, Table, plain, report_sections, subtitle, title
 from radar_local.report.text import finding_cell, pair_records, verdict
+from radar_local.specs import ModelSpec
 from radar_local.stats.flags import EVIDENCE, GATED
 from radar_local.stats.pairwise_audit import PairwiseAudit
 from radar_local.store import write_atomic
@@ -34,6 +35,7 @@ FORMAT = 1  # the data block's layout; the script refuses another
 # What one probe can weigh: a response and each explanation are cut here (the page says so; the whole texts stay in
 # probes.jsonl and scores.jsonl), so the file is at most probes x (RESPONSE + judges x criteria x EXPLANATION).
 RESPONSE, EXPLANATION = 20_000, 2_000
+CHOICE = {1.0: "A", 0.0: "B", 0.5: "tie"}  # a pairwise verdict's stored score (config.PairwiseJudge.choices)
 # What the matrix itself shows: the report's other sections are the checks beside it.
 SHOWN = ("Findings", "Self-effects", "Leakage", "Per-task spread", "Probe budget", "Example probes", "Cost")
 
@@ -76,7 +78,37 @@ def viewer_data(run: RunDir, records: AuditedSet, primary: AuditResult | Pairwis
         },
         # per judge, per probe: [criterion, score or null, explanation, unscored reason or ""] for each verdict
         "verdicts": [[_verdicts(by_probe.get(j, {}).get(p.key, {}), place) for p in probes] for j in labels],
+        "pairs": pair_verdicts(run, probes),
+        "rewards": rewards(run, probes),
     }
+
+
+def pair_verdicts(run: RunDir, probes: list) -> dict | None:
+    """A pairwise judge's verdicts (pairwise:), each [its pair's up probe, the criterion asked, the order (0: the up
+    response shown as A), its choice (A, B, tie; null unscored), explanation, why unscored]; None without one."""
+    verifier = run.config.verifier
+    if run.config.pairwise is None or not isinstance(verifier, ModelSpec):  # a jury is asked no pairs (interactions)
+        return None
+    judge = run.config.pairwise.judge(verifier)
+    place = {p.key: i for i, p in enumerate(probes)}
+    rows = []
+    for r in run.plan.pairs.requests(probes, judge):
+        v = run.store.scores.get(r.key)
+        choice = None if v is None or v.score is None else CHOICE.get(float(v.score))
+        why = "not asked yet" if v is None else v.unscored or ""
+        rows.append([place[r.probe_key.split("|")[0]], r.criterion, r.order, choice, "" if v is None else
+                     explanation(v), why])  # fmt: skip
+    return {"judge": judge.label, "pairs": rows}
+
+
+def rewards(run: RunDir, probes: list) -> dict | None:
+    """A reward model's scalar on each probe (reward:), null where it has none; None without one."""
+    if run.config.reward is None:
+        return None
+    steered = [p for p in probes if p.direction in ("+", "-")]
+    stored = (run.store.scores.get(r.key) for r in run.plan.reward_requests(steered, run.config.reward))
+    by_key = {p.key: None if v is None else v.score for p, v in zip(steered, stored)}
+    return {"label": run.config.reward.label, "values": [by_key.get(p.key) for p in probes]}
 
 
 def _stored_result(run: RunDir, label: str) -> AuditResult | PairwiseAudit | None:
