@@ -44,7 +44,7 @@ def write_report(
         write_atomic(out / "report.html", page(title(result), render_html(sections), subtitle(result)))
         write_atomic(out / "report.md", render_markdown(title(result), sections))
         return out
-    records = audited_set(run, verifiers={result.verifier})
+    records = audited_set(run)  # every judge's verdicts: the examples read this one's, the viewer all
     examples = example_probes(result, records)
     pairs = nuisance_examples(result, records)
     try:
@@ -61,7 +61,7 @@ def write_report(
         ) from None
     write_atomic(out / "report.html", html)
     write_atomic(out / "report.md", markdown)
-    write_viewer(run, audited_set(run), result)  # every judge's verdicts: the report's findings link into it
+    write_viewer(run, records, result)  # the report's findings link into it
     return out
 
 
@@ -74,10 +74,9 @@ def write_run_viewers(folder: Path) -> list[Path]:
     if (folder / "grid.json").is_file():
         runs = sorted(d for d in folder.iterdir() if d.is_dir() and (d / "config.yaml").is_file())
     written = []
-    for root in runs:
+    for root in runs:  # each judge's audit read from its stats file
         run = load_run(root)
-        own = run.stats_path()
-        written.append(write_viewer(run, audited_set(run), run.stats() if own.is_file() else None))
+        written.append(write_viewer(run, audited_set(run)))
     return written
 
 

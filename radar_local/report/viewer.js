@@ -280,21 +280,17 @@
       text: P.key[p]}));
     const heads = el("tr", {}, el("th", {text: "criterion"}), ...judges.map((j) => el("th", {text: j.label})),
       ...(lanes > 1 ? judges.slice(1).map((j) => el("th", {text: `\u0394 ${j.label}`})) : []));
-    const body = D.verdicts[0][p].length ? D.verdicts[0][p] : (D.verdicts.find((l) => l[p].length) || [[]])[p] || [];
-    const trs = body.map((v0) => {
-      const c = v0[0], item = D.items[c];
+    const graded = D.verdicts.find((lane) => lane[p].length); // the criteria this probe was graded on
+    const trs = (graded ? graded[p] : []).map(([c]) => {
+      const item = D.items[c];
       const name = el("th", {scope: "row"}, C[c], item ? el("span", {class: "item", text:
         `${item.points < 0 ? "pitfall, " : ""}${item.points} points: ${D.texts[c]}`}) : null);
-      const cells = D.verdicts.map((lane) => {
-        const v = lane[p].find((w) => w[0] === c);
-        if (!v) return el("td", {text: "\u2014"});
-        return el("td", {}, v[1] === null ? el("span", {class: "unscored", text: "unscored" + (v[3] ? `: ${v[3]}` :
-          "")}) : el("b", {class: "score", text: score(v[1])}), v[2] ? el("span", {class: "why", text: v[2]}) : null);
-      });
-      const deltas = lanes > 1 ? D.verdicts.slice(1).map((lane) => {
-        const v = lane[p].find((w) => w[0] === c);
-        return el("td", {class: "delta", text: v && v[1] !== null && v0[1] !== null ? signed(v[1] - v0[1]) : ""});
-      }) : [];
+      const said = D.verdicts.map((_, j) => verdictOf(j, p, c)), own = said[0];
+      const cells = said.map((v) => (v ? el("td", {}, v[1] === null ? el("span", {class: "unscored", text: "unscored" +
+        (v[3] ? `: ${v[3]}` : "")}) : el("b", {class: "score", text: score(v[1])}),
+      v[2] ? el("span", {class: "why", text: v[2]}) : null) : el("td", {text: "\u2014"})));
+      const deltas = said.slice(1).map((v) => el("td", {class: "delta",  // against the run's own judge
+        text: v && own && v[1] !== null && own[1] !== null ? signed(v[1] - own[1]) : ""}));
       return el("tr", {class: (c === S.target ? "target " : "") + (c === P.target[p] ? "source" : ""),
         "data-criterion": C[c]}, name, ...cells, ...deltas);
     });

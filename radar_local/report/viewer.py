@@ -18,7 +18,17 @@ from typing import TYPE_CHECKING, Any
 
 from radar_local.common import json_number
 from radar_local.errors import InputError
-from radar_local.report.outline import Block, Example, Figure, Table, plain, report_sections, subtitle, title
+from radar_local.report.outline import (
+    Block,
+    Example,
+    Figure,
+    Section,
+    Table,
+    plain,
+    report_sections,
+    subtitle,
+    title,
+)
 from radar_local.report.text import finding_cell, pair_records, verdict
 from radar_local.specs import ModelSpec
 from radar_local.stats.flags import EVIDENCE, GATED
@@ -140,9 +150,9 @@ def cut(text: str, limit: int) -> str:
 def audit_view(run: RunDir, r: AuditResult | PairwiseAudit) -> dict:
     """One judge's matrix (leakage off the diagonal, self-effects on it), each cell with its interval, family
     interval and evidence mark; its findings, each naming the cell it links to; the report's other sections."""
-    info = run.info(r.verifier) if run.info_path(r.verifier).is_file() else None
-    if isinstance(r, PairwiseAudit):
+    if isinstance(r, PairwiseAudit):  # a judge asked only pairs: its pairs are beside each row
         return {"criteria": [], "cells": [], "findings": [], "checks": [], "level": None}
+    info = run.info(r.verifier) if run.info_path(r.verifier).is_file() else None
     checks = [] if info is None else [_section(s) for s in report_sections(r, [], [], info, r.calibration)]
     return {
         "criteria": r.criteria,
@@ -189,7 +199,7 @@ def _interval(pair: Any) -> list[float | None] | None:
     return None if lo is None and hi is None else [lo, hi]
 
 
-def _section(s: Any) -> dict:
+def _section(s: Section) -> dict:
     lines = [_text(b) for b in s.blocks if isinstance(b, tuple)]
     tables = [{"head": b.head, "rows": [[_text((c,)) for c in row] for row in b.rows]} for b in s.blocks
               if isinstance(b, Table)]  # fmt: skip
