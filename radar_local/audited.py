@@ -20,30 +20,26 @@ import pandas as pd
 from radar_local.analysis import stats_for_table
 from radar_local.askings import Asking, halo_sample, labels_of
 from radar_local.attack_probes import unfenced
-from radar_local.errors import RadarError
 from radar_local.injection import answer_patterns, flagged_probes
 from radar_local.judge import Judge, polarity_warning
 from radar_local.jury import measurement, side_by_side
 from radar_local.labels import agreement as label_agreement
 from radar_local.labels import errors as label_errors
-from radar_local.labels import item_key_of
 from radar_local.measures import Asked
 from radar_local.nuisance import manipulation_check
+from radar_local.pair_verdicts import item_pairs_of, pair_attacks_of, pairwise_of
 from radar_local.pitfalls import sign_lints
-from radar_local.plan import OVERALL, PairRequest
 from radar_local.records import ProbeRecord, VerdictRecord
 from radar_local.rubric import Rubric
 from radar_local.rundir import RunDir
 from radar_local.score_table import COLUMNS, validate_scores
 from radar_local.specs import Jury, ModelSpec
-from radar_local.stats.attacks import STEERED, PairAttacks, attack_table, pair_attack_table, pair_columns
+from radar_local.stats.attacks import attack_table, pair_columns
 from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.order import OrderEffects, order_effects
-from radar_local.stats.pairwise import TIE, A, B, HumanPairs, PairVerdicts, Pairwise, against_raters, pairwise
-from radar_local.stats.pairwise_audit import KIND, PairwiseAudit
 from radar_local.stats.raters import Measurement
-from radar_local.stats.result import SCHEMA_VERSION, AuditResult
+from radar_local.stats.result import AuditResult
 from radar_local.stats.reward import RewardProfile, reward_profile
 from radar_local.stats.settings import StatsSettings
 from radar_local.stats.stored import AdaptiveRecord
@@ -228,11 +224,22 @@ def place_effects(a: Audit) -> dict:
 
 
 def pairs_asked(a: Audit) -> dict:
-    """stats/pairwise.py: the pairwise judge on the audited set's pairs."""
+    """stats/pairwise.py: the pairwise judge on the audited set's pairs of the shared criteria (pair_verdicts.py)."""
     if a.run.config.pairwise is None or a.interim or isinstance(a.verifier, Jury):
         return {}
     s = a.settings
-    return {"pairwise": pairwise_of(a.run, a.verifier, a.records, s.resamples, s.seed, s.level)}
+    if (found := pairwise_of(a.run, a.verifier, a.records, s.resamples, s.seed, s.level)) is None:
+        return {}
+    return {"pairwise": found}
+
+
+def item_pairs_asked(a: Audit) -> dict:
+    """stats/item_pairs.py: the pairwise judge on a per-prompt rubric's items' pairs (pair_verdicts.py)."""
+    if a.run.config.pairwise is None or a.interim or isinstance(a.verifier, Jury):
+        return {}
+    if (found := item_pairs_of(a.run, a.verifier, a.records, a.settings)) is None:
+        return {}
+    return {"item_pairs": found}
 
 
 def rewards(a: Audit) -> dict:
@@ -286,49 +293,9 @@ def pair_attacks_measured(a: Audit) -> dict:
     return {"pairwise_attacks": found}
 
 
-def pair_attacks_of(run: RunDir, verifier: ModelSpec, records: AuditedSet, s: StatsSettings) -> PairAttacks | None:
-    """stats/attacks.py: how far each attack in the worse response of a steered pair moves the pairwise judge to
-    prefer it (RunDir.pair_attacks), against the same pair without it, in both orders; None where none is asked."""
-    config, scores = run.config, run.store.scores
-    if config.attacks is None or config.pairwise is None:
-        return None
-    judge, probes = config.pairwise.judge(verifier), list(records.probes)
-    pairs = run.pair_attacks(judge, probes)
-    plain = {(r.probe_key, r.criterion, r.order): r.key for r in run.plan.pairs.requests(probes, judge)}
-    of = {down.key: (down.target, f"{up.key}|{down.base}") for up, down in pairs}  # its kind, its pair unattacked
-
-    def choice(v: VerdictRecord | None) -> int:
-        return -1 if v is None or v.score is None else CHOICES.get(float(v.score), -1)
-
-    asked: list[tuple[str, PairRequest, int, int]] = []  # kind, request, choice with the attack, without
-    for r in run.plan.pairs.attacked(pairs, judge):
-        kind, unattacked = of[r.probe_key.split("|")[1]]
-        base = scores.get(plain.get((unattacked, r.criterion, r.order), ""))
-        if r.key in scores and base is not None:
-            asked.append((kind, r, choice(scores[r.key]), choice(base)))
-    if not asked:
-        return None
-    question = [STEERED if r.criterion == r.source else r.criterion for _, r, _, _ in asked]
-    questions = [*dict.fromkeys(question)]
-    index = {t: i for i, t in enumerate(dict.fromkeys(r.task_id for _, r, _, _ in asked))}
-    return pair_attack_table(
-        [kind for kind, _, _, _ in asked],
-        np.array([index[r.task_id] for _, r, _, _ in asked]),
-        tuple(index),
-        questions,
-        np.array([questions.index(q) for q in question]),
-        np.array([r.order for _, r, _, _ in asked]),
-        np.array([x for _, _, x, _ in asked]),
-        np.array([x for _, _, _, x in asked]),
-        margin=config.attacks.margin,
-        resamples=s.resamples,
-        level=s.level,
-        seed=s.seed,
-    )
-
-
 RUN_MEASUREMENTS = (
-    jury_details, labelled_agreement, place_effects, pairs_asked, rewards, attacks_measured, pair_attacks_measured
+    jury_details, labelled_agreement, place_effects, pairs_asked, item_pairs_asked, rewards, attacks_measured,
+    pair_attacks_measured,
 )  # fmt: skip
 
 
@@ -358,74 +325,6 @@ def order_of(
     return order_effects(label, criteria, stratum[used], position[used], scores[used])
 
 
-CHOICES = {1.0: A, 0.0: B, 0.5: TIE}  # a pairwise verdict's stored score (config.PairwiseJudge.choices)
-
-
-def pairwise_of(
-    run: RunDir, verifier: ModelSpec, records: AuditedSet, resamples: int, seed: int, level: float
-) -> Pairwise | None:
-    """The pairwise judge's verdicts on the audited set's pairs (PairPlan.requests) as stats/pairwise.py reads
-    them, beside the verifier's pointwise verdicts on them (the same judge's, unless pairwise has a model of its
-    own); None where none is stored yet."""
-    assert run.config.pairwise is not None
-    judge = run.config.pairwise.judge(verifier)
-    requests = run.plan.pairs.requests(list(records.probes), judge)
-    stored = [run.store.scores.get(r.key) for r in requests]
-    if not any(v is not None for v in stored):
-        return None
-    crit = list(run.rubric.ids)
-    col = {**{c: i for i, c in enumerate(crit)}, OVERALL.id: len(crit)}
-    tasks = {t: i for i, t in enumerate(sorted({r.task_id for r in requests}))}
-    choice = [-1 if v is None or v.score is None else CHOICES.get(float(v.score), -1) for v in stored]
-    pointwise = records.verdicts_by_probe.get(verifier.label)  # None: a judge asked only pairs (pairwise.only)
-
-    def ranked(r: PairRequest) -> int:
-        """How the verifier's pointwise verdicts rank the pair on the criterion asked (+1 up higher)."""
-        assert pointwise is not None
-        up, down = (getattr(pointwise.get(key, {}).get(r.criterion), "score", None) for key in r.probe_key.split("|"))
-        return 0 if up is None or down is None or up == down else 1 if up > down else -1
-
-    verdicts = PairVerdicts(
-        tuple(crit),
-        np.array([tasks[r.task_id] for r in requests]),
-        np.array([col[r.source] for r in requests]),
-        np.array([r.variant for r in requests]),
-        np.array([col[r.criterion] for r in requests]),
-        np.array([r.order for r in requests]),
-        np.array(choice),
-        None if pointwise is None else np.array([ranked(r) for r in requests]),
-    )
-    found = pairwise(verdicts, resamples=resamples, seed=seed, level=level)
-    if judge is not verifier:  # its own model: named, and its agreement is with another judge's pointwise verdicts
-        found = found.model_copy(update={"judge": judge.label})
-    if run.labels is None or not run.labels.pairs:
-        return found
-    return found.model_copy(update={"humans": against_labels(run, judge, resamples, seed, level)})
-
-
-def pairwise_audit(run: RunDir, verifier: ModelSpec, records: AuditedSet) -> PairwiseAudit:
-    """The audit of a judge asked only pairs (pairwise.only) on the audited set's pairs: the pairwise block alone."""
-    settings = run.config.stats_settings
-    found = pairwise_of(run, verifier, records, settings.resamples, settings.seed, settings.level)
-    if found is None:
-        raise RadarError(f"{run.root}: no pairwise verdict of '{verifier.label}' is stored; run `radar audit` again")
-    unread = run.labels is not None and bool(run.labels.labels)  # pointwise labels: the judge scores none
-    warnings = ["the labels' pointwise rows are not scored: the judge was asked only pairs"] if unread else []
-    return PairwiseAudit(
-        schema_version=SCHEMA_VERSION,
-        kind=KIND,
-        generator=run.config.generator.label,
-        verifier=verifier.label,
-        rubric=run.rubric.id,
-        criteria=list(run.rubric.ids),
-        tasks=sorted({p.task_id for p in records.probes}),
-        probes=sum(p.direction in ("+", "-") for p in records.probes),
-        warnings=warnings,
-        pairwise=found,
-        attacks=pair_attacks_of(run, verifier, records, settings),
-    )
-
-
 def reward_of(run: RunDir, verifier: ModelSpec, records: AuditedSet, level: float) -> RewardProfile | None:
     """The reward model's scalars on the audited set's probes (stats/reward.py), beside the verifier's scores of
     each criterion on them; None where none is stored yet."""
@@ -447,25 +346,6 @@ def reward_of(run: RunDir, verifier: ModelSpec, records: AuditedSet, level: floa
         for c in run.rubric.ids
     }
     return reward_profile(run.config.reward.label, list(run.rubric.ids), rows, judge, level=level)
-
-
-def against_labels(run: RunDir, verifier: ModelSpec, resamples: int, seed: int, level: float) -> HumanPairs:
-    """The pairwise judge's verdicts on the team's pairwise labels against the raters' choices."""
-    assert run.labels is not None
-    questions = run.labels.pair_probes()
-    index = {(a.key, b.key, c): i for i, (a, b, c) in enumerate(questions)}
-    raters = np.zeros((len(questions), 2))
-    for label in run.labels.pairs:
-        a, b = item_key_of(label.task_id, label.response_a), item_key_of(label.task_id, label.response_b)
-        if label.preferred != "tie":
-            raters[index[a, b, label.criterion], 0 if label.preferred == "A" else 1] += 1
-    requests = run.plan.pairs.labelled(questions, verifier)  # each question's two orders, in turn
-    stored = [run.store.scores.get(r.key) for r in requests]
-    choice = [-1 if v is None or v.score is None else CHOICES.get(float(v.score), -1) for v in stored]
-    asked = [c for _, _, c in questions]
-    return against_raters(
-        run.labels.source, asked, raters, np.array(choice).reshape(-1, 2), resamples=resamples, seed=seed, level=level
-    )
 
 
 def unfenced_warnings(verifier: ModelSpec) -> list[str]:

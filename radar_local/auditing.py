@@ -18,10 +18,11 @@ from radar_local.adaptive import (
     within_budget,
 )
 from radar_local.askings import Asking, askings, beside, labels_asking
-from radar_local.audited import assemble, audited_set, pairwise_audit
+from radar_local.audited import assemble, audited_set
 from radar_local.common import parse_model
 from radar_local.config import AuditConfig, load_config
 from radar_local.errors import InputError, RadarError
+from radar_local.pair_verdicts import pairwise_audit
 from radar_local.pool import EnginePool, pool_for
 from radar_local.progress import say
 from radar_local.resolved import resolve, served_schema_problem

@@ -43,7 +43,7 @@ def design_lines(config_path: Path, sd: float | None, self_effect: float | None,
         return [
             f"Plan: {k} criteria x {len(tasks)} tasks x 2 directions x N = {n} probes: {k * len(tasks) * 2 * n} "
             f"directed probes; the judge is asked only pairs, no pointwise verdict. No call is made.",
-            pair_calls(config.pairwise, k, len(tasks), n),
+            pair_calls(config.pairwise, [k] * len(tasks), n),
             *([pair_attack_calls(config, k, len(tasks), n)] if config.attacks is not None else []),
             "The pairwise findings' power and error rates at this budget: docs/benchmarks/judges.md "
             "(scripts/pairwise_error.py).",
@@ -129,7 +129,7 @@ def design_lines(config_path: Path, sd: float | None, self_effect: float | None,
             "first (--plan-self-effect plans for one you have not run).",
         ]
     if config.pairwise is not None:  # the verifier asked the pairs too
-        lines.append(pair_calls(config.pairwise, k, len(tasks), n))
+        lines.append(pair_calls(config.pairwise, [k] * len(tasks), n))
         lines += [pair_attack_calls(config, k, len(tasks), n)] if config.attacks is not None else []
     if config.reward is not None:  # the reward model, once a probe
         probes = k * len(tasks) * 2 * n + len(tasks) * config.unconditioned
@@ -167,16 +167,16 @@ def attack_calls(config: AuditConfig, sizes: list[int], n: int) -> str:
     )
 
 
-def pair_calls(pairwise: PairwiseJudge, k: int, tasks: int, n: int) -> str:
-    """The pairwise judge's calls: each pair (task, criterion, variant) per question asked, in both orders."""
-    pairs = k * tasks * (n if pairwise.pairs is None else min(n, pairwise.pairs))
-    asked = {"all": k, "diagonal": 1, "overall": 0}[pairwise.asked] + pairwise.asks_overall
+def pair_calls(pairwise: PairwiseJudge, sizes: list[int], n: int) -> str:
+    """The pairwise judge's calls: each pair (task, criterion, variant) per question asked, in both orders; `sizes`
+    the criteria (and items) each task is asked about."""
+    per = n if pairwise.pairs is None else min(n, pairwise.pairs)
+    asked = [{"all": k, "diagonal": 1, "overall": 0}[pairwise.asked] + pairwise.asks_overall for k in sizes]
+    pairs, calls = per * sum(sizes), 2 * per * sum(k * q for k, q in zip(sizes, asked))
+    questions = f"{asked[0]} questions" if len(set(asked)) == 1 else f"its task's {min(asked)}-{max(asked)} questions"
     asker = "the verifier" if pairwise.verifier is None else f"the pairwise judge {pairwise.verifier.label}"
     more = "" if pairwise.only else " more"
-    return (
-        f"Pairwise: {pairs} pairs x {asked} questions x 2 orders = {pairs * asked * 2}{more} calls of {asker} "
-        "(docs/pairwise.md)."
-    )
+    return f"Pairwise: {pairs} pairs x {questions} x 2 orders = {calls}{more} calls of {asker} (docs/pairwise.md)."
 
 
 def pair_attack_calls(config: AuditConfig, k: int, tasks: int, n: int) -> str:
@@ -270,4 +270,7 @@ def per_prompt_lines(config: AuditConfig, rubric: Rubric, tasks: list[str], out:
         f"A redundant pair (each item moving the other's met rate by 0.6, both ways) is confirmed (Holm over the "
         f"{pairs} item pairs, a third of the error) with probability {pair:.0%} at N = {n}; {needs(pair_n)} "
         f"(simulated, {PAIR_DRAWS} draws). Screening at a false discovery rate finds them sooner: docs/per-prompt.md.",
-    ] + ([attack_calls(config, sizes, n)] if config.attacks is not None else [])
+    ] + [
+        *([pair_calls(config.pairwise, sizes, n)] if config.pairwise is not None else []),
+        *([attack_calls(config, sizes, n)] if config.attacks is not None else []),
+    ]

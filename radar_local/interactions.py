@@ -45,7 +45,6 @@ NEEDS: dict[str, dict[Need, str]] = {
     "reward": {"pointwise": "its profile reads the verifier's pointwise scores beside the rewards"},
     "pairwise": {
         "one judge": "pairwise asks one judge the pairs: audit a juror alone as a pairwise judge",
-        "shared criteria": "its pairs are the shared criteria's; `pairwise:` is not yet asked of them",
     },
     "aggregate: majority": {"levels": "a majority counts levels: use aggregate mean or median"},
     "attacks": {

@@ -370,9 +370,9 @@ class PairPlan:
             _, source, variant = key
             if second is None or (spec.pairs is not None and variant >= spec.pairs):
                 continue
-            asked = [
+            asked = [  # a per-prompt rubric's pair is asked about its own task's items, not another's
                 c
-                for c in self.plan.rubric.criteria
+                for c in self.plan.rubric.criteria_of(key[0])
                 if spec.asked == "all" or spec.asked == "diagonal" and c.id == source
             ]
             asked += [OVERALL] if spec.asks_overall else []
@@ -433,7 +433,8 @@ class PairPlan:
                     response_a=a.text,
                     response_b=b.text,
                     criterion={"label": crit.label, "description": crit.description},
-                    rubric=[c.label for c in self.plan.rubric.criteria],
+                    rubric=[c.label for c in self.plan.rubric.criteria_of(task.id)],
+                    pitfalls=[c.label for c in self.plan.rubric.items if c.task == task.id and c.pitfall],
                 )
                 answer = Answer(spec.answer, ((crit.id, spec.choices),))  # the choice, as the criterion's verdict
                 pair = f"{first.key}|{second.key}"

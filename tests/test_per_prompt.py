@@ -534,12 +534,12 @@ def test_a_design_that_cannot_confirm_a_sign_error_says_so_and_leaves_the_policy
 
 
 def test_reach_compares_the_floor_with_holms_first_bound_exactly():
-    from radar_local.stats.per_prompt import _reach, each_kind
+    from radar_local.stats.per_prompt import each_kind, reach_of
 
     bound = (1 - Fraction(repr(each_kind(0.95)))) / 36
-    assert _reach([bound, Fraction(1)], 36, 0.95).confirmable
-    assert not _reach([bound + Fraction(1, 10**40)], 36, 0.95).confirmable
-    assert _reach([], 36, 0.95) is None
+    assert reach_of([bound, Fraction(1)], 36, 0.95).confirmable
+    assert not reach_of([bound + Fraction(1, 10**40)], 36, 0.95).confirmable
+    assert reach_of([], 36, 0.95) is None
 
 
 def test_a_grid_sets_its_judges_side_by_side_on_the_same_items(tmp_path):

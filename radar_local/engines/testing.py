@@ -204,9 +204,7 @@ class PlantedEngine(BatchStream):
             if limit is not None and self._scored + len(finished) > limit:
                 if kept := finished[: limit - self._scored]:
                     yield kept
-                raise RadarError(
-                    f"the planted engine '{self.model}' stopped answering after {limit} calls (fail_after)"
-                )
+                raise RadarError(f"the planted engine '{self.model}' stopped answering after {limit} calls")
             self._scored += len(finished)
             yield finished
 
@@ -449,10 +447,12 @@ def planted_choice(options: PlantedOptions, asked: dict, text: str, shape: Shape
     `pair_ties`, a tie where the gap is under half a point, at that rate; `gullible`: talked into a slot."""
     rated, description = asked["criterion"]["label"], asked["criterion"]["description"]
     # overall quality: the mean of the response's values on the rubric's criteria
-    on = asked["rubric"] if rated == "Overall quality" else [rated]
+    on, pitfalls = asked["rubric"] if rated == "Overall quality" else [rated], asked.get("pitfalls", [])
 
-    def value(response: str) -> float:
-        return statistics.fmean(planted_value(options, response, c, description, text, False, []) for c in on)
+    def value(response: str) -> float:  # on a pitfall, the better response commits less of it
+        return statistics.fmean(
+            abs(4 * (c in pitfalls) - planted_value(options, response, c, description, text, False, [])) for c in on
+        )
 
     gap = value(asked["response_a"]) - value(asked["response_b"])
     z = statistics.NormalDist().inv_cdf(0.5 + options.position)

@@ -31,6 +31,7 @@ from radar_local.report.bias_text import (
     reward_rows,
 )
 from radar_local.report.halo_text import HALO_HEAD, halo_line, halo_rows
+from radar_local.report.item_pairs_text import item_pairs_lines, item_pairs_tables
 from radar_local.report.order_text import ORDER_HEAD, order_line, order_rows
 from radar_local.report.paired_text import (
     REPEATS_HEAD,
@@ -90,6 +91,7 @@ from radar_local.report.text import (
     self_effect_rows,
     verdict,
 )
+from radar_local.stats.item_pairs import ItemPairs
 from radar_local.stats.order import OrderEffects
 from radar_local.stats.pairwise_audit import PairwiseAudit
 from radar_local.stats.stored import Calibration
@@ -288,6 +290,17 @@ def per_prompt_sections(r: AuditResult, _figure: Callable, _bias: Sequence[dict]
     return [Section("Per-prompt rubric", [(said,), *tables])]
 
 
+def item_pairs_sections(r: AuditResult | PairwiseAudit, *_: object) -> list[Section]:
+    """A pairwise judge of a per-prompt rubric: what it does with the items, then its tables (text marked untrusted)."""
+    if (p := r.measured(ItemPairs)) is None:
+        return []
+    tables = [
+        Table(head, [[Untrusted(c) if i in marked else c for i, c in enumerate(row)] for row in rows])
+        for head, rows, marked in item_pairs_tables(p)
+    ]
+    return [Section("Pairwise judge: per-prompt rubric", [*((line,) for line in item_pairs_lines(p)), *tables])]
+
+
 # Each measurement's sections, in the report's order, after the coupling's (a new measurement adds its line here).
 MEASURED: tuple[Measured, ...] = (
     per_prompt_sections,
@@ -302,6 +315,7 @@ MEASURED: tuple[Measured, ...] = (
         lambda r: order_rows(r.measured(OrderEffects)),
     ),
     lambda r, _figure, _bias: [s for s in [pairwise_section(r)] if s is not None],
+    item_pairs_sections,
     titled("Reward model", reward_line, REWARD_HEAD, reward_rows),
     jury_sections,
     titled("Agreement with human labels", labels_line, LABELS_HEAD, labels_rows),

@@ -3,12 +3,13 @@ with both items' text, the tag matrix and the score's double counting (stats/per
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from radar_local.report.text import CI, interval, num
 
 if TYPE_CHECKING:
-    from radar_local.stats.per_prompt import PerPrompt
+    from radar_local.stats.per_prompt import PerPrompt, TagMatrix
 
 UNREAD_HEAD = ["item", "task", "text", "points", "self-effect", "probes + / -"]
 SIGN_HEAD = ["item", "task", "text", "points", "self-effect", "p (reversed)", "evidence"]
@@ -102,7 +103,13 @@ def per_prompt_tables(p: PerPrompt) -> list[tuple[list[str], list[list[str]], tu
             for r in p.pairs
         ]
         out.append((PAIR_HEAD, rows, (0, 1, 2)))
-    for m in p.tags.values():
+    return out + tag_tables(p.tags)
+
+
+def tag_tables(tags: Mapping[str, TagMatrix]) -> list[tuple[list[str], list[list[str]], tuple[int, ...]]]:
+    """Each tag family's matrix: source tag -> target tag, the prompts' mean with its interval."""
+    out: list[tuple[list[str], list[list[str]], tuple[int, ...]]] = []
+    for m in tags.values():
         rows = [
             [a, *(f"{num(m.leakage[a].get(b))} {interval(m.ci[a].get(b))}".strip() for b in m.tags)] for a in m.tags
         ]

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 FDR = 0.10  # the screening rate of sign errors and redundant pairs, where the audit sets none
+KINDS = 3  # sign errors, redundant pairs, tag cells: the audit's error (1 - level) split among them
 CONFIRMED, SCREENED = "confirmed", "screened"
 METHOD = (
     "exact permutation tests within each prompt; confirmed: Holm over the audit's family of the kind at a third of "
@@ -169,7 +170,7 @@ def per_prompt(
             effects[task][a.id, b.id] = on_footing(s, b.id)
 
     reversed_p = {it.id: p_lower(splits[it.task, it.id, it.id], seed) for it in items}
-    sign = _evidence(reversed_p, level, fdr)
+    sign = evidence_of(reversed_p, level, fdr)
     pair_p, pair_rows = {}, {}
     for task, its in by_task.items():
         for x, a in enumerate(its):
@@ -180,7 +181,7 @@ def per_prompt(
                 a_to_b, b_to_a = splits[task, a.id, b.id], splits[task, b.id, a.id]
                 pair_p[key] = p_sum_upper(a_to_b, span_a, b_to_a, span_b, seed)
                 pair_rows[key] = (task, a, b)
-    pair_evidence = _evidence(pair_p, level, fdr)
+    pair_evidence = evidence_of(pair_p, level, fdr)
     sign_floors = [p_lower(s.extreme(False), seed) for it in items if (s := splits[it.task, it.id, it.id]).testable]
     pair_floors = [
         p_sum_upper(splits[task, a.id, b.id].extreme(True), 1, splits[task, b.id, a.id].extreme(True), 1, seed)
@@ -189,7 +190,7 @@ def per_prompt(
     reach = {
         kind: r
         for kind, floors, tests in (("sign_errors", sign_floors, len(items)), ("pairs", pair_floors, len(pair_p)))
-        if (r := _reach(floors, tests, level)) is not None
+        if (r := reach_of(floors, tests, level)) is not None
     }
     found = []
     for key, evidence in pair_evidence.items():
@@ -229,10 +230,8 @@ def per_prompt(
         if values:
             pitfall_rates[task] = float(np.mean(values))
     shares = {task: _share(m.values()) for task, m in moves.items()}
-    rate, rate_ci = _pooled(list(pitfall_rates.values()), level)
-    if rate_ci is not None and rate_ci[0] is not None and rate_ci[1] is not None:  # a rate's interval within 0-1
-        rate_ci = ends((max(0.0, rate_ci[0]), min(1.0, rate_ci[1])))
-    share, share_ci = _pooled([v for v in shares.values() if v is not None], level)
+    rate, rate_ci = pooled(list(pitfall_rates.values()), level)
+    share, share_ci = pooled([v for v in shares.values() if v is not None], level)
     return PerPrompt(
         level=level,
         fdr=fdr,
@@ -244,22 +243,29 @@ def per_prompt(
         pairs_tested=len(pair_p),
         pairs=found,
         sign_error_rate=rate,
-        sign_error_ci=rate_ci,
+        sign_error_ci=within_0_1(rate_ci),
         double_count=share,
         double_count_ci=share_ci,
         double_count_by_prompt=shares,
-        tags=_tag_matrices(by_task, effects, level, seed),
+        tags=tag_matrices(by_task, effects, level, seed),
         reach=reach,
     )
 
 
-def _reach(floors: list[Fraction], tests: int, level: float) -> Reach | None:
+def reach_of(floors: list[Fraction], tests: int, level: float, kinds: int = KINDS) -> Reach | None:
     """The smallest of a kind's attainable p-values against Holm's first bound over its `tests`."""
     if not floors:
         return None
-    bound = (1 - Fraction(repr(each_kind(level)))) / tests  # as holm() compares its first hypothesis
+    bound = (1 - Fraction(repr(each_kind(level, kinds)))) / tests  # as holm() compares its first hypothesis
     floor = min(floors)
     return Reach(floor=float(floor), bound=float(bound), tests=tests, confirmable=floor <= bound)
+
+
+def within_0_1(interval: Interval | None) -> Interval | None:
+    """A rate's interval, its ends kept within 0-1."""
+    if interval is None or interval[0] is None or interval[1] is None:
+        return interval
+    return ends((max(0.0, interval[0]), min(1.0, interval[1])))
 
 
 def _int_span(span: float, f: int) -> int:
@@ -272,18 +278,15 @@ def _num(x: Fraction | None) -> float | None:
     return None if x is None else float(x)
 
 
-KINDS = 3  # sign errors, redundant pairs, tag cells: the audit's error (1 - level) split among them
-
-
-def each_kind(level: float) -> float:
+def each_kind(level: float, kinds: int = KINDS) -> float:
     """The level each kind of finding is confirmed at, so that the audit's claims hold together at `level`
-    (Bonferroni over the KINDS families, each Holm's)."""
-    return 1 - (1 - level) / KINDS
+    (Bonferroni over the `kinds` families, each Holm's)."""
+    return 1 - (1 - level) / kinds
 
 
-def _evidence(p: Mapping[K, Fraction], level: float, fdr: float) -> dict[K, str]:
+def evidence_of(p: Mapping[K, Fraction], level: float, fdr: float, kinds: int = KINDS) -> dict[K, str]:
     """Each hypothesis Holm confirms at its kind's share of the level, or else Benjamini-Hochberg screens at `fdr`."""
-    confirmed = holm(dict(p), each_kind(level))
+    confirmed = holm(dict(p), each_kind(level, kinds))
     screened: set[K] = benjamini_hochberg(p, fdr) - confirmed
     return {**dict.fromkeys(screened, SCREENED), **dict.fromkeys(confirmed, CONFIRMED)}
 
@@ -309,7 +312,7 @@ def _share(moves: Iterable[tuple[Num, Num]]) -> float | None:
     return float(sum(along) / total) if total > 0 else None
 
 
-def _pooled(values: list[float], level: float, family: int = 1) -> tuple[Num, Interval | None]:
+def pooled(values: list[float], level: float, family: int = 1) -> tuple[Num, Interval | None]:
     """The prompts' mean and its Student t interval (df = prompts - 1); no interval from fewer than two."""
     if not values:
         return None, None
@@ -328,11 +331,12 @@ def family(tag: str) -> str:
     return tag.split(":", 1)[0] if ":" in tag else ""
 
 
-def _tag_matrices(
+def tag_matrices(
     by_task: Mapping[str, list[Item]],
     effects: Mapping[str, Mapping[tuple[str, str], Fraction | None]],
     level: float,
     seed: int,
+    kinds: int = KINDS,
 ) -> dict[str, TagMatrix]:
     """One matrix per tag family of 2 to MAX_TAGS tags, each tag in two prompts or more (tags without a family are
     one family, named "")."""
@@ -348,7 +352,7 @@ def _tag_matrices(
     kept = {name: sorted(tags) for name, tags in sorted(families.items()) if 2 <= len(tags) <= MAX_TAGS}
     values = {name: _cell_values(by_task, effects, tags) for name, tags in kept.items()}
     p = {(name, cell): p_sign_flip(v, seed) for name, cells in values.items() for cell, v in cells.items()}
-    confirmed = holm(p, each_kind(level))  # one family: every cell of every matrix
+    confirmed = holm(p, each_kind(level, kinds))  # one family: every cell of every matrix
     return {
         name: _tag_matrix(tags, values[name], level, sorted(c for n, c in confirmed if n == name))
         for name, tags in kept.items()
@@ -385,6 +389,6 @@ def _tag_matrix(
     ci: dict[str, dict[str, Interval | None]] = {s: {} for s in tags}
     prompts: dict[str, dict[str, int]] = {s: {} for s in tags}
     for (s, t), vals in values.items():
-        leakage[s][t], ci[s][t] = _pooled([float(v) for v in vals], level)
+        leakage[s][t], ci[s][t] = pooled([float(v) for v in vals], level)
         prompts[s][t] = len(vals)
     return TagMatrix(tags=tags, leakage=leakage, ci=ci, prompts=prompts, confirmed=[[s, t] for s, t in confirmed])

@@ -24,7 +24,7 @@ import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import numpy as np
 
@@ -193,18 +193,32 @@ def holm(p: Mapping[K, Fraction], level: float) -> set[K]:
 
 
 FLIP_STATES = 200_000  # distinct partial sums a sign-flip law is counted through at most; beyond, flips are drawn
+FLIP_WORK = 2_000_000  # values x the sums they can reach, counted at most; beyond (thousands of values), drawn
 
 
-def p_sign_flip(values: list[Fraction], seed: int = 0) -> Fraction:
+def p_sign_flip(values: list[Fraction], seed: int = 0, side: Literal["both", "upper", "lower"] = "both") -> Fraction:
     """The two-sided p-value of 'the values' mean is not 0' when each value is symmetric about 0 under the null
     (a prompt's leakage between items nothing couples): the share of the 2^m sign flips whose sum is as far from 0
-    as the observed one. The values are put on one denominator as integers, so the law is counted exactly (by its
-    partial sums); where those outgrow FLIP_STATES, DRAWS seeded flips are drawn, p = (1 + hits) / (1 + DRAWS)."""
+    as the observed one; `upper` (`lower`): of 'the mean is above (below) 0', the share at or beyond the observed
+    sum on that side. The values are put on one denominator as integers, so the law is counted exactly (by its
+    partial sums); where those outgrow FLIP_STATES or the count FLIP_WORK, DRAWS seeded flips are drawn,
+    p = (1 + hits) / (1 + DRAWS)."""
     if not values:
         return Fraction(1)
     common = math.lcm(*(v.denominator for v in values))
-    w = [int(v * common) for v in values]
-    observed = abs(sum(w))
+    w = [int(v * common) for v in values] if side != "lower" else [-int(v * common) for v in values]
+    observed = abs(sum(w)) if side == "both" else sum(w)
+
+    def beyond(s: int) -> bool:
+        return (abs(s) if side == "both" else s) >= observed
+
+    span = sum(map(abs, w))
+    if span < 2**62 and len(w) * min(2 * span + 1, 2 ** len(w)) > FLIP_WORK:  # many values (a position's pairs)
+        rng, hits = np.random.default_rng(seed), 0
+        for start in range(0, DRAWS, 1000):  # seeded flips as int64 in chunks: the sums fit
+            signs = rng.integers(0, 2, (min(1000, DRAWS - start), len(w)), dtype=np.int64) * 2 - 1
+            hits += sum(1 for s in (signs @ np.array(w, dtype=np.int64)).tolist() if beyond(s))
+        return Fraction(1 + hits, 1 + DRAWS)
     law: dict[int, int] = {0: 1}
     for x in w:
         step: dict[int, int] = {}
@@ -214,6 +228,6 @@ def p_sign_flip(values: list[Fraction], seed: int = 0) -> Fraction:
         law = step
         if len(law) > FLIP_STATES:
             flips = sign_flips(len(w), DRAWS, seed)
-            sums = np.abs(flips @ np.array(w, dtype=object))
-            return Fraction(1 + int(sum(1 for s in sums if s >= observed)), 1 + DRAWS)
-    return Fraction(sum(c for s, c in law.items() if abs(s) >= observed), 2 ** len(w))
+            sums = flips @ np.array(w, dtype=object)
+            return Fraction(1 + int(sum(1 for s in sums if beyond(s))), 1 + DRAWS)
+    return Fraction(sum(c for s, c in law.items() if beyond(s)), 2 ** len(w))

@@ -20,6 +20,7 @@ from radar_local.stats.bootstrap import LEVEL
 from radar_local.stats.coupling import LeakageDefinition
 from radar_local.stats.drift import Drift
 from radar_local.stats.halo import Halo
+from radar_local.stats.item_pairs import ItemPairs
 from radar_local.stats.joint import JointCalls
 from radar_local.stats.jurors import JuryBlock
 from radar_local.stats.order import OrderEffects
@@ -132,6 +133,7 @@ MEASURED: dict[str, type[Block]] = {
     "thinking": Drift,  # a thinking judge against itself answering at once on the same probes (stats/drift.py)
     "order": OrderEffects,  # a joint judge's scores by the place it shows each criterion at (stats/order.py)
     "pairwise": Pairwise,  # the verifier asked pairwise about the probes' up/down pairs (stats/pairwise.py)
+    "item_pairs": ItemPairs,  # the pairwise judge on a per-prompt rubric's items' pairs (stats/item_pairs.py)
     "reward": RewardProfile,  # a reward model's sensitivity to each criterion's steer (stats/reward.py)
     "jury": JuryBlock,  # a jury against its jurors, and their agreement (stats/jurors.py)
     "labels": LabelsBlock,  # agreement with the team's human labels, per judge and criterion (stats/raters.py)
