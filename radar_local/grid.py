@@ -24,6 +24,7 @@ from radar_local.resolved import judge_conflict, resolve, with_template
 from radar_local.run import Run
 from radar_local.scorers import score_cells, score_cells_on_cluster, score_own_pairs
 from radar_local.stats.attacks import Attacks, PairAttacks
+from radar_local.stats.item_pairs import ItemPairs
 from radar_local.stats.pairwise import Pairwise
 from radar_local.stats.raters import LabelsBlock
 from radar_local.stats.result import AuditResult
@@ -199,10 +200,22 @@ def per_prompt_by_cell(results: list[AuditResult]) -> list[dict]:
             "sign_errors": [x.id for x in p.items if x.sign_error == "confirmed"],
             "redundant_pairs": sum(x.evidence == "confirmed" for x in p.pairs),
             "double_count": p.double_count,
+            "pairwise": None if (q := r.measured(ItemPairs)) is None else _item_pairs_cell(q),
         }
         for r in results
         if (p := r.per_prompt) is not None
     ]
+
+
+def _item_pairs_cell(q: ItemPairs) -> dict:
+    """A cell's pairwise judge of the items (stats/item_pairs.py): what it cannot tell apart, prefers backwards."""
+    return {
+        "unread": len(q.unread),
+        "sign_errors": [x.id for x in q.items if x.sign_error == "confirmed"],
+        "redundant_pairs": sum(x.evidence == "confirmed" for x in q.pairs),
+        "position_bias": q.position.bias,
+        "position_confirmed": q.position.confirmed,
+    }
 
 
 def attacks_by_cell(results: list[AuditResult]) -> list[dict]:

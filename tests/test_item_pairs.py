@@ -200,3 +200,23 @@ def test_what_a_pairwise_judge_of_items_is_not_yet_asked_with_is_one_line(tmp_pa
     config = per_prompt_config(tmp_path, n=2) | extra
     config["verifier"].pop("judge")  # radar's own prompt: a judge asked only pairs has no pointwise template
     one_line_exit_2(invoke("audit", write_config(tmp_path, config), "--out", tmp_path / "run"), needle)
+
+
+def test_a_grid_sets_its_pairwise_judges_side_by_side_on_the_same_items(tmp_path):
+    config = per_prompt_config(tmp_path, n=11) | {"pairwise": {"preset": "generic"}}
+    spec = config["verifier"]
+    grid = {
+        **{k: v for k, v in config.items() if k not in ("generator", "verifier")},
+        "generators": [{**config["generator"], "name": "gen"}],
+        "verifiers": [
+            {**spec, "name": "good"},
+            {**spec, "name": "confused", "options": {**spec["options"], "backwards": ["Task 1 item 4"]}},
+        ],
+        "exclude_self_pairs": False,
+    }
+    res = invoke("grid", write_config(tmp_path, grid, "grid.yaml"), "--out", tmp_path / "grid", "--no-report")
+    assert res.exit_code == 0, res.output
+    rows = {r["verifier"]: r for r in json.loads((tmp_path / "grid" / "grid.json").read_text())["per_prompt"]}
+    assert rows["good"]["pairwise"]["sign_errors"] == [] and rows["confused"]["pairwise"]["sign_errors"] == ["q1_5"]
+    page = (tmp_path / "grid" / "grid.md").read_text()
+    assert "| ` confused ` | 15 | 1 | q1_5 | 0 | " in page and "| 1, q1_5, " in page

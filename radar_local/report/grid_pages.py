@@ -25,6 +25,7 @@ PER_PROMPT_HEAD = [
     "sign errors (confirmed)",
     "redundant pairs",
     "double counting",
+    "asked pairwise: cannot tell apart, sign errors, position",
 ]
 ATTACKS_HEAD = ["generator", "verifier", "attack", "attacked on", "resists on", "largest lift"]
 REWARD_HEAD = [
@@ -118,6 +119,7 @@ def grid_sections(summary: dict) -> list[Section]:
             ", ".join(c["sign_errors"]) or "none",
             str(c["redundant_pairs"]),
             num(c["double_count"], signed=False),
+            _pairwise_cell(c.get("pairwise")),
         ]
         for c in summary.get("per_prompt") or []
     ]
@@ -185,3 +187,11 @@ def _pair_judge(row: dict) -> str:
     """The judge asked a cell's pairs: its verifier, or pairwise's own model beside it."""
     judge = row.get("pairwise_judge", row["verifier"])  # grid.json files written before it was named
     return row["verifier"] if judge == row["verifier"] else f"{judge} (beside {row['verifier']})"
+
+
+def _pairwise_cell(q: dict | None) -> str:
+    """A cell's pairwise judge of the items in a few words (grid.per_prompt_by_cell), or that none was asked."""
+    if q is None:
+        return "not asked"
+    bias = f"{num(q['position_bias'])}{' confirmed' if q['position_confirmed'] else ''}"
+    return f"{q['unread']}, {', '.join(q['sign_errors']) or 'none'}, {bias}"
