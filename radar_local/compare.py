@@ -15,6 +15,7 @@ from radar_local.stats.bias import beyond
 from radar_local.stats.decisions import POLICY, decisions, settle_n
 from radar_local.stats.exact import decimal
 from radar_local.stats.flags import Thresholds
+from radar_local.stats.item_pairs import ItemPairs
 from radar_local.stats.pairwise import Pairwise
 from radar_local.stats.pairwise_audit import KIND, PairwiseAudit
 from radar_local.stats.repeats import Repeats
@@ -259,10 +260,18 @@ def sign_error_violations(before: AuditResult, after: AuditResult, where: object
     items = held(after.per_prompt, where, "audited no per-prompt rubric (tasks with their own items), so "
                  "--fail-on-sign-errors cannot hold; drop the option").items  # fmt: skip
     known = {r.id for r in before.per_prompt.items if r.sign_error == "confirmed"} if before.per_prompt else set()
-    return [
+    out = [
         f"item {r.id} of task {r.task} is read backwards (a sign error confirmed, p = {r.p_reversed:.2g}): "
         f"'{r.text[:60]}'"
         for r in items
+        if r.sign_error == "confirmed" and r.id not in known
+    ]
+    pairs, had = after.measured(ItemPairs), before.measured(ItemPairs)  # its pairwise judge's (stats/item_pairs.py)
+    known = {r.id for r in had.items if r.sign_error == "confirmed"} if had is not None else set()
+    return out + [
+        f"item {r.id} of task {r.task}: the pairwise judge prefers the response worse on it (a sign error "
+        f"confirmed, p = {r.p_reversed:.2g}): '{r.text[:60]}'"
+        for r in (pairs.items if pairs is not None else [])
         if r.sign_error == "confirmed" and r.id not in known
     ]
 
@@ -290,12 +299,16 @@ def attack_violations(after: AuditResult | PairwiseAudit, kinds: tuple[str, ...]
 def sign_error_reach(after: AuditResult) -> list[str]:
     """Why --fail-on-sign-errors cannot fail on `after`, where its design can confirm no sign error at all (N too
     small for its family of items): the policy is open, not passed."""
-    reach = after.per_prompt.reach.get("sign_errors") if after.per_prompt is not None else None
-    if reach is None or reach.confirmable:
-        return []
+    pairs = after.measured(ItemPairs)
+    reaches = [
+        (what, r)
+        for what, block in (("probes", after.per_prompt), ("pairs (its pairwise judge)", pairs))
+        if block is not None and (r := block.reach.get("sign_errors")) is not None and not r.confirmable
+    ]
     return [
-        f"no sign error can be confirmed at this design (the smallest p-value its probes can give, {reach.floor:.2g}, "
-        f"is above Holm's first bound over its {reach.tests} items, {reach.bound:.2g}): audit with a larger n"
+        f"no sign error can be confirmed at this design (the smallest p-value its {what} can give, {r.floor:.2g}, "
+        f"is above Holm's first bound over its {r.tests} items, {r.bound:.2g}): audit with a larger n"
+        for what, r in reaches
     ]
 
 

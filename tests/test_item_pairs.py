@@ -220,3 +220,16 @@ def test_a_grid_sets_its_pairwise_judges_side_by_side_on_the_same_items(tmp_path
     assert rows["good"]["pairwise"]["sign_errors"] == [] and rows["confused"]["pairwise"]["sign_errors"] == ["q1_5"]
     page = (tmp_path / "grid" / "grid.md").read_text()
     assert "| ` confused ` | 15 | 1 | q1_5 | 0 | " in page and "| 1, q1_5, " in page
+
+
+def test_compare_fails_when_the_pairwise_judge_prefers_the_response_that_commits_a_pitfall(tmp_path):
+    good = per_prompt_config(tmp_path, n=11) | {"pairwise": {"preset": "generic", "asked": "diagonal"}}
+    run_audit(good, tmp_path / "good")
+    own = {"engine": "testing", "model": "planted", "name": "critic", "options": {"backwards": ["Task 1 item 4"]}}
+    confused = good | {"pairwise": {**good["pairwise"], "verifier": own}}  # its own model; the pointwise judge reads
+    run_audit(confused, tmp_path / "confused")
+    res = invoke("compare", tmp_path / "good", tmp_path / "confused", "--fail-on-sign-errors")
+    assert res.exit_code == 1, res.output
+    assert "policy: item q1_5 of task q1: the pairwise judge prefers the response worse on it" in res.stderr
+    assert "is read backwards" not in res.stderr  # the pointwise judge is the same good one
+    assert invoke("compare", tmp_path / "confused", tmp_path / "confused", "--fail-on-sign-errors").exit_code == 0
