@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
@@ -174,6 +174,14 @@ def relabellings(n: int, k: int, draws: int, seed: int) -> np.ndarray:
 def categorical(probabilities: np.ndarray, draws: int, seed: int) -> np.ndarray:
     """`draws` seeded indices, each i with probability probabilities[i]."""
     return np.random.default_rng(seed).choice(len(probabilities), draws, p=probabilities)
+
+
+def sign_flip_chunks(units: int, draws: int, seed: int, chunk: int = 1000) -> Iterator[np.ndarray]:
+    """`draws` seeded signs per unit as int64 (+1 or -1), `chunk` draws at a time: a sign-flip test's flips over
+    thousands of units, whose sums fit in 64 bits (stats/permutation.py)."""
+    rng = np.random.default_rng(seed)
+    for start in range(0, draws, chunk):
+        yield rng.integers(0, 2, (min(chunk, draws - start), units), dtype=np.int64) * 2 - 1
 
 
 def sign_flips(units: int, draws: int, seed: int) -> np.ndarray:

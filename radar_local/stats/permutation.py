@@ -28,7 +28,7 @@ from typing import Literal, TypeVar
 
 import numpy as np
 
-from radar_local.stats.bootstrap import categorical, relabellings, sign_flips
+from radar_local.stats.bootstrap import categorical, relabellings, sign_flip_chunks, sign_flips
 
 K = TypeVar("K", bound=Hashable)
 SPAN_LIMIT = 64  # integer scores spanning at most this are counted by subset sums, at any number of probes
@@ -214,10 +214,9 @@ def p_sign_flip(values: list[Fraction], seed: int = 0, side: Literal["both", "up
 
     span = sum(map(abs, w))
     if span < 2**62 and len(w) * min(2 * span + 1, 2 ** len(w)) > FLIP_WORK:  # many values (a position's pairs)
-        rng, hits = np.random.default_rng(seed), 0
-        for start in range(0, DRAWS, 1000):  # seeded flips as int64 in chunks: the sums fit
-            signs = rng.integers(0, 2, (min(1000, DRAWS - start), len(w)), dtype=np.int64) * 2 - 1
-            hits += sum(1 for s in (signs @ np.array(w, dtype=np.int64)).tolist() if beyond(s))
+        hits, weights = 0, np.array(w, dtype=np.int64)
+        for signs in sign_flip_chunks(len(w), DRAWS, seed):  # int64: the sums fit
+            hits += sum(1 for s in (signs @ weights).tolist() if beyond(s))
         return Fraction(1 + hits, 1 + DRAWS)
     law: dict[int, int] = {0: 1}
     for x in w:
