@@ -34,24 +34,13 @@ import numpy as np
 from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from per_prompt_error import MOVE, PITFALLS, K, items_of, wilson  # the same prompts as the pointwise audit's
 
 from radar_local.rubric import Item
 from radar_local.stats.item_pairs import item_pairs
 from radar_local.stats.pairwise import DOWN_FIRST, UP_FIRST, A, B, PairVerdicts
-
-MOVE = 1.6
-K, PITFALLS, AXES = 11, 3, 5
-
-
-def items_of(t: int) -> list[Item]:
-    """Prompt t's items: the last PITFALLS negative, each item's axis its place mod AXES (every prompt alike)."""
-    out = []
-    for k in range(K):
-        points = -float(1 + k % 5) if k >= K - PITFALLS else float(1 + k % 7)
-        text = f"Prompt {t} item {k}"
-        out.append(Item(id=f"p{t}_{k}", label=text, description=text, task=f"p{t}", points=points,
-                        tags=(f"axis:{k % AXES}",)))  # fmt: skip
-    return out
 
 
 def coupling_of(t: int, its: list[Item], args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
@@ -99,11 +88,6 @@ def true_effect(coupling: float, reads: float, position: float, pair_sd: float) 
     scale = np.sqrt(1 + pair_sd**2)
     m = MOVE * (coupling + reads)
     return float(np.mean([2 * stats.norm.cdf((m + s * position) / scale) - 1 for s in (1, -1)]))
-
-
-def wilson(k: int, n: int) -> tuple[float, float]:
-    lo, hi = stats.binomtest(k, n).proportion_ci(method="wilson")
-    return lo, hi
 
 
 def run(n: int, args: argparse.Namespace) -> dict:

@@ -19,7 +19,7 @@ from radar_local.stats.item_pairs import item_pairs
 from radar_local.stats.pairwise import DOWN_FIRST, UP_FIRST, A, B, PairVerdicts
 from radar_local.stats.permutation import p_sign_flip
 from tests.conftest import invoke, write_config
-from tests.test_per_prompt import per_prompt_config
+from tests.test_per_prompt import good_and_confused_grid, per_prompt_config
 
 
 @pytest.mark.parametrize("side", ["upper", "lower"])
@@ -203,17 +203,7 @@ def test_what_a_pairwise_judge_of_items_is_not_yet_asked_with_is_one_line(tmp_pa
 
 
 def test_a_grid_sets_its_pairwise_judges_side_by_side_on_the_same_items(tmp_path):
-    config = per_prompt_config(tmp_path, n=11) | {"pairwise": {"preset": "generic"}}
-    spec = config["verifier"]
-    grid = {
-        **{k: v for k, v in config.items() if k not in ("generator", "verifier")},
-        "generators": [{**config["generator"], "name": "gen"}],
-        "verifiers": [
-            {**spec, "name": "good"},
-            {**spec, "name": "confused", "options": {**spec["options"], "backwards": ["Task 1 item 4"]}},
-        ],
-        "exclude_self_pairs": False,
-    }
+    grid = good_and_confused_grid(per_prompt_config(tmp_path, n=11) | {"pairwise": {"preset": "generic"}})
     res = invoke("grid", write_config(tmp_path, grid, "grid.yaml"), "--out", tmp_path / "grid", "--no-report")
     assert res.exit_code == 0, res.output
     rows = {r["verifier"]: r for r in json.loads((tmp_path / "grid" / "grid.json").read_text())["per_prompt"]}

@@ -542,10 +542,11 @@ def test_reach_compares_the_floor_with_holms_first_bound_exactly():
     assert reach_of([], 36, 0.95) is None
 
 
-def test_a_grid_sets_its_judges_side_by_side_on_the_same_items(tmp_path):
-    config = per_prompt_config(tmp_path, n=6)
+def good_and_confused_grid(config: dict) -> dict:
+    """A grid of `config`'s generator and two of its verifiers: a good one, and one reading Task 1's pitfall
+    backwards."""
     spec = config["verifier"]
-    grid = {
+    return {
         **{k: v for k, v in config.items() if k not in ("generator", "verifier")},
         "generators": [{**config["generator"], "name": "gen"}],
         "verifiers": [
@@ -554,6 +555,10 @@ def test_a_grid_sets_its_judges_side_by_side_on_the_same_items(tmp_path):
         ],
         "exclude_self_pairs": False,
     }
+
+
+def test_a_grid_sets_its_judges_side_by_side_on_the_same_items(tmp_path):
+    grid = good_and_confused_grid(per_prompt_config(tmp_path, n=6))
     res = invoke("grid", write_config(tmp_path, grid, "grid.yaml"), "--out", tmp_path / "grid", "--no-report")
     assert res.exit_code == 0, res.output
     rows = {r["verifier"]: r for r in json.loads((tmp_path / "grid" / "grid.json").read_text())["per_prompt"]}
