@@ -259,21 +259,20 @@ def sign_error_violations(before: AuditResult, after: AuditResult, where: object
     confirm: a judge upgrade that reads a pitfall backwards."""
     items = held(after.per_prompt, where, "audited no per-prompt rubric (tasks with their own items), so "
                  "--fail-on-sign-errors cannot hold; drop the option").items  # fmt: skip
-    known = {r.id for r in before.per_prompt.items if r.sign_error == "confirmed"} if before.per_prompt else set()
-    out = [
-        f"item {r.id} of task {r.task} is read backwards (a sign error confirmed, p = {r.p_reversed:.2g}): "
-        f"'{r.text[:60]}'"
-        for r in items
-        if r.sign_error == "confirmed" and r.id not in known
-    ]
-    pairs, had = after.measured(ItemPairs), before.measured(ItemPairs)  # its pairwise judge's (stats/item_pairs.py)
-    known = {r.id for r in had.items if r.sign_error == "confirmed"} if had is not None else set()
-    return out + [
-        f"item {r.id} of task {r.task}: the pairwise judge prefers the response worse on it (a sign error "
-        f"confirmed, p = {r.p_reversed:.2g}): '{r.text[:60]}'"
-        for r in (pairs.items if pairs is not None else [])
-        if r.sign_error == "confirmed" and r.id not in known
-    ]
+    pairs = after.measured(ItemPairs)  # its pairwise judge's (stats/item_pairs.py)
+    out = []
+    for now, was, said in (
+        (items, before.per_prompt, " is read backwards"),
+        (pairs.items if pairs is not None else [], before.measured(ItemPairs),
+         ": the pairwise judge prefers the response worse on it"),
+    ):  # fmt: skip
+        known = {r.id for r in was.items if r.sign_error == "confirmed"} if was is not None else set()
+        out += [
+            f"item {r.id} of task {r.task}{said} (a sign error confirmed, p = {r.p_reversed:.2g}): '{r.text[:60]}'"
+            for r in now
+            if r.sign_error == "confirmed" and r.id not in known
+        ]
+    return out
 
 
 def attack_violations(after: AuditResult | PairwiseAudit, kinds: tuple[str, ...], where: object) -> list[str]:

@@ -25,7 +25,7 @@ from radar_local.prompts import (
     verification_messages,
 )
 from radar_local.records import ProbeRecord
-from radar_local.rubric import Criterion, Rubric, Task
+from radar_local.rubric import Criterion, Item, Rubric, Task
 from radar_local.scale import LIKERT, Scale
 from radar_local.specs import ModelSpec, PairwiseJudge
 
@@ -427,14 +427,15 @@ class PairPlan:
             )
             # scored, then read back by the audit: each prompt rendered once (the key holds all it shows)
             if (cached := self._cache.get(("pair", call))) is None:
+                shown = self.plan.rubric.criteria_of(task.id)
                 prompt = Prompt(
                     render_pair(spec.template, task, a.text, b.text, crit),
                     kind="pair",
                     response_a=a.text,
                     response_b=b.text,
                     criterion={"label": crit.label, "description": crit.description},
-                    rubric=[c.label for c in self.plan.rubric.criteria_of(task.id)],
-                    pitfalls=[c.label for c in self.plan.rubric.items if c.task == task.id and c.pitfall],
+                    rubric=[c.label for c in shown],
+                    pitfalls=[c.label for c in shown if isinstance(c, Item) and c.pitfall],
                 )
                 answer = Answer(spec.answer, ((crit.id, spec.choices),))  # the choice, as the criterion's verdict
                 pair = f"{first.key}|{second.key}"

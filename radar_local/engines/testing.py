@@ -204,7 +204,7 @@ class PlantedEngine(BatchStream):
             if limit is not None and self._scored + len(finished) > limit:
                 if kept := finished[: limit - self._scored]:
                     yield kept
-                raise RadarError(f"the planted engine '{self.model}' stopped answering after {limit} calls")
+                raise RadarError(f"the planted engine '{self.model}' stopped after {limit} calls (fail_after)")
             self._scored += len(finished)
             yield finished
 

@@ -121,13 +121,15 @@ def item_pairs(
     decisive = (verdicts.choice == A) | (verdicts.choice == B)
     chose_up = (verdicts.choice == A) == (verdicts.order == UP_FIRST)
     better = np.where(decisive, np.where(chose_up != worse_up[verdicts.source], 1, -1), 0)
-    values: dict[tuple[str, str, str], dict[int, int]] = {}  # (task, source, asked) -> variant -> 2 v
+    twice: dict[tuple[str, str, str], dict[int, int]] = {}  # (task, source, asked) -> variant -> 2 v
     for t, s, a, variant, b in zip(verdicts.task, verdicts.source, verdicts.asked, verdicts.variant, better):
-        cell = values.setdefault((tasks[t], ids[s], ids[a] if a < len(ids) else "overall"), {})
+        cell = twice.setdefault((tasks[t], ids[s], ids[a] if a < len(ids) else "overall"), {})
         cell[int(variant)] = cell.get(int(variant), 0) + int(b)
+    values = {key: [Fraction(x, 2) for _, x in sorted(cell.items())] for key, cell in twice.items()}
 
     def v(task: str, a: str, b: str) -> list[Fraction]:
-        return [Fraction(x, 2) for _, x in sorted(values.get((task, a, b), {}).items())]
+        """The pairs' v, variant by variant, steered on `a` and asked about `b`."""
+        return values.get((task, a, b), [])
 
     def mean(task: str, a: str, b: str) -> Fraction | None:
         got = v(task, a, b)
