@@ -6,6 +6,12 @@ intervals leave open (stats/decisions.py: gates, flags, a Sym policy) name the c
 would settle them, and the next wave adds `step` probes to every (task, direction) of those criteria,
 up to `max_n`. The audit stops when every decision is settled or every open one's strata are full.
 
+A per-prompt rubric (tasks with their own items) grows by prompt: a wave adds `step` probes to every stratum of a
+prompt whose own findings are open (stats/per_prompt.py's `unsettled`: a sign error or a redundant pair its prompt's
+own family passes, which the audit has not confirmed), and to every prompt while a shared criterion's decision is
+open, so that all of a prompt's strata have one N at every wave; its exact tests count the looks
+(stats/per_prompt.py).
+
 A probe is variant v of its stratum under the same key as in a fixed audit with n = max_n, so a fixed
 run at that n and an adaptive run share every probe they both have (plan.GenerationRequest). Waves
 are a deterministic function of the stored verdicts (the bootstrap is seeded), so a re-run replays
@@ -15,6 +21,10 @@ run.json, the report and Run.probes.
 
 from __future__ import annotations
 
+import math
+from collections import Counter
+from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 
 from radar_local.common import Loose
@@ -22,8 +32,10 @@ from radar_local.config import Adaptive, AuditConfig
 from radar_local.errors import InputError
 from radar_local.inputs import read_model
 from radar_local.plan import Plan, Stratum
+from radar_local.rubric import Rubric
 from radar_local.stats.decisions import Decision, decisions
 from radar_local.stats.flags import COUPLED, Thresholds
+from radar_local.stats.per_prompt import CONFIRMED, PAIR, PROMPT_SCREEN, SIGN_ERROR
 from radar_local.stats.result import AuditResult
 from radar_local.stats.stored import AdaptiveRecord
 
@@ -41,6 +53,31 @@ class Waves(Loose):
 def first_sizes(config: AuditConfig, plan: Plan) -> dict[Stratum, int]:
     start = config.adaptive.start_n  # type: ignore[union-attr]
     return {stratum: (plan.planned_size(stratum) if stratum[2] == "none" else start) for stratum in plan.strata()}
+
+
+def first_wave_problem(spec: Adaptive, rubric: Rubric) -> str | None:
+    """Why a per-prompt rubric's first wave at start_n cannot open a sign error of its largest prompt, in one line
+    (its smallest p-value, 1 / C(2 start_n, start_n), times the prompt's own hypotheses above PROMPT_SCREEN: that
+    prompt would never grow); else None."""
+    own = Counter(it.task for it in rubric.items)
+    if not own:
+        return None
+    k = max(own.values())
+    shared = len(rubric.shared)
+    tests = k + k * (k - 1) // 2 + k * shared  # its items' sign errors and its pairs (stats/per_prompt.py)
+
+    def opens(n: int) -> bool:
+        return Fraction(tests, math.comb(2 * n, n)) <= PROMPT_SCREEN
+
+    if opens(spec.start_n):
+        return None
+    enough = next((n for n in range(spec.start_n, spec.max_n + 1) if opens(n)), None)
+    return (
+        f"adaptive.start_n {spec.start_n}: a first wave cannot open a sign error of a prompt with {k} items (its "
+        f"smallest p-value 1/{math.comb(2 * spec.start_n, spec.start_n)} times its {tests} hypotheses is above the "
+        f"prompt's screen {PROMPT_SCREEN}, docs/adaptive.md): "
+        + (f"start_n >= {enough} can" if enough else f"no start_n up to max_n {spec.max_n} can; raise both")
+    )
 
 
 def recorded_sizes(config: AuditConfig, plan: Plan, path: Path) -> dict[Stratum, tuple[int, int]]:
@@ -69,20 +106,58 @@ def recorded_sizes(config: AuditConfig, plan: Plan, path: Path) -> dict[Stratum,
 
 
 def awaited(result: AuditResult, fail_on_sym: float | None) -> list[Decision]:
-    """The decisions the waves settle: every gate, flag and Sym policy. A coupling is evidence for a directional
-    or cluster flag, not a finding of its own to wait for."""
-    return [d for d in decisions(result, Thresholds(**result.thresholds), fail_on_sym) if d.kind != COUPLED]
+    """The decisions the waves settle: every gate, flag and Sym policy of the shared criteria, and a per-prompt
+    rubric's sign errors and redundant pairs. A coupling is evidence for a directional or cluster flag, not a
+    finding of its own to wait for."""
+    found = []
+    if result.criteria:
+        found = [d for d in decisions(result, Thresholds(**result.thresholds), fail_on_sym) if d.kind != COUPLED]
+    return found + prompt_decisions(result)
 
 
-def within_budget(sizes: dict[Stratum, int], calls_per_probe: int, budget: int | None) -> bool:
-    """Whether the verifier calls a wave plan (every probe of `sizes`, `calls_per_probe` each) stay within budget."""
-    return budget is None or sum(sizes.values()) * calls_per_probe <= budget
+def prompt_decisions(result: AuditResult) -> list[Decision]:
+    """A per-prompt rubric's: each confirmed sign error and redundant pair settled, each hypothesis its prompt still
+    follows (`unsettled`) open, resting on its prompt's probes (its sources: the task)."""
+    found = result.per_prompt
+    if found is None:
+        return []
+    confirmed = [Decision(SIGN_ERROR, (r.id,), True, ()) for r in found.items if r.sign_error == CONFIRMED]
+    confirmed += [Decision(PAIR, (r.a, r.b), True, ()) for r in found.pairs if r.evidence == CONFIRMED]
+    return confirmed + [Decision(u.kind, tuple(u.items), None, (u.task,)) for u in found.unsettled]
 
 
-def grow(sizes: dict[Stratum, int], sources: set[str], step: int, max_n: int) -> dict[Stratum, int]:
-    """The next wave's sizes: `step` more probes for each directed stratum of a source, up to max_n."""
+def calls_per_probe(rubric: Rubric, joint: bool) -> Callable[[Stratum], int]:
+    """A stratum's verifier calls a probe: one for a joint judge, else one per criterion its task is graded on."""
+    graded: dict[str, int] = {}
+
+    def calls(stratum: Stratum) -> int:
+        task = stratum[0]
+        if task not in graded:
+            graded[task] = 1 if joint else len(rubric.criteria_of(task))
+        return graded[task]
+
+    return calls
+
+
+def within_budget(sizes: dict[Stratum, int], calls: Callable[[Stratum], int], budget: int | None) -> bool:
+    """Whether the verifier calls a wave plan (every probe of `sizes`, `calls` each) stay within budget."""
+    return budget is None or sum(n * calls(stratum) for stratum, n in sizes.items()) <= budget
+
+
+def grown(sizes: dict[Stratum, int], still_open: list[Decision], by_prompt: bool) -> set[str]:
+    """What the open decisions grow: their criteria, or with `by_prompt` (a per-prompt rubric) their prompts, every
+    prompt where a shared criterion's decision is open."""
+    if by_prompt and any(d.kind not in (SIGN_ERROR, PAIR) for d in still_open):
+        return {task for task, _, _ in sizes}
+    return {c for d in still_open for c in d.sources}
+
+
+def grow(sizes: dict[Stratum, int], sources: set[str], step: int, max_n: int, by_prompt: bool = False) -> dict:
+    """The next wave's sizes: `step` more probes for each directed stratum of a source (a criterion, or with
+    `by_prompt` a task), up to max_n."""
+    place = 0 if by_prompt else 1
     return {
-        stratum: min(max_n, n + step) if stratum[2] != "none" and stratum[1] in sources else n
+        stratum: min(max_n, n + step) if stratum[2] != "none" and stratum[place] in sources else n
         for stratum, n in sizes.items()
     }
 
@@ -95,9 +170,11 @@ def wave_record(
     waves: list[dict],
     still_open: list[Decision],
     max_n: int,
+    by_prompt: bool = False,
 ) -> dict:
-    """One wave for adaptive.json: what it added, the verdicts it made, what it left open and grows."""
-    sources = {c for d in still_open for c in d.sources}
+    """One wave for adaptive.json: what it added, the verdicts it made, what it left open and grows (criteria, or
+    with `by_prompt` prompts)."""
+    sources = grown(sizes, still_open, by_prompt)
     return {
         "wave": wave,
         "probes": sum(sizes[c] - have.get(c, 0) for c in sizes),
@@ -106,7 +183,7 @@ def wave_record(
         "verdicts_total": score["requests"],
         "verifier_calls": score["calls"],  # made by this run: 0 for a wave replayed from the store
         "open": [d.to_json() for d in still_open],
-        "grow": sorted(sources & {c for c, n in _by_criterion(sizes).items() if n < max_n}),
+        "grow": sorted(sources & {c for c, n in _smallest(sizes, by_prompt).items() if n < max_n}),
     }
 
 
@@ -164,11 +241,13 @@ def merged(infos: list[dict]) -> dict:
     return out
 
 
-def _by_criterion(sizes: dict[Stratum, int]) -> dict[str, int]:
+def _smallest(sizes: dict[Stratum, int], by_prompt: bool) -> dict[str, int]:
+    """Each criterion's (or with `by_prompt`, each task's) fewest probes in a directed stratum."""
     out: dict[str, int] = {}
-    for (_, target, direction), n in sizes.items():
+    for (task, target, direction), n in sizes.items():
         if direction != "none":
-            out[target] = min(out.get(target, n), n)
+            key = task if by_prompt else target
+            out[key] = min(out.get(key, n), n)
     return out
 
 

@@ -83,8 +83,9 @@ def stats_for_table(
         spans = {c.id: float(rubric.scale_of(c.id).span) for c in rubric.criteria}
         s = settings
         found["per_prompt"] = per_prompt(
-            cell, items, spans, shared=rubric.shared, tau=s.tau, level=s.level, fdr=s.screening, seed=s.seed
-        )
+            cell, items, spans, shared=rubric.shared, tau=s.tau, level=s.level, fdr=s.screening, seed=s.seed,
+            looks=s.looks, first=s.first_wave,
+        )  # fmt: skip
         if not criteria:  # every task brings its own items: no shared criterion, no coupling across tasks
             return replace(items_only(cell[own], gen, ver, settings), rubric=rubric.id, **found)
         ids = {i.id for i in items}  # the shared audit reads shared criteria on probes steered on shared ones

@@ -10,8 +10,10 @@ from pathlib import Path
 from radar_local.adaptive import (
     adaptive_record,
     awaited,
+    calls_per_probe,
     first_sizes,
     grow,
+    grown,
     merged_stages,
     wave_record,
     waves_record,
@@ -248,12 +250,14 @@ def waves(run: Run, verifier: ModelSpec, pool: EnginePool, progress: bool) -> tu
     if not run.config.bootstrap:
         raise InputError(run.root / "config.yaml", "an adaptive audit decides from intervals: set bootstrap > 0")
     sizes, have = first_sizes(run.config, plan), {stratum: 0 for stratum in plan.strata()}
-    per_probe = 1 if verifier.judge is not None and verifier.judge.joint else len(run.rubric.criteria)
+    per_probe = calls_per_probe(run.rubric, verifier.judge is not None and verifier.judge.joint)
+    by_prompt = bool(run.rubric.items)  # a per-prompt rubric grows whole prompts
     if not within_budget(sizes, per_probe, spec.budget):
+        first = sum(n * per_probe(stratum) for stratum, n in sizes.items())
         raise InputError(
             run.root / "config.yaml",
-            f"adaptive.budget {spec.budget} is below the first wave's {sum(sizes.values()) * per_probe} verifier "
-            "calls: raise it or lower start_n",
+            f"adaptive.budget {spec.budget} is below the first wave's {first} verifier calls: raise it or lower "
+            "start_n",
         )
     stopped_by = "settled"
     record: list[dict] = []
@@ -268,8 +272,10 @@ def waves(run: Run, verifier: ModelSpec, pool: EnginePool, progress: bool) -> tu
         result, _ = assemble(run, verifier, audited_set(run, probes), level=spec.confidence, interim=True)
         found = awaited(result, spec.fail_on_sym)
         still_open = [d for d in found if d.value is None]
-        following = grow(sizes, {c for d in still_open for c in d.sources}, spec.step, spec.max_n)
-        record.append(wave_record(len(record) + 1, have, sizes, stages["score"][-1], record, still_open, spec.max_n))
+        following = grow(sizes, grown(sizes, still_open, by_prompt), spec.step, spec.max_n, by_prompt)
+        record.append(
+            wave_record(len(record) + 1, have, sizes, stages["score"][-1], record, still_open, spec.max_n, by_prompt)
+        )
         run.store.write_json(WAVES, waves_record(sizes, record))
         if following == sizes:
             stopped_by = "max_n" if still_open else "settled"

@@ -70,6 +70,11 @@ class Adaptive(Strict):
         "open decisions named (default: max_n alone bounds it)",
     )
 
+    @property
+    def looks(self) -> int:
+        """The waves a stratum can have: start_n, start_n + step, ... up to max_n."""
+        return 1 + -(-(self.max_n - self.start_n) // self.step)
+
     @model_validator(mode="after")
     def _max_at_least_start(self) -> Adaptive:
         if self.max_n < self.start_n:
@@ -222,6 +227,8 @@ class AuditSettings(Strict):
             bias_threshold=self.bias_threshold,
             leakage=self.leakage,
             screening=self.screening,
+            looks=self.adaptive.looks if self.adaptive else 1,
+            first_wave=self.adaptive.start_n if self.adaptive else None,
         )
 
     @property

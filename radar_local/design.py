@@ -237,15 +237,20 @@ def pace_of(config: AuditConfig, out: Path | None) -> Pace | None:
 
 def per_prompt_lines(config: AuditConfig, rubric: Rubric, tasks: list[str], out: Path | None = None) -> list[str]:
     """A per-prompt design (stats/per_prompt.py): its probes and verdicts, and what its exact tests confirm at N
-    (stats/per_prompt_power.py): a pitfall read backwards 9 times in 10, a redundant pair of leakage 0.6 both ways."""
-    n, sizes = config.n, [len(rubric.criteria_of(t)) for t in tasks]
+    (stats/per_prompt_power.py): a pitfall read backwards 9 times in 10, a redundant pair of leakage 0.6 both ways.
+    An adaptive design's at its max_n, its tests over its looks, with its first wave's cost."""
+    adaptive = config.adaptive
+    n, looks = (adaptive.max_n, adaptive.looks) if adaptive else (config.n, 1)
+    sizes = [len(rubric.criteria_of(t)) for t in tasks]
     items, shared = sum(sizes), len(rubric.shared)
     pairs = sum(k * (k - 1) // 2 for k in sizes) - len(tasks) * shared * (shared - 1) // 2
     joint = [spec.label for spec in config.verifiers if spec.judge is not None and spec.judge.joint]
-    calls = 2 * n * sum(k * (1 if joint else k) for k in sizes)  # each probe of a task graded on its K_t
+    per_n = 2 * sum(k * (1 if joint else k) for k in sizes)  # each probe of a task graded on its K_t, per N
+    calls = per_n * n
     own = items - len(tasks) * shared
-    sign, pair = sign_error_power(n, own), pair_power(n, pairs)
-    sign_n, pair_n = smallest_n(lambda m: sign_error_power(m, own)), smallest_n(lambda m: pair_power(m, pairs))
+    sign, pair = sign_error_power(n, own, looks=looks), pair_power(n, pairs, looks=looks)
+    sign_n = smallest_n(lambda m: sign_error_power(m, own, looks=looks))
+    pair_n = smallest_n(lambda m: pair_power(m, pairs, looks=looks))
 
     def needs(found: int | None) -> str:
         return f"N = {found} reaches 80%" if found is not None else f"no N up to {MAX_N} reaches 80%"
@@ -257,18 +262,31 @@ def per_prompt_lines(config: AuditConfig, rubric: Rubric, tasks: list[str], out:
         else "Expected wall time: unknown before a pilot on this engine (run a small N first: --plan then reads "
         "its pace from run.json)."
     )
-
+    at = "at most " if adaptive else ""
+    waves = (
+        [
+            f"Adaptive: the first wave at N = {adaptive.start_n} makes {per_n * adaptive.start_n} verifier calls; each "
+            f"later one adds {adaptive.step} probes a side to every stratum of the prompts whose own findings are "
+            f"open, up to N = {n}; its tests count its {looks} looks (docs/adaptive.md). The power below is a "
+            f"finding's at N = {n}, where its prompt grows.",
+        ]
+        if adaptive
+        else []
+    )
+    looked = f" and its {looks} looks" if adaptive else ""
     return [
         f"Plan (per-prompt rubric): {len(tasks)} tasks, {own} items of their own ({min(sizes) - shared}-"
         f"{max(sizes) - shared} a task){f' beside {shared} shared criteria' if shared else ''}, each steered + and - "
-        f"at N = {n}: {2 * n * items} probes; every item of a task graded on each of its probes: {calls} verifier "
-        f"calls ({'one a probe: a joint judge' if joint else 'one an item, as HealthBench grades'}). No call is made.",
+        f"at N = {n}: {at}{2 * n * items} probes; every item of a task graded on each of its probes: {at}{calls} "
+        f"verifier calls ({'one a probe: a joint judge' if joint else 'one an item, as HealthBench grades'}). No call "
+        "is made.",
         wall,
+        *waves,
         f"A pitfall the judge reads backwards (9 verdicts in 10 on the wrong side) is confirmed a sign error (Holm "
-        f"over the {own} items at a third of the audit's {1 - LEVEL:.0%} error) with probability {sign:.0%} at "
-        f"N = {n}; {needs(sign_n)} (exact).",
+        f"over the {own} items{looked} at a third of the audit's {1 - LEVEL:.0%} error) with probability {sign:.0%} "
+        f"at N = {n}; {needs(sign_n)} (exact).",
         f"A redundant pair (each item moving the other's met rate by 0.6, both ways) is confirmed (Holm over the "
-        f"{pairs} item pairs, a third of the error) with probability {pair:.0%} at N = {n}; {needs(pair_n)} "
+        f"{pairs} item pairs{looked}, a third of the error) with probability {pair:.0%} at N = {n}; {needs(pair_n)} "
         f"(simulated, {PAIR_DRAWS} draws). Screening at a false discovery rate finds them sooner: docs/per-prompt.md.",
     ] + [
         *([pair_calls(config.pairwise, sizes, n)] if config.pairwise is not None else []),

@@ -36,7 +36,6 @@ NEEDS: dict[str, dict[Need, str]] = {
     "adaptive": {
         "pointwise": "its waves follow the pointwise intervals",
         "one judge": "its waves follow one judge's intervals: audit a jury at a fixed n",
-        "shared criteria": "its waves follow the shared criteria's intervals; `adaptive:` is not yet asked of them",
     },
     "consistency": {
         "pointwise": "it repeats pointwise verdicts",

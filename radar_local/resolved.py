@@ -302,6 +302,16 @@ def items_problem(config: AuditConfig, rubric: Rubric) -> str | None:
             "pairwise.only: a judge asked only pairs is not yet audited on tasks with their own items; drop `only` "
             "(its pairs are asked beside the pointwise verdicts, docs/pairwise.md)"
         )
+    if config.pairwise is not None and config.adaptive is not None:  # item_pairs reads a fixed N
+        return (
+            "adaptive: a pairwise judge of tasks with their own items is not yet asked in waves; audit it at a fixed "
+            "n, or drop `pairwise:`"
+        )
+    if config.adaptive is not None:
+        from radar_local.adaptive import first_wave_problem  # scipy: the waves' statistics; a config asks for them
+
+        if (why := first_wave_problem(config.adaptive, rubric)) is not None:
+            return why
     if config.pairwise is not None and config.attacks is not None:  # its attacked response is the down one
         return (
             "attacks: a pairwise judge of tasks with their own items is not yet attacked (the down response, which "

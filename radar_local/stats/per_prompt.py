@@ -24,6 +24,15 @@ leakage matrix (each cell the prompts' mean of D_ij over their items i of the ro
 moves the task's score (points met / positive points) by its own points x D_ii plus the others' points x D_ij;
 the share of those moves that is not the item's own (the leaked move taken in the direction of the item's own:
 sum of leaked / sum of (|own| + leaked) over a prompt's items).
+
+An adaptive audit (radar_local/adaptive.py) grows a prompt's probes wave after wave while its own findings are open,
+so an item's N is chosen by the data. Its tests stay exact: each p-value is its last look's times `looks`, the
+looks its prompt could have had (Bonferroni over every N the waves can reach: whichever N they stopped at, a false
+finding needed some N's p-value below 1/looks of its bound). The pooled findings read the first wave's probes only
+(`first`), the design fixed before any verdict: a prompt grown because its leakage looked large by chance would
+otherwise pull the prompts' mean. `unsettled` names what keeps a prompt growing: each hypothesis of its own
+(its items' sign errors, its pairs) that Bonferroni over the prompt's own hypotheses passes at PROMPT_SCREEN, or
+that the audit's screening passes, and that the audit has not confirmed.
 """
 
 from __future__ import annotations
@@ -49,6 +58,8 @@ if TYPE_CHECKING:
 
 FDR = 0.10  # the screening rate of sign errors and redundant pairs, where the audit sets none
 KINDS = 3  # sign errors, redundant pairs, tag cells: the audit's error (1 - level) split among them
+PROMPT_SCREEN = Fraction(1, 4)  # an adaptive wave grows a prompt whose own family passes a hypothesis at this level
+SIGN_ERROR, PAIR = "sign error", "redundant pair"
 CONFIRMED, SCREENED = "confirmed", "screened"
 METHOD = (
     "exact permutation tests within each prompt; confirmed: Holm over the audit's family of the kind at a third of "
@@ -94,6 +105,15 @@ class TagMatrix(Block):
     confirmed: list[list[str]]  # [source, target] cells Holm confirms on the sign-flip test over prompts
 
 
+class Unsettled(Block):
+    """A hypothesis an adaptive audit's next wave follows: its prompt's own family passes it, unconfirmed."""
+
+    task: str
+    kind: str  # sign error / redundant pair
+    items: list[str]
+    p: float  # this look's p-value, before the looks
+
+
 class Reach(Block):
     """Whether a kind's findings can be confirmed at all at the audit's design: the smallest p-value its tests can
     give (every probe on the extreme side) against Holm's first bound over the kind's family, compared exactly."""
@@ -124,6 +144,9 @@ class PerPrompt(Block):
     double_count_by_prompt: dict[str, Num]
     tags: dict[str, TagMatrix]  # one matrix per tag family (the text before a tag's colon: HealthBench's axis)
     reach: dict[str, Reach] = {}  # sign_errors, pairs: whether the design can confirm one (stats.json before: {})
+    looks: int = 1  # an adaptive audit's: each test's p-value is multiplied by them
+    pooled_below: int | None = None  # an adaptive audit's first wave: the pooled findings read variants below it
+    unsettled: list[Unsettled] = []  # an adaptive audit's: what its next wave follows
 
 
 def per_prompt(
@@ -136,42 +159,32 @@ def per_prompt(
     level: float = LEVEL,
     fdr: float | None = None,
     seed: int = 0,
+    looks: int = 1,
+    first: int | None = None,
 ) -> PerPrompt:
     """The per-prompt audit of a score table's item verdicts (columns task_id, target, direction, variant,
     criterion, score): `items` the rubric's items, `shared` its criteria every task is graded on (each paired with
     each item of each prompt: an item and a shared criterion can be redundant too), `spans` the scale span of each
-    item and shared criterion."""
+    item and shared criterion. An adaptive audit's `looks` and `first` wave: the module's docstring."""
     fdr = FDR if fdr is None else fdr
     by_task: dict[str, list[Item]] = {}
     for it in items:
         by_task.setdefault(it.task, []).append(it)
     members = [*items, *shared]
     rows = table[table["direction"].isin(("+", "-")) & table["target"].isin([m.id for m in members])]
-    cells = {key: g for key, g in rows.groupby(["task_id", "target", "direction", "criterion"], sort=False)}
     factors = {m.id: factor(rows.loc[rows["criterion"] == m.id, "score"].to_numpy(float)) for m in members}
+    splits = _splits(rows, by_task, shared, factors)
+    effects = _effects(splits, spans, factors)
+    if first is None:
+        pooled_effects = effects
+    else:  # an adaptive audit's first wave: its variants 0 .. first - 1 (the score table holds them as text)
+        wave = rows[rows["variant"].map(lambda v: str(v).isdigit() and int(v) < first)]
+        pooled_effects = _effects(_splits(wave, by_task, shared, factors), spans, factors)
 
-    def split(task: str, source: str, target: str) -> Split:
-        def scores(d: str) -> np.ndarray:
-            g = cells.get((task, source, d, target))
-            return np.array([], float) if g is None else g.sort_values("variant")["score"].to_numpy(float)
-
-        return Split.of(scores("+"), scores("-"), factors[target])
-
-    def on_footing(s: Split, target: str) -> Fraction | None:
-        d = s.difference()
-        return None if d is None else d / (Fraction(repr(spans[target])) * factors[target])
-
-    effects: dict[str, dict[tuple[str, str], Fraction | None]] = {}
-    splits: dict[tuple[str, str, str], Split] = {}
-    for task, its in by_task.items():
-        effects[task] = {}
-        for a, b in [*itertools.product(its, its), *itertools.product(its, shared), *itertools.product(shared, its)]:
-            s = splits[task, a.id, b.id] = split(task, a.id, b.id)
-            effects[task][a.id, b.id] = on_footing(s, b.id)
-
-    reversed_p = {it.id: p_lower(splits[it.task, it.id, it.id], seed) for it in items}
+    reversed_raw = {it.id: p_lower(splits[it.task, it.id, it.id], seed) for it in items}
+    reversed_p = {k: min(Fraction(1), p * looks) for k, p in reversed_raw.items()}
     sign = evidence_of(reversed_p, level, fdr)
-    pair_p, pair_rows = {}, {}
+    pair_raw, pair_rows = {}, {}
     for task, its in by_task.items():
         for x, a in enumerate(its):
             for b in [*its[x + 1 :], *shared]:
@@ -179,12 +192,15 @@ def per_prompt(
                 span_b = _int_span(spans[a.id], factors[a.id])
                 key = (task, a.id, b.id)
                 a_to_b, b_to_a = splits[task, a.id, b.id], splits[task, b.id, a.id]
-                pair_p[key] = p_sum_upper(a_to_b, span_a, b_to_a, span_b, seed)
+                pair_raw[key] = p_sum_upper(a_to_b, span_a, b_to_a, span_b, seed)
                 pair_rows[key] = (task, a, b)
+    pair_p = {k: min(Fraction(1), p * looks) for k, p in pair_raw.items()}
     pair_evidence = evidence_of(pair_p, level, fdr)
-    sign_floors = [p_lower(s.extreme(False), seed) for it in items if (s := splits[it.task, it.id, it.id]).testable]
+    sign_floors = [
+        looks * p_lower(s.extreme(False), seed) for it in items if (s := splits[it.task, it.id, it.id]).testable
+    ]
     pair_floors = [
-        p_sum_upper(splits[task, a.id, b.id].extreme(True), 1, splits[task, b.id, a.id].extreme(True), 1, seed)
+        looks * p_sum_upper(splits[task, a.id, b.id].extreme(True), 1, splits[task, b.id, a.id].extreme(True), 1, seed)
         for task, a, b in pair_rows.values()
     ]
     reach = {
@@ -203,6 +219,7 @@ def per_prompt(
     found.sort(key=lambda r: (r.evidence != CONFIRMED, r.p))
 
     moves = {task: _moves(its, effects[task]) for task, its in by_task.items()}
+    pooled_moves = {task: _moves(its, pooled_effects[task]) for task, its in by_task.items()}
     item_rows = []
     for it in items:
         own, leaked = moves[it.task][it.id]
@@ -226,10 +243,12 @@ def per_prompt(
         )
     pitfall_rates = {}
     for task, its in by_task.items():
-        values = [(1 - float(d)) / 2 for it in its if it.pitfall and (d := effects[task][it.id, it.id]) is not None]
+        values = [
+            (1 - float(d)) / 2 for it in its if it.pitfall and (d := pooled_effects[task][it.id, it.id]) is not None
+        ]
         if values:
             pitfall_rates[task] = float(np.mean(values))
-    shares = {task: _share(m.values()) for task, m in moves.items()}
+    shares = {task: _share(m.values()) for task, m in pooled_moves.items()}
     rate, rate_ci = pooled(list(pitfall_rates.values()), level)
     share, share_ci = pooled([v for v in shares.values() if v is not None], level)
     return PerPrompt(
@@ -247,9 +266,69 @@ def per_prompt(
         double_count=share,
         double_count_ci=share_ci,
         double_count_by_prompt=shares,
-        tags=tag_matrices(by_task, effects, level, seed),
+        tags=tag_matrices(by_task, pooled_effects, level, seed),
         reach=reach,
+        looks=looks,
+        pooled_below=first,
+        unsettled=[]
+        if first is None
+        else unsettled(by_task, (reversed_raw, sign), (pair_raw, pair_evidence), pair_rows),
     )
+
+
+def unsettled(
+    by_task: Mapping[str, list[Item]],
+    signs: tuple[Mapping[str, Fraction], Mapping[str, str]],
+    pairs: tuple[Mapping[tuple[str, str, str], Fraction], Mapping[tuple[str, str, str], str]],
+    pair_rows: Mapping[tuple[str, str, str], tuple[str, Item | Criterion, Item | Criterion]],
+) -> list[Unsettled]:
+    """Each prompt's hypotheses an adaptive wave follows: unconfirmed, and passed by Bonferroni over the prompt's own
+    hypotheses at PROMPT_SCREEN (this look's p-values), or screened by the audit. `signs`, `pairs`: each
+    hypothesis's p-value at this look and its evidence over the audit."""
+    (sign_p, sign_evidence), (pair_p, pair_evidence) = signs, pairs
+    own: dict[str, list[tuple[str, list[str], Fraction, str | None]]] = {t: [] for t in by_task}
+    for task, its in by_task.items():
+        own[task] += [(SIGN_ERROR, [it.id], sign_p[it.id], sign_evidence.get(it.id)) for it in its]
+    for key, (task, a, b) in pair_rows.items():
+        own[task].append((PAIR, [a.id, b.id], pair_p[key], pair_evidence.get(key)))
+    return [
+        Unsettled(task=task, kind=kind, items=ids, p=float(p))
+        for task, hypotheses in own.items()
+        for kind, ids, p, evidence in hypotheses
+        if evidence != CONFIRMED and (evidence == SCREENED or p * len(hypotheses) <= PROMPT_SCREEN)
+    ]
+
+
+def _splits(
+    rows: pd.DataFrame, by_task: Mapping[str, list[Item]], shared: Sequence[Criterion], factors: Mapping[str, int]
+) -> dict[tuple[str, str, str], Split]:
+    """Each prompt's (task, source, target) split of the target's scores into probes steered + and - on the source:
+    every ordered pair of its items, and each item with each shared criterion both ways."""
+    cells = {key: g for key, g in rows.groupby(["task_id", "target", "direction", "criterion"], sort=False)}
+
+    def split(task: str, source: str, target: str) -> Split:
+        def scores(d: str) -> np.ndarray:
+            g = cells.get((task, source, d, target))
+            return np.array([], float) if g is None else g.sort_values("variant")["score"].to_numpy(float)
+
+        return Split.of(scores("+"), scores("-"), factors[target])
+
+    return {
+        (task, a.id, b.id): split(task, a.id, b.id)
+        for task, its in by_task.items()
+        for a, b in [*itertools.product(its, its), *itertools.product(its, shared), *itertools.product(shared, its)]
+    }
+
+
+def _effects(
+    splits: Mapping[tuple[str, str, str], Split], spans: Mapping[str, float], factors: Mapping[str, int]
+) -> dict[str, dict[tuple[str, str], Fraction | None]]:
+    """Each prompt's leakages D_ab (self-effects where a = b) on the 0-1 footing of the target's scale."""
+    out: dict[str, dict[tuple[str, str], Fraction | None]] = {}
+    for (task, a, b), s in splits.items():
+        d = s.difference()
+        out.setdefault(task, {})[a, b] = None if d is None else d / (Fraction(repr(spans[b])) * factors[b])
+    return out
 
 
 def reach_of(floors: list[Fraction], tests: int, level: float, kinds: int = KINDS) -> Reach | None:

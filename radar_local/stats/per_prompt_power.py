@@ -2,8 +2,9 @@
 a sign error or a redundant pair of a stated size at N probes a side, and the smallest N that reaches a target.
 
 Confirmed is Holm's bound over the audit's family of the kind, at the kind's third of the audit's error
-(stats/per_prompt.each_kind); for one true finding among otherwise clean hypotheses Holm's first step, alpha / m, is
-the bound it meets, which this uses (slightly conservative where other findings are true).
+(stats/per_prompt.each_kind), over an adaptive audit's `looks` where it has them; for one true finding among
+otherwise clean hypotheses Holm's first step, alpha / m, is the bound it meets, which this uses (slightly
+conservative where other findings are true).
 On met / not met:
 - a **sign error** of size `wrong`: the judge's verdict is on the wrong side with probability `wrong` (met with
   probability 1 - wrong on `+` probes, `wrong` on `-` ones). Its power is exact: the sum over both groups' binomial
@@ -33,14 +34,14 @@ def _split(up: int, down: int, n: int) -> Split:
     return Split.of(np.r_[np.ones(up), np.zeros(n - up)], np.r_[np.ones(down), np.zeros(n - down)], 1)
 
 
-def sign_error_power(n: int, items: int, wrong: float = 0.9, level: float = LEVEL) -> float:
-    bound = (1 - Fraction(repr(each_kind(level)))) / max(items, 1)
+def sign_error_power(n: int, items: int, wrong: float = 0.9, level: float = LEVEL, looks: int = 1) -> float:
+    bound = (1 - Fraction(repr(each_kind(level)))) / max(items, 1) / looks
     up, down = stats.binom.pmf(range(n + 1), n, 1 - wrong), stats.binom.pmf(range(n + 1), n, wrong)
     return float(sum(up[x] * down[y] for x in range(n + 1) for y in range(n + 1) if p_lower(_split(x, y, n)) <= bound))
 
 
-def pair_power(n: int, pairs: int, move: float = 0.6, level: float = LEVEL, seed: int = 0) -> float:
-    bound = (1 - Fraction(repr(each_kind(level)))) / max(pairs, 1)
+def pair_power(n: int, pairs: int, move: float = 0.6, level: float = LEVEL, seed: int = 0, looks: int = 1) -> float:
+    bound = (1 - Fraction(repr(each_kind(level)))) / max(pairs, 1) / looks
     rng = np.random.default_rng(seed)
     high, low = rng.binomial(n, (1 + move) / 2, (PAIR_DRAWS, 2)), rng.binomial(n, (1 - move) / 2, (PAIR_DRAWS, 2))
     hits = sum(

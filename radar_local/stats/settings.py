@@ -21,3 +21,7 @@ class StatsSettings:
     bias_threshold: float = BIAS  # judge bias's flag
     leakage: LeakageDefinition = "ratio_of_means"  # how a leakage is taken over tasks
     screening: float | None = None  # a false discovery rate flags are also screened at (stats/screening.py)
+    # An adaptive audit's, read by a per-prompt rubric's tests (stats/per_prompt.py): the looks its waves can take, by
+    # which each exact test's p-value is multiplied, and its first wave's N, on which the pooled findings are read.
+    looks: int = 1
+    first_wave: int | None = None
