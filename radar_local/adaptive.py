@@ -35,7 +35,7 @@ from radar_local.plan import Plan, Stratum
 from radar_local.rubric import Rubric
 from radar_local.stats.decisions import Decision, decisions
 from radar_local.stats.flags import COUPLED, Thresholds
-from radar_local.stats.per_prompt import CONFIRMED, PAIR, PROMPT_SCREEN, SIGN_ERROR
+from radar_local.stats.per_prompt import CONFIRMED, PAIR, PROMPT_SCREEN, SIGN_ERROR, PerPrompt
 from radar_local.stats.result import AuditResult
 from radar_local.stats.stored import AdaptiveRecord
 
@@ -112,13 +112,12 @@ def awaited(result: AuditResult, fail_on_sym: float | None) -> list[Decision]:
     found = []
     if result.criteria:
         found = [d for d in decisions(result, Thresholds(**result.thresholds), fail_on_sym) if d.kind != COUPLED]
-    return found + prompt_decisions(result)
+    return found + prompt_decisions(result.per_prompt)
 
 
-def prompt_decisions(result: AuditResult) -> list[Decision]:
+def prompt_decisions(found: PerPrompt | None) -> list[Decision]:
     """A per-prompt rubric's: each confirmed sign error and redundant pair settled, each hypothesis its prompt still
     follows (`unsettled`) open, resting on its prompt's probes (its sources: the task)."""
-    found = result.per_prompt
     if found is None:
         return []
     confirmed = [Decision(SIGN_ERROR, (r.id,), True, ()) for r in found.items if r.sign_error == CONFIRMED]

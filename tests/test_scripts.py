@@ -21,6 +21,7 @@ SMALL = {  # each script with arguments that run its whole path in seconds; {out
     "coverage.py": "--reps 2 --bootstrap 20 --tasks 2 --n 3",
     "per_prompt_error.py": "--reps 2 --ns 3 --prompts 3 --plant",
     "item_pairs_error.py": "--reps 2 --ns 3 --prompts 3 --plant --position 0.3",
+    "adaptive_items_error.py": "--reps 2 --prompts 3 --design 6 3 9 --plant",
     "attack_error.py": "--reps 1 --n 2 --tasks 2 --bootstrap 20 --pairwise --out {out}",
     "halo_error.py": "--reps 1 --out {out}",
     "bench_viewer.py": "--n 1 --tasks 1 --reps 1",

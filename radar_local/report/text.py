@@ -296,7 +296,7 @@ def agreement_line(result: AuditResult) -> str | None:
     )
 
 
-ADAPTIVE_HEAD = ["wave", "probes added", "verifier calls", "open decisions", "criteria grown next"]
+ADAPTIVE_HEAD = ["wave", "probes added", "verifier calls", "open decisions", "grown next (criteria; prompts)"]
 
 
 def adaptive_rows(result: AuditResult) -> list[list[str]]:
@@ -310,13 +310,20 @@ def adaptive_line(result: AuditResult) -> str | None:
     a = result.adaptive
     if not a:
         return None
-    cells = 2 * len(result.tasks) * len(result.criteria)
+    items = result.per_prompt.items if result.per_prompt else []
+    cells = 2 * (len(result.tasks) * len(result.criteria) + len(items))
     share = a.probes / (cells * a.max_n) if cells else 0.0
     open_ = "; ".join(f"{d.kind} {'/'.join(d.criteria)}" for d in a.at_budget) or "none"
+    grows = (
+        f"a prompt's every (item, direction) together while its own findings are open, its tests over "
+        f"{result.per_prompt.looks} looks"
+        if result.per_prompt
+        else f"decisions at {a.confidence:.0%} confidence"
+    )
     return (
         f"Adaptive audit: {len(a.waves)} waves from {a.start_n} to at most {a.max_n} probes per (task, "
-        f"criterion, direction), {a.probes} probes ({share:.0%} of a fixed n = {a.max_n}); decisions at "
-        f"{a.confidence:.0%} confidence: {len(a.settled)} settled, {len(a.at_budget)} open "
+        f"{'item' if items else 'criterion'}, direction), {a.probes} probes ({share:.0%} of a fixed n = "
+        f"{a.max_n}); {grows}: {len(a.settled)} settled, {len(a.at_budget)} open "
         f"{'within the budget of ' + str(a.budget) + ' verifier calls' if a.stopped_by == 'budget' else 'at max_n'} "
         f"({open_})."
     )
