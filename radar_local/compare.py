@@ -18,6 +18,7 @@ from radar_local.stats.flags import Thresholds
 from radar_local.stats.item_pairs import ItemPairs
 from radar_local.stats.pairwise import Pairwise
 from radar_local.stats.pairwise_audit import KIND, PairwiseAudit
+from radar_local.stats.per_prompt import PerPrompt
 from radar_local.stats.repeats import Repeats
 from radar_local.stats.result import AuditResult, read_stats
 from radar_local.stats.stored import Interval
@@ -69,14 +70,13 @@ def compare(
             "--bias-confirmed": bias_confirmed,
             "--fail-on-changed": fail_on_changed,
             "--fail-on-wording": fail_on_wording or None,
-            "--fail-on-sign-errors": fail_on_sign_errors or None,
         }
         option = next((name for name, value in given.items() if value is not None), None)
         if option is not None:
             where = after_path if isinstance(after, PairwiseAudit) else "the first audit"
             raise InputError(where, f"is a pairwise audit (pairwise.only: no pointwise verdict), so {option} "
                              "cannot hold; gate it with --fail-on-pairwise")  # fmt: skip
-        return compare_pairwise(before, after, after_path, fail_on_pairwise, fail_on_attack)
+        return compare_pairwise(before, after, after_path, fail_on_pairwise, fail_on_attack, fail_on_sign_errors)
     earlier = {frozenset((p["a"], p["b"])): p for p in before.pairs.to_dict("records")}
     rows = []
     for p in after.pairs.to_dict("records"):
@@ -173,16 +173,19 @@ def compare_pairwise(
     where: object,
     policy: bool,
     attacks: tuple[str, ...] = (),
+    sign_errors: bool = False,
 ) -> dict:
-    """Two audits where one asked its judge only pairs: their pairwise blocks diffed, and the pairwise policy and
-    --fail-on-attack on `after` (the same keys as compare's, the pointwise ones empty)."""
+    """Two audits where one asked its judge only pairs: their pairwise blocks diffed, and the pairwise policy,
+    --fail-on-attack and --fail-on-sign-errors on `after` (the same keys as compare's, the pointwise ones empty)."""
     violations = pairwise_violations(after, where) if policy else []
     violations += attack_violations(after, attacks, where) if attacks else []
+    violations += sign_error_violations(before, after, where) if sign_errors else []
+    unsettled = sign_error_reach(after) if sign_errors else []
     return {
         "evidence": {"sym": None, "bias": None},
-        "outcome": outcome([], bool(violations)),
+        "outcome": outcome([{"outcome": OPEN} for _ in unsettled[:1]], bool(violations)),
         "consistency_violations": violations,
-        "open": [],
+        "open": unsettled,
         **{key: [] for key in ("pairs", "moved", "bias", "bias_moved", "bias_violations", "gate_changes")},
         "violations": [],
         "fail_on_sym": None,
@@ -254,22 +257,25 @@ def consistency_violations(after: AuditResult, changed: float | None, wording: b
     return out
 
 
-def sign_error_violations(before: AuditResult, after: AuditResult, where: object) -> list[str]:
-    """The items `after` confirms a sign error on (Holm over its items: stats/per_prompt.py) that `before` did not
-    confirm: a judge upgrade that reads a pitfall backwards."""
-    items = held(after.per_prompt, where, "audited no per-prompt rubric (tasks with their own items), so "
-                 "--fail-on-sign-errors cannot hold; drop the option").items  # fmt: skip
-    pairs = after.measured(ItemPairs)  # its pairwise judge's (stats/item_pairs.py)
+def sign_error_violations(
+    before: AuditResult | PairwiseAudit, after: AuditResult | PairwiseAudit, where: object
+) -> list[str]:
+    """The items `after` confirms a sign error on (Holm over its items: stats/per_prompt.py, or its pairwise judge's
+    stats/item_pairs.py) that `before` did not confirm: a judge upgrade that reads a pitfall backwards."""
+    pairs = after.measured(ItemPairs)
+    held(_pointwise_items(after) or pairs, where, "audited no per-prompt rubric (tasks with their own items), so "
+         "--fail-on-sign-errors cannot hold; drop the option")  # fmt: skip
     out = []
     for now, was, said in (
-        (items, before.per_prompt, " is read backwards"),
-        (pairs.items if pairs is not None else [], before.measured(ItemPairs),
-         ": the pairwise judge prefers the response worse on it"),
-    ):  # fmt: skip
+        (_pointwise_items(after), _pointwise_items(before), " is read backwards"),
+        (pairs, before.measured(ItemPairs), ": the pairwise judge prefers the response worse on it"),
+    ):
+        if now is None:
+            continue
         known = {r.id for r in was.items if r.sign_error == "confirmed"} if was is not None else set()
         out += [
             f"item {r.id} of task {r.task}{said} (a sign error confirmed, p = {r.p_reversed:.2g}): '{r.text[:60]}'"
-            for r in now
+            for r in now.items
             if r.sign_error == "confirmed" and r.id not in known
         ]
     return out
@@ -295,13 +301,18 @@ def attack_violations(after: AuditResult | PairwiseAudit, kinds: tuple[str, ...]
     ]
 
 
-def sign_error_reach(after: AuditResult) -> list[str]:
+def _pointwise_items(r: AuditResult | PairwiseAudit) -> PerPrompt | None:
+    """An audit's per-prompt block of pointwise verdicts: a judge asked only pairs has none."""
+    return r.per_prompt if isinstance(r, AuditResult) else None
+
+
+def sign_error_reach(after: AuditResult | PairwiseAudit) -> list[str]:
     """Why --fail-on-sign-errors cannot fail on `after`, where its design can confirm no sign error at all (N too
     small for its family of items): the policy is open, not passed."""
     pairs = after.measured(ItemPairs)
     reaches = [
         (what, r)
-        for what, block in (("probes", after.per_prompt), ("pairs (its pairwise judge)", pairs))
+        for what, block in (("probes", _pointwise_items(after)), ("pairs (its pairwise judge)", pairs))
         if block is not None and (r := block.reach.get("sign_errors")) is not None and not r.confirmable
     ]
     return [

@@ -274,6 +274,14 @@ def per_prompt_lines(config: AuditConfig, rubric: Rubric, tasks: list[str], out:
         else []
     )
     looked = f" and its {looks} looks" if adaptive else ""
+    if config.pairwise is not None and config.pairwise.only:  # no pointwise verdict: the items' pairs alone
+        return [
+            f"Plan (per-prompt rubric): {len(tasks)} tasks, {own} items of their own, each steered + and - at N = {n}:"
+            f" {2 * n * items} probes; the judge is asked only pairs, no pointwise verdict. No call is made.",
+            pair_calls(config.pairwise, sizes, n),
+            "An item's pairwise finding needs N = 15-20 pairs (its p-values are no smaller than 2^-N): "
+            "docs/pairwise.md#per-prompt-rubrics, measured by scripts/item_pairs_error.py.",
+        ]
     return [
         f"Plan (per-prompt rubric): {len(tasks)} tasks, {own} items of their own ({min(sizes) - shared}-"
         f"{max(sizes) - shared} a task){f' beside {shared} shared criteria' if shared else ''}, each steered + and - "

@@ -111,7 +111,8 @@ def pairwise_audit(run: RunDir, verifier: ModelSpec, records: AuditedSet) -> Pai
     """The audit of a judge asked only pairs (pairwise.only) on the audited set's pairs: the pairwise block alone."""
     settings = run.config.stats_settings
     found = pairwise_of(run, verifier, records, settings.resamples, settings.seed, settings.level)
-    if found is None:
+    items = item_pairs_of(run, verifier, records, settings)  # a per-prompt rubric's
+    if found is None and items is None:
         raise RadarError(f"{run.root}: no pairwise verdict of '{verifier.label}' is stored; run `radar audit` again")
     unread = run.labels is not None and bool(run.labels.labels)  # pointwise labels: the judge scores none
     warnings = ["the labels' pointwise rows are not scored: the judge was asked only pairs"] if unread else []
@@ -126,6 +127,7 @@ def pairwise_audit(run: RunDir, verifier: ModelSpec, records: AuditedSet) -> Pai
         probes=sum(p.direction in ("+", "-") for p in records.probes),
         warnings=warnings,
         pairwise=found,
+        item_pairs=items,
         attacks=pair_attacks_of(run, verifier, records, settings),
     )
 

@@ -297,11 +297,6 @@ def items_problem(config: AuditConfig, rubric: Rubric) -> str | None:
         return None
     features = (("pairwise", config.pairwise), ("adaptive", config.adaptive), ("attacks", config.attacks))
     asked = [name for name, on in features if on is not None]
-    if config.pairwise is not None and config.pairwise.only:  # PairwiseAudit holds the shared criteria's block
-        return (
-            "pairwise.only: a judge asked only pairs is not yet audited on tasks with their own items; drop `only` "
-            "(its pairs are asked beside the pointwise verdicts, docs/pairwise.md)"
-        )
     if config.pairwise is not None and config.adaptive is not None:  # item_pairs reads a fixed N
         return (
             "adaptive: a pairwise judge of tasks with their own items is not yet asked in waves; audit it at a fixed "

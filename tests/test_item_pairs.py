@@ -17,9 +17,12 @@ from radar_local.rubric import Item
 from radar_local.rundir import load_run
 from radar_local.stats.item_pairs import item_pairs
 from radar_local.stats.pairwise import DOWN_FIRST, UP_FIRST, A, B, PairVerdicts
+from radar_local.stats.pairwise_audit import PairwiseAudit
 from radar_local.stats.permutation import p_sign_flip
 from tests.conftest import invoke, write_config
 from tests.test_per_prompt import good_and_confused_grid, per_prompt_config
+
+PAIR = {"Task 2 item 1": {"Task 2 item 2": 0.9}, "Task 2 item 2": {"Task 2 item 1": 0.9}}  # a redundant pair
 
 
 @pytest.mark.parametrize("side", ["upper", "lower"])
@@ -121,9 +124,8 @@ def test_asked_only_about_the_steered_item_there_is_no_pair_to_test():
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
     folder = tmp_path_factory.mktemp("item_pairs")
-    pair = {"Task 2 item 1": {"Task 2 item 2": 0.9}, "Task 2 item 2": {"Task 2 item 1": 0.9}}
     config = per_prompt_config(
-        folder, n=12, blind=["Task 0 item 0"], backwards=["Task 1 item 4"], coupling=pair, position=0.1
+        folder, n=12, blind=["Task 0 item 0"], backwards=["Task 1 item 4"], coupling=PAIR, position=0.1
     )
     config["pairwise"] = {"preset": "generic", "overall": True}
     result = run_audit(config, folder / "run")
@@ -190,7 +192,6 @@ def test_thousands_of_values_are_drawn_not_counted():
 @pytest.mark.parametrize(
     ("extra", "needle"),
     [
-        ({"pairwise": {"preset": "generic", "only": True}}, "pairwise.only: a judge asked only pairs is not yet"),
         ({"pairwise": {"preset": "generic"}, "attacks": {"kinds": ["pair_claim"]}}, "attacks: a pairwise judge of"),
     ],
 )
@@ -223,3 +224,47 @@ def test_compare_fails_when_the_pairwise_judge_prefers_the_response_that_commits
     assert "policy: item q1_5 of task q1: the pairwise judge prefers the response worse on it" in res.stderr
     assert "is read backwards" not in res.stderr  # the pointwise judge is the same good one
     assert invoke("compare", tmp_path / "confused", tmp_path / "confused", "--fail-on-sign-errors").exit_code == 0
+
+
+# ---- a judge asked only pairs (pairwise.only) of a per-prompt rubric ----
+
+
+def only_pairs(folder, n: int, **options) -> dict:
+    config = per_prompt_config(folder, n=n, **options) | {"pairwise": {"preset": "generic", "only": True}}
+    config["verifier"].pop("judge")  # radar's own prompt: a judge asked only pairs has no pointwise template
+    return config
+
+
+def test_a_judge_asked_only_pairs_is_audited_on_the_items_alone(tmp_path):
+    config = only_pairs(tmp_path, 12, backwards=["Task 1 item 4"], coupling=PAIR)
+    result = run_audit(config, tmp_path / "run")
+    assert isinstance(result, PairwiseAudit) and result.pairwise is None
+    p = result.item_pairs
+    assert [(r.id, r.sign_error) for r in p.items if r.sign_error] == [("q1_5", "confirmed")]
+    assert [(x.a, x.b, x.evidence) for x in p.pairs] == [("q2_2", "q2_3", "confirmed")]
+    run = load_run(tmp_path / "run")
+    assert len(run.store.scores) == p.verdicts == 3 * 5 * 12 * 5 * 2  # only pairs: no pointwise verdict asked
+    assert run.stats() == result  # stats.json reads back
+    folder = write_report(run)
+    report = (folder / "report.md").read_text()
+    assert (
+        "# RADAR pairwise audit" in report and "exact tests within each prompt" in (folder / "report.html").read_text()
+    )
+    findings = report.split("## Findings")[1].split("##")[0]
+    assert "Sign errors: 1 item(s) on which it prefers the worse response (1 confirmed" in findings
+    assert "## Pairwise judge: per-prompt rubric" in report
+    assert "| q1_5 | ` q1 ` | ` Task 1 item 4 ` | -3 | 12 |" in report
+    plan = invoke("audit", write_config(tmp_path, config), "--plan")
+    assert "the judge is asked only pairs, no pointwise verdict" in plan.output
+    assert "Pairwise: 180 pairs x 5 questions x 2 orders = 1800 calls" in plan.output
+
+
+def test_compare_reads_the_sign_errors_of_judges_asked_only_pairs(tmp_path):
+    run_audit(only_pairs(tmp_path, 12), tmp_path / "good")
+    run_audit(only_pairs(tmp_path, 12, backwards=["Task 1 item 4"]), tmp_path / "confused")
+    res = invoke("compare", tmp_path / "good", tmp_path / "confused", "--fail-on-sign-errors")
+    assert res.exit_code == 1, res.output
+    assert "item q1_5 of task q1: the pairwise judge prefers the response worse on it" in res.stderr
+    assert invoke("compare", tmp_path / "confused", tmp_path / "good", "--fail-on-sign-errors").exit_code == 0
+    run_audit(only_pairs(tmp_path, 4), tmp_path / "small")  # 2^-4 cannot meet Holm's bound over 15 items
+    assert invoke("compare", tmp_path / "good", tmp_path / "small", "--fail-on-sign-errors").exit_code == 3

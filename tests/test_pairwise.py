@@ -574,7 +574,7 @@ def test_a_judge_asked_only_pairs_is_audited_on_them_alone(planted_runs, tmp_pat
     assert failed.exit_code == 1 and "policy: pairwise leakage helpfulness -> correctness" in failed.output
     assert invoke("compare", run, null, "--fail-on-pairwise").exit_code == 0
     one_line_exit_2(invoke("compare", null, run, "--fail-on-sym", "0.3"), "is a pairwise audit", "--fail-on-sym")
-    one_line_exit_2(invoke("compare", null, run, "--fail-on-sign-errors"), "is a pairwise audit", "--fail-on-sign")
+    one_line_exit_2(invoke("compare", null, run, "--fail-on-sign-errors"), "audited no per-prompt rubric")
     one_line_exit_2(invoke("compare", null, run, "--fail-on-attack", "forged_end"), "attacked no probe")  # no attacks:
     with pytest.raises(InputError, match="is a pairwise audit"):
         load_run(run).result()

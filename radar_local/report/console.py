@@ -25,7 +25,7 @@ def print_audit(result: AuditResult | PairwiseAudit, console: Console | None = N
     console = console or Console(width=max(Console().width, 150))
     if isinstance(result, PairwiseAudit):  # a judge asked only pairs
         console.print(f"[bold]RADAR pairwise audit[/bold]  {escape(result.generator)} -> {escape(result.verifier)}"
-                      f"  ({result.probes} probes, {len(result.tasks)} tasks, tau={result.pairwise.tau})")  # fmt: skip
+                      f"  ({result.probes} probes, {len(result.tasks)} tasks, tau={result.block.tau})")  # fmt: skip
         sections = pairwise_audit_sections(result)
     else:
         console.print(

@@ -338,25 +338,28 @@ def pairwise_section(r: AuditResult | PairwiseAudit) -> Section | None:
 
 def pairwise_audit_sections(r: PairwiseAudit) -> list[Section]:
     """A judge asked only pairs (pairwise.only): its findings, the pairwise section, and its leakage and pairs in
-    full, as a judge's audit shows its pointwise ones."""
-    section = pairwise_section(r)
-    assert section is not None  # its one block
-    sections = [Section("Findings", _lines(*pairwise_findings(r)), bullets=True), section]
-    if r.pairwise.leakage:
+    full, as a judge's audit shows its pointwise ones; on a per-prompt rubric, what it does with the items."""
+    items = r.item_pairs
+    findings = [*(pairwise_findings(r.pairwise) if r.pairwise else []), *(item_pairs_lines(items) if items else [])]
+    sections = [Section("Findings", _lines(*findings), bullets=True)]
+    sections += [s for s in [pairwise_section(r)] if s is not None]
+    if r.pairwise and r.pairwise.leakage:
         sections.append(
             Section(
                 f"Pairwise leakage (steered -> asked; gate tau = {r.pairwise.tau})",
                 [
-                    Table(PAIRWISE_LEAKAGE_HEAD, pairwise_leakage_rows(r)),
-                    Table(PAIRWISE_PAIR_HEAD, pairwise_pair_rows(r)),
+                    Table(PAIRWISE_LEAKAGE_HEAD, pairwise_leakage_rows(r.pairwise)),
+                    Table(PAIRWISE_PAIR_HEAD, pairwise_pair_rows(r.pairwise)),
                 ],
             )
         )
+    if items:  # its lines are the findings above
+        sections += [replace(s, blocks=[b for b in s.blocks if isinstance(b, Table)]) for s in item_pairs_sections(r)]
     if (line := pair_attacks_line(r)) is not None:
         sections.append(
             Section("Pairwise judge under attack", [(line,), Table(PAIR_ATTACKS_HEAD, pair_attacks_rows(r))])
         )
-    return at_levels(sections, r.pairwise.level)
+    return at_levels(sections, r.block.level)
 
 
 def pairwise_report_sections(r: PairwiseAudit, info: RunInfo) -> list[Section]:
@@ -467,10 +470,11 @@ def title(r: AuditResult | PairwiseAudit) -> Line:
 
 def subtitle(r: AuditResult | PairwiseAudit) -> str:
     if isinstance(r, PairwiseAudit):  # a judge asked only pairs
-        p = r.pairwise
+        p = r.block
+        tests = "exact tests within each prompt" if isinstance(p, ItemPairs) else f"{p.resamples} bootstrap resamples"
         return (
             f"Rubric {r.rubric}, {len(r.tasks)} tasks, {r.probes} steered probes, the judge asked only pairs "
-            f"({p.verdicts} verdicts), pairwise gate tau = {p.tau}, {p.resamples} bootstrap resamples."
+            f"({p.verdicts} verdicts), pairwise gate tau = {p.tau}, {tests}."
         )
     return (
         f"Rubric {r.rubric}, {len(r.tasks)} tasks, {r.probes.directed} steered probes, tau = {r.tau}, "

@@ -110,18 +110,15 @@ def pairwise_line(result: AuditResult | PairwiseAudit) -> str | None:
 PAIRWISE_LEAKAGE_HEAD = ["steered", "asked", "pairwise leakage", CI, "confirmed"]
 
 
-def pairwise_leakage_rows(result: PairwiseAudit) -> list[list[str]]:
+def pairwise_leakage_rows(p: Pairwise) -> list[list[str]]:
     """The pairwise leakage matrix, one row per (steered, asked) criterion: a judge asked only pairs has no other."""
-    return [
-        [x.source, x.target, num(x.leakage), interval(x.ci), "yes" if x.confirmed else "no"]
-        for x in result.pairwise.leakage
-    ]
+    return [[x.source, x.target, num(x.leakage), interval(x.ci), "yes" if x.confirmed else "no"] for x in p.leakage]
 
 
 PAIRWISE_PAIR_HEAD = ["pair", "l_ab", "l_ba", "Sym", "Asym", "flag"]
 
 
-def pairwise_pair_rows(result: PairwiseAudit) -> list[list[str]]:
+def pairwise_pair_rows(p: Pairwise) -> list[list[str]]:
     return [
         [
             f"{q.a} / {q.b}",
@@ -131,14 +128,13 @@ def pairwise_pair_rows(result: PairwiseAudit) -> list[list[str]]:
             num(q.asym),
             ", ".join(f"{f} ({q.evidence[f]})" if f in q.evidence else f for f in q.flags) or "-",
         ]
-        for q in result.pairwise.pairs
+        for q in p.pairs
     ]
 
 
-def pairwise_findings(result: PairwiseAudit) -> list[str]:
+def pairwise_findings(p: Pairwise) -> list[str]:
     """A judge asked only pairs: what its family confirms (leakages, pair flags, position bias) and the criteria
     its gate does not read, else that nothing is confirmed."""
-    p = result.pairwise
     level = f"family-wise {p.level:.0%}"
     out = [
         f"{x.source} -> {x.target}: a steer on {x.source} moves the judge's preference on {x.target} (pairwise "
