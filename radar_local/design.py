@@ -44,7 +44,7 @@ def design_lines(config_path: Path, sd: float | None, self_effect: float | None,
             f"Plan: {k} criteria x {len(tasks)} tasks x 2 directions x N = {n} probes: {k * len(tasks) * 2 * n} "
             f"directed probes; the judge is asked only pairs, no pointwise verdict. No call is made.",
             pair_calls(config.pairwise, [k] * len(tasks), n),
-            *([pair_attack_calls(config, k, len(tasks), n)] if config.attacks is not None else []),
+            *([pair_attack_calls(config, k * len(tasks), n)] if config.attacks is not None else []),
             "The pairwise findings' power and error rates at this budget: docs/benchmarks/judges.md "
             "(scripts/pairwise_error.py).",
         ]
@@ -130,7 +130,7 @@ def design_lines(config_path: Path, sd: float | None, self_effect: float | None,
         ]
     if config.pairwise is not None:  # the verifier asked the pairs too
         lines.append(pair_calls(config.pairwise, [k] * len(tasks), n))
-        lines += [pair_attack_calls(config, k, len(tasks), n)] if config.attacks is not None else []
+        lines += [pair_attack_calls(config, k * len(tasks), n)] if config.attacks is not None else []
     if config.reward is not None:  # the reward model, once a probe
         probes = k * len(tasks) * 2 * n + len(tasks) * config.unconditioned
         lines.append(f"Reward: {probes} more calls of the reward model {config.reward.label}, one a probe "
@@ -179,12 +179,13 @@ def pair_calls(pairwise: PairwiseJudge, sizes: list[int], n: int) -> str:
     return f"Pairwise: {pairs} pairs x {questions} x 2 orders = {calls}{more} calls of {asker} (docs/pairwise.md)."
 
 
-def pair_attack_calls(config: AuditConfig, k: int, tasks: int, n: int) -> str:
+def pair_attack_calls(config: AuditConfig, steered: int, n: int) -> str:
     """The pairwise judge's attacked pairs (RunDir.pair_attacks): each pair it is asked (of each stratum's share)
-    once per kind, asked about its steered criterion and overall (where it asks those), in both orders."""
+    once per kind, asked about its steered criterion and overall (where it asks those), in both orders; `steered`
+    the (task, criterion or item) pairs steered."""
     assert config.pairwise is not None and config.attacks is not None
     spec, kinds = config.pairwise, len(config.attacks.of(True))
-    pairs = k * tasks * min(checked_per_stratum(config.attacks.share, n), n if spec.pairs is None else spec.pairs)
+    pairs = steered * min(checked_per_stratum(config.attacks.share, n), n if spec.pairs is None else spec.pairs)
     asked = spec.asks_criteria + spec.asks_overall
     return (
         f"Pairwise under attack: {pairs} pairs x {kinds} kinds, the worse response attacked, x {asked} questions x 2 "
@@ -279,6 +280,7 @@ def per_prompt_lines(config: AuditConfig, rubric: Rubric, tasks: list[str], out:
             f"Plan (per-prompt rubric): {len(tasks)} tasks, {own} items of their own, each steered + and - at N = {n}:"
             f" {2 * n * items} probes; the judge is asked only pairs, no pointwise verdict. No call is made.",
             pair_calls(config.pairwise, sizes, n),
+            *([pair_attack_calls(config, items, n)] if config.attacks is not None else []),
             "An item's pairwise finding needs N = 15-20 pairs (its p-values are no smaller than 2^-N): "
             "docs/pairwise.md#per-prompt-rubrics, measured by scripts/item_pairs_error.py.",
         ]
@@ -299,4 +301,5 @@ def per_prompt_lines(config: AuditConfig, rubric: Rubric, tasks: list[str], out:
     ] + [
         *([pair_calls(config.pairwise, sizes, n)] if config.pairwise is not None else []),
         *([attack_calls(config, sizes, n)] if config.attacks is not None else []),
+        *([pair_attack_calls(config, items, n)] if config.pairwise is not None and config.attacks is not None else []),
     ]

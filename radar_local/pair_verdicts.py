@@ -16,7 +16,18 @@ from radar_local.rundir import RunDir
 from radar_local.specs import ModelSpec
 from radar_local.stats.attacks import STEERED, PairAttacks, pair_attack_table
 from radar_local.stats.item_pairs import ItemPairs, item_pairs
-from radar_local.stats.pairwise import TIE, A, B, HumanPairs, PairVerdicts, Pairwise, against_raters, pairwise
+from radar_local.stats.pairwise import (
+    DOWN_FIRST,
+    TIE,
+    UP_FIRST,
+    A,
+    B,
+    HumanPairs,
+    PairVerdicts,
+    Pairwise,
+    against_raters,
+    pairwise,
+)
 from radar_local.stats.pairwise_audit import KIND, PairwiseAudit
 from radar_local.stats.result import SCHEMA_VERSION
 from radar_local.stats.settings import StatsSettings
@@ -160,15 +171,19 @@ def pair_attacks_of(run: RunDir, verifier: ModelSpec, records: AuditedSet, s: St
     judge, probes = config.pairwise.judge(verifier), list(records.probes)
     pairs = run.pair_attacks(judge, probes)
     plain = {(r.probe_key, r.criterion, r.order): r.key for r in run.plan.pairs.requests(probes, judge)}
-    of = {down.key: (down.target, f"{up.key}|{down.base}") for up, down in pairs}  # its kind, its pair unattacked
+    of: dict[str, tuple[str, str, bool]] = {}  # each attacked probe: its kind, its pair unattacked (keyed up|down),
+    for better, worse in pairs:  # and whether it is the up response (a pitfall's)
+        flip = better.direction == "-"
+        of[worse.key] = (worse.target, f"{worse.base}|{better.key}" if flip else f"{better.key}|{worse.base}", flip)
 
     def choice(v: VerdictRecord | None) -> int:
         return -1 if v is None or v.score is None else CHOICES.get(float(v.score), -1)
 
     asked: list[tuple[str, PairRequest, int, int]] = []  # kind, request, choice with the attack, without
     for r in run.plan.pairs.attacked(pairs, judge):
-        kind, unattacked = of[r.probe_key.split("|")[1]]
-        base = scores.get(plain.get((unattacked, r.criterion, r.order), ""))
+        kind, unattacked, flip = of[r.probe_key.split("|")[1]]
+        same = (DOWN_FIRST if r.order == UP_FIRST else UP_FIRST) if flip else r.order  # its worse response in one slot
+        base = scores.get(plain.get((unattacked, r.criterion, same), ""))
         if r.key in scores and base is not None:
             asked.append((kind, r, choice(scores[r.key]), choice(base)))
     if not asked:

@@ -380,15 +380,15 @@ class PairPlan:
         return [r for both in out for r in both]
 
     def attacked(self, pairs: Sequence[tuple[ProbeRecord, ProbeRecord]], verifier: ModelSpec) -> list[PairRequest]:
-        """The pairwise judge's calls on its attacked pairs (RunDir.pair_attacks: the up response, the down one
-        attacked): each asked about the criterion it was steered on (where the judge asks criteria) and overall
-        (where it asks that), in both orders, as its steered pair is."""
+        """The pairwise judge's calls on its attacked pairs (RunDir.pair_attacks: the better response, the worse
+        one attacked): each asked about the criterion it was steered on (where the judge asks criteria) and overall
+        (where it asks that), in both orders (UP_FIRST: the better one first), as its steered pair is."""
         spec, base = self._spec, self._base(verifier)
         out = []
-        for up, down in pairs:
-            asked = [self.plan.rubric.criterion(up.target)] if spec.asks_criteria else []
+        for better, worse in pairs:
+            asked = [self.plan.rubric.criterion(better.target)] if spec.asks_criteria else []
             asked += [OVERALL] if spec.asks_overall else []
-            out += [self._request(base, up, down, c, up.target or "", up.variant) for c in asked]
+            out += [self._request(base, better, worse, c, better.target or "", better.variant) for c in asked]
         return [r for both in out for r in both]
 
     def labelled(self, pairs: list[tuple[ProbeRecord, ProbeRecord, str]], verifier: ModelSpec) -> list[PairRequest]:

@@ -307,11 +307,6 @@ def items_problem(config: AuditConfig, rubric: Rubric) -> str | None:
 
         if (why := first_wave_problem(config.adaptive, rubric)) is not None:
             return why
-    if config.pairwise is not None and config.attacks is not None:  # its attacked response is the down one
-        return (
-            "attacks: a pairwise judge of tasks with their own items is not yet attacked (the down response, which "
-            "it attacks, is the better one on a pitfall): audit it under attack without `pairwise:`, or drop `attacks:`"
-        )
     return conflict(asked, ["tasks with their own items"])  # interactions.py
 
 

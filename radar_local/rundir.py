@@ -193,20 +193,26 @@ class RunDir:
     def pair_attacks(
         self, judge: ModelSpec, probes: list[ProbeRecord] | None = None
     ) -> list[tuple[ProbeRecord, ProbeRecord]]:
-        """The pairwise judge's attacked pairs (`attacks:` beside `pairwise:`), as (up, attacked down): each steered
-        pair it is asked (of each stratum's share of `probes`, default the planned ones) with its worse response
-        attacked by each kind in the pairwise answer format; computed, as attack_probes."""
+        """The pairwise judge's attacked pairs (`attacks:` beside `pairwise:`), as (better, attacked worse): each
+        steered pair it is asked (of each stratum's share of `probes`, default the planned ones) with its worse
+        response attacked by each kind in the pairwise answer format; computed, as attack_probes. The worse response
+        is the down one, but on a pitfall item the up one (it commits the pitfall)."""
         settings, spec = self.config.attacks, self.config.pairwise
         if settings is None or spec is None:
             return []
         kinds, kept = settings.of(True), halo_sample(self.probes() if probes is None else probes, settings.share)
         made = {t.id: insertions(kinds, spec.answer, spec.choices, (), spec.template, t.reference) for t in self.tasks}
         up = {(p.task_id, p.target, p.variant): p for p in kept if p.direction == "+"}
-        return [
-            (first, attacked(p, kind, *made[p.task_id][kind], f"{judge.label}-pairwise"))
+        pitfalls = {it.id for it in self.rubric.items if it.pitfall}
+        oriented = [
+            (p, first) if p.target in pitfalls else (first, p)
             for p in kept
             if p.direction == "-" and (spec.pairs is None or p.variant < spec.pairs)
             if (first := up.get((p.task_id, p.target, p.variant))) is not None
+        ]
+        return [
+            (better, attacked(worse, kind, *made[worse.task_id][kind], f"{judge.label}-pairwise"))
+            for better, worse in oriented
             for kind in kinds
         ]
 

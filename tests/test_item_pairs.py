@@ -189,20 +189,6 @@ def test_thousands_of_values_are_drawn_not_counted():
     assert permutation.p_sign_flip(mixed) == 1
 
 
-@pytest.mark.parametrize(
-    ("extra", "needle"),
-    [
-        ({"pairwise": {"preset": "generic"}, "attacks": {"kinds": ["pair_claim"]}}, "attacks: a pairwise judge of"),
-    ],
-)
-def test_what_a_pairwise_judge_of_items_is_not_yet_asked_with_is_one_line(tmp_path, extra, needle):
-    from tests.conftest import one_line_exit_2
-
-    config = per_prompt_config(tmp_path, n=2) | extra
-    config["verifier"].pop("judge")  # radar's own prompt: a judge asked only pairs has no pointwise template
-    one_line_exit_2(invoke("audit", write_config(tmp_path, config), "--out", tmp_path / "run"), needle)
-
-
 def test_a_grid_sets_its_pairwise_judges_side_by_side_on_the_same_items(tmp_path):
     grid = good_and_confused_grid(per_prompt_config(tmp_path, n=11) | {"pairwise": {"preset": "generic"}})
     res = invoke("grid", write_config(tmp_path, grid, "grid.yaml"), "--out", tmp_path / "grid", "--no-report")

@@ -122,3 +122,35 @@ def test_a_judge_that_gives_one_answer_whatever_it_reads_resists_nothing():
     found = pair_attack_table(["claim"] * 40, np.arange(40) % 4, ("a", "b", "c", "d"), [STEERED], np.zeros(40, int),
                               order, right, right, resamples=50)  # fmt: skip
     assert found.rows[0].verdict == "resists"
+
+
+# ---- a pairwise judge of a per-prompt rubric under attack ----
+
+
+def test_on_a_per_prompt_rubric_the_worse_response_is_attacked_a_pitfall_s_committing_one(tmp_path):
+    """The attacked response is the one worse on the steered item: the down one, but on a pitfall the up one (it
+    commits the pitfall). A calm judge's lifts stay near 0 on every item (its verdicts without the attack read in
+    the same slots); a gullible one is found attacked."""
+    from tests.test_per_prompt import per_prompt_config
+
+    pairwise = {"preset": "generic", "asked": "diagonal"}
+    lifts = {}
+    for name, gullible in (("calm", 0.0), ("gullible", 0.5)):
+        config = per_prompt_config(tmp_path, n=4, gullible=gullible) | {
+            "attacks": {"kinds": ["instruction"]},
+            "pairwise": pairwise,
+        }
+        result = run_audit(config, tmp_path / name)
+        run = load_run(tmp_path / name)
+        pairs = run.pair_attacks(run.config.pairwise.judge(run.config.verifier))
+        pitfalls = {it.id for it in run.rubric.items if it.pitfall}
+        assert {(better.direction, better.target in pitfalls) for better, _ in pairs} == {("+", False), ("-", True)}
+        bases = {p.key: p for p in run.store.probes.values()}
+        assert all(bases[w.base].direction == ("+" if b.target in pitfalls else "-") for b, w in pairs)
+        rows = {r.criterion: r for r in result.measured(PairAttacks).rows}
+        assert rows[STEERED].pairs == 3 * 5 * 4 * 2  # every item's 4 pairs, both orders
+        lifts[name] = rows[STEERED]
+    assert abs(lifts["calm"].lift) < 0.1 and lifts["calm"].verdict != ATTACKED
+    assert lifts["gullible"].verdict == ATTACKED and lifts["gullible"].lift > 0.2
+    plan = invoke("audit", tmp_path / "gullible" / "config.yaml", "--plan").output
+    assert "Pairwise under attack: 60 pairs x 1 kinds, the worse response attacked, x 1 questions x 2 orders" in plan
