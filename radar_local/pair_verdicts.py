@@ -114,7 +114,8 @@ def item_pairs_of(run: RunDir, verifier: ModelSpec, records: AuditedSet, s: Stat
     if not run.rubric.items or (read := asked_pairs(run, verifier, records, items=True)) is None:
         return None
     judge = run.config.pairwise.judge(verifier)
-    found = item_pairs(*read, run.rubric.items, run.rubric.shared, level=s.level, fdr=s.screening, seed=s.seed)
+    found = item_pairs(*read, run.rubric.items, run.rubric.shared, level=s.level, fdr=s.screening, seed=s.seed,
+                       looks=s.looks, first=s.first_wave)  # fmt: skip
     return found if judge is verifier else found.model_copy(update={"judge": judge.label})
 
 

@@ -297,11 +297,6 @@ def items_problem(config: AuditConfig, rubric: Rubric) -> str | None:
         return None
     features = (("pairwise", config.pairwise), ("adaptive", config.adaptive), ("attacks", config.attacks))
     asked = [name for name, on in features if on is not None]
-    if config.pairwise is not None and config.adaptive is not None:  # item_pairs reads a fixed N
-        return (
-            "adaptive: a pairwise judge of tasks with their own items is not yet asked in waves; audit it at a fixed "
-            "n, or drop `pairwise:`"
-        )
     if config.adaptive is not None:
         from radar_local.adaptive import first_wave_problem  # scipy: the waves' statistics; a config asks for them
 

@@ -174,10 +174,15 @@ def test_the_first_wave_must_be_able_to_open_a_sign_error_exactly():
     assert first_wave_problem(Adaptive(start_n=4, max_n=4), rubric).endswith("no start_n up to max_n 4 can; raise both")
 
 
-def test_a_pairwise_judge_of_items_in_waves_is_one_line(tmp_path):
-    config = adaptive_config(tmp_path) | {"pairwise": {"preset": "generic"}}
-    res = invoke("audit", write_config(tmp_path, config), "--out", tmp_path / "run")
-    one_line_exit_2(res, "adaptive: a pairwise judge of tasks with their own items is not yet asked in waves")
+def test_a_pairwise_judge_of_items_is_asked_the_pairs_the_waves_chose(tmp_path):
+    """Its pairs are asked once the waves stop: each item's pairs are its prompt's N, each test counts the looks
+    (q1's pitfall read backwards at every one of its 7 pairs: 2^-7 times 3), its pooled findings the first wave."""
+    config = adaptive_config(tmp_path) | {"pairwise": {"preset": "generic", "asked": "diagonal"}}
+    p = run_audit(config, tmp_path / "run").measurements["item_pairs"]
+    assert p.looks == 3 and p.pooled_below == 4
+    assert {r.task: r.pairs for r in p.items} == {"q0": 4, "q1": 7, "q2": 7}
+    assert next(r for r in p.items if r.id == "q1_5").p_reversed == 3 / 2**7
+    assert p.verdicts == 5 * 2 * (4 + 7 + 7)  # each pair asked about its steered item, in both orders
 
 
 def test_a_budget_counts_each_task_s_items(tmp_path):

@@ -100,6 +100,8 @@ class ItemPairs(Block):
     position: ItemPosition
     reach: dict[str, Reach] = {}  # sign_errors, pairs: whether the design can confirm one
     judge: str | None = None  # the pairwise judge's own model, where it is not the audit's verifier
+    looks: int = 1  # an adaptive audit's: each test's p-value is multiplied by them (stats/per_prompt.py)
+    pooled_below: int | None = None  # an adaptive audit's first wave: the pooled findings read the pairs below it
 
 
 def item_pairs(
@@ -111,9 +113,13 @@ def item_pairs(
     level: float = LEVEL,
     fdr: float | None = None,
     seed: int = 0,
+    looks: int = 1,
+    first: int | None = None,
 ) -> ItemPairs:
     """The per-prompt pairwise audit of `verdicts` (their `criteria` the shared criteria and items by id, their
-    `task` indices into `tasks`): every pair steered on an item, or asked about one."""
+    `task` indices into `tasks`): every pair steered on an item, or asked about one. An adaptive audit's `looks`
+    and `first` wave: as stats/per_prompt.py's (each test's p-value times the looks; the pitfall rate, the tag matrix
+    and the position read the first wave's pairs)."""
     fdr = FDR if fdr is None else fdr
     ids = list(verdicts.criteria)
     members = {m.id: m for m in (*items, *shared)}
@@ -125,24 +131,29 @@ def item_pairs(
     for t, s, a, variant, b in zip(verdicts.task, verdicts.source, verdicts.asked, verdicts.variant, better):
         cell = twice.setdefault((tasks[t], ids[s], ids[a] if a < len(ids) else "overall"), {})
         cell[int(variant)] = cell.get(int(variant), 0) + int(b)
+    below = first if first is not None else max(map(int, verdicts.variant), default=-1) + 1
     values = {key: [Fraction(x, 2) for _, x in sorted(cell.items())] for key, cell in twice.items()}
+    pooled_values = {key: [Fraction(x, 2) for w, x in sorted(cell.items()) if w < below] for key, cell in twice.items()}
 
     def v(task: str, a: str, b: str) -> list[Fraction]:
         """The pairs' v, variant by variant, steered on `a` and asked about `b`."""
         return values.get((task, a, b), [])
 
-    def mean(task: str, a: str, b: str) -> Fraction | None:
-        got = v(task, a, b)
+    def mean(task: str, a: str, b: str, of: dict[tuple[str, str, str], list[Fraction]] = values) -> Fraction | None:
+        got = of.get((task, a, b), [])
         return sum(got, Fraction(0)) / len(got) if got else None
 
     by_task: dict[str, list[Item]] = {}
     for it in items:
         by_task.setdefault(it.task, []).append(it)
-    effects = {
-        task: {(a.id, b.id): mean(task, a.id, b.id) for a, b in itertools.product(its, its)}
-        for task, its in by_task.items()
-    }
-    reversed_p = {it.id: p_sign_flip(v(it.task, it.id, it.id), seed, "lower") for it in items}
+    effects, pooled_effects = (
+        {
+            task: {(a.id, b.id): mean(task, a.id, b.id, of) for a, b in itertools.product(its, its)}
+            for task, its in by_task.items()
+        }
+        for of in (values, pooled_values)
+    )
+    reversed_p = {it.id: min(Fraction(1), looks * p_sign_flip(v(it.task, it.id, it.id), seed, "lower")) for it in items}
     sign = evidence_of(reversed_p, level, fdr, KINDS)
     pair_p: dict[tuple[str, str, str], Fraction] = {}
     pair_rows: dict[tuple[str, str, str], tuple[Criterion, Criterion]] = {}
@@ -152,7 +163,7 @@ def item_pairs(
                 to_b, to_a = v(task, a.id, b.id), v(task, b.id, a.id)
                 if to_b and to_a:  # both asked (asked: all)
                     joint = [e / len(to_b) for e in to_b] + [e / len(to_a) for e in to_a]
-                    pair_p[task, a.id, b.id] = p_sign_flip(joint, seed, "upper")
+                    pair_p[task, a.id, b.id] = min(Fraction(1), looks * p_sign_flip(joint, seed, "upper"))
                     pair_rows[task, a.id, b.id] = (a, b)
     found = []
     for key, ev in evidence_of(pair_p, level, fdr, KINDS).items():
@@ -181,13 +192,13 @@ def item_pairs(
             )  # fmt: skip
         )
     wrong = {  # per prompt, its pitfalls' share of verdicts preferring the worse response
-        task: [(1 - float(e)) / 2 for it in its if it.pitfall and (e := effects[task][it.id, it.id]) is not None]
+        task: [(1 - float(e)) / 2 for it in its if it.pitfall and (e := pooled_effects[task][it.id, it.id]) is not None]
         for task, its in by_task.items()
     }
     rates = [float(np.mean(w)) for w in wrong.values() if w]
     rate, rate_ci = pooled(rates, level)
-    floors = [Fraction(1, 2**r.pairs) for r in rows if r.pairs]  # every pair of an item at -1: 2^-N
-    pair_floors = [Fraction(1, 2 ** (len(v(t, a, b)) + len(v(t, b, a)))) for t, a, b in pair_p]
+    floors = [Fraction(looks, 2**r.pairs) for r in rows if r.pairs]  # every pair of an item at -1: 2^-N
+    pair_floors = [Fraction(looks, 2 ** (len(v(t, a, b)) + len(v(t, b, a)))) for t, a, b in pair_p]
     reach = {
         kind: r
         for kind, f, tests in (("sign_errors", floors, len(items)), ("pairs", pair_floors, len(pair_p)))
@@ -206,30 +217,36 @@ def item_pairs(
         pairs=found,
         sign_error_rate=rate,
         sign_error_ci=within_0_1(rate_ci),
-        tags=tag_matrices(by_task, effects, level, seed, KINDS),
-        position=_position(verdicts, level, seed),
+        tags=tag_matrices(by_task, pooled_effects, level, seed, KINDS),
+        position=_position(verdicts, level, seed, np.asarray(verdicts.variant, dtype=int) < below),
         reach=reach,
+        looks=looks,
+        pooled_below=first,
     )
 
 
-def _position(verdicts: PairVerdicts, level: float, seed: int) -> ItemPosition:
+def _position(verdicts: PairVerdicts, level: float, seed: int, kept: np.ndarray) -> ItemPosition:
     """The first slot's pull, per pair (task, source, variant): (first-slot choices - second-slot ones) / 2 over
-    its decisive verdicts, tested by sign flips over the pairs; its two orders' disagreement, ties, unscored."""
-    keys = [(int(t), int(s), int(v)) for t, s, v in zip(verdicts.task, verdicts.source, verdicts.variant)]
+    its decisive verdicts, tested by sign flips over the pairs; its two orders' disagreement, ties, unscored. Over
+    the `kept` rows (an adaptive audit's first wave)."""
+    task, source, variant, asked, order, choices = (
+        getattr(verdicts, f)[kept] for f in ("task", "source", "variant", "asked", "order", "choice")
+    )
+    keys = [(int(t), int(s), int(v)) for t, s, v in zip(task, source, variant)]
     pull: dict[tuple[int, int, int], int] = {}
     firsts: dict[tuple[int, int, int], list[int]] = {}
-    for key, choice in zip(keys, verdicts.choice):
+    for key, choice in zip(keys, choices):
         if choice in (A, B):
             pull[key] = pull.get(key, 0) + (1 if choice == A else -1)
             firsts.setdefault(key, []).append(int(choice == A))
     p = p_sign_flip([Fraction(x, 2) for x in pull.values()], seed)
     bias, ci = pooled([float(np.mean(cs)) - 0.5 for cs in firsts.values()], level)  # the pairs' mean and its t
     both: dict[tuple[int, ...], dict[int, bool]] = {}  # (pair, asked) -> order -> chose up
-    for key, asked, order, choice in zip(keys, verdicts.asked, verdicts.order, verdicts.choice):
+    for key, question, shown, choice in zip(keys, asked, order, choices):
         if choice in (A, B):
-            both.setdefault((*key, int(asked)), {})[int(order)] = (choice == A) == (order == UP_FIRST)
+            both.setdefault((*key, int(question)), {})[int(shown)] = (choice == A) == (shown == UP_FIRST)
     decided = [o for o in both.values() if len(o) == 2]
-    scored = int(np.sum(verdicts.choice >= 0))
+    scored = int(np.sum(choices >= 0))
     return ItemPosition(
         first_slot=None if bias is None else bias + 0.5,
         bias=bias,
@@ -237,6 +254,6 @@ def _position(verdicts: PairVerdicts, level: float, seed: int) -> ItemPosition:
         p=float(p),
         confirmed=bool(holm({"position": p}, 1 - (1 - level) / KINDS)),
         flip_rate=float(np.mean([o[0] != o[1] for o in decided])) if decided else None,
-        ties=float(np.sum(verdicts.choice == TIE)) / scored if scored else None,
-        unscored=int(np.sum(verdicts.choice < 0)),
+        ties=float(np.sum(choices == TIE)) / scored if scored else None,
+        unscored=int(np.sum(choices < 0)),
     )
