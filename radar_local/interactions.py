@@ -1,11 +1,10 @@
 """Which audit features run together, derived from what each needs (issue 62), not refused pair by pair by hand.
 
-A feature needs some of what an audit usually has (pointwise verdicts, one judge, a fixed n, levels, the shared
-criteria); a few settings take one of them away (a judge asked only pairs asks no pointwise verdict, a jury is
-several judges, adaptive waves draw their probes as they go, scoring mode `expected` scores between levels, tasks
-with their own items are audited within their prompt). A config that sets a feature and takes away what it needs is
-one line naming both and why. A new feature is one row of `NEEDS`; a new setting that takes something away, one row
-of `TAKES`.
+A feature needs some of what an audit usually has (pointwise verdicts, one judge, a fixed n, levels); a few settings
+take one of them away (a judge asked only pairs asks no pointwise verdict, a jury is several judges, adaptive waves
+draw their probes as they go, scoring mode `expected` scores between levels). A config that sets a feature and takes
+away what it needs is one line naming both and why. A new feature is one row of `NEEDS`; a new setting that takes
+something away, one row of `TAKES`.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Literal
 
-Need = Literal["pointwise", "one judge", "fixed n", "levels", "shared criteria"]
+Need = Literal["pointwise", "one judge", "fixed n", "levels"]
 
 # What each setting that takes a need away says of itself, and what a feature that needs it is said to need.
 TAKES: dict[str, tuple[Need, str, str]] = {
@@ -21,7 +20,6 @@ TAKES: dict[str, tuple[Need, str, str]] = {
     "a jury": ("one judge", "is several judges", "needs one"),
     "adaptive": ("fixed n", "draws its probes in waves", "needs a fixed n"),
     "scoring mode 'expected'": ("levels", "gives scores between levels", "needs levels"),
-    "tasks with their own items": ("shared criteria", "are audited within their prompt", "needs the shared criteria"),
 }
 
 # Each feature (as a config names it): what it needs, and why.

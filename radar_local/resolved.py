@@ -15,7 +15,6 @@ from radar_local.engines.registry import build_engine, score_token_problem
 from radar_local.errors import InputError, RadarError
 from radar_local.hardware import reward_head_problem
 from radar_local.inputs import read_text, regular_file
-from radar_local.interactions import conflict
 from radar_local.judge import missing_reference, pair_template_problem, render, render_pair, template_problem
 from radar_local.models import resolve as local_model
 from radar_local.plan import OVERALL
@@ -292,17 +291,15 @@ def defence_problem(config: AuditSettings, spec: ModelSpec, defences: Sequence[D
 
 
 def items_problem(config: AuditConfig, rubric: Rubric) -> str | None:
-    """What a per-prompt rubric (tasks with their own items) cannot be audited with yet, in one line; else None."""
+    """What a per-prompt rubric (tasks with their own items) cannot be audited with, in one line (an adaptive first
+    wave too small to open a sign error); else None."""
     if not rubric.items:
         return None
-    features = (("pairwise", config.pairwise), ("adaptive", config.adaptive), ("attacks", config.attacks))
-    asked = [name for name, on in features if on is not None]
-    if config.adaptive is not None:
-        from radar_local.adaptive import first_wave_problem  # scipy: the waves' statistics; a config asks for them
+    if config.adaptive is None:
+        return None
+    from radar_local.adaptive import first_wave_problem  # scipy: the waves' statistics; a config asks for them
 
-        if (why := first_wave_problem(config.adaptive, rubric)) is not None:
-            return why
-    return conflict(asked, ["tasks with their own items"])  # interactions.py
+    return first_wave_problem(config.adaptive, rubric)
 
 
 def rubric_conflict(config: AuditSettings, rubric: Rubric) -> str | None:

@@ -691,7 +691,7 @@ def test_features_are_refused_together_from_what_each_needs(tmp_path):
             assert line is None or (line.startswith(f"{setting} ") and f", and {feature} " in line)
     assert conflict(list(NEEDS), []) is None
     source = inspect.getsource(AuditSettings._features_run_together)
-    assert all(f'"{name}"' in source for name in [*NEEDS, *TAKES] if name != "tasks with their own items")
+    assert all(f'"{name}"' in source for name in [*NEEDS, *TAKES])
     both = planted_config(nuisance=["length"], unconditioned=2, adaptive={"start_n": 2, "max_n": 4})
     one_line_exit_2(invoke("audit", write_config(tmp_path, both), "--out", tmp_path / "run"),
                     "adaptive draws its probes in waves, and nuisance needs a fixed n")  # fmt: skip
