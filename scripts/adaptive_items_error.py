@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,7 @@ from per_prompt_error import K, simulate, true_cell, wilson
 
 from radar_local.adaptive import grow, grown, prompt_decisions
 from radar_local.config import Adaptive
+from radar_local.stats import per_prompt as per_prompt_module
 from radar_local.stats.per_prompt import CONFIRMED, per_prompt
 
 PLANTED_PAIR, PLANTED_PITFALL = ("p0_1", "p0_2"), f"p0_{K - 1}"
@@ -95,7 +97,8 @@ def run(design: list[int], args: argparse.Namespace) -> dict:
     lo, hi = wilson(any_confirmed, reps)
     planted = args.plant
     return {
-        "design": f"{spec.start_n}-{spec.max_n} step {spec.step} ({spec.looks} looks)",
+        "design": f"{spec.start_n}-{spec.max_n} step {spec.step} ({spec.looks} looks), screen "
+        f"{per_prompt_module.PROMPT_SCREEN}",
         "any_confirmed": any_confirmed / reps,
         "any_confirmed_ci": (round(lo, 3), round(hi, 3)),
         "false_by_kind": false_kinds,
@@ -120,7 +123,10 @@ def main() -> None:
     ap.add_argument("--pair", type=float, default=0.6)
     ap.add_argument("--tag-leak", type=float, default=0.3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--screen", type=Fraction, default=None, help="a prompt's screen other than the audit's, to weigh")
     args = ap.parse_args()
+    if args.screen is not None:  # the trade-off the default rests on: more prompts grow, more findings open
+        per_prompt_module.PROMPT_SCREEN = args.screen
     for design in args.design or [[6, 3, 15]]:
         start = time.time()
         print({**run(design, args), "seconds": round(time.time() - start, 1)}, flush=True)
