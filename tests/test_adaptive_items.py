@@ -132,7 +132,7 @@ def test_the_pooled_findings_read_the_first_wave_only():
 
 
 def test_a_prompt_grows_while_its_own_family_passes_a_hypothesis_at_the_screen_exactly():
-    """A prompt of two items: three hypotheses (two sign errors, one pair). p x 3 <= 1/4 keeps it open, to the
+    """A prompt of two items: three hypotheses (two sign errors, one pair). p x 3 <= the screen keeps it open, to the
     fraction; a confirmed one never does; one the audit screens does whatever its p."""
     its = [Item(id=i, label=i, description=i, task="t", points=1.0) for i in ("a", "b")]
     pair_key = ("t", "a", "b")
@@ -163,14 +163,15 @@ def test_a_prompt_s_open_finding_grows_its_every_stratum_and_a_shared_one_every_
 
 
 def test_the_first_wave_must_be_able_to_open_a_sign_error_exactly():
-    """A prompt of 6 items beside 7 shared criteria tests 6 + 15 + 42 = 63 hypotheses; at start_n = 5 its smallest
-    p-value is 1/252, and 63/252 is the screen 1/4 exactly: it opens. At start_n = 4 (63/70) it cannot."""
-    shared = tuple(Criterion(id=f"c{i}", label="c", description="c") for i in range(7))
-    items = tuple(Item(id=f"t_{k}", label="i", description="i", task="t", points=1.0) for k in range(6))
+    """A prompt of 7 items beside 14 shared criteria tests 7 + 21 + 98 = 126 hypotheses; at start_n = 5 its smallest
+    p-value is 1/252, and 126/252 is the screen 1/2 exactly: it opens. At start_n = 4 (126/70) it cannot."""
+    assert PROMPT_SCREEN == Fraction(1, 2)
+    shared = tuple(Criterion(id=f"c{i}", label="c", description="c") for i in range(14))
+    items = tuple(Item(id=f"t_{k}", label="i", description="i", task="t", points=1.0) for k in range(7))
     rubric = Rubric(id="r", name="r", criteria=shared + items)
     assert first_wave_problem(Adaptive(start_n=5, max_n=8), rubric) is None
     why = first_wave_problem(Adaptive(start_n=4, max_n=8), rubric)
-    assert why is not None and "1/70 times its 63 hypotheses" in why and why.endswith("start_n >= 5 can")
+    assert why is not None and "1/70 times its 126 hypotheses" in why and why.endswith("start_n >= 5 can")
     assert first_wave_problem(Adaptive(start_n=4, max_n=4), rubric).endswith("no start_n up to max_n 4 can; raise both")
 
 

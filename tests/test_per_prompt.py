@@ -356,7 +356,7 @@ def test_a_bad_item_is_one_line(tmp_path, change, needle):
 def test_a_first_wave_too_small_to_open_a_sign_error_is_one_line(tmp_path):
     config = per_prompt_config(tmp_path, n=2) | {"adaptive": {"start_n": 3, "max_n": 6}}
     res = invoke("audit", write_config(tmp_path, config), "--out", tmp_path / "run")
-    one_line_exit_2(res, "adaptive.start_n 3", "1/20 times its 15 hypotheses", "start_n >= 4 can")  # 15/70 <= 1/4
+    one_line_exit_2(res, "adaptive.start_n 3", "1/20 times its 15 hypotheses", "start_n >= 4 can")  # 15/70 <= 1/2
 
 
 # ---- HealthBench's own rows (tests/data/formats/healthbench/SOURCES.md) ----

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 
 FDR = 0.10  # the screening rate of sign errors and redundant pairs, where the audit sets none
 KINDS = 3  # sign errors, redundant pairs, tag cells: the audit's error (1 - level) split among them
-PROMPT_SCREEN = Fraction(1, 4)  # an adaptive wave grows a prompt whose own family passes a hypothesis at this level
+PROMPT_SCREEN = Fraction(1, 2)  # an adaptive wave grows a prompt whose own family passes a hypothesis at this level
 SIGN_ERROR, PAIR = "sign error", "redundant pair"
 CONFIRMED, SCREENED = "confirmed", "screened"
 METHOD = (
