@@ -7,10 +7,12 @@ import json
 import math
 import shutil
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from radar_local.adaptive import first_wave_problem, grow, grown, prompt_decisions
 from radar_local.auditing import run_audit
@@ -198,3 +200,24 @@ def test_plan_counts_the_first_wave_and_the_looks(tmp_path):
     assert f"the first wave at N = 4 makes {3 * 5 * 2 * 4 * 5} verifier calls" in res.output
     assert "its tests count its 3 looks" in res.output and "at most 300 probes" in res.output
     assert "Holm over the 15 items and its 3 looks" in res.output
+
+
+@pytest.mark.thorough  # the worked example in waves: 546 probes, 8,190 verdicts on the planted engine, about 4 s
+def test_the_worked_example_in_waves_finds_what_docs_per_prompt_md_says(tmp_path):
+    repo = Path(__file__).resolve().parents[1]
+    config = yaml.safe_load((repo / "configs" / "per-prompt-example.yaml").read_text())
+    config = {k: v for k, v in config.items() if k not in ("n", "out")} | {"adaptive": {"start_n": 6, "step": 3,
+                                                                                        "max_n": 15}}  # fmt: skip
+    result = run_audit(config, tmp_path / "run", base=repo / "configs")
+    p, record = result.per_prompt, result.adaptive
+    assert p.unread == ["t1f548d5b_3", "t1f548d5b_4"]
+    (sign,) = [r for r in p.items if r.sign_error]
+    assert sign.id == "t1f548d5b_4" and sign.sign_error == CONFIRMED and sign.probes == [9, 9]
+    assert {(x.a, x.b, x.evidence) for x in p.pairs} == {
+        ("t1f548d5b_5", "t1f548d5b_10", CONFIRMED),
+        ("t1f548d5b_18", "t1f548d5b_19", CONFIRMED),
+    }
+    assert len(record.waves) == 2 and len(record.waves[0].grow) == 1  # the first conversation alone grows
+    doc = (repo / "docs" / "per-prompt.md").read_text()
+    assert f"{record.probes} probes and {record.verifier_calls:,} verdicts" in doc
+    assert f"p = {sign.p_reversed:.2g}" in doc
