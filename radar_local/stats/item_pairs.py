@@ -41,6 +41,7 @@ from radar_local.stats.per_prompt import (
     Reach,
     TagMatrix,
     evidence_of,
+    over_looks,
     pooled,
     reach_of,
     tag_matrices,
@@ -153,7 +154,7 @@ def item_pairs(
         }
         for of in (values, pooled_values)
     )
-    reversed_p = {it.id: min(Fraction(1), looks * p_sign_flip(v(it.task, it.id, it.id), seed, "lower")) for it in items}
+    reversed_p = {it.id: over_looks(p_sign_flip(v(it.task, it.id, it.id), seed, "lower"), looks) for it in items}
     sign = evidence_of(reversed_p, level, fdr, KINDS)
     pair_p: dict[tuple[str, str, str], Fraction] = {}
     pair_rows: dict[tuple[str, str, str], tuple[Criterion, Criterion]] = {}
@@ -163,7 +164,7 @@ def item_pairs(
                 to_b, to_a = v(task, a.id, b.id), v(task, b.id, a.id)
                 if to_b and to_a:  # both asked (asked: all)
                     joint = [e / len(to_b) for e in to_b] + [e / len(to_a) for e in to_a]
-                    pair_p[task, a.id, b.id] = min(Fraction(1), looks * p_sign_flip(joint, seed, "upper"))
+                    pair_p[task, a.id, b.id] = over_looks(p_sign_flip(joint, seed, "upper"), looks)
                     pair_rows[task, a.id, b.id] = (a, b)
     found = []
     for key, ev in evidence_of(pair_p, level, fdr, KINDS).items():

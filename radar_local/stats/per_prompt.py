@@ -182,7 +182,7 @@ def per_prompt(
         pooled_effects = _effects(_splits(wave, by_task, shared, factors), spans, factors)
 
     reversed_raw = {it.id: p_lower(splits[it.task, it.id, it.id], seed) for it in items}
-    reversed_p = {k: min(Fraction(1), p * looks) for k, p in reversed_raw.items()}
+    reversed_p = {k: over_looks(p, looks) for k, p in reversed_raw.items()}
     sign = evidence_of(reversed_p, level, fdr)
     pair_raw, pair_rows = {}, {}
     for task, its in by_task.items():
@@ -194,7 +194,7 @@ def per_prompt(
                 a_to_b, b_to_a = splits[task, a.id, b.id], splits[task, b.id, a.id]
                 pair_raw[key] = p_sum_upper(a_to_b, span_a, b_to_a, span_b, seed)
                 pair_rows[key] = (task, a, b)
-    pair_p = {k: min(Fraction(1), p * looks) for k, p in pair_raw.items()}
+    pair_p = {k: over_looks(p, looks) for k, p in pair_raw.items()}
     pair_evidence = evidence_of(pair_p, level, fdr)
     sign_floors = [
         looks * p_lower(s.extreme(False), seed) for it in items if (s := splits[it.task, it.id, it.id]).testable
@@ -329,6 +329,12 @@ def _effects(
         d = s.difference()
         out.setdefault(task, {})[a, b] = None if d is None else d / (Fraction(repr(spans[b])) * factors[b])
     return out
+
+
+def over_looks(p: Fraction, looks: int) -> Fraction:
+    """A p-value at the N an adaptive audit's waves stopped at, valid whatever they chose: times the looks they could
+    have taken (Bonferroni over every N they can reach), at most 1."""
+    return min(Fraction(1), p * looks)
 
 
 def reach_of(floors: list[Fraction], tests: int, level: float, kinds: int = KINDS) -> Reach | None:
