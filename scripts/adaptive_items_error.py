@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from per_prompt_error import K, simulate, true_cell, wilson
+from per_prompt_error import K, simulate, true_cell, truth_options, wilson
 
 from radar_local.adaptive import grow, grown, prompt_decisions
 from radar_local.config import Adaptive
@@ -118,11 +118,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--design", type=int, nargs=3, action="append", metavar=("START_N", "STEP", "MAX_N"))
-    ap.add_argument("--prompts", type=int, default=20)
-    ap.add_argument("--plant", action="store_true")
-    ap.add_argument("--pair", type=float, default=0.6)
-    ap.add_argument("--tag-leak", type=float, default=0.3)
-    ap.add_argument("--seed", type=int, default=0)
+    truth_options(ap)
     ap.add_argument("--screen", type=Fraction, default=None, help="a prompt's screen other than the audit's, to weigh")
     args = ap.parse_args()
     if args.screen is not None:  # the trade-off the default rests on: more prompts grow, more findings open

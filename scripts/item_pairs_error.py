@@ -36,7 +36,8 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from per_prompt_error import MOVE, PITFALLS, K, items_of, wilson  # the same prompts as the pointwise audit's
+# the same prompts as the pointwise audit's
+from per_prompt_error import MOVE, PITFALLS, K, items_of, truth_options, wilson
 
 from radar_local.rubric import Item
 from radar_local.stats.item_pairs import item_pairs
@@ -147,13 +148,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--ns", type=int, nargs="+", default=[5])
-    ap.add_argument("--prompts", type=int, default=20)
-    ap.add_argument("--plant", action="store_true")
-    ap.add_argument("--pair", type=float, default=0.6)
-    ap.add_argument("--tag-leak", type=float, default=0.3)
+    truth_options(ap)
     ap.add_argument("--position", type=float, default=0.0)
     ap.add_argument("--pair-sd", type=float, default=0.5)
-    ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     for n in args.ns:
         start = time.time()

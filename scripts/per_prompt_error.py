@@ -129,15 +129,20 @@ def run(n: int, args: argparse.Namespace) -> dict:
     }
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--reps", type=int, default=200)
-    ap.add_argument("--ns", type=int, nargs="+", default=[5])
+def truth_options(ap: argparse.ArgumentParser) -> None:
+    """The simulated truth's options, shared by the per-prompt scripts: how many prompts, and what is planted."""
     ap.add_argument("--prompts", type=int, default=20)
     ap.add_argument("--plant", action="store_true")
     ap.add_argument("--pair", type=float, default=0.6)
     ap.add_argument("--tag-leak", type=float, default=0.3)
     ap.add_argument("--seed", type=int, default=0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--ns", type=int, nargs="+", default=[5])
+    truth_options(ap)
     args = ap.parse_args()
     for n in args.ns:
         start = time.time()

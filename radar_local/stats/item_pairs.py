@@ -132,9 +132,7 @@ def item_pairs(
     for t, s, a, variant, b in zip(verdicts.task, verdicts.source, verdicts.asked, verdicts.variant, better):
         cell = twice.setdefault((tasks[t], ids[s], ids[a] if a < len(ids) else "overall"), {})
         cell[int(variant)] = cell.get(int(variant), 0) + int(b)
-    below = first if first is not None else max(map(int, verdicts.variant), default=-1) + 1
     values = {key: [Fraction(x, 2) for _, x in sorted(cell.items())] for key, cell in twice.items()}
-    pooled_values = {key: [Fraction(x, 2) for w, x in sorted(cell.items()) if w < below] for key, cell in twice.items()}
 
     def v(task: str, a: str, b: str) -> list[Fraction]:
         """The pairs' v, variant by variant, steered on `a` and asked about `b`."""
@@ -147,13 +145,20 @@ def item_pairs(
     by_task: dict[str, list[Item]] = {}
     for it in items:
         by_task.setdefault(it.task, []).append(it)
-    effects, pooled_effects = (
-        {
+
+    def effects_of(of: dict[tuple[str, str, str], list[Fraction]]) -> dict[str, dict[tuple[str, str], Fraction | None]]:
+        return {
             task: {(a.id, b.id): mean(task, a.id, b.id, of) for a, b in itertools.product(its, its)}
             for task, its in by_task.items()
         }
-        for of in (values, pooled_values)
-    )
+
+    effects, kept = effects_of(values), np.ones(len(verdicts.choice), bool)
+    pooled_effects = effects
+    if first is not None:  # an adaptive audit's first wave
+        pooled_effects = effects_of(
+            {k: [Fraction(x, 2) for w, x in sorted(c.items()) if w < first] for k, c in twice.items()}
+        )
+        kept = np.asarray(verdicts.variant, dtype=int) < first
     reversed_p = {it.id: over_looks(p_sign_flip(v(it.task, it.id, it.id), seed, "lower"), looks) for it in items}
     sign = evidence_of(reversed_p, level, fdr, KINDS)
     pair_p: dict[tuple[str, str, str], Fraction] = {}
@@ -219,7 +224,7 @@ def item_pairs(
         sign_error_rate=rate,
         sign_error_ci=within_0_1(rate_ci),
         tags=tag_matrices(by_task, pooled_effects, level, seed, KINDS),
-        position=_position(verdicts, level, seed, np.asarray(verdicts.variant, dtype=int) < below),
+        position=_position(verdicts, level, seed, kept),
         reach=reach,
         looks=looks,
         pooled_below=first,
